@@ -1,0 +1,5 @@
+import sys
+
+from ci_tool.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per CLI verb: load -> compute -> render -> write -> exit code."""

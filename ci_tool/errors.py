@@ -1,0 +1,98 @@
+"""The error hierarchy: one base class, one subclass per domain, all rendered as one line.
+
+A message says where (file:line:col and YAML path, or a column in a bot comment), what was expected,
+what was found, and a hint when one exists.  Only the CLI entry point turns these into exit codes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Where:
+    """A location in a user's file: `file:line:col` plus an optional YAML path such as `l0_a10[0].tests[3]`."""
+
+    file: str | None = None
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+    yaml_path: str | None = None
+
+    def __str__(self) -> str:
+        place = self.file or "<input>"
+        if self.line is not None:
+            place += f":{self.line}"
+            if self.col is not None:
+                place += f":{self.col}"
+        if self.yaml_path:
+            place += f" ({self.yaml_path})"
+        return place
+
+
+class CiToolError(Exception):
+    """Base of every error ci-tool reports to a user (exit code 1)."""
+
+    def __init__(self, message: str, *, where: Where | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        if self.hint:
+            text += f" Hint: {self.hint}"
+        return text
+
+
+class TestDbError(CiToolError):
+    """A test-db YAML file, test line or waive that is malformed, or a render that selects nothing."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+
+class SysinfoError(CiToolError):
+    """A system-info file that cannot be read or does not hold a JSON object."""
+
+
+class StageError(CiToolError):
+    """A stage catalog entry, stage name or selection that is invalid."""
+
+
+class ShardError(CiToolError):
+    """Sharding input that cannot be split as asked (bad durations file, more shards than tests)."""
+
+
+class BotError(CiToolError):
+    """A `/bot` comment that does not parse or does not validate against the catalog."""
+
+
+class GenerateError(CiToolError):
+    """Generated files that are stale or cannot be rendered."""
+
+
+class RunError(CiToolError):
+    """A local stage run that cannot start or whose results cannot be read."""
+
+
+class HistoryError(CiToolError):
+    """The SQLite history store cannot be opened or holds an unknown run."""
+
+
+class DispatchError(CiToolError):
+    """A remote CI service (Jenkins, GitHub) refused or failed a request."""
+
+
+def closest(name: str, choices: Iterable[str], *, limit: int = 3) -> list[str]:
+    """The choices that look most like `name`, best first (for 'did you mean' hints)."""
+    return difflib.get_close_matches(name, list(choices), n=limit, cutoff=0.6)
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
+    """A hint naming the closest choices, or None when nothing is close."""
+    matches = closest(name, choices)
+    if not matches:
+        return None
+    return "did you mean " + " or ".join(repr(m) for m in matches) + "?"
