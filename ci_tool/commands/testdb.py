@@ -1,0 +1,97 @@
+"""`ci-tool testdb render|check`: render one context's test list for a query; validate the test-db."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ci_tool import sysinfo
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import TestDbError
+from ci_tool.testdb.check import duplicate_tests, stale_waives
+from ci_tool.testdb.load import load_test_db, read_test_db
+from ci_tool.testdb.select import normalize_query, render
+from ci_tool.testdb.waives import read_waives
+
+DEFAULT_TEST_DB = "test-db"
+
+test_db_option = click.option(
+    "--test-db", "test_db", default=DEFAULT_TEST_DB, show_default=True,
+    type=click.Path(file_okay=False, path_type=Path), help="Folder holding the test-db *.yml files.",
+)
+
+
+@click.group()
+def testdb() -> None:
+    """Render and check test-db test lists."""
+
+
+@testdb.command("render")
+@click.option("--context", required=True, help="Context to render, e.g. l0_a10.")
+@click.option("--match", "match_json", metavar="JSON", help="Query as a JSON object of system and stage facts.")
+@click.option("--system-info", "system_info", type=click.Path(dir_okay=False, path_type=Path),
+              help="Query from a JSON file written by `ci-tool sysinfo --json`.")
+@click.option("--probe", is_flag=True, help="Query from probing this machine.")
+@test_db_option
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the list here.")
+def render_command(context: str, match_json: str | None, system_info: Path | None, probe: bool,
+                   test_db: Path, output: Path | None) -> int:
+    """Print the tests of CONTEXT whose conditions match the query, annotations kept."""
+    sources = [name for name, given in (("--match", match_json), ("--system-info", system_info),
+                                        ("--probe", probe)) if given]
+    if len(sources) != 1:
+        found = " and ".join(sources) if sources else "none"
+        raise click.UsageError(f"expected exactly one of --match, --system-info, --probe; found {found}")
+    raw_query = _query_from(match_json, system_info, probe)
+    query = normalize_query(raw_query)
+    unknown = sorted(key for key, value in query.items() if value == "na")
+    if unknown:
+        click.echo(f"warning: the probe could not read {', '.join(unknown)} (value 'na'); "
+                   "blocks that constrain them will not match", err=True)
+    db = load_test_db(test_db)
+    text = "".join(line.raw + "\n" for line in render(db, context, query))
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_text_atomically(output, text, what="the test list")
+    return 0
+
+
+@testdb.command("check")
+@test_db_option
+@click.option("--waives", type=click.Path(dir_okay=False, path_type=Path),
+              help="Waives file [default: TEST_DB/waives.txt].")
+@click.option("--collect", is_flag=True, help="Also check every test id collects a real pytest item.")
+def check_command(test_db: Path, waives: Path | None, collect: bool) -> int:
+    """Validate the test-db and its waives; print every problem, one per line."""
+    db, problems = read_test_db(test_db)
+    waive_list, waive_problems = read_waives(waives or test_db / "waives.txt")
+    problems += waive_problems + duplicate_tests(db) + stale_waives(db, waive_list)
+    if collect:
+        from ci_tool.testdb.collect import uncollectable_tests
+
+        problems += uncollectable_tests(db)
+    for problem in problems:
+        click.echo(f"error: {problem}", err=True)
+    tests = sum(len(block.entries) for context in db.contexts.values() for block in context.blocks)
+    summary = f"{len(db.contexts)} contexts, {tests} test lines, {len(waive_list)} waives"
+    if problems:
+        click.echo(f"test-db check failed: {len(problems)} problem(s) in {summary}", err=True)
+        return 1
+    click.echo(f"test-db OK: {summary}")
+    return 0
+
+
+def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -> dict[str, object]:
+    if match_json is not None:
+        try:
+            data = json.loads(match_json)
+        except json.JSONDecodeError as error:
+            raise TestDbError(f"--match: expected a JSON object, found a syntax error at column {error.colno}: "
+                              f"{error.msg}", hint="quote the JSON for your shell: --match '{\"gpu\": \"A10\"}'")
+        if not isinstance(data, dict):
+            raise TestDbError(f"--match: expected a JSON object, found {type(data).__name__}")
+        return data
+    return sysinfo.load_sysinfo_file(system_info) if system_info is not None else sysinfo.probe()

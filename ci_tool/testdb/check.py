@@ -1,0 +1,74 @@
+"""Static checks of a test-db folder and its waives (no pytest run; see `collect` for that).
+
+Each check returns TestDbError values, one per finding, so the command can print them all.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from ci_tool.errors import TestDbError
+from ci_tool.testdb.model import Entry, TestDb
+from ci_tool.testdb.waives import Waive
+
+
+def duplicate_tests(db: TestDb) -> list[TestDbError]:
+    """Tests listed twice in one context under equal conditions (they would run twice)."""
+    findings = []
+    for context in db.contexts.values():
+        first_seen: dict[tuple[object, str], Entry] = {}
+        for block in context.blocks:
+            identity = block.condition.identity()
+            for entry in block.entries:
+                key = (identity, entry.line.test_id)
+                earlier = first_seen.setdefault(key, entry)
+                if earlier is not entry:
+                    findings.append(
+                        TestDbError(
+                            f"expected each test once per condition, found {entry.line.test_id!r} again "
+                            f"(first at line {earlier.where.line})",
+                            where=entry.where,
+                            hint="delete one of the two lines",
+                        )
+                    )
+    return findings
+
+
+def covers(selector: str, test_id: str) -> bool:
+    """Whether a folder, file or node id selects `test_id` (or is it)."""
+    if selector == test_id:
+        return True
+    base = selector.rstrip("/")
+    return test_id.startswith((base + "/", base + "::", base + "["))
+
+
+def _bare(test_id: str) -> str:
+    """The id without a trailing `-k`/`-m` filter."""
+    for flag in (" -k ", " -m "):
+        test_id = test_id.split(flag, 1)[0]
+    return test_id.strip()
+
+
+def stale_waives(db: TestDb, waives: Iterable[Waive]) -> list[TestDbError]:
+    """Waives that name a test in no list: they skip nothing and hide that the test is gone."""
+    listed = sorted({_bare(entry.line.test_id) for context in db.contexts.values()
+                     for block in context.blocks for entry in block.entries})
+    findings = []
+    for waive in waives:
+        target = _bare(waive.test_id)
+        if not any(covers(target, test_id) or covers(test_id, target) for test_id in _candidates(listed, target)):
+            findings.append(
+                TestDbError(
+                    f"expected a waive to name a listed test, found {waive.test_id!r} in no test-db list",
+                    where=waive.where,
+                    hint="delete the stale waive, or fix its id to match the list entry",
+                )
+            )
+    return findings
+
+
+def _candidates(listed: list[str], target: str) -> list[str]:
+    """The listed ids that share the target's top folder (a cheap filter before `covers`)."""
+    top = target.split("/", 1)[0].split("::", 1)[0]
+    return listed[bisect.bisect_left(listed, top) : bisect.bisect_left(listed, top + "\uffff")]

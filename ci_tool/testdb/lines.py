@@ -1,0 +1,136 @@
+"""The test-line grammar shared by test-db lists, rendered lists and waives.
+
+    line     := test_id [markers] [comment]
+    test_id  := node id | file | folder, optionally followed by `-k "expr"` / `-m "expr"`
+    markers  := marker ((" " | ",") marker)*
+    marker   := "XFAIL" [reason] | "SKIP" [reason] | "UNSTABLE" [reason]
+              | "TIMEOUT" " "? "(" minutes ")" | "ISOLATION"
+    reason   := "(" text ")"
+    comment  := "#" text            (outside parentheses, at the start or after a blank)
+
+Examples: `a.py::t TIMEOUT (90)`, `a.py::t TIMEOUT(60) ISOLATION`, `dir -k "x" SKIP (https://bug/1)`.
+The first marker word that stands alone after the id ends the id.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ci_tool.errors import TestDbError, Where
+
+STATUS_MARKERS = ("XFAIL", "SKIP", "UNSTABLE")
+MARKERS = (*STATUS_MARKERS, "TIMEOUT", "ISOLATION")
+
+# A marker word standing alone: preceded by a blank or comma, followed by end, blank, comma or "(".
+_MARKER_START = re.compile(r"(?:(?<=\s)|(?<=,))(" + "|".join(MARKERS) + r")(?=$|[\s,(])")
+_REASON = re.compile(r"\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")  # one level of nested parentheses allowed
+_SEPARATOR = re.compile(r"[\s,]*")
+
+
+@dataclass(frozen=True)
+class TestLine:
+    """One parsed test line. `raw` is the line as written, minus any comment."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    raw: str
+    test_id: str
+    timeout_minutes: int | None = None
+    isolation: bool = False
+    status: str | None = None  # "XFAIL", "SKIP" or "UNSTABLE"
+    reason: str | None = None  # the text in parentheses after the status marker
+
+    @property
+    def path(self) -> str:
+        """The file or folder part of the id (before `::`, `[` and any `-k`/`-m` filter)."""
+        head = self.test_id.split(" ", 1)[0]
+        return head.split("::", 1)[0]
+
+
+def strip_comment(text: str) -> str:
+    """Drop a `#` comment that starts a line or follows a blank, unless it sits inside parentheses."""
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == "#" and depth == 0 and (index == 0 or text[index - 1].isspace()):
+            return text[:index].rstrip()
+    return text.rstrip()
+
+
+def parse_test_line(text: str, where: Where | None = None) -> TestLine:
+    """Parse one test line; raise TestDbError (with `where`) when it is malformed."""
+    raw = strip_comment(text).strip()
+    if not raw:
+        raise TestDbError("expected a test id, found an empty line", where=where)
+    match = _MARKER_START.search(raw)
+    if match is None:
+        return TestLine(raw=raw, test_id=raw)
+    test_id = raw[: match.start()].rstrip(" ,")
+    if not test_id:
+        raise TestDbError(f"expected a test id before {match.group(1)}, found {raw!r}", where=where)
+    return _parse_markers(raw, test_id, match.start(), where)
+
+
+def _parse_markers(raw: str, test_id: str, position: int, where: Where | None) -> TestLine:
+    timeout_minutes: int | None = None
+    isolation = False
+    status: str | None = None
+    reason: str | None = None
+    seen: set[str] = set()
+    while position < len(raw):
+        match = _MARKER_START.match(raw, position)
+        if match is None:
+            raise TestDbError(
+                f"expected a marker ({', '.join(MARKERS)}) after the test id, found {raw[position:]!r}",
+                where=where,
+            )
+        word = match.group(1)
+        if word in seen:
+            raise TestDbError(f"expected each marker once, found {word} twice in {raw!r}", where=where)
+        seen.add(word)
+        position = match.end()
+        if word == "ISOLATION":
+            isolation = True
+        elif word == "TIMEOUT":
+            timeout_minutes, position = _parse_timeout(raw, position, where)
+        else:
+            if status is not None:
+                raise TestDbError(
+                    f"expected at most one of {', '.join(STATUS_MARKERS)}, found {status} and {word} in {raw!r}",
+                    where=where,
+                )
+            status = word
+            reason, position = _parse_reason(raw, word, position, where)
+        position = _SEPARATOR.match(raw, position).end()  # type: ignore[union-attr]
+    return TestLine(raw, test_id, timeout_minutes, isolation, status, reason)
+
+
+def _parse_timeout(raw: str, position: int, where: Where | None) -> tuple[int, int]:
+    match = _REASON.match(raw, position)
+    if match is None or not match.group(1).strip().isdigit() or int(match.group(1)) <= 0:
+        found = match.group(1).strip() if match else raw[position:].strip() or "nothing"
+        raise TestDbError(
+            f"expected TIMEOUT (N) with N a positive whole number of minutes, found {found!r} in {raw!r}",
+            where=where,
+            hint="write e.g. TIMEOUT (90); the value is in minutes",
+        )
+    return int(match.group(1)), match.end()
+
+
+def _parse_reason(raw: str, word: str, position: int, where: Where | None) -> tuple[str | None, int]:
+    match = _REASON.match(raw, position)
+    if match:
+        return match.group(1).strip(), match.end()
+    rest = raw[position:].strip()
+    next_marker = _MARKER_START.match(raw, _SEPARATOR.match(raw, position).end())  # type: ignore[union-attr]
+    if not rest or next_marker:
+        return None, position
+    raise TestDbError(
+        f"expected the text after {word} in parentheses, found {rest!r}",
+        where=where,
+        hint=f"forgot parentheses? write {word} ({rest})",
+    )
