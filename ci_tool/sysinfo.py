@@ -50,8 +50,11 @@ def load_sysinfo_file(path: str | Path) -> SysInfo:
             where=Where(str(path), error.lineno, error.colno),
         ) from None
     if not isinstance(data, dict):
-        raise SysinfoError(f"expected a JSON object, found {type(data).__name__}", where=Where(str(path)),
-                           hint="write `ci-tool sysinfo --json > FILE` to get the expected shape")
+        raise SysinfoError(
+            f"expected a JSON object, found {type(data).__name__}",
+            where=Where(str(path)),
+            hint="write `ci-tool sysinfo --json > FILE` to get the expected shape",
+        )
     return data
 
 
@@ -88,16 +91,27 @@ def _host_memory() -> SysInfo:
 
 
 def _gpu_facts(name: str, count: int | str, memory_mib: int | str, capability: float | str) -> SysInfo:
-    facts: SysInfo = {"gpu": name, "system_gpu_count": count, "gpu_memory": memory_mib,
-                      "compute_capability": capability}
+    facts: SysInfo = {
+        "gpu": name,
+        "system_gpu_count": count,
+        "gpu_memory": memory_mib,
+        "compute_capability": capability,
+    }
     for key, minimum in (("supports_tf32", 8.0), ("supports_int8", 6.1), ("supports_fp8", 8.9)):
         facts[key] = capability >= minimum if isinstance(capability, float) else NA
     return facts
 
 
 def _no_gpu() -> SysInfo:
-    return {"gpu": None, "system_gpu_count": 0, "gpu_memory": None, "compute_capability": None,
-            "supports_tf32": False, "supports_int8": False, "supports_fp8": False}
+    return {
+        "gpu": None,
+        "system_gpu_count": 0,
+        "gpu_memory": None,
+        "compute_capability": None,
+        "supports_tf32": False,
+        "supports_int8": False,
+        "supports_fp8": False,
+    }
 
 
 def _gpus() -> SysInfo:
@@ -143,8 +157,12 @@ def _nvml_facts(nvml: ctypes.CDLL) -> SysInfo:
         _check(nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)))
         major, minor = ctypes.c_int(), ctypes.c_int()
         _check(nvml.nvmlDeviceGetCudaComputeCapability(handle, ctypes.byref(major), ctypes.byref(minor)))
-        return _gpu_facts(_short_gpu_name(name.value.decode()), count.value, memory.total // 2**20,
-                          float(f"{major.value}.{minor.value}"))
+        return _gpu_facts(
+            _short_gpu_name(name.value.decode()),
+            count.value,
+            memory.total // 2**20,
+            float(f"{major.value}.{minor.value}"),
+        )
     finally:
         nvml.nvmlShutdown()
 
@@ -156,8 +174,12 @@ def _torch_facts() -> SysInfo:
         if not torch.cuda.is_available():
             return _no_gpu()
         props = torch.cuda.get_device_properties(0)
-        return _gpu_facts(_short_gpu_name(props.name), torch.cuda.device_count(), props.total_memory // 2**20,
-                          float(f"{props.major}.{props.minor}"))
+        return _gpu_facts(
+            _short_gpu_name(props.name),
+            torch.cuda.device_count(),
+            props.total_memory // 2**20,
+            float(f"{props.major}.{props.minor}"),
+        )
     except Exception:
         return _gpu_facts(NA, NA, NA, NA)
 

@@ -18,8 +18,12 @@ from ci_tool.testdb.waives import read_waives
 DEFAULT_TEST_DB = "test-db"
 
 test_db_option = click.option(
-    "--test-db", "test_db", default=DEFAULT_TEST_DB, show_default=True,
-    type=click.Path(file_okay=False, path_type=Path), help="Folder holding the test-db *.yml files.",
+    "--test-db",
+    "test_db",
+    default=DEFAULT_TEST_DB,
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder holding the test-db *.yml files.",
 )
 
 
@@ -31,16 +35,22 @@ def testdb() -> None:
 @testdb.command("render")
 @click.option("--context", required=True, help="Context to render, e.g. l0_a10.")
 @click.option("--match", "match_json", metavar="JSON", help="Query as a JSON object of system and stage facts.")
-@click.option("--system-info", "system_info", type=click.Path(dir_okay=False, path_type=Path),
-              help="Query from a JSON file written by `ci-tool sysinfo --json`.")
+@click.option(
+    "--system-info",
+    "system_info",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Query from a JSON file written by `ci-tool sysinfo --json`.",
+)
 @click.option("--probe", is_flag=True, help="Query from probing this machine.")
 @test_db_option
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the list here.")
-def render_command(context: str, match_json: str | None, system_info: Path | None, probe: bool,
-                   test_db: Path, output: Path | None) -> int:
+def render_command(
+    context: str, match_json: str | None, system_info: Path | None, probe: bool, test_db: Path, output: Path | None
+) -> int:
     """Print the tests of CONTEXT whose conditions match the query, annotations kept."""
-    sources = [name for name, given in (("--match", match_json), ("--system-info", system_info),
-                                        ("--probe", probe)) if given]
+    sources = [
+        name for name, given in (("--match", match_json), ("--system-info", system_info), ("--probe", probe)) if given
+    ]
     if len(sources) != 1:
         found = " and ".join(sources) if sources else "none"
         raise click.UsageError(f"expected exactly one of --match, --system-info, --probe; found {found}")
@@ -48,8 +58,11 @@ def render_command(context: str, match_json: str | None, system_info: Path | Non
     query = normalize_query(raw_query)
     unknown = sorted(key for key, value in query.items() if value == "na")
     if unknown:
-        click.echo(f"warning: the probe could not read {', '.join(unknown)} (value 'na'); "
-                   "blocks that constrain them will not match", err=True)
+        click.echo(
+            f"warning: the probe could not read {', '.join(unknown)} (value 'na'); "
+            "blocks that constrain them will not match",
+            err=True,
+        )
     db = load_test_db(test_db)
     text = "".join(line.raw + "\n" for line in render(db, context, query))
     if output is None:
@@ -61,8 +74,9 @@ def render_command(context: str, match_json: str | None, system_info: Path | Non
 
 @testdb.command("check")
 @test_db_option
-@click.option("--waives", type=click.Path(dir_okay=False, path_type=Path),
-              help="Waives file [default: TEST_DB/waives.txt].")
+@click.option(
+    "--waives", type=click.Path(dir_okay=False, path_type=Path), help="Waives file [default: TEST_DB/waives.txt]."
+)
 @click.option("--collect", is_flag=True, help="Also check every test id collects a real pytest item.")
 def check_command(test_db: Path, waives: Path | None, collect: bool) -> int:
     """Validate the test-db and its waives; print every problem, one per line."""
@@ -89,8 +103,10 @@ def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -
         try:
             data = json.loads(match_json)
         except json.JSONDecodeError as error:
-            raise TestDbError(f"--match: expected a JSON object, found a syntax error at column {error.colno}: "
-                              f"{error.msg}", hint="quote the JSON for your shell: --match '{\"gpu\": \"A10\"}'")
+            raise TestDbError(
+                f"--match: expected a JSON object, found a syntax error at column {error.colno}: {error.msg}",
+                hint='quote the JSON for your shell: --match \'{"gpu": "A10"}\'',
+            ) from None
         if not isinstance(data, dict):
             raise TestDbError(f"--match: expected a JSON object, found {type(data).__name__}")
         return data

@@ -52,8 +52,14 @@ def _bare(test_id: str) -> str:
 
 def stale_waives(db: TestDb, waives: Iterable[Waive]) -> list[TestDbError]:
     """Waives that name a test in no list: they skip nothing and hide that the test is gone."""
-    listed = sorted({_bare(entry.line.test_id) for context in db.contexts.values()
-                     for block in context.blocks for entry in block.entries})
+    listed = sorted(
+        {
+            _bare(entry.line.test_id)
+            for context in db.contexts.values()
+            for block in context.blocks
+            for entry in block.entries
+        }
+    )
     findings = []
     for waive in waives:
         target = _bare(waive.test_id)

@@ -142,8 +142,9 @@ class _FileReader:
     def read_document(self, document: Node | None) -> list[Context]:
         if document is None:
             self.problems.append(
-                TestDbError(f"expected `version: {FORMAT_VERSION}` and contexts, found an empty file",
-                            where=Where(self.file))
+                TestDbError(
+                    f"expected `version: {FORMAT_VERSION}` and contexts, found an empty file", where=Where(self.file)
+                )
             )
             return []
         if not isinstance(document, MappingNode):
@@ -161,8 +162,12 @@ class _FileReader:
                 if context is not None:
                     contexts.append(context)
         if not version_seen:
-            self.problem(document, None, f"expected a top-level `version: {FORMAT_VERSION}`, found none",
-                         hint=f"add `version: {FORMAT_VERSION}` as the first line")
+            self.problem(
+                document,
+                None,
+                f"expected a top-level `version: {FORMAT_VERSION}`, found none",
+                hint=f"add `version: {FORMAT_VERSION}` as the first line",
+            )
         return contexts
 
     def read_context(self, name: str, node: Node) -> Context | None:
@@ -204,8 +209,7 @@ class _FileReader:
         return Condition(
             terms=self.read_terms(parts["terms"], _join(path, "terms")) if "terms" in parts else {},
             ranges=self.read_ranges(parts["ranges"], _join(path, "ranges")) if "ranges" in parts else {},
-            wildcards=self.read_wildcards(parts["wildcards"], _join(path, "wildcards")) if "wildcards" in parts
-            else {},
+            wildcards=self.read_wildcards(parts["wildcards"], _join(path, "wildcards")) if "wildcards" in parts else {},
         )
 
     def read_terms(self, node: Node, path: str) -> dict[str, str]:
@@ -232,16 +236,21 @@ class _FileReader:
         for key, value in self.pairs(node, path, None):
             key_path = _join(path, key)
             if not isinstance(value, MappingNode):
-                self.mismatch(value, key_path, "a mapping with gte and/or lte",
-                              hint=f"write e.g. `{key}: {{gte: 1, lte: 1}}`")
+                self.mismatch(
+                    value, key_path, "a mapping with gte and/or lte", hint=f"write e.g. `{key}: {{gte: 1, lte: 1}}`"
+                )
                 continue
             bounds: dict[str, int] = {}
             for bound, bound_node in self.pairs(value, key_path, RANGE_KEYS):
                 if isinstance(bound_node, ScalarNode) and bound_node.tag == _TAG_INT:
                     bounds[bound] = int(bound_node.value.replace("_", ""), 0)
                 else:
-                    self.problem(bound_node, _join(key_path, bound), f"expected an integer, found {_describe(bound_node)}",
-                                 hint="range bounds are whole numbers, e.g. gte: 4")
+                    self.problem(
+                        bound_node,
+                        _join(key_path, bound),
+                        f"expected an integer, found {_describe(bound_node)}",
+                        hint="range bounds are whole numbers, e.g. gte: 4",
+                    )
             gte, lte = bounds.get("gte"), bounds.get("lte")
             if gte is not None and lte is not None and gte > lte:
                 self.problem(value, key_path, f"expected gte <= lte, found gte {gte} > lte {lte}")
@@ -255,7 +264,7 @@ class _FileReader:
         if not isinstance(node, MappingNode):
             self.mismatch(node, path, "a mapping of key: pattern(s)")
             return {}
-        wildcards = {}
+        wildcards: dict[str, tuple[str, ...]] = {}
         for key, value in self.pairs(node, path, None):
             key_path = _join(path, key)
             if isinstance(value, ScalarNode) and value.tag != _TAG_NULL:
@@ -266,10 +275,14 @@ class _FileReader:
                     if isinstance(item, ScalarNode) and item.tag != _TAG_NULL:
                         patterns.append(item.value)
                     else:
-                        self.problem(item, f"{key_path}[{index}]", f"expected a pattern string, found {_describe(item)}")
+                        self.problem(
+                            item, f"{key_path}[{index}]", f"expected a pattern string, found {_describe(item)}"
+                        )
                 wildcards[key] = tuple(patterns)
             else:
-                self.problem(value, key_path, f"expected a pattern or a non-empty list of patterns, found {_describe(value)}")
+                self.problem(
+                    value, key_path, f"expected a pattern or a non-empty list of patterns, found {_describe(value)}"
+                )
         return wildcards
 
     def read_tests(self, node: Node, path: str) -> tuple[Entry, ...]:
@@ -282,8 +295,11 @@ class _FileReader:
         for index, item in enumerate(node.value):
             item_path = f"{path}[{index}]"
             if not isinstance(item, ScalarNode) or item.tag not in (_TAG_STR, _TAG_INT):
-                hint = "quote the line: a ': ' inside an unquoted line makes YAML read a mapping" \
-                    if isinstance(item, MappingNode) else None
+                hint = (
+                    "quote the line: a ': ' inside an unquoted line makes YAML read a mapping"
+                    if isinstance(item, MappingNode)
+                    else None
+                )
                 self.problem(item, item_path, f"expected a test line string, found {_describe(item)}", hint)
                 continue
             where = self.where(item, item_path)

@@ -37,7 +37,7 @@ def normalize_query(raw: Mapping[str, object]) -> dict[str, str | None]:
         else:
             raise TestDbError(
                 f"expected a string, number, boolean or null for query key {key!r}, found {type(value).__name__}",
-                hint="the query is a flat JSON object, e.g. {\"gpu\": \"A10\", \"system_gpu_count\": 1}",
+                hint='the query is a flat JSON object, e.g. {"gpu": "A10", "system_gpu_count": 1}',
             )
     return query
 
@@ -60,7 +60,7 @@ def _as_int(key: str, value: str, block: Block) -> int:
     raise TestDbError(
         f"expected an integer query value for range key {key!r}, found {value!r}",
         where=block.where,
-        hint=f"pass {key} as a whole number, e.g. \"{key}\": 1",
+        hint=f'pass {key} as a whole number, e.g. "{key}": 1',
     )
 
 

@@ -40,7 +40,7 @@ def parse_waive_line(text: str, where: Where) -> list[Waive]:
     gpu = None
     scope = _GPU_SCOPE.match(body)
     if scope:
-        gpu, body = scope.group(1), body[scope.end():]
+        gpu, body = scope.group(1), body[scope.end() :]
     line = parse_test_line(body, where)
     if line.status != "SKIP" or line.timeout_minutes is not None or line.isolation:
         raise TestDbError(
