@@ -66,13 +66,14 @@ def parse_test_line(text: str, where: Where | None = None) -> TestLine:
     raw = strip_comment(text).strip()
     if not raw:
         raise TestDbError("expected a test id, found an empty line", where=where)
-    match = _MARKER_START.search(raw)
+    match = _MARKER_START.search(" " + raw)  # the blank lets a marker at the very start count
     if match is None:
         return TestLine(raw=raw, test_id=raw)
-    test_id = raw[: match.start()].rstrip(" ,")
+    start = match.start() - 1
+    test_id = raw[:start].rstrip(" ,")
     if not test_id:
         raise TestDbError(f"expected a test id before {match.group(1)}, found {raw!r}", where=where)
-    return _parse_markers(raw, test_id, match.start(), where)
+    return _parse_markers(raw, test_id, start, where)
 
 
 def _parse_markers(raw: str, test_id: str, position: int, where: Where | None) -> TestLine:

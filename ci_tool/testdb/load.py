@@ -35,7 +35,7 @@ _TAG_NULL = "tag:yaml.org,2002:null"
 _KIND = {MappingNode: "a mapping", SequenceNode: "a list", ScalarNode: "a scalar"}
 
 
-def test_db_files(root: Path) -> list[Path]:
+def yaml_files(root: Path) -> list[Path]:
     """The YAML files of a test-db folder, in a stable order."""
     return sorted([*root.glob("*.yml"), *root.glob("*.yaml")])
 
@@ -63,7 +63,7 @@ def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
         )
     contexts: dict[str, Context] = {}
     problems: list[TestDbError] = []
-    for path in test_db_files(folder):
+    for path in yaml_files(folder):
         file_contexts, file_problems = read_test_db_file(path)
         problems.extend(file_problems)
         for context in file_contexts:
@@ -327,4 +327,5 @@ def _term_value(node: ScalarNode) -> str:
 def _describe(node: Node) -> str:
     if isinstance(node, ScalarNode):
         return "nothing (null)" if node.tag == _TAG_NULL else repr(node.value)
-    return _KIND.get(type(node), type(node).__name__)
+    kind = _KIND.get(type(node), type(node).__name__)
+    return kind.replace("a ", "an empty ", 1) if not node.value else kind

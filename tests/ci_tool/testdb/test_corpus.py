@@ -1,0 +1,132 @@
+"""TensorRT-LLM's real test-db files load, validate and render unchanged (../shared/corpus/trtllm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_tool.testdb.load import load_test_db, read_test_db_file, yaml_files
+from ci_tool.testdb.select import normalize_query, render
+from ci_tool.testdb.waives import read_waives, waives_for_gpu
+
+CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "trtllm"
+TEST_DB = CORPUS / "test-db"
+
+pytestmark = pytest.mark.skipif(not TEST_DB.is_dir(), reason=f"corpus not found at {CORPUS}")
+
+# The facts a stage of each kind sends (stage-name keys over a probe of its runner), as in the reference CI.
+A10_PRE_MERGE_PYTORCH = {
+    "gpu": "A10",
+    "system_gpu_count": "1",
+    "stage": "pre_merge",
+    "backend": "pytorch",
+    "orchestrator": "mpi",
+    "auto_trigger": "others",
+    "linux_distribution_name": "ubuntu",
+    "cpu": "x86_64",
+    "supports_fp8": False,
+}
+DGX_B200_PERF_SANITY_POST_MERGE = {
+    "gpu": "DGX_B200",
+    "system_gpu_count": "8",
+    "stage": "post_merge",
+    "backend": "pytorch",
+    "orchestrator": "mpi",
+    "auto_trigger": "others",
+}
+CPU_PRE_MERGE = {
+    "system_gpu_count": "0",
+    "cpu": "x86_64",
+    "linux_distribution_name": "ubuntu",
+    "stage": "pre_merge",
+    "backend": "generic",
+    "orchestrator": "mpi",
+    "auto_trigger": "others",
+}
+DGX_H100_4_GPUS_PYTORCH = {
+    "gpu": "H100 80GB HBM3",
+    "system_gpu_count": "4",
+    "stage": "pre_merge",
+    "backend": "pytorch",
+    "orchestrator": "mpi",
+    "auto_trigger": "others",
+    "linux_distribution_name": "ubuntu",
+    "cpu": "x86_64",
+}
+
+
+@pytest.mark.parametrize("path", yaml_files(TEST_DB) if TEST_DB.is_dir() else [], ids=lambda p: p.name)
+def test_every_corpus_file_loads_without_problems(path: Path) -> None:
+    contexts, problems = read_test_db_file(path)
+    assert problems == []
+    assert contexts and all(context.blocks for context in contexts)
+
+
+@pytest.fixture(scope="module")
+def corpus_db():  # noqa: ANN201 - a TestDb
+    return load_test_db(TEST_DB)
+
+
+def test_every_context_renders_with_no_query(corpus_db) -> None:  # noqa: ANN001
+    for name in corpus_db.contexts:
+        assert render(corpus_db, name, {}), name
+
+
+def test_a10_pre_merge_pytorch_stage(corpus_db) -> None:  # noqa: ANN001
+    lines = render(corpus_db, "l0_a10", normalize_query(A10_PRE_MERGE_PYTORCH))
+    ids = [line.test_id for line in lines]
+    assert ids[0] == "unittest/_torch/sampler/test_torch_sampler.py"
+    assert "test_e2e.py::test_openai_chat_example[pytorch]" in ids
+    timeouts = {line.test_id: line.timeout_minutes for line in lines if line.timeout_minutes}
+    assert timeouts["test_e2e.py::test_openai_chat_example[pytorch]"] == 90
+    post_merge_only = render(corpus_db, "l0_a10", normalize_query({**A10_PRE_MERGE_PYTORCH, "stage": "post_merge"}))
+    assert not set(ids) & {line.test_id for line in post_merge_only} - _no_stage_term_tests(corpus_db, "l0_a10")
+    assert len(ids) == len(set(ids))
+
+
+def _no_stage_term_tests(db, context: str) -> set[str]:  # noqa: ANN001
+    return {e.line.test_id for b in db.contexts[context].blocks if "stage" not in b.condition.terms for e in b.entries}
+
+
+def test_a10_wildcard_also_matches_a100x(corpus_db) -> None:  # noqa: ANN001
+    """The reference's gotcha: `*a10*` matches A100X, which is why l0_a10 renders only on A10 stages."""
+    a100x = normalize_query({**A10_PRE_MERGE_PYTORCH, "gpu": "A100X"})
+    assert render(corpus_db, "l0_a10", a100x) == render(corpus_db, "l0_a10", normalize_query(A10_PRE_MERGE_PYTORCH))
+
+
+def test_post_merge_dgx_b200_perf_sanity_stage(corpus_db) -> None:  # noqa: ANN001
+    lines = render(corpus_db, "l0_dgx_b200_perf_sanity", normalize_query(DGX_B200_PERF_SANITY_POST_MERGE))
+    assert len(lines) == 5
+    assert all(line.test_id.startswith("perf/test_perf_sanity.py::test_e2e[") for line in lines)
+    pre_merge = normalize_query({**DGX_B200_PERF_SANITY_POST_MERGE, "stage": "pre_merge"})
+    assert render(corpus_db, "l0_dgx_b200_perf_sanity", pre_merge, allow_empty=True) == []
+
+
+def test_cpu_stage(corpus_db) -> None:  # noqa: ANN001
+    lines = render(corpus_db, "l0_cpu", normalize_query(CPU_PRE_MERGE))
+    assert lines[0].test_id == "disaggregated/test_aiperf_gate.py::test_fires_on_error_storm"
+    assert any(line.isolation for line in lines)
+
+
+def test_dgx_h100_4_gpus_stage_filters_by_count_and_auto_trigger(corpus_db) -> None:  # noqa: ANN001
+    lines = render(corpus_db, "l0_dgx_h100", normalize_query(DGX_H100_4_GPUS_PYTORCH))
+    ids = [line.test_id for line in lines]
+    assert 'unittest/llmapi/test_llm_multi_gpu_pytorch.py -m "gpu4"' in ids
+    assert not any("test_deepseek_streaming" in test_id for test_id in ids)  # auto_trigger: deepseek blocks
+    deepseek = render(
+        corpus_db, "l0_dgx_h100", normalize_query({**DGX_H100_4_GPUS_PYTORCH, "auto_trigger": "deepseek"})
+    )
+    assert any("test_deepseek_streaming" in line.test_id for line in deepseek)
+    two_gpus = normalize_query({**DGX_H100_4_GPUS_PYTORCH, "system_gpu_count": "2"})
+    assert set(ids).isdisjoint(line.test_id for line in render(corpus_db, "l0_dgx_h100", two_gpus, allow_empty=True))
+
+
+def test_corpus_waives_parse() -> None:
+    waives, problems = read_waives(CORPUS / "waives.txt")
+    assert problems == []
+    assert len(waives) == 464  # 455 lines, one of them holding ten paths
+    a10 = waives_for_gpu(waives, "A10")
+    assert any(w.test_id == "unittest/kv_cache_manager_v2_tests/" and w.gpu == "A10" for w in a10)
+    assert not any(w.gpu == "A100" for w in a10)
+    assert all(w.gpu in (None, "A10") for w in a10)

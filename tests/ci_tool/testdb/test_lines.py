@@ -1,0 +1,130 @@
+"""The test-line grammar: (line, parsed) and (line, message) tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.errors import TestDbError
+from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
+
+PARSED = [
+    ("node id", "a.py::TestX::test_y[p-1]", TestLine("a.py::TestX::test_y[p-1]", "a.py::TestX::test_y[p-1]")),
+    ("folder", "unittest/_torch/attention", TestLine("unittest/_torch/attention", "unittest/_torch/attention")),
+    ("timeout", "a.py::t TIMEOUT (90)", TestLine("a.py::t TIMEOUT (90)", "a.py::t", timeout_minutes=90)),
+    ("timeout without blank", "a.py::t TIMEOUT(60)", TestLine("a.py::t TIMEOUT(60)", "a.py::t", timeout_minutes=60)),
+    ("isolation", "b.py ISOLATION", TestLine("b.py ISOLATION", "b.py", isolation=True)),
+    (
+        "timeout and isolation",
+        "a.py::t TIMEOUT (120) ISOLATION",
+        TestLine("a.py::t TIMEOUT (120) ISOLATION", "a.py::t", timeout_minutes=120, isolation=True),
+    ),
+    (
+        "isolation comma other",
+        "a.py::t ISOLATION,TIMEOUT (5)",
+        TestLine("a.py::t ISOLATION,TIMEOUT (5)", "a.py::t", timeout_minutes=5, isolation=True),
+    ),
+    (
+        "other comma isolation",
+        "a.py::t TIMEOUT (5),ISOLATION",
+        TestLine("a.py::t TIMEOUT (5),ISOLATION", "a.py::t", timeout_minutes=5, isolation=True),
+    ),
+    (
+        "-k filter",
+        'unittest/x.py -k "partition0"',
+        TestLine('unittest/x.py -k "partition0"', 'unittest/x.py -k "partition0"'),
+    ),
+    (
+        "-m filter with timeout",
+        'unittest/x.py -m "not post_merge" TIMEOUT (90)',
+        TestLine('unittest/x.py -m "not post_merge" TIMEOUT (90)', 'unittest/x.py -m "not post_merge"', 90),
+    ),
+    (
+        "skip with url",
+        "a.py::t SKIP (https://nvbugs/5841954)",
+        TestLine("a.py::t SKIP (https://nvbugs/5841954)", "a.py::t", status="SKIP", reason="https://nvbugs/5841954"),
+    ),
+    ("skip without reason", "a.py::t SKIP", TestLine("a.py::t SKIP", "a.py::t", status="SKIP")),
+    ("skip then comment", "a.py::t SKIP # (http://x)", TestLine("a.py::t SKIP", "a.py::t", status="SKIP")),
+    (
+        "reason with parentheses",
+        "a.py SKIP (plugin (v2) fails)",
+        TestLine("a.py SKIP (plugin (v2) fails)", "a.py", status="SKIP", reason="plugin (v2) fails"),
+    ),
+    (
+        "reason keeps a hash",
+        "a.py XFAIL (see http://x/#frag)",
+        TestLine("a.py XFAIL (see http://x/#frag)", "a.py", status="XFAIL", reason="see http://x/#frag"),
+    ),
+    ("unstable", "a.py UNSTABLE ()", TestLine("a.py UNSTABLE ()", "a.py", status="UNSTABLE", reason="")),
+    ("marker word inside an id", "a.py::test_SKIP_me", TestLine("a.py::test_SKIP_me", "a.py::test_SKIP_me")),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [(t, e) for _, t, e in PARSED], ids=[i for i, _, _ in PARSED])
+def test_parses(text: str, expected: TestLine) -> None:
+    assert parse_test_line(text) == expected
+
+
+ERRORS = [
+    ("empty", "   # only a comment", "expected a test id, found an empty line"),
+    ("marker without id", "TIMEOUT (5)", "expected a test id before TIMEOUT, found 'TIMEOUT (5)'"),
+    (
+        "timeout not a number",
+        "a.py TIMEOUT (soon)",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found 'soon' in 'a.py TIMEOUT (soon)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout without parentheses",
+        "a.py TIMEOUT 90",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found '90' in 'a.py TIMEOUT 90' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout negative",
+        "a.py TIMEOUT (-5)",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found '-5' in 'a.py TIMEOUT (-5)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "reason without parentheses",
+        "a.py SKIP broken on A10",
+        "expected the text after SKIP in parentheses, found 'broken on A10' "
+        "Hint: forgot parentheses? write SKIP (broken on A10)",
+    ),
+    (
+        "two statuses",
+        "a.py SKIP (x) XFAIL (y)",
+        "expected at most one of XFAIL, SKIP, UNSTABLE, found SKIP and XFAIL in 'a.py SKIP (x) XFAIL (y)'",
+    ),
+    (
+        "marker twice",
+        "a.py ISOLATION ISOLATION",
+        "expected each marker once, found ISOLATION twice in 'a.py ISOLATION ISOLATION'",
+    ),
+    (
+        "junk after markers",
+        "a.py ISOLATION later",
+        "expected a marker (XFAIL, SKIP, UNSTABLE, TIMEOUT, ISOLATION) after the test id, found 'later'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [(t, m) for _, t, m in ERRORS], ids=[i for i, _, _ in ERRORS])
+def test_rejects(text: str, message: str) -> None:
+    with pytest.raises(TestDbError) as raised:
+        parse_test_line(text)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [("a # b", "a"), ("# all", ""), ("a#b", "a#b"), ("a (x # y) # z", "a (x # y)")],
+    ids=["after blank", "whole line", "inside a word", "inside parentheses"],
+)
+def test_strip_comment(text: str, kept: str) -> None:
+    assert strip_comment(text) == kept
+
+
+def test_path_is_the_file_part_of_the_id() -> None:
+    assert parse_test_line('dir/a.py::T::t[x] -k "y"').path == "dir/a.py"

@@ -1,0 +1,94 @@
+"""Loading test-db YAML: valid shapes become values; every invalid fixture gives its pinned one-line error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_tool.errors import TestDbError
+from ci_tool.testdb.load import load_test_db, read_test_db, read_test_db_file
+from ci_tool.testdb.model import Range
+
+INVALID = Path(__file__).parent / "invalid"
+INVALID_FIXTURES = sorted(INVALID.glob("*.yml"))
+
+
+@pytest.mark.parametrize("fixture", INVALID_FIXTURES, ids=[f.stem for f in INVALID_FIXTURES])
+def test_invalid_fixture_reports_its_expected_errors(
+    fixture: Path, monkeypatch: pytest.MonkeyPatch, update_goldens: bool
+) -> None:
+    monkeypatch.chdir(INVALID)
+    _, problems = read_test_db_file(Path(fixture.name))
+    text = "".join(f"{problem}\n" for problem in problems)
+    expected = fixture.with_suffix(".err")
+    if update_goldens:
+        expected.write_text(text)
+    assert problems, "an invalid fixture must produce at least one problem"
+    assert text == expected.read_text()
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_a_valid_file_becomes_frozen_values(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "l0_x.yml",
+        """\
+version: 0.0.1
+l0_x:
+- condition:
+    terms: {stage: pre_merge, supports_fp8: true}
+    ranges: {system_gpu_count: {gte: 1, lte: 2}}
+    wildcards: {gpu: ['*a10*', '*l40s*'], cpu: x86_64}
+  tests:
+  - a.py::test_one TIMEOUT (90)  # a comment
+  - b.py ISOLATION
+- tests:
+  - c.py
+""",
+    )
+    db = load_test_db(tmp_path)
+    first, second = db.contexts["l0_x"].blocks
+    assert dict(first.condition.terms) == {"stage": "pre_merge", "supports_fp8": "true"}
+    assert dict(first.condition.ranges) == {"system_gpu_count": Range(1, 2)}
+    assert dict(first.condition.wildcards) == {"gpu": ("*a10*", "*l40s*"), "cpu": ("x86_64",)}
+    assert [e.line.raw for e in first.entries] == ["a.py::test_one TIMEOUT (90)", "b.py ISOLATION"]
+    assert (first.entries[0].where.line, first.entries[0].where.yaml_path) == (8, "l0_x[0].tests[0]")
+    assert second.condition.keys() == frozenset()
+
+
+def test_a_context_defined_in_two_files_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "a.yml", "version: 0.0.1\nl0_x:\n- tests: [a.py]\n")
+    write(tmp_path, "b.yml", "version: 0.0.1\nl0_x:\n- tests: [b.py]\n")
+    _, problems = read_test_db(tmp_path)
+    assert [p.message for p in problems] == [
+        f"expected each context name once across the test-db, found 'l0_x' again (first defined at {tmp_path}/a.yml:3:1 (l0_x))"
+    ]
+
+
+def test_load_raises_the_first_problem_and_counts_the_rest(tmp_path: Path) -> None:
+    write(tmp_path, "a.yml", "version: 0.0.1\nl0_x:\n- tests: [a.py TIMEOUT (0), b.py TIMEOUT (x)]\n")
+    with pytest.raises(TestDbError) as raised:
+        load_test_db(tmp_path)
+    assert str(raised.value).endswith("(1 more problem(s); `ci-tool testdb check` lists them all)")
+    assert str(raised.value).startswith(f"{tmp_path}/a.yml:3:11 (l0_x[0].tests[0]): expected TIMEOUT (N)")
+
+
+def test_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TestDbError, match=r"expected a test-db folder, found nothing at '.*nowhere'"):
+        load_test_db(tmp_path / "nowhere")
+
+
+def test_an_unreadable_file_is_reported_where_it_is(tmp_path: Path) -> None:
+    (tmp_path / "folder.yml").mkdir()  # a directory named like a list: reading it fails
+    write(tmp_path, "binary.yml", "").write_bytes(b"version: 0.0.1\n\xff\xfe")
+    _, problems = read_test_db(tmp_path)
+    assert sorted(str(p) for p in problems) == [
+        f"{tmp_path}/binary.yml: cannot read the test-db file: it is not UTF-8 text",
+        f"{tmp_path}/folder.yml: cannot read the test-db file: Is a directory",
+    ]
