@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.testdb.load import load_test_db, read_test_db_file, yaml_files
+from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.testdb.waives import read_waives, waives_for_gpu
 
@@ -64,16 +65,16 @@ def test_every_corpus_file_loads_without_problems(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus_db():  # noqa: ANN201 - a TestDb
+def corpus_db() -> TestDb:
     return load_test_db(TEST_DB)
 
 
-def test_every_context_renders_with_no_query(corpus_db) -> None:  # noqa: ANN001
+def test_every_context_renders_with_no_query(corpus_db: TestDb) -> None:
     for name in corpus_db.contexts:
         assert render(corpus_db, name, {}), name
 
 
-def test_a10_pre_merge_pytorch_stage(corpus_db) -> None:  # noqa: ANN001
+def test_a10_pre_merge_pytorch_stage(corpus_db: TestDb) -> None:
     lines = render(corpus_db, "l0_a10", normalize_query(A10_PRE_MERGE_PYTORCH))
     ids = [line.test_id for line in lines]
     assert ids[0] == "unittest/_torch/sampler/test_torch_sampler.py"
@@ -85,17 +86,17 @@ def test_a10_pre_merge_pytorch_stage(corpus_db) -> None:  # noqa: ANN001
     assert len(ids) == len(set(ids))
 
 
-def _no_stage_term_tests(db, context: str) -> set[str]:  # noqa: ANN001
+def _no_stage_term_tests(db: TestDb, context: str) -> set[str]:
     return {e.line.test_id for b in db.contexts[context].blocks if "stage" not in b.condition.terms for e in b.entries}
 
 
-def test_a10_wildcard_also_matches_a100x(corpus_db) -> None:  # noqa: ANN001
+def test_a10_wildcard_also_matches_a100x(corpus_db: TestDb) -> None:
     """The reference's gotcha: `*a10*` matches A100X, which is why l0_a10 renders only on A10 stages."""
     a100x = normalize_query({**A10_PRE_MERGE_PYTORCH, "gpu": "A100X"})
     assert render(corpus_db, "l0_a10", a100x) == render(corpus_db, "l0_a10", normalize_query(A10_PRE_MERGE_PYTORCH))
 
 
-def test_post_merge_dgx_b200_perf_sanity_stage(corpus_db) -> None:  # noqa: ANN001
+def test_post_merge_dgx_b200_perf_sanity_stage(corpus_db: TestDb) -> None:
     lines = render(corpus_db, "l0_dgx_b200_perf_sanity", normalize_query(DGX_B200_PERF_SANITY_POST_MERGE))
     assert len(lines) == 5
     assert all(line.test_id.startswith("perf/test_perf_sanity.py::test_e2e[") for line in lines)
@@ -103,13 +104,13 @@ def test_post_merge_dgx_b200_perf_sanity_stage(corpus_db) -> None:  # noqa: ANN0
     assert render(corpus_db, "l0_dgx_b200_perf_sanity", pre_merge, allow_empty=True) == []
 
 
-def test_cpu_stage(corpus_db) -> None:  # noqa: ANN001
+def test_cpu_stage(corpus_db: TestDb) -> None:
     lines = render(corpus_db, "l0_cpu", normalize_query(CPU_PRE_MERGE))
     assert lines[0].test_id == "disaggregated/test_aiperf_gate.py::test_fires_on_error_storm"
     assert any(line.isolation for line in lines)
 
 
-def test_dgx_h100_4_gpus_stage_filters_by_count_and_auto_trigger(corpus_db) -> None:  # noqa: ANN001
+def test_dgx_h100_4_gpus_stage_filters_by_count_and_auto_trigger(corpus_db: TestDb) -> None:
     lines = render(corpus_db, "l0_dgx_h100", normalize_query(DGX_H100_4_GPUS_PYTORCH))
     ids = [line.test_id for line in lines]
     assert 'unittest/llmapi/test_llm_multi_gpu_pytorch.py -m "gpu4"' in ids

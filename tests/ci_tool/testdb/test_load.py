@@ -67,7 +67,8 @@ def test_a_context_defined_in_two_files_is_an_error(tmp_path: Path) -> None:
     write(tmp_path, "b.yml", "version: 0.0.1\nl0_x:\n- tests: [b.py]\n")
     _, problems = read_test_db(tmp_path)
     assert [p.message for p in problems] == [
-        f"expected each context name once across the test-db, found 'l0_x' again (first defined at {tmp_path}/a.yml:3:1 (l0_x))"
+        "expected each context name once across the test-db, found 'l0_x' again "
+        f"(first defined at {tmp_path}/a.yml:3:1 (l0_x))"
     ]
 
 

@@ -9,11 +9,11 @@ import pytest
 from ci_tool.errors import TestDbError, Where
 from ci_tool.testdb.lines import parse_test_line
 from ci_tool.testdb.load import load_test_db
-from ci_tool.testdb.model import Block, Condition, Entry, Range
+from ci_tool.testdb.model import Block, Condition, Entry, Range, TestDb
 from ci_tool.testdb.select import matches, normalize_query, render
 
 
-def block(terms=None, ranges=None, wildcards=None) -> Block:  # noqa: ANN001 - tiny fake
+def block(terms: dict | None = None, ranges: dict | None = None, wildcards: dict | None = None) -> Block:
     condition = Condition(terms or {}, ranges or {}, wildcards or {})
     return Block("l0_x", 0, condition, (), Where("l0_x.yml", 3, 3))
 
@@ -77,7 +77,7 @@ def test_a_nested_query_value_is_an_error() -> None:
 
 
 @pytest.fixture
-def small_db(tmp_path: Path):  # noqa: ANN201 - a TestDb
+def small_db(tmp_path: Path) -> TestDb:
     (tmp_path / "l0_x.yml").write_text("""\
 version: 0.0.1
 l0_x:
@@ -90,12 +90,12 @@ l0_x:
     return load_test_db(tmp_path)
 
 
-def test_render_is_the_union_in_file_order_each_line_once(small_db) -> None:  # noqa: ANN001
+def test_render_is_the_union_in_file_order_each_line_once(small_db: TestDb) -> None:
     lines = render(small_db, "l0_x", normalize_query({"stage": "pre_merge"}))
     assert [line.raw for line in lines] == ["a.py", "b.py TIMEOUT (5)", "d.py ISOLATION"]
 
 
-def test_render_without_the_key_selects_every_block(small_db) -> None:  # noqa: ANN001
+def test_render_without_the_key_selects_every_block(small_db: TestDb) -> None:
     assert [line.test_id for line in render(small_db, "l0_x", {})] == ["a.py", "b.py", "c.py", "d.py"]
 
 
@@ -114,15 +114,16 @@ def test_an_empty_render_is_an_error_that_prints_the_query(tmp_path: Path) -> No
     assert render(db, "l0_x", normalize_query({"stage": "post_merge"}), allow_empty=True) == []
 
 
-def test_an_unknown_context_suggests_the_closest(small_db) -> None:  # noqa: ANN001
+def test_an_unknown_context_suggests_the_closest(small_db: TestDb) -> None:
     with pytest.raises(TestDbError) as raised:
         render(small_db, "l0_y", {})
     assert str(raised.value) == (
-        f"{small_db.root}: expected a context defined in the test-db, found no context 'l0_y' Hint: did you mean 'l0_x'?"
+        f"{small_db.root}: expected a context defined in the test-db, found no context 'l0_y' "
+        "Hint: did you mean 'l0_x'?"
     )
 
 
-def test_entries_keep_their_parsed_annotations(small_db) -> None:  # noqa: ANN001
+def test_entries_keep_their_parsed_annotations(small_db: TestDb) -> None:
     lines = render(small_db, "l0_x", {})
     assert lines[1] == parse_test_line("b.py TIMEOUT (5)")
     assert isinstance(small_db.contexts["l0_x"].blocks[0].entries[0], Entry)
