@@ -87,7 +87,7 @@ def check_command(test_db: Path, waives: Path | None, collect: bool) -> int:
         from ci_tool.testdb.collect import uncollectable_tests
 
         problems += uncollectable_tests(db)
-    for problem in problems:
+    for problem in sorted(problems, key=_position):
         click.echo(f"error: {problem}", err=True)
     tests = sum(len(block.entries) for context in db.contexts.values() for block in context.blocks)
     summary = f"{len(db.contexts)} contexts, {tests} test lines, {len(waive_list)} waives"
@@ -111,3 +111,8 @@ def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -
             raise TestDbError(f"--match: expected a JSON object, found {type(data).__name__}")
         return data
     return sysinfo.load_sysinfo_file(system_info) if system_info is not None else sysinfo.probe()
+
+
+def _position(problem: TestDbError) -> tuple[str, int, int]:
+    where = problem.where
+    return (where.file or "", where.line or 0, where.col or 0) if where else ("", 0, 0)

@@ -1,0 +1,79 @@
+"""The waives file: parsing, GPU scoping by exact stage token, malformed lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_tool.errors import TestDbError, Where
+from ci_tool.testdb.waives import Waive, load_waives, parse_waive_line, parse_waives, waives_for_gpu
+
+HERE = Where("waives.txt", 7, 1)
+
+PARSED = [
+    ("plain", "a.py::t SKIP (https://nvbugs/1)", [Waive("a.py::t", None, "https://nvbugs/1", HERE)]),
+    ("no reason", "a.py::t SKIP", [Waive("a.py::t", None, None, HERE)]),
+    ("comment instead of reason", "a.py::t SKIP # flaky", [Waive("a.py::t", None, None, HERE)]),
+    ("gpu scope", "full:A10/unittest/x/ SKIP (bug)", [Waive("unittest/x/", "A10", "bug", HERE)]),
+    (
+        "filter kept in the id",
+        'full:sm100/u/test_x.py -m "part0" SKIP (oom)',
+        [Waive('u/test_x.py -m "part0"', "sm100", "oom", HERE)],
+    ),
+    (
+        "several paths on one line",
+        "full:sm100/u/a.py u/b SKIP (Disable for Blackwell)",
+        [Waive("u/a.py", "sm100", "Disable for Blackwell", HERE), Waive("u/b", "sm100", "Disable for Blackwell", HERE)],
+    ),
+    ("blank", "   ", []),
+    ("comment line", "# waived until the fix lands", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in PARSED], ids=[r[0] for r in PARSED])
+def test_parses(text: str, expected: list[Waive]) -> None:
+    assert parse_waive_line(text, HERE) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a.py::t", "waives.txt:7:1: expected `<test id> SKIP (<reason>)`, found 'a.py::t'"),
+        ("a.py::t XFAIL (x)", "waives.txt:7:1: expected `<test id> SKIP (<reason>)`, found 'a.py::t XFAIL (x)'"),
+        (
+            "a.py::t SKIP TIMEOUT (5)",
+            "waives.txt:7:1: expected `<test id> SKIP (<reason>)`, found 'a.py::t SKIP TIMEOUT (5)'",
+        ),
+    ],
+    ids=["no marker", "xfail", "timeout"],
+)
+def test_rejects_lines_that_do_not_skip(text: str, message: str) -> None:
+    with pytest.raises(TestDbError) as raised:
+        parse_waive_line(text, HERE)
+    assert (
+        str(raised.value) == message + " Hint: a waive skips a test: end the line with SKIP (https://your-tracker/123)"
+    )
+
+
+def test_gpu_scope_matches_the_stage_token_exactly() -> None:
+    waives, _ = parse_waives("full:A100/a.py SKIP (x)\nfull:A10/b.py SKIP (y)\nc.py SKIP (z)\n", "waives.txt")
+    assert [w.test_id for w in waives_for_gpu(waives, "A10")] == ["b.py", "c.py"]
+    assert [w.test_id for w in waives_for_gpu(waives, "A100")] == ["a.py", "c.py"]
+    assert [w.test_id for w in waives_for_gpu(waives, "DGX_A100")] == ["c.py"]
+
+
+def test_parsing_goes_on_past_a_bad_line_and_reports_its_line_number() -> None:
+    waives, problems = parse_waives("a.py SKIP (x)\nbroken line\nc.py SKIP\n", "w.txt")
+    assert [w.test_id for w in waives] == ["a.py", "c.py"]
+    assert [str(p.where) for p in problems] == ["w.txt:2:1"]
+
+
+def test_a_missing_file_holds_no_waives(tmp_path: Path) -> None:
+    assert load_waives(tmp_path / "waives.txt") == []
+
+
+def test_load_raises_the_first_bad_line(tmp_path: Path) -> None:
+    (tmp_path / "waives.txt").write_text("a.py SKIP (x)\nb.py SKIP because\n")
+    with pytest.raises(TestDbError, match=r"waives.txt:2:1: expected the text after SKIP in parentheses"):
+        load_waives(tmp_path / "waives.txt")
