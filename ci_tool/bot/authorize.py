@@ -1,0 +1,139 @@
+"""Who may drive CI from PR comments: the GitHub author association plus a small allowlist in the repository.
+
+Each sub-command names a permission in the flag table (flags.COMMANDS):
+
+    run        /bot run, /bot reuse-pipeline    OWNER, MEMBER, COLLABORATOR, or listed under `run` or `kill_skip`
+    kill_skip  /bot kill, /bot skip              OWNER, MEMBER, or listed under `kill_skip`
+    (none)     /bot help                         anyone
+
+The allowlist (`.github/ci-bot-allowlist.yml`) holds GitHub logins, compared case-insensitively:
+
+    run: [some-contributor]
+    kill_skip: [release-manager]
+
+The workflow reads it from the default branch, never from the pull request, so a PR cannot list its
+own author.  Parsing is pure (text in, value out); the command reads the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import yaml
+
+from ci_tool.bot.flags import command
+from ci_tool.errors import BotError, Where, did_you_mean
+
+ALLOWLIST_PATH = ".github/ci-bot-allowlist.yml"
+RUN = "run"
+KILL_SKIP = "kill_skip"
+
+# permission -> author associations that hold it without being listed
+ASSOCIATIONS: dict[str, tuple[str, ...]] = {
+    RUN: ("OWNER", "MEMBER", "COLLABORATOR"),
+    KILL_SKIP: ("OWNER", "MEMBER"),
+}
+# permission -> allowlist entries that grant it (kill_skip is the stronger one)
+LISTS_GRANTING: dict[str, tuple[str, ...]] = {RUN: (RUN, KILL_SKIP), KILL_SKIP: (KILL_SKIP,)}
+
+# GitHub logins: letters, digits and single inner dashes, at most 39 characters.
+_LOGIN = re.compile(r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}")
+
+
+@dataclass(frozen=True)
+class Allowlist:
+    """The parsed allowlist: per entry (`run`, `kill_skip`), the listed logins in lower case."""
+
+    run: frozenset[str] = frozenset()
+    kill_skip: frozenset[str] = frozenset()
+
+    def lists(self, entry: str) -> frozenset[str]:
+        return self.run if entry == RUN else self.kill_skip
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """Whether `login` may run a sub-command; `via` says how (for logs), `permission` what it needed."""
+
+    allowed: bool
+    permission: str | None
+    via: str
+
+
+def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
+    """Parse allowlist YAML; raise BotError (file:line:col and key path) on anything unexpected."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
+        raise BotError(f"expected valid YAML, found {getattr(error, 'problem', None) or error}", where=where) from None
+    if root is None:
+        return Allowlist()
+    if not isinstance(root, yaml.MappingNode):
+        raise BotError(f"expected a mapping of {RUN!r} and {KILL_SKIP!r} to logins, found {_kind(root)}",
+                       where=_where(file, root))
+    entries: dict[str, frozenset[str]] = {}
+    for key_node, value_node in root.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else _kind(key_node)
+        if key not in ASSOCIATIONS:
+            hint = did_you_mean(str(key), ASSOCIATIONS) or f"the keys are {RUN!r} and {KILL_SKIP!r}"
+            raise BotError(f"unknown key {key!r}", where=_where(file, key_node), hint=hint)
+        if key in entries:
+            raise BotError(f"key {key!r} given twice", where=_where(file, key_node), hint="merge the two lists")
+        entries[key] = _logins(value_node, key, file)
+    return Allowlist(run=entries.get(RUN, frozenset()), kill_skip=entries.get(KILL_SKIP, frozenset()))
+
+
+def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        return frozenset()
+    if not isinstance(node, yaml.SequenceNode):
+        raise BotError(f"expected a list of GitHub logins, found {_kind(node)}", where=_where(file, node, key),
+                       hint=f"write {key}: [login-one, login-two]")
+    logins: set[str] = set()
+    for index, item in enumerate(node.value):
+        path = f"{key}[{index}]"
+        value = item.value if isinstance(item, yaml.ScalarNode) and item.tag.endswith(":str") else None
+        if value is None or not _LOGIN.fullmatch(value):
+            found = repr(value) if value is not None else _kind(item)
+            hint = f"write {value[1:]!r} without the '@'" if value and value.startswith("@") else None
+            if value is None and isinstance(item, yaml.ScalarNode) and _LOGIN.fullmatch(item.value):
+                hint = f"quote it: {item.value!r}"
+            raise BotError(f"expected a GitHub login, found {found}", where=_where(file, item, path), hint=hint)
+        if value.lower() in logins:
+            raise BotError(f"login {value!r} listed twice under {key!r}", where=_where(file, item, path))
+        logins.add(value.lower())
+    return frozenset(logins)
+
+
+def _where(file: str, node: yaml.Node, path: str | None = None) -> Where:
+    return Where(file, node.start_mark.line + 1, node.start_mark.column + 1, path)
+
+
+def _kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return repr(node.value)
+
+
+def permission_of(command_name: str) -> str | None:
+    """The permission a sub-command needs (None: anyone may use it, e.g. help)."""
+    sub = command(command_name)
+    return sub.permission if sub is not None else None
+
+
+def authorize(allowlist: Allowlist, *, command_name: str, login: str, association: str) -> Authorization:
+    """Whether the comment's author may run `command_name` (association as GitHub reports it)."""
+    permission = permission_of(command_name)
+    if permission is None:
+        return Authorization(True, None, "needs no permission")
+    if association.upper() in ASSOCIATIONS[permission]:
+        return Authorization(True, permission, f"author association {association.upper()}")
+    for entry in LISTS_GRANTING[permission]:
+        if login.lower() in allowlist.lists(entry):
+            return Authorization(True, permission, f"listed under {entry!r} in {ALLOWLIST_PATH}")
+    return Authorization(False, permission, f"author association {association.upper()} and not listed")
