@@ -21,6 +21,7 @@ from ci_tool.errors import CiToolError
 COMMANDS: dict[str, str] = {
     "testdb": "ci_tool.commands.testdb:testdb",
     "sysinfo": "ci_tool.commands.sysinfo:sysinfo",
+    "bot": "ci_tool.commands.bot:bot",
 }
 
 

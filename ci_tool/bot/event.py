@@ -1,0 +1,181 @@
+"""A GitHub `issue_comment` webhook payload -> what the bot does: ignore, help, refuse or dispatch.
+
+    read_event(payload)  validates the fields the bot reads into a frozen CommentEvent (BotError otherwise)
+    decide(event, allowlist) -> Decision, in this order:
+      ignore    not created/edited; not on a pull request; written by a bot; not starting with `/bot`;
+                edited by someone other than its author; an edit that left the command line unchanged;
+                a closed pull request
+      help      `/bot help` and any unknown sub-command, and any comment that does not parse (the reply
+                shows the error with its caret), for anyone
+      refuse    the author lacks the sub-command's permission, or the PR lacks an approval label
+      dispatch  everything else
+
+An edit is decided like a new comment when its first line changed, so fixing a typo in place works,
+while editing the prose under a command does not start a second run.  Pure: no files, no network.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ci_tool.bot.approvals import MissingApproval, missing_approvals
+from ci_tool.bot.authorize import Allowlist, Authorization, authorize
+from ci_tool.bot.grammar import BotRequest, BotSyntaxError, command_line, is_bot_comment, parse_comment
+from ci_tool.errors import BotError, Where
+
+ACTIONS = ("created", "edited")
+
+
+class Action(enum.Enum):
+    IGNORE = "ignore"
+    HELP = "help"
+    REFUSE = "refuse"
+    DISPATCH = "dispatch"
+
+
+@dataclass(frozen=True)
+class CommentEvent:
+    """The fields of an `issue_comment` payload the bot reads."""
+
+    action: str
+    body: str
+    login: str  # the comment's author
+    association: str  # the author's association with the repository: OWNER, MEMBER, ...
+    author_is_bot: bool
+    sender: str  # who triggered the event (the editor, for an edit)
+    repository: str  # owner/name
+    number: int  # the issue or pull request number
+    is_pull_request: bool
+    state: str  # "open" or "closed"
+    labels: tuple[str, ...]
+    comment_id: int
+    previous_body: str | None = None  # for edits: the body before the edit, when GitHub sends it
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do about one comment, and why (`reason` is one line for the workflow log)."""
+
+    action: Action
+    reason: str
+    event: CommentEvent
+    request: BotRequest | None = None
+    error: BotSyntaxError | None = None
+    authorization: Authorization | None = None
+    missing: tuple[MissingApproval, ...] = ()
+
+
+def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
+    """Validate an `issue_comment` payload (parsed JSON) into a CommentEvent."""
+    reader = _Reader(payload, file)
+    labels = reader.get("issue.labels", list, default=[])
+    changes = reader.get("changes.body.from", str, default=None)
+    return CommentEvent(
+        action=reader.get("action", str),
+        body=reader.get("comment.body", str, default="") or "",
+        login=reader.get("comment.user.login", str),
+        association=reader.get("comment.author_association", str, default="NONE"),
+        author_is_bot=reader.get("comment.user.type", str, default="User") == "Bot",
+        sender=reader.get("sender.login", str),
+        repository=reader.get("repository.full_name", str),
+        number=reader.get("issue.number", int),
+        is_pull_request=reader.get("issue.pull_request", dict, default=None) is not None,
+        state=reader.get("issue.state", str, default="open"),
+        labels=tuple(reader.get(f"issue.labels[{i}].name", str) for i in range(len(labels))),
+        comment_id=reader.get("comment.id", int, default=0),
+        previous_body=changes,
+    )
+
+
+class _Reader:
+    """Reads dotted paths (`issue.labels[0].name`) out of a JSON value, checking each type."""
+
+    def __init__(self, payload: object, file: str) -> None:
+        self.payload = payload
+        self.file = file
+
+    _MISSING = object()
+
+    def get(self, path: str, kind: type, default: object = _MISSING) -> Any:
+        value: object = self.payload
+        for part in path.replace("[", ".[").split("."):
+            if part.startswith("["):
+                index = int(part[1:-1])
+                value = value[index] if isinstance(value, list) and index < len(value) else None
+            else:
+                value = value.get(part) if isinstance(value, Mapping) else None
+            if value is None:
+                break
+        if value is None:
+            if default is self._MISSING:
+                raise BotError(f"expected an issue_comment event with {path!r}, found none",
+                               where=Where(self.file, yaml_path=path))
+            return default
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise BotError(f"expected {kind.__name__} at {path!r}, found {type(value).__name__}",
+                           where=Where(self.file, yaml_path=path))
+        return value
+
+
+def _ignored(event: CommentEvent) -> str | None:
+    """Why a comment needs no answer, or None when it does."""
+    if event.action not in ACTIONS:
+        return f"action {event.action!r} is not a new or edited comment"
+    if not event.is_pull_request:
+        return "comment on an issue, not on a pull request"
+    if event.author_is_bot:
+        return f"comment by the bot account {event.login!r}"
+    if not is_bot_comment(event.body):
+        return "comment does not start with /bot"
+    if event.action == "edited":
+        if event.sender.lower() != event.login.lower():
+            return f"comment by {event.login!r} edited by {event.sender!r}"
+        if event.previous_body is not None and command_line(event.previous_body) == command_line(event.body):
+            return "edit left the command line unchanged"
+    if event.state != "open":
+        return f"pull request #{event.number} is {event.state}"
+    return None
+
+
+def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
+    """Decide what to do about one comment (see the module docstring for the order)."""
+    why = _ignored(event)
+    if why is not None:
+        return Decision(Action.IGNORE, why, event)
+    try:
+        request = parse_comment(event.body)
+    except BotSyntaxError as error:
+        return Decision(Action.HELP, f"syntax error at column {error.col}", event, error=error)
+    if request.command == "help":
+        return Decision(Action.HELP, "help asked for" if request.unknown_command is None
+                        else f"unknown sub-command {request.unknown_command!r}", event, request)
+    authorization = authorize(allowlist, command_name=request.command, login=event.login,
+                              association=event.association)
+    if not authorization.allowed:
+        return Decision(Action.REFUSE, f"{event.login!r} lacks the {authorization.permission!r} permission "
+                        f"({authorization.via})", event, request, authorization=authorization)
+    missing = missing_approvals(request, event.labels)
+    if missing:
+        labels = ", ".join(repr(m.label) for m in missing)
+        return Decision(Action.REFUSE, f"missing label {labels}", event, request, authorization=authorization,
+                        missing=missing)
+    return Decision(Action.DISPATCH, f"/bot {request.command} by {event.login!r} ({authorization.via})", event,
+                    request, authorization=authorization)
+
+
+def dispatch_payload(decision: Decision) -> dict[str, object]:
+    """What a dispatcher receives for a DISPATCH decision: the parsed request and where it came from."""
+    if decision.request is None:
+        raise ValueError("only a dispatch decision has a request to dispatch")
+    event = decision.event
+    return {
+        **decision.request.to_json(),
+        "repository": event.repository,
+        "pull_request": event.number,
+        "comment_id": event.comment_id,
+        "requested_by": event.login,
+        "custom_run": decision.request.is_custom_run,
+    }

@@ -1,0 +1,117 @@
+"""The markdown the bot posts on a pull request for a Decision (None for an ignored comment).
+
+Text that comes from the comment (flag values, the skip reason, an unknown word) only ever appears
+inside code spans or code blocks whose fences are longer than any backtick run in it, so a comment
+cannot inject markdown, links or @-mentions into the reply.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ci_tool.bot.authorize import ALLOWLIST_PATH, ASSOCIATIONS, LISTS_GRANTING
+from ci_tool.bot.event import Action, Decision
+from ci_tool.bot.flags import COMMANDS, flag_by_key
+from ci_tool.bot.help import render_help
+from ci_tool.errors import closest
+
+DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~@-])")
+
+
+def code(text: str) -> str:
+    """An inline code span holding `text` verbatim, whatever backticks it contains."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}" if "`" in text else f"{fence}{text}{fence}"
+
+
+def code_block(text: str) -> str:
+    """A fenced code block holding `text` verbatim."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def plain(text: str) -> str:
+    """`text` with markdown punctuation escaped, for sentences that quote rule reasons."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: GitHub splits cells at `|` even inside code spans."""
+    return text.replace("|", "\\|")
+
+
+def render_reply(decision: Decision, *, dry_run: bool = False) -> str | None:
+    """The reply for a decision; None when the bot stays silent."""
+    if decision.action is Action.IGNORE:
+        return None
+    if decision.action is Action.HELP:
+        return _help(decision)
+    if decision.action is Action.REFUSE:
+        return _missing_labels(decision) if decision.missing else _refusal(decision)
+    return _dispatch(decision, dry_run=dry_run)
+
+
+def _help(decision: Decision) -> str:
+    login = decision.event.login
+    if decision.error is not None:
+        error = decision.error
+        detail = f"{error.caret()}\ncolumn {error.col}: {error.headline}"
+        return (f"@{login}, I could not read that `/bot` command:\n\n{code_block(detail)}\n\n"
+                "Nothing was started. Comment `/bot help` for the commands and flags.\n")
+    unknown = decision.request.unknown_command if decision.request else None
+    if unknown is None:
+        return render_help()
+    names = [c.name for c in COMMANDS]
+    near = closest(unknown, names, limit=1)
+    suggestion = f" Did you mean `/bot {near[0]}`?" if near else ""
+    return f"@{login}, {code('/bot ' + unknown)} is not a command.{suggestion}\n\n{render_help()}"
+
+
+def _refusal(decision: Decision) -> str:
+    authorization = decision.authorization
+    request = decision.request
+    assert authorization is not None and authorization.permission is not None and request is not None
+    permission = authorization.permission
+    associations = ", ".join(a.lower() + "s" for a in ASSOCIATIONS[permission])
+    entries = " or ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission])
+    commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission)
+    return (
+        f"@{decision.event.login}, thank you for the `/bot {request.command}`. {commands} are open to the "
+        f"repository's {associations}, and to the people listed under {entries} in `{ALLOWLIST_PATH}`, "
+        "because CI runs on shared GPUs.\n\n"
+        f"To get access, open a pull request that adds your GitHub login under `{LISTS_GRANTING[permission][0]}` "
+        f"in `{ALLOWLIST_PATH}`, or ask a maintainer to comment the command for you. Nothing was started.\n"
+    )
+
+
+def _missing_labels(decision: Decision) -> str:
+    lines = [f"@{decision.event.login}, this run was not started: it needs "
+             + ("a label" if len(decision.missing) == 1 else "labels") + " this pull request does not carry.", ""]
+    for missing in decision.missing:
+        lines.append(f"- `{missing.label}`, for " + "; ".join(plain(reason) for reason in missing.reasons))
+    lines += ["", "A CI approver can add the label; then comment the command again. To run without it, narrow "
+              "the selection, for example with `--stage-list`.", ""]
+    return "\n".join(lines)
+
+
+def _dispatch(decision: Decision, *, dry_run: bool) -> str:
+    request = decision.request
+    assert request is not None
+    note = f" ({DRY_RUN_NOTE})" if dry_run else ""
+    lines = [f"@{decision.event.login}, starting `/bot {request.command}`{note}.", ""]
+    if request.values:
+        lines += ["| Flag | Value |", "|---|---|"]
+        for key, value in request.values:
+            shown = "on" if value is True else ", ".join(code(v) for v in value) if isinstance(value, tuple) else code(
+                str(value))
+            lines.append(f"| `{flag_by_key(key).name}` | {_cell(shown)} |")
+        lines.append("")
+    elif request.command == "run":
+        lines += ["No flags: the default pre-merge selection.", ""]
+    custom = [f"`{flag_by_key(key).name}`" for key, _ in request.values if flag_by_key(key).custom_run]
+    if custom:
+        lines += [f"This is a custom run ({', '.join(custom)}): it cannot turn the merge gate green.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""`ci-tool bot parse|help|handle`: check a `/bot` comment's syntax; print the help; answer a webhook event.
+
+`bot plan` (the resolved stages, shards, approvals and merge-gate verdict) comes with the stage selection.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ci_tool.atomic import write_text_atomically
+from ci_tool.bot.authorize import ALLOWLIST_PATH, parse_allowlist
+from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
+from ci_tool.bot.flags import flag_by_key
+from ci_tool.bot.grammar import BotRequest, parse_comment
+from ci_tool.bot.help import render_help
+from ci_tool.bot.reply import render_reply
+from ci_tool.errors import BotError, Where
+
+
+@click.group()
+def bot() -> None:
+    """Parse and answer `/bot` pull-request comments."""
+
+
+@bot.command("parse")
+@click.argument("comment")
+@click.option("--json", "as_json", is_flag=True, help='Print {"command": ..., "flags": {...}} as JSON.')
+def parse(comment: str, as_json: bool) -> None:
+    """Check the syntax of COMMENT (`-` reads it from stdin); exit 1 with the column on an error."""
+    request = parse_comment(sys.stdin.read() if comment == "-" else comment)
+    click.echo(json.dumps(request.to_json()) if as_json else _describe(request))
+
+
+def _describe(request: BotRequest) -> str:
+    if request.command == "ignore":
+        return "ignore: not a /bot comment"
+    lines = [request.command if request.unknown_command is None else f"help (unknown sub-command "
+             f"{request.unknown_command!r})"]
+    for key, value in request.values:
+        shown = "" if value is True else ", ".join(value) if isinstance(value, tuple) else value
+        lines.append(f"  {flag_by_key(key).name} {shown}".rstrip())
+    if request.is_custom_run:
+        lines.append("custom run: cannot set the merge gate green")
+    if request.prose:
+        lines.append(f"ignored remark: {request.prose!r}")
+    return "\n".join(lines)
+
+
+@bot.command("help")
+def help_() -> None:
+    """Print the markdown the bot posts for `/bot help`."""
+    click.echo(render_help(), nl=False)
+
+
+@bot.command("handle")
+@click.option("--event", "event_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The GitHub issue_comment payload (in Actions: $GITHUB_EVENT_PATH).")
+@click.option("--allowlist", "allowlist_path", default=ALLOWLIST_PATH, show_default=True,
+              type=click.Path(dir_okay=False, path_type=Path), help="Who may run besides members.")
+@click.option("--dry-run", is_flag=True, help="Print what would be dispatched instead of dispatching.")
+@click.option("--reply-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the markdown reply here (nothing is written when the bot stays silent).")
+def handle(event_path: Path, allowlist_path: Path, dry_run: bool, reply_file: Path | None) -> None:
+    """Decide what to do about one PR comment: ignore, help, refuse or dispatch."""
+    event = read_event(_read_json(event_path), file=str(event_path))
+    allowlist = parse_allowlist(_read_text(allowlist_path, "the allowlist"), file=str(allowlist_path))
+    decision = decide(event, allowlist)
+    if decision.action is Action.DISPATCH and not dry_run:
+        raise BotError("cannot dispatch yet: the Jenkins dispatcher is not wired",
+                       hint="pass --dry-run to print what would be dispatched")
+    click.echo(f"decision: {decision.action.value}: {decision.reason}")
+    if decision.action is Action.DISPATCH:
+        click.echo("would dispatch: " + json.dumps(dispatch_payload(decision)))
+    reply = render_reply(decision, dry_run=dry_run)
+    if reply is None:
+        return
+    if reply_file is not None:
+        write_text_atomically(reply_file, reply, what="the reply")
+    else:
+        click.echo("\n" + reply, nl=False)
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BotError(f"cannot read {what} {str(path)!r}: {error.strerror}") from None
+
+
+def _read_json(path: Path) -> object:
+    text = _read_text(path, "the event")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BotError(f"expected JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno,
+                                                                                 error.colno)) from None
