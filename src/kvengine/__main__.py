@@ -1,0 +1,5 @@
+import sys
+
+from kvengine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Shipped model specs (YAML package data): llama-like, gemma-like, deepseek-v4-like."""
