@@ -1,0 +1,70 @@
+"""The machine probe: name normalisation, capability-derived facts, and a probe that never crashes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_tool import sysinfo
+from ci_tool.errors import SysinfoError
+
+
+@pytest.mark.parametrize(
+    ("nvml_name", "short"),
+    [
+        ("NVIDIA H100 PCIe", "H100 PCIE"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA A10", "A10"),
+        ("NVIDIA GeForce RTX 5090", "RTX 5090"),
+        ("NVIDIA B200", "B200"),
+        ("", "na"),
+    ],
+    ids=["h100 pcie", "h200", "a10", "geforce", "b200", "empty"],
+)
+def test_gpu_names_drop_the_vendor_and_are_upper_case(nvml_name: str, short: str) -> None:
+    assert sysinfo._short_gpu_name(nvml_name) == short
+
+
+@pytest.mark.parametrize(
+    ("capability", "fp8", "int8", "tf32"),
+    [
+        (9.0, True, True, True),
+        (8.6, False, True, True),
+        (8.9, True, True, True),
+        (7.0, False, True, False),
+        ("na", "na", "na", "na"),
+    ],
+    ids=["hopper", "ampere a10", "ada", "volta", "unknown"],
+)
+def test_support_flags_follow_compute_capability(
+    capability: float | str, fp8: object, int8: object, tf32: object
+) -> None:
+    facts = sysinfo._gpu_facts("X", 1, 1024, capability)
+    assert (facts["supports_fp8"], facts["supports_int8"], facts["supports_tf32"]) == (fp8, int8, tf32)
+
+
+def test_probe_reports_every_key_and_is_json() -> None:
+    facts = sysinfo.probe()
+    json.dumps(facts)
+    assert facts["system_gpu_count"] == 0 or facts["gpu"]  # no GPU here means count 0; a GPU has a name
+    assert facts["cpu"] and facts["linux_distribution_name"]
+
+
+def test_a_system_info_file_must_hold_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "info.json"
+    path.write_text("[1]")
+    with pytest.raises(SysinfoError) as raised:
+        sysinfo.load_sysinfo_file(path)
+    assert str(raised.value) == (
+        f"{path}: expected a JSON object, found list "
+        "Hint: write `ci-tool sysinfo --json > FILE` to get the expected shape"
+    )
+
+
+def test_a_system_info_file_with_bad_json_says_where(tmp_path: Path) -> None:
+    path = tmp_path / "info.json"
+    path.write_text('{\n  "gpu": A10\n}')
+    with pytest.raises(SysinfoError, match=r"info.json:2:10: expected JSON, found a syntax error: Expecting value"):
+        sysinfo.load_sysinfo_file(path)
