@@ -16,7 +16,7 @@ from ci_tool.bot.help import render_help
 from ci_tool.errors import closest
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~@-])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
 
 
 def code(text: str) -> str:
@@ -41,6 +41,10 @@ def plain(text: str) -> str:
 def _cell(text: str) -> str:
     """Text for a table cell: GitHub splits cells at `|` even inside code spans."""
     return text.replace("|", "\\|")
+
+
+def _and(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
 def render_reply(decision: Decision, *, dry_run: bool = False) -> str | None:
@@ -75,7 +79,7 @@ def _refusal(decision: Decision) -> str:
     request = decision.request
     assert authorization is not None and authorization.permission is not None and request is not None
     permission = authorization.permission
-    associations = ", ".join(a.lower() + "s" for a in ASSOCIATIONS[permission])
+    associations = _and([a.lower() + "s" for a in ASSOCIATIONS[permission]])
     entries = " or ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission])
     commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission)
     return (
@@ -101,7 +105,7 @@ def _dispatch(decision: Decision, *, dry_run: bool) -> str:
     request = decision.request
     assert request is not None
     note = f" ({DRY_RUN_NOTE})" if dry_run else ""
-    lines = [f"@{decision.event.login}, starting `/bot {request.command}`{note}.", ""]
+    lines = [f"@{decision.event.login}, running `/bot {request.command}`{note}.", ""]
     if request.values:
         lines += ["| Flag | Value |", "|---|---|"]
         for key, value in request.values:
