@@ -1,0 +1,1 @@
+"""Local stage execution: the pytest plugin, JUnit, failure signatures, reruns, stage and pipeline runners."""

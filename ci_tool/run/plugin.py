@@ -1,0 +1,347 @@
+"""The pytest plugin that runs a ci-tool test list. Load it explicitly: `pytest -p ci_tool.run.plugin ...`.
+
+Without `--test-list` it does nothing. With it:
+- collection is limited to the list's files and folders, and an item runs when a list entry selects it
+  (ci_tool.run.selection: node id, file, folder, parametrized parent, `-k`/`-m` via pytest's own
+  expression matching); entries that select nothing are reported (terminal summary and
+  `--test-list-report FILE`);
+- `TIMEOUT (N)` (minutes) becomes `pytest.mark.timeout(N*60)` unless the test function (or its
+  parameter set) has its own timeout marker; class and module markers lose to the list, as in the
+  reference's precedence (function > parameter > list > class > module > command line);
+- SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
+- `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against the
+  GPU token of `--stage-name`;
+- `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
+  `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
+  finished results and the name of the test it died in. ISOLATION is the stage runner's business.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from _pytest.mark import KeywordMatcher, MarkMatcher
+from _pytest.mark.expression import Expression
+
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import CiToolError, StageError, Where
+from ci_tool.run import junit
+from ci_tool.run.selection import Selector, collection_paths, parse_selector
+from ci_tool.testdb.lines import TestLine, parse_test_line
+from ci_tool.testdb.waives import load_waives
+
+PLUGIN_NAME = "ci_tool_test_list"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ci-tool", "ci-tool test lists")
+    group.addoption("--test-list", metavar="FILE", help="Run exactly the tests this ci-tool test list selects.")
+    group.addoption("--test-list-report", metavar="FILE", help="Write what each list entry collected (JSON).")
+    group.addoption("--waives-file", metavar="FILE", help="Skip the tests this waives file names, with its reason.")
+    group.addoption("--stage-name", metavar="NAME", help="Stage the results belong to (prefix; waive GPU scope).")
+    group.addoption("--junit-stream", metavar="FILE", help="Write JUnit XML as each test finishes.")
+    group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    list_file = config.getoption("test_list", None)
+    if not list_file:
+        return
+    try:
+        plugin = TestListPlugin(config, Path(list_file))
+    except CiToolError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+
+
+def gpu_token(stage_name: str | None) -> str | None:
+    """The GPU token of a stage name (the stage grammar's answer, else the first `-` token)."""
+    if not stage_name:
+        return None
+    from ci_tool.stages.names import parse_stage_name
+
+    try:
+        return parse_stage_name(stage_name).gpu
+    except StageError:
+        return stage_name.split("-", 1)[0]
+
+
+@dataclass
+class _Entry:
+    """A list entry, its pytest expressions compiled, and the items it selected."""
+
+    number: int  # 1-based line number in the list file
+    line: TestLine
+    selector: Selector
+    keyword: Expression | None
+    mark: Expression | None
+    selected: list[str] = field(default_factory=list)  # node ids
+
+    def selects(self, item: pytest.Item, matchers: dict[str, Any]) -> bool:
+        if not self.selector.covers_nodeid(item.nodeid):
+            return False
+        if self.keyword is not None:
+            matcher = matchers.setdefault("k", KeywordMatcher.from_item(item))
+            if not self.keyword.evaluate(matcher):
+                return False
+        if self.mark is not None:
+            matcher = matchers.setdefault("m", MarkMatcher.from_markers(item.iter_markers()))
+            if not self.mark.evaluate(matcher):
+                return False
+        return True
+
+
+def _compile(selector: Selector, where: Where) -> tuple[Expression | None, Expression | None]:
+    compiled: list[Expression | None] = []
+    for flag, text in (("-k", selector.keyword), ("-m", selector.mark)):
+        try:
+            compiled.append(Expression.compile(text) if text is not None else None)
+        except SyntaxError as error:
+            raise CiToolError(
+                f"expected a pytest {flag} expression, found {text!r} ({error.msg} at column {error.offset})",
+                where=where,
+            ) from None
+    return compiled[0], compiled[1]
+
+
+def _make_entry(number: int, line: TestLine, where: Where) -> _Entry:
+    selector = parse_selector(line.test_id, where)
+    keyword, mark = _compile(selector, where)
+    return _Entry(number, line, selector, keyword, mark)
+
+
+class _EntryIndex:
+    """Entries keyed by file path, so an item is checked only against entries on its path's ancestors."""
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self.by_path: dict[str, list[_Entry]] = defaultdict(list)
+        for entry in entries:
+            self.by_path[entry.selector.file_path].append(entry)
+
+    def candidates(self, nodeid: str) -> list[_Entry]:
+        path = nodeid.split("::", 1)[0]
+        found: list[_Entry] = []
+        while path:
+            found.extend(self.by_path.get(path, ()))
+            path = path.rpartition("/")[0]
+        return found
+
+
+class TestListPlugin:
+    """The plugin object registered when `--test-list` is given."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(self, config: pytest.Config, list_file: Path) -> None:
+        self.config = config
+        self.root = config.rootpath
+        self.stage = config.getoption("stage_name", None)
+        self.invalid: list[dict[str, object]] = []
+        self.entries = self._read_entries(list_file)
+        self.waives = self._read_waives(config.getoption("waives_file", None))
+        self.index = _EntryIndex(self.entries)
+        self.missing = {e.selector.file_path for e in self.entries if not (self.root / e.selector.file_path).exists()}
+        self.collection_errors: dict[str, str] = {}
+        self.collected: list[str] = []
+        self.reports: dict[str, list[pytest.TestReport]] = defaultdict(list)
+        stream = config.getoption("junit_stream", None)
+        self.junit = junit.JunitStream(stream, self.stage or "pytest") if stream else None
+        events = config.getoption("events", None)
+        self.events: IO[str] | None = open(events, "a", encoding="utf-8") if events else None  # noqa: SIM115
+        if config.args_source is not pytest.Config.ArgsSource.ARGS:
+            paths = collection_paths([e.selector for e in self.entries if e.selector.file_path not in self.missing])
+            config.args = [str(self.root / path) for path in paths]
+
+    def _read_entries(self, list_file: Path) -> list[_Entry]:
+        try:
+            text = list_file.read_text(encoding="utf-8")
+        except OSError as error:
+            raise CiToolError(f"cannot read the test list: {error.strerror}", where=Where(str(list_file))) from None
+        entries = []
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if raw.strip() and not raw.lstrip().startswith("#"):
+                where = Where(str(list_file), number, 1)
+                try:
+                    entries.append(_make_entry(number, parse_test_line(raw, where), where))
+                except CiToolError as error:  # reported with the entries that collect nothing
+                    self.invalid.append(
+                        {"line": number, "id": raw.strip(), "reason": f"invalid entry: {error.message}"}
+                    )
+        return entries
+
+    def _read_waives(self, waives_file: str | None) -> list[tuple[str, _Entry]]:
+        if not waives_file:
+            return []
+        token = gpu_token(self.stage)
+        waives = []
+        for waive in load_waives(waives_file):
+            if waive.applies_to(token):
+                line = TestLine(raw=waive.test_id, test_id=waive.test_id, status="SKIP", reason=waive.reason)
+                waives.append((waive.reason or "no reason given", _make_entry(0, line, waive.where)))
+        return waives
+
+    # -- collection -------------------------------------------------------------------------------
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors[report.nodeid] = report.longreprtext
+            if self.junit is not None:
+                message = report.longreprtext.strip().splitlines()[-1:] or ["collection failed"]
+                self.junit.add(
+                    junit.CaseResult(
+                        report.nodeid,
+                        junit.ERROR,
+                        message=message[0],
+                        text=report.longreprtext,
+                        kind="CollectionError",
+                        stage=self.stage,
+                    )
+                )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        selected: list[pytest.Item] = []
+        deselected: list[pytest.Item] = []
+        seen: set[str] = set()
+        for item in items:
+            matchers: dict[str, Any] = {}
+            chosen = [e for e in self.index.candidates(item.nodeid) if e.selects(item, matchers)]
+            if not chosen or item.nodeid in seen:
+                deselected.append(item)
+                continue
+            seen.add(item.nodeid)
+            selected.append(item)
+            for entry in chosen:
+                entry.selected.append(item.nodeid)
+            self._annotate(item, chosen, matchers)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+        self.collected = [item.nodeid for item in selected]
+
+    def _annotate(self, item: pytest.Item, chosen: list[_Entry], matchers: dict[str, Any]) -> None:
+        """Apply the most specific entry's markers, then any waive."""
+        ordered = sorted(chosen, key=lambda e: -len(e.selector.path))
+        minutes = next((e.line.timeout_minutes for e in ordered if e.line.timeout_minutes), None)
+        if minutes and not any(mark.name == "timeout" for mark in item.own_markers):
+            item.add_marker(pytest.mark.timeout(minutes * 60))
+        status = next((e.line for e in ordered if e.line.status), None)
+        if status is not None and status.status == "SKIP":
+            item.add_marker(pytest.mark.skip(reason=status.reason or "SKIP in the test list"))
+        elif status is not None and status.status == "XFAIL":
+            item.add_marker(pytest.mark.xfail(reason=status.reason or "XFAIL in the test list", strict=False))
+        elif status is not None and status.status == "UNSTABLE":
+            item.user_properties.append((junit.UNSTABLE_PROPERTY, status.reason or ""))
+        reason = next((reason for reason, waive in self.waives if waive.selects(item, matchers)), None)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=f"waived: {reason}"))
+            item.user_properties.append((junit.WAIVED_PROPERTY, reason))
+
+    def uncollected(self) -> list[dict[str, object]]:
+        """The entries that selected no item, with why."""
+        found = list(self.invalid)
+        for entry in self.entries:
+            if not entry.selected:
+                found.append({"line": entry.number, "id": entry.line.test_id, "reason": self._why_empty(entry)})
+        return sorted(found, key=lambda record: int(str(record["line"])))
+
+    def _why_empty(self, entry: _Entry) -> str:
+        path = entry.selector.file_path
+        if path in self.missing:
+            return "no such file or folder"
+        broken = sorted(n for n in self.collection_errors if n and (entry.selector.covers_nodeid(n) or path == n))
+        if broken:
+            return f"collection error in {broken[0]}"
+        filters = [f"-k {entry.selector.keyword!r}"] if entry.selector.keyword is not None else []
+        filters += [f"-m {entry.selector.mark!r}"] if entry.selector.mark is not None else []
+        return "no collected test matches " + " ".join(filters) if filters else "collected no test"
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        target = self.config.getoption("test_list_report", None)
+        if target:
+            report = {
+                "entries": [{"line": e.number, "id": e.line.test_id, "selected": e.selected} for e in self.entries],
+                "uncollected": self.uncollected(),
+                "collection_errors": [{"nodeid": n, "text": t} for n, t in self.collection_errors.items()],
+                "collected": self.collected,
+            }
+            write_text_atomically(target, json.dumps(report, indent=1) + "\n", what="the test-list report")
+        self._event({"event": "collected", "count": len(self.collected)})
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._event({"event": "start", "nodeid": nodeid, "time": time.time()})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reports[report.nodeid].append(report)
+        if report.when != "teardown":
+            return
+        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage)
+        if self.junit is not None:
+            self.junit.add(case)
+        self._event(
+            {"event": "finish", "nodeid": case.nodeid, "outcome": case.outcome, "seconds": case.duration_seconds}
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        missing = self.uncollected()
+        if not missing:
+            return
+        terminalreporter.section("ci-tool test list", sep="-", yellow=True)
+        for found in missing:
+            terminalreporter.line(f"line {found['line']}: {found['id']!r} collected nothing ({found['reason']})")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.junit is not None:
+            self.junit.close()
+        if self.events is not None:
+            self._event({"event": "done"})
+            self.events.close()
+            self.events = None
+
+    def _event(self, record: dict[str, object]) -> None:
+        if self.events is not None:
+            self.events.write(json.dumps(record) + "\n")
+            self.events.flush()
+
+
+def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str | None) -> junit.CaseResult:
+    """One test's setup/call/teardown reports as one JUnit testcase."""
+    duration = sum(r.duration for r in reports)
+    failing = next((r for r in reports if r.failed), None)
+    skipping = next((r for r in reports if r.skipped), None)
+    text = message = kind = ""
+    if failing is not None:
+        outcome = junit.FAILED if failing.when == "call" else junit.ERROR
+        text = failing.longreprtext
+        crash = getattr(failing.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else (text.strip().splitlines() or [""])[-1]
+        kind = _exception_type(message)
+    elif skipping is not None:
+        outcome = junit.SKIPPED
+        if hasattr(skipping, "wasxfail"):
+            message, kind = f"xfail: {skipping.wasxfail}".rstrip(": "), "pytest.xfail"
+        elif isinstance(skipping.longrepr, tuple):
+            message, kind = str(skipping.longrepr[2]).removeprefix("Skipped: "), "pytest.skip"
+        text = message
+    else:
+        outcome = junit.PASSED
+    last = reports[-1]  # its sections and properties accumulate those of the earlier phases
+    properties = tuple((str(k), str(v)) for k, v in last.user_properties)
+    stdout = "".join(content for title, content in last.sections if "stdout" in title)
+    stderr = "".join(content for title, content in last.sections if "stderr" in title)
+    return junit.CaseResult(nodeid, outcome, duration, message, text, kind, stdout, stderr, properties, stage)
+
+
+def _exception_type(message: str) -> str:
+    """`ValueError: bad` -> `ValueError`; '' when the message does not start with a type name."""
+    head = message.split(":", 1)[0].strip()
+    return head if head and head.replace(".", "").replace("_", "").isalnum() and " " not in head else ""
