@@ -207,10 +207,10 @@ class _Scanner:
         cols: list[int] = []
         j = i + 1
         while j < len(line) and line[j] != '"':
+            cols.append(j + 1)  # an escaped character's column is its backslash's
             if line[j] == "\\" and j + 1 < len(line):
                 j += 1  # the backslash drops itself; the next character is taken as is
             chars.append(line[j])
-            cols.append(j + 1)
             j += 1
         if j == len(line):
             raise BotSyntaxError("unterminated quote: expected a closing '\"' on the same line",

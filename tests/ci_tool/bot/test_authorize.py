@@ -1,0 +1,86 @@
+"""Who may drive CI: author associations, the allowlist file, and its pinned errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_tool.bot.authorize import ALLOWLIST_PATH, Allowlist, authorize, parse_allowlist, permission_of
+from ci_tool.errors import BotError
+
+ROOT = Path(__file__).resolve().parents[3]
+ALLOWLIST = Allowlist(run=frozenset({"outside-contributor"}), kill_skip=frozenset({"release-captain"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "allowlist"),
+    [
+        ("", Allowlist()),
+        ("run: []\nkill_skip:\n", Allowlist()),
+        ("run: [Outside-Contributor]\nkill_skip:\n  - release-captain\n", ALLOWLIST),
+        ("# only kill/skip people\nkill_skip: [a1]\n", Allowlist(kill_skip=frozenset({"a1"}))),
+    ],
+    ids=["empty", "empty lists", "both", "one key"],
+)
+def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
+    assert parse_allowlist(text) == allowlist
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("runn: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'runn' Hint: did you mean 'run'?"),
+        ("run: [a]\nrun: [b]", f"{ALLOWLIST_PATH}:2:1: key 'run' given twice Hint: merge the two lists"),
+        ("- a", f"{ALLOWLIST_PATH}:1:1: expected a mapping of 'run' and 'kill_skip' to logins, found a list"),
+        ("run: alice", f"{ALLOWLIST_PATH}:1:6 (run): expected a list of GitHub logins, found 'alice' "
+         "Hint: write run: [login-one, login-two]"),
+        ("run: ['@alice']", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '@alice' "
+         "Hint: write 'alice' without the '@'"),
+        ("run: [1234]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '1234' Hint: quote it: '1234'"),
+        ("run: [{a: b}]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found a mapping"),
+        ("run: [bad--name]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found 'bad--name'"),
+        ("run: [Amy, amy]", f"{ALLOWLIST_PATH}:1:12 (run[1]): login 'amy' listed twice under 'run'"),
+        ("run: [a", f"{ALLOWLIST_PATH}:1:8: expected valid YAML, found expected ',' or ']', but got '<stream end>'"),
+    ],
+    ids=["unknown key", "key twice", "not a mapping", "not a list", "at sign", "number", "mapping item",
+         "double dash", "twice", "bad yaml"],
+)
+def test_allowlist_errors_are_pinned(text: str, message: str) -> None:
+    with pytest.raises(BotError) as caught:
+        parse_allowlist(text)
+    assert str(caught.value) == message
+
+
+def test_the_committed_allowlist_parses() -> None:
+    path = ROOT / ALLOWLIST_PATH
+    parse_allowlist(path.read_text(encoding="utf-8"), file=str(path))
+
+
+@pytest.mark.parametrize(("command", "permission"),
+                         [("run", "run"), ("reuse-pipeline", "run"), ("kill", "kill_skip"), ("skip", "kill_skip"),
+                          ("help", None), ("ignore", None)])
+def test_each_command_needs_its_permission(command: str, permission: str | None) -> None:
+    assert permission_of(command) == permission
+
+
+@pytest.mark.parametrize(
+    ("command", "login", "association", "allowed", "via"),
+    [
+        ("run", "amy", "OWNER", True, "author association OWNER"),
+        ("run", "amy", "member", True, "author association MEMBER"),
+        ("run", "carl", "COLLABORATOR", True, "author association COLLABORATOR"),
+        ("run", "Outside-Contributor", "CONTRIBUTOR", True, f"listed under 'run' in {ALLOWLIST_PATH}"),
+        ("run", "release-captain", "NONE", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
+        ("run", "drive-by", "FIRST_TIME_CONTRIBUTOR", False, "author association FIRST_TIME_CONTRIBUTOR and not listed"),
+        ("reuse-pipeline", "drive-by", "NONE", False, "author association NONE and not listed"),
+        ("kill", "amy", "MEMBER", True, "author association MEMBER"),
+        ("skip", "carl", "COLLABORATOR", False, "author association COLLABORATOR and not listed"),
+        ("skip", "outside-contributor", "CONTRIBUTOR", False, "author association CONTRIBUTOR and not listed"),
+        ("kill", "release-captain", "CONTRIBUTOR", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
+        ("help", "drive-by", "NONE", True, "needs no permission"),
+    ],
+)
+def test_authorize(command: str, login: str, association: str, allowed: bool, via: str) -> None:
+    result = authorize(ALLOWLIST, command_name=command, login=login, association=association)
+    assert (result.allowed, result.via) == (allowed, via)

@@ -1,0 +1,47 @@
+"""The flag table is the one registry: consistent rows, every flag of the issue, facts shared with the names grammar."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, command, flag_by_key, flag_by_name, flags_of
+from ci_tool.stages.names import BACKENDS
+
+RUN_FLAGS = [
+    "--reuse-test", "--disable-reuse-test", "--disable-fail-fast", "--skip-test", "--stage-list", "--extra-stage",
+    "--gpu-type", "--test-backend", "--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test",
+    "--post-merge", "--detailed-log", "--debug", "--high-priority",
+]
+
+
+def test_run_has_exactly_the_reference_flags_in_order() -> None:
+    assert [flag.name for flag in flags_of("run")] == RUN_FLAGS
+
+
+def test_sub_commands() -> None:
+    assert [c.name for c in COMMANDS] == ["run", "kill", "skip", "reuse-pipeline", "help"]
+
+
+def test_names_and_keys_are_unique_and_snake_case() -> None:
+    assert len({f.name for f in FLAGS}) == len({f.key for f in FLAGS}) == len(FLAGS)
+    assert flag_by_key("stage_list").name == "--stage-list"
+    assert flag_by_name("--nope") is None and command("nope") is None
+
+
+@pytest.mark.parametrize("flag", FLAGS, ids=[f.name for f in FLAGS])
+def test_each_row_is_consistent(flag: Flag) -> None:
+    assert flag.name.startswith("--") and command(flag.command) is not None
+    assert "|" not in flag.help and "\n" not in flag.help
+    assert not flag.globs or flag.arg is Arg.LIST
+    assert not flag.choices or flag.arg is Arg.LIST
+
+
+def test_conflicts_name_flags_of_the_table_once() -> None:
+    pairs = [frozenset((c.first, c.second)) for c in CONFLICTS]
+    assert len(set(pairs)) == len(pairs)
+    assert all(flag_by_name(name) is not None for pair in pairs for name in pair)
+
+
+def test_test_backend_choices_are_backends_of_the_stage_name_grammar() -> None:
+    choices = flag_by_key("test_backend").choices
+    assert set(choices) <= set(BACKENDS.values())

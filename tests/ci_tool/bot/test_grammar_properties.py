@@ -1,0 +1,57 @@
+"""Property: whatever a comment holds, the parser returns a request or raises our error, never anything else."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS
+from ci_tool.bot.grammar import BotRequest, BotSyntaxError, command_line, parse_comment
+
+# Pieces that reach deep into the grammar: sub-commands, flags (and near misses), quotes, escapes, commas.
+WORDS = [
+    *(c.name for c in COMMANDS), *HELP_WORDS, *(f.name for f in FLAGS), *(f.name[1:] for f in FLAGS),
+    *(f.name + "=x" for f in FLAGS), "A10-PyTorch-1", "DGX_H100-*", "*", "1234", "to", "start", '"', "'", "\\", ",",
+    '"A10-PyTorch-1, A30-*"', '""', '" , "', '"pytorch"', '"a\\"b"', '"\\*x\\_y"', "\u201c", "\u2014debug", "\t", "\r\n",
+]
+
+tokens = st.one_of(st.sampled_from(WORDS), st.text(max_size=8))
+bot_comments = st.lists(tokens, max_size=12).map(lambda parts: "/bot " + " ".join(parts))
+
+
+def _check(comment: str) -> None:
+    try:
+        request = parse_comment(comment)
+    except BotSyntaxError as error:
+        line = command_line(comment)
+        assert error.line == line
+        assert 1 <= error.col <= len(line) + 1
+        assert str(error).count("\n") == 2  # the message, the echo, the caret
+        return
+    assert isinstance(request, BotRequest)
+    request.to_json()
+    assert request.is_custom_run in (True, False)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_any_text_parses_or_raises_our_error(comment: str) -> None:
+    _check(comment)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(bot_comments)
+def test_any_bot_comment_parses_or_raises_our_error(comment: str) -> None:
+    _check(comment)
+
+
+@settings(max_examples=300, deadline=None)
+@given(bot_comments)
+def test_parsing_is_deterministic_and_ignores_later_lines(comment: str) -> None:
+    def outcome(text: str) -> object:
+        try:
+            return parse_comment(text).to_json()
+        except BotSyntaxError as error:
+            return (error.col, error.headline)
+
+    assert outcome(comment) == outcome(comment + "\n--junk \"unterminated")
