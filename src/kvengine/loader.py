@@ -64,7 +64,9 @@ def _record_marks(node: yaml.Node, path: str, marks: dict[str, tuple[int, int]])
     marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            _record_marks(value, f"{path}.{key.value}" if path else str(key.value), marks)
+            child = f"{path}.{key.value}" if path else str(key.value)
+            marks[child + "#key"] = (key.start_mark.line + 1, key.start_mark.column + 1)
+            _record_marks(value, child, marks)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _record_marks(item, f"{path}[{index}]", marks)
@@ -75,8 +77,9 @@ class _Reader:
     source: str
     marks: dict[str, tuple[int, int]]
 
-    def fail(self, path: str, expected: str, found: Any, hint: str | None = None) -> SpecError:
-        line, col = self.marks.get(path, self.marks.get(path.rsplit(".", 1)[0], (1, 1)))
+    def fail(self, path: str, expected: str, found: Any, hint: str | None = None, *, at_key: bool = False) -> SpecError:
+        mark_path = path + "#key" if at_key else path
+        line, col = self.marks.get(mark_path, self.marks.get(path.rsplit(".", 1)[0], (1, 1)))
         return SpecError(f"{self.source}:{line}:{col} ({path or '<top>'}): expected {expected}, found {found!r}.",
                          hint=hint)
 
@@ -85,7 +88,8 @@ class _Reader:
             raise self.fail(path, "a mapping", data)
         for key in data:
             if key not in keys:
-                raise self.fail(f"{path}.{key}" if path else str(key), "a known key", key, did_you_mean(str(key), keys))
+                where = f"{path}.{key}" if path else str(key)
+                raise self.fail(where, "a known key", key, did_you_mean(str(key), keys), at_key=True)
         for key in sorted(required - set(data)):
             raise self.fail(path, f"key {key!r}", sorted(data), f"add {key}: ...")
         return data
@@ -120,7 +124,8 @@ class _Reader:
     def layer(self, data: Any, path: str) -> tuple[int, LayerSpec]:
         entry = self.mapping(data, path, _LAYER_KEYS, {"num_kv_heads", "head_dim", "dtype", "window"})
         if entry["dtype"] not in DTYPE_BYTES:
-            raise self.fail(f"{path}.dtype", "a known dtype", entry["dtype"], did_you_mean(str(entry["dtype"]), DTYPE_BYTES))
+            hint = did_you_mean(str(entry["dtype"]), DTYPE_BYTES)
+            raise self.fail(f"{path}.dtype", "a known dtype", entry["dtype"], hint)
         window = self.integer(entry, "window", path, minimum=1, default=None)
         key_only = entry.get("key_only", False)
         if not isinstance(key_only, bool):

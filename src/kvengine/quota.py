@@ -35,7 +35,12 @@ def slots_in_grains(layout: CacheLayout, group_id: int, grains: int, grain_bytes
 
 
 def format_bytes(num_bytes: int) -> str:
-    return f"{num_bytes / GIB:.2f} GiB ({num_bytes} bytes)"
+    """`2.50 GiB (2684354560 bytes)`; MiB below a GiB; plain bytes below a MiB."""
+    if num_bytes >= GIB:
+        return f"{num_bytes / GIB:.2f} GiB ({num_bytes} bytes)"
+    if num_bytes >= MIB:
+        return f"{num_bytes / MIB:.2f} MiB ({num_bytes} bytes)"
+    return f"{num_bytes} bytes"
 
 
 def quota_from_max_tokens(layout: CacheLayout, limits: RuntimeLimits, max_tokens: int) -> int:

@@ -112,9 +112,9 @@ def _warmup_batch(
         storage, upper_tokens=max_seq_len - overhead, is_gen=True, accounting=accounting
     )
     if long_tokens < 1:
-        release_dummies(short)
         free = ", ".join(f"group {g}: {n}" for g, n in enumerate(storage.num_free_slots()))
-        return f"not enough KV cache space for the long dummy (free slots {free})"
+        release_dummies(short)
+        return f"not enough KV cache space for the long dummy (free slots {free} after {batch_size - 1} short dummies)"
     long = add_dummy_requests(storage, [long_tokens], is_gen=True, accounting=accounting)
     if isinstance(long, DummyShortage):  # cannot happen while dummy_shape is the one accounting
         release_dummies(short)
