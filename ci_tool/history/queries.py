@@ -1,0 +1,141 @@
+"""What is read back from the history: runs, stages, tests; slowest and flaky tests; durations export.
+
+Flaky means either of:
+    passed on rerun   the first attempt failed and the one rerun passed (in the same stage)
+    flipping          within the window, the test's final outcome changed between consecutive runs of
+                      the same stage family (`A10-PyTorch-2` and `A10-PyTorch-3` are one family), so a
+                      test that fails only on one GPU is not called flaky.
+Durations are the median of a test's last DURATION_SAMPLES non-skipped results (timeouts included:
+they will take that long again).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ci_tool.errors import HistoryError, Where, did_you_mean
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+
+DURATION_SAMPLES = 5
+_WINDOW = "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?"
+
+
+@dataclass(frozen=True)
+class FlakyTest:
+    test_id: str
+    family: str
+    results: int  # final outcomes seen in the window (skips excluded)
+    passed_on_rerun: int
+    flips: int  # changes of final outcome between consecutive runs
+
+
+@dataclass(frozen=True)
+class SlowTest:
+    test_id: str
+    median_seconds: float
+    results: int
+
+
+def stage_family(stage: str) -> str:
+    """`A10-PyTorch-3` -> `A10-PyTorch`; names without a shard index are their own family."""
+    head, _, tail = stage.rpartition("-")
+    return head if head and tail.isdigit() else stage
+
+
+def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
+    rows = store.db.execute(
+        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs "
+        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+
+
+def get_run(store: HistoryStore, run_id: str) -> RunRecord:
+    row = store.db.execute(
+        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        known = [run.run_id for run in recent_runs(store, limit=50)]
+        raise HistoryError(
+            f"expected a recorded run id, found {run_id!r}",
+            where=Where(str(store.path)),
+            hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
+        )
+    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+
+
+def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
+    """The stages of a run in the order they were recorded."""
+    rows = store.db.execute(
+        "SELECT run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
+        "details_json FROM stages WHERE run_id = ? ORDER BY rowid",
+        (run_id,),
+    ).fetchall()
+    return [
+        StageRecord(
+            run_id=r[0], name=r[1], state=r[2], reason=r[3], started_at=r[4], duration_seconds=r[5], passed=r[6],
+            failed=r[7], skipped=r[8], results_dir=r[9], details=json.loads(r[10]),
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord]:
+    rows = store.db.execute(
+        "SELECT test_id, outcome, duration_seconds, rerun_outcome, waive_reason, kind, message, signature, "
+        "output_head FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid",
+        (run_id, stage),
+    ).fetchall()
+    return [TestRecord(*row) for row in rows]
+
+
+def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, str, str | None, float]]:
+    """(test_id, stage, outcome, rerun_outcome, duration) of non-skipped results, oldest first."""
+    return store.db.execute(
+        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds FROM test_results t "
+        f"JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
+        "AND coalesce(t.rerun_outcome, t.outcome) != 'skipped' ORDER BY r.started_at, t.recorded_at, t.rowid",
+        (window_runs,),
+    ).fetchall()
+
+
+def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
+    """`.test_durations`: test id -> median seconds of its latest results, sorted by id."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    for test_id, _stage, _outcome, _rerun, seconds in _window_rows(store, window_runs):
+        samples[test_id].append(seconds)
+    return {
+        test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
+    }
+
+
+def slowest_tests(store: HistoryStore, *, limit: int = 10, window_runs: int = 50) -> list[SlowTest]:
+    samples: dict[str, list[float]] = defaultdict(list)
+    for test_id, _stage, _outcome, _rerun, seconds in _window_rows(store, window_runs):
+        samples[test_id].append(seconds)
+    slow = [SlowTest(t, statistics.median(s[-DURATION_SAMPLES:]), len(s)) for t, s in samples.items()]
+    return sorted(slow, key=lambda s: (-s.median_seconds, s.test_id))[:limit]
+
+
+def flaky_tests(store: HistoryStore, *, window_runs: int = 30) -> list[FlakyTest]:
+    """Tests that passed on rerun or flipped outcome within the window, most flips first."""
+    history: dict[tuple[str, str], list[str]] = defaultdict(list)
+    reruns: dict[tuple[str, str], int] = defaultdict(int)
+    for test_id, stage, outcome, rerun, _seconds in _window_rows(store, window_runs):
+        key = (test_id, stage_family(stage))
+        final = rerun or outcome
+        history[key].append("failed" if final == "error" else final)
+        if rerun == "passed" and outcome != "passed":
+            reruns[key] += 1
+    found = []
+    for key, outcomes in history.items():
+        flips = sum(1 for before, after in itertools.pairwise(outcomes) if before != after)
+        if flips or reruns[key]:
+            found.append(FlakyTest(key[0], key[1], len(outcomes), reruns[key], flips))
+    return sorted(found, key=lambda f: (-(f.flips + f.passed_on_rerun), f.test_id, f.family))

@@ -1,0 +1,155 @@
+"""The SQLite history on a real file: schema, writes, parallel writers, queries."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ci_tool.errors import HistoryError
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord, history_path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> HistoryStore:
+    with HistoryStore(tmp_path / "h.sqlite") as opened:
+        yield opened
+
+
+def add_run(store: HistoryStore, run_id: str, started_at: float, stage: str, tests: list[TestRecord]) -> None:
+    store.start_run(RunRecord(run_id, "/bot run", "running", started_at))
+    store.record_stage(StageRecord(run_id, stage, "passed"), tests, recorded_at=started_at + 1)
+    store.finish_run(run_id, state="passed", finished_at=started_at + 2)
+
+
+@pytest.mark.parametrize(
+    ("option", "environ", "expected"),
+    [
+        ("x.sqlite", {"CI_TOOL_HISTORY": "env.sqlite"}, Path("x.sqlite")),
+        (None, {"CI_TOOL_HISTORY": "env.sqlite"}, Path("env.sqlite")),
+        (None, {}, Path(".ci-tool/history.sqlite")),
+    ],
+    ids=["option", "environment", "default"],
+)
+def test_history_path(option: str | None, environ: dict[str, str], expected: Path) -> None:
+    assert history_path(option, environ) == expected
+
+
+def test_wal_and_schema_version(store: HistoryStore) -> None:
+    assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+
+
+def test_reopen_keeps_one_version_row(tmp_path: Path) -> None:
+    HistoryStore(tmp_path / "h.sqlite").close()
+    with HistoryStore(tmp_path / "h.sqlite") as again:
+        assert again.db.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    HistoryStore(tmp_path / "h.sqlite").close()
+    with sqlite3.connect(tmp_path / "h.sqlite") as db:
+        db.execute("UPDATE schema_version SET version = 99")
+    with pytest.raises(HistoryError) as error:
+        HistoryStore(tmp_path / "h.sqlite")
+    assert str(error.value) == (
+        f"{tmp_path}/h.sqlite: expected history schema version 1 or older, found 99 "
+        "Hint: a newer ci-tool wrote this file; upgrade ci-tool or pass another --history"
+    )
+
+
+def test_missing_file_without_create(tmp_path: Path) -> None:
+    with pytest.raises(HistoryError, match="expected a history file, found none"):
+        HistoryStore(tmp_path / "none.sqlite", create=False)
+
+
+def test_run_stage_and_tests_round_trip(store: HistoryStore) -> None:
+    tests = [
+        TestRecord("a.py::t1", "passed", 1.5),
+        TestRecord("a.py::t2", "failed", 0.5, rerun_outcome="passed", kind="RuntimeError", signature="sig"),
+        TestRecord("a.py::t3", "skipped", 0.0, waive_reason="https://bugs/1"),
+    ]
+    store.start_run(RunRecord("r1", "/bot run", "running", 100.0, host="box", details={"fail_fast": True}))
+    store.record_stage(StageRecord("r1", "CPU-PyTorch-1", "unstable", passed=2, skipped=1), tests, recorded_at=101.0)
+    store.record_stage(StageRecord("r1", "A10-PyTorch-1", "waiting", reason="no A10 runner here"), recorded_at=101.0)
+    store.finish_run("r1", state="unstable", finished_at=102.0)
+    assert queries.get_run(store, "r1") == RunRecord(
+        "r1", "/bot run", "unstable", 100.0, 102.0, "box", {"fail_fast": True}
+    )
+    assert [s.name for s in queries.run_stages(store, "r1")] == ["CPU-PyTorch-1", "A10-PyTorch-1"]
+    assert queries.stage_tests(store, "r1", "CPU-PyTorch-1") == tests
+
+
+def test_recording_a_stage_again_replaces_it(store: HistoryStore) -> None:
+    store.start_run(RunRecord("r1", "x", "running", 1.0))
+    store.record_stage(StageRecord("r1", "S-1", "failed"), [TestRecord("a", "failed", 1.0)], recorded_at=2.0)
+    store.record_stage(StageRecord("r1", "S-1", "passed"), [TestRecord("b", "passed", 1.0)], recorded_at=3.0)
+    assert [t.test_id for t in queries.stage_tests(store, "r1", "S-1")] == ["b"]
+
+
+def test_unknown_run_suggests_close_ids(store: HistoryStore) -> None:
+    store.start_run(RunRecord("20260101-000000-abcd", "x", "passed", 1.0))
+    with pytest.raises(HistoryError) as error:
+        queries.get_run(store, "20260101-000000-abce")
+    assert error.value.message == "expected a recorded run id, found '20260101-000000-abce'"
+    assert error.value.hint == "did you mean '20260101-000000-abcd'?"
+
+
+def _write_stages(path: str, writer: int, stages: int, tests: int) -> None:
+    with HistoryStore(path) as store:
+        for index in range(stages):
+            run_id = f"w{writer}-r{index}"
+            store.start_run(RunRecord(run_id, "x", "running", float(index)))
+            records = [TestRecord(f"t{writer}-{index}-{n}", "passed", 0.1) for n in range(tests)]
+            store.record_stage(StageRecord(run_id, f"S-{writer}", "passed", passed=tests), records, recorded_at=1.0)
+            store.finish_run(run_id, state="passed", finished_at=2.0)
+
+
+def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "h.sqlite")
+    writers, stages, tests = 4, 25, 20
+    context = multiprocessing.get_context("fork")  # the test module is not importable by a spawned child
+    processes = [context.Process(target=_write_stages, args=(path, w, stages, tests)) for w in range(writers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [p.exitcode for p in processes] == [0] * writers
+    with HistoryStore(path) as store:
+        counts = store.db.execute(
+            "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM stages), (SELECT count(*) FROM test_results), "
+            "(SELECT count(*) FROM runs WHERE state = 'passed')"
+        ).fetchone()
+    assert counts == (writers * stages, writers * stages, writers * stages * tests, writers * stages)
+
+
+def test_export_durations_takes_median_of_latest_non_skipped(store: HistoryStore) -> None:
+    for index, seconds in enumerate([9.0, 1.0, 2.0, 3.0, 4.0, 5.0]):
+        add_run(store, f"r{index}", float(index * 10), "S-1", [TestRecord("a.py::t", "passed", seconds)])
+    add_run(store, "r9", 100.0, "S-1", [TestRecord("a.py::t", "skipped", 0.0), TestRecord("b.py::t", "failed", 7.0)])
+    assert queries.export_durations(store) == {"a.py::t": 3.0, "b.py::t": 7.0}
+
+
+def test_slowest_tests(store: HistoryStore) -> None:
+    add_run(store, "r1", 1.0, "S-1", [TestRecord("fast", "passed", 0.1), TestRecord("slow", "passed", 9.0)])
+    assert [(s.test_id, s.median_seconds) for s in queries.slowest_tests(store, limit=1)] == [("slow", 9.0)]
+
+
+def test_flaky_tests_by_rerun_and_by_flips_within_a_family(store: HistoryStore) -> None:
+    add_run(store, "r1", 1.0, "A10-PyTorch-1", [TestRecord("flip", "passed", 1), TestRecord("gpu", "failed", 1)])
+    add_run(store, "r2", 2.0, "A10-PyTorch-2", [TestRecord("flip", "failed", 1), TestRecord("gpu", "failed", 1)])
+    add_run(store, "r3", 3.0, "H100-PyTorch-1", [TestRecord("gpu", "passed", 1)])
+    add_run(store, "r4", 4.0, "A10-PyTorch-1", [TestRecord("rerun", "failed", 1, rerun_outcome="passed")])
+    assert queries.flaky_tests(store) == [
+        queries.FlakyTest("flip", "A10-PyTorch", results=2, passed_on_rerun=0, flips=1),
+        queries.FlakyTest("rerun", "A10-PyTorch", results=1, passed_on_rerun=1, flips=0),
+    ]
+
+
+def test_recent_runs_newest_first(store: HistoryStore) -> None:
+    add_run(store, "old", 1.0, "S-1", [])
+    add_run(store, "new", 2.0, "S-1", [])
+    assert [run.run_id for run in queries.recent_runs(store)] == ["new", "old"]
