@@ -30,10 +30,17 @@ _LISTED_STAGES = 5  # stages named in a reason before "and N more"
 
 # One line per label for `/bot help` and docs/bot.md.
 LABEL_RULES: tuple[tuple[str, str], ...] = (
-    (FULL_PRE_MERGE_APPROVED, "multi-GPU stages: `--add-multi-gpu-test`, `--only-multi-gpu-test`, or a "
-     "multi-GPU stage named in `--stage-list`/`--extra-stage`"),
-    (POST_MERGE_APPROVED, "a full `--post-merge` run (without `--stage-list`), and the broad selectors "
-     + ", ".join(f"`{s}`" for s in BROAD_SELECTORS) + "; it also covers the multi-GPU stages"),
+    (
+        FULL_PRE_MERGE_APPROVED,
+        "multi-GPU stages: `--add-multi-gpu-test`, `--only-multi-gpu-test`, or a "
+        "multi-GPU stage named in `--stage-list`/`--extra-stage`",
+    ),
+    (
+        POST_MERGE_APPROVED,
+        "a full `--post-merge` run (without `--stage-list`), and the broad selectors "
+        + ", ".join(f"`{s}`" for s in BROAD_SELECTORS)
+        + "; it also covers the multi-GPU stages",
+    ),
 )
 
 

@@ -72,8 +72,9 @@ def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
     if root is None:
         return Allowlist()
     if not isinstance(root, yaml.MappingNode):
-        raise BotError(f"expected a mapping of {RUN!r} and {KILL_SKIP!r} to logins, found {_kind(root)}",
-                       where=_where(file, root))
+        raise BotError(
+            f"expected a mapping of {RUN!r} and {KILL_SKIP!r} to logins, found {_kind(root)}", where=_where(file, root)
+        )
     entries: dict[str, frozenset[str]] = {}
     for key_node, value_node in root.value:
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else _kind(key_node)
@@ -90,8 +91,11 @@ def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
     if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
         return frozenset()
     if not isinstance(node, yaml.SequenceNode):
-        raise BotError(f"expected a list of GitHub logins, found {_kind(node)}", where=_where(file, node, key),
-                       hint=f"write {key}: [login-one, login-two]")
+        raise BotError(
+            f"expected a list of GitHub logins, found {_kind(node)}",
+            where=_where(file, node, key),
+            hint=f"write {key}: [login-one, login-two]",
+        )
     logins: set[str] = set()
     for index, item in enumerate(node.value):
         path = f"{key}[{index}]"

@@ -111,12 +111,15 @@ class _Reader:
                 break
         if value is None:
             if default is self._MISSING:
-                raise BotError(f"expected an issue_comment event with {path!r}, found none",
-                               where=Where(self.file, yaml_path=path))
+                raise BotError(
+                    f"expected an issue_comment event with {path!r}, found none", where=Where(self.file, yaml_path=path)
+                )
             return default
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise BotError(f"expected {kind.__name__} at {path!r}, found {type(value).__name__}",
-                           where=Where(self.file, yaml_path=path))
+            raise BotError(
+                f"expected {kind.__name__} at {path!r}, found {type(value).__name__}",
+                where=Where(self.file, yaml_path=path),
+            )
         return value
 
 
@@ -150,20 +153,34 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
     except BotSyntaxError as error:
         return Decision(Action.HELP, f"syntax error at column {error.col}", event, error=error)
     if request.command == "help":
-        return Decision(Action.HELP, "help asked for" if request.unknown_command is None
-                        else f"unknown sub-command {request.unknown_command!r}", event, request)
-    authorization = authorize(allowlist, command_name=request.command, login=event.login,
-                              association=event.association)
+        return Decision(
+            Action.HELP,
+            "help asked for" if request.unknown_command is None else f"unknown sub-command {request.unknown_command!r}",
+            event,
+            request,
+        )
+    authorization = authorize(allowlist, command_name=request.command, login=event.login, association=event.association)
     if not authorization.allowed:
-        return Decision(Action.REFUSE, f"{event.login!r} lacks the {authorization.permission!r} permission "
-                        f"({authorization.via})", event, request, authorization=authorization)
+        return Decision(
+            Action.REFUSE,
+            f"{event.login!r} lacks the {authorization.permission!r} permission ({authorization.via})",
+            event,
+            request,
+            authorization=authorization,
+        )
     missing = missing_approvals(request, event.labels)
     if missing:
         labels = ", ".join(repr(m.label) for m in missing)
-        return Decision(Action.REFUSE, f"missing label {labels}", event, request, authorization=authorization,
-                        missing=missing)
-    return Decision(Action.DISPATCH, f"/bot {request.command} by {event.login!r} ({authorization.via})", event,
-                    request, authorization=authorization)
+        return Decision(
+            Action.REFUSE, f"missing label {labels}", event, request, authorization=authorization, missing=missing
+        )
+    return Decision(
+        Action.DISPATCH,
+        f"/bot {request.command} by {event.login!r} ({authorization.via})",
+        event,
+        request,
+        authorization=authorization,
+    )
 
 
 def dispatch_payload(decision: Decision) -> dict[str, object]:

@@ -96,50 +96,126 @@ class Conflict:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("run", "/bot run [flags]", "Start the build and test pipeline; kills any pipeline running for this PR.",
-            "run"),
+    Command(
+        "run", "/bot run [flags]", "Start the build and test pipeline; kills any pipeline running for this PR.", "run"
+    ),
     Command("kill", "/bot kill", "Kill every running pipeline of this PR.", "kill_skip"),
-    Command("skip", '/bot skip --comment "reason"',
-            "Mark the latest commit as validated without testing (dangerous: no test runs).", "kill_skip"),
-    Command("reuse-pipeline", "/bot reuse-pipeline",
-            "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.", "run"),
+    Command(
+        "skip",
+        '/bot skip --comment "reason"',
+        "Mark the latest commit as validated without testing (dangerous: no test runs).",
+        "kill_skip",
+    ),
+    Command(
+        "reuse-pipeline",
+        "/bot reuse-pipeline",
+        "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.",
+        "run",
+    ),
     Command("help", "/bot help", "Show this help (also `/bot -h`).", None),
 )
 
 HELP_WORDS = ("help", "-h", "--help")
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("--reuse-test", Arg.OPTIONAL_ID, "Reuse the build and skip stages that passed in the given pipeline "
-         "(default: the last one); reuse is already the default.", Step.REUSE, metavar="[pipeline-id]"),
-    Flag("--disable-reuse-test", Arg.SWITCH, "Rebuild and rerun everything, with no stage or test reuse "
-         "(use it to repeat a flaky test).", Step.REUSE),
-    Flag("--disable-fail-fast", Arg.SWITCH, "Keep the other stages running when one fails "
-         "(holds scarce GPUs: not a habit)."),
-    Flag("--skip-test", Arg.SWITCH, "Run only the build, docs and package-sanity stages.", Step.SKIP_TEST,
-         custom_run=True),
-    Flag("--stage-list", Arg.LIST, "Run only these stages (exact names or `*` globs); overrides the other "
-         "selection flags.", Step.STAGE_LIST, custom_run=True, globs=True, metavar='"A,B"',
-         empty_hint="name at least one stage; to run no test stages use --skip-test"),
-    Flag("--extra-stage", Arg.LIST, "Run the usual pre-merge stages plus these (exact names or `*` globs).",
-         Step.EXTRA_STAGE, globs=True, metavar='"A,B"'),
-    Flag("--gpu-type", Arg.LIST, "Keep only stages whose GPU token (the first `-` part) is listed; exact and "
-         "case-sensitive.", Step.GPU_TYPE, custom_run=True, metavar='"A,B"'),
-    Flag("--test-backend", Arg.LIST, "Keep stages with a listed backend, plus stages with no backend.",
-         Step.TEST_BACKEND, custom_run=True, choices=("pytorch", "cpp", "triton", "fmha"), metavar='"a,b"'),
-    Flag("--add-multi-gpu-test", Arg.SWITCH, "Add the multi-GPU stages to the pre-merge set.",
-         Step.ADD_MULTI_GPU),
-    Flag("--only-multi-gpu-test", Arg.SWITCH, "Run only the multi-GPU stages (the post-merge ones with "
-         "--post-merge).", Step.ONLY_MULTI_GPU, custom_run=True),
-    Flag("--disable-multi-gpu-test", Arg.SWITCH, "Remove the multi-GPU stages, including file-triggered ones.",
-         Step.DISABLE_MULTI_GPU, custom_run=True),
-    Flag("--post-merge", Arg.SWITCH, "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages.",
-         Step.POST_MERGE),
+    Flag(
+        "--reuse-test",
+        Arg.OPTIONAL_ID,
+        "Reuse the build and skip stages that passed in the given pipeline "
+        "(default: the last one); reuse is already the default.",
+        Step.REUSE,
+        metavar="[pipeline-id]",
+    ),
+    Flag(
+        "--disable-reuse-test",
+        Arg.SWITCH,
+        "Rebuild and rerun everything, with no stage or test reuse (use it to repeat a flaky test).",
+        Step.REUSE,
+    ),
+    Flag(
+        "--disable-fail-fast",
+        Arg.SWITCH,
+        "Keep the other stages running when one fails (holds scarce GPUs: not a habit).",
+    ),
+    Flag(
+        "--skip-test",
+        Arg.SWITCH,
+        "Run only the build, docs and package-sanity stages.",
+        Step.SKIP_TEST,
+        custom_run=True,
+    ),
+    Flag(
+        "--stage-list",
+        Arg.LIST,
+        "Run only these stages (exact names or `*` globs); overrides the other selection flags.",
+        Step.STAGE_LIST,
+        custom_run=True,
+        globs=True,
+        metavar='"A,B"',
+        empty_hint="name at least one stage; to run no test stages use --skip-test",
+    ),
+    Flag(
+        "--extra-stage",
+        Arg.LIST,
+        "Run the usual pre-merge stages plus these (exact names or `*` globs).",
+        Step.EXTRA_STAGE,
+        globs=True,
+        metavar='"A,B"',
+    ),
+    Flag(
+        "--gpu-type",
+        Arg.LIST,
+        "Keep only stages whose GPU token (the first `-` part) is listed; exact and case-sensitive.",
+        Step.GPU_TYPE,
+        custom_run=True,
+        metavar='"A,B"',
+    ),
+    Flag(
+        "--test-backend",
+        Arg.LIST,
+        "Keep stages with a listed backend, plus stages with no backend.",
+        Step.TEST_BACKEND,
+        custom_run=True,
+        choices=("pytorch", "cpp", "triton", "fmha"),
+        metavar='"a,b"',
+    ),
+    Flag("--add-multi-gpu-test", Arg.SWITCH, "Add the multi-GPU stages to the pre-merge set.", Step.ADD_MULTI_GPU),
+    Flag(
+        "--only-multi-gpu-test",
+        Arg.SWITCH,
+        "Run only the multi-GPU stages (the post-merge ones with --post-merge).",
+        Step.ONLY_MULTI_GPU,
+        custom_run=True,
+    ),
+    Flag(
+        "--disable-multi-gpu-test",
+        Arg.SWITCH,
+        "Remove the multi-GPU stages, including file-triggered ones.",
+        Step.DISABLE_MULTI_GPU,
+        custom_run=True,
+    ),
+    Flag(
+        "--post-merge",
+        Arg.SWITCH,
+        "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages.",
+        Step.POST_MERGE,
+    ),
     Flag("--detailed-log", Arg.SWITCH, "Stream all pytest output (`pytest -s`); very large logs."),
-    Flag("--debug", Arg.SWITCH, "Pause the one stage named in --stage-list for an interactive SSH session.",
-         custom_run=True),
+    Flag(
+        "--debug",
+        Arg.SWITCH,
+        "Pause the one stage named in --stage-list for an interactive SSH session.",
+        custom_run=True,
+    ),
     Flag("--high-priority", Arg.SWITCH, "Queue this pipeline ahead of others."),
-    Flag("--comment", Arg.TEXT, "Why the commit may skip testing; recorded with the status.", command="skip",
-         required=True, metavar='"reason"'),
+    Flag(
+        "--comment",
+        Arg.TEXT,
+        "Why the commit may skip testing; recorded with the status.",
+        command="skip",
+        required=True,
+        metavar='"reason"',
+    ),
 )
 
 _MULTI_GPU = ("--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test")
@@ -147,15 +223,21 @@ _REPLACED_BY_STAGE_LIST = ("--gpu-type", "--test-backend", *_MULTI_GPU)
 
 CONFLICTS: tuple[Conflict, ...] = (
     Conflict("--reuse-test", "--disable-reuse-test", "reuse is either on or off"),
-    Conflict("--add-multi-gpu-test", "--only-multi-gpu-test",
-             "--only-multi-gpu-test already runs every multi-GPU stage"),
+    Conflict(
+        "--add-multi-gpu-test", "--only-multi-gpu-test", "--only-multi-gpu-test already runs every multi-GPU stage"
+    ),
     Conflict("--add-multi-gpu-test", "--disable-multi-gpu-test", "one adds the multi-GPU stages, one removes them"),
-    Conflict("--only-multi-gpu-test", "--disable-multi-gpu-test",
-             "one runs only the multi-GPU stages, one removes them"),
-    *(Conflict("--stage-list", name, f"--stage-list replaces the selection, so {name} would be ignored")
-      for name in _REPLACED_BY_STAGE_LIST),
-    *(Conflict("--skip-test", name, f"--skip-test runs no test stages, so {name} would be ignored")
-      for name in ("--stage-list", "--gpu-type", "--test-backend", "--post-merge", *_MULTI_GPU)),
+    Conflict(
+        "--only-multi-gpu-test", "--disable-multi-gpu-test", "one runs only the multi-GPU stages, one removes them"
+    ),
+    *(
+        Conflict("--stage-list", name, f"--stage-list replaces the selection, so {name} would be ignored")
+        for name in _REPLACED_BY_STAGE_LIST
+    ),
+    *(
+        Conflict("--skip-test", name, f"--skip-test runs no test stages, so {name} would be ignored")
+        for name in ("--stage-list", "--gpu-type", "--test-backend", "--post-merge", *_MULTI_GPU)
+    ),
 )
 
 DEBUG_FLAG = "--debug"  # needs exactly one exact stage name in --stage-list

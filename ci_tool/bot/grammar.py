@@ -213,8 +213,12 @@ class _Scanner:
             chars.append(line[j])
             j += 1
         if j == len(line):
-            raise BotSyntaxError("unterminated quote: expected a closing '\"' on the same line",
-                                 line=line, col=i + 1, hint='end the value with a double quote: "A,B"')
+            raise BotSyntaxError(
+                "unterminated quote: expected a closing '\"' on the same line",
+                line=line,
+                col=i + 1,
+                hint='end the value with a double quote: "A,B"',
+            )
         self.index = j + 1
         return _Token("string", "".join(chars), i + 1, line[i : j + 1], tuple(cols))
 
@@ -253,8 +257,13 @@ class _Parser:
         self._check_combination()
         order = {flag.key: index for index, flag in enumerate(FLAGS)}
         keys = sorted(self.values, key=order.__getitem__)
-        return BotRequest(self.sub, tuple((k, self.values[k]) for k in keys), self.line,
-                          tuple((k, self.columns[k]) for k in keys), prose=prose)
+        return BotRequest(
+            self.sub,
+            tuple((k, self.values[k]) for k in keys),
+            self.line,
+            tuple((k, self.columns[k]) for k in keys),
+            prose=prose,
+        )
 
     def _check_prose(self, token: _Token) -> None:
         names = [flag.name for flag in self.allowed]
@@ -264,8 +273,11 @@ class _Parser:
         later = self.tokens.rest(token).split()[1:]
         dashed = next((w for w in later if _dashed(w)), None)
         if dashed is not None:
-            raise self.error(token.col, f"expected a flag, found {token.text!r}",
-                             f"put remarks after the last flag (found {dashed!r} later on the line)")
+            raise self.error(
+                token.col,
+                f"expected a flag, found {token.text!r}",
+                f"put remarks after the last flag (found {dashed!r} later on the line)",
+            )
 
     def _unknown_flag(self, token: _Token) -> NoReturn:
         name = token.text
@@ -277,7 +289,8 @@ class _Parser:
             raise self.error(token.col, f"/bot {self.sub} takes no flags, found {name!r}")
         dashed = "--" + name.lstrip(_DASHES)  # `-x`, `—x` and `x` are most likely `--x`
         hint = (f"did you mean {dashed!r}?" if dashed in names else did_you_mean(dashed, names)) or (
-            f"/bot {self.sub} takes " + ", ".join(names))
+            f"/bot {self.sub} takes " + ", ".join(names)
+        )
         raise self.error(token.col, f"unknown flag {name!r}", hint)
 
     def _flag(self, token: _Token) -> None:
@@ -288,8 +301,7 @@ class _Parser:
         if equals:
             col = token.col + len(name)
             if flag.arg is Arg.SWITCH:
-                raise self.error(col, f"{name} takes no value, found {token.raw[len(name):]!r}",
-                                 f"write {name} alone")
+                raise self.error(col, f"{name} takes no value, found {token.raw[len(name) :]!r}", f"write {name} alone")
             raise self.error(col, f"expected a blank after {name}, found '='", f'write {name} "…"')
         if name in self.seen:
             first = self.seen[name].col
@@ -306,14 +318,18 @@ class _Parser:
         following = self.tokens.peek()
         if flag.arg is Arg.SWITCH:
             if following is not None and following.kind == "string":
-                raise self.error(following.col, f"{flag.name} takes no value, found {following.raw!r}",
-                                 f"write {flag.name} alone")
+                raise self.error(
+                    following.col, f"{flag.name} takes no value, found {following.raw!r}", f"write {flag.name} alone"
+                )
             return True, ()
         if flag.arg is Arg.OPTIONAL_ID:
             if following is None or not (following.text.isascii() and following.text.isdigit()):
                 if following is not None and following.kind == "string":
-                    raise self.error(following.col, f"expected a pipeline id (digits) after {flag.name}, "
-                                     f"found {following.raw!r}", f"write {flag.name} 1234, or {flag.name} alone")
+                    raise self.error(
+                        following.col,
+                        f"expected a pipeline id (digits) after {flag.name}, found {following.raw!r}",
+                        f"write {flag.name} 1234, or {flag.name} alone",
+                    )
                 return True, ()
             self.tokens.next()
             return following.text, (following.col,)
@@ -321,16 +337,20 @@ class _Parser:
         if flag.arg is Arg.TEXT:
             text = string.text.strip()
             if not text:
-                raise self.error(string.col, f"expected text in {flag.name}, found {string.raw!r}",
-                                 f'write {flag.usage}')
+                raise self.error(
+                    string.col, f"expected text in {flag.name}, found {string.raw!r}", f"write {flag.usage}"
+                )
             return text, (string.col,)
         return self._list(flag, string)
 
     def _string(self, flag: Flag, following: _Token | None) -> _Token:
         what = "a double-quoted list" if flag.arg is Arg.LIST else "a double-quoted text"
         if following is None:
-            raise self.error(len(self.line) + 1, f"expected {what} after {flag.name}, found the end of the line",
-                             f"write {flag.usage}")
+            raise self.error(
+                len(self.line) + 1,
+                f"expected {what} after {flag.name}, found the end of the line",
+                f"write {flag.usage}",
+            )
         if following.kind == "word":
             if following.text[0] in _QUOTE_LIKE:
                 hint = f"use straight double quotes: {flag.usage}"
@@ -350,8 +370,11 @@ class _Parser:
             items.append(text.lower() if flag.choices else text)
             cols.append(text_cols[0])
         if not items:
-            raise self.error(string.col, f"expected at least one item in {flag.name}, found {string.raw!r}",
-                             flag.empty_hint or f"name at least one, or leave {flag.name} out")
+            raise self.error(
+                string.col,
+                f"expected at least one item in {flag.name}, found {string.raw!r}",
+                flag.empty_hint or f"name at least one, or leave {flag.name} out",
+            )
         return tuple(items), tuple(cols)
 
     def _check_item(self, flag: Flag, item: str, cols: tuple[int, ...]) -> None:
@@ -359,18 +382,22 @@ class _Parser:
             if char in _NAME_CHARS or (char == "*" and flag.globs):
                 continue
             if char.isspace():
-                raise self.error(col, f"unexpected blank inside {flag.name} item {item!r}",
-                                 "separate items with ','")
+                raise self.error(col, f"unexpected blank inside {flag.name} item {item!r}", "separate items with ','")
             if char == "*":
                 globbers = " and ".join(f.name for f in FLAGS if f.globs)
-                raise self.error(col, f"unexpected '*' in {flag.name} item {item!r}",
-                                 f"{flag.name} takes exact names; only {globbers} take globs")
+                raise self.error(
+                    col,
+                    f"unexpected '*' in {flag.name} item {item!r}",
+                    f"{flag.name} takes exact names; only {globbers} take globs",
+                )
             allowed = "letters, digits and - _ + [ ]" + (" *" if flag.globs else "")
-            raise self.error(col, f"unexpected {char!r} in {flag.name} item {item!r}",
-                             f"items hold only {allowed}")
+            raise self.error(col, f"unexpected {char!r} in {flag.name} item {item!r}", f"items hold only {allowed}")
         if flag.choices and item.lower() not in flag.choices:
-            raise self.error(cols[0], f"unknown value {item!r} for {flag.name}, expected one of "
-                             + ", ".join(flag.choices), did_you_mean(item.lower(), flag.choices))
+            raise self.error(
+                cols[0],
+                f"unknown value {item!r} for {flag.name}, expected one of " + ", ".join(flag.choices),
+                did_you_mean(item.lower(), flag.choices),
+            )
 
     def _check_combination(self) -> None:
         given = list(self.seen)
@@ -379,12 +406,18 @@ class _Parser:
                 pair = {conflict.first, conflict.second}
                 earlier = next((g for g in given[:index] if {g, later} == pair), None)
                 if earlier is not None:
-                    raise self.error(self.seen[later].col, f"{later} conflicts with {earlier} "
-                                     f"(column {self.seen[earlier].col}): {conflict.reason}", "drop one of them")
+                    raise self.error(
+                        self.seen[later].col,
+                        f"{later} conflicts with {earlier} (column {self.seen[earlier].col}): {conflict.reason}",
+                        "drop one of them",
+                    )
         for flag in self.allowed:
             if flag.required and flag.name not in self.seen:
-                raise self.error(self.word.col, f"/bot {self.sub} needs {flag.usage}, found no {flag.name}",
-                                 f'write /bot {self.sub} {flag.name} "why testing is not needed"')
+                raise self.error(
+                    self.word.col,
+                    f"/bot {self.sub} needs {flag.usage}, found no {flag.name}",
+                    f'write /bot {self.sub} {flag.name} "why testing is not needed"',
+                )
         if DEBUG_FLAG in self.seen:
             self._check_debug()
 
@@ -392,15 +425,20 @@ class _Parser:
         col = self.seen[DEBUG_FLAG].col
         hint = f'write {DEBUG_FLAG} {DEBUG_NEEDS} "STAGE-NAME-1"'
         if DEBUG_NEEDS not in self.seen:
-            raise self.error(col, f"{DEBUG_FLAG} needs exactly one stage in {DEBUG_NEEDS}, found no {DEBUG_NEEDS}",
-                             hint)
+            raise self.error(
+                col, f"{DEBUG_FLAG} needs exactly one stage in {DEBUG_NEEDS}, found no {DEBUG_NEEDS}", hint
+            )
         stages = self.lists[DEBUG_NEEDS]
         if len(stages) != 1:
-            raise self.error(col, f"{DEBUG_FLAG} needs exactly one stage in {DEBUG_NEEDS}, "
-                             f"found {len(stages)}: {', '.join(stages)}", hint)
+            raise self.error(
+                col,
+                f"{DEBUG_FLAG} needs exactly one stage in {DEBUG_NEEDS}, found {len(stages)}: {', '.join(stages)}",
+                hint,
+            )
         if "*" in stages[0]:
-            raise self.error(col, f"{DEBUG_FLAG} needs one exact stage name in {DEBUG_NEEDS}, "
-                             f"found the glob {stages[0]!r}", hint)
+            raise self.error(
+                col, f"{DEBUG_FLAG} needs one exact stage name in {DEBUG_NEEDS}, found the glob {stages[0]!r}", hint
+            )
 
 
 def _dashed(word: str) -> bool:

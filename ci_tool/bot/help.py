@@ -18,14 +18,14 @@ DOCS_PATH = "docs/bot.md"
 # Comments shown in docs/bot.md with what they parse to (the real ones of reference §5.5 among them).
 EXAMPLES: tuple[str, ...] = (
     "/bot run",
-    "/bot run --disable-fail-fast --stage-list \"DGX_H100-PyTorch-1, A30-AutoDeploy-1\"",
-    "/bot run  --disable-fail-fast --stage-list \"\\*GB300\\*PerfSanity\\*\"",
-    "/bot run --stage-list \"DGX_B200-4_GPUs-Verl-Post-Merge-1\" to start the ci",
-    "/bot run --disable-reuse-test --detailed-log --stage-list \"A10-PyTorch-2\"",
-    "/bot run --reuse-test 1234 --gpu-type \"A30, H100_PCIe\"",
-    "/bot skip --comment \"waive only\"",
+    '/bot run --disable-fail-fast --stage-list "DGX_H100-PyTorch-1, A30-AutoDeploy-1"',
+    '/bot run  --disable-fail-fast --stage-list "\\*GB300\\*PerfSanity\\*"',
+    '/bot run --stage-list "DGX_B200-4_GPUs-Verl-Post-Merge-1" to start the ci',
+    '/bot run --disable-reuse-test --detailed-log --stage-list "A10-PyTorch-2"',
+    '/bot run --reuse-test 1234 --gpu-type "A30, H100_PCIe"',
+    '/bot skip --comment "waive only"',
     "/bot run --post-merge -disable-fail-fast",
-    "/bot run --stage-list \"\"",
+    '/bot run --stage-list ""',
     "/bot skip",
 )
 
@@ -43,7 +43,7 @@ def _custom_flags() -> str:
 def _value_rules() -> list[str]:
     globbers = " and ".join(f"`{flag.name}`" for flag in FLAGS if flag.globs)
     return [
-        "List values are one double-quoted, comma-separated string: `--stage-list \"A10-PyTorch-1, DGX_H100-*\"`. "
+        'List values are one double-quoted, comma-separated string: `--stage-list "A10-PyTorch-1, DGX_H100-*"`. '
         "Items are trimmed; markdown escapes such as `\\_` and `\\*` are fine (backslashes are dropped). "
         f"Only {globbers} take `*` globs.",
         f"`{DEBUG_FLAG}` needs exactly one exact stage name in `{DEBUG_NEEDS}`.",
@@ -88,25 +88,48 @@ def render_docs() -> str:
         "|---|---|---|",
     ]
     lines += [f"| `{c.usage}` | {c.permission or 'anyone'} | {c.help} |" for c in COMMANDS]
-    lines += ["", "## Flags", "", "The selection step is the step of the stage selection (reference §4.8) the flag "
-              "feeds; a custom run cannot turn the merge gate green (§4.9).", "",
-              "| Flag | Value | JSON key | Selection step | Custom run | What it does |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Flags",
+        "",
+        "The selection step is the step of the stage selection (reference §4.8) the flag "
+        "feeds; a custom run cannot turn the merge gate green (§4.9).",
+        "",
+        "| Flag | Value | JSON key | Selection step | Custom run | What it does |",
+        "|---|---|---|---|---|---|",
+    ]
     for flag in FLAGS:
         step = f"{flag.feeds.value}: {STEP_EFFECTS[flag.feeds]}" if flag.feeds else "none (run option)"
         usage = f"`/bot {flag.command}` `{flag.usage}`" if flag.command != "run" else f"`{flag.usage}`"
         custom = "yes" if flag.custom_run else ""
         lines.append(f"| {usage} | {_arg_text(flag)} | `{flag.key}` | {step} | {custom} | {flag.help} |")
     lines += ["", "## Values", "", *(f"- {rule}" for rule in _value_rules())]
-    lines += ["- `ci-tool bot parse COMMENT --json` prints `{\"command\": ..., \"flags\": {...}}`: switches are "
-              "`true`, lists are lists of strings, `--reuse-test ID` gives the id as a string."]
+    lines += [
+        '- `ci-tool bot parse COMMENT --json` prints `{"command": ..., "flags": {...}}`: switches are '
+        "`true`, lists are lists of strings, `--reuse-test ID` gives the id as a string."
+    ]
     lines += ["", "## Flags that conflict", "", "| Flag | Flag | Why |", "|---|---|---|"]
     lines += [f"| `{c.first}` | `{c.second}` | {c.reason} |" for c in CONFLICTS]
-    lines += ["", "## Approval labels", "", "A run that lacks a label is not started; the reply names the label.",
-              "", "| Label | Needed for |", "|---|---|"]
+    lines += [
+        "",
+        "## Approval labels",
+        "",
+        "A run that lacks a label is not started; the reply names the label.",
+        "",
+        "| Label | Needed for |",
+        "|---|---|",
+    ]
     lines += [f"| `{label}` | {rule} |" for label, rule in LABEL_RULES]
-    lines += ["", "## Permissions", "", f"Besides the author associations below, logins listed in `{ALLOWLIST_PATH}` "
-              "(read from the default branch) hold a permission.", "",
-              "| Permission | Commands | Author associations | Allowlist entries |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "## Permissions",
+        "",
+        f"Besides the author associations below, logins listed in `{ALLOWLIST_PATH}` "
+        "(read from the default branch) hold a permission.",
+        "",
+        "| Permission | Commands | Author associations | Allowlist entries |",
+        "|---|---|---|---|",
+    ]
     for permission, associations in ASSOCIATIONS.items():
         commands = ", ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission)
         entries = ", ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission])

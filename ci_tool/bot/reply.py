@@ -63,8 +63,10 @@ def _help(decision: Decision) -> str:
     if decision.error is not None:
         error = decision.error
         detail = f"{error.caret()}\ncolumn {error.col}: {error.headline}"
-        return (f"@{login}, I could not read that `/bot` command:\n\n{code_block(detail)}\n\n"
-                "Nothing was started. Comment `/bot help` for the commands and flags.\n")
+        return (
+            f"@{login}, I could not read that `/bot` command:\n\n{code_block(detail)}\n\n"
+            "Nothing was started. Comment `/bot help` for the commands and flags.\n"
+        )
     unknown = decision.request.unknown_command if decision.request else None
     if unknown is None:
         return render_help()
@@ -92,12 +94,20 @@ def _refusal(decision: Decision) -> str:
 
 
 def _missing_labels(decision: Decision) -> str:
-    lines = [f"@{decision.event.login}, this run was not started: it needs "
-             + ("a label" if len(decision.missing) == 1 else "labels") + " this pull request does not carry.", ""]
+    lines = [
+        f"@{decision.event.login}, this run was not started: it needs "
+        + ("a label" if len(decision.missing) == 1 else "labels")
+        + " this pull request does not carry.",
+        "",
+    ]
     for missing in decision.missing:
         lines.append(f"- `{missing.label}`, for " + "; ".join(plain(reason) for reason in missing.reasons))
-    lines += ["", "A CI approver can add the label; then comment the command again. To run without it, narrow "
-              "the selection, for example with `--stage-list`.", ""]
+    lines += [
+        "",
+        "A CI approver can add the label; then comment the command again. To run without it, narrow "
+        "the selection, for example with `--stage-list`.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -109,8 +119,13 @@ def _dispatch(decision: Decision, *, dry_run: bool) -> str:
     if request.values:
         lines += ["| Flag | Value |", "|---|---|"]
         for key, value in request.values:
-            shown = "on" if value is True else ", ".join(code(v) for v in value) if isinstance(value, tuple) else code(
-                str(value))
+            shown = (
+                "on"
+                if value is True
+                else ", ".join(code(v) for v in value)
+                if isinstance(value, tuple)
+                else code(str(value))
+            )
             lines.append(f"| `{flag_by_key(key).name}` | {_cell(shown)} |")
         lines.append("")
     elif request.command == "run":

@@ -38,8 +38,11 @@ def parse(comment: str, as_json: bool) -> None:
 def _describe(request: BotRequest) -> str:
     if request.command == "ignore":
         return "ignore: not a /bot comment"
-    lines = [request.command if request.unknown_command is None else f"help (unknown sub-command "
-             f"{request.unknown_command!r})"]
+    lines = [
+        request.command
+        if request.unknown_command is None
+        else f"help (unknown sub-command {request.unknown_command!r})"
+    ]
     for key, value in request.values:
         shown = "" if value is True else ", ".join(value) if isinstance(value, tuple) else value
         lines.append(f"  {flag_by_key(key).name} {shown}".rstrip())
@@ -57,21 +60,37 @@ def help_() -> None:
 
 
 @bot.command("handle")
-@click.option("--event", "event_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The GitHub issue_comment payload (in Actions: $GITHUB_EVENT_PATH).")
-@click.option("--allowlist", "allowlist_path", default=ALLOWLIST_PATH, show_default=True,
-              type=click.Path(dir_okay=False, path_type=Path), help="Who may run besides members.")
+@click.option(
+    "--event",
+    "event_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The GitHub issue_comment payload (in Actions: $GITHUB_EVENT_PATH).",
+)
+@click.option(
+    "--allowlist",
+    "allowlist_path",
+    default=ALLOWLIST_PATH,
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Who may run besides members.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would be dispatched instead of dispatching.")
-@click.option("--reply-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the markdown reply here (nothing is written when the bot stays silent).")
+@click.option(
+    "--reply-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the markdown reply here (nothing is written when the bot stays silent).",
+)
 def handle(event_path: Path, allowlist_path: Path, dry_run: bool, reply_file: Path | None) -> None:
     """Decide what to do about one PR comment: ignore, help, refuse or dispatch."""
     event = read_event(_read_json(event_path), file=str(event_path))
     allowlist = parse_allowlist(_read_text(allowlist_path, "the allowlist"), file=str(allowlist_path))
     decision = decide(event, allowlist)
     if decision.action is Action.DISPATCH and not dry_run:
-        raise BotError("cannot dispatch yet: the Jenkins dispatcher is not wired",
-                       hint="pass --dry-run to print what would be dispatched")
+        raise BotError(
+            "cannot dispatch yet: the Jenkins dispatcher is not wired",
+            hint="pass --dry-run to print what would be dispatched",
+        )
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
     if decision.action is Action.DISPATCH:
         click.echo("would dispatch: " + json.dumps(dispatch_payload(decision)))
@@ -96,5 +115,6 @@ def _read_json(path: Path) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise BotError(f"expected JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno,
-                                                                                 error.colno)) from None
+        raise BotError(
+            f"expected JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno, error.colno)
+        ) from None

@@ -33,18 +33,34 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
         ("runn: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'runn' Hint: did you mean 'run'?"),
         ("run: [a]\nrun: [b]", f"{ALLOWLIST_PATH}:2:1: key 'run' given twice Hint: merge the two lists"),
         ("- a", f"{ALLOWLIST_PATH}:1:1: expected a mapping of 'run' and 'kill_skip' to logins, found a list"),
-        ("run: alice", f"{ALLOWLIST_PATH}:1:6 (run): expected a list of GitHub logins, found 'alice' "
-         "Hint: write run: [login-one, login-two]"),
-        ("run: ['@alice']", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '@alice' "
-         "Hint: write 'alice' without the '@'"),
+        (
+            "run: alice",
+            f"{ALLOWLIST_PATH}:1:6 (run): expected a list of GitHub logins, found 'alice' "
+            "Hint: write run: [login-one, login-two]",
+        ),
+        (
+            "run: ['@alice']",
+            f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '@alice' "
+            "Hint: write 'alice' without the '@'",
+        ),
         ("run: [1234]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '1234' Hint: quote it: '1234'"),
         ("run: [{a: b}]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found a mapping"),
         ("run: [bad--name]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found 'bad--name'"),
         ("run: [Amy, amy]", f"{ALLOWLIST_PATH}:1:12 (run[1]): login 'amy' listed twice under 'run'"),
         ("run: [a", f"{ALLOWLIST_PATH}:1:8: expected valid YAML, found expected ',' or ']', but got '<stream end>'"),
     ],
-    ids=["unknown key", "key twice", "not a mapping", "not a list", "at sign", "number", "mapping item",
-         "double dash", "twice", "bad yaml"],
+    ids=[
+        "unknown key",
+        "key twice",
+        "not a mapping",
+        "not a list",
+        "at sign",
+        "number",
+        "mapping item",
+        "double dash",
+        "twice",
+        "bad yaml",
+    ],
 )
 def test_allowlist_errors_are_pinned(text: str, message: str) -> None:
     with pytest.raises(BotError) as caught:
@@ -57,9 +73,17 @@ def test_the_committed_allowlist_parses() -> None:
     parse_allowlist(path.read_text(encoding="utf-8"), file=str(path))
 
 
-@pytest.mark.parametrize(("command", "permission"),
-                         [("run", "run"), ("reuse-pipeline", "run"), ("kill", "kill_skip"), ("skip", "kill_skip"),
-                          ("help", None), ("ignore", None)])
+@pytest.mark.parametrize(
+    ("command", "permission"),
+    [
+        ("run", "run"),
+        ("reuse-pipeline", "run"),
+        ("kill", "kill_skip"),
+        ("skip", "kill_skip"),
+        ("help", None),
+        ("ignore", None),
+    ],
+)
 def test_each_command_needs_its_permission(command: str, permission: str | None) -> None:
     assert permission_of(command) == permission
 
@@ -72,7 +96,13 @@ def test_each_command_needs_its_permission(command: str, permission: str | None)
         ("run", "carl", "COLLABORATOR", True, "author association COLLABORATOR"),
         ("run", "Outside-Contributor", "CONTRIBUTOR", True, f"listed under 'run' in {ALLOWLIST_PATH}"),
         ("run", "release-captain", "NONE", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
-        ("run", "drive-by", "FIRST_TIME_CONTRIBUTOR", False, "author association FIRST_TIME_CONTRIBUTOR and not listed"),
+        (
+            "run",
+            "drive-by",
+            "FIRST_TIME_CONTRIBUTOR",
+            False,
+            "author association FIRST_TIME_CONTRIBUTOR and not listed",
+        ),
         ("reuse-pipeline", "drive-by", "NONE", False, "author association NONE and not listed"),
         ("kill", "amy", "MEMBER", True, "author association MEMBER"),
         ("skip", "carl", "COLLABORATOR", False, "author association COLLABORATOR and not listed"),

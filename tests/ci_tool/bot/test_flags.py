@@ -8,9 +8,21 @@ from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, command, fl
 from ci_tool.stages.names import BACKENDS
 
 RUN_FLAGS = [
-    "--reuse-test", "--disable-reuse-test", "--disable-fail-fast", "--skip-test", "--stage-list", "--extra-stage",
-    "--gpu-type", "--test-backend", "--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test",
-    "--post-merge", "--detailed-log", "--debug", "--high-priority",
+    "--reuse-test",
+    "--disable-reuse-test",
+    "--disable-fail-fast",
+    "--skip-test",
+    "--stage-list",
+    "--extra-stage",
+    "--gpu-type",
+    "--test-backend",
+    "--add-multi-gpu-test",
+    "--only-multi-gpu-test",
+    "--disable-multi-gpu-test",
+    "--post-merge",
+    "--detailed-log",
+    "--debug",
+    "--high-priority",
 ]
 
 

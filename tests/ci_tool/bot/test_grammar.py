@@ -12,33 +12,53 @@ REAL_COMMENTS = [
     ("/bot run", {}),
     ("/bot run --disable-fail-fast", {"disable_fail_fast": True}),
     ("/bot run --post-merge --disable-fail-fast", {"disable_fail_fast": True, "post_merge": True}),
-    ('/bot run --stage-list "DGX_H100-PyTorch-1, A30-AutoDeploy-1, DGX_H100-4_GPUs-PyTorch-1"',
-     {"stage_list": ["DGX_H100-PyTorch-1", "A30-AutoDeploy-1", "DGX_H100-4_GPUs-PyTorch-1"]}),
+    (
+        '/bot run --stage-list "DGX_H100-PyTorch-1, A30-AutoDeploy-1, DGX_H100-4_GPUs-PyTorch-1"',
+        {"stage_list": ["DGX_H100-PyTorch-1", "A30-AutoDeploy-1", "DGX_H100-4_GPUs-PyTorch-1"]},
+    ),
     ('/bot run --stage-list "DGX_H100*"', {"stage_list": ["DGX_H100*"]}),
-    ('/bot run --stage-list "A10-PyTorch-*, A10-FMHA-Post-Merge-*, A30-PyTorch-*"',
-     {"stage_list": ["A10-PyTorch-*", "A10-FMHA-Post-Merge-*", "A30-PyTorch-*"]}),
+    (
+        '/bot run --stage-list "A10-PyTorch-*, A10-FMHA-Post-Merge-*, A30-PyTorch-*"',
+        {"stage_list": ["A10-PyTorch-*", "A10-FMHA-Post-Merge-*", "A30-PyTorch-*"]},
+    ),
     ('/bot run --post-merge --stage-list "A30-AutoDeploy-1"', {"stage_list": ["A30-AutoDeploy-1"], "post_merge": True}),
-    ('/bot run  --disable-fail-fast --stage-list "\\*GB300\\*PerfSanity\\*"',
-     {"disable_fail_fast": True, "stage_list": ["*GB300*PerfSanity*"]}),
-    ('/bot run --disable-fail-fast --stage-list "GB200-4_GPUs-PyTorch-PerfSanity-1,'
-     'GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-CTX1-NODE1-GPU4-GEN1-NODE2-GPU8-1"',
-     {"disable_fail_fast": True, "stage_list": [
-         "GB200-4_GPUs-PyTorch-PerfSanity-1",
-         "GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-CTX1-NODE1-GPU4-GEN1-NODE2-GPU8-1"]}),
-    ('/bot run --disable-fail-fast --extra-stage "DGX\\_B200-8\\_GPUs-PyTorch-1, '
-     'DGX\\_B200-8\\_GPUs-PyTorch-PerfSanity-Post-Merge-4"',
-     {"disable_fail_fast": True,
-      "extra_stage": ["DGX_B200-8_GPUs-PyTorch-1", "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-4"]}),
-    ('/bot run --stage-list "DGX_B200-4_GPUs-Verl-Post-Merge-1" to start the ci',
-     {"stage_list": ["DGX_B200-4_GPUs-Verl-Post-Merge-1"]}),
+    (
+        '/bot run  --disable-fail-fast --stage-list "\\*GB300\\*PerfSanity\\*"',
+        {"disable_fail_fast": True, "stage_list": ["*GB300*PerfSanity*"]},
+    ),
+    (
+        '/bot run --disable-fail-fast --stage-list "GB200-4_GPUs-PyTorch-PerfSanity-1,'
+        'GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-CTX1-NODE1-GPU4-GEN1-NODE2-GPU8-1"',
+        {
+            "disable_fail_fast": True,
+            "stage_list": [
+                "GB200-4_GPUs-PyTorch-PerfSanity-1",
+                "GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-CTX1-NODE1-GPU4-GEN1-NODE2-GPU8-1",
+            ],
+        },
+    ),
+    (
+        '/bot run --disable-fail-fast --extra-stage "DGX\\_B200-8\\_GPUs-PyTorch-1, '
+        'DGX\\_B200-8\\_GPUs-PyTorch-PerfSanity-Post-Merge-4"',
+        {
+            "disable_fail_fast": True,
+            "extra_stage": ["DGX_B200-8_GPUs-PyTorch-1", "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-4"],
+        },
+    ),
+    (
+        '/bot run --stage-list "DGX_B200-4_GPUs-Verl-Post-Merge-1" to start the ci',
+        {"stage_list": ["DGX_B200-4_GPUs-Verl-Post-Merge-1"]},
+    ),
     ("/bot run --skip-test", {"skip_test": True}),
     ("/bot reuse-pipeline", {}),
     ('/bot skip --comment "waive only"', {"comment": "waive only"}),
     ('/bot skip --comment "Tests passed already"', {"comment": "Tests passed already"}),
     ("/bot run --only-multi-gpu-test", {"only_multi_gpu_test": True}),
     ("/bot run --add-multi-gpu-test", {"add_multi_gpu_test": True}),
-    ('/bot run --disable-reuse-test --detailed-log --stage-list "A10-PyTorch-1"',
-     {"disable_reuse_test": True, "stage_list": ["A10-PyTorch-1"], "detailed_log": True}),
+    (
+        '/bot run --disable-reuse-test --detailed-log --stage-list "A10-PyTorch-1"',
+        {"disable_reuse_test": True, "stage_list": ["A10-PyTorch-1"], "detailed_log": True},
+    ),
 ]
 
 
@@ -50,12 +70,23 @@ def test_real_comments_parse_as_intended(comment: str, flags: dict[str, object])
 
 # Real comments that were mistakes: now each gets an error that says how to fix it.
 REAL_MISTAKES = [
-    ("/bot run --post-merge -disable-fail-fast", 23,
-     "unknown flag '-disable-fail-fast' Hint: did you mean '--disable-fail-fast'?"),
-    ('/bot run --stage-list ""', 23, "expected at least one item in --stage-list, found '\"\"' "
-     "Hint: name at least one stage; to run no test stages use --skip-test"),
-    ("/bot skip", 6, '/bot skip needs --comment "reason", found no --comment '
-     'Hint: write /bot skip --comment "why testing is not needed"'),
+    (
+        "/bot run --post-merge -disable-fail-fast",
+        23,
+        "unknown flag '-disable-fail-fast' Hint: did you mean '--disable-fail-fast'?",
+    ),
+    (
+        '/bot run --stage-list ""',
+        23,
+        "expected at least one item in --stage-list, found '\"\"' "
+        "Hint: name at least one stage; to run no test stages use --skip-test",
+    ),
+    (
+        "/bot skip",
+        6,
+        '/bot skip needs --comment "reason", found no --comment '
+        'Hint: write /bot skip --comment "why testing is not needed"',
+    ),
 ]
 
 
@@ -73,8 +104,12 @@ PARSES = [
     ('/bot run --gpu-type " A30 ,H100_PCIe,, "', "run", {"gpu_type": ["A30", "H100_PCIe"]}),
     ('/bot run --test-backend "PyTorch, cpp"', "run", {"test_backend": ["pytorch", "cpp"]}),
     ('/bot run --debug --stage-list "A10-PyTorch-1"', "run", {"stage_list": ["A10-PyTorch-1"], "debug": True}),
-    ('/bot run --skip-test --extra-stage "CPU-Build_Docs"', "run", {"skip_test": True, "extra_stage": ["CPU-Build_Docs"]}),
-    ('/bot run --disable-multi-gpu-test --post-merge', "run", {"disable_multi_gpu_test": True, "post_merge": True}),
+    (
+        '/bot run --skip-test --extra-stage "CPU-Build_Docs"',
+        "run",
+        {"skip_test": True, "extra_stage": ["CPU-Build_Docs"]},
+    ),
+    ("/bot run --disable-multi-gpu-test --post-merge", "run", {"disable_multi_gpu_test": True, "post_merge": True}),
     ("/bot run\t--post-merge\u00a0--detailed-log", "run", {"post_merge": True, "detailed_log": True}),
     ("/bot run --post-merge\r\nand a second line with --junk", "run", {"post_merge": True}),
     ('/bot skip --comment "say \\"hi\\" | ok"', "skip", {"comment": 'say "hi" | ok'}),
@@ -102,73 +137,167 @@ def test_comment_parses(comment: str, command: str, flags: dict[str, object]) ->
 
 
 ERRORS = [
-    ("/bot run --fast", 10, "unknown flag '--fast' Hint: /bot run takes --reuse-test, --disable-reuse-test, "
-     "--disable-fail-fast, --skip-test, --stage-list, --extra-stage, --gpu-type, --test-backend, --add-multi-gpu-test, "
-     "--only-multi-gpu-test, --disable-multi-gpu-test, --post-merge, --detailed-log, --debug, --high-priority"),
-    ("/bot run --stagelist \"A\"", 10, "unknown flag '--stagelist' Hint: did you mean '--stage-list'?"),
+    (
+        "/bot run --fast",
+        10,
+        "unknown flag '--fast' Hint: /bot run takes --reuse-test, --disable-reuse-test, "
+        "--disable-fail-fast, --skip-test, --stage-list, --extra-stage, --gpu-type, --test-backend, "
+        "--add-multi-gpu-test, --only-multi-gpu-test, --disable-multi-gpu-test, --post-merge, --detailed-log, "
+        "--debug, --high-priority",
+    ),
+    ('/bot run --stagelist "A"', 10, "unknown flag '--stagelist' Hint: did you mean '--stage-list'?"),
     ("/bot run \u2014post-merge", 10, "unknown flag '\u2014post-merge' Hint: did you mean '--post-merge'?"),
     ("/bot run post-merge", 10, "unknown flag 'post-merge' Hint: did you mean '--post-merge'?"),
     ("/bot run debug", 10, "unknown flag 'debug' Hint: did you mean '--debug'?"),
-    ("/bot run --comment \"x\"", 10, "--comment is a flag of /bot skip, not of /bot run"),
+    ('/bot run --comment "x"', 10, "--comment is a flag of /bot skip, not of /bot run"),
     ("/bot skip --post-merge", 11, "--post-merge is a flag of /bot run, not of /bot skip"),
     ("/bot kill --now", 11, "/bot kill takes no flags, found '--now'"),
-    ("/bot run please --post-merge", 10,
-     "expected a flag, found 'please' Hint: put remarks after the last flag (found '--post-merge' later on the line)"),
+    (
+        "/bot run please --post-merge",
+        10,
+        "expected a flag, found 'please' "
+        "Hint: put remarks after the last flag (found '--post-merge' later on the line)",
+    ),
     ('/bot run "A10-PyTorch-1"', 10, "expected a flag, found the value '\"A10-PyTorch-1\"'"),
-    ('/bot run --stage-list "A" "B"', 27,
-     "expected a flag, found the value '\"B\"' Hint: put all items of --stage-list in one quoted string"),
-    ('/bot run --stage-list "A10-PyTorch-1', 23, "unterminated quote: expected a closing '\"' on the same line "
-     'Hint: end the value with a double quote: "A,B"'),
-    ('/bot run --stage-list "A\\"', 23, "unterminated quote: expected a closing '\"' on the same line "
-     'Hint: end the value with a double quote: "A,B"'),
-    ("/bot run --stage-list A10-PyTorch-1", 23, "expected a double-quoted list after --stage-list, found "
-     "'A10-PyTorch-1' Hint: write --stage-list \"A10-PyTorch-1\""),
-    ("/bot run --stage-list 'A10-PyTorch-1'", 23, "expected a double-quoted list after --stage-list, found "
-     "\"'A10-PyTorch-1'\" Hint: use straight double quotes: --stage-list \"A,B\""),
-    ("/bot run --stage-list \u201cA\u201d", 23, "expected a double-quoted list after --stage-list, found "
-     "'\u201cA\u201d' Hint: use straight double quotes: --stage-list \"A,B\""),
-    ("/bot run --stage-list", 22, "expected a double-quoted list after --stage-list, found the end of the line "
-     'Hint: write --stage-list "A,B"'),
-    ("/bot run --stage-list --post-merge", 23, "expected a double-quoted list after --stage-list, found "
-     "'--post-merge' Hint: write --stage-list \"A,B\""),
-    ('/bot run --gpu-type " , "', 21, "expected at least one item in --gpu-type, found '\" , \"' "
-     "Hint: name at least one, or leave --gpu-type out"),
+    (
+        '/bot run --stage-list "A" "B"',
+        27,
+        "expected a flag, found the value '\"B\"' Hint: put all items of --stage-list in one quoted string",
+    ),
+    (
+        '/bot run --stage-list "A10-PyTorch-1',
+        23,
+        'unterminated quote: expected a closing \'"\' on the same line Hint: end the value with a double quote: "A,B"',
+    ),
+    (
+        '/bot run --stage-list "A\\"',
+        23,
+        'unterminated quote: expected a closing \'"\' on the same line Hint: end the value with a double quote: "A,B"',
+    ),
+    (
+        "/bot run --stage-list A10-PyTorch-1",
+        23,
+        "expected a double-quoted list after --stage-list, found "
+        "'A10-PyTorch-1' Hint: write --stage-list \"A10-PyTorch-1\"",
+    ),
+    (
+        "/bot run --stage-list 'A10-PyTorch-1'",
+        23,
+        "expected a double-quoted list after --stage-list, found "
+        '"\'A10-PyTorch-1\'" Hint: use straight double quotes: --stage-list "A,B"',
+    ),
+    (
+        "/bot run --stage-list \u201cA\u201d",
+        23,
+        "expected a double-quoted list after --stage-list, found "
+        "'\u201cA\u201d' Hint: use straight double quotes: --stage-list \"A,B\"",
+    ),
+    (
+        "/bot run --stage-list",
+        22,
+        'expected a double-quoted list after --stage-list, found the end of the line Hint: write --stage-list "A,B"',
+    ),
+    (
+        "/bot run --stage-list --post-merge",
+        23,
+        "expected a double-quoted list after --stage-list, found '--post-merge' Hint: write --stage-list \"A,B\"",
+    ),
+    (
+        '/bot run --gpu-type " , "',
+        21,
+        "expected at least one item in --gpu-type, found '\" , \"' Hint: name at least one, or leave --gpu-type out",
+    ),
     ('/bot run --stage-list="A"', 22, "expected a blank after --stage-list, found '=' Hint: write --stage-list \"…\""),
     ("/bot run --post-merge=true", 22, "--post-merge takes no value, found '=true' Hint: write --post-merge alone"),
     ('/bot run --post-merge "yes"', 23, "--post-merge takes no value, found '\"yes\"' Hint: write --post-merge alone"),
-    ('/bot run --reuse-test "latest"', 23, "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
-     "Hint: write --reuse-test 1234, or --reuse-test alone"),
-    ('/bot skip --comment "  "', 21, "expected text in --comment, found '\"  \"' Hint: write --comment \"reason\""),
+    (
+        '/bot run --reuse-test "latest"',
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    ('/bot skip --comment "  "', 21, 'expected text in --comment, found \'"  "\' Hint: write --comment "reason"'),
     ("/bot run --post-merge --post-merge", 23, "--post-merge given twice (first at column 10) Hint: drop one of them"),
-    ('/bot run --gpu-type "A30" --gpu-type "A10"', 27,
-     "--gpu-type given twice (first at column 10) Hint: merge the values into one list"),
-    ('/bot run --stage-list "DGX H100-PyTorch-1"', 27, "unexpected blank inside --stage-list item 'DGX H100-PyTorch-1' "
-     "Hint: separate items with ','"),
-    ('/bot run --gpu-type "DGX_*"', 26, "unexpected '*' in --gpu-type item 'DGX_*' "
-     "Hint: --gpu-type takes exact names; only --stage-list and --extra-stage take globs"),
-    ('/bot run --stage-list "A10-PyTorch-?"', 36, "unexpected '?' in --stage-list item 'A10-PyTorch-?' "
-     "Hint: items hold only letters, digits and - _ + [ ] *"),
-    ('/bot run --test-backend "pytorch, tensorrt"', 35,
-     "unknown value 'tensorrt' for --test-backend, expected one of pytorch, cpp, triton, fmha"),
-    ('/bot run --test-backend "pytroch"', 26,
-     "unknown value 'pytroch' for --test-backend, expected one of pytorch, cpp, triton, fmha "
-     "Hint: did you mean 'pytorch'?"),
-    ("/bot run --disable-reuse-test --reuse-test", 31, "--reuse-test conflicts with --disable-reuse-test (column 10): "
-     "reuse is either on or off Hint: drop one of them"),
-    ("/bot run --add-multi-gpu-test --only-multi-gpu-test", 31, "--only-multi-gpu-test conflicts with "
-     "--add-multi-gpu-test (column 10): --only-multi-gpu-test already runs every multi-GPU stage Hint: drop one of them"),
-    ('/bot run --gpu-type "A30" --stage-list "A30-PyTorch-1"', 27, "--stage-list conflicts with --gpu-type (column 10): "
-     "--stage-list replaces the selection, so --gpu-type would be ignored Hint: drop one of them"),
-    ("/bot run --skip-test --post-merge", 22, "--post-merge conflicts with --skip-test (column 10): "
-     "--skip-test runs no test stages, so --post-merge would be ignored Hint: drop one of them"),
-    ("/bot run --debug", 10, "--debug needs exactly one stage in --stage-list, found no --stage-list "
-     'Hint: write --debug --stage-list "STAGE-NAME-1"'),
-    ('/bot run --debug --stage-list "A10-PyTorch-1, A10-PyTorch-2"', 10, "--debug needs exactly one stage in "
-     '--stage-list, found 2: A10-PyTorch-1, A10-PyTorch-2 Hint: write --debug --stage-list "STAGE-NAME-1"'),
-    ('/bot run --stage-list "A10-*" --debug', 31, "--debug needs one exact stage name in --stage-list, found the glob "
-     "'A10-*' Hint: write --debug --stage-list \"STAGE-NAME-1\""),
-    ("/bot skip because flaky", 6, '/bot skip needs --comment "reason", found no --comment '
-     'Hint: write /bot skip --comment "why testing is not needed"'),
+    (
+        '/bot run --gpu-type "A30" --gpu-type "A10"',
+        27,
+        "--gpu-type given twice (first at column 10) Hint: merge the values into one list",
+    ),
+    (
+        '/bot run --stage-list "DGX H100-PyTorch-1"',
+        27,
+        "unexpected blank inside --stage-list item 'DGX H100-PyTorch-1' Hint: separate items with ','",
+    ),
+    (
+        '/bot run --gpu-type "DGX_*"',
+        26,
+        "unexpected '*' in --gpu-type item 'DGX_*' "
+        "Hint: --gpu-type takes exact names; only --stage-list and --extra-stage take globs",
+    ),
+    (
+        '/bot run --stage-list "A10-PyTorch-?"',
+        36,
+        "unexpected '?' in --stage-list item 'A10-PyTorch-?' Hint: items hold only letters, digits and - _ + [ ] *",
+    ),
+    (
+        '/bot run --test-backend "pytorch, tensorrt"',
+        35,
+        "unknown value 'tensorrt' for --test-backend, expected one of pytorch, cpp, triton, fmha",
+    ),
+    (
+        '/bot run --test-backend "pytroch"',
+        26,
+        "unknown value 'pytroch' for --test-backend, expected one of pytorch, cpp, triton, fmha "
+        "Hint: did you mean 'pytorch'?",
+    ),
+    (
+        "/bot run --disable-reuse-test --reuse-test",
+        31,
+        "--reuse-test conflicts with --disable-reuse-test (column 10): "
+        "reuse is either on or off Hint: drop one of them",
+    ),
+    (
+        "/bot run --add-multi-gpu-test --only-multi-gpu-test",
+        31,
+        "--only-multi-gpu-test conflicts with --add-multi-gpu-test (column 10): "
+        "--only-multi-gpu-test already runs every multi-GPU stage Hint: drop one of them",
+    ),
+    (
+        '/bot run --gpu-type "A30" --stage-list "A30-PyTorch-1"',
+        27,
+        "--stage-list conflicts with --gpu-type (column 10): "
+        "--stage-list replaces the selection, so --gpu-type would be ignored Hint: drop one of them",
+    ),
+    (
+        "/bot run --skip-test --post-merge",
+        22,
+        "--post-merge conflicts with --skip-test (column 10): "
+        "--skip-test runs no test stages, so --post-merge would be ignored Hint: drop one of them",
+    ),
+    (
+        "/bot run --debug",
+        10,
+        "--debug needs exactly one stage in --stage-list, found no --stage-list "
+        'Hint: write --debug --stage-list "STAGE-NAME-1"',
+    ),
+    (
+        '/bot run --debug --stage-list "A10-PyTorch-1, A10-PyTorch-2"',
+        10,
+        "--debug needs exactly one stage in "
+        '--stage-list, found 2: A10-PyTorch-1, A10-PyTorch-2 Hint: write --debug --stage-list "STAGE-NAME-1"',
+    ),
+    (
+        '/bot run --stage-list "A10-*" --debug',
+        31,
+        "--debug needs one exact stage name in --stage-list, found the glob "
+        "'A10-*' Hint: write --debug --stage-list \"STAGE-NAME-1\"",
+    ),
+    (
+        "/bot skip because flaky",
+        6,
+        '/bot skip needs --comment "reason", found no --comment '
+        'Hint: write /bot skip --comment "why testing is not needed"',
+    ),
 ]
 
 
@@ -208,7 +337,10 @@ def test_markdown_escapes_are_removed_and_columns_point_at_the_original_text() -
     request = parse_comment('/bot run --stage-list "DGX\\_B200-PyTorch-1, \\*PerfSanity\\*"')
     assert request.items("stage_list") == ("DGX_B200-PyTorch-1", "*PerfSanity*")
     assert [request.column("stage_list"), request.column("stage_list", 0), request.column("stage_list", 1)] == [
-        10, 24, 45]
+        10,
+        24,
+        45,
+    ]
 
 
 def test_a_later_check_can_point_at_a_list_item() -> None:
@@ -222,8 +354,12 @@ def test_a_later_check_can_point_at_a_list_item() -> None:
 
 def test_the_request_is_a_frozen_value_in_table_order() -> None:
     request = parse_comment('/bot run --high-priority --stage-list "A" to see')
-    assert request == BotRequest("run", (("stage_list", ("A",)), ("high_priority", True)),
-                                 '/bot run --high-priority --stage-list "A" to see', prose="to see")
+    assert request == BotRequest(
+        "run",
+        (("stage_list", ("A",)), ("high_priority", True)),
+        '/bot run --high-priority --stage-list "A" to see',
+        prose="to see",
+    )
     assert (request.has("high_priority"), request.has("post_merge"), request.items("post_merge")) == (True, False, ())
 
 
@@ -247,7 +383,16 @@ def test_unknown_sub_command_is_help_naming_the_word() -> None:
     assert parse_comment("/bot rnu --post-merge").unknown_command == "rnu"
 
 
-@pytest.mark.parametrize(("comment", "answer"), [("/bot", True), ("/bot run", True), ("/bot\tkill", True),
-                                                 ("/bots", False), ("/Bot run", False), ("x\n/bot run", False)])
+@pytest.mark.parametrize(
+    ("comment", "answer"),
+    [
+        ("/bot", True),
+        ("/bot run", True),
+        ("/bot\tkill", True),
+        ("/bots", False),
+        ("/Bot run", False),
+        ("x\n/bot run", False),
+    ],
+)
 def test_only_the_word_bot_at_the_start_is_a_bot_comment(comment: str, answer: bool) -> None:
     assert is_bot_comment(comment) is answer

@@ -10,9 +10,31 @@ from ci_tool.bot.grammar import BotRequest, BotSyntaxError, command_line, parse_
 
 # Pieces that reach deep into the grammar: sub-commands, flags (and near misses), quotes, escapes, commas.
 WORDS = [
-    *(c.name for c in COMMANDS), *HELP_WORDS, *(f.name for f in FLAGS), *(f.name[1:] for f in FLAGS),
-    *(f.name + "=x" for f in FLAGS), "A10-PyTorch-1", "DGX_H100-*", "*", "1234", "to", "start", '"', "'", "\\", ",",
-    '"A10-PyTorch-1, A30-*"', '""', '" , "', '"pytorch"', '"a\\"b"', '"\\*x\\_y"', "\u201c", "\u2014debug", "\t", "\r\n",
+    *(c.name for c in COMMANDS),
+    *HELP_WORDS,
+    *(f.name for f in FLAGS),
+    *(f.name[1:] for f in FLAGS),
+    *(f.name + "=x" for f in FLAGS),
+    "A10-PyTorch-1",
+    "DGX_H100-*",
+    "*",
+    "1234",
+    "to",
+    "start",
+    '"',
+    "'",
+    "\\",
+    ",",
+    '"A10-PyTorch-1, A30-*"',
+    '""',
+    '" , "',
+    '"pytorch"',
+    '"a\\"b"',
+    '"\\*x\\_y"',
+    "\u201c",
+    "\u2014debug",
+    "\t",
+    "\r\n",
 ]
 
 tokens = st.one_of(st.sampled_from(WORDS), st.text(max_size=8))
@@ -54,4 +76,4 @@ def test_parsing_is_deterministic_and_ignores_later_lines(comment: str) -> None:
         except BotSyntaxError as error:
             return (error.col, error.headline)
 
-    assert outcome(comment) == outcome(comment + "\n--junk \"unterminated")
+    assert outcome(comment) == outcome(comment + '\n--junk "unterminated')

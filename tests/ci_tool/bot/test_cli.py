@@ -1,0 +1,148 @@
+"""`ci-tool bot parse|help|handle` through the real entry point; `handle` output is pinned per fixture."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_tool.bot.help import render_help
+from ci_tool.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EVENTS = sorted(FIXTURES.glob("event_*.json"))
+ALLOWLIST = str(FIXTURES / "allowlist.yml")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("comment", "out"),
+    [
+        (
+            '/bot run --stage-list "A10-PyTorch-1, DGX\\_H100-*" --disable-fail-fast',
+            '{"command": "run", "flags": {"disable_fail_fast": true, "stage_list": ["A10-PyTorch-1", "DGX_H100-*"]}}\n',
+        ),
+        ('/bot skip --comment "waive only"', '{"command": "skip", "flags": {"comment": "waive only"}}\n'),
+        ("/bot reuse-pipeline", '{"command": "reuse-pipeline", "flags": {}}\n'),
+        ("/bot -h", '{"command": "help", "flags": {}}\n'),
+        ("nice work", '{"command": "ignore", "flags": {}}\n'),
+    ],
+)
+def test_parse_json(capsys: pytest.CaptureFixture[str], comment: str, out: str) -> None:
+    assert run(capsys, "bot", "parse", comment, "--json") == (0, out, "")
+
+
+def test_parse_describes_the_request(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "bot", "parse", '/bot run --gpu-type "A30, A10" --post-merge to check')
+    assert (code, out) == (
+        0,
+        "run\n  --gpu-type A30, A10\n  --post-merge\ncustom run: cannot set the merge gate green\n"
+        "ignored remark: 'to check'\n",
+    )
+
+
+def test_parse_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("/bot run --post-merge\n\nLonger explanation.\n"))
+    assert run(capsys, "bot", "parse", "-", "--json") == (0, '{"command": "run", "flags": {"post_merge": true}}\n', "")
+
+
+def test_parse_error_exits_1_with_the_column_and_caret(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "bot", "parse", "/bot run --post-merge -disable-fail-fast", "--json")
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: /bot comment, column 23: unknown flag '-disable-fail-fast' Hint: did you mean '--disable-fail-fast'?\n"
+        "  /bot run --post-merge -disable-fail-fast\n"
+        "                        ^\n"
+    )
+
+
+def test_help_prints_the_help_reply(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "bot", "help") == (0, render_help(), "")
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=[e.stem for e in EVENTS])
+def test_handle_dry_run_output_is_pinned(capsys: pytest.CaptureFixture[str], event: Path, update_goldens: bool) -> None:
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    assert (code, err) == (0, "")
+    golden = event.with_suffix(".out")
+    if update_goldens:
+        golden.write_text(out, encoding="utf-8")
+    expected = golden.read_text(encoding="utf-8")
+    assert out == expected, "".join(difflib.unified_diff(expected.splitlines(True), out.splitlines(True)))
+
+
+def test_handle_writes_the_reply_file_only_when_there_is_a_reply(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    reply = tmp_path / "reply.md"
+    event = FIXTURES / "event_syntax_error.json"
+    code, out, _ = run(
+        capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(reply)
+    )
+    assert (code, out) == (0, "decision: help: syntax error at column 23\n")
+    assert "column 23: unknown flag '-disable-fail-fast'" in reply.read_text(encoding="utf-8")
+    quiet = tmp_path / "quiet.md"
+    event = FIXTURES / "event_not_a_command.json"
+    assert (
+        run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(quiet))[0]
+        == 0
+    )
+    assert not quiet.exists()
+
+
+def test_handle_refuses_to_dispatch_without_a_dispatcher(capsys: pytest.CaptureFixture[str]) -> None:
+    event = FIXTURES / "event_run_member.json"
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: cannot dispatch yet: the Jenkins dispatcher is not wired "
+        "Hint: pass --dry-run to print what would be dispatched\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "error: {event}:1:2: expected JSON, found expecting property name enclosed in double quotes\n"),
+        (
+            '{"action": "created"}',
+            "error: {event} (comment.user.login): expected an issue_comment event with 'comment.user.login', "
+            "found none\n",
+        ),
+    ],
+    ids=["bad json", "not a comment event"],
+)
+def test_handle_bad_event_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(text, encoding="utf-8")
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST) == (
+        1,
+        "",
+        message.format(event=event),
+    )
+
+
+def test_handle_missing_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = FIXTURES / "event_help.json"
+    missing = tmp_path / "nope.yml"
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", str(missing)) == (
+        1,
+        "",
+        f"error: cannot read the allowlist {str(missing)!r}: No such file or directory\n",
+    )
+
+
+def test_dispatch_line_is_json(capsys: pytest.CaptureFixture[str]) -> None:
+    event = FIXTURES / "event_run_listed_contributor.json"
+    _, out, _ = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    line = next(line for line in out.splitlines() if line.startswith("would dispatch: "))
+    assert json.loads(line.removeprefix("would dispatch: "))["requested_by"] == "outside-contributor"

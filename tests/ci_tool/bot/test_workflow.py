@@ -1,0 +1,70 @@
+"""The bot workflow: actionlint and zizmor --offline find nothing; untrusted text never reaches a shell line."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+WORKFLOW = ROOT / ".github" / "workflows" / "bot.yml"
+
+
+def tool(name: str) -> str:
+    """The tool from this environment's bin folder (where `pip install '.[test]'` puts it), else from PATH."""
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install '.[test]' installs it)")
+    return found
+
+
+def test_actionlint_finds_nothing() -> None:
+    result = subprocess.run(
+        [tool("actionlint"), "-no-color", str(WORKFLOW)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_zizmor_offline_finds_nothing() -> None:
+    result = subprocess.run(
+        [tool("zizmor"), "--offline", "--no-progress", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout
+
+
+def load() -> dict[str, object]:
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    workflow["on"] = workflow.pop(True)  # YAML 1.1 reads the key `on` as true
+    return workflow  # type: ignore[no-any-return]
+
+
+def test_runs_on_pr_comments_starting_with_bot_with_a_minimal_token() -> None:
+    workflow = load()
+    assert workflow["on"] == {"issue_comment": {"types": ["created", "edited"]}}
+    assert workflow["permissions"] == {}
+    (job,) = workflow["jobs"].values()  # type: ignore[attr-defined]
+    assert job["if"] == "github.event.issue.pull_request && startsWith(github.event.comment.body, '/bot')"
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+
+
+def test_no_expression_is_interpolated_into_a_shell_line() -> None:
+    (job,) = load()["jobs"].values()  # type: ignore[attr-defined]
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert runs and all("${{" not in run for run in runs)
+    assert any('--event "$GITHUB_EVENT_PATH"' in run for run in runs)
+
+
+def test_checks_out_the_default_branch_without_persisted_credentials() -> None:
+    (job,) = load()["jobs"].values()  # type: ignore[attr-defined]
+    (checkout,) = [step for step in job["steps"] if str(step.get("uses", "")).startswith("actions/checkout@")]
+    assert checkout["with"] == {"persist-credentials": False}  # no `ref:`: never the pull request's code
