@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ci_tool.bot.flags import flag_by_key
-from ci_tool.bot.grammar import BotRequest
+from ci_tool.bot.request import BotRequest
 from ci_tool.stages.names import parse_stage_name
 
 POST_MERGE_APPROVED = "ci: post-merge approved"

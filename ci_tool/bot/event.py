@@ -23,7 +23,8 @@ from typing import Any
 
 from ci_tool.bot.approvals import MissingApproval, missing_approvals
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
-from ci_tool.bot.grammar import BotRequest, BotSyntaxError, command_line, is_bot_comment, parse_comment
+from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
+from ci_tool.bot.request import BotRequest, BotSyntaxError
 from ci_tool.errors import BotError, Where
 
 ACTIONS = ("created", "edited")

@@ -11,7 +11,8 @@ import json
 from ci_tool.bot.approvals import LABEL_RULES
 from ci_tool.bot.authorize import ALLOWLIST_PATH, ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.flags import COMMANDS, CONFLICTS, DEBUG_FLAG, DEBUG_NEEDS, FLAGS, STEP_EFFECTS, Arg, Flag, flags_of
-from ci_tool.bot.grammar import BotSyntaxError, parse_comment
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.bot.request import BotSyntaxError
 
 DOCS_PATH = "docs/bot.md"
 

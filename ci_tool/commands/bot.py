@@ -15,9 +15,10 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import ALLOWLIST_PATH, parse_allowlist
 from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
-from ci_tool.bot.grammar import BotRequest, parse_comment
+from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import render_help
 from ci_tool.bot.reply import render_reply
+from ci_tool.bot.request import BotRequest
 from ci_tool.errors import BotError, Where
 
 

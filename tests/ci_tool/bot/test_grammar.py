@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tool.bot.grammar import BotRequest, BotSyntaxError, is_bot_comment, parse_comment
+from ci_tool.bot.grammar import is_bot_comment, parse_comment
+from ci_tool.bot.request import BotRequest, BotSyntaxError
 
 # The comments quoted in the reference notes §5.5, as written (the notes' "…" elisions filled in with real
 # names), and what their authors meant.

@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS
-from ci_tool.bot.grammar import BotRequest, BotSyntaxError, command_line, parse_comment
+from ci_tool.bot.grammar import command_line, parse_comment
+from ci_tool.bot.request import BotRequest, BotSyntaxError
 
 # Pieces that reach deep into the grammar: sub-commands, flags (and near misses), quotes, escapes, commas.
 WORDS = [
