@@ -1,0 +1,103 @@
+// Runs generated Jenkins scripted pipelines against a stub of the pipeline DSL and records every step.
+//
+//   groovy pipeline_stub.groovy scenarios.json   -> prints a JSON list, one result per scenario
+//
+// A table scenario, {"script": path, "method": name}, returns {"table": the method's return value}
+// without running the pipeline. A run scenario returns {"calls": [...], "error": message or null}: {"script": path, "params": {...}, "files": {name: JSON value read by readJSON(file:)},
+//              "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
+//              "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
+// `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
+// it (recorded as an "aborted" step), as Jenkins aborts the still-running siblings.
+
+import groovy.json.JsonOutput
+import groovy.json.JsonSlurper
+
+class PipelineError extends RuntimeException {
+    PipelineError(String message) { super(message) }
+}
+
+Map tableOf(Map scenario) {
+    Script script = new GroovyShell(new Binding()).parse(new File(scenario.script))
+    return [table: script.invokeMethod(scenario.method, null)]
+}
+
+Map runScenario(Map scenario) {
+    List calls = []
+    Map files = [:]
+    List failing = scenario.failing_stages ?: []
+    List unstableStages = scenario.unstable_stages ?: []
+    def record = { Map call -> calls << call.collectEntries { k, v -> [k, v instanceof GString ? v.toString() : v] } }
+    def binding = new Binding()
+    binding.setVariable('params', scenario.params)
+    binding.setVariable('scm', 'scm')
+    binding.setVariable('properties', { List properties -> record(step: 'properties') })
+    binding.setVariable('parameters', { List parameters -> parameters })
+    binding.setVariable('text', { Map parameter -> parameter })
+    binding.setVariable('readJSON', { Map args ->
+        if (args.containsKey('file')) {
+            return (scenario.files ?: [:])[args.file]
+        }
+        return new JsonSlurper().parseText(args.text)
+    })
+    binding.setVariable('writeFile', { Map args -> files[args.file] = args.text; record(step: 'writeFile', file: args.file) })
+    binding.setVariable('node', { String label, Closure body -> record(step: 'node', label: label); body() })
+    binding.setVariable('stage', { String name, Closure body -> record(step: 'stage', name: name); body() })
+    binding.setVariable('timeout', { Map args, Closure body -> record(step: 'timeout', time: args.time, unit: args.unit); body() })
+    binding.setVariable('checkout', { scm -> record(step: 'checkout') })
+    binding.setVariable('echo', { message -> record(step: 'echo', message: message.toString()) })
+    binding.setVariable('error', { message -> record(step: 'error', message: message.toString()); throw new PipelineError(message.toString()) })
+    binding.setVariable('unstable', { message -> record(step: 'unstable', message: message.toString()) })
+    binding.setVariable('sh', { script ->
+        String command = script.toString()
+        record(step: 'sh', script: command)
+        for (String name : failing) {
+            if (command.contains(" stage run '${name}' ")) {
+                throw new PipelineError("script returned exit code 1")
+            }
+        }
+    })
+    binding.setVariable('junit', { Map args -> record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults) })
+    binding.setVariable('archiveArtifacts', { Map args -> record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive) })
+    binding.setVariable('build', { Map args ->
+        Map parameters = args.parameters.collectEntries { [it.name, it.value] }
+        List stages = new JsonSlurper().parseText(parameters.STAGES)
+        Map flags = new JsonSlurper().parseText(parameters.FLAGS)
+        String result = stages.any { it in failing } ? 'FAILURE' : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
+        record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, flags: flags, result: result)
+        return [result: result]
+    })
+    binding.setVariable('parallel', { Map branches ->
+        boolean failFast = branches.failFast ?: false
+        List names = branches.keySet().findAll { it != 'failFast' } as List
+        record(step: 'parallel', branches: names, failFast: failFast)
+        Throwable first = null
+        for (int i = 0; i < names.size(); i++) {
+            try {
+                branches[names[i]]()
+            } catch (PipelineError failure) {
+                if (failFast) {
+                    record(step: 'aborted', branches: names.subList(i + 1, names.size()))
+                    throw failure
+                }
+                first = first ?: failure
+            }
+        }
+        if (first != null) {
+            throw first
+        }
+    })
+    String error = null
+    try {
+        new GroovyShell(binding).evaluate(new File(scenario.script))
+    } catch (PipelineError failure) {
+        error = failure.message
+    }
+    return [calls: calls, error: error]
+}
+
+List scenarios = new JsonSlurper().parse(new File(args[0]))
+List results = []
+for (Map scenario : scenarios) {
+    results << (scenario.method ? tableOf(scenario) : runScenario(scenario))
+}
+println JsonOutput.toJson(results)

@@ -1,0 +1,138 @@
+"""Context builders: every decision about the generated files, checked on tiny stage lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.errors import GenerateError
+from ci_tool.generate.context import (
+    GITHUB_MATRIX_LIMIT,
+    JENKINS_ROWS_PER_METHOD,
+    StageSpec,
+    default_sets,
+    github_context,
+    github_jobs,
+    github_runs_on,
+    jenkins_label,
+    jenkins_merge_request_context,
+    jenkins_test_context,
+    stage_row,
+)
+from ci_tool.stages.names import parse_stage_name
+
+
+def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> StageSpec:
+    return StageSpec(parse_stage_name(name), platform, "l0_x", shards, timeout, arch)
+
+
+def test_stage_row_carries_the_catalog_and_grammar_facts() -> None:
+    row = stage_row(spec("DGX_H100-4_GPUs-PyTorch-Perf-2", "dgx-h100-x4", shards=3, timeout=90))
+    assert row == {
+        "name": "DGX_H100-4_GPUs-PyTorch-Perf-2",
+        "platform": "dgx-h100-x4",
+        "context": "l0_x",
+        "shard": 2,
+        "shard_count": 3,
+        "gpu_count": 4,
+        "node_count": 1,
+        "mode": "perf",
+        "timeout_minutes": 90,
+        "arch": "x86_64",
+        "phase": "Multi-GPU",
+        "cpu": False,
+    }
+
+
+def test_a_non_test_stage_is_shard_one_of_one() -> None:
+    row = stage_row(spec("CPU-Build_Docs", "cpu"))
+    assert (row["shard"], row["shard_count"], row["gpu_count"], row["phase"]) == (1, 1, 0, "Single-GPU")
+
+
+def test_a_shard_beyond_the_shard_count_is_an_error() -> None:
+    with pytest.raises(GenerateError, match=r"expected shard 3 of 'A10-PyTorch-3' within 1\.\.2"):
+        stage_row(spec("A10-PyTorch-3", shards=2))
+
+
+@pytest.mark.parametrize(
+    ("name", "platform", "label", "runs_on"),
+    [
+        ("A10-PyTorch-1", "a10", "a10", ["self-hosted", "a10"]),
+        ("H100_PCIe-PyTorch-Perf-1", "h100", "h100 && perf", ["self-hosted", "h100", "perf"]),
+        ("B200-PyTorch-PerfSanity-1", "b200", "b200", ["self-hosted", "b200"]),  # perf-sanity is not perf mode
+        ("CPU-Generic-1", "cpu", "cpu", "ubuntu-latest"),
+    ],
+    ids=["gpu", "perf", "perf-sanity", "cpu"],
+)
+def test_runner_labels(name: str, platform: str, label: str, runs_on: object) -> None:
+    assert (jenkins_label(spec(name, platform)), github_runs_on(spec(name, platform))) == (label, runs_on)
+
+
+@pytest.mark.parametrize(
+    ("name", "sets"),
+    [
+        ("A10-PyTorch-1", ["pre_merge", "post_merge"]),
+        ("A10-PyTorch-Post-Merge-1", ["post_merge"]),
+        ("DGX_H100-4_GPUs-PyTorch-1", ["post_merge"]),
+        ("A10-PyTorch-OnDemand-1", []),
+        ("CPU-Build_Docs", ["pre_merge", "post_merge"]),
+    ],
+    ids=["pre-merge", "post-merge", "multi-gpu", "on-demand", "non-test"],
+)
+def test_default_sets(name: str, sets: list[str]) -> None:
+    assert default_sets(spec(name)) == sets
+
+
+def test_duplicate_stages_are_an_error() -> None:
+    with pytest.raises(GenerateError, match=r"expected each stage once in the catalog, found 'A10-PyTorch-1' twice"):
+        jenkins_test_context([spec("A10-PyTorch-1"), spec("A10-PyTorch-1")])
+
+
+def test_an_empty_catalog_is_an_error() -> None:
+    with pytest.raises(GenerateError, match=r"expected at least one stage in jenkins/stages.yml, found none"):
+        github_context([])
+
+
+def test_the_jenkins_table_is_split_into_methods() -> None:
+    specs = [
+        spec(f"A10-PyTorch-{k}", shards=JENKINS_ROWS_PER_METHOD + 1) for k in range(1, JENKINS_ROWS_PER_METHOD + 2)
+    ]
+    parts = jenkins_test_context(specs)["table_parts"]
+    assert isinstance(parts, list)
+    assert [len(part) for part in parts] == [JENKINS_ROWS_PER_METHOD, 1]
+
+
+def test_merge_request_lists_the_architectures_in_catalog_order() -> None:
+    specs = [spec("GH200-PyTorch-1", arch="aarch64"), spec("A10-PyTorch-1"), spec("GB200-PyTorch-1", arch="aarch64")]
+    assert jenkins_merge_request_context(specs)["arches"] == ["aarch64", "x86_64"]
+
+
+@pytest.mark.parametrize(
+    ("single_gpu", "jobs"),
+    [
+        (1, ["cpu_1", "single_gpu_1", "multi_gpu_1"]),
+        (GITHUB_MATRIX_LIMIT, ["cpu_1", "single_gpu_1", "multi_gpu_1"]),
+        (GITHUB_MATRIX_LIMIT + 1, ["cpu_1", "single_gpu_1", "single_gpu_2", "multi_gpu_1"]),
+    ],
+    ids=["one", "at-limit", "over-limit"],
+)
+def test_github_matrices_are_split_at_the_limit(single_gpu: int, jobs: list[str]) -> None:
+    specs = [spec("CPU-Generic-1", "cpu"), spec("DGX_H100-4_GPUs-PyTorch-1")]
+    specs += [spec(f"A10-PyTorch-{k}", shards=single_gpu) for k in range(1, single_gpu + 1)]
+    assert [job.id for job in github_jobs(specs)] == jobs
+
+
+def test_a_group_without_stages_gets_no_job() -> None:
+    assert [job.id for job in github_jobs([spec("A10-PyTorch-1")])] == ["single_gpu_1"]
+
+
+def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> None:
+    context = github_context([spec("CPU-Generic-1", "cpu"), spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1")])
+    jobs = {job["id"]: job for job in context["jobs"]}  # type: ignore[attr-defined]
+    assert jobs["single_gpu_1"]["needs"] == ["plan"]
+    assert jobs["single_gpu_1"]["if"] == "needs.plan.outputs.single_gpu_1 != '[]'"
+    assert jobs["multi_gpu_1"]["needs"] == ["plan", "cpu_1", "single_gpu_1"]
+    assert jobs["multi_gpu_1"]["if"] == (
+        "!cancelled() && needs.plan.result == 'success' && needs.plan.outputs.multi_gpu_1 != '[]'"
+        " && (needs.plan.outputs.fail_fast == 'false'"
+        " || !(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled')))"
+    )
