@@ -6,6 +6,7 @@ when the block is stale (slid out of the window) or never needed one.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from kvengine.lifecycle import CacheLayout, ceil_div
 from kvengine.pool import BlockPool
 
 NO_SLOT = -1
+_SERIALS = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class KvCache:
         self._stale_end = [lc.sink_blocks for lc in layout.life_cycles]  # blocks [sinks, end) are released
         self.capacity_tokens = 0
         self.history_tokens = 0
+        self.serial = next(_SERIALS)  # unique per cache, unlike id() which is reused after close
         self.version = 0  # bumps whenever a table changes (lets the torch side re-upload rows lazily)
         self.closed = False
 

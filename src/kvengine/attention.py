@@ -1,0 +1,96 @@
+"""Paged decode attention in torch over the block pools, and the dense reference it is checked against.
+
+A life cycle's block table row lists one slot per logical block (-1 = stale or unallocated). For a
+sliding window only the blocks that can hold the window are gathered:
+
+    logical blocks gathered = [0 .. sinks) + [start .. start + width),
+    start = max(0, (seq_len - W) // B),  width = (W - 1) // B + 2
+
+Token p of logical block i sits at position i*B + p and is attended when p < seq_len and, for a window,
+when it is a sink token or p >= seq_len - W. All ops are shape-static, so the step can be CUDA-graphed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kvengine.lifecycle import LifeCycle
+
+
+def gather_indices(
+    table: torch.Tensor, seq_lens: torch.Tensor, cycle: LifeCycle, tokens_per_block: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(slots, logical block ids, block is usable) per request for one life cycle, each [B, n]."""
+    batch, max_blocks = table.shape
+    device = table.device
+    if cycle.window_tokens is None:
+        logical = torch.arange(max_blocks, device=device).expand(batch, max_blocks)
+        return table, logical, table >= 0
+    width = min(max_blocks, (cycle.window_tokens - 1) // tokens_per_block + 2)
+    start = torch.clamp((seq_lens - cycle.window_tokens) // tokens_per_block, min=0)
+    wanted = start[:, None] + torch.arange(width, device=device)
+    logical = torch.clamp(wanted, max=max_blocks - 1)
+    # past the table end nothing is gathered; sink blocks come from the sink part below, not twice
+    usable = (wanted < max_blocks) & (wanted >= cycle.sink_blocks)
+    if cycle.sink_blocks:
+        sinks = torch.arange(min(cycle.sink_blocks, max_blocks), device=device).expand(batch, -1)
+        logical = torch.cat([sinks, logical], dim=1)
+        usable = torch.cat([torch.ones_like(sinks, dtype=torch.bool), usable], dim=1)
+    slots = table.gather(1, logical)
+    return slots, logical, usable & (slots >= 0)
+
+
+def paged_decode_attention(
+    q: torch.Tensor,
+    k_pool: torch.Tensor,
+    v_pool: torch.Tensor,
+    blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    seq_lens: torch.Tensor,
+    *,
+    window_tokens: int | None,
+    sink_tokens: int,
+) -> torch.Tensor:
+    """One query token per request ([B, q_heads, d]) against its paged KV ([slots, B_tok, kv_heads, d])."""
+    slots, logical, usable = blocks
+    batch, num_blocks = slots.shape
+    tpb, kv_heads, head_dim = k_pool.shape[1:]
+    index = slots.clamp(min=0)
+    k = k_pool[index].reshape(batch, num_blocks * tpb, kv_heads, head_dim).to(q.dtype)
+    v = v_pool[index].reshape(batch, num_blocks * tpb, kv_heads, -1).to(q.dtype)
+    positions = (logical[:, :, None] * tpb + torch.arange(tpb, device=q.device)).reshape(batch, -1)
+    limit = seq_lens[:, None]
+    valid = usable[:, :, None].expand(batch, num_blocks, tpb).reshape(batch, -1) & (positions < limit)
+    if window_tokens is not None:
+        valid &= (positions >= limit - window_tokens) | (positions < sink_tokens)
+    return _attend(q, k, v, valid)
+
+
+def dense_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, window_tokens: int | None, sink_tokens: int = 0
+) -> torch.Tensor:
+    """Reference: one request's last token ([q_heads, d]) against all its T tokens ([T, kv_heads, d])."""
+    positions = torch.arange(k.shape[0], device=q.device)
+    valid = torch.ones_like(positions, dtype=torch.bool)
+    if window_tokens is not None:
+        valid = (positions >= k.shape[0] - window_tokens) | (positions < sink_tokens)
+    return _attend(q[None], k[None], v[None], valid[None])[0]
+
+
+def write_token_kv(
+    pool: torch.Tensor, table: torch.Tensor, positions: torch.Tensor, values: torch.Tensor
+) -> None:
+    """Store each request's new token ([B, kv_heads, d]) at its position (table rows must hold that block)."""
+    tpb = pool.shape[1]
+    slots = table.gather(1, (positions // tpb)[:, None])[:, 0]
+    pool.index_put_((slots, positions % tpb), values.to(pool.dtype))
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    batch, q_heads, head_dim = q.shape
+    kv_heads = k.shape[2]
+    grouped = q.reshape(batch, kv_heads, q_heads // kv_heads, head_dim)
+    scores = torch.einsum("bkgd,btkd->bkgt", grouped.float(), k.float()) * head_dim**-0.5
+    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.einsum("bkgt,btkd->bkgd", probs, v.float())
+    return out.reshape(batch, q_heads, -1).to(q.dtype)

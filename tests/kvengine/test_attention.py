@@ -1,0 +1,124 @@
+"""Paged attention over the pools equals dense attention, on CPU (CUDA variants carry the gpu marker)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kvengine.attention import dense_attention, gather_indices, paged_decode_attention, write_token_kv
+from kvengine.config import KvCacheConfig
+from kvengine.engine import DecodeEngine, EngineOptions
+from kvengine.lifecycle import build_layout
+from kvengine.memory import KvPools
+from kvengine.model import rms_norm
+from kvengine.spec import LayerSpec, ModelSpec
+from kvengine.storage import KvStorage
+
+DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "layer",
+    [
+        pytest.param(LayerSpec(2, 8, "float32", None, num_q_heads=4), id="full-gqa"),
+        pytest.param(LayerSpec(2, 8, "float32", 6), id="window-6"),
+        pytest.param(LayerSpec(1, 8, "float32", 6, sink_tokens=4, num_q_heads=2), id="window-6-sink-4"),
+        pytest.param(LayerSpec(1, 16, "float32", 9, key_only=True, num_q_heads=4), id="window-9-key-only"),
+        pytest.param(LayerSpec(2, 8, "bfloat16", 5), id="window-5-bf16"),
+    ],
+)
+def test_paged_attention_matches_dense(device: str, layer: LayerSpec) -> None:
+    torch.manual_seed(0)
+    tpb, lengths = 4, [1, 3, 4, 5, 9, 17, 23]
+    layout = build_layout([layer], [layer.window_tokens], tokens_per_block=tpb)
+    storage = KvStorage(layout, [64])
+    pools = KvPools(layout, [64], device=torch.device(device))
+    k_pool, v_pool = pools.layer_kv(0)
+    table = torch.full((len(lengths), 8), -1, dtype=torch.int64)
+    dense_k, dense_v = [], []
+    for row, length in enumerate(lengths):
+        cache = storage.new_cache()
+        assert cache.resize(length, length - 1)  # the last token is the one being decoded
+        table[row, : len(cache.tables[0])] = torch.tensor(cache.tables[0])
+        k = torch.randn(length, layer.num_kv_heads, layer.head_dim)
+        v = k if layer.key_only else torch.randn(length, layer.num_kv_heads, layer.head_dim)
+        dense_k.append(k.to(TORCH[layer.dtype]).float())
+        dense_v.append(v.to(TORCH[layer.dtype]).float())
+        live = [p for p in range(length) if cache.tables[0][p // tpb] >= 0]
+        positions = torch.tensor(live, dtype=torch.int64)
+        rows = table[row : row + 1].expand(len(live), -1).to(device)
+        write_token_kv(k_pool, rows, positions.to(device), k[live].to(device))
+        if not layer.key_only:
+            write_token_kv(v_pool, rows, positions.to(device), v[live].to(device))
+    table, seq_lens = table.to(device), torch.tensor(lengths, device=device)
+    q = torch.randn(len(lengths), layer.q_heads, layer.head_dim, device=device)
+    blocks = gather_indices(table, seq_lens, layout.life_cycles[0], tpb)
+    got = paged_decode_attention(q.to(TORCH[layer.dtype]), k_pool, v_pool, blocks, seq_lens,
+                                 window_tokens=layer.window_tokens, sink_tokens=layer.sink_tokens)
+    for row in range(len(lengths)):
+        want = dense_attention(q[row].cpu(), dense_k[row], dense_v[row], window_tokens=layer.window_tokens,
+                               sink_tokens=layer.sink_tokens)
+        tolerance = 2e-2 if layer.dtype == "bfloat16" else 1e-5
+        torch.testing.assert_close(got[row].float().cpu(), want, atol=tolerance, rtol=tolerance)
+
+
+TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def reference_decode(engine: DecodeEngine, tokens: list[list[int]]) -> list[torch.Tensor]:
+    """Dense re-computation of the engine's decoder: per step, each sequence's hidden state."""
+    model, layers = engine.model, engine.model.layers
+    keys: list[list[list[torch.Tensor]]] = [[[] for _ in layers] for _ in tokens]
+    values: list[list[list[torch.Tensor]]] = [[[] for _ in layers] for _ in tokens]
+    hidden_per_step = []
+    for step in range(len(tokens[0])):
+        rows = []
+        for seq, seq_tokens in enumerate(tokens):
+            x = model.embed[seq_tokens[step]].cpu().float()
+            for layer_id, (layer, w) in enumerate(zip(layers, model.weights, strict=True)):
+                h = rms_norm(x[None])[0]
+                q = (h @ w.wq.cpu().float()).view(layer.q_heads, layer.head_dim)
+                k = (h @ w.wk.cpu().float()).view(layer.num_kv_heads, layer.head_dim)
+                v = k if w.wv is None else (h @ w.wv.cpu().float()).view(layer.num_kv_heads, layer.head_dim)
+                keys[seq][layer_id].append(k)
+                values[seq][layer_id].append(v)
+                attn = dense_attention(q, torch.stack(keys[seq][layer_id]), torch.stack(values[seq][layer_id]),
+                                       window_tokens=engine.sizing.layout.life_cycles[
+                                           engine.sizing.layout.placements[layer_id].life_cycle_id].window_tokens,
+                                       sink_tokens=layer.sink_tokens)
+                x = x + attn.reshape(-1) @ w.wo.cpu().float()
+            rows.append(x)
+        hidden_per_step.append(torch.stack(rows))
+    return hidden_per_step
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    ("use_graphs", "batch"),
+    [pytest.param(False, 3, id="eager-3"), pytest.param(True, 3, id="graph-path-padded-3-to-4"),
+     pytest.param(True, 4, id="graph-path-4")],
+)
+def test_engine_decode_matches_dense_reference(tiny_hybrid_spec: ModelSpec, device: str, use_graphs: bool,
+                                               batch: int) -> None:
+    # 16 window slots for 4 x 9 window blocks: the sliding layers must release and reuse blocks to get through.
+    window_slot_bytes, full_slot_bytes = 3 * 2 * 2 * 8 * 4 * 4, 2 * 2 * 8 * 4 * 4
+    config = KvCacheConfig(tokens_per_block=4, grain_bytes=1, pool_ratio=(6 / 11, 5 / 11))
+    options = EngineOptions(device=device, budget_bytes=16 * window_slot_bytes + 40 * full_slot_bytes,
+                            max_context_tokens=48, use_cuda_graphs=use_graphs, hidden_size=32, vocab_size=64)
+    engine = DecodeEngine(tiny_hybrid_spec, config, options)
+    assert engine.sizing.pools.num_slots == (16, 40)
+    generator = torch.Generator().manual_seed(1)
+    steps = 36
+    tokens = torch.randint(0, 64, (batch, steps), generator=generator).tolist()
+    sequences = [engine.add_sequence() for _ in range(batch)]
+    assert all(s is not None for s in sequences)
+    want = reference_decode(engine, tokens)
+    for step in range(steps):
+        out = engine.step(sequences, torch.tensor([t[step] for t in tokens], device=device))  # type: ignore[arg-type]
+        assert out is not None
+        torch.testing.assert_close(out[1].float().cpu(), want[step], atol=1e-4, rtol=1e-4)
+        engine.storage.check_invariants()
+    metrics = engine.metrics()
+    assert (metrics.graph_steps, metrics.eager_steps) == ((steps, 0) if use_graphs else (0, steps))
+    assert metrics.padded_steps == (steps if use_graphs and batch == 3 else 0)
