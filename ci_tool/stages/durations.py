@@ -1,0 +1,123 @@
+"""Test durations: pytest-split's `.test_durations` JSON (test id -> seconds), and estimates per list entry.
+
+A list entry is a node id, a file or folder, or either of those with `-k`/`-m`; durations are recorded
+per node id (and sometimes per whole entry). The estimate of an entry is, first match wins:
+
+    1. its own recorded duration (`unittest/_torch/modeling -k "gemma3"` may be recorded as is);
+    2. the recorded duration of its path, the entry up to the first blank (`-k`/`-m` dropped);
+    3. the sum over recorded ids under that path (`path/...`, `path::...`, `path[...]`), counting an id
+       only when no shorter recorded id above it is counted already (no double counting);
+    4. the mean of the estimates found by 1-3 for this list, or 1.0 when none was found
+       (pytest-split's rule: the mean of the relevant known durations).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tool.errors import ShardError, Where
+
+Durations = Mapping[str, float]
+_CHILD_SEPARATORS = ("/", "::", "[")
+
+
+def parse_durations(text: str, *, source: str = "<durations>") -> dict[str, float]:
+    """Parse `.test_durations` JSON; every value must be a finite number of seconds >= 0."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ShardError(
+            f"expected a JSON object of test id -> seconds, found invalid JSON ({error.msg})",
+            where=Where(source, error.lineno, error.colno),
+        ) from None
+    if not isinstance(data, dict):
+        raise ShardError(
+            f"expected a JSON object of test id -> seconds, found a JSON {type(data).__name__}",
+            where=Where(source),
+            hint='write it as {"path/test_x.py::test_y": 12.5, ...}',
+        )
+    durations: dict[str, float] = {}
+    for test_id, seconds in data.items():
+        number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+        if not number or not math.isfinite(seconds) or seconds < 0:
+            raise ShardError(
+                f"expected a number of seconds >= 0 for {test_id!r}, found {seconds!r}",
+                where=Where(source),
+            )
+        durations[test_id] = float(seconds)
+    return durations
+
+
+def load_durations(path: str | Path) -> dict[str, float]:
+    """Read and parse a `.test_durations` file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ShardError(
+            f"expected a readable durations file, found {error.strerror or error}", where=Where(str(path))
+        ) from None
+    return parse_durations(text, source=str(path))
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Estimated seconds for each entry of one list; `unknown` entries were given `mean_seconds`."""
+
+    seconds: Mapping[str, float]
+    unknown: frozenset[str]
+    mean_seconds: float
+
+
+class _Index:
+    """Recorded ids sorted for prefix lookups."""
+
+    def __init__(self, durations: Durations) -> None:
+        self.durations = durations
+        self.keys = sorted(durations)
+
+    def under(self, path: str) -> list[str]:
+        """Recorded ids strictly under `path`, without ids nested under another one of them."""
+        found: list[str] = []
+        for separator in _CHILD_SEPARATORS:
+            prefix = path + separator
+            start = bisect.bisect_left(self.keys, prefix)
+            end = bisect.bisect_left(self.keys, prefix + "\U0010ffff")
+            found.extend(self.keys[start:end])
+        counted = set(found)
+        return [key for key in found if not any(parent in counted for parent in _parents(key, len(path)))]
+
+    def lookup(self, entry: str) -> float | None:
+        if entry in self.durations:
+            return self.durations[entry]
+        path = entry.split(" ", 1)[0]
+        if path in self.durations:
+            return self.durations[path]
+        children = self.under(path)
+        return math.fsum(self.durations[key] for key in children) if children else None
+
+
+def _parents(key: str, floor: int) -> list[str]:
+    """The prefixes of `key` that end before a separator, longer than `floor` characters."""
+    parents = []
+    for index in range(floor + 1, len(key)):
+        if key.startswith(_CHILD_SEPARATORS, index) or key[index] == " ":
+            parents.append(key[:index])
+    return parents
+
+
+def estimate_seconds(test_ids: Sequence[str], durations: Durations) -> Estimates:
+    """Estimated seconds for every entry of a test list (see the module docstring for the rules)."""
+    index = _Index(durations)
+    known: dict[str, float] = {}
+    for test_id in test_ids:
+        seconds = index.lookup(test_id)
+        if seconds is not None:
+            known[test_id] = seconds
+    mean = math.fsum(known.values()) / len(known) if known else 1.0
+    unknown = frozenset(t for t in test_ids if t not in known)
+    return Estimates({t: known.get(t, mean) for t in test_ids}, unknown, mean)
