@@ -11,14 +11,24 @@
 
 import groovy.json.JsonOutput
 import groovy.json.JsonSlurper
+import groovy.transform.Field
+import org.codehaus.groovy.runtime.InvokerHelper
 
 class PipelineError extends RuntimeException {
     PipelineError(String message) { super(message) }
 }
 
+@Field final GroovyClassLoader loader = new GroovyClassLoader()
+@Field final Map compiled = [:]
+
+// Each script is compiled once; every scenario runs a fresh instance with its own binding.
+Script instance(String path, Binding binding) {
+    Class scriptClass = compiled[path] ?: (compiled[path] = loader.parseClass(new File(path)))
+    return InvokerHelper.createScript(scriptClass, binding)
+}
+
 Map tableOf(Map scenario) {
-    Script script = new GroovyShell(new Binding()).parse(new File(scenario.script))
-    return [table: script.invokeMethod(scenario.method, null)]
+    return [table: instance(scenario.script, new Binding()).invokeMethod(scenario.method, null)]
 }
 
 Map runScenario(Map scenario) {
@@ -88,7 +98,7 @@ Map runScenario(Map scenario) {
     })
     String error = null
     try {
-        new GroovyShell(binding).evaluate(new File(scenario.script))
+        instance(scenario.script, binding).run()
     } catch (PipelineError failure) {
         error = failure.message
     }

@@ -1,0 +1,149 @@
+"""Shared fixtures: the golden catalogs, their generated files on disk, and the real tools that check them.
+
+The external tools are slow to start (a JVM each), so each runs once per session over every file:
+`groovyc` compiles all generated Groovy in one call and `groovy` runs every behavioural scenario in one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ci_tool.generate.context import StageSpec
+from ci_tool.generate.targets import generate_files
+from ci_tool.stages.names import parse_stage_name
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+STUB = HERE / "pipeline_stub.groovy"
+
+
+def _spec(name: str, platform: str, context: str, shards: int, timeout: int, arch: str = "x86_64") -> StageSpec:
+    return StageSpec(parse_stage_name(name), platform, context, shards, timeout, arch)
+
+
+def _small() -> list[StageSpec]:
+    return [
+        _spec("CPU-Generic-1", "cpu", "l0_cpu", 1, 30),
+        _spec("CPU-Build_Docs", "cpu", "l0_cpu", 1, 20),
+        _spec("A10-PyTorch-1", "a10", "l0_a10", 2, 60),
+        _spec("A10-PyTorch-2", "a10", "l0_a10", 2, 60),
+        _spec("A10-PyTorch-OnDemand-1", "a10", "l0_a10", 1, 60),
+        _spec("H100_PCIe-PyTorch-Perf-1", "h100-pcie", "l0_perf", 1, 90),
+        _spec("DGX_B200-PyTorch-PerfSanity-Post-Merge-1", "b200", "l0_b200_perf_sanity", 1, 120),
+        _spec("DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "dgx-h100-x4", "l0_dgx_h100", 1, 120),
+        _spec("GH200-PyTorch-1", "gh200", "l0_gh200", 1, 60, "aarch64"),
+        _spec("GB200-4_GPUs-PyTorch-1", "gb200-x4", "l0_gb200", 1, 120, "aarch64"),
+    ]
+
+
+def _split() -> list[StageSpec]:
+    """More single-GPU stages than one GitHub matrix holds, and more than one Jenkins table method."""
+    shards = 260
+    return [_spec(f"A10-PyTorch-{k}", "a10", "l0_a10", shards, 30) for k in range(1, shards + 1)]
+
+
+# Golden catalogs: name -> stages. Expected outputs live in catalogs/<name>/expected/.
+CATALOGS = {"small": _small, "split": _split}
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One golden catalog's stages and its generated files, written under `root`."""
+
+    name: str
+    specs: Sequence[StageSpec]
+    files: Mapping[str, str]  # target path -> text
+    root: Path
+
+    def path(self, target: str) -> Path:
+        return self.root / target
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Generated]:
+    result: dict[str, Generated] = {}
+    for name, build in CATALOGS.items():
+        specs = build()
+        root = tmp_path_factory.mktemp(name)
+        files = generate_files(specs)
+        for target, text in files.items():
+            (root / target).parent.mkdir(parents=True, exist_ok=True)
+            (root / target).write_text(text, encoding="utf-8")
+        result[name] = Generated(name, specs, files, root)
+    return result
+
+
+def _java_env() -> dict[str, str]:
+    """The environment with JAVA_HOME set to the machine's JDK (two levels above the real `java`)."""
+    env = dict(os.environ)
+    java = shutil.which("java")
+    if "JAVA_HOME" not in env and java is not None:
+        env["JAVA_HOME"] = str(Path(os.path.realpath(java)).parents[1])
+    return env
+
+
+def _groovy_tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None or shutil.which("java") is None:
+        pytest.skip(f"{name} (Debian package `groovy`) or java is not installed; .ci/run installs both")
+    return found
+
+
+def _python_tool(name: str) -> str:
+    """A tool from this environment's bin folder (`pip install '.[test]'` puts it there), else from PATH."""
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install '.[test]' installs it)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def java_env() -> dict[str, str]:
+    return _java_env()
+
+
+@pytest.fixture(scope="session")
+def groovyc() -> str:
+    return _groovy_tool("groovyc")
+
+
+@pytest.fixture(scope="session")
+def actionlint() -> str:
+    return _python_tool("actionlint")
+
+
+@pytest.fixture(scope="session")
+def zizmor() -> str:
+    return _python_tool("zizmor")
+
+
+StubRunner = Callable[[Sequence[Mapping[str, object]]], list[dict[str, object]]]
+
+
+@pytest.fixture(scope="session")
+def run_stub(tmp_path_factory: pytest.TempPathFactory) -> StubRunner:
+    """Runs scenarios through pipeline_stub.groovy in one JVM; one result per scenario, in order."""
+    groovy = _groovy_tool("groovy")
+    work = tmp_path_factory.mktemp("stub")
+
+    def run(scenarios: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+        spec = work / "scenarios.json"
+        spec.write_text(json.dumps(list(scenarios)), encoding="utf-8")
+        result = subprocess.run(
+            [groovy, str(STUB), str(spec)], capture_output=True, text=True, env=_java_env(), timeout=300
+        )
+        assert result.returncode == 0, result.stderr
+        results: list[dict[str, object]] = json.loads(result.stdout)
+        return results
+
+    return run

@@ -1,0 +1,362 @@
+"""The generated Jenkins pipelines: they compile with a real groovyc, and run correctly against a DSL stub;
+and for every stage of every golden catalog, the Jenkins and GitHub definitions agree with the catalog.
+
+The stub (pipeline_stub.groovy) records every pipeline step, so these tests check the dispatch logic
+itself: stage selection from the JSON parameters, labels, timeouts, archiving, fail-fast, and the
+single-GPU then multi-GPU hand-off.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ci_tool.generate.context import StageSpec
+
+ROOT = Path(__file__).resolve().parents[3]
+JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
+
+
+@pytest.fixture(scope="module")
+def compiled(
+    generated: dict, groovyc: str, java_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], list[str], Path]:
+    """Every golden catalog's Groovy plus the repository's, compiled in one groovyc run (one JVM)."""
+    sources = tmp_path_factory.mktemp("groovy-sources")
+    classes = sources / "classes"
+    names: list[str] = []
+    for catalog, result in sorted(generated.items()):
+        for target in JENKINS_FILES:
+            names.append(f"{catalog}_{Path(target).stem}")
+            shutil.copy(result.path(target), sources / f"{names[-1]}.groovy")
+    for target in JENKINS_FILES:
+        if (ROOT / target).exists():
+            names.append(f"repo_{Path(target).stem}")
+            shutil.copy(ROOT / target, sources / f"{names[-1]}.groovy")
+    command = [groovyc, "-d", str(classes), *(str(sources / f"{name}.groovy") for name in names)]
+    result = subprocess.run(command, capture_output=True, text=True, env=java_env, timeout=300)
+    return result, names, classes
+
+
+def test_every_generated_groovy_file_compiles(
+    compiled: tuple[subprocess.CompletedProcess[str], list[str], Path],
+) -> None:
+    result, names, classes = compiled
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(path.stem for path in classes.glob("*.class") if "$" not in path.stem) == sorted(names)
+
+
+TEST_JOB = "jenkins/L0_Test.groovy"
+MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
+
+
+def l0_test(stages: list[str], flags: dict[str, object] | None = None, **extra: object) -> dict[str, object]:
+    return {"script": TEST_JOB, "params": {"STAGES": json.dumps(stages), "FLAGS": json.dumps(flags or {})}, **extra}
+
+
+def merge_request(selected: list[str], flags: dict[str, object] | None = None, **extra: object) -> dict[str, object]:
+    request = json.dumps({"command": "run", "flags": flags or {}})
+    return {
+        "script": MERGE_REQUEST,
+        "params": {"REQUEST": request},
+        "files": {"selection.json": {"stages": selected}},
+        **extra,
+    }
+
+
+# Scenarios against the `small` catalog's files: id -> scenario. All run in one JVM (see `runs`).
+SCENARIOS: dict[str, dict[str, object]] = {
+    "test-passes": l0_test(["A10-PyTorch-1", "CPU-Generic-1"]),
+    "test-perf-label": l0_test(["H100_PCIe-PyTorch-Perf-1"]),
+    "test-fail-fast": l0_test(["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], failing_stages=["A10-PyTorch-2"]),
+    "test-disable-fail-fast": l0_test(
+        ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
+        {"disable_fail_fast": True},
+        failing_stages=["A10-PyTorch-2"],
+    ),
+    "test-post-merge": l0_test(
+        ["A10-PyTorch-1", "A10-PyTorch-2"], {"post_merge": True}, failing_stages=["A10-PyTorch-1"]
+    ),
+    "test-unknown-stage": l0_test(["A10-PyTorch-1", "A10-Pytorch-9"]),
+    "test-not-a-list": {"script": TEST_JOB, "params": {"STAGES": '{"a": 1}', "FLAGS": "{}"}},
+    "test-nothing": l0_test([]),
+    "mr-passes": merge_request(["GH200-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "A10-PyTorch-1"]),
+    "mr-single-fails": merge_request(
+        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GH200-PyTorch-1"], failing_stages=["A10-PyTorch-1"]
+    ),
+    "mr-single-fails-no-fail-fast": merge_request(
+        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GH200-PyTorch-1"],
+        {"disable_fail_fast": True},
+        failing_stages=["A10-PyTorch-1"],
+    ),
+    "mr-single-fails-post-merge": merge_request(
+        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], {"post_merge": True}, failing_stages=["A10-PyTorch-1"]
+    ),
+    "mr-unstable": merge_request(
+        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], unstable_stages=["A10-PyTorch-1"]
+    ),
+    "mr-only-multi-gpu": merge_request(["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+    "mr-unknown-stage": merge_request(["A10-PyTorch-1", "B300-PyTorch-1"]),
+    "mr-not-run": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "kill"}'}},
+    "mr-nothing": merge_request([]),
+}
+
+
+# The stage tables of every golden catalog, read by evaluating the generated methods: id -> scenario.
+TABLES: dict[str, dict[str, object]] = {
+    f"{catalog}:{method}": {"script": script, "method": method, "catalog": catalog}
+    for catalog in ("small", "split")
+    for script, method in ((TEST_JOB, "stageTable"), (MERGE_REQUEST, "stagePhases"))
+}
+
+
+@pytest.fixture(scope="module")
+def runs(generated: dict, run_stub) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+    """Every scenario and table read, in one JVM."""
+    scenarios = [
+        {**scenario, "script": str(generated[scenario.get("catalog", "small")].path(str(scenario["script"])))}
+        for scenario in (*SCENARIOS.values(), *TABLES.values())
+    ]
+    return dict(zip((*SCENARIOS, *TABLES), run_stub(scenarios), strict=True))
+
+
+def steps(run: dict[str, object], *kinds: str) -> list[tuple[object, ...]]:
+    """The recorded steps of the given kinds, each as (kind, its main argument)."""
+    main = {
+        "node": "label",
+        "stage": "name",
+        "sh": "script",
+        "error": "message",
+        "echo": "message",
+        "unstable": "message",
+        "parallel": "branches",
+        "aborted": "branches",
+        "junit": "testResults",
+        "archiveArtifacts": "artifacts",
+        "build": "stages",
+        "timeout": "time",
+    }
+    calls = run["calls"]
+    assert isinstance(calls, list)
+    return [(call["step"], call.get(main.get(call["step"], ""))) for call in calls if call["step"] in kinds]
+
+
+def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(runs: dict) -> None:
+    run = runs["test-passes"]
+    assert run["error"] is None
+    assert [call for call in run["calls"] if call["step"] == "parallel"] == [
+        {"step": "parallel", "branches": ["A10-PyTorch-1", "CPU-Generic-1"], "failFast": True}
+    ]
+    a10 = steps(run, "node", "stage", "timeout", "checkout", "sh", "junit", "archiveArtifacts")[1:11]
+    assert a10 == [
+        ("node", "a10"),
+        ("stage", "A10-PyTorch-1"),
+        ("timeout", 60),
+        ("checkout", None),
+        ("sh", "rm -rf 'results/A10-PyTorch-1'"),
+        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e ."),
+        ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1'"),
+        ("junit", "results/A10-PyTorch-1/**/*.xml"),
+        ("archiveArtifacts", "results/A10-PyTorch-1/**"),
+        ("node", "cpu"),
+    ]
+    timeouts = [call for call in run["calls"] if call["step"] == "timeout"]
+    assert timeouts == [
+        {"step": "timeout", "time": 60, "unit": "MINUTES"},
+        {"step": "timeout", "time": 30, "unit": "MINUTES"},
+    ]
+
+
+def test_perf_mode_stages_ask_for_a_perf_agent(runs: dict) -> None:
+    assert steps(runs["test-perf-label"], "node") == [("node", "h100-pcie && perf")]
+
+
+def test_fail_fast_aborts_the_other_stages_and_still_archives_the_failed_one(runs: dict) -> None:
+    run = runs["test-fail-fast"]
+    assert run["error"] == "script returned exit code 1"
+    assert steps(run, "junit", "aborted")[-2:] == [
+        ("junit", "results/A10-PyTorch-2/**/*.xml"),
+        ("aborted", ["CPU-Generic-1"]),
+    ]
+
+
+@pytest.mark.parametrize("scenario", ["test-disable-fail-fast", "test-post-merge"])
+def test_without_fail_fast_every_stage_runs_and_the_build_still_fails(runs: dict, scenario: str) -> None:
+    run = runs[scenario]
+    assert run["error"] == "script returned exit code 1"
+    assert steps(run, "aborted") == []
+    parallel = next(call for call in run["calls"] if call["step"] == "parallel")
+    assert parallel["failFast"] is False
+    ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
+    assert len(ran) == len(parallel["branches"])
+
+
+def test_an_unknown_stage_fails_before_any_agent_is_allocated(runs: dict) -> None:
+    run = runs["test-unknown-stage"]
+    assert run["error"] == "STAGES: unknown stage(s) A10-Pytorch-9; the stages are the names in jenkins/stages.yml"
+    assert steps(run, "node") == []
+
+
+def test_stages_must_be_a_json_list(runs: dict) -> None:
+    assert runs["test-not-a-list"]["error"] == 'STAGES: expected a JSON list of stage names, found {"a": 1}'
+
+
+def test_no_stages_is_a_no_op(runs: dict) -> None:
+    run = runs["test-nothing"]
+    assert (run["error"], steps(run, "echo", "node")) == (None, [("echo", "No stages selected.")])
+
+
+def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gpu_per_arch(runs: dict) -> None:
+    run = runs["mr-passes"]
+    assert run["error"] is None
+    assert steps(run, "node", "sh")[:3] == [
+        ("node", "cpu"),
+        (
+            "sh",
+            "python3 -m venv .venv && .venv/bin/pip install --quiet --no-deps -e . "
+            "&& .venv/bin/pip install --quiet 'click>=8.1' 'pyyaml>=6'",
+        ),
+        ("sh", ".venv/bin/ci-tool stage select --request request.json --json > selection.json"),
+    ]
+    assert steps(run, "parallel", "stage", "build")[2:] == [
+        ("parallel", ["x86_64", "aarch64"]),
+        ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
+        ("build", ["A10-PyTorch-1"]),
+        ("stage", "[Test-x86_64-Multi-GPU] Remote Run"),
+        ("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+        ("stage", "[Test-aarch64-Single-GPU] Remote Run"),
+        ("build", ["GH200-PyTorch-1"]),
+    ]
+    builds = [call for call in run["calls"] if call["step"] == "build"]
+    assert {(call["job"], call["propagate"], json.dumps(call["flags"])) for call in builds} == {
+        ("L0_Test", False, "{}")
+    }
+
+
+def test_a_failed_single_gpu_run_blocks_multi_gpu_and_aborts_the_other_arch(runs: dict) -> None:
+    run = runs["mr-single-fails"]
+    assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU NOT_BUILT"
+    assert steps(run, "stage", "build", "aborted")[-4:] == [
+        ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
+        ("build", ["A10-PyTorch-1"]),
+        ("stage", "[Test-x86_64-Multi-GPU] Blocked"),
+        ("aborted", ["aarch64"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "flags"),
+    [
+        ("mr-single-fails-no-fail-fast", {"disable_fail_fast": True}),
+        ("mr-single-fails-post-merge", {"post_merge": True}),
+    ],
+    ids=["disable-fail-fast", "post-merge"],
+)
+def test_without_fail_fast_multi_gpu_starts_anyway(runs: dict, scenario: str, flags: dict[str, bool]) -> None:
+    run = runs[scenario]
+    assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU SUCCESS"
+    builds = [call for call in run["calls"] if call["step"] == "build"]
+    assert [(call["stages"], call["flags"]) for call in builds][:2] == [
+        (["A10-PyTorch-1"], flags),
+        (["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], flags),
+    ]
+    assert steps(run, "aborted") == []
+
+
+def test_an_unstable_single_gpu_run_lets_multi_gpu_start_and_marks_the_build_unstable(runs: dict) -> None:
+    run = runs["mr-unstable"]
+    assert run["error"] is None
+    assert steps(run, "build", "unstable") == [
+        ("build", ["A10-PyTorch-1"]),
+        ("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+        ("unstable", "x86_64: Single-GPU UNSTABLE, Multi-GPU SUCCESS"),
+    ]
+
+
+def test_multi_gpu_alone_starts_without_a_single_gpu_run(runs: dict) -> None:
+    run = runs["mr-only-multi-gpu"]
+    assert (run["error"], steps(run, "build")) == (None, [("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"])])
+
+
+def test_a_selected_stage_missing_from_the_table_is_an_error(runs: dict) -> None:
+    assert runs["mr-unknown-stage"]["error"] == (
+        "ci-tool selected B300-PyTorch-1, which is not in the generated stage table; run `ci-tool generate`"
+    )
+
+
+def test_merge_request_only_runs_run_requests(runs: dict) -> None:
+    assert (
+        runs["mr-not-run"]["error"]
+        == 'REQUEST: expected a JSON object with "command": "run", found {"command": "kill"}'
+    )
+
+
+def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:
+    run = runs["mr-nothing"]
+    assert (run["error"], steps(run, "build", "echo")[-1]) == (None, ("echo", "No stages selected."))
+
+
+def expected(spec: StageSpec) -> dict[str, object]:
+    """The facts both CI systems must carry, straight from the catalog and the stage-name grammar."""
+    stage = spec.stage
+    return {
+        "platform": spec.platform,
+        "context": spec.context,
+        "gpu_count": stage.gpu_count,
+        "shard": stage.shard or 1,
+        "shard_count": spec.shard_count,
+        "mode": stage.mode.value,
+        "timeout_minutes": spec.timeout_minutes,
+    }
+
+
+def github_table(text: str) -> list[dict[str, object]]:
+    workflow = yaml.safe_load(text)
+    (step,) = [step for step in workflow["jobs"]["plan"]["steps"] if step.get("id") == "plan"]
+    match = re.search(r"TABLE = json\.loads\(r'''(.*?)'''\)", step["run"], re.DOTALL)
+    assert match is not None
+    table: list[dict[str, object]] = json.loads(match.group(1))
+    return table
+
+
+@pytest.mark.parametrize("catalog", ["small", "split"])
+def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(generated: dict, runs: dict, catalog: str) -> None:
+    """Jenkins' tables come from evaluating the generated Groovy, GitHub's from the workflow's plan step."""
+    specs = generated[catalog].specs
+    jenkins = runs[f"{catalog}:stageTable"]["table"]
+    phases = runs[f"{catalog}:stagePhases"]["table"]
+    github = {row["stage"]: row for row in github_table(generated[catalog].files[".github/workflows/l0-test.yml"])}
+    names = [spec.stage.name for spec in specs]
+    assert (list(jenkins), list(phases), list(github)) == (names, names, names)
+    for spec in specs:
+        name = spec.stage.name
+        want = expected(spec)
+        row = jenkins[name]
+        jenkins_facts = {
+            "platform": row["platform"],
+            "context": row["context"],
+            "gpu_count": row["gpuCount"],
+            "shard": row["shard"],
+            "shard_count": row["shardCount"],
+            "mode": row["mode"],
+            "timeout_minutes": row["timeoutMinutes"],
+        }
+        github_facts = {key: github[name][key] for key in want}
+        assert (name, jenkins_facts, github_facts) == (name, want, want)
+        assert row["label"].split(" && ")[0] == spec.platform
+        multi = "Multi-GPU" if spec.stage.multi_gpu else "Single-GPU"
+        assert phases[name] == {"arch": spec.arch, "phase": multi}
+        runs_on = github[name]["runs_on"]
+        if spec.stage.is_cpu:
+            assert runs_on == "ubuntu-latest"
+        else:
+            assert runs_on[:2] == ["self-hosted", spec.platform]
+        assert github[name]["group"] == (
+            "multi_gpu" if spec.stage.multi_gpu else "cpu" if spec.stage.is_cpu else "single_gpu"
+        )
