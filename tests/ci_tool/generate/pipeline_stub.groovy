@@ -49,6 +49,7 @@ Map runScenario(Map scenario) {
         }
         return new JsonSlurper().parseText(args.text)
     })
+    binding.setVariable('writeJSON', { Map args -> assert args.returnText; JsonOutput.toJson(args.json) })
     binding.setVariable('writeFile', { Map args -> files[args.file] = args.text; record(step: 'writeFile', file: args.file) })
     binding.setVariable('node', { String label, Closure body -> record(step: 'node', label: label); body() })
     binding.setVariable('stage', { String name, Closure body -> record(step: 'stage', name: name); body() })

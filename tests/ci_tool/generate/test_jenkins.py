@@ -104,6 +104,7 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "mr-only-multi-gpu": merge_request(["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
     "mr-unknown-stage": merge_request(["A10-PyTorch-1", "B300-PyTorch-1"]),
     "mr-not-run": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "kill"}'}},
+    "mr-flags-not-object": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "run", "flags": ["x"]}'}},
     "mr-nothing": merge_request([]),
 }
 
@@ -295,6 +296,10 @@ def test_merge_request_only_runs_run_requests(runs: dict) -> None:
         runs["mr-not-run"]["error"]
         == 'REQUEST: expected a JSON object with "command": "run", found {"command": "kill"}'
     )
+
+
+def test_merge_request_flags_must_be_an_object(runs: dict) -> None:
+    assert runs["mr-flags-not-object"]["error"] == 'REQUEST: expected "flags" to be a JSON object, found [x]'
 
 
 def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:

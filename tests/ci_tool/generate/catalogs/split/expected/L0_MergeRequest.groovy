@@ -10,7 +10,6 @@
 // with disable_fail_fast, which start it anyway. Fail-fast (the same exceptions) also stops the other
 // architecture at the first failure.
 
-import groovy.json.JsonOutput
 import groovy.transform.Field
 
 @Field final String TEST_JOB = 'L0_Test'
@@ -347,7 +346,7 @@ Map parseFlags(String json) {
         return [:]
     }
     if (!(flags instanceof Map)) {
-        error("REQUEST: expected \"flags\" to be a JSON object, found ${JsonOutput.toJson(flags)}")
+        error("REQUEST: expected \"flags\" to be a JSON object, found ${flags}")
     }
     return flags
 }
@@ -437,8 +436,8 @@ String launchTests(String arch, String phase, List stageNames, Map flags) {
     String result = 'NOT_BUILT'
     stage("[Test-${arch}-${phase}] Remote Run") {
         def run = build(job: TEST_JOB, propagate: false, wait: true, parameters: [
-            text(name: 'STAGES', value: JsonOutput.toJson(stageNames)),
-            text(name: 'FLAGS', value: JsonOutput.toJson(flags)),
+            text(name: 'STAGES', value: writeJSON(returnText: true, json: stageNames)),
+            text(name: 'FLAGS', value: writeJSON(returnText: true, json: flags)),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"
