@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "testdb": "ci_tool.commands.testdb:testdb",
     "sysinfo": "ci_tool.commands.sysinfo:sysinfo",
     "bot": "ci_tool.commands.bot:bot",
+    "stage": "ci_tool.commands.stage:stage",
+    "shard": "ci_tool.commands.shard:shard",
 }
 
 

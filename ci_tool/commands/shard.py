@@ -1,0 +1,108 @@
+"""`ci-tool shard`: split any test list into duration-balanced shards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ci_tool.errors import ShardError, Where
+from ci_tool.stages.durations import load_durations
+from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, plan_shards
+from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
+
+
+class SplitsType(click.ParamType):
+    """A positive whole number of shards, or `auto`."""
+
+    name = "N|auto"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        text = str(value).strip()
+        if text == "auto":
+            return text
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
+
+
+@click.command()
+@click.argument("list_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--durations",
+    "durations_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="pytest-split .test_durations JSON (test id -> seconds).",
+)
+@click.option("--splits", required=True, type=SplitsType(), help="Number of shards, or auto (needs --budget-minutes).")
+@click.option(
+    "--budget-minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --splits auto: the most predicted time any shard may take.",
+)
+@click.option(
+    "--algorithm",
+    type=click.Choice(list(ALGORITHMS)),
+    default=DEFAULT_ALGORITHM,
+    show_default=True,
+    help="How to balance the shards.",
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"shards": [[id, ...], ...], "predicted_seconds": [...]}.')
+def shard(
+    list_file: Path,
+    durations_file: Path,
+    splits: int | str,
+    budget_minutes: float | None,
+    algorithm: str,
+    as_json: bool,
+) -> int:
+    """Split the tests of LIST_FILE (one test line per line, `#` comments) into balanced shards."""
+    if splits == "auto" and budget_minutes is None:
+        raise click.UsageError("--splits auto needs --budget-minutes")
+    if splits != "auto" and budget_minutes is not None:
+        raise click.UsageError("--budget-minutes goes with --splits auto")
+    lines = read_test_list(list_file)
+    plan = plan_shards(
+        [line.test_id for line in lines],
+        load_durations(durations_file),
+        splits="auto" if splits == "auto" else int(splits),
+        budget_seconds=None if budget_minutes is None else budget_minutes * 60,
+        algorithm=algorithm,
+        isolated=[line.test_id for line in lines if line.isolation],
+    )
+    click.echo(json.dumps(plan.to_json(), indent=2) if as_json else describe(plan))
+    return 0
+
+
+def read_test_list(path: Path) -> list[TestLine]:
+    """The test lines of a list file; blank and comment-only lines are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ShardError(
+            f"expected a readable test list, found {error.strerror or error}", where=Where(str(path))
+        ) from None
+    return [
+        parse_test_line(raw, Where(str(path), number))
+        for number, raw in enumerate(text.splitlines(), start=1)
+        if strip_comment(raw).strip()
+    ]
+
+
+def describe(plan: ShardPlan) -> str:
+    """The plan for people: each shard's tests, isolated ones marked, and the predicted times."""
+    out: list[str] = []
+    total = len(plan.shards)
+    for shard_ in plan.shards:
+        isolated = set(shard_.isolated_ids)
+        note = f", {len(isolated)} isolated" if isolated else ""
+        out.append(
+            f"shard {shard_.index}/{total}: {len(shard_.test_ids)} tests{note}, {shard_.predicted_seconds:.1f} s"
+        )
+        out.extend(f"  {test_id}{'  ISOLATION' if test_id in isolated else ''}" for test_id in shard_.test_ids)
+    out.append(
+        f"{plan.algorithm}: makespan {plan.makespan_seconds:.1f} s, lower bound {plan.lower_bound_seconds:.1f} s"
+    )
+    return "\n".join(out)
