@@ -98,9 +98,9 @@ def describe(plan: ShardPlan) -> str:
     for shard_ in plan.shards:
         isolated = set(shard_.isolated_ids)
         note = f", {len(isolated)} isolated" if isolated else ""
-        out.append(
-            f"shard {shard_.index}/{total}: {len(shard_.test_ids)} tests{note}, {shard_.predicted_seconds:.1f} s"
-        )
+        count = len(shard_.test_ids)
+        tests = f"{count} test{'s' if count != 1 else ''}"
+        out.append(f"shard {shard_.index}/{total}: {tests}{note}, {shard_.predicted_seconds:.1f} s")
         out.extend(f"  {test_id}{'  ISOLATION' if test_id in isolated else ''}" for test_id in shard_.test_ids)
     out.append(
         f"{plan.algorithm}: makespan {plan.makespan_seconds:.1f} s, lower bound {plan.lower_bound_seconds:.1f} s"
