@@ -6,7 +6,7 @@ import pytest
 
 from ci_tool.errors import StageError
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.query import render_query, stage_query
+from ci_tool.stages.query import QueryValue, render_query, stage_query
 
 QUERIES = {
     "A10-PyTorch-1": {
@@ -61,7 +61,13 @@ def test_cpu_stages_take_the_build_architecture() -> None:
     assert stage_query(parse_stage_name("CPU-Generic-aarch64-1"), arch="aarch64")["cpu"] == "aarch64"
 
 
-SYSINFO = {"gpu": "H100 80GB HBM3", "system_gpu_count": 8, "gpu_memory": 81559, "cpu": "x86_64", "stage": "x"}
+SYSINFO: dict[str, QueryValue] = {
+    "gpu": "H100 80GB HBM3",
+    "system_gpu_count": 8,
+    "gpu_memory": 81559,
+    "cpu": "x86_64",
+    "stage": "x",
+}
 
 
 def test_stage_keys_win_over_sysinfo_and_the_rest_is_kept() -> None:
