@@ -31,7 +31,7 @@ from collections.abc import Sequence
 _RESOLUTION_BITS = 16
 # Deterministic work cap, counted in items re-split. Real stage lists need under 10,000 (the largest
 # case in bench/shard_bench.py: 76 tests into 16 shards); the cap only bounds pathological inputs.
-_WORK_BUDGET = 100_000
+_WORK_BUDGET = 30_000
 
 
 def improve(seconds: Sequence[float], groups: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -58,6 +58,8 @@ class _State:
         self.lower_bound = max(math.fsum(seconds) / len(self.shards), max(seconds, default=0.0))
         self.tolerance = 1e-6 * max(self.lower_bound, 1e-9)  # a millionth of a shard is noise
         self.work_left = _WORK_BUDGET
+        self.versions = [0] * len(self.shards)  # bumped when a shard changes
+        self.failed: set[tuple[int, int, int, int]] = set()  # re-splits that did not help, by shard versions
 
     def improve_top(self, top: int) -> bool:
         """Re-split `top` with the first partner (least loaded first) that lowers it."""
@@ -76,7 +78,8 @@ class _State:
     def resplit(self, a: int, b: int) -> bool:
         """Re-split shards a and b as evenly as possible; keep it only if their larger load falls."""
         old_max = max(self.loads[a], self.loads[b])
-        if abs(self.loads[a] - self.loads[b]) <= self.tolerance or self.work_left <= 0:
+        attempt = (a, b, self.versions[a], self.versions[b])
+        if abs(self.loads[a] - self.loads[b]) <= self.tolerance or self.work_left <= 0 or attempt in self.failed:
             return False
         union = sorted(self.shards[a] + self.shards[b])
         self.work_left -= len(union)
@@ -86,9 +89,12 @@ class _State:
         first_load = math.fsum(self.seconds[i] for i in first)
         second_load = math.fsum(self.seconds[i] for i in second)
         if max(first_load, second_load) >= old_max - self.tolerance:
+            self.failed.add(attempt)
             return False
         self.shards[a], self.shards[b] = first, second
         self.loads[a], self.loads[b] = first_load, second_load
+        self.versions[a] += 1
+        self.versions[b] += 1
         return True
 
 
