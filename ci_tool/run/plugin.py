@@ -11,6 +11,8 @@ Without `--test-list` it does nothing. With it:
 - SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
 - `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against the
   GPU token of `--stage-name`;
+- `--only-nodeids FILE` / `--exclude-nodeids FILE` narrow the selection to (or away from) exact node
+  ids, for reruns and for resuming after a crash, keeping every entry's markers;
 - `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
   `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
   finished results and the name of the test it died in. ISOLATION is the stage runner's business.
@@ -47,6 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stage-name", metavar="NAME", help="Stage the results belong to (prefix; waive GPU scope).")
     group.addoption("--junit-stream", metavar="FILE", help="Write JUnit XML as each test finishes.")
     group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
+    group.addoption("--only-nodeids", metavar="FILE", help="Of the selected tests, run only these node ids.")
+    group.addoption("--exclude-nodeids", metavar="FILE", help="Of the selected tests, skip these node ids.")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -147,6 +151,8 @@ class TestListPlugin:
         self.entries = self._read_entries(list_file)
         self.waives = self._read_waives(config.getoption("waives_file", None))
         self.index = _EntryIndex(self.entries)
+        self.only = _read_nodeids(config.getoption("only_nodeids", None))
+        self.exclude = _read_nodeids(config.getoption("exclude_nodeids", None)) or frozenset()
         self.missing = {e.selector.file_path for e in self.entries if not (self.root / e.selector.file_path).exists()}
         self.collection_errors: dict[str, str] = {}
         self.collected: list[str] = []
@@ -217,9 +223,12 @@ class TestListPlugin:
                 deselected.append(item)
                 continue
             seen.add(item.nodeid)
-            selected.append(item)
             for entry in chosen:
                 entry.selected.append(item.nodeid)
+            if item.nodeid in self.exclude or (self.only is not None and item.nodeid not in self.only):
+                deselected.append(item)  # a resumed or rerun process: the entry still counts as collecting
+                continue
+            selected.append(item)
             self._annotate(item, chosen, matchers)
         if deselected:
             config.hook.pytest_deselected(items=deselected)
@@ -311,6 +320,15 @@ class TestListPlugin:
         if self.events is not None:
             self.events.write(json.dumps(record) + "\n")
             self.events.flush()
+
+
+def _read_nodeids(path: str | None) -> frozenset[str] | None:
+    if not path:
+        return None
+    try:
+        return frozenset(line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip())
+    except OSError as error:
+        raise CiToolError(f"cannot read the node id file: {error.strerror}", where=Where(path)) from None
 
 
 def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str | None) -> junit.CaseResult:

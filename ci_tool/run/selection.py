@@ -70,10 +70,6 @@ def parse_selector(test_id: str, where: Where | None = None) -> Selector:
 
 
 def collection_paths(selectors: list[Selector]) -> list[str]:
-    """The files and folders pytest must collect, without any that lies under another one."""
-    paths = sorted({selector.file_path for selector in selectors})
-    kept: list[str] = []
-    for path in paths:
-        if not any(covers(parent, path) for parent in kept):
-            kept.append(path)
-    return kept
+    """The files and folders pytest must collect, in list order, without any that lies under another."""
+    paths = list(dict.fromkeys(selector.file_path for selector in selectors))
+    return [path for path in paths if not any(other != path and covers(other, path) for other in paths)]

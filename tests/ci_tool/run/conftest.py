@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ci_tool.run.flaky import load_flaky_signatures
+from ci_tool.run.pipeline import StageSpec
+from ci_tool.run.progress import Progress
+from ci_tool.run.session import SessionConfig, SessionResult, run_session
+from ci_tool.run.stage_runner import StageResult, TestOutcome
+from ci_tool.stages.names import parse_stage_name
+from ci_tool.testdb.load import load_test_db
 
 FAILING_SUITE = Path(__file__).parents[2] / "fixtures" / "failing_suite"
 
@@ -42,3 +52,58 @@ def run_pytest() -> Callable[..., subprocess.CompletedProcess[str]]:
 def make_suite() -> Callable[[Path], Path]:
     """`make_suite(target)`: a copy of the failing suite at `target`."""
     return copy_suite
+
+
+@dataclass(frozen=True)
+class FixtureRun:
+    """One recorded run of the failing suite: CPU-Generic-1 (every failure kind), A10-PyTorch-1 (waits for
+    a runner), CPU-Generic-Post-Merge-1 (green), without fail-fast."""
+
+    root: Path
+    session: SessionResult
+    history: Path
+
+    def stage(self, name: str) -> StageResult:
+        return next(result for result in self.session.results if result.stage == name)
+
+    def test(self, stage: str, nodeid: str) -> TestOutcome:
+        return next(test for test in self.stage(stage).tests if test.first.nodeid == nodeid)
+
+
+FIXTURE_STAGES = (
+    ("CPU-Generic-1", "l0_fixture"),
+    ("A10-PyTorch-1", "l0_fixture"),
+    ("CPU-Generic-Post-Merge-1", "l0_green"),
+)
+
+
+def session_config(root: Path, **overrides: object) -> SessionConfig:
+    values: dict[str, object] = {
+        "rootdir": root,
+        "results_root": root / ".ci-tool" / "runs",
+        "history": root / ".ci-tool" / "history.sqlite",
+        "db": load_test_db(root / "test-db"),
+        "waives_file": str(root / "test-db" / "waives.txt"),
+        "durations": {},
+        "sysinfo": {"gpu": None, "system_gpu_count": 0},
+        "flaky_signatures": load_flaky_signatures(),
+    }
+    values.update(overrides)
+    return SessionConfig(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def fixture_run(tmp_path_factory: pytest.TempPathFactory) -> FixtureRun:
+    root = copy_suite(tmp_path_factory.mktemp("fixture-run") / "suite")
+    specs = [StageSpec(parse_stage_name(name), context) for name, context in FIXTURE_STAGES]
+    config = session_config(root)
+    session = run_session(
+        "/bot run --disable-fail-fast", specs, config=config, fail_fast=False, progress=Progress(io.StringIO())
+    )
+    return FixtureRun(root, session, config.history)
+
+
+@pytest.fixture(scope="session")
+def make_config() -> Callable[..., SessionConfig]:
+    """`make_config(root, **overrides)`: a session config for a copy of the failing suite at `root`."""
+    return session_config

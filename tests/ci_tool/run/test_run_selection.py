@@ -55,6 +55,6 @@ def test_covers_nodeid(path: str, nodeid: str, selected: bool) -> None:
     assert parse_selector(path).covers_nodeid(nodeid) is selected
 
 
-def test_collection_paths_drop_nested_paths_and_node_parts() -> None:
-    selectors = [parse_selector(t) for t in ("tests/a.py::t", "tests/b", "tests/b/c.py", "tests/ab.py -k x")]
-    assert collection_paths(selectors) == ["tests/a.py", "tests/ab.py", "tests/b"]
+def test_collection_paths_keep_list_order_and_drop_nested_paths() -> None:
+    texts = ("tests/b/c.py", "tests/a.py::t", "tests/b", "tests/ab.py -k x", "tests/a.py::u")
+    assert collection_paths([parse_selector(t) for t in texts]) == ["tests/a.py", "tests/b", "tests/ab.py"]

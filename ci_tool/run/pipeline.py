@@ -1,0 +1,129 @@
+"""Run a selected pipeline on this machine: the stages it can serve, in order, with fail-fast.
+
+Which stages this machine serves (`runner_mismatch`):
+    CPU stages                        always (every machine has a CPU)
+    GPU stages                        when sysinfo's GPU is the stage's GPU family and it has at least the
+                                      stage's GPU count; one node only
+    non-test stages (docs, packages)  never: they need CI's build images
+The others wait for a runner. A GPU family matches when the GPU token (without a `DGX_` prefix) equals
+the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H100 80GB HBM3`,
+`RTXPro6000D` ~ `RTX PRO 6000D`), so `A10` never matches an `A100`.
+
+Fail-fast: after a stage fails, the stages not yet started are skipped (those that would wait for a
+runner too: CI would not dispatch them), unless fail-fast is off
+(`--disable-fail-fast`, or any post-merge run, as in the reference). Unstable stages do not stop it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ci_tool.stages.names import StageName
+from ci_tool.stages.query import QueryValue
+
+PASSED, FAILED, UNSTABLE, INTERRUPTED = "passed", "failed", "unstable", "interrupted"
+WAITING, SKIPPED, PENDING = "waiting", "skipped", "pending"
+_WORDS = re.compile(r"[^A-Za-z0-9]+")
+# How a stage that did not run is shown, before its reason.
+NOT_RUN_WORDS = {WAITING: "waiting for a runner", SKIPPED: "skipped", FAILED: "failed"}
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """A selected stage and what is needed to plan it (from the catalog)."""
+
+    stage: StageName
+    context: str | None  # None for non-test stages
+    splits: int = 1
+    arch: str = "x86_64"
+    gpu: str | None = None  # the query's gpu when the pool reports another name
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """A stage's part in a pipeline run. `ran` is False for waiting and skipped stages."""
+
+    name: str
+    state: str
+    reason: str = ""
+    ran: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    stages: tuple[StageOutcome, ...]
+
+    @property
+    def state(self) -> str:
+        """interrupted > failed > pending (stages wait for a runner) > unstable > passed."""
+        states = {stage.state for stage in self.stages}
+        for state in (INTERRUPTED, FAILED):
+            if state in states:
+                return state
+        if WAITING in states:
+            return PENDING
+        return UNSTABLE if UNSTABLE in states else PASSED
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORDS.split(text) if word]
+
+
+def gpu_family_matches(gpu_token: str, gpu_name: str) -> bool:
+    """Whether a machine whose GPU is `gpu_name` (sysinfo) serves stages of `gpu_token` (see module doc)."""
+    token = "".join(_words(gpu_token.removeprefix("DGX_")))
+    words = _words(gpu_name)
+    return any("".join(words[:count]) == token for count in range(1, len(words) + 1))
+
+
+def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str | None:
+    """Why this machine cannot serve `stage`, or None when it can."""
+    if not stage.is_test:
+        return f"{stage.kind.value} stages run only on CI runners"
+    if stage.node_count > 1:
+        return f"needs {stage.node_count} nodes"
+    if stage.is_cpu:
+        return None
+    gpu = sysinfo.get("gpu")
+    count = sysinfo.get("system_gpu_count")
+    have = int(count) if isinstance(count, int) or (isinstance(count, str) and count.isdigit()) else 0
+    needs = f"needs {stage.gpu_count} {stage.gpu} GPU" + ("s" if stage.gpu_count != 1 else "")
+    if not gpu or have == 0:
+        return f"{needs}; this machine has no GPU"
+    if stage.gpu is None or not gpu_family_matches(stage.gpu, str(gpu)):
+        return f"{needs}; this machine has {gpu}"
+    if have < stage.gpu_count:
+        return f"{needs}; this machine has {have}"
+    return None
+
+
+def run_pipeline(
+    specs: Sequence[StageSpec],
+    *,
+    sysinfo: Mapping[str, QueryValue],
+    fail_fast: bool,
+    run_one: Callable[[StageSpec], StageOutcome],
+    not_run: Callable[[StageOutcome], None],
+) -> PipelineResult:
+    """Run the servable stages in order; `not_run` hears about each waiting or skipped stage."""
+    outcomes: list[StageOutcome] = []
+    stopped: str | None = None  # why the stages not started yet will not start
+    for spec in specs:
+        mismatch = runner_mismatch(spec.stage, sysinfo)
+        if stopped is not None:
+            outcome = StageOutcome(spec.stage.name, SKIPPED, stopped)
+        elif mismatch is not None:
+            outcome = StageOutcome(spec.stage.name, WAITING, mismatch)
+        else:
+            outcome = run_one(spec)
+            outcomes.append(outcome)
+            if outcome.state == INTERRUPTED:
+                stopped = "not started: the run was interrupted"
+            elif outcome.state == FAILED and fail_fast:
+                stopped = f"fail-fast: {spec.stage.name} failed"
+            continue
+        outcomes.append(outcome)
+        not_run(outcome)
+    return PipelineResult(tuple(outcomes))

@@ -1,0 +1,272 @@
+"""One pytest process of a stage: build its command, run it, watch its events, stop it cleanly, and read
+back what it left (finished testcases, the test it died in, what it collected).
+
+The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
+reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
+A child that stops reporting for longer than the per-test timeout plus a margin is killed (a hang that
+pytest-timeout cannot see: collection, teardown, a stuck plugin).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ci_tool.run import junit
+
+EventSink = Callable[[Mapping[str, object]], None]
+STALL_MARGIN_SECONDS = 120.0
+TERM_GRACE_SECONDS = 5.0
+_POLL_SECONDS = 0.05
+_TIMEOUT_BANNER = "+ Timeout +"
+
+
+@dataclass(frozen=True)
+class PytestInvocation:
+    """The files and options of one pytest process (paths absolute: the child runs in the rootdir)."""
+
+    label: str  # e.g. "p01-main"
+    list_file: Path
+    stage: str
+    parts_dir: Path
+    test_timeout_seconds: int
+    waives_file: Path | None = None
+    only_nodeids: Path | None = None
+    exclude_nodeids: Path | None = None
+    extra_args: tuple[str, ...] = ()
+
+    @property
+    def junit_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.xml"
+
+    @property
+    def events_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.events.jsonl"
+
+    @property
+    def report_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.collected.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.log"
+
+
+def pytest_command(python: str, invocation: PytestInvocation) -> list[str]:
+    """The exact command line (options as `--opt=value`: a separate value would count as a path when
+    pytest picks its rootdir)."""
+    command = [
+        python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-v", "-ra", "--continue-on-collection-errors",
+        f"--test-list={invocation.list_file}",
+        f"--test-list-report={invocation.report_file}",
+        f"--stage-name={invocation.stage}",
+        f"--junit-stream={invocation.junit_file}",
+        f"--events={invocation.events_file}",
+        f"--timeout={invocation.test_timeout_seconds}",
+        "--timeout-method=thread",
+    ]  # fmt: skip
+    for option, path in (
+        ("--waives-file", invocation.waives_file),
+        ("--only-nodeids", invocation.only_nodeids),
+        ("--exclude-nodeids", invocation.exclude_nodeids),
+    ):
+        if path is not None:
+            command.append(f"{option}={path}")
+    return command + list(invocation.extra_args)
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    label: str
+    command: tuple[str, ...]
+    exit_code: int | None
+    cases: tuple[junit.CaseResult, ...]  # finished tests (and collection errors), in order
+    unfinished: junit.CaseResult | None  # the test the process died (or was stopped) in
+    collected: tuple[str, ...] | None  # None: the process never finished collecting
+    uncollected: tuple[Mapping[str, object], ...]
+    completed: bool  # pytest ended normally (its session finished)
+    interrupted: bool
+    seconds: float
+    log_file: Path
+    notes: tuple[str, ...] = field(default=())
+
+
+class _EventReader:
+    """Reads the complete lines appended to the events file since the last call."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle: IO[str] | None = None
+        self.buffer = ""
+
+    def read(self) -> list[dict[str, object]]:
+        if self.handle is None:
+            if not self.path.exists():
+                return []
+            self.handle = open(self.path, encoding="utf-8")  # noqa: SIM115 - kept open while tailing
+        self.buffer += self.handle.read()
+        *complete, self.buffer = self.buffer.split("\n")
+        return [json.loads(line) for line in complete if line.strip()]
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def run_pytest_process(
+    invocation: PytestInvocation,
+    *,
+    python: str,
+    rootdir: Path,
+    env: Mapping[str, str],
+    on_event: EventSink,
+    interrupt_grace_seconds: float = 10.0,
+) -> ProcessOutcome:
+    """Run one pytest process to its end (or until Ctrl-C) and read what it left."""
+    invocation.parts_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (invocation.junit_file, invocation.events_file, invocation.report_file):
+        stale.unlink(missing_ok=True)
+    command = pytest_command(python, invocation)
+    started = time.monotonic()
+    reader = _EventReader(invocation.events_file)
+    events: list[dict[str, object]] = []
+    interrupted = stalled = False
+    with open(invocation.log_file, "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(command) + "\n")
+        log.flush()
+        child = subprocess.Popen(
+            command, cwd=rootdir, env=dict(env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
+        except KeyboardInterrupt:
+            interrupted = True
+            _stop(child, interrupt_grace_seconds)
+    for event in reader.read():
+        events.append(event)
+        on_event(event)
+    reader.close()
+    return _outcome(invocation, command, child.returncode, events, interrupted, stalled, time.monotonic() - started)
+
+
+def _watch(
+    child: subprocess.Popen[bytes],
+    reader: _EventReader,
+    events: list[dict[str, object]],
+    on_event: EventSink,
+    stall_seconds: float,
+) -> bool:
+    """Forward events until the child exits; kill it and return True when it stops reporting."""
+    last_progress = time.monotonic()
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=_POLL_SECONDS)
+        for event in reader.read():
+            events.append(event)
+            on_event(event)
+            last_progress = time.monotonic()
+        if child.returncode is not None:
+            return False
+        if time.monotonic() - last_progress > stall_seconds:
+            _signal_group(child, signal.SIGKILL)
+            child.wait()
+            return True
+
+
+def _signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signum)
+
+
+def _stop(child: subprocess.Popen[bytes], grace_seconds: float) -> None:
+    """SIGINT, then SIGTERM, then SIGKILL to the child's group; a second Ctrl-C skips to SIGKILL."""
+    try:
+        for signum, wait_seconds in ((signal.SIGINT, grace_seconds), (signal.SIGTERM, TERM_GRACE_SECONDS)):
+            _signal_group(child, signum)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=wait_seconds)
+                return
+    except KeyboardInterrupt:
+        pass
+    _signal_group(child, signal.SIGKILL)
+    child.wait()
+
+
+def _outcome(
+    invocation: PytestInvocation,
+    command: list[str],
+    exit_code: int | None,
+    events: list[dict[str, object]],
+    interrupted: bool,
+    stalled: bool,
+    seconds: float,
+) -> ProcessOutcome:
+    cases = junit.parse_junit(invocation.junit_file).cases if invocation.junit_file.exists() else ()
+    collected: tuple[str, ...] | None = None
+    uncollected: tuple[Mapping[str, object], ...] = ()
+    if invocation.report_file.exists():
+        report = json.loads(invocation.report_file.read_text(encoding="utf-8"))
+        collected, uncollected = tuple(report["collected"]), tuple(report["uncollected"])
+    completed = any(e.get("event") == "done" for e in events)
+    finished = {e.get("nodeid") for e in events if e.get("event") == "finish"}
+    starts = [e for e in events if e.get("event") == "start" and e.get("nodeid") not in finished]
+    unfinished = None
+    if starts:
+        unfinished = _unfinished_case(invocation, starts[-1], exit_code, interrupted, stalled)
+    return ProcessOutcome(
+        invocation.label,
+        tuple(command),
+        exit_code,
+        tuple(cases),
+        unfinished,
+        collected,
+        uncollected,
+        completed and not stalled,
+        interrupted,
+        seconds,
+        invocation.log_file,
+    )
+
+
+def _unfinished_case(
+    invocation: PytestInvocation, start: Mapping[str, object], exit_code: int | None, interrupted: bool, stalled: bool
+) -> junit.CaseResult:
+    """The test a process died in, recorded as a timeout, a crash or an interruption."""
+    nodeid = str(start["nodeid"])
+    started_at = start.get("time")
+    seconds = max(0.0, time.time() - float(started_at)) if isinstance(started_at, int | float) else 0.0
+    log_tail = _log_tail(invocation.log_file, nodeid)
+    if interrupted:
+        outcome, kind, message = junit.SKIPPED, "Interrupted", "interrupted (Ctrl-C) before the test finished"
+    elif stalled or _TIMEOUT_BANNER in log_tail:
+        outcome, kind = junit.FAILED, junit.TIMEOUT_KIND
+        limit = f"its {invocation.test_timeout_seconds} s limit" if stalled else "its timeout"
+        message = f"Timeout: the test did not finish within {limit}; the process was stopped after {seconds:.1f} s"
+    else:
+        outcome, kind = junit.ERROR, junit.CRASH_KIND
+        message = f"Crash: the pytest process exited with code {exit_code} while the test ran"
+    return junit.CaseResult(nodeid, outcome, seconds, message, log_tail, kind, stage=invocation.stage)
+
+
+def _log_tail(path: Path, nodeid: str, *, max_lines: int = 60) -> str:
+    """The log from the test's own `-v` line on (at most `max_lines` lines, the last ones)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    starts = [index for index, line in enumerate(lines) if line.startswith(nodeid + " ")]
+    return "\n".join(lines[starts[-1] if starts else 0 :][-max_lines:])
+
+
+def write_nodeids(path: Path, nodeids: Sequence[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(n + "\n" for n in nodeids), encoding="utf-8")
+    return path

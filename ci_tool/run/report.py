@@ -1,0 +1,200 @@
+"""The CI report of a run, as the PR bot posts it (markdown) or as JSON, built from the history.
+
+overall state and totals
+per stage: result, duration, counts (stages not run: why)
+failed tests grouped by failure signature (exception type + normalized message), each group with
+  its tests and the first lines of output of its first test
+reruns of known flaky failures and their outcome; waives applied, by reason
+list entries that collected nothing
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.run.pipeline import NOT_RUN_WORDS
+
+_RAN = ("passed", "failed", "unstable", "interrupted")
+
+
+@dataclass(frozen=True)
+class FailedTest:
+    stage: str
+    test_id: str
+    outcome: str  # the final outcome: failed or error
+    kind: str
+    message: str
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    signature: str
+    tests: tuple[FailedTest, ...]
+
+
+@dataclass(frozen=True)
+class CiReport:
+    run: RunRecord
+    stages: tuple[StageRecord, ...]
+    failures: tuple[FailureGroup, ...]  # biggest group first
+    reruns: tuple[Mapping[str, object], ...]  # stage, test_id, signature, rerun
+    waives: tuple[tuple[str, tuple[str, ...]], ...]  # reason, waived test ids
+    uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {key: sum(getattr(s, key) for s in self.stages) for key in ("passed", "failed", "skipped")}
+
+
+def load_report(store: HistoryStore, run_id: str) -> CiReport:
+    run = queries.get_run(store, run_id)
+    stages = queries.run_stages(store, run_id)
+    return build_report(run, stages, {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages})
+
+
+def build_report(run: RunRecord, stages: Sequence[StageRecord], tests: Mapping[str, Sequence[TestRecord]]) -> CiReport:
+    groups: dict[str, list[FailedTest]] = defaultdict(list)
+    waives: dict[str, list[str]] = defaultdict(list)
+    for stage in stages:
+        for test in tests.get(stage.name, ()):
+            if test.final_outcome in ("failed", "error"):
+                failed = FailedTest(
+                    stage.name, test.test_id, test.final_outcome, test.kind, test.message, test.output_head
+                )
+                groups[test.signature or test.kind or "Failure"].append(failed)
+            if test.waive_reason is not None:
+                waives[test.waive_reason].append(test.test_id)
+    failures = sorted((FailureGroup(sig, tuple(found)) for sig, found in groups.items()), key=_group_order)
+    reruns = tuple({"stage": s.name, **r} for s in stages for r in _details_list(s, "reruns"))
+    uncollected = tuple({"stage": s.name, **u} for s in stages for u in _details_list(s, "uncollected"))
+    return CiReport(
+        run, tuple(stages), tuple(failures), reruns, tuple((r, tuple(ids)) for r, ids in waives.items()), uncollected
+    )
+
+
+def _group_order(group: FailureGroup) -> tuple[int, str]:
+    return -len(group.tests), group.signature
+
+
+def _details_list(stage: StageRecord, key: str) -> list[Mapping[str, object]]:
+    found = stage.details.get(key, [])
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+def report_json(report: CiReport) -> dict[str, object]:
+    run = report.run
+    return {
+        "run_id": run.run_id,
+        "command": run.command,
+        "state": run.state,
+        "started_at": run.started_at,
+        "duration_seconds": _run_seconds(run),
+        "totals": report.totals,
+        "stages": [_stage_json(s) for s in report.stages],
+        "failures": [
+            {"signature": g.signature, "tests": [dataclasses.asdict(t) for t in g.tests]} for g in report.failures
+        ],
+        "reruns": [dict(r) for r in report.reruns],
+        "waives": [{"reason": reason, "tests": list(ids)} for reason, ids in report.waives],
+        "uncollected": [dict(u) for u in report.uncollected],
+    }
+
+
+def _stage_json(stage: StageRecord) -> dict[str, object]:
+    keys = ("name", "state", "reason", "duration_seconds", "passed", "failed", "skipped", "results_dir")
+    return {key: getattr(stage, key) for key in keys}
+
+
+def _run_seconds(run: RunRecord) -> float | None:
+    return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
+
+
+def _seconds(value: float) -> str:
+    minutes, seconds = divmod(value, 60)
+    return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
+
+
+def render_markdown(report: CiReport) -> str:
+    run, totals = report.run, report.totals
+    took = _run_seconds(run)
+    lines = [
+        f"## ci-tool run `{run.run_id}`: **{run.state}**",
+        "",
+        f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
+        f"{totals['skipped']} skipped" + (f" · {_seconds(took)}" if took is not None else ""),
+        "",
+        "| Stage | Result | Duration | Passed | Failed | Skipped |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for s in report.stages:
+        if s.state in _RAN:
+            result = f"**{s.state}**" + (f" ({s.reason})" if s.reason else "")
+            lines.append(
+                f"| {s.name} | {result} | {_seconds(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
+            )
+        else:
+            lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
+    lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
+    lines += _not_run_section(report) + _uncollected_section(report)
+    return "\n".join(lines) + "\n"
+
+
+def _tests(count: int) -> str:
+    return f"{count} test" + ("s" if count != 1 else "")
+
+
+def _failure_section(report: CiReport) -> list[str]:
+    if not report.failures:
+        return []
+    count = sum(len(g.tests) for g in report.failures)
+    signatures = f"{len(report.failures)} signature" + ("s" if len(report.failures) != 1 else "")
+    lines = ["", f"### Failures: {_tests(count)}, {signatures}"]
+    for group in report.failures:
+        lines += ["", f"#### `{group.signature}` ({_tests(len(group.tests))})", ""]
+        lines += [f"- `{t.test_id}` in {t.stage}" + (" (error)" if t.outcome == "error" else "") for t in group.tests]
+        excerpt = group.tests[0].excerpt or group.tests[0].message
+        if excerpt:
+            lines += ["", "```text", *excerpt.splitlines(), "```"]
+    return lines
+
+
+def _rerun_section(report: CiReport) -> list[str]:
+    if not report.reruns:
+        return []
+    lines = ["", "### Reruns of known flaky failures", ""]
+    for rerun in report.reruns:
+        verdict = "passed on rerun (unstable, not green)" if rerun.get("rerun") == "passed" else "failed again"
+        lines.append(f"- `{rerun.get('test_id')}` in {rerun.get('stage')}: `{rerun.get('signature')}`, {verdict}")
+    return lines
+
+
+def _waive_section(report: CiReport) -> list[str]:
+    if not report.waives:
+        return []
+    total = sum(len(ids) for _, ids in report.waives)
+    lines = ["", f"### Waives applied: {_tests(total)}", ""]
+    for reason, ids in report.waives:
+        lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
+    return lines
+
+
+def _not_run_section(report: CiReport) -> list[str]:
+    waiting = [s for s in report.stages if s.state not in _RAN]
+    if not waiting:
+        return []
+    return ["", "### Stages not run", ""] + [
+        f"- {s.name}: {NOT_RUN_WORDS.get(s.state, s.state)}: {s.reason}" for s in waiting
+    ]
+
+
+def _uncollected_section(report: CiReport) -> list[str]:
+    if not report.uncollected:
+        return []
+    lines = ["", "### List entries that collected nothing", ""]
+    return lines + [f"- `{u.get('id')}` in {u.get('stage')}: {u.get('reason')}" for u in report.uncollected]

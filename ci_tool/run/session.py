@@ -1,0 +1,147 @@
+"""A recorded run on this machine: a run id, its results folder, the pipeline of stages, the history.
+
+    .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner)
+    .ci-tool/runs/<run id>/report.md  the CI report of the run
+    history                           the run, each stage (also those that waited or were skipped), each test
+
+A stage that cannot be planned (an empty render, a bad shard index) fails with the error as its reason,
+and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
+"""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import CiToolError
+from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.run import pipeline, recording, report
+from ci_tool.run.flaky import FlakySignature
+from ci_tool.run.planning import StagePlan, plan_stage
+from ci_tool.run.progress import Progress
+from ci_tool.run.stage_runner import RunSettings, StageResult, run_stage
+from ci_tool.stages.durations import Durations
+from ci_tool.stages.query import QueryValue
+from ci_tool.testdb.model import TestDb
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    rootdir: Path  # pytest runs here; test ids are relative to it
+    results_root: Path  # .ci-tool/runs
+    history: Path
+    db: TestDb
+    waives_file: str | None
+    durations: Durations
+    sysinfo: Mapping[str, QueryValue]
+    flaky_signatures: tuple[FlakySignature, ...]
+    test_timeout_seconds: int = 3600
+    rerun_flaky: bool = True
+    extra_pytest_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    run_id: str
+    state: str
+    results: tuple[StageResult, ...]
+    pipeline: pipeline.PipelineResult
+    report_markdown: str
+    results_dir: Path
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {k: sum(r.counts[k] for r in self.results) for k in ("passed", "failed", "skipped")}
+
+    @property
+    def closing_line(self) -> str:
+        counts = self.counts
+        return f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+
+
+def new_run_id(now: datetime.datetime | None = None) -> str:
+    """`20261130-054838-3f2a`: sortable by start time, unique across concurrent runs."""
+    moment = now or datetime.datetime.now(datetime.UTC)
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def plan_for(spec: pipeline.StageSpec, config: SessionConfig) -> StagePlan:
+    """The plan of one selected stage on this machine."""
+    if spec.context is None:
+        raise CiToolError(f"expected a test stage with a test-db context, found {spec.stage.name!r}")
+    return plan_stage(
+        spec.stage,
+        db=config.db,
+        context=spec.context,
+        splits=spec.splits,
+        sysinfo=config.sysinfo,
+        durations=config.durations,
+        waives_file=config.waives_file,
+        arch=spec.arch,
+        gpu=spec.gpu,
+    )
+
+
+def run_session(
+    command: str,
+    specs: list[pipeline.StageSpec],
+    *,
+    config: SessionConfig,
+    fail_fast: bool,
+    progress: Progress,
+    run_id: str | None = None,
+) -> SessionResult:
+    """Run the servable stages of `specs`, record everything, and write the run's CI report."""
+    run_id = run_id or new_run_id()
+    run_dir = config.results_root / run_id
+    results: list[StageResult] = []
+    with HistoryStore(config.history) as store:
+        store.start_run(RunRecord(run_id, command, "running", time.time(), host=socket.gethostname()))
+
+        def run_one(spec: pipeline.StageSpec) -> pipeline.StageOutcome:
+            try:
+                plan = plan_for(spec, config)
+            except CiToolError as error:
+                failed = pipeline.StageOutcome(spec.stage.name, pipeline.FAILED, f"cannot plan the stage: {error}")
+                store.record_stage(recording.to_not_run_record(run_id, failed), recorded_at=time.time())
+                progress.stage_not_run(failed.name, failed.state, failed.reason)
+                return failed
+            progress.stage_started(plan.stage, len(plan.lines))
+            settings = RunSettings(
+                rootdir=config.rootdir,
+                results_dir=run_dir / plan.stage,
+                run_id=run_id,
+                test_timeout_seconds=config.test_timeout_seconds,
+                flaky_signatures=config.flaky_signatures,
+                rerun_flaky=config.rerun_flaky,
+                extra_pytest_args=config.extra_pytest_args,
+            )
+            result = run_stage(plan, settings, on_event=progress.event)
+            results.append(result)
+            tests = [recording.to_test_record(test) for test in result.tests]
+            store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
+            progress.stage_finished(result.stage, result.state, result.duration_seconds, result.counts, result.reason)
+            return pipeline.StageOutcome(result.stage, result.state, result.reason, ran=True)
+
+        def not_run(outcome: pipeline.StageOutcome) -> None:
+            store.record_stage(recording.to_not_run_record(run_id, outcome), recorded_at=time.time())
+            progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
+
+        ran: pipeline.PipelineResult | None = None
+        try:  # Ctrl-C outside a pytest process (while planning, say) still closes the run
+            ran = pipeline.run_pipeline(
+                specs, sysinfo=config.sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=not_run
+            )
+        finally:
+            state = ran.state if ran is not None else pipeline.INTERRUPTED
+            store.finish_run(run_id, state=state, finished_at=time.time())
+        markdown = report.render_markdown(report.load_report(store, run_id))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
+    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir)

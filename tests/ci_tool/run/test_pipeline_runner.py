@@ -1,0 +1,101 @@
+"""Pipeline logic with tiny fake stage runs: runner matching, fail-fast, waiting stages, overall state."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.run.pipeline import (
+    PipelineResult,
+    StageOutcome,
+    StageSpec,
+    gpu_family_matches,
+    run_pipeline,
+    runner_mismatch,
+)
+from ci_tool.stages.names import parse_stage_name
+
+NO_GPU = {"gpu": None, "system_gpu_count": 0}
+ONE_A10 = {"gpu": "A10", "system_gpu_count": 1}
+
+
+@pytest.mark.parametrize(
+    ("token", "gpu_name", "matches"),
+    [
+        ("A10", "A10", True),
+        ("A10", "A100-SXM4-80GB", False),
+        ("H100_PCIe", "H100 PCIE", True),
+        ("DGX_H100", "H100 80GB HBM3", True),
+        ("RTXPro6000D", "RTX PRO 6000D", True),
+        ("B200", "GB200", False),
+    ],
+    ids=["equal", "a10-not-a100", "pcie", "dgx-prefix", "joined-words", "b200-not-gb200"],
+)
+def test_gpu_family_matches(token: str, gpu_name: str, matches: bool) -> None:
+    assert gpu_family_matches(token, gpu_name) is matches
+
+
+@pytest.mark.parametrize(
+    ("stage", "sysinfo", "reason"),
+    [
+        ("CPU-Generic-1", NO_GPU, None),
+        ("CPU-Generic-1", ONE_A10, None),
+        ("A10-PyTorch-1", ONE_A10, None),
+        ("A10-PyTorch-1", NO_GPU, "needs 1 A10 GPU; this machine has no GPU"),
+        ("H100_PCIe-PyTorch-1", ONE_A10, "needs 1 H100_PCIe GPU; this machine has A10"),
+        ("A10-2_GPUs-PyTorch-1", ONE_A10, "needs 2 A10 GPUs; this machine has 1"),
+        ("GB200-4_GPUs-2_Nodes-PyTorch-1", ONE_A10, "needs 2 nodes"),
+        ("CPU-Build_Docs", NO_GPU, "build_docs stages run only on CI runners"),
+    ],
+    ids=["cpu", "cpu-on-gpu-machine", "gpu", "no-gpu", "other-gpu", "too-few", "multi-node", "non-test"],
+)
+def test_runner_mismatch(stage: str, sysinfo: dict[str, object], reason: str | None) -> None:
+    assert runner_mismatch(parse_stage_name(stage), sysinfo) == reason  # type: ignore[arg-type]
+
+
+def _pipeline(
+    states: dict[str, str], *, fail_fast: bool, sysinfo: dict[str, object] = NO_GPU
+) -> tuple[PipelineResult, list[str]]:
+    ran: list[str] = []
+
+    def run_one(spec: StageSpec) -> StageOutcome:
+        ran.append(spec.stage.name)
+        return StageOutcome(spec.stage.name, states[spec.stage.name], ran=True)
+
+    specs = [StageSpec(parse_stage_name(name), "l0") for name in states]
+    return run_pipeline(specs, sysinfo=sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=lambda o: None), ran  # type: ignore[arg-type]
+
+
+def test_fail_fast_skips_the_rest() -> None:
+    result, ran = _pipeline(
+        {"CPU-Generic-1": "failed", "CPU-Generic-2": "passed", "A10-PyTorch-1": "passed"}, fail_fast=True
+    )
+    assert ran == ["CPU-Generic-1"]
+    assert [(o.name, o.state, o.reason) for o in result.stages[1:]] == [
+        ("CPU-Generic-2", "skipped", "fail-fast: CPU-Generic-1 failed"),
+        ("A10-PyTorch-1", "skipped", "fail-fast: CPU-Generic-1 failed"),
+    ]
+
+
+def test_without_fail_fast_every_stage_runs() -> None:
+    result, ran = _pipeline({"CPU-Generic-1": "failed", "CPU-Generic-2": "passed"}, fail_fast=False)
+    assert (ran, result.state) == (["CPU-Generic-1", "CPU-Generic-2"], "failed")
+
+
+def test_unstable_does_not_stop_the_pipeline() -> None:
+    result, ran = _pipeline({"CPU-Generic-1": "unstable", "CPU-Generic-2": "passed"}, fail_fast=True)
+    assert (ran, result.state) == (["CPU-Generic-1", "CPU-Generic-2"], "unstable")
+
+
+def test_gpu_stages_wait_for_a_runner() -> None:
+    result, ran = _pipeline({"CPU-Generic-1": "passed", "A10-PyTorch-1": "passed"}, fail_fast=True)
+    assert ran == ["CPU-Generic-1"]
+    assert (result.stages[1].state, result.state) == ("waiting", "pending")
+
+
+def test_interrupt_stops_the_pipeline() -> None:
+    result, ran = _pipeline({"CPU-Generic-1": "interrupted", "CPU-Generic-2": "passed"}, fail_fast=False)
+    assert (ran, result.state, result.stages[1].reason) == (
+        ["CPU-Generic-1"],
+        "interrupted",
+        "not started: the run was interrupted",
+    )

@@ -1,0 +1,94 @@
+"""The CI report from real runs: the failing suite (golden markdown) and this repository's own tests."""
+
+from __future__ import annotations
+
+import difflib
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ci_tool.history.store import HistoryStore
+from ci_tool.run.pipeline import StageSpec
+from ci_tool.run.progress import Progress
+from ci_tool.run.report import load_report, render_markdown, report_json
+from ci_tool.run.session import run_session
+from ci_tool.stages.names import parse_stage_name
+from ci_tool.testdb.load import load_test_db
+
+GOLDEN = Path(__file__).parent / "goldens" / "fixture_report.md"
+REPOSITORY = Path(__file__).parents[3]
+
+
+def _stable(markdown: str, run_id: str) -> str:
+    """The report with what differs between runs (run id, durations, temporary paths) replaced."""
+    text = markdown.replace(run_id, "<run-id>")
+    text = re.sub(r"\d+(\.\d+)? s\b|\d+ min \d+ s", "<secs>", text)
+    text = re.sub(r'File "[^"]*/cases/', 'File "<suite>/cases/', text)
+    return re.sub(r"^  File \"[^\"]*site-packages.*\n.*\n", "", text, flags=re.MULTILINE)
+
+
+def test_markdown_report_of_the_failing_suite(fixture_run: Any, update_goldens: bool) -> None:
+    with HistoryStore(fixture_run.history) as store:
+        markdown = render_markdown(load_report(store, fixture_run.session.run_id))
+    found = _stable(markdown, fixture_run.session.run_id)
+    if update_goldens:
+        GOLDEN.write_text(found)
+    expected = GOLDEN.read_text()
+    diff = "".join(difflib.unified_diff(expected.splitlines(True), found.splitlines(True), "golden", "found"))
+    assert not diff, f"the report differs from {GOLDEN} (rewrite with --update-goldens):\n{diff}"
+
+
+def test_report_is_written_to_the_run_folder(fixture_run: Any) -> None:
+    assert (fixture_run.session.results_dir / "report.md").read_text() == fixture_run.session.report_markdown
+
+
+def test_json_report_groups_failures_by_signature(fixture_run: Any) -> None:
+    with HistoryStore(fixture_run.history) as store:
+        data = report_json(load_report(store, fixture_run.session.run_id))
+    groups = {group["signature"]: [t["test_id"] for t in group["tests"]] for group in data["failures"]}
+    assert (data["state"], data["totals"]) == ("failed", {"passed": 14, "failed": 6, "skipped": 1})
+    assert groups["IndexError: block <n> at <hex> is out of range for pool <tmp>"] == [
+        "cases/case_basic.py::test_block_out_of_range[17]",
+        "cases/case_basic.py::test_block_out_of_range[4242]",
+    ]
+    assert [(s["name"], s["state"]) for s in data["stages"]] == [
+        ("CPU-Generic-1", "failed"),
+        ("A10-PyTorch-1", "waiting"),
+        ("CPU-Generic-Post-Merge-1", "passed"),
+    ]
+    assert data["reruns"] == [
+        {
+            "stage": "CPU-Generic-1",
+            "test_id": "cases/case_flaky.py::test_flaky_oom",
+            "signature": "cuda-oom",
+            "rerun": "passed",
+        }
+    ]
+    assert data["waives"] == [
+        {"reason": "https://bugs.example/1", "tests": ["cases/case_waived.py::test_waived_everywhere"]}
+    ]
+
+
+def test_report_of_this_repositorys_own_tests(tmp_path: Path, make_config: Callable[..., Any]) -> None:
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "l0_self.yml").write_text(
+        "version: 0.0.1\nl0_self:\n- condition: {}\n  tests:\n"
+        "  - tests/ci_tool/run/test_run_selection.py\n  - tests/ci_tool/run/test_signatures.py -k normalize\n"
+    )
+    config = make_config(
+        REPOSITORY,
+        results_root=tmp_path / "runs",
+        history=tmp_path / "history.sqlite",
+        db=load_test_db(tmp_path / "db"),
+        waives_file=None,
+    )
+    spec = StageSpec(parse_stage_name("CPU-Generic-1"), "l0_self")
+    session = run_session(
+        "ci-tool stage run CPU-Generic-1", [spec], config=config, fail_fast=True, progress=Progress(io.StringIO())
+    )
+    with HistoryStore(config.history) as store:
+        data = report_json(load_report(store, session.run_id))
+    assert (session.state, session.closing_line) == ("passed", "26 passed, 0 failed, 0 skipped")
+    assert (data["stages"][0]["passed"], data["failures"]) == (26, [])
