@@ -210,7 +210,6 @@ def _parse(name: str, where: Where | None, *, with_shard: bool) -> StageName:
             return _non_test(name, form, match)
     tokens = _tokenize(name, where)
     gpu = _gpu_token(name, tokens[0], where)
-    rest = tokens[1:]
     shard, rest = _shard(name, tokens, with_shard, where)
     gpu_count, node_count, rest = _counts(name, gpu, rest, where)
     if not rest:
