@@ -58,7 +58,10 @@ def shard(
     algorithm: str,
     as_json: bool,
 ) -> int:
-    """Split the tests of LIST_FILE (one test line per line, `#` comments) into balanced shards."""
+    """Split a test list into duration-balanced shards.
+
+    LIST_FILE holds one test line per line (markers such as ISOLATION allowed, `#` comments skipped).
+    """
     if splits == "auto" and budget_minutes is None:
         raise click.UsageError("--splits auto needs --budget-minutes")
     if splits != "auto" and budget_minutes is not None:
