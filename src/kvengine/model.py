@@ -44,10 +44,11 @@ class TinyDecoder:
         self, layers: tuple[LayerSpec, ...], layout: CacheLayout, *, hidden_size: int, vocab_size: int,
         dtype: torch.dtype, device: torch.device, seed: int = 0,
     ) -> None:
-        generator = torch.Generator(device="cpu").manual_seed(seed)
+        generator = torch.Generator(device=device).manual_seed(seed)  # on the device: fast for big models
 
         def weight(rows: int, cols: int) -> torch.Tensor:
-            return (torch.randn(rows, cols, generator=generator) * rows**-0.5).to(device=device, dtype=dtype)
+            values = torch.randn(rows, cols, generator=generator, device=device)
+            return (values * rows**-0.5).to(dtype)
 
         self.layers = layers
         self.layout = layout

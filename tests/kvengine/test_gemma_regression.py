@@ -43,12 +43,12 @@ def test_old_behaviour_starves_the_sliding_pool_and_skips_large_sizes() -> None:
     ("avg_seq_len", "graph_size"),
     [pytest.param(None, 128, id="default-pads-to-128"), pytest.param(32768, None, id="old-runs-eager")],
 )
-def test_batch_of_100_decodes_with_a_graph_only_under_default_sizing(avg_seq_len: int | None,
+def test_batch_of_80_decodes_with_a_graph_only_under_default_sizing(avg_seq_len: int | None,
                                                                       graph_size: int | None) -> None:
     plan = _plan(avg_seq_len)
     dummy = KvStorage(plan.sizing.layout, plan.sizing.pools.num_slots).new_cache()
     router = DecodeRouter(plan.warmup.captured_sizes, padding_dummy=dummy)
-    route = router.route(100)
+    route = router.route(80)
     assert route.graph_size == graph_size
     assert router.metrics().eager_steps == (graph_size is None)
     if graph_size is None:
@@ -63,3 +63,17 @@ def test_preset_reproduces_the_pinned_shares() -> None:
     old = make_plan(spec, dataclasses.replace(config, avg_seq_len=32768), budget_bytes=200 * GIB, limits=limits)
     assert default.sizing.pools.groups[0].share == pytest.approx(0.717, abs=0.0006)
     assert old.sizing.pools.groups[0].share == pytest.approx(0.139, abs=0.0006)
+
+
+@pytest.mark.parametrize(
+    ("avg_seq_len", "fits"),
+    [pytest.param(None, 13, id="default"), pytest.param(32768, 2, id="old")],
+)
+def test_concurrent_1k_token_sequences(avg_seq_len: int | None, fits: int) -> None:
+    """Decoding at 1024 tokens a sequence holds 33 window blocks: the old split admits two of them."""
+    plan = _plan(avg_seq_len)
+    storage = KvStorage(plan.sizing.layout, plan.sizing.pools.num_slots)
+    count = 0
+    while storage.new_cache().resize(1025, 1024):
+        count += 1
+    assert count == fits
