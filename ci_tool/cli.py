@@ -24,6 +24,9 @@ COMMANDS: dict[str, str] = {
     "bot": "ci_tool.commands.bot:bot",
     "stage": "ci_tool.commands.stage:stage",
     "shard": "ci_tool.commands.shard:shard",
+    "history": "ci_tool.commands.history:history",
+    "durations": "ci_tool.commands.durations:durations",
+    "report": "ci_tool.commands.report:report",
 }
 
 

@@ -45,7 +45,8 @@ class PytestInvocation:
 
     @property
     def junit_file(self) -> Path:
-        return self.parts_dir / f"{self.label}.xml"
+        # not *.xml: CI collects `results/**/*.xml`, and the merged junit.xml already holds these testcases
+        return self.parts_dir / f"{self.label}.junit.part"
 
     @property
     def events_file(self) -> Path:

@@ -4,7 +4,7 @@ and the stage's results folder.
     results_dir/                  (.ci-tool/runs/<run id>/<stage>/)
       rendered.txt  shard.txt     the context's render and this stage's lines
       lists/                      the list (and node-id) files each process read
-      parts/<label>.xml|.log|...  one streamed JUnit, log, events and collection report per process
+      parts/<label>.junit.part|.log|...  per process: streamed JUnit, log, events, collection report
       junit.xml                   the stage's merged, stage-prefixed JUnit
       result.json                 state, counts, uncollected entries, the processes and their commands
 

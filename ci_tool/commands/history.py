@@ -1,0 +1,60 @@
+"""`ci-tool history`: recent runs, the slowest tests and the flaky tests, from the SQLite history."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, history_path
+
+history_option = click.option(
+    "--history",
+    "history_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="SQLite history file [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
+)
+
+
+@click.command()
+@history_option
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per section.")
+@click.option(
+    "--window", default=30, show_default=True, type=click.IntRange(min=1), help="Runs the test sections read."
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "slowest": [...], "flaky": [...]}.')
+def history(history_file: Path | None, limit: int, window: int, as_json: bool) -> int:
+    """Show recent runs, the slowest tests and the flaky tests (passed on rerun, or flipping between runs)."""
+    with HistoryStore(history_path(history_file), create=False) as store:
+        runs = queries.recent_runs(store, limit=limit)
+        slowest = queries.slowest_tests(store, limit=limit, window_runs=window)
+        flaky = queries.flaky_tests(store, window_runs=window)[:limit]
+    if as_json:
+        payload = {
+            "runs": [
+                {k: getattr(r, k) for k in ("run_id", "state", "command", "started_at", "finished_at")} for r in runs
+            ],
+            "slowest": [dataclasses.asdict(s) for s in slowest],
+            "flaky": [dataclasses.asdict(f) for f in flaky],
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return 0
+    click.echo("Recent runs (newest first):")
+    for run in runs:
+        took = f"{run.finished_at - run.started_at:8.1f} s" if run.finished_at is not None else "   running"
+        click.echo(f"  {run.run_id}  {run.state:<11} {took}  {run.command}")
+    click.echo(f"Slowest tests (median of the latest results, last {window} runs):")
+    for slow in slowest:
+        click.echo(f"  {slow.median_seconds:8.2f} s  {slow.test_id}")
+    click.echo(f"Flaky tests (last {window} runs):")
+    for test in flaky:
+        click.echo(
+            f"  {test.test_id}  [{test.family}]  {test.flips} flips, {test.passed_on_rerun} passed on rerun, "
+            f"{test.results} results"
+        )
+    if not flaky:
+        click.echo("  none")
+    return 0
