@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ci_tool.errors import GenerateError
 from ci_tool.stages.modes import TestMode
@@ -55,16 +56,26 @@ SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
 PIPELINE_TIMEOUT_HOURS = 24
 
 
-@dataclass(frozen=True)
-class StageSpec:
-    """What the generated files carry for one catalog stage."""
+class CatalogStage(Protocol):
+    """What the generated files read of a catalog stage (`ci_tool.stages.catalog.Stage`)."""
 
-    stage: StageName  # the parsed name: GPU, counts, mode, post-merge, shard
-    platform: str  # the runner label of the machine pool, e.g. "a10", "dgx-h100-x4", "cpu"
-    context: str  # the test-db context, e.g. "l0_a10"
-    shard_count: int
-    timeout_minutes: int
-    arch: str = "x86_64"
+    @property
+    def name(self) -> StageName: ...  # the parsed name: GPU, counts, mode, post-merge, shard
+
+    @property
+    def platform(self) -> str: ...  # the runner label of the machine pool, e.g. "a10", "dgx-h100-x4", "cpu"
+
+    @property
+    def context(self) -> str: ...  # the test-db context, e.g. "l0_a10"
+
+    @property
+    def splits(self) -> int: ...  # the family's shard count
+
+    @property
+    def timeout_minutes(self) -> int: ...
+
+    @property
+    def arch(self) -> str: ...  # x86_64 or aarch64
 
 
 @dataclass(frozen=True)
@@ -76,17 +87,17 @@ class GitHubJob:
     chunk: int  # 1-based
 
 
-def stage_row(spec: StageSpec) -> dict[str, object]:
+def stage_row(spec: CatalogStage) -> dict[str, object]:
     """The stage table row: the same keys and values in Jenkins and GitHub."""
-    stage = spec.stage
-    if stage.shard is not None and not 1 <= stage.shard <= spec.shard_count:
-        raise GenerateError(f"expected shard {stage.shard} of {stage.name!r} within 1..{spec.shard_count}")
+    stage = spec.name
+    if stage.shard is not None and not 1 <= stage.shard <= spec.splits:
+        raise GenerateError(f"expected shard {stage.shard} of {stage.name!r} within 1..{spec.splits}")
     return {
         "name": stage.name,
         "platform": spec.platform,
         "context": spec.context,
         "shard": stage.shard or 1,
-        "shard_count": spec.shard_count,
+        "shard_count": spec.splits,
         "gpu_count": stage.gpu_count,
         "node_count": stage.node_count,
         "mode": stage.mode.value,
@@ -97,33 +108,33 @@ def stage_row(spec: StageSpec) -> dict[str, object]:
     }
 
 
-def jenkins_label(spec: StageSpec) -> str:
+def jenkins_label(spec: CatalogStage) -> str:
     """The Jenkins node label expression a stage's agent must match."""
-    if spec.stage.mode is TestMode.PERF:
+    if spec.name.mode is TestMode.PERF:
         return f"{spec.platform} && {PERF_RUNNER_LABEL}"
     return spec.platform
 
 
-def github_runs_on(spec: StageSpec) -> str | list[str]:
+def github_runs_on(spec: CatalogStage) -> str | list[str]:
     """`runs-on` of a stage: hosted for CPU stages, the self-hosted pool's labels otherwise."""
-    if spec.stage.is_cpu:
+    if spec.name.is_cpu:
         return HOSTED_RUNNER
     labels = [SELF_HOSTED, spec.platform]
-    if spec.stage.mode is TestMode.PERF:
+    if spec.name.mode is TestMode.PERF:
         labels.append(PERF_RUNNER_LABEL)
     return labels
 
 
-def github_group(spec: StageSpec) -> str:
-    if spec.stage.multi_gpu:
+def github_group(spec: CatalogStage) -> str:
+    if spec.name.multi_gpu:
         return "multi_gpu"
-    return "cpu" if spec.stage.is_cpu else "single_gpu"
+    return "cpu" if spec.name.is_cpu else "single_gpu"
 
 
-def default_sets(spec: StageSpec) -> list[str]:
+def default_sets(spec: CatalogStage) -> list[str]:
     """The automatic selections a stage belongs to (reference §4.8): pre-merge runs neither Post-Merge,
     multi-GPU nor OnDemand stages; post-merge adds the first two; OnDemand stages run only by name."""
-    stage = spec.stage
+    stage = spec.name
     if stage.on_demand:
         return []
     if stage.post_merge or stage.multi_gpu:
@@ -131,12 +142,12 @@ def default_sets(spec: StageSpec) -> list[str]:
     return ["pre_merge", "post_merge"]
 
 
-def _check_unique(specs: Sequence[StageSpec]) -> None:
+def _check_unique(specs: Sequence[CatalogStage]) -> None:
     seen: set[str] = set()
     for spec in specs:
-        if spec.stage.name in seen:
-            raise GenerateError(f"expected each stage once in the catalog, found {spec.stage.name!r} twice")
-        seen.add(spec.stage.name)
+        if spec.name.name in seen:
+            raise GenerateError(f"expected each stage once in the catalog, found {spec.name.name!r} twice")
+        seen.add(spec.name.name)
     if not specs:
         raise GenerateError(f"expected at least one stage in {CATALOG_PATH}, found none")
 
@@ -145,7 +156,7 @@ def _chunks(items: Sequence[dict[str, object]], size: int) -> list[list[dict[str
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
-def _common(specs: Sequence[StageSpec]) -> dict[str, object]:
+def _common(specs: Sequence[CatalogStage]) -> dict[str, object]:
     _check_unique(specs)
     return {
         "do_not_edit": DO_NOT_EDIT,
@@ -157,15 +168,15 @@ def _common(specs: Sequence[StageSpec]) -> dict[str, object]:
     }
 
 
-def jenkins_test_context(specs: Sequence[StageSpec]) -> dict[str, object]:
+def jenkins_test_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
     rows = [{**stage_row(spec), "label": jenkins_label(spec)} for spec in specs]
     return {**_common(specs), "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD)}
 
 
-def jenkins_merge_request_context(specs: Sequence[StageSpec]) -> dict[str, object]:
+def jenkins_merge_request_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
     """L0_MergeRequest.groovy: which architecture and phase each stage belongs to, and the job topology."""
-    rows = [{"name": spec.stage.name, "arch": spec.arch, "phase": stage_row(spec)["phase"]} for spec in specs]
+    rows = [{"name": spec.name.name, "arch": spec.arch, "phase": stage_row(spec)["phase"]} for spec in specs]
     arches = list(dict.fromkeys(spec.arch for spec in specs))
     return {
         **_common(specs),
@@ -179,7 +190,7 @@ def jenkins_merge_request_context(specs: Sequence[StageSpec]) -> dict[str, objec
     }
 
 
-def github_jobs(specs: Sequence[StageSpec]) -> list[GitHubJob]:
+def github_jobs(specs: Sequence[CatalogStage]) -> list[GitHubJob]:
     """The matrix jobs: per group, as many chunks as the catalog could ever fill."""
     jobs: list[GitHubJob] = []
     for group in ("cpu", "single_gpu", "multi_gpu"):
@@ -188,11 +199,11 @@ def github_jobs(specs: Sequence[StageSpec]) -> list[GitHubJob]:
     return jobs
 
 
-def github_context(specs: Sequence[StageSpec]) -> dict[str, object]:
+def github_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
     """l0-test.yml: the plan job's stage table and the matrix jobs, single-GPU phase before multi-GPU."""
     table = [
         {
-            "stage": spec.stage.name,
+            "stage": spec.name.name,
             **{key: value for key, value in stage_row(spec).items() if key in GITHUB_ROW_KEYS},
             "group": github_group(spec),
             "runs_on": github_runs_on(spec),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ci_tool.generate.context import StageSpec, github_context, jenkins_merge_request_context, jenkins_test_context
+from ci_tool.generate.context import CatalogStage, github_context, jenkins_merge_request_context, jenkins_test_context
 from ci_tool.generate.render import render
 
 
@@ -16,7 +16,7 @@ from ci_tool.generate.render import render
 class Target:
     path: str  # relative to the repository root, with '/'
     template: str  # a file under ci_tool/generate/templates
-    build_context: Callable[[Sequence[StageSpec]], dict[str, object]]
+    build_context: Callable[[Sequence[CatalogStage]], dict[str, object]]
 
 
 TARGETS: tuple[Target, ...] = (
@@ -26,6 +26,6 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-def generate_files(specs: Sequence[StageSpec]) -> dict[str, str]:
+def generate_files(specs: Sequence[CatalogStage]) -> dict[str, str]:
     """Every target's text, keyed by its path, in registry order."""
     return {target.path: render(target.template, target.build_context(specs)) for target in TARGETS}

@@ -17,20 +17,30 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.generate.context import StageSpec
+from ci_tool.generate.context import CatalogStage
 from ci_tool.generate.targets import generate_files
-from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.names import StageName, parse_stage_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 STUB = HERE / "pipeline_stub.groovy"
 
 
-def _spec(name: str, platform: str, context: str, shards: int, timeout: int, arch: str = "x86_64") -> StageSpec:
-    return StageSpec(parse_stage_name(name), platform, context, shards, timeout, arch)
+@dataclass(frozen=True)
+class _Stage:
+    name: StageName
+    platform: str
+    context: str
+    splits: int
+    timeout_minutes: int
+    arch: str
 
 
-def _small() -> list[StageSpec]:
+def _spec(name: str, platform: str, context: str, shards: int, timeout: int, arch: str = "x86_64") -> CatalogStage:
+    return _Stage(parse_stage_name(name), platform, context, shards, timeout, arch)
+
+
+def _small() -> list[CatalogStage]:
     return [
         _spec("CPU-Generic-1", "cpu", "l0_cpu", 1, 30),
         _spec("CPU-Build_Docs", "cpu", "l0_cpu", 1, 20),
@@ -45,7 +55,7 @@ def _small() -> list[StageSpec]:
     ]
 
 
-def _split() -> list[StageSpec]:
+def _split() -> list[CatalogStage]:
     """More single-GPU stages than one GitHub matrix holds, and more than one Jenkins table method."""
     shards = 260
     return [_spec(f"A10-PyTorch-{k}", "a10", "l0_a10", shards, 30) for k in range(1, shards + 1)]
@@ -60,7 +70,7 @@ class Generated:
     """One golden catalog's stages and its generated files, written under `root`."""
 
     name: str
-    specs: Sequence[StageSpec]
+    specs: Sequence[CatalogStage]
     files: Mapping[str, str]  # target path -> text
     root: Path
 

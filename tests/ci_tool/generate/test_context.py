@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from ci_tool.errors import GenerateError
 from ci_tool.generate.context import (
     GITHUB_MATRIX_LIMIT,
     JENKINS_ROWS_PER_METHOD,
-    StageSpec,
     default_sets,
     github_context,
     github_jobs,
@@ -18,11 +19,23 @@ from ci_tool.generate.context import (
     jenkins_test_context,
     stage_row,
 )
-from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.names import StageName, parse_stage_name
 
 
-def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> StageSpec:
-    return StageSpec(parse_stage_name(name), platform, "l0_x", shards, timeout, arch)
+@dataclass(frozen=True)
+class FakeStage:
+    """Only the catalog stage fields the context builders read."""
+
+    name: StageName
+    platform: str
+    context: str
+    splits: int
+    timeout_minutes: int
+    arch: str
+
+
+def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> FakeStage:
+    return FakeStage(parse_stage_name(name), platform, "l0_x", shards, timeout, arch)
 
 
 def test_stage_row_carries_the_catalog_and_grammar_facts() -> None:

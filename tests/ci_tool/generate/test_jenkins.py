@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tool.generate.context import StageSpec
+from ci_tool.generate.context import CatalogStage
 
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
@@ -307,15 +307,15 @@ def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:
     assert (run["error"], steps(run, "build", "echo")[-1]) == (None, ("echo", "No stages selected."))
 
 
-def expected(spec: StageSpec) -> dict[str, object]:
+def expected(spec: CatalogStage) -> dict[str, object]:
     """The facts both CI systems must carry, straight from the catalog and the stage-name grammar."""
-    stage = spec.stage
+    stage = spec.name
     return {
         "platform": spec.platform,
         "context": spec.context,
         "gpu_count": stage.gpu_count,
         "shard": stage.shard or 1,
-        "shard_count": spec.shard_count,
+        "shard_count": spec.splits,
         "mode": stage.mode.value,
         "timeout_minutes": spec.timeout_minutes,
     }
@@ -337,10 +337,10 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(generated: dic
     jenkins = runs[f"{catalog}:stageTable"]["table"]
     phases = runs[f"{catalog}:stagePhases"]["table"]
     github = {row["stage"]: row for row in github_table(generated[catalog].files[".github/workflows/l0-test.yml"])}
-    names = [spec.stage.name for spec in specs]
+    names = [spec.name.name for spec in specs]
     assert (list(jenkins), list(phases), list(github)) == (names, names, names)
     for spec in specs:
-        name = spec.stage.name
+        name = spec.name.name
         want = expected(spec)
         row = jenkins[name]
         jenkins_facts = {
@@ -355,13 +355,13 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(generated: dic
         github_facts = {key: github[name][key] for key in want}
         assert (name, jenkins_facts, github_facts) == (name, want, want)
         assert row["label"].split(" && ")[0] == spec.platform
-        multi = "Multi-GPU" if spec.stage.multi_gpu else "Single-GPU"
+        multi = "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"
         assert phases[name] == {"arch": spec.arch, "phase": multi}
         runs_on = github[name]["runs_on"]
-        if spec.stage.is_cpu:
+        if spec.name.is_cpu:
             assert runs_on == "ubuntu-latest"
         else:
             assert runs_on[:2] == ["self-hosted", spec.platform]
         assert github[name]["group"] == (
-            "multi_gpu" if spec.stage.multi_gpu else "cpu" if spec.stage.is_cpu else "single_gpu"
+            "multi_gpu" if spec.name.multi_gpu else "cpu" if spec.name.is_cpu else "single_gpu"
         )
