@@ -1,0 +1,78 @@
+"""`ci-tool generate [--check]`: write the Jenkins pipelines and GitHub workflows from the stage catalog,
+or check that the committed ones are what the catalog and templates produce today."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import GenerateError
+from ci_tool.generate.freshness import stale_files
+from ci_tool.generate.targets import TARGETS, generate_files
+from ci_tool.stages.catalog import CATALOG_PATH, Catalog
+from ci_tool.stages.catalog_load import load_catalog
+from ci_tool.stages.durations import load_durations
+from ci_tool.testdb.load import load_test_db
+
+DURATIONS_FILE = ".test_durations"  # in the test-db folder; without it every test counts 1 s
+
+
+@click.command()
+@click.option("--check", is_flag=True, help="Regenerate in memory; exit 1 with a unified diff per stale file.")
+@click.option(
+    "--catalog",
+    "catalog_path",
+    default=CATALOG_PATH,
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The stage catalog.",
+)
+@click.option(
+    "--test-db",
+    "test_db",
+    default="test-db",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder holding the test-db *.yml files the catalog's contexts name.",
+)
+def generate(check: bool, catalog_path: Path, test_db: Path) -> int:
+    """Write the generated CI files (paths relative to the current directory, the repository root)."""
+    files = generate_files(read_catalog(catalog_path, test_db).stages)
+    committed = {path: _read(Path(path)) for path in files}
+    if check:
+        stale = stale_files(files, committed)
+        for item in stale:
+            state = "missing" if item.missing else "stale"
+            click.echo(f"error: {item.path} is {state}; run `ci-tool generate`", err=True)
+            click.echo(item.diff, nl=False)
+        if stale:
+            return 1
+        click.echo(f"{len(files)} generated files are up to date")
+        return 0
+    for path, text in files.items():
+        if committed[path] == text:
+            continue
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise GenerateError(f"cannot create the folder of {path!r}: {error.strerror}") from None
+        write_text_atomically(path, text, what=f"the generated {path}")
+        click.echo(f"wrote {path}")
+    click.echo(f"{len(TARGETS)} generated files are up to date")
+    return 0
+
+
+def read_catalog(catalog_path: Path, test_db: Path) -> Catalog:
+    """The catalog, checked against the test-db and planned with its durations (when recorded)."""
+    durations_path = test_db / DURATIONS_FILE
+    durations = load_durations(durations_path) if durations_path.exists() else {}
+    return load_catalog(catalog_path, db=load_test_db(test_db), durations=durations)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
