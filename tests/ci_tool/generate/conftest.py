@@ -19,50 +19,15 @@ import pytest
 
 from ci_tool.generate.context import CatalogStage
 from ci_tool.generate.targets import generate_files
-from ci_tool.stages.names import StageName, parse_stage_name
+from ci_tool.commands.generate import read_catalog
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 STUB = HERE / "pipeline_stub.groovy"
 
 
-@dataclass(frozen=True)
-class _Stage:
-    name: StageName
-    platform: str
-    context: str
-    splits: int
-    timeout_minutes: int
-    arch: str
-
-
-def _spec(name: str, platform: str, context: str, shards: int, timeout: int, arch: str = "x86_64") -> CatalogStage:
-    return _Stage(parse_stage_name(name), platform, context, shards, timeout, arch)
-
-
-def _small() -> list[CatalogStage]:
-    return [
-        _spec("CPU-Generic-1", "cpu", "l0_cpu", 1, 30),
-        _spec("CPU-Build_Docs", "cpu", "l0_cpu", 1, 20),
-        _spec("A10-PyTorch-1", "a10", "l0_a10", 2, 60),
-        _spec("A10-PyTorch-2", "a10", "l0_a10", 2, 60),
-        _spec("A10-PyTorch-OnDemand-1", "a10", "l0_a10", 1, 60),
-        _spec("H100_PCIe-PyTorch-Perf-1", "h100-pcie", "l0_perf", 1, 90),
-        _spec("DGX_B200-PyTorch-PerfSanity-Post-Merge-1", "b200", "l0_b200_perf_sanity", 1, 120),
-        _spec("DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "dgx-h100-x4", "l0_dgx_h100", 1, 120),
-        _spec("GH200-PyTorch-1", "gh200", "l0_gh200", 1, 60, "aarch64"),
-        _spec("GB200-4_GPUs-PyTorch-1", "gb200-x4", "l0_gb200", 1, 120, "aarch64"),
-    ]
-
-
-def _split() -> list[CatalogStage]:
-    """More single-GPU stages than one GitHub matrix holds, and more than one Jenkins table method."""
-    shards = 260
-    return [_spec(f"A10-PyTorch-{k}", "a10", "l0_a10", shards, 30) for k in range(1, shards + 1)]
-
-
-# Golden catalogs: name -> stages. Expected outputs live in catalogs/<name>/expected/.
-CATALOGS = {"small": _small, "split": _split}
+CATALOGS_DIR = HERE / "catalogs"  # <name>/stages.yml and <name>/expected/; test-db/ holds their contexts
+CATALOG_NAMES = sorted(path.parent.name for path in CATALOGS_DIR.glob("*/stages.yml"))
 
 
 @dataclass(frozen=True)
@@ -81,8 +46,8 @@ class Generated:
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Generated]:
     result: dict[str, Generated] = {}
-    for name, build in CATALOGS.items():
-        specs = build()
+    for name in CATALOG_NAMES:
+        specs = read_catalog(CATALOGS_DIR / name / "stages.yml", CATALOGS_DIR / "test-db").stages
         root = tmp_path_factory.mktemp(name)
         files = generate_files(specs)
         for target, text in files.items():

@@ -92,13 +92,13 @@ def plan(
 
 PRE_MERGE = {
     "fail_fast": "true",
-    "cpu_1": ["CPU-Generic-1", "CPU-Build_Docs"],
+    "cpu_1": ["CPU-Generic-1"],
     "single_gpu_1": ["A10-PyTorch-1", "A10-PyTorch-2", "H100_PCIe-PyTorch-Perf-1", "GH200-PyTorch-1"],
     "multi_gpu_1": [],
 }
 POST_MERGE = {
     "fail_fast": "false",
-    "cpu_1": ["CPU-Generic-1", "CPU-Build_Docs"],
+    "cpu_1": ["CPU-Generic-1"],
     "single_gpu_1": [
         "A10-PyTorch-1",
         "A10-PyTorch-2",

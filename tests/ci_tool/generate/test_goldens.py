@@ -13,7 +13,7 @@ import pytest
 from ci_tool.generate.targets import TARGETS
 
 HERE = Path(__file__).resolve().parent
-CATALOG_NAMES = ("small", "split")
+CATALOG_NAMES = sorted(path.parent.name for path in (HERE / "catalogs").glob("*/stages.yml"))
 
 
 @pytest.mark.parametrize("target", [target.path for target in TARGETS], ids=lambda path: Path(path).name)

@@ -44,7 +44,6 @@ Map stagePhases() {
 Map stagePhasesPart1() {
     return [
         'CPU-Generic-1': [arch: 'x86_64', phase: 'Single-GPU'],
-        'CPU-Build_Docs': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-2': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-OnDemand-1': [arch: 'x86_64', phase: 'Single-GPU'],

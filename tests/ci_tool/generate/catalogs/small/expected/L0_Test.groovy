@@ -37,16 +37,15 @@ Map stageTable() {
 
 Map stageTablePart1() {
     return [
-        'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
-        'CPU-Build_Docs': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 20],
-        'A10-PyTorch-1': [platform: 'a10', label: 'a10', context: 'l0_a10', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'A10-PyTorch-2': [platform: 'a10', label: 'a10', context: 'l0_a10', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'A10-PyTorch-OnDemand-1': [platform: 'a10', label: 'a10', context: 'l0_a10', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'H100_PCIe-PyTorch-Perf-1': [platform: 'h100-pcie', label: 'h100-pcie && perf', context: 'l0_perf', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 90],
-        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'b200', label: 'b200', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 120],
-        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_dgx_h100', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120],
-        'GH200-PyTorch-1': [platform: 'gh200', label: 'gh200', context: 'l0_gh200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'GB200-4_GPUs-PyTorch-1': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_gb200', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120],
+        'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
+        'A10-PyTorch-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
+        'A10-PyTorch-2': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
+        'A10-PyTorch-OnDemand-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
+        'H100_PCIe-PyTorch-Perf-1': [platform: 'h100-pcie', label: 'h100-pcie && perf', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 90],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'b200', label: 'b200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 120],
+        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120],
+        'GH200-PyTorch-1': [platform: 'gh200', label: 'gh200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
+        'GB200-4_GPUs-PyTorch-1': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
     ]
 }
 
