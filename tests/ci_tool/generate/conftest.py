@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.commands.generate import read_catalog
 from ci_tool.generate.context import CatalogStage
 from ci_tool.generate.targets import generate_files
-from ci_tool.commands.generate import read_catalog
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
