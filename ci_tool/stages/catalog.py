@@ -1,0 +1,245 @@
+"""The stage catalog: `jenkins/stages.yml` (hand-written, the single source of truth) as frozen values.
+
+    version: 1
+    timeouts: {margin: 2.0, minimum_minutes: 30}   optional (these are the defaults); see TimeoutRule
+    multi_gpu_paths: [PATH, ...]        a changed file here adds the pre-merge multi-GPU stages (§4.8 step 2)
+    tag_triggers: {PATH: TOKEN, ...}    a changed file here adds every stage carrying TOKEN   (step 3)
+    file_groups:                         a change confined to one group runs only its stages   (step 11)
+    - {name: docs, paths: [PATH, ...], stages: [STAGE_GLOB, ...]}
+    families:
+    - name: DGX_H100-4_GPUs-PyTorch      the stage grammar without the shard index (names.py)
+      platform: dgx-h100-x4              the runner label: Jenkins node label and GitHub runner label
+      context: l0_dgx_h100               the test-db context its stages render
+      splits: 2                          the shard count, or `auto` with `budget_minutes`
+      budget_minutes: 60                 with `splits: auto`: the predicted minutes one shard may take
+      gpu_count: 4                       optional: must say what the name says (N_GPUs; 1; 0 on CPU)
+      node_count: 1                      optional: must say what the name says (M_Nodes; 1)
+      on_demand: false                   optional: must say what the name says (the OnDemand tag)
+      timeout_minutes: 120               optional: else derived (TimeoutRule)
+      arch: x86_64                       optional: x86_64 (default) or aarch64
+
+A family expands to the stages `<name>-1 .. <name>-<splits>`. PATH is a prefix of a changed file's path,
+or a whole-path glob when it holds `*` (fnmatch: `*` crosses `/`). TOKEN is a tag or backend token of
+the stage grammar (`DeepSeek`, `PerfSanity`, `Triton`). The name decides GPU, counts, backend, mode and
+post-merge; the catalog only repeats a fact to have it checked. Loading is in catalog_load.py.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ci_tool.errors import StageError, Where, closest
+from ci_tool.stages.modes import TestMode
+from ci_tool.stages.names import BACKENDS, StageName
+
+CATALOG_PATH = "jenkins/stages.yml"
+DURATIONS_PATH = "test-db/.test_durations"
+FORMAT_VERSION = 1
+_BACKEND_TOKENS = {value: token for token, value in BACKENDS.items()}
+
+
+@dataclass(frozen=True)
+class TimeoutRule:
+    """A family without `timeout_minutes` gets its slowest stage's predicted minutes times `margin`,
+    rounded up to a multiple of `step_minutes`, and at least `minimum_minutes` (predictions come from
+    test-db/.test_durations; entries without a recorded duration count as the mean, or 1 s)."""
+
+    margin: float = 2.0
+    minimum_minutes: int = 30
+    step_minutes: int = 5
+
+    def minutes(self, predicted_seconds: float) -> int:
+        scaled = math.ceil(predicted_seconds / 60 * self.margin / self.step_minutes) * self.step_minutes
+        return max(self.minimum_minutes, scaled)
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    """A changed-file rule: a glob when it holds `*` (whole path, `*` crosses `/`), else a path prefix."""
+    if "*" in pattern:
+        return fnmatch.fnmatchcase(path, pattern)
+    return path.startswith(pattern)
+
+
+def stage_glob_matches(pattern: str, name: str) -> bool:
+    """A stage selector (§4.8 step 13): without `*` an exact name; with `*` a whole-name glob whose `*`
+    matches any run of characters (nothing else is special: `[` and `?` are literal)."""
+    if "*" not in pattern:
+        return pattern == name
+    return _glob(pattern).fullmatch(name) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(piece) for piece in pattern.split("*")))
+
+
+def carries(name: StageName, token: str) -> bool:
+    """Whether a stage name carries a tag or backend token (`PerfSanity`, `PyTorch`)."""
+    return token in name.tags or (name.backend is not None and _BACKEND_TOKENS.get(name.backend) == token)
+
+
+def tokens_of(name: StageName) -> tuple[str, ...]:
+    """The tags and backend token of a name (what a tag trigger can name)."""
+    backend = (_BACKEND_TOKENS[name.backend],) if name.backend in _BACKEND_TOKENS else ()
+    return (*backend, *name.tags)
+
+
+@dataclass(frozen=True)
+class TagTrigger:
+    path: str  # a PATH rule (path_matches)
+    token: str
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files of one kind: a change touching only these runs only the selected stages matching `stages`."""
+
+    name: str
+    paths: tuple[str, ...]  # PATH rules
+    stages: tuple[str, ...]  # stage-name globs (`*` only)
+
+    def covers(self, path: str) -> bool:
+        return any(path_matches(rule, path) for rule in self.paths)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One catalog entry: a family name and how its stages run."""
+
+    name: StageName  # shard is None
+    platform: str
+    context: str
+    splits: int  # the shard count (resolved when written `auto`)
+    budget_minutes: float | None  # set when written `splits: auto`
+    timeout_minutes: int
+    timeout_derived: bool  # False when written in the catalog
+    predicted_minutes: float  # of the slowest stage, from the durations (stage facts only, no sysinfo)
+    arch: str
+    where: Where
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: `<family>-<shard>`. Everything but the name comes from its family."""
+
+    name: StageName  # with its shard index
+    family: Family
+
+    @property
+    def shard(self) -> int:
+        assert self.name.shard is not None  # the loader expands families into shards
+        return self.name.shard
+
+    @property
+    def platform(self) -> str:
+        return self.family.platform
+
+    @property
+    def context(self) -> str:
+        return self.family.context
+
+    @property
+    def splits(self) -> int:
+        return self.family.splits
+
+    @property
+    def timeout_minutes(self) -> int:
+        return self.family.timeout_minutes
+
+    @property
+    def arch(self) -> str:
+        return self.family.arch
+
+    @property
+    def gpu_count(self) -> int:
+        return self.name.gpu_count
+
+    @property
+    def node_count(self) -> int:
+        return self.name.node_count
+
+    @property
+    def mode(self) -> TestMode:
+        return self.name.mode
+
+    @property
+    def post_merge(self) -> bool:
+        return self.name.post_merge
+
+    @property
+    def multi_gpu(self) -> bool:
+        return self.name.multi_gpu
+
+    @property
+    def on_demand(self) -> bool:
+        return self.name.on_demand
+
+    def to_json(self) -> dict[str, object]:
+        """The `ci-tool stages list --json` object: exactly these keys, in this order."""
+        return {
+            "name": self.name.name,
+            "family": self.family.name.name,
+            "platform": self.platform,
+            "context": self.context,
+            "shard": self.shard,
+            "splits": self.splits,
+            "gpu": self.name.gpu,
+            "gpu_count": self.gpu_count,
+            "node_count": self.node_count,
+            "backend": self.name.backend,
+            "mode": self.mode.value,
+            "post_merge": self.post_merge,
+            "multi_gpu": self.multi_gpu,
+            "on_demand": self.on_demand,
+            "timeout_minutes": self.timeout_minutes,
+            "arch": self.arch,
+        }
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The validated catalog: families in file order and their stages, family by family."""
+
+    file: str
+    families: tuple[Family, ...]
+    stages: tuple[Stage, ...]
+    timeouts: TimeoutRule = TimeoutRule()
+    multi_gpu_paths: tuple[str, ...] = ()
+    tag_triggers: tuple[TagTrigger, ...] = ()
+    file_groups: tuple[FileGroup, ...] = ()
+
+    @functools.cached_property
+    def by_name(self) -> Mapping[str, Stage]:
+        return {stage.name.name: stage for stage in self.stages}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(stage.name.name for stage in self.stages)
+
+    @functools.cached_property
+    def _by_family(self) -> Mapping[str, tuple[Stage, ...]]:
+        grouped: dict[str, list[Stage]] = {}
+        for stage in self.stages:
+            grouped.setdefault(stage.family.name.name, []).append(stage)
+        return {family: tuple(stages) for family, stages in grouped.items()}
+
+    def stages_of(self, family: Family) -> tuple[Stage, ...]:
+        return self._by_family.get(family.name.name, ())
+
+    def stage(self, name: str) -> Stage:
+        """The stage called `name`; a StageError names the closest stages otherwise."""
+        found = self.by_name.get(name)
+        if found is None:
+            near = closest(name, self.names)
+            hint = ("did you mean " + " or ".join(repr(n) for n in near) + "?") if near else None
+            raise StageError(
+                f"expected a stage of the catalog, found no stage {name!r}",
+                where=Where(self.file),
+                hint=hint or "`ci-tool stages list` prints every stage",
+            )
+        return found

@@ -1,0 +1,209 @@
+"""Planning: what a stage would run, decided before anything runs. Pure (values in, values out).
+
+    query    = the stage name's facts over sysinfo (None: stage facts only)   stages.query.render_query
+    rendered = the context's lines matching the query                        testdb.select.render
+    shards   = the rendered ids split across the family's shards by duration  stages.shard.plan_shards
+    lines    = this stage's shard (the whole render when the family is not sharded)
+    isolated = its ISOLATION lines, each run in its own pytest process
+
+A family is planned once (`plan_family`) and each of its stages takes its shard (`FamilyPlan.stage`), so
+planning the whole catalog (`plan_catalog`) renders and shards each family once. A family is sharded
+when its mode shards (perf mode runs the whole list) and it has more than one shard; an id rendered
+twice (two blocks with different markers) runs once. `splits="auto"` picks the smallest shard count
+whose predicted makespan fits the budget. The same plan serves `ci-tool stage show`, `ci-tool stage run`,
+`ci-tool bot plan` and the catalog's derived timeouts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from ci_tool.errors import StageError
+from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.stages.names import StageName
+from ci_tool.stages.query import QueryValue, render_query
+from ci_tool.stages.shard import ShardPlan, plan_shards
+from ci_tool.testdb.lines import TestLine
+from ci_tool.testdb.model import TestDb
+from ci_tool.testdb.select import normalize_query, render
+
+if TYPE_CHECKING:  # catalog.py imports this module (derived timeouts, auto splits)
+    from ci_tool.stages.catalog import Catalog, Stage
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """Everything one stage run needs. `shard` is None when the whole render runs (not sharded)."""
+
+    stage: str
+    context: str
+    query: Mapping[str, str | None]
+    rendered: tuple[TestLine, ...]  # the whole render of the context
+    lines: tuple[TestLine, ...]  # the lines this stage runs, in list order
+    isolated: tuple[TestLine, ...]  # the subset of `lines` run one per process
+    shard: int | None
+    shards: int
+    pytest_args: tuple[str, ...]  # the mode's options (perf mode)
+    waives_file: str | None = None  # for the runner; planning does not read it
+    predicted_seconds: float = 0.0  # of `lines`, from the durations (unknown entries: the mean, or 1 s)
+    shard_plan: ShardPlan | None = None  # the family's split; None when not sharded
+
+    @property
+    def regular(self) -> tuple[TestLine, ...]:
+        isolated = set(self.isolated)
+        return tuple(line for line in self.lines if line not in isolated)
+
+    @property
+    def predicted_minutes(self) -> float:
+        return self.predicted_seconds / 60
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """A family's render and split, planned once for all of its stages."""
+
+    family: StageName  # the family name (no shard)
+    context: str
+    query: Mapping[str, str | None]
+    rendered: tuple[TestLine, ...]
+    splits: int  # the shard count (resolved for splits="auto")
+    shard_plan: ShardPlan | None  # None when not sharded or nothing rendered
+    whole_seconds: float  # the predicted seconds of the whole render
+
+    @property
+    def makespan_seconds(self) -> float:
+        """The predicted seconds of the family's slowest stage."""
+        return self.shard_plan.makespan_seconds if self.shard_plan is not None else self.whole_seconds
+
+    def stage(self, shard: int, *, waives_file: str | None = None) -> StagePlan:
+        """The plan of stage `<family>-<shard>`."""
+        if not 1 <= shard <= self.splits:
+            raise StageError(
+                f"expected a shard index from 1 to {self.splits} for family {self.family.name!r}, found {shard}"
+            )
+        name = self.family.with_shard(shard)
+        policy = self.family.policy
+        lines, seconds = self.rendered, self.whole_seconds
+        if self.shard_plan is not None:
+            by_id = {line.test_id: line for line in reversed(self.rendered)}  # the first line of an id wins
+            chosen = self.shard_plan.shard(shard)
+            lines, seconds = tuple(by_id[test_id] for test_id in chosen.test_ids), chosen.predicted_seconds
+        return StagePlan(
+            stage=name.name,
+            context=self.context,
+            query=self.query,
+            rendered=self.rendered,
+            lines=lines,
+            isolated=tuple(line for line in lines if line.isolation) if policy.sharded else (),
+            shard=shard if self.shard_plan is not None else None,
+            shards=self.splits if self.shard_plan is not None else 1,
+            pytest_args=policy.pytest_args,
+            waives_file=waives_file,
+            predicted_seconds=seconds,
+            shard_plan=self.shard_plan,
+        )
+
+
+def plan_family(
+    family: StageName,
+    *,
+    db: TestDb,
+    context: str,
+    splits: int | Literal["auto"],
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    budget_seconds: float | None = None,
+    arch: str = "x86_64",
+    gpu: str | None = None,
+    allow_empty: bool = False,
+) -> FamilyPlan:
+    """Render and split a family (a name without its shard index; see the module docstring)."""
+    query = normalize_query(render_query(family, sysinfo, arch=arch, gpu=gpu))
+    rendered = tuple(render(db, context, query, allow_empty=allow_empty))
+    ids = list(dict.fromkeys(line.test_id for line in rendered))
+    whole_seconds = math.fsum(estimate_seconds(ids, durations).seconds.values()) if ids else 0.0
+    shard_plan = None
+    count = 1 if splits == "auto" else splits
+    if ids and family.policy.sharded and (splits == "auto" or splits > 1):
+        isolated = [line.test_id for line in rendered if line.isolation]
+        shard_plan = plan_shards(ids, durations, splits=splits, budget_seconds=budget_seconds, isolated=isolated)
+        count = len(shard_plan.shards)
+        if count == 1:
+            shard_plan = None
+    return FamilyPlan(family, context, query, rendered, count, shard_plan, whole_seconds)
+
+
+def plan_stage(
+    stage: StageName,
+    *,
+    db: TestDb,
+    context: str,
+    splits: int,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    waives_file: str | None = None,
+    arch: str = "x86_64",
+    gpu: str | None = None,
+) -> StagePlan:
+    """The plan of one stage: shard K of `splits` for a name ending in K (a family name: shard 1 of 1)."""
+    family = stage if stage.shard is None else _family_of(stage)
+    planned = plan_family(
+        family, db=db, context=context, splits=splits, durations=durations, sysinfo=sysinfo, arch=arch, gpu=gpu
+    )
+    return planned.stage(stage.shard or 1, waives_file=waives_file)
+
+
+def plan_catalog_stage(
+    stage: Stage,
+    *,
+    db: TestDb,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    waives_file: str | None = None,
+    gpu: str | None = None,
+) -> StagePlan:
+    """The plan of one catalog stage (its context, shard count and arch come from the catalog)."""
+    return plan_stage(
+        stage.name,
+        db=db,
+        context=stage.context,
+        splits=stage.splits,
+        durations=durations,
+        sysinfo=sysinfo,
+        waives_file=waives_file,
+        arch=stage.arch,
+        gpu=gpu,
+    )
+
+
+def plan_catalog(
+    catalog: Catalog,
+    *,
+    db: TestDb,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    allow_empty: bool = False,
+) -> dict[str, StagePlan]:
+    """Every stage of the catalog planned: stage name -> plan, in catalog order (each family once)."""
+    plans: dict[str, StagePlan] = {}
+    for family in catalog.families:
+        planned = plan_family(
+            family.name,
+            db=db,
+            context=family.context,
+            splits=family.splits,
+            durations=durations,
+            sysinfo=sysinfo,
+            arch=family.arch,
+            allow_empty=allow_empty,
+        )
+        for stage in catalog.stages_of(family):
+            plans[stage.name.name] = planned.stage(stage.shard)
+    return plans
+
+
+def _family_of(stage: StageName) -> StageName:
+    return replace(stage, name=stage.family, shard=None)
