@@ -14,7 +14,9 @@ import argparse
 import gc
 import json
 import logging
+import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -27,22 +29,46 @@ from kvengine.storage import KvStorage
 SIZINGS = {"default": None, "old (avg = max_seq_len)": "max_seq_len"}
 
 
-def measure(engine: DecodeEngine, *, batch: int, context: int, steps: int, warmup_steps: int) -> float:
-    sequences = [engine.add_sequence(context_tokens=context) for _ in range(batch)]
-    if any(s is None for s in sequences):
-        raise SystemExit(f"the pools cannot hold {batch} sequences of {context} tokens; lower --batch")
-    tokens = torch.zeros(batch, dtype=torch.int64, device=engine.device)
-    start = 0.0
-    for step in range(warmup_steps + steps):
-        if step == warmup_steps:
-            _sync(engine.device)
-            start = time.perf_counter()
-        out = engine.step(sequences, tokens)  # type: ignore[arg-type]
-        if out is None:
-            raise SystemExit("ran out of blocks mid-run; lower --steps")
-        tokens = out[0]
-    _sync(engine.device)
-    return batch * steps / (time.perf_counter() - start)
+def measure(engine: DecodeEngine, *, batch: int, steps: int, warmup_steps: int, rounds: int) -> float:
+    """Median tokens/s over `rounds` fresh batches (each: warmup steps, then `steps` timed steps)."""
+    results = []
+    for _ in range(rounds):
+        sequences = [engine.add_sequence() for _ in range(batch)]
+        if any(s is None for s in sequences):
+            raise SystemExit(f"the pools cannot hold {batch} sequences; lower --batch")
+        tokens = torch.zeros(batch, dtype=torch.int64, device=engine.device)
+        start = 0.0
+        for step in range(warmup_steps + steps):
+            if step == warmup_steps:
+                _sync(engine.device)
+                start = time.perf_counter()
+            out = engine.step(sequences, tokens)  # type: ignore[arg-type]
+            if out is None:
+                raise SystemExit("ran out of blocks mid-run; lower --steps")
+            tokens = out[0]
+        _sync(engine.device)
+        results.append(batch * steps / (time.perf_counter() - start))
+        for seq in sequences:
+            seq.cache.close()  # type: ignore[union-attr]
+    return statistics.median(results)
+
+
+def step_ms(engine: DecodeEngine, *, batch: int, repeats: int = 20) -> dict[str, float | None]:
+    """Device step alone, no bookkeeping: graph replay of the padded size vs the eager forward of `batch` rows."""
+    padded = next((s for s in engine.runner.captured_sizes if s >= batch), None)
+
+    def timed(fn: Callable[[], object]) -> float:
+        fn()
+        _sync(engine.device)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        _sync(engine.device)
+        return round((time.perf_counter() - start) / repeats * 1000, 3)
+
+    eager = timed(lambda: engine.model.forward(engine.pools, engine.static.rows(batch)))
+    graph = timed(lambda: engine.runner.replay(padded)) if padded and engine.runner.use_cuda_graphs else None
+    return {"eager_forward_ms": eager, "graph_replay_ms": graph, "graph_size": padded}
 
 
 def concurrent_sequences(engine: DecodeEngine, length_tokens: int) -> int:
@@ -67,8 +93,8 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
             build_start = time.perf_counter()
             engine = DecodeEngine(spec, config, options)
             build_s = time.perf_counter() - build_start
-            tokens_per_s = measure(engine, batch=args.batch, context=args.context, steps=args.steps,
-                                   warmup_steps=args.warmup_steps)
+            tokens_per_s = measure(engine, batch=args.batch, steps=args.steps, warmup_steps=args.warmup_steps,
+                                   rounds=args.rounds)
             metrics = engine.metrics()
             if graphs:
                 result.update(
@@ -81,6 +107,7 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                     eager_steps=metrics.eager_steps,
                     build_s=round(build_s, 2),
                     tokens_per_s=round(tokens_per_s, 1),
+                    **step_ms(engine, batch=args.batch),
                 )
             else:
                 result["eager_only_tokens_per_s"] = round(tokens_per_s, 1)
@@ -94,10 +121,10 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
 
 def render(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
     lines = [
-        f"preset {args.preset}, budget {args.budget_gib} GiB, batch {args.batch}, context {args.context}, "
-        f"{args.steps} timed steps, device {args.device} ({_device_name(args.device)})",
+        f"preset {args.preset}, budget {args.budget_gib} GiB, batch {args.batch}, median of {args.rounds} rounds "
+        f"of {args.steps} timed steps, hidden {args.hidden_size}, device {args.device} ({_device_name(args.device)})",
         "| sizing | window slots | 1k-token seqs that fit | captured sizes | skipped | steps graph/eager "
-        "| tokens/s (graphs on) | tokens/s (eager only) | ratio |",
+        "| tokens/s (graphs on, as routed) | tokens/s (graphs off) | ratio |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -107,6 +134,10 @@ def render(rows: list[dict[str, object]], args: argparse.Namespace) -> str:
             f"{_sizes(r['captured_sizes'])} | {_sizes(r['skipped_sizes'])} | {r['graph_steps']}/{r['eager_steps']} "
             f"| {r['tokens_per_s']:.0f} | {r['eager_only_tokens_per_s']:.0f} | {ratio:.2f}x |"
         )
+    lines += ["", "| sizing | eager forward, ms (batch) | graph replay, ms (padded size) |", "|---|---|---|"]
+    for r in rows:
+        graph = f"{r['graph_replay_ms']} ({r['graph_size']})" if r["graph_replay_ms"] is not None else "no graph"
+        lines.append(f"| {r['sizing']} | {r['eager_forward_ms']} ({args.batch}) | {graph} |")
     return "\n".join(lines)
 
 
@@ -116,9 +147,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--budget-gib", type=float, default=4.0)
     parser.add_argument("--batch", type=int, default=80, help="80 fits the old sizing's window pool (89 slots)")
-    parser.add_argument("--context", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=24, help="context + steps must stay in one 32-token block")
-    parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=28, help="warmup + timed steps stay in one 32-token block")
+    parser.add_argument("--warmup-steps", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--max-context", type=int, default=128, help="block-table width of the decode step")
     parser.add_argument("--hidden-size", type=int, default=2048)
     parser.add_argument("--json", help="also write the rows to this file")

@@ -76,9 +76,9 @@ def one_cpu_thread():
     ],
 )
 @pytest.mark.usefixtures("one_cpu_thread")
-def test_decode_throughput(case: str, device: str, dtype: str, record_property) -> None:
+def test_decode_throughput(case: str, device: str, dtype: str, request: pytest.FixtureRequest) -> None:
     tokens_per_s, engine = decode_tokens_per_s(device, dtype)
-    record_property("tokens_per_s", round(tokens_per_s, 1))
+    request.node.user_properties.append(("tokens_per_s", round(tokens_per_s, 1)))
     floor = BASELINE[case]["min_tokens_per_s"]
     steps = WARMUP_STEPS + ROUNDS * STEPS_PER_ROUND
     assert engine.metrics().eager_steps == 0 and engine.metrics().padded_steps == steps
