@@ -146,6 +146,7 @@ class JunitStream:
         self.path = Path(path)
         self.suite_name = suite_name
         self.cases: list[CaseResult] = []
+        self._xml: list[str] = []  # each case's <testcase>, rendered once
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - held open
         self._file.write(_suite_open(suite_name))
@@ -155,10 +156,11 @@ class JunitStream:
 
     def add(self, case: CaseResult) -> None:
         self.cases.append(case)
+        self._xml.append(testcase_xml(case))
         if self._file is None:
             return
         self._file.seek(self._end)
-        self._file.write(testcase_xml(case))
+        self._file.write(self._xml[-1])
         self._end = self._file.tell()
         self._file.write(_CLOSING)
         self._file.truncate()
@@ -170,7 +172,8 @@ class JunitStream:
             return
         self._file.close()
         self._file = None
-        write_junit(self.path, self.suite_name, self.cases)
+        document = _suite_open(self.suite_name, self.cases) + "".join(self._xml) + _CLOSING
+        write_text_atomically(self.path, document, what="the JUnit report")
 
 
 def parse_junit(path: str | Path) -> JunitReport:

@@ -7,7 +7,8 @@ Without `--test-list` it does nothing. With it:
   `--test-list-report FILE`);
 - `TIMEOUT (N)` (minutes) becomes `pytest.mark.timeout(N*60)` unless the test function (or its
   parameter set) has its own timeout marker; class and module markers lose to the list, as in the
-  reference's precedence (function > parameter > list > class > module > command line);
+  reference's precedence (function > parameter > list > class > module > command line); pytest-timeout's
+  thread method runs on one watchdog thread (ci_tool.run.watchdog) instead of a thread per test;
 - SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
 - `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against the
   GPU token of `--stage-name`;
@@ -21,11 +22,12 @@ Without `--test-list` it does nothing. With it:
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from _pytest.mark import KeywordMatcher, MarkMatcher
@@ -35,6 +37,7 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, StageError, Where
 from ci_tool.run import junit
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
+from ci_tool.run.watchdog import TimeoutWatchdog
 from ci_tool.testdb.lines import TestLine, parse_test_line
 from ci_tool.testdb.waives import load_waives
 
@@ -159,8 +162,11 @@ class TestListPlugin:
         self.reports: dict[str, list[pytest.TestReport]] = defaultdict(list)
         stream = config.getoption("junit_stream", None)
         self.junit = junit.JunitStream(stream, self.stage or "pytest") if stream else None
+        self.watchdog: TimeoutWatchdog | None = None
+        self.current_timeout: float | None = None
         events = config.getoption("events", None)
-        self.events: IO[str] | None = open(events, "a", encoding="utf-8") if events else None  # noqa: SIM115
+        # unbuffered appends: each event reaches the file in one write, before a crash can lose it
+        self.events_fd: int | None = os.open(events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if events else None
         if config.args_source is not pytest.Config.ArgsSource.ARGS:
             paths = collection_paths([e.selector for e in self.entries if e.selector.file_path not in self.missing])
             config.args = [str(self.root / path) for path in paths]
@@ -286,8 +292,25 @@ class TestListPlugin:
 
     # -- running ----------------------------------------------------------------------------------
 
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """pytest-timeout's thread method, with one watchdog thread instead of one per test."""
+        self.current_timeout = float(settings.timeout)
+        if settings.method != "thread":
+            return None
+        if self.watchdog is None:
+            self.watchdog = TimeoutWatchdog()
+        self.watchdog.arm(item, settings)
+        return True
+
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        self.current_timeout = None
+        if self.watchdog is None:
+            return None
+        self.watchdog.disarm()
+        return None  # let pytest-timeout cancel a signal timer too (a no-op otherwise)
+
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self._event({"event": "start", "nodeid": nodeid, "time": time.time()})
+        self._event({"event": "start", "nodeid": nodeid, "time": time.time(), "timeout": self.current_timeout})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.reports[report.nodeid].append(report)
@@ -311,15 +334,14 @@ class TestListPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.junit is not None:
             self.junit.close()
-        if self.events is not None:
+        if self.events_fd is not None:
             self._event({"event": "done"})
-            self.events.close()
-            self.events = None
+            os.close(self.events_fd)
+            self.events_fd = None
 
     def _event(self, record: dict[str, object]) -> None:
-        if self.events is not None:
-            self.events.write(json.dumps(record) + "\n")
-            self.events.flush()
+        if self.events_fd is not None:
+            os.write(self.events_fd, (json.dumps(record) + "\n").encode())
 
 
 def _read_nodeids(path: str | None) -> frozenset[str] | None:

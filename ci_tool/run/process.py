@@ -3,8 +3,8 @@ back what it left (finished testcases, the test it died in, what it collected).
 
 The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
 reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
-A child that stops reporting for longer than the per-test timeout plus a margin is killed (a hang that
-pytest-timeout cannot see: collection, teardown, a stuck plugin).
+A child that stops reporting for longer than the running test's timeout (or the default one) plus a
+margin is killed: a hang pytest-timeout cannot see (collection, session teardown, a stuck plugin).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def pytest_command(python: str, invocation: PytestInvocation) -> list[str]:
     """The exact command line (options as `--opt=value`: a separate value would count as a path when
     pytest picks its rootdir)."""
     command = [
-        python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-v", "-ra", "--continue-on-collection-errors",
+        python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
         f"--test-list={invocation.list_file}",
         f"--test-list-report={invocation.report_file}",
         f"--stage-name={invocation.stage}",
@@ -167,6 +167,7 @@ def _watch(
 ) -> bool:
     """Forward events until the child exits; kill it and return True when it stops reporting."""
     last_progress = time.monotonic()
+    allowed = stall_seconds
     while True:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=_POLL_SECONDS)
@@ -174,9 +175,12 @@ def _watch(
             events.append(event)
             on_event(event)
             last_progress = time.monotonic()
+            test_timeout = event.get("timeout")  # a test's own (longer) timeout extends the allowance
+            own = test_timeout + STALL_MARGIN_SECONDS if isinstance(test_timeout, int | float) else 0.0
+            allowed = max(stall_seconds, own)
         if child.returncode is not None:
             return False
-        if time.monotonic() - last_progress > stall_seconds:
+        if time.monotonic() - last_progress > allowed:
             _signal_group(child, signal.SIGKILL)
             child.wait()
             return True
@@ -254,16 +258,18 @@ def _unfinished_case(
     else:
         outcome, kind = junit.ERROR, junit.CRASH_KIND
         message = f"Crash: the pytest process exited with code {exit_code} while the test ran"
-    return junit.CaseResult(nodeid, outcome, seconds, message, log_tail, kind, stage=invocation.stage)
+    text = f"{message}\nThe end of {invocation.log_file.name}:\n{log_tail}"
+    return junit.CaseResult(nodeid, outcome, seconds, message, text, kind, stage=invocation.stage)
 
 
 def _log_tail(path: Path, nodeid: str, *, max_lines: int = 60) -> str:
-    """The log from the test's own `-v` line on (at most `max_lines` lines, the last ones)."""
+    """The log from the progress line of the test's file on (at most the last `max_lines` lines)."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    starts = [index for index, line in enumerate(lines) if line.startswith(nodeid + " ")]
+    file_path = nodeid.split("::", 1)[0]
+    starts = [index for index, line in enumerate(lines) if line.startswith((nodeid + " ", file_path + " "))]
     return "\n".join(lines[starts[-1] if starts else 0 :][-max_lines:])
 
 

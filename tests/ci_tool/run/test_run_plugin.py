@@ -177,7 +177,12 @@ def test_hang_leaves_finished_results_and_the_unfinished_test(suite: Path, run_p
     events = [json.loads(line) for line in (suite / "events.jsonl").read_text().splitlines()]
     assert done.returncode != 0 and "Timeout" in done.stdout
     assert [c.nodeid for c in junit.parse_junit(suite / "junit.xml").cases] == ["cases/case_hang.py::test_before_hang"]
-    assert events[-1] == {"event": "start", "nodeid": "cases/case_hang.py::test_hang", "time": events[-1]["time"]}
+    assert events[-1] == {
+        "event": "start",
+        "nodeid": "cases/case_hang.py::test_hang",
+        "time": events[-1]["time"],
+        "timeout": 2.0,
+    }
 
 
 def test_collection_error_is_reported_and_recorded(suite: Path, run_pytest: Any) -> None:
