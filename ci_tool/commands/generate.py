@@ -9,14 +9,11 @@ import click
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import GenerateError
+from ci_tool.generate.context import generate_input
 from ci_tool.generate.freshness import stale_files
 from ci_tool.generate.targets import TARGETS, generate_files
-from ci_tool.stages.catalog import CATALOG_PATH, Catalog
-from ci_tool.stages.catalog_load import load_catalog
-from ci_tool.stages.durations import load_durations
-from ci_tool.testdb.load import load_test_db
-
-DURATIONS_FILE = ".test_durations"  # in the test-db folder; without it every test counts 1 s
+from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
+from ci_tool.stages.catalog_load import open_catalog
 
 
 @click.command()
@@ -37,9 +34,15 @@ DURATIONS_FILE = ".test_durations"  # in the test-db folder; without it every te
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder holding the test-db *.yml files the catalog's contexts name.",
 )
-def generate(check: bool, catalog_path: Path, test_db: Path) -> int:
+@click.option(
+    "--durations",
+    "durations_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"pytest-split durations JSON (derived timeouts, auto splits) [default: {DURATIONS_PATH} when it exists].",
+)
+def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Path | None) -> int:
     """Write the generated CI files (paths relative to the current directory, the repository root)."""
-    files = generate_files(read_catalog(catalog_path, test_db).stages)
+    files = generate_files(generate_input(open_catalog(catalog_path, test_db, durations_path).catalog))
     committed = {path: _read(Path(path)) for path in files}
     if check:
         stale = stale_files(files, committed)
@@ -62,13 +65,6 @@ def generate(check: bool, catalog_path: Path, test_db: Path) -> int:
         click.echo(f"wrote {path}")
     click.echo(f"{len(TARGETS)} generated files are up to date")
     return 0
-
-
-def read_catalog(catalog_path: Path, test_db: Path) -> Catalog:
-    """The catalog, checked against the test-db and planned with its durations (when recorded)."""
-    durations_path = test_db / DURATIONS_FILE
-    durations = load_durations(durations_path) if durations_path.exists() else {}
-    return load_catalog(catalog_path, db=load_test_db(test_db), durations=durations)
 
 
 def _read(path: Path) -> str | None:

@@ -10,7 +10,8 @@ catalog; the templates only spell the result in Groovy or YAML:
     phase                   grammar (multi_gpu)                    Single-/Multi-GPU  single-/multi-GPU jobs
                                                                    L0_Test runs       (multi `needs` single)
     timeout                 catalog timeout_minutes                timeout(MINUTES)   timeout-minutes
-    default selection       reference §4.8 steps 1 and 4           ci-tool (in job)   plan job
+    default selection       stages.select (a bare `/bot run`,      ci-tool stage      plan job: the
+                            and `/bot run --post-merge`)           select (in job)    precomputed sets
     fail-fast               off for post-merge or                  parallel failFast  strategy.fail-fast
                             disable_fail_fast
 
@@ -20,12 +21,13 @@ Order is the catalog's order everywhere; nothing depends on the clock or the mac
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ci_tool.bot.request import BotRequest
 from ci_tool.errors import GenerateError
-from ci_tool.stages.catalog import CATALOG_PATH
+from ci_tool.stages.catalog import CATALOG_PATH, Catalog
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import StageName
 
@@ -51,9 +53,14 @@ SELECT_SETUP_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install --quiet --no-deps -e . "
     "&& .venv/bin/pip install --quiet 'click>=8.1' 'pyyaml>=6'"
 )
-SELECT_COMMAND = ".venv/bin/ci-tool stage select --request request.json --json"
+SELECT_COMMAND = ".venv/bin/ci-tool stage select --request request.json --json"  # prints {"stages": [...]}
 SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
 PIPELINE_TIMEOUT_HOURS = 24
+# The automatic selections the GitHub plan job falls back to when no stages are named.
+DEFAULT_REQUESTS: dict[str, BotRequest] = {
+    "pre_merge": BotRequest("run"),
+    "post_merge": BotRequest("run", (("post_merge", True),)),
+}
 
 
 class CatalogStage(Protocol):
@@ -79,6 +86,22 @@ class CatalogStage(Protocol):
 
 
 @dataclass(frozen=True)
+class GenerateInput:
+    """Everything the generated files are built from: the catalog's stages and its default selections."""
+
+    stages: Sequence[CatalogStage]  # in catalog order
+    default_sets: Mapping[str, frozenset[str]]  # a DEFAULT_REQUESTS key -> the stage names it selects
+
+
+def generate_input(catalog: Catalog) -> GenerateInput:
+    """The input of a loaded catalog; the default sets come from the one stage selection."""
+    from ci_tool.stages.select import select_stages  # the selection imports the bot's flag table
+
+    defaults = {key: frozenset(select_stages(catalog, request).names) for key, request in DEFAULT_REQUESTS.items()}
+    return GenerateInput(catalog.stages, defaults)
+
+
+@dataclass(frozen=True)
 class GitHubJob:
     """One matrix job of the workflow: a chunk of at most GITHUB_MATRIX_LIMIT stages of one group."""
 
@@ -87,68 +110,57 @@ class GitHubJob:
     chunk: int  # 1-based
 
 
-def stage_row(spec: CatalogStage) -> dict[str, object]:
+def stage_row(stage: CatalogStage) -> dict[str, object]:
     """The stage table row: the same keys and values in Jenkins and GitHub."""
-    stage = spec.name
-    if stage.shard is not None and not 1 <= stage.shard <= spec.splits:
-        raise GenerateError(f"expected shard {stage.shard} of {stage.name!r} within 1..{spec.splits}")
+    name = stage.name
+    if name.shard is not None and not 1 <= name.shard <= stage.splits:
+        raise GenerateError(f"expected shard {name.shard} of {name.name!r} within 1..{stage.splits}")
     return {
-        "name": stage.name,
-        "platform": spec.platform,
-        "context": spec.context,
-        "shard": stage.shard or 1,
-        "shard_count": spec.splits,
-        "gpu_count": stage.gpu_count,
-        "node_count": stage.node_count,
-        "mode": stage.mode.value,
-        "timeout_minutes": spec.timeout_minutes,
-        "arch": spec.arch,
-        "phase": MULTI_GPU if stage.multi_gpu else SINGLE_GPU,
-        "cpu": stage.is_cpu,
+        "name": name.name,
+        "platform": stage.platform,
+        "context": stage.context,
+        "shard": name.shard or 1,
+        "shard_count": stage.splits,
+        "gpu_count": name.gpu_count,
+        "node_count": name.node_count,
+        "mode": name.mode.value,
+        "timeout_minutes": stage.timeout_minutes,
+        "arch": stage.arch,
+        "phase": MULTI_GPU if name.multi_gpu else SINGLE_GPU,
+        "cpu": name.is_cpu,
     }
 
 
-def jenkins_label(spec: CatalogStage) -> str:
+def jenkins_label(stage: CatalogStage) -> str:
     """The Jenkins node label expression a stage's agent must match."""
-    if spec.name.mode is TestMode.PERF:
-        return f"{spec.platform} && {PERF_RUNNER_LABEL}"
-    return spec.platform
+    if stage.name.mode is TestMode.PERF:
+        return f"{stage.platform} && {PERF_RUNNER_LABEL}"
+    return stage.platform
 
 
-def github_runs_on(spec: CatalogStage) -> str | list[str]:
+def github_runs_on(stage: CatalogStage) -> str | list[str]:
     """`runs-on` of a stage: hosted for CPU stages, the self-hosted pool's labels otherwise."""
-    if spec.name.is_cpu:
+    if stage.name.is_cpu:
         return HOSTED_RUNNER
-    labels = [SELF_HOSTED, spec.platform]
-    if spec.name.mode is TestMode.PERF:
+    labels = [SELF_HOSTED, stage.platform]
+    if stage.name.mode is TestMode.PERF:
         labels.append(PERF_RUNNER_LABEL)
     return labels
 
 
-def github_group(spec: CatalogStage) -> str:
-    if spec.name.multi_gpu:
+def github_group(stage: CatalogStage) -> str:
+    if stage.name.multi_gpu:
         return "multi_gpu"
-    return "cpu" if spec.name.is_cpu else "single_gpu"
+    return "cpu" if stage.name.is_cpu else "single_gpu"
 
 
-def default_sets(spec: CatalogStage) -> list[str]:
-    """The automatic selections a stage belongs to (reference §4.8): pre-merge runs neither Post-Merge,
-    multi-GPU nor OnDemand stages; post-merge adds the first two; OnDemand stages run only by name."""
-    stage = spec.name
-    if stage.on_demand:
-        return []
-    if stage.post_merge or stage.multi_gpu:
-        return ["post_merge"]
-    return ["pre_merge", "post_merge"]
-
-
-def _check_unique(specs: Sequence[CatalogStage]) -> None:
+def _check_unique(stages: Sequence[CatalogStage]) -> None:
     seen: set[str] = set()
-    for spec in specs:
-        if spec.name.name in seen:
-            raise GenerateError(f"expected each stage once in the catalog, found {spec.name.name!r} twice")
-        seen.add(spec.name.name)
-    if not specs:
+    for stage in stages:
+        if stage.name.name in seen:
+            raise GenerateError(f"expected each stage once in the catalog, found {stage.name.name!r} twice")
+        seen.add(stage.name.name)
+    if not stages:
         raise GenerateError(f"expected at least one stage in {CATALOG_PATH}, found none")
 
 
@@ -156,8 +168,8 @@ def _chunks(items: Sequence[dict[str, object]], size: int) -> list[list[dict[str
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
-def _common(specs: Sequence[CatalogStage]) -> dict[str, object]:
-    _check_unique(specs)
+def _common(stages: Sequence[CatalogStage]) -> dict[str, object]:
+    _check_unique(stages)
     return {
         "do_not_edit": DO_NOT_EDIT,
         "setup_command": SETUP_COMMAND,
@@ -168,65 +180,62 @@ def _common(specs: Sequence[CatalogStage]) -> dict[str, object]:
     }
 
 
-def jenkins_test_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
+def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
-    rows = [{**stage_row(spec), "label": jenkins_label(spec)} for spec in specs]
-    return {**_common(specs), "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD)}
+    rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in source.stages]
+    return {**_common(source.stages), "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD)}
 
 
-def jenkins_merge_request_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
+def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     """L0_MergeRequest.groovy: which architecture and phase each stage belongs to, and the job topology."""
-    rows = [{"name": spec.name.name, "arch": spec.arch, "phase": stage_row(spec)["phase"]} for spec in specs]
-    arches = list(dict.fromkeys(spec.arch for spec in specs))
+    rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, source.stages)]
     return {
-        **_common(specs),
+        **_common(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": SELECT_COMMAND,
         "select_label": SELECT_LABEL,
         "test_job": "L0_Test",
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
-        "arches": arches,
+        "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),
         "phase_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
 
-def github_jobs(specs: Sequence[CatalogStage]) -> list[GitHubJob]:
+def github_jobs(stages: Sequence[CatalogStage]) -> list[GitHubJob]:
     """The matrix jobs: per group, as many chunks as the catalog could ever fill."""
     jobs: list[GitHubJob] = []
     for group in ("cpu", "single_gpu", "multi_gpu"):
-        count = sum(1 for spec in specs if github_group(spec) == group)
+        count = sum(1 for stage in stages if github_group(stage) == group)
         jobs.extend(GitHubJob(f"{group}_{k}", group, k) for k in range(1, math.ceil(count / GITHUB_MATRIX_LIMIT) + 1))
     return jobs
 
 
-def github_context(specs: Sequence[CatalogStage]) -> dict[str, object]:
+def github_context(source: GenerateInput) -> dict[str, object]:
     """l0-test.yml: the plan job's stage table and the matrix jobs, single-GPU phase before multi-GPU."""
     table = [
         {
-            "stage": spec.name.name,
-            **{key: value for key, value in stage_row(spec).items() if key in GITHUB_ROW_KEYS},
-            "group": github_group(spec),
-            "runs_on": github_runs_on(spec),
-            "sets": default_sets(spec),
+            "stage": stage.name.name,
+            **{key: value for key, value in stage_row(stage).items() if key in GITHUB_ROW_KEYS},
+            "group": github_group(stage),
+            "runs_on": github_runs_on(stage),
+            "sets": [key for key in DEFAULT_REQUESTS if stage.name.name in source.default_sets.get(key, ())],
         }
-        for spec in specs
+        for stage in source.stages
     ]
-    jobs = github_jobs(specs)
+    jobs = github_jobs(source.stages)
     first_phase = [job.id for job in jobs if job.group != "multi_gpu"]
-    job_dicts = []
-    for job in jobs:
-        needs = ["plan", *first_phase] if job.group == "multi_gpu" else ["plan"]
-        job_dicts.append(
-            {
-                "id": job.id,
-                "needs": needs,
-                "if": _github_job_condition(job),
-                "output": f"steps.plan.outputs.{job.id}",
-                "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
-            }
-        )
+    job_dicts = [
+        {
+            "id": job.id,
+            "needs": ["plan", *first_phase] if job.group == "multi_gpu" else ["plan"],
+            "if": _github_job_condition(job),
+            "output": f"steps.plan.outputs.{job.id}",
+            "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
+        }
+        for job in jobs
+    ]
     return {
-        **_common(specs),
+        **_common(source.stages),
         "matrix_limit": GITHUB_MATRIX_LIMIT,
         "hosted_runner": HOSTED_RUNNER,
         "checkout_action": CHECKOUT_ACTION,

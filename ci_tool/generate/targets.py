@@ -5,10 +5,15 @@ Add a generated file by adding a row; `ci-tool generate`, `--check` and the gold
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ci_tool.generate.context import CatalogStage, github_context, jenkins_merge_request_context, jenkins_test_context
+from ci_tool.generate.context import (
+    GenerateInput,
+    github_context,
+    jenkins_merge_request_context,
+    jenkins_test_context,
+)
 from ci_tool.generate.render import render
 
 
@@ -16,7 +21,7 @@ from ci_tool.generate.render import render
 class Target:
     path: str  # relative to the repository root, with '/'
     template: str  # a file under ci_tool/generate/templates
-    build_context: Callable[[Sequence[CatalogStage]], dict[str, object]]
+    build_context: Callable[[GenerateInput], dict[str, object]]
 
 
 TARGETS: tuple[Target, ...] = (
@@ -26,6 +31,6 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-def generate_files(specs: Sequence[CatalogStage]) -> dict[str, str]:
+def generate_files(source: GenerateInput) -> dict[str, str]:
     """Every target's text, keyed by its path, in registry order."""
-    return {target.path: render(target.template, target.build_context(specs)) for target in TARGETS}
+    return {target.path: render(target.template, target.build_context(source)) for target in TARGETS}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.commands.generate import read_catalog
-from ci_tool.generate.context import CatalogStage
+from ci_tool.generate.context import CatalogStage, generate_input
 from ci_tool.generate.targets import generate_files
+from ci_tool.stages.catalog_load import open_catalog
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -47,9 +47,10 @@ class Generated:
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Generated]:
     result: dict[str, Generated] = {}
     for name in CATALOG_NAMES:
-        specs = read_catalog(CATALOGS_DIR / name / "stages.yml", CATALOGS_DIR / "test-db").stages
+        source = generate_input(open_catalog(CATALOGS_DIR / name / "stages.yml", CATALOGS_DIR / "test-db").catalog)
+        specs = source.stages
         root = tmp_path_factory.mktemp(name)
-        files = generate_files(specs)
+        files = generate_files(source)
         for target, text in files.items():
             (root / target).parent.mkdir(parents=True, exist_ok=True)
             (root / target).write_text(text, encoding="utf-8")

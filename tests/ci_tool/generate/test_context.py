@@ -10,7 +10,7 @@ from ci_tool.errors import GenerateError
 from ci_tool.generate.context import (
     GITHUB_MATRIX_LIMIT,
     JENKINS_ROWS_PER_METHOD,
-    default_sets,
+    GenerateInput,
     github_context,
     github_jobs,
     github_runs_on,
@@ -32,6 +32,10 @@ class FakeStage:
     splits: int
     timeout_minutes: int
     arch: str
+
+
+def source(*stages: FakeStage, pre_merge: tuple[str, ...] = ()) -> GenerateInput:
+    return GenerateInput(stages, {"pre_merge": frozenset(pre_merge), "post_merge": frozenset()})
 
 
 def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> FakeStage:
@@ -80,43 +84,28 @@ def test_runner_labels(name: str, platform: str, label: str, runs_on: object) ->
     assert (jenkins_label(spec(name, platform)), github_runs_on(spec(name, platform))) == (label, runs_on)
 
 
-@pytest.mark.parametrize(
-    ("name", "sets"),
-    [
-        ("A10-PyTorch-1", ["pre_merge", "post_merge"]),
-        ("A10-PyTorch-Post-Merge-1", ["post_merge"]),
-        ("DGX_H100-4_GPUs-PyTorch-1", ["post_merge"]),
-        ("A10-PyTorch-OnDemand-1", []),
-        ("CPU-Build_Docs", ["pre_merge", "post_merge"]),
-    ],
-    ids=["pre-merge", "post-merge", "multi-gpu", "on-demand", "non-test"],
-)
-def test_default_sets(name: str, sets: list[str]) -> None:
-    assert default_sets(spec(name)) == sets
-
-
 def test_duplicate_stages_are_an_error() -> None:
     with pytest.raises(GenerateError, match=r"expected each stage once in the catalog, found 'A10-PyTorch-1' twice"):
-        jenkins_test_context([spec("A10-PyTorch-1"), spec("A10-PyTorch-1")])
+        jenkins_test_context(source(spec("A10-PyTorch-1"), spec("A10-PyTorch-1")))
 
 
 def test_an_empty_catalog_is_an_error() -> None:
     with pytest.raises(GenerateError, match=r"expected at least one stage in jenkins/stages.yml, found none"):
-        github_context([])
+        github_context(source())
 
 
 def test_the_jenkins_table_is_split_into_methods() -> None:
     specs = [
         spec(f"A10-PyTorch-{k}", shards=JENKINS_ROWS_PER_METHOD + 1) for k in range(1, JENKINS_ROWS_PER_METHOD + 2)
     ]
-    parts = jenkins_test_context(specs)["table_parts"]
+    parts = jenkins_test_context(source(*specs))["table_parts"]
     assert isinstance(parts, list)
     assert [len(part) for part in parts] == [JENKINS_ROWS_PER_METHOD, 1]
 
 
 def test_merge_request_lists_the_architectures_in_catalog_order() -> None:
     specs = [spec("GH200-PyTorch-1", arch="aarch64"), spec("A10-PyTorch-1"), spec("GB200-PyTorch-1", arch="aarch64")]
-    assert jenkins_merge_request_context(specs)["arches"] == ["aarch64", "x86_64"]
+    assert jenkins_merge_request_context(source(*specs))["arches"] == ["aarch64", "x86_64"]
 
 
 @pytest.mark.parametrize(
@@ -134,12 +123,21 @@ def test_github_matrices_are_split_at_the_limit(single_gpu: int, jobs: list[str]
     assert [job.id for job in github_jobs(specs)] == jobs
 
 
+def test_github_rows_name_the_default_sets_they_belong_to() -> None:
+    context = github_context(
+        source(spec("A10-PyTorch-1"), spec("A10-PyTorch-2", shards=2), pre_merge=("A10-PyTorch-2",))
+    )
+    assert [row["sets"] for row in context["table"]] == [[], ["pre_merge"]]  # type: ignore[attr-defined]
+
+
 def test_a_group_without_stages_gets_no_job() -> None:
     assert [job.id for job in github_jobs([spec("A10-PyTorch-1")])] == ["single_gpu_1"]
 
 
 def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> None:
-    context = github_context([spec("CPU-Generic-1", "cpu"), spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1")])
+    context = github_context(
+        source(spec("CPU-Generic-1", "cpu"), spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1"))
+    )
     jobs = {job["id"]: job for job in context["jobs"]}  # type: ignore[attr-defined]
     assert jobs["single_gpu_1"]["needs"] == ["plan"]
     assert jobs["single_gpu_1"]["if"] == "needs.plan.outputs.single_gpu_1 != '[]'"
