@@ -116,7 +116,10 @@ class DecodeEngine:
         return Sequence(cache, context_tokens)
 
     def step(self, sequences: list[Sequence], token_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Decode one token per sequence: (next ids [B], hidden [B, H]), or None when a block is short."""
+        """Decode one token per sequence: (next ids [B], hidden [B, H]), or None when a block is short.
+
+        On None nothing ran; sequences resized before the shortage keep the block they got for next time.
+        """
         for seq in sequences:
             if seq.length_tokens + 1 > self.max_context_tokens:
                 raise ConfigError(
