@@ -17,6 +17,7 @@ implies, so that no other module tests for "Perf" substrings:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -37,6 +38,9 @@ class PerfGate(enum.Enum):
     WARN = "warn"  # reported, the stage still passes
     FAIL = "fail"  # the stage fails
 
+
+# The runner exports the stage's gate to its pytest processes under this name (see ci_tool.perf_gate).
+PERF_GATE_ENV = "CI_TOOL_PERF_GATE"
 
 # Perf mode's pytest options (the reference's K8s perf path adds exactly these).
 PERF_PYTEST_ARGS: tuple[str, ...] = (
@@ -72,3 +76,11 @@ def mode_policy(mode: TestMode, *, post_merge: bool, functional_only: bool) -> M
         return ModePolicy(mode, sharded=False, pytest_args=PERF_PYTEST_ARGS, perf_gate=gate)
     gate = PerfGate.WARN if functional_only or post_merge else PerfGate.FAIL
     return ModePolicy(mode, sharded=True, pytest_args=(), perf_gate=gate)
+
+
+def perf_gate_from_env(environ: Mapping[str, str]) -> PerfGate:
+    """The gate a stage's runner exported; a plain pytest run (no variable) gates strictly."""
+    try:
+        return PerfGate(environ.get(PERF_GATE_ENV, PerfGate.FAIL.value))
+    except ValueError:
+        return PerfGate.FAIL
