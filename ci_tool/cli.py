@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "sysinfo": "ci_tool.commands.sysinfo:sysinfo",
     "bot": "ci_tool.commands.bot:bot",
     "stage": "ci_tool.commands.stage:stage",
+    "stages": "ci_tool.commands.stages:stages",
     "shard": "ci_tool.commands.shard:shard",
     "history": "ci_tool.commands.history:history",
     "durations": "ci_tool.commands.durations:durations",

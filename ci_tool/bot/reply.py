@@ -13,7 +13,9 @@ from ci_tool.bot.authorize import ALLOWLIST_PATH, ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import COMMANDS, flag_by_key
 from ci_tool.bot.help import render_help
-from ci_tool.errors import closest
+from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.errors import CiToolError, closest
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
@@ -47,15 +49,18 @@ def _and(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
-def render_reply(decision: Decision, *, dry_run: bool = False) -> str | None:
-    """The reply for a decision; None when the bot stays silent."""
+def render_reply(decision: Decision, *, dry_run: bool = False, plan: RunPlan | None = None) -> str | None:
+    """The reply for a decision (with the resolved plan of a `/bot run`, when there is one); None when the
+    bot stays silent."""
     if decision.action is Action.IGNORE:
         return None
     if decision.action is Action.HELP:
+        if plan is not None and plan.selection.errors:
+            return _catalog_errors(decision, plan)
         return _help(decision)
     if decision.action is Action.REFUSE:
         return _missing_labels(decision) if decision.missing else _refusal(decision)
-    return _dispatch(decision, dry_run=dry_run)
+    return _dispatch(decision, dry_run=dry_run, plan=plan)
 
 
 def _help(decision: Decision) -> str:
@@ -111,7 +116,7 @@ def _missing_labels(decision: Decision) -> str:
     return "\n".join(lines)
 
 
-def _dispatch(decision: Decision, *, dry_run: bool) -> str:
+def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str:
     request = decision.request
     assert request is not None
     note = f" ({DRY_RUN_NOTE})" if dry_run else ""
@@ -130,7 +135,86 @@ def _dispatch(decision: Decision, *, dry_run: bool) -> str:
         lines.append("")
     elif request.command == "run":
         lines += ["No flags: the default pre-merge selection.", ""]
+    if plan is not None:
+        return "\n".join(lines) + "\n" + render_plan(plan)
+    lines += _merge_gate(request, plan=None)
+    return "\n".join(lines)
+
+
+def _merge_gate(request: BotRequest, *, plan: RunPlan | None) -> list[str]:
     custom = [f"`{flag_by_key(key).name}`" for key, _ in request.values if flag_by_key(key).custom_run]
     if custom:
-        lines += [f"This is a custom run ({', '.join(custom)}): it cannot turn the merge gate green.", ""]
+        return [f"This is a custom run ({', '.join(custom)}): it cannot turn the merge gate green.", ""]
+    if plan is not None and not plan.selection.errors and not plan.selection.missing:
+        return ["A green run of this plan turns the merge gate green.", ""]
+    return []
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def render_plan(plan: RunPlan) -> str:
+    """The resolved plan as markdown: the stages to run (runner, shard, tests, predicted minutes, why),
+    the stages not run and why, missing approvals, errors, and the merge-gate verdict."""
+    selection = plan.selection
+    verdicts = {verdict.stage: verdict for verdict in selection.verdicts}
+    count = len(selection.stages)
+    lines = []
+    if count:
+        lines += [
+            f"**Plan:** {count} stage{'s' if count != 1 else ''}, {plan.test_lines} test line"
+            f"{'s' if plan.test_lines != 1 else ''}; the slowest stage is predicted at "
+            f"{_minutes(plan.slowest_seconds)}.",
+            "",
+            "| Stage | Runner | Shard | Tests | Predicted | Why |",
+            "|---|---|---|---|---|---|",
+        ]
+        for stage in selection.stages:
+            name = stage.name.name
+            stage_plan, verdict = plan.plans[name], verdicts[name]
+            lines.append(
+                f"| {code(name)} | {code(stage.platform)} | {stage.shard}/{stage.splits} | {len(stage_plan.lines)} "
+                f"| {_minutes(stage_plan.predicted_seconds)} | {_cell(_why(verdict.step, verdict.reason))} |"
+            )
+        lines.append("")
+    else:
+        lines += ["**Plan:** no stages selected.", ""]
+    if selection.excluded:
+        lines += [f"<details><summary>{len(selection.excluded)} stages not run</summary>", ""]
+        lines += ["| Stage | Why |", "|---|---|"]
+        lines += [f"| {code(v.stage)} | {_cell(_why(v.step, v.reason))} |" for v in selection.excluded]
+        lines += ["", "</details>", ""]
+    for missing in selection.missing:
+        lines.append(f"Needs the label `{missing.label}`, for " + "; ".join(plain(r) for r in missing.reasons) + ".")
+    if selection.missing:
+        lines.append("")
+    if selection.errors:
+        lines += [
+            "Names the catalog does not have:",
+            "",
+            code_block("\n\n".join(map(_error_text, selection.errors))),
+            "",
+        ]
+    lines += _merge_gate(selection.request, plan=plan)
     return "\n".join(lines)
+
+
+def _why(step: int, reason: str) -> str:
+    return f"step {step}: {plain(reason)}"
+
+
+def _error_text(error: CiToolError) -> str:
+    if isinstance(error, BotSyntaxError):
+        return f"{error.caret()}\ncolumn {error.col}: {error.headline}"
+    return str(error)
+
+
+def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
+    errors = plan.selection.errors
+    detail = "\n\n".join(_error_text(error) for error in errors)
+    return (
+        f"@{decision.event.login}, that `/bot run` does not match the stage catalog:\n\n"
+        f"{code_block(detail)}\n\nNothing was started. `ci-tool stages list` (or `jenkins/stages.yml`) "
+        "lists every stage.\n"
+    )

@@ -1,6 +1,6 @@
-"""`ci-tool bot parse|help|handle`: check a `/bot` comment's syntax; print the help; answer a webhook event.
-
-`bot plan` (the resolved stages, shards, approvals and merge-gate verdict) comes with the stage selection.
+"""`ci-tool bot parse|plan|help|handle`: check a `/bot` comment's syntax; resolve it against the stage
+catalog (stages, shards, predicted minutes, stages left out and why, approvals, merge gate); print the
+help; answer a webhook event.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import render_help
-from ci_tool.bot.reply import render_reply
+from ci_tool.bot.plan import RunPlan, plan_run, settle
+from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
+from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files
 from ci_tool.errors import BotError, Where
 
 
@@ -54,6 +56,46 @@ def _describe(request: BotRequest) -> str:
     return "\n".join(lines)
 
 
+@bot.command("plan")
+@click.argument("comment")
+@catalog_options
+@click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more).")
+@click.option(
+    "--changed-files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The pull request's changed paths, one per line (`git diff --name-only`).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+def plan(
+    comment: str,
+    catalog_path: Path,
+    test_db: Path,
+    durations_path: Path | None,
+    labels: tuple[str, ...],
+    changed_files: Path | None,
+    as_json: bool,
+) -> int:
+    """Show what COMMENT (`-`: stdin) would run: the parsed request, the stages with shards and predicted
+    minutes, the stages left out and why, missing approvals, and whether it can turn the merge gate green.
+    Exit 1 when it names stages the catalog does not have."""
+    request = parse_comment(sys.stdin.read() if comment == "-" else comment)
+    if request.command != "run":
+        click.echo(_describe(request))
+        click.echo(f"no stages: /bot {request.command} runs none")
+        return 0
+    loaded = load(catalog_path, test_db, durations_path)
+    files = read_changed_files(changed_files) if changed_files is not None else ()
+    run_plan = plan_run(
+        request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=labels, changed_files=files
+    )
+    if as_json:
+        click.echo(json.dumps(run_plan.to_json(), indent=2))
+    else:
+        click.echo(_describe(request) + "\n")
+        click.echo(render_plan(run_plan), nl=False)
+    return 1 if run_plan.selection.errors else 0
+
+
 @bot.command("help")
 def help_() -> None:
     """Print the markdown the bot posts for `/bot help`."""
@@ -82,11 +124,28 @@ def help_() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the markdown reply here (nothing is written when the bot stays silent).",
 )
-def handle(event_path: Path, allowlist_path: Path, dry_run: bool, reply_file: Path | None) -> None:
-    """Decide what to do about one PR comment: ignore, help, refuse or dispatch."""
+@catalog_options
+def handle(
+    event_path: Path,
+    allowlist_path: Path,
+    dry_run: bool,
+    reply_file: Path | None,
+    catalog_path: Path,
+    test_db: Path,
+    durations_path: Path | None,
+) -> None:
+    """Decide what to do about one PR comment: ignore, help, refuse or dispatch. A `/bot run` is resolved
+    against the stage catalog first: unknown stage names get help, approvals are checked on the stages."""
     event = read_event(_read_json(event_path), file=str(event_path))
     allowlist = parse_allowlist(_read_text(allowlist_path, "the allowlist"), file=str(allowlist_path))
     decision = decide(event, allowlist)
+    run_plan: RunPlan | None = None
+    if decision.action is Action.DISPATCH and decision.request is not None and decision.request.command == "run":
+        loaded = load(catalog_path, test_db, durations_path)
+        run_plan = plan_run(
+            decision.request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=event.labels
+        )
+        decision = settle(decision, run_plan)
     if decision.action is Action.DISPATCH and not dry_run:
         raise BotError(
             "cannot dispatch yet: the Jenkins dispatcher is not wired",
@@ -94,8 +153,9 @@ def handle(event_path: Path, allowlist_path: Path, dry_run: bool, reply_file: Pa
         )
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
     if decision.action is Action.DISPATCH:
-        click.echo("would dispatch: " + json.dumps(dispatch_payload(decision)))
-    reply = render_reply(decision, dry_run=dry_run)
+        stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
+        click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
+    reply = render_reply(decision, dry_run=dry_run, plan=run_plan)
     if reply is None:
         return
     if reply_file is not None:

@@ -1,17 +1,33 @@
-"""`ci-tool stage parse`: what the stage-name grammar reads from stage names (more sub-verbs come later)."""
+"""`ci-tool stage parse|show|select`: what a stage name means; what a catalog stage would run; which stages
+a `/bot run` request selects."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+from pathlib import Path
 
 import click
 
+from ci_tool import sysinfo
+from ci_tool.bot.plan import request_from_json, selection_json
+from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files, read_json
+from ci_tool.run.process import PytestInvocation, pytest_command
+from ci_tool.run.stage_runner import RunSettings
+from ci_tool.stages.catalog import Stage
+from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageName, parse_stage_name
+from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.select import select_stages
+
+RUN_ID = "<run-id>"  # chosen when the run starts
+RESULTS_ROOT = Path(".ci-tool/runs")
 
 
 @click.group()
 def stage() -> None:
-    """Parse and inspect stage names."""
+    """Parse stage names, show what a stage would run, select stages for a request."""
 
 
 @stage.command("parse")
@@ -45,3 +61,148 @@ def describe(stage_name: StageName) -> str:
     mode = f"mode {stage_name.mode.value}"
     parts.append(mode + (" (functional-only: perf never fails it)" if stage_name.functional_only else ""))
     return f"{stage_name.name}: {', '.join(parts)}"
+
+
+@stage.command("show")
+@click.argument("name")
+@catalog_options
+@click.option(
+    "--system-info",
+    "system_info",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Merge this machine's facts (`ci-tool sysinfo --json`) under the stage's query, as a run does.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+def show_command(
+    name: str,
+    catalog_path: Path,
+    test_db: Path,
+    durations_path: Path | None,
+    system_info: Path | None,
+    as_json: bool,
+) -> int:
+    """The dry run before asking for a GPU: NAME's query, rendered list, shard, predicted minutes, mode,
+    and the pytest command lines `ci-tool stage run` would start."""
+    loaded = load(catalog_path, test_db, durations_path)
+    found = loaded.catalog.stage(name)
+    facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
+    waives = test_db / "waives.txt"
+    plan = plan_catalog_stage(
+        found,
+        db=loaded.db,
+        durations=loaded.durations,
+        sysinfo=facts,
+        waives_file=str(waives) if waives.is_file() else None,
+    )
+    commands = pytest_commands(plan)
+    if as_json:
+        click.echo(json.dumps(_show_json(found, plan, commands), indent=2))
+        return 0
+    click.echo(_show_text(found, plan, commands, loaded.durations, with_sysinfo=facts is not None), nl=False)
+    return 0
+
+
+def pytest_commands(plan: StagePlan) -> list[list[str]]:
+    """The pytest processes a run of the plan starts, in order: the regular lines in one, each
+    ISOLATION line alone (paths under the run's results folder; the runner makes them absolute)."""
+    settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.stage, run_id=RUN_ID)
+    batches = [("main", plan.regular)] if plan.regular else []
+    batches += [(f"isolated-{k}", (line,)) for k, line in enumerate(plan.isolated, start=1)]
+    env = [f"CI_TOOL_STAGE={plan.stage}", f"CI_TOOL_RUN_ID={RUN_ID}", f"stageName={plan.stage}"]
+    commands = []
+    for number, (label, _) in enumerate(batches, start=1):
+        invocation = PytestInvocation(
+            label=f"p{number:02d}-{label}",
+            list_file=settings.results_dir / "lists" / f"{label}.txt",
+            stage=plan.stage,
+            parts_dir=settings.results_dir / "parts",
+            test_timeout_seconds=settings.test_timeout_seconds,
+            waives_file=Path(plan.waives_file) if plan.waives_file else None,
+            extra_args=plan.pytest_args,
+        )
+        commands.append([*env, *pytest_command(sys.executable, invocation)])
+    return commands
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min ({seconds:.0f} s)"
+
+
+def _show_text(
+    found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, with_sysinfo: bool
+) -> str:
+    family = found.family
+    timeout = f"{found.timeout_minutes} min" + (" (derived)" if family.timeout_derived else "")
+    shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "the whole list (not sharded)"
+    estimates = estimate_seconds([line.test_id for line in plan.lines], durations)
+    unknown = len(estimates.unknown)
+    lines = [
+        f"{found.name.name}: {shard}, on {found.platform} ({found.arch}), mode {found.mode.value}, timeout {timeout}",
+        f"query ({'sysinfo under the stage facts' if with_sysinfo else 'stage facts only; add --system-info'}):",
+        "  " + " ".join(f"{key}={value}" for key, value in plan.query.items()),
+        f"rendered {plan.context}: {len(plan.rendered)} line(s)",
+        *(f"  {line.raw}" for line in plan.rendered),
+        f"this stage runs {len(plan.lines)} line(s), predicted {_minutes(plan.predicted_seconds)}"
+        + (f"; {unknown} without a recorded duration, counted as {estimates.mean_seconds:g} s" if unknown else ""),
+        *(f"  {line.raw}" for line in plan.lines),
+        f"pytest ({len(commands)} process(es), from the repository root; {RUN_ID} is chosen when the run starts):",
+        *(f"  {shlex.join(command)}" for command in commands),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict[str, object]:
+    return {
+        **found.to_json(),
+        "query": dict(plan.query),
+        "rendered": [line.raw for line in plan.rendered],
+        "lines": [line.raw for line in plan.lines],
+        "isolated": [line.raw for line in plan.isolated],
+        "sharded": plan.shard is not None,
+        "predicted_seconds": round(plan.predicted_seconds, 3),
+        "predicted_minutes": round(plan.predicted_minutes, 3),
+        "pytest_args": list(plan.pytest_args),
+        "commands": commands,
+    }
+
+
+@stage.command("select")
+@click.option(
+    "--request",
+    "request_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help='The parsed /bot run request: {"command": "run", "flags": {...}} (`ci-tool bot parse --json`).',
+)
+@catalog_options
+@click.option(
+    "--changed-files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The pull request's changed paths, one per line.",
+)
+@click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"stages": [...], "excluded": [...], ...}.')
+def select_command(
+    request_path: Path,
+    catalog_path: Path,
+    test_db: Path,
+    durations_path: Path | None,
+    changed_files: Path | None,
+    labels: tuple[str, ...],
+    as_json: bool,
+) -> int:
+    """Resolve a request into the stages to run (the one selection CI and the bot share); exit 1 when
+    it names stages the catalog does not have."""
+    request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
+    catalog = load(catalog_path, test_db, durations_path).catalog
+    files = read_changed_files(changed_files) if changed_files is not None else ()
+    selection = select_stages(catalog, request, changed_files=files, labels=labels)
+    for error in selection.errors:
+        click.echo(f"error: {error}", err=True)
+    if as_json:
+        click.echo(json.dumps(selection_json(selection), indent=2))
+    else:
+        for verdict in selection.verdicts:
+            mark = "+" if verdict.selected else "-"
+            click.echo(f"{mark} {verdict.stage}  (step {verdict.step}: {verdict.reason})")
+    return 1 if selection.errors else 0

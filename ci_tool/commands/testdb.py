@@ -9,9 +9,14 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import TestDbError
+from ci_tool.errors import CiToolError, TestDbError
+from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
+from ci_tool.stages.catalog_load import load_catalog
+from ci_tool.stages.durations import load_durations
+from ci_tool.stages.reach import empty_families, unreachable_blocks
 from ci_tool.testdb.check import duplicate_tests, stale_waives
 from ci_tool.testdb.load import load_test_db, read_test_db
+from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.testdb.waives import read_waives
 
@@ -78,11 +83,23 @@ def render_command(
     "--waives", type=click.Path(dir_okay=False, path_type=Path), help="Waives file [default: TEST_DB/waives.txt]."
 )
 @click.option("--collect", is_flag=True, help="Also check every test id collects a real pytest item.")
-def check_command(test_db: Path, waives: Path | None, collect: bool) -> int:
-    """Validate the test-db and its waives; print every problem, one per line."""
-    db, problems = read_test_db(test_db)
+@click.option(
+    "--catalog",
+    "catalog_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Also check the test-db against this stage catalog [default: {CATALOG_PATH} when it exists and "
+    f"--test-db is {DEFAULT_TEST_DB}].",
+)
+def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_path: Path | None) -> int:
+    """Validate the test-db and its waives; print every problem, one per line. With a stage catalog,
+    also blocks no stage renders and stages whose context renders nothing."""
+    db, db_problems = read_test_db(test_db)
     waive_list, waive_problems = read_waives(waives or test_db / "waives.txt")
-    problems += waive_problems + duplicate_tests(db) + stale_waives(db, waive_list)
+    problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *stale_waives(db, waive_list)]
+    if catalog_path is None and test_db == Path(DEFAULT_TEST_DB) and Path(CATALOG_PATH).is_file():
+        catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
+    if catalog_path is not None:
+        problems += _catalog_findings(catalog_path, test_db, db)
     if collect:
         from ci_tool.testdb.collect import uncollectable_tests
 
@@ -96,6 +113,17 @@ def check_command(test_db: Path, waives: Path | None, collect: bool) -> int:
         return 1
     click.echo(f"test-db OK: {summary}")
     return 0
+
+
+def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiToolError]:
+    """Blocks no catalog stage renders and families that render nothing (or the catalog's load error)."""
+    durations_file = test_db / Path(DURATIONS_PATH).name
+    try:
+        durations = load_durations(durations_file) if durations_file.is_file() else {}
+        catalog = load_catalog(catalog_file, db=db, durations=durations)
+    except CiToolError as error:
+        return [error]
+    return unreachable_blocks(catalog, db) + empty_families(catalog, db)
 
 
 def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -> dict[str, object]:
@@ -113,6 +141,6 @@ def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -
     return sysinfo.load_sysinfo_file(system_info) if system_info is not None else sysinfo.probe()
 
 
-def _position(problem: TestDbError) -> tuple[str, int, int]:
+def _position(problem: CiToolError) -> tuple[str, int, int]:
     where = problem.where
     return (where.file or "", where.line or 0, where.col or 0) if where else ("", 0, 0)

@@ -17,7 +17,7 @@ whose predicted makespan fits the budget. The same plan serves `ci-tool stage sh
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -188,20 +188,36 @@ def plan_catalog(
     allow_empty: bool = False,
 ) -> dict[str, StagePlan]:
     """Every stage of the catalog planned: stage name -> plan, in catalog order (each family once)."""
+    return plan_stages(catalog.stages, db=db, durations=durations, sysinfo=sysinfo, allow_empty=allow_empty)
+
+
+def plan_stages(
+    stages: Iterable[Stage],
+    *,
+    db: TestDb,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    allow_empty: bool = False,
+) -> dict[str, StagePlan]:
+    """Catalog stages planned: stage name -> plan, in the given order; each family is planned once."""
+    families: dict[str, FamilyPlan] = {}
     plans: dict[str, StagePlan] = {}
-    for family in catalog.families:
-        planned = plan_family(
-            family.name,
-            db=db,
-            context=family.context,
-            splits=family.splits,
-            durations=durations,
-            sysinfo=sysinfo,
-            arch=family.arch,
-            allow_empty=allow_empty,
-        )
-        for stage in catalog.stages_of(family):
-            plans[stage.name.name] = planned.stage(stage.shard)
+    for stage in stages:
+        family = stage.family
+        planned = families.get(family.name.name)
+        if planned is None:
+            planned = plan_family(
+                family.name,
+                db=db,
+                context=family.context,
+                splits=family.splits,
+                durations=durations,
+                sysinfo=sysinfo,
+                arch=family.arch,
+                allow_empty=allow_empty,
+            )
+            families[family.name.name] = planned
+        plans[stage.name.name] = planned.stage(stage.shard)
     return plans
 
 

@@ -14,6 +14,7 @@ from ci_tool.cli import main
 FIXTURES = Path(__file__).parent / "fixtures"
 EVENTS = sorted(FIXTURES.glob("event_*.json"))
 ALLOWLIST = str(FIXTURES / "allowlist.yml")
+CATALOG = ("--catalog", str(FIXTURES / "stages.yml"), "--test-db", str(FIXTURES / "test-db"))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -71,7 +72,9 @@ def test_help_prints_the_help_reply(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("event", EVENTS, ids=[e.stem for e in EVENTS])
 def test_handle_dry_run_output_is_pinned(capsys: pytest.CaptureFixture[str], event: Path, update_goldens: bool) -> None:
-    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    code, out, err = run(
+        capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run", *CATALOG
+    )
     assert (code, err) == (0, "")
     golden = event.with_suffix(".out")
     if update_goldens:
@@ -100,8 +103,8 @@ def test_handle_writes_the_reply_file_only_when_there_is_a_reply(
 
 
 def test_handle_refuses_to_dispatch_without_a_dispatcher(capsys: pytest.CaptureFixture[str]) -> None:
-    event = FIXTURES / "event_run_member.json"
-    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST)
+    event = FIXTURES / "event_run_listed_contributor.json"
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, *CATALOG)
     assert (code, out) == (1, "")
     assert err == (
         "error: cannot dispatch yet: the Jenkins dispatcher is not wired "
@@ -143,6 +146,6 @@ def test_handle_missing_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 def test_dispatch_line_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     event = FIXTURES / "event_run_listed_contributor.json"
-    _, out, _ = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    _, out, _ = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run", *CATALOG)
     line = next(line for line in out.splitlines() if line.startswith("would dispatch: "))
     assert json.loads(line.removeprefix("would dispatch: "))["requested_by"] == "outside-contributor"

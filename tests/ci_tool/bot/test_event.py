@@ -33,6 +33,10 @@ DECISIONS = [
     ),
     ("post_merge_labeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("edited_fixed_typo", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    # decided without the catalog; with it (bot/plan.py settle) they become refuse, dispatch and help
+    ("stage_list_multi_gpu_unlabeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    ("stage_list_glob", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    ("gpu_type_typo", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("help", Action.HELP, "help asked for"),
     ("unknown_subcommand", Action.HELP, "unknown sub-command 'rerun'"),
     ("syntax_error", Action.HELP, "syntax error at column 23"),
