@@ -55,6 +55,12 @@ SELECT_SETUP_COMMAND = (
 )
 SELECT_COMMAND = ".venv/bin/ci-tool stage select --request request.json --json"  # prints {"stages": [...]}
 SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
+# In a pull request build (Jenkins sets CHANGE_TARGET), the changed files feed selection steps 2, 3 and 11.
+# The branch name reaches git through the environment, never through Groovy string interpolation.
+CHANGED_FILES_COMMAND = (
+    'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
+)
+CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
 PIPELINE_TIMEOUT_HOURS = 24
 # The automatic selections the GitHub plan job falls back to when no stages are named.
 DEFAULT_REQUESTS: dict[str, BotRequest] = {
@@ -194,6 +200,8 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": SELECT_COMMAND,
         "select_label": SELECT_LABEL,
+        "changed_files_command": CHANGED_FILES_COMMAND,
+        "changed_files_option": CHANGED_FILES_OPTION,
         "test_job": "L0_Test",
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
         "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),

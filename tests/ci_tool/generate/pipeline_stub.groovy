@@ -3,9 +3,12 @@
 //   groovy pipeline_stub.groovy scenarios.json   -> prints a JSON list, one result per scenario
 //
 // A table scenario, {"script": path, "method": name}, returns {"table": the method's return value}
-// without running the pipeline. A run scenario returns {"calls": [...], "error": message or null}: {"script": path, "params": {...}, "files": {name: JSON value read by readJSON(file:)},
-//              "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
-//              "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
+// without running the pipeline. A run scenario returns {"calls": [...], "error": message or null}:
+//   {"script": path, "params": {...}, "env": {...},
+//    "files": {name: the JSON value readJSON(file: name) returns},
+//    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace],
+//    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
+//    "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
 // `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
 // it (recorded as an "aborted" step), as Jenkins aborts the still-running siblings.
 
@@ -40,17 +43,28 @@ Map runScenario(Map scenario) {
     def binding = new Binding()
     binding.setVariable('params', scenario.params)
     binding.setVariable('scm', 'scm')
+    binding.setVariable('env', scenario.env ?: [:])
+    File workspace = scenario.workspace ? new File(scenario.workspace) : null
     binding.setVariable('properties', { List properties -> record(step: 'properties') })
     binding.setVariable('parameters', { List parameters -> parameters })
     binding.setVariable('text', { Map parameter -> parameter })
     binding.setVariable('readJSON', { Map args ->
         if (args.containsKey('file')) {
+            if (workspace != null && new File(workspace, args.file).exists()) {
+                return new JsonSlurper().parse(new File(workspace, args.file))
+            }
             return (scenario.files ?: [:])[args.file]
         }
         return new JsonSlurper().parseText(args.text)
     })
     binding.setVariable('writeJSON', { Map args -> assert args.returnText; JsonOutput.toJson(args.json) })
-    binding.setVariable('writeFile', { Map args -> files[args.file] = args.text; record(step: 'writeFile', file: args.file) })
+    binding.setVariable('writeFile', { Map args ->
+        files[args.file] = args.text
+        if (workspace != null) {
+            new File(workspace, args.file).text = args.text
+        }
+        record(step: 'writeFile', file: args.file)
+    })
     binding.setVariable('node', { String label, Closure body -> record(step: 'node', label: label); body() })
     binding.setVariable('stage', { String name, Closure body -> record(step: 'stage', name: name); body() })
     binding.setVariable('timeout', { Map args, Closure body -> record(step: 'timeout', time: args.time, unit: args.unit); body() })
@@ -61,6 +75,18 @@ Map runScenario(Map scenario) {
     binding.setVariable('sh', { script ->
         String command = script.toString()
         record(step: 'sh', script: command)
+        for (String wanted : scenario.execute ?: []) {
+            if (command.contains(wanted)) {
+                // Run it for real in the workspace, so the contract between pipeline and ci-tool is tested.
+                Process process = ['bash', '-c', command].execute(null, workspace)
+                StringBuilder out = new StringBuilder(), err = new StringBuilder()
+                process.waitForProcessOutput(out, err)
+                record(step: 'executed', script: command, exitCode: process.exitValue(), stderr: err.toString())
+                if (process.exitValue() != 0) {
+                    throw new PipelineError("script returned exit code ${process.exitValue()}")
+                }
+            }
+        }
         for (String name : failing) {
             if (command.contains(" stage run '${name}' ")) {
                 throw new PipelineError("script returned exit code 1")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ import yaml
 from ci_tool.generate.context import CatalogStage
 
 ROOT = Path(__file__).resolve().parents[3]
+CATALOGS = Path(__file__).resolve().parent / "catalogs"
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
 
 
@@ -106,6 +109,19 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "mr-not-run": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "kill"}'}},
     "mr-flags-not-object": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "run", "flags": ["x"]}'}},
     "mr-nothing": merge_request([]),
+    "mr-pull-request": merge_request(["A10-PyTorch-1"], env={"CHANGE_TARGET": "main"}),
+    # ci-tool's real selection, run by the pipeline in a workspace holding the `small` catalog:
+    "mr-real-default": {**merge_request([]), "files": {}, "execute": ["stage select"]},
+    "mr-real-stage-list": {
+        **merge_request([], {"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}),
+        "files": {},
+        "execute": ["stage select"],
+    },
+    "mr-real-unknown-stage": {
+        **merge_request([], {"stage_list": ["A10-PyTorch-9"]}),
+        "files": {},
+        "execute": ["stage select"],
+    },
 }
 
 
@@ -117,13 +133,26 @@ TABLES: dict[str, dict[str, object]] = {
 }
 
 
+def workspace(folder: Path) -> str:
+    """A checkout for the pipeline: the `small` catalog, its test-db, and .venv/bin/ci-tool running this ci-tool."""
+    (folder / "jenkins").mkdir(parents=True)
+    shutil.copy(CATALOGS / "small" / "stages.yml", folder / "jenkins" / "stages.yml")
+    shutil.copytree(CATALOGS / "test-db", folder / "test-db")
+    script = folder / ".venv" / "bin" / "ci-tool"
+    script.parent.mkdir(parents=True)
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
+    script.chmod(0o755)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
-def runs(generated: dict, run_stub) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+def runs(generated: dict, run_stub, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
     """Every scenario and table read, in one JVM."""
-    scenarios = [
-        {**scenario, "script": str(generated[scenario.get("catalog", "small")].path(str(scenario["script"])))}
-        for scenario in (*SCENARIOS.values(), *TABLES.values())
-    ]
+    scenarios = []
+    for name, scenario in (*SCENARIOS.items(), *TABLES.items()):
+        script = str(generated[scenario.get("catalog", "small")].path(str(scenario["script"])))
+        extra = {"workspace": workspace(tmp_path_factory.mktemp(name))} if "execute" in scenario else {}
+        scenarios.append({**scenario, "script": script, **extra})
     return dict(zip((*SCENARIOS, *TABLES), run_stub(scenarios), strict=True))
 
 
@@ -300,6 +329,53 @@ def test_merge_request_only_runs_run_requests(runs: dict) -> None:
 
 def test_merge_request_flags_must_be_an_object(runs: dict) -> None:
     assert runs["mr-flags-not-object"]["error"] == 'REQUEST: expected "flags" to be a JSON object, found [x]'
+
+
+def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: dict) -> None:
+    run = runs["mr-pull-request"]
+    assert run["error"] is None
+    assert steps(run, "sh")[1:] == [
+        (
+            "sh",
+            'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt',
+        ),
+        (
+            "sh",
+            ".venv/bin/ci-tool stage select --request request.json --json --changed-files changed-files.txt"
+            " > selection.json",
+        ),
+    ]
+
+
+def test_the_real_selection_of_a_bare_run_feeds_the_pre_merge_stages_to_l0_test(runs: dict) -> None:
+    run = runs["mr-real-default"]
+    assert run["error"] is None
+    assert [call["exitCode"] for call in run["calls"] if call["step"] == "executed"] == [0]
+    assert steps(run, "build") == [
+        ("build", ["CPU-Generic-1", "A10-PyTorch-1", "A10-PyTorch-2", "H100_PCIe-PyTorch-Perf-1"]),
+        ("build", ["GH200-PyTorch-1"]),
+    ]
+
+
+def test_the_real_selection_of_a_stage_list_reaches_the_right_phase_and_arch(runs: dict) -> None:
+    run = runs["mr-real-stage-list"]
+    assert run["error"] is None
+    assert steps(run, "stage", "build")[2:] == [
+        ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
+        ("build", ["A10-PyTorch-2"]),
+        ("stage", "[Test-aarch64-Multi-GPU] Remote Run"),
+        ("build", ["GB200-4_GPUs-PyTorch-1"]),
+    ]
+    builds = [call for call in run["calls"] if call["step"] == "build"]
+    assert [call["flags"] for call in builds] == [{"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}] * 2
+
+
+def test_a_stage_list_naming_no_stage_stops_at_the_selection(runs: dict) -> None:
+    run = runs["mr-real-unknown-stage"]
+    assert run["error"] == "script returned exit code 1"
+    (executed,) = [call for call in run["calls"] if call["step"] == "executed"]
+    assert "A10-PyTorch-9" in executed["stderr"]
+    assert steps(run, "build") == []
 
 
 def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:

@@ -16,6 +16,8 @@ import groovy.transform.Field
 @Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet --no-deps -e . && .venv/bin/pip install --quiet \'click>=8.1\' \'pyyaml>=6\''
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --json'
 @Field final String SELECT_LABEL = 'cpu'
+@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
+@Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt'
 @Field final List ARCHES = ['x86_64', 'aarch64']
 @Field final String SINGLE_GPU = 'Single-GPU'
 @Field final String MULTI_GPU = 'Multi-GPU'
@@ -81,7 +83,13 @@ List selectStages(String requestJson) {
             checkout scm
             writeFile(file: 'request.json', text: requestJson)
             sh SELECT_SETUP_COMMAND
-            sh "${SELECT_COMMAND} > selection.json"
+            String changedFiles = ''
+            if (env.CHANGE_TARGET) {
+                // A pull request: the files it changes drive the path-based selection steps.
+                sh CHANGED_FILES_COMMAND
+                changedFiles = ' ' + CHANGED_FILES_OPTION
+            }
+            sh "${SELECT_COMMAND}${changedFiles} > selection.json"
             selection = readJSON(file: 'selection.json')
         }
     }
