@@ -39,6 +39,7 @@ from ci_tool.stages.catalog import (
 )
 from ci_tool.stages.catalog_rules import (
     Problem,
+    budget_problem,
     count_problem,
     on_demand_problem,
     platform_problem,
@@ -136,6 +137,7 @@ class _Draft:
 class _CatalogReader(NodeReader):
     def __init__(self, file: str) -> None:
         super().__init__(file, StageError)
+        self.group_nodes: list[Node] = []  # each file group's `stages` list, for positions
 
     def read(self, document: Node | None) -> tuple[list[_Draft], Catalog]:
         empty = Catalog(self.file, (), ())
@@ -220,6 +222,7 @@ class _CatalogReader(NodeReader):
             name = self.scalar(fields["name"], f"{path}.name", ("str",), "a group name")
             paths = self.paths(fields["paths"], f"{path}.paths")
             stages = self.strings(fields["stages"], f"{path}.stages", "stage names or globs", lambda _: None)
+            self.group_nodes.append(fields["stages"])
             if name is not None and paths and stages:
                 groups.append(FileGroup(name, paths, stages))
         return tuple(groups)
@@ -363,6 +366,8 @@ class _CatalogReader(NodeReader):
             self.report(fields["on_demand"], f"{path}.on_demand", on_demand_problem(name, on_demand))
         budget = fields.get("budget_minutes")
         self.report(fields["splits"], f"{path}.splits", splits_problem(name, splits, has_budget=budget is not None))
+        if budget is not None:
+            self.report(budget, f"{path}.budget_minutes", budget_problem(splits))
 
     def budget(self, fields: dict[str, Node], path: str) -> float | None:
         if "budget_minutes" not in fields:
@@ -435,15 +440,13 @@ def _resolve(
         settings.file_groups,
     )
     for index, group in enumerate(catalog.file_groups):
-        for pattern in group.stages:
+        for item, (node, pattern) in enumerate(zip(reader.group_nodes[index].value, group.stages, strict=True)):
             if not any(stage_glob_matches(pattern, name) for name in catalog.names):
-                reader.problems.append(
-                    StageError(
-                        f"expected the stage glob {pattern!r} of file group {group.name!r} to match a stage, "
-                        "found none",
-                        where=Where(catalog.file, yaml_path=f"file_groups[{index}].stages"),
-                        hint=did_you_mean(pattern, catalog.names),
-                    )
+                reader.problem(
+                    node,
+                    f"file_groups[{index}].stages[{item}]",
+                    f"expected the stage glob {pattern!r} of file group {group.name!r} to match a stage, found none",
+                    hint=did_you_mean(pattern, catalog.names) or "`ci-tool stages list` prints every stage",
                 )
     return catalog
 

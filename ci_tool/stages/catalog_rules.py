@@ -45,7 +45,7 @@ def platform_problem(name: StageName, platform: str) -> Problem | None:
     if match and int(match.group(1)) < name.gpu_count:
         return (
             f"expected a runner with at least {name.gpu_count} GPUs for {name.name!r}, "
-            f"found {platform!r} ({match.group(1)} GPUs)",
+            f"found {platform!r} ({match.group(1)} GPU{'s' if match.group(1) != '1' else ''})",
             example,
         )
     return None
@@ -84,11 +84,6 @@ def splits_problem(name: StageName, splits: int | str, *, has_budget: bool) -> P
             "expected budget_minutes with splits: auto (the predicted minutes one shard may take), found none",
             "add e.g. `budget_minutes: 60`",
         )
-    if splits != "auto" and has_budget:
-        return (
-            f"expected budget_minutes only with splits: auto, found splits {splits}",
-            "remove budget_minutes, or write `splits: auto`",
-        )
     if name.mode is TestMode.PERF and splits != 1:
         return (
             f"expected splits 1 for the perf-mode family {name.name!r} (perf mode runs the whole list in one stage), "
@@ -96,6 +91,15 @@ def splits_problem(name: StageName, splits: int | str, *, has_budget: bool) -> P
             "write `splits: 1`",
         )
     return None
+
+
+def budget_problem(splits: int | str) -> Problem | None:
+    """A `budget_minutes` is written: it only means something with `splits: auto`."""
+    if splits == "auto":
+        return None
+    return f"expected budget_minutes only with splits: auto, found splits {splits}", (
+        "remove budget_minutes, or write `splits: auto`"
+    )
 
 
 def platform_for(name: StageName) -> str:

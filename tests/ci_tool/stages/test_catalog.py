@@ -1,0 +1,239 @@
+"""The stage catalog: valid files become frozen values; every invalid fixture gives its pinned one-line error;
+our real jenkins/stages.yml loads and covers what the project promises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_tool.errors import StageError
+from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glob_matches
+from ci_tool.stages.catalog_load import open_catalog, parse_catalog
+from ci_tool.stages.durations import load_durations
+from ci_tool.testdb.load import load_test_db
+
+CATALOGS = Path(__file__).parent / "catalogs"
+INVALID = sorted((CATALOGS / "invalid").glob("*.yml"))
+ROOT = Path(__file__).resolve().parents[3]
+DB = load_test_db(CATALOGS / "test-db")
+DURATIONS = load_durations(CATALOGS / "test-db" / ".test_durations")
+
+
+def parse(text: str, durations: dict[str, float] | None = None) -> Catalog:
+    return parse_catalog(text, file="stages.yml", db=DB, durations=DURATIONS if durations is None else durations)
+
+
+@pytest.mark.parametrize("fixture", INVALID, ids=[f.stem for f in INVALID])
+def test_invalid_catalog_reports_its_pinned_error(fixture: Path, update_goldens: bool) -> None:
+    with pytest.raises(StageError) as caught:
+        parse_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
+    expected = fixture.with_suffix(".err")
+    if update_goldens:
+        expected.write_text(f"{caught.value}\n")
+    assert f"{caught.value}\n" == expected.read_text()
+
+
+VALID = """\
+version: 1
+timeouts: {margin: 1.5, minimum_minutes: 10}
+multi_gpu_paths: [src/dist/, 'src/*/nccl*.py']
+tag_triggers:
+  tests/perf/: PerfSanity
+file_groups:
+- {name: docs, paths: [docs/, '*.md'], stages: [CPU-*]}
+families:
+- name: CPU-Generic
+  platform: cpu
+  context: l0_x
+  splits: 1
+- name: A10-PyTorch
+  platform: a10
+  context: l0_x
+  splits: auto
+  budget_minutes: 10
+- name: DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge
+  platform: dgx-h100-x4
+  context: l0_x
+  splits: 3
+  gpu_count: 4
+  node_count: 1
+  on_demand: false
+  timeout_minutes: 90
+  arch: aarch64
+"""
+
+
+def test_a_valid_catalog_becomes_frozen_values() -> None:
+    catalog = parse(VALID)
+    assert catalog.names == (
+        "CPU-Generic-1",
+        "A10-PyTorch-1",
+        "A10-PyTorch-2",
+        "DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge-1",
+        "DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge-2",
+        "DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge-3",
+    )
+    assert catalog.timeouts == TimeoutRule(1.5, 10)
+    assert catalog.multi_gpu_paths == ("src/dist/", "src/*/nccl*.py")
+    assert [(t.path, t.token) for t in catalog.tag_triggers] == [("tests/perf/", "PerfSanity")]
+    assert [(g.name, g.paths, g.stages) for g in catalog.file_groups] == [("docs", ("docs/", "*.md"), ("CPU-*",))]
+    with pytest.raises(AttributeError):
+        catalog.families[0].platform = "x"  # type: ignore[misc]
+
+
+def test_stage_json_has_the_documented_keys_in_order() -> None:
+    stage = parse(VALID).stage("DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge-2")
+    assert stage.to_json() == {
+        "name": "DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge-2",
+        "family": "DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge",
+        "platform": "dgx-h100-x4",
+        "context": "l0_x",
+        "shard": 2,
+        "splits": 3,
+        "gpu": "DGX_H100",
+        "gpu_count": 4,
+        "node_count": 1,
+        "backend": "pytorch",
+        "mode": "perf_sanity",
+        "post_merge": True,
+        "multi_gpu": True,
+        "on_demand": False,
+        "timeout_minutes": 90,
+        "arch": "aarch64",
+    }
+
+
+def test_auto_splits_take_the_fewest_shards_within_the_budget() -> None:
+    # a 600 s, b 300 s, c 300 s: a 10-minute budget needs a shard for a and one for b + c.
+    family = parse(VALID).families[1]
+    assert (family.splits, family.budget_minutes) == (2, 10.0)
+
+
+CPU_ONLY = "version: 1\nfamilies:\n- {name: CPU-Generic, platform: cpu, context: l0_x, splits: 1}\n"
+
+
+@pytest.mark.parametrize(
+    ("durations", "predicted_minutes", "timeout_minutes"),
+    [
+        ({}, 3 / 60, 30),  # nothing recorded: 1 s a test; the 30-minute floor applies
+        ({"tests/a_test.py": 600.0, "tests/b_test.py": 300.0, "tests/c_test.py": 300.0}, 20.0, 40),
+        ({"tests/a_test.py": 1200.0}, 60.0, 120),  # b and c count as the mean of the known (1200 s)
+        ({"tests/a_test.py": 601.0, "tests/b_test.py": 300.0, "tests/c_test.py": 300.0}, 20.0 + 1 / 60, 45),
+    ],
+    ids=["no durations", "recorded", "mean for unknown", "rounded up to 5"],
+)
+def test_derived_timeout_is_the_prediction_times_the_margin(
+    durations: dict[str, float], predicted_minutes: float, timeout_minutes: int
+) -> None:
+    family = parse(CPU_ONLY, durations).families[0]
+    assert (round(family.predicted_minutes, 6), family.timeout_minutes, family.timeout_derived) == (
+        round(predicted_minutes, 6),
+        timeout_minutes,
+        True,
+    )
+
+
+def test_an_explicit_timeout_wins() -> None:
+    family = parse(VALID).families[2]
+    assert (family.timeout_minutes, family.timeout_derived) == (90, False)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "minutes"),
+    [(0.0, 30), (60.0, 30), (15 * 60, 30), (16 * 60, 35), (3600.0, 120)],
+)
+def test_timeout_rule_rounds_up_to_five_minutes_with_a_floor(seconds: float, minutes: int) -> None:
+    assert TimeoutRule(margin=2.0, minimum_minutes=30).minutes(seconds) == minutes
+
+
+def test_a_family_whose_context_renders_nothing_loads() -> None:
+    text = "version: 1\nfamilies:\n- {name: A10-PyTorch, platform: a10, context: l0_h200, splits: 2}\n"
+    catalog = parse(text)  # `testdb check` reports it; loading must not hide the rest of the catalog
+    assert catalog.names == ("A10-PyTorch-1", "A10-PyTorch-2")
+    assert catalog.families[0].timeout_minutes == 30
+
+
+def test_unknown_stage_lookup_names_the_closest() -> None:
+    with pytest.raises(StageError) as caught:
+        parse(VALID).stage("A10-Pytorch-1")
+    assert str(caught.value) == (
+        "stages.yml: expected a stage of the catalog, found no stage 'A10-Pytorch-1' "
+        "Hint: did you mean 'A10-PyTorch-1' or 'A10-PyTorch-2'?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matched"),
+    [
+        ("src/dist/", "src/dist/nccl.py", True),
+        ("src/dist/", "src/distance.py", False),
+        ("src/dist", "src/distance.py", True),  # a prefix is a prefix
+        ("*.md", "docs/guide/index.md", True),  # `*` crosses `/`
+        ("docs/*.md", "docs/a/b.md", True),
+        ("*.md", "README.rst", False),
+        ("src/*/nccl*.py", "src/kvengine/nccl_groups.py", True),
+    ],
+)
+def test_path_rules(pattern: str, path: str, matched: bool) -> None:
+    assert path_matches(pattern, path) is matched
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name", "matched"),
+    [
+        ("A10-PyTorch-1", "A10-PyTorch-1", True),
+        ("A10-PyTorch", "A10-PyTorch-1", False),  # no `*`: exact
+        ("A10-*", "A10-PyTorch-1", True),
+        ("*Post-Merge*", "DGX_B200-PyTorch-PerfSanity-Post-Merge-1", True),
+        ("*PerfSanity*", "DGX_B200-PyTorch-1", False),
+        ("DGX_H100*", "DGX_H100-4_GPUs-PyTorch-1", True),
+        ("*-1", "A10-PyTorch-12", False),  # whole-name match
+        ("A1?-*", "A10-PyTorch-1", False),  # only `*` is special
+        ("*", "anything", True),
+    ],
+)
+def test_stage_globs(pattern: str, name: str, matched: bool) -> None:
+    assert stage_glob_matches(pattern, name) is matched
+
+
+# ---------------------------------------------------------------- our real catalog
+
+
+@pytest.fixture(scope="module")
+def real() -> Catalog:
+    return open_catalog(ROOT / "jenkins/stages.yml", ROOT / "test-db").catalog
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "CPU-Generic-1",
+        "A10-PyTorch-1",
+        "DGX_H100-PyTorch-1",
+        "DGX_H100-4_GPUs-PyTorch-1",
+        "DGX_B200-PyTorch-1",
+        "DGX_B200-PyTorch-PerfSanity-1",
+        "DGX_B200-PyTorch-PerfSanity-Post-Merge-1",
+        "DGX_H200-PyTorch-1",
+        "DGX_H200-PyTorch-Perf-1",
+    ],
+)
+def test_the_real_catalog_has_the_promised_stages(real: Catalog, name: str) -> None:
+    assert name in real.names
+
+
+def test_the_real_catalog_has_post_merge_multi_gpu_and_perf_stages(real: Catalog) -> None:
+    assert any(stage.post_merge for stage in real.stages)
+    assert any(stage.multi_gpu and stage.gpu_count == 4 for stage in real.stages)
+    assert [s.name.name for s in real.stages if s.mode.value == "perf"] == ["DGX_H200-PyTorch-Perf-1"]
+
+
+def test_the_real_b200_perf_sanity_rows_match_the_reference(real: Catalog) -> None:
+    row = real.stage("DGX_B200-PyTorch-PerfSanity-Post-Merge-1")
+    assert (row.context, row.shard, row.splits, row.gpu_count) == ("l0_b200_perf_sanity", 1, 1, 1)
+
+
+def test_stages_list_json_is_valid_json_for_every_real_stage(real: Catalog) -> None:
+    assert json.loads(json.dumps([stage.to_json() for stage in real.stages]))
