@@ -325,11 +325,21 @@ def _matches(state: _State, inputs: _Inputs, flag: Flag) -> dict[str, str]:
                 message = f"{flag.name}: expected the glob {item!r} to match a stage of the catalog, found none"
             else:
                 message = f"{flag.name}: expected a stage of the catalog, found {item!r}"
-            hint = _near(item.replace("*", ""), names)
+            hint = _glob_hint(item, inputs.catalog) if "*" in item else _near(item, names)
             state.errors.append(_error(inputs.request, flag.key, index, message, hint))
         for name in hits:
             matched.setdefault(name, f"matches {item!r}" if "*" in item else "names it")
     return matched
+
+
+def _glob_hint(pattern: str, catalog: Catalog) -> str:
+    """For a glob that matches nothing: the catalog word closest to one of its literal pieces."""
+    words = sorted({s.name.gpu or "" for s in catalog.stages} | {f.name.name for f in catalog.families} - {""})
+    for piece in (p.strip("-") for p in pattern.split("*")):
+        near = closest(piece, words, limit=1) if piece else []
+        if near and near[0] != piece:
+            return f"no stage name holds {piece!r}; did you mean {near[0]!r}?"
+    return "`ci-tool stages list` prints every stage"
 
 
 def _near(name: str, choices: Sequence[str]) -> str:

@@ -1,0 +1,413 @@
+"""Stage selection (reference §4.8): one table per step on a small catalog, the order of the steps, the
+reason recorded for each stage, name validation, approvals and the merge gate, and the real §5.5 comments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ci_tool.bot.flags import FLAGS, Step
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.bot.request import BotRequest
+from ci_tool.errors import StageError
+from ci_tool.stages.catalog import Catalog
+from ci_tool.stages.catalog_load import open_catalog
+from ci_tool.stages.select import RULES, Selection, rule_for, select_stages
+
+CATALOGS = Path(__file__).parent / "catalogs"
+CATALOG: Catalog = open_catalog(CATALOGS / "select.yml", CATALOGS / "test-db").catalog
+
+DEFAULT = (
+    "CPU-Generic-1",
+    "A10-PyTorch-1",
+    "A10-PyTorch-2",
+    "A10-CPP-1",
+    "A30-PyTorch-1",
+    "A30-AutoDeploy-1",
+    "A30-Triton-1",
+    "DGX_H100-PyTorch-1",
+    "GB300-PyTorch-PerfSanity-1",
+)
+PRE_MERGE_MULTI_GPU = ("DGX_H100-4_GPUs-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "DGX_B200-8_GPUs-PyTorch-1")
+POST_MERGE = (
+    "A10-FMHA-Post-Merge-1",
+    "DGX_H100-4_GPUs-PyTorch-Post-Merge-1",
+    "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-1",
+    "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-2",
+    "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3",
+    "DGX_B200-4_GPUs-Verl-Post-Merge-1",
+)
+
+
+def select(
+    comment: str, files: Sequence[str] = (), labels: Sequence[str] = (), passed: Sequence[str] = ()
+) -> Selection:
+    return select_stages(CATALOG, parse_comment(comment), changed_files=files, labels=labels, passed_stages=passed)
+
+
+def in_catalog_order(*groups: Sequence[str]) -> tuple[str, ...]:
+    wanted = {name for group in groups for name in group}
+    return tuple(name for name in CATALOG.names if name in wanted)
+
+
+def without(names: Sequence[str], *dropped: str) -> tuple[str, ...]:
+    return tuple(name for name in names if name not in dropped)
+
+
+# (comment, changed files, selected stages), one block per step
+STEPS = {
+    # 1: the default pre-merge set: no Post-Merge, no multi-GPU, no OnDemand
+    "1 default": ("/bot run", (), DEFAULT),
+    "1 run options select nothing": ("/bot run --disable-fail-fast --detailed-log --high-priority", (), DEFAULT),
+    # 2: a multi-GPU path adds the pre-merge multi-GPU stages, unless --disable-multi-gpu-test
+    "2 multi-GPU path": ("/bot run", ("src/dist/group.py",), in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU)),
+    "2 other path": ("/bot run", ("src/distance.py",), DEFAULT),
+    "2 forced off": ("/bot run --disable-multi-gpu-test", ("src/dist/group.py",), DEFAULT),
+    # 3: a tag trigger adds every stage carrying the token (Post-Merge too, never OnDemand)
+    "3 tag trigger": (
+        "/bot run",
+        ("src/models/deepseek.py",),
+        in_catalog_order(DEFAULT, ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+    ),
+    "3 backend token": ("/bot run", ("triton_backend/server.py",), DEFAULT),  # A30-Triton-1 is already in
+    # 4: --post-merge adds the multi-GPU and Post-Merge stages
+    "4 post-merge": ("/bot run --post-merge", (), in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU, POST_MERGE)),
+    # 5: --skip-test keeps only non-test stages (this catalog has none)
+    "5 skip-test": ("/bot run --skip-test", (), ()),
+    # 6: --add-multi-gpu-test adds the pre-merge multi-GPU stages
+    "6 add multi-GPU": ("/bot run --add-multi-gpu-test", (), in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU)),
+    # 7: --only-multi-gpu-test replaces the set (with the post-merge ones under --post-merge)
+    "7 only multi-GPU": ("/bot run --only-multi-gpu-test", (), PRE_MERGE_MULTI_GPU),
+    "7 only multi-GPU post-merge": (
+        "/bot run --only-multi-gpu-test --post-merge",
+        (),
+        in_catalog_order(PRE_MERGE_MULTI_GPU, without(POST_MERGE, "A10-FMHA-Post-Merge-1")),
+    ),
+    # 8: --disable-multi-gpu-test removes them, also after --post-merge
+    "8 disable multi-GPU": (
+        "/bot run --post-merge --disable-multi-gpu-test",
+        (),
+        in_catalog_order(DEFAULT, ["A10-FMHA-Post-Merge-1"]),
+    ),
+    # 9: --gpu-type keeps exact GPU tokens
+    "9 gpu-type": (
+        '/bot run --gpu-type "A30, DGX_H100"',
+        (),
+        ("A30-PyTorch-1", "A30-AutoDeploy-1", "A30-Triton-1", "DGX_H100-PyTorch-1"),
+    ),
+    # 10: --test-backend keeps the listed backends and stages of no counted backend (Generic, AutoDeploy)
+    "10 test-backend": (
+        '/bot run --test-backend "cpp, triton"',
+        (),
+        ("CPU-Generic-1", "A10-CPP-1", "A30-AutoDeploy-1", "A30-Triton-1"),
+    ),
+    # 11: a change confined to one file group runs only its stages; off with --test-backend
+    "11 docs only": ("/bot run", ("docs/guide.md", "README.md"), ("CPU-Generic-1",)),
+    "11 docs and code": ("/bot run", ("docs/guide.md", "src/engine.py"), DEFAULT),
+    "11 off with test-backend": (
+        '/bot run --test-backend "cpp"',
+        ("README.md",),
+        ("CPU-Generic-1", "A10-CPP-1", "A30-AutoDeploy-1"),
+    ),
+    # 13: --stage-list replaces everything, from the full catalog (OnDemand, Post-Merge, multi-GPU)
+    "13 stage-list": (
+        '/bot run --stage-list "A10-PyTorch-OnDemand-1, A10-FMHA-Post-Merge-*"',
+        (),
+        ("A10-FMHA-Post-Merge-1", "A10-PyTorch-OnDemand-1"),
+    ),
+    "13 stage-list wins": ('/bot run --post-merge --stage-list "A30-AutoDeploy-1"', (), ("A30-AutoDeploy-1",)),
+    "13 legacy spelling": ('/bot run --stage-list "A10-FMHA-[Post-Merge]-1"', (), ("A10-FMHA-Post-Merge-1",)),
+    # 14: --extra-stage adds to the usual set
+    "14 extra-stage": (
+        '/bot run --extra-stage "A10-PyTorch-OnDemand-1, DGX_B200-4_GPUs-Verl-*"',
+        (),
+        in_catalog_order(DEFAULT, ["A10-PyTorch-OnDemand-1", "DGX_B200-4_GPUs-Verl-Post-Merge-1"]),
+    ),
+    "14 extra after gpu-type": (
+        '/bot run --gpu-type "A30" --extra-stage "CPU-Generic-1"',
+        (),
+        ("CPU-Generic-1", "A30-PyTorch-1", "A30-AutoDeploy-1", "A30-Triton-1"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("comment", "files", "expected"), STEPS.values(), ids=STEPS.keys())
+def test_each_step(comment: str, files: tuple[str, ...], expected: tuple[str, ...]) -> None:
+    selection = select(comment, files)
+    assert (selection.names, selection.errors) == (expected, ())
+
+
+REUSE = {
+    "reused stages are skipped": ("/bot run", DEFAULT[1:]),
+    "--reuse-test with an id too": ("/bot run --reuse-test 1234", DEFAULT[1:]),
+    "--disable-reuse-test runs them": ("/bot run --disable-reuse-test", DEFAULT),
+}
+
+
+@pytest.mark.parametrize(("comment", "expected"), REUSE.values(), ids=REUSE.keys())
+def test_step_18_reuse(comment: str, expected: tuple[str, ...]) -> None:
+    assert select(comment, passed=["CPU-Generic-1", "A10-PyTorch-OnDemand-1"]).names == expected
+
+
+# (comment, files, stage) -> (selected, step, reason): the verdict records the last step that decided
+VERDICTS = {
+    "default in": ("/bot run", (), "A10-PyTorch-1", (True, 1, "pre-merge set")),
+    "post-merge out": (
+        "/bot run",
+        (),
+        "A10-FMHA-Post-Merge-1",
+        (False, 1, "Post-Merge stage: not in the pre-merge set"),
+    ),
+    "multi-GPU out": (
+        "/bot run",
+        (),
+        "DGX_H100-4_GPUs-PyTorch-1",
+        (False, 1, "multi-GPU stage: not in the pre-merge set"),
+    ),
+    "on-demand out": (
+        "/bot run",
+        (),
+        "A10-PyTorch-OnDemand-1",
+        (False, 1, "OnDemand stage: runs only when named in --stage-list or --extra-stage"),
+    ),
+    "path": (
+        "/bot run",
+        ("src/dist/a.py",),
+        "DGX_H100-4_GPUs-PyTorch-1",
+        (True, 2, "src/dist/a.py changed (multi-GPU path 'src/dist/')"),
+    ),
+    "trigger": (
+        "/bot run",
+        ("src/models/deepseek.py",),
+        "DGX_H100-4_GPUs-PyTorch-DeepSeek-1",
+        (True, 3, "src/models/deepseek.py changed (adds DeepSeek stages)"),
+    ),
+    "post-merge flag": (
+        "/bot run --post-merge",
+        (),
+        "A10-FMHA-Post-Merge-1",
+        (True, 4, "--post-merge adds the multi-GPU and Post-Merge stages"),
+    ),
+    "skip-test": ("/bot run --skip-test", (), "CPU-Generic-1", (False, 5, "--skip-test runs no test stages")),
+    "only multi-GPU": (
+        "/bot run --only-multi-gpu-test",
+        (),
+        "CPU-Generic-1",
+        (False, 7, "--only-multi-gpu-test runs only multi-GPU stages"),
+    ),
+    "disable multi-GPU": (
+        "/bot run --add-multi-gpu-test --post-merge",
+        (),
+        "DGX_B200-8_GPUs-PyTorch-1",
+        (True, 6, "--add-multi-gpu-test adds the multi-GPU stages"),
+    ),
+    "gpu-type": ('/bot run --gpu-type "A30"', (), "A10-PyTorch-1", (False, 9, "--gpu-type keeps GPU A30")),
+    "test-backend": (
+        '/bot run --test-backend "cpp"',
+        (),
+        "A10-PyTorch-1",
+        (False, 10, "--test-backend keeps backend cpp and stages of no listed backend kind"),
+    ),
+    "docs only": ("/bot run", ("README.md",), "A10-PyTorch-1", (False, 11, "only docs files changed: runs CPU-*")),
+    "stage-list glob": ('/bot run --stage-list "A10-*"', (), "A10-CPP-1", (True, 13, "--stage-list matches 'A10-*'")),
+    "stage-list exact": ('/bot run --stage-list "A10-CPP-1"', (), "A10-CPP-1", (True, 13, "--stage-list names it")),
+    "not in stage-list": ('/bot run --stage-list "A10-CPP-1"', (), "CPU-Generic-1", (False, 13, "not in --stage-list")),
+    "extra": (
+        '/bot run --extra-stage "A10-FMHA-*"',
+        (),
+        "A10-FMHA-Post-Merge-1",
+        (True, 14, "--extra-stage matches 'A10-FMHA-*'"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("comment", "files", "stage", "verdict"), VERDICTS.values(), ids=VERDICTS.keys())
+def test_each_verdict_names_its_step_and_reason(
+    comment: str, files: tuple[str, ...], stage: str, verdict: tuple[bool, int, str]
+) -> None:
+    found = next(v for v in select(comment, files).verdicts if v.stage == stage)
+    assert (found.selected, found.step, found.reason) == verdict
+
+
+def test_reused_stages_are_listed_apart() -> None:
+    selection = select("/bot run", passed=["CPU-Generic-1"])
+    assert [(v.stage, v.step, v.reason) for v in selection.reused] == [
+        ("CPU-Generic-1", 18, "passed in the reused pipeline: not run again")
+    ]
+
+
+def test_every_stage_has_one_verdict_in_catalog_order() -> None:
+    assert tuple(v.stage for v in select("/bot run --post-merge").verdicts) == CATALOG.names
+
+
+def test_rules_run_in_step_order() -> None:
+    steps = [rule.step for rule in RULES]
+    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18]
+
+
+@pytest.mark.parametrize("step", sorted({f.feeds for f in FLAGS if f.feeds}, key=lambda s: s.value), ids=str)
+def test_every_flag_step_has_a_rule(step: Step) -> None:
+    rule = rule_for(step)
+    assert rule is not None and rule.step == step.value
+
+
+# (comment, column, message): names the catalog lacks, pointing at the comment
+ERRORS = {
+    "typo": (
+        '/bot run --stage-list "A10-Pytorch-1"',
+        24,
+        "--stage-list: expected a stage of the catalog, found 'A10-Pytorch-1' Hint: did you mean 'A10-PyTorch-1' "
+        "or 'A30-PyTorch-1' or 'A10-PyTorch-2'?",
+    ),
+    "glob matching nothing": (
+        '/bot run --extra-stage "A10-PyTorch-1, *GB200*"',
+        40,
+        "--extra-stage: expected the glob '*GB200*' to match a stage of the catalog, found none "
+        "Hint: no stage name holds 'GB200'; did you mean 'GB300'?",
+    ),
+    "no close name": (
+        '/bot run --stage-list "Z9-Verl-1"',
+        24,
+        "--stage-list: expected a stage of the catalog, found 'Z9-Verl-1' Hint: `ci-tool stages list` prints "
+        "every stage",
+    ),
+    "gpu token": (
+        '/bot run --gpu-type "H100"',
+        22,
+        "--gpu-type: expected a GPU token of the catalog (A10, A30, CPU, DGX_B200, DGX_H100, GB300), found 'H100' "
+        "Hint: did you mean 'DGX_H100'?",
+    ),
+}
+
+
+@pytest.mark.parametrize(("comment", "column", "message"), ERRORS.values(), ids=ERRORS.keys())
+def test_unknown_names_are_errors_at_their_column(comment: str, column: int, message: str) -> None:
+    (error,) = select(comment).errors
+    assert (error.col, error.headline) == (column, message)  # type: ignore[attr-defined]
+
+
+def test_errors_without_a_comment_are_plain_stage_errors() -> None:
+    request = BotRequest("run", (("stage_list", ("A10-Pytorch-1",)),))
+    (error,) = select_stages(CATALOG, request).errors
+    assert isinstance(error, StageError)
+    assert str(error).startswith("--stage-list: expected a stage of the catalog, found 'A10-Pytorch-1' Hint:")
+
+
+def test_valid_items_still_select_when_another_is_unknown() -> None:
+    selection = select('/bot run --stage-list "A10-CPP-1, A10-Pytorch-1"')
+    assert (selection.names, len(selection.errors), selection.merge_gate) == (("A10-CPP-1",), 1, False)
+
+
+def test_only_run_requests_select() -> None:
+    with pytest.raises(StageError, match="expected a /bot run request to select stages, found /bot kill"):
+        select("/bot kill")
+
+
+# (comment, labels, missing labels, custom run): approvals come from the selected stages
+GATES = {
+    "default": ("/bot run", (), (), False),
+    "multi-GPU by name": (
+        '/bot run --stage-list "DGX_H100-4_GPUs-PyTorch-1"',
+        (),
+        ("ci: full pre-merge approved",),
+        True,
+    ),
+    "multi-GPU by path": ("/bot run", (), (), False),
+    "labelled": ("/bot run --add-multi-gpu-test", ("ci: full pre-merge approved",), (), False),
+    "full post-merge": ("/bot run --post-merge", (), ("ci: post-merge approved",), False),
+    "post-merge label covers both": ("/bot run --post-merge", ("ci: post-merge approved",), (), False),
+    "broad selector": ('/bot run --extra-stage "\\*PerfSanity\\*"', (), ("ci: post-merge approved",), False),
+    "Post-Merge by name needs nothing": ('/bot run --stage-list "A10-FMHA-Post-Merge-1"', (), (), True),
+    "gpu-type is custom": ('/bot run --gpu-type "A10"', (), (), True),
+}
+
+
+@pytest.mark.parametrize(("comment", "labels", "missing", "custom"), GATES.values(), ids=GATES.keys())
+def test_approvals_and_merge_gate(
+    comment: str, labels: tuple[str, ...], missing: tuple[str, ...], custom: bool
+) -> None:
+    selection = select(comment, labels=labels)
+    assert (tuple(m.label for m in selection.missing), selection.custom_run, selection.merge_gate) == (
+        missing,
+        custom,
+        not custom,
+    )
+
+
+def test_file_triggered_multi_gpu_stages_need_the_label() -> None:
+    selection = select("/bot run", files=["src/dist/a.py"])
+    assert [(m.label, m.reasons) for m in selection.missing] == [
+        (
+            "ci: full pre-merge approved",
+            (
+                "multi-GPU stages DGX_H100-4_GPUs-PyTorch-1, DGX_H100-4_GPUs-PyTorch-DeepSeek-1, "
+                "DGX_B200-8_GPUs-PyTorch-1",
+            ),
+        )
+    ]
+
+
+# The reference's real comments (§5.5), against this catalog: (comment, selected, custom run)
+REAL = {
+    "#14985 plain": ("/bot run", DEFAULT, False),
+    "#14985 fail-fast": ("/bot run --disable-fail-fast", DEFAULT, False),
+    "#14985 post-merge": (
+        "/bot run --post-merge --disable-fail-fast",
+        in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU, POST_MERGE),
+        False,
+    ),
+    "#14985 names": (
+        '/bot run --stage-list "DGX_H100-PyTorch-1, A30-AutoDeploy-1, DGX_H100-4_GPUs-PyTorch-1"',
+        ("A30-AutoDeploy-1", "DGX_H100-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-1"),
+        True,
+    ),
+    "#14985 glob": (
+        '/bot run --stage-list "DGX_H100*"',
+        (
+            "DGX_H100-PyTorch-1",
+            "DGX_H100-4_GPUs-PyTorch-1",
+            "DGX_H100-4_GPUs-PyTorch-DeepSeek-1",
+            "DGX_H100-4_GPUs-PyTorch-Post-Merge-1",
+        ),
+        True,
+    ),
+    "#14985 globs": (
+        '/bot run --stage-list "A10-PyTorch-*, A10-FMHA-Post-Merge-*, A30-PyTorch-*"',
+        # a glob reaches the whole catalog: A10-PyTorch-* catches the OnDemand family too
+        ("A10-PyTorch-1", "A10-PyTorch-2", "A10-FMHA-Post-Merge-1", "A10-PyTorch-OnDemand-1", "A30-PyTorch-1"),
+        True,
+    ),
+    "#14985 post-merge names": ('/bot run --post-merge --stage-list "A30-AutoDeploy-1"', ("A30-AutoDeploy-1",), True),
+    "#19074 escaped stars": (
+        '/bot run  --disable-fail-fast --stage-list "\\*GB300\\*PerfSanity\\*"',
+        ("GB300-PyTorch-PerfSanity-1",),
+        True,
+    ),
+    "#14293 extra": (
+        '/bot run --disable-fail-fast --extra-stage "DGX_B200-8_GPUs-PyTorch-1, '
+        'DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3"',
+        in_catalog_order(DEFAULT, ["DGX_B200-8_GPUs-PyTorch-1", "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3"]),
+        False,
+    ),
+    "#11306 trailing prose": (
+        '/bot run --stage-list "DGX_B200-4_GPUs-Verl-Post-Merge-1" to start the ci',
+        ("DGX_B200-4_GPUs-Verl-Post-Merge-1",),
+        True,
+    ),
+    "#14086 skip-test": ("/bot run --skip-test", (), True),
+    "#3555 only multi-GPU": ("/bot run --only-multi-gpu-test", PRE_MERGE_MULTI_GPU, True),
+    "docs add multi-GPU": ("/bot run --add-multi-gpu-test", in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU), False),
+    "repeat a flake": (
+        '/bot run --disable-reuse-test --detailed-log --stage-list "A10-PyTorch-1"',
+        ("A10-PyTorch-1",),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize(("comment", "expected", "custom"), REAL.values(), ids=REAL.keys())
+def test_real_comments(comment: str, expected: tuple[str, ...], custom: bool) -> None:
+    selection = select(comment)
+    assert (selection.names, selection.errors, selection.custom_run) == (expected, (), custom)
