@@ -3,13 +3,13 @@
     query    = the stage name's facts over sysinfo (None: stage facts only)   stages.query.render_query
     rendered = the context's lines matching the query                        testdb.select.render
     shards   = the rendered ids split across the family's shards by duration  stages.shard.plan_shards
-    lines    = this stage's shard (the whole render when the family is not sharded)
+    lines    = this stage's shard (the whole render when the family is not sharded); an id rendered
+               twice (blocks with different markers) runs once, as its first line says
     isolated = its ISOLATION lines, each run in its own pytest process
 
 A family is planned once (`plan_family`) and each of its stages takes its shard (`FamilyPlan.stage`), so
 planning the whole catalog (`plan_catalog`) renders and shards each family once. A family is sharded
-when its mode shards (perf mode runs the whole list) and it has more than one shard; an id rendered
-twice (two blocks with different markers) runs once. `splits="auto"` picks the smallest shard count
+when its mode shards (perf mode runs the whole list) and it has more than one shard. `splits="auto"` picks the smallest shard count
 whose predicted makespan fits the budget. The same plan serves `ci-tool stage show`, `ci-tool stage run`,
 `ci-tool bot plan` and the catalog's derived timeouts.
 """
@@ -86,9 +86,10 @@ class FamilyPlan:
             )
         name = self.family.with_shard(shard)
         policy = self.family.policy
-        lines, seconds = self.rendered, self.whole_seconds
+        by_id = {line.test_id: line for line in reversed(self.rendered)}  # an id rendered twice: the first line
+        lines = tuple(line for line in self.rendered if by_id[line.test_id] is line)
+        seconds = self.whole_seconds
         if self.shard_plan is not None:
-            by_id = {line.test_id: line for line in reversed(self.rendered)}  # the first line of an id wins
             chosen = self.shard_plan.shard(shard)
             lines, seconds = tuple(by_id[test_id] for test_id in chosen.test_ids), chosen.predicted_seconds
         return StagePlan(
@@ -153,7 +154,8 @@ def plan_stage(
     planned = plan_family(
         family, db=db, context=context, splits=splits, durations=durations, sysinfo=sysinfo, arch=arch, gpu=gpu
     )
-    return planned.stage(stage.shard or 1, waives_file=waives_file)
+    plan = planned.stage(stage.shard or 1, waives_file=waives_file)
+    return plan if stage.shard is not None else replace(plan, stage=stage.name)
 
 
 def plan_catalog_stage(

@@ -1,0 +1,151 @@
+"""Planning: query, render, shard and predicted seconds per stage, each family planned once."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.errors import StageError, TestDbError
+from ci_tool.stages.catalog import Catalog
+from ci_tool.stages.catalog_load import parse_catalog
+from ci_tool.stages.modes import PERF_PYTEST_ARGS
+from ci_tool.stages.names import parse_family_name, parse_stage_name
+from ci_tool.stages.plan import plan_catalog, plan_family, plan_stage, plan_stages
+from ci_tool.testdb.load import load_test_db
+from ci_tool.testdb.model import TestDb
+
+TEST_DB = """\
+version: 0.0.1
+l0_x:
+- condition:
+    terms: {stage: pre_merge}
+  tests:
+  - t/a.py
+  - t/b.py ISOLATION
+  - t/c.py
+  - t/d.py
+- condition:
+    terms: {stage: pre_merge, supports_fp8: true}
+  tests:
+  - t/fp8.py
+  - t/a.py TIMEOUT (90)
+- condition:
+    terms: {stage: post_merge}
+  tests:
+  - t/post.py
+l0_empty:
+- condition:
+    wildcards: {gpu: '*h200*'}
+  tests:
+  - t/h200.py
+"""
+DURATIONS = {"t/a.py": 600.0, "t/b.py": 300.0, "t/c.py": 200.0, "t/d.py": 100.0, "t/fp8.py": 50.0}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> TestDb:
+    folder = tmp_path_factory.mktemp("test-db")
+    (folder / "l0_x.yml").write_text(TEST_DB)
+    return load_test_db(folder)
+
+
+def test_an_unsharded_family_runs_its_whole_render(db: TestDb) -> None:
+    plan = plan_stage(parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=1, durations=DURATIONS)
+    assert [line.raw for line in plan.lines] == ["t/a.py", "t/b.py ISOLATION", "t/c.py", "t/d.py", "t/fp8.py"]
+    assert (plan.shard, plan.shards, plan.predicted_seconds, plan.shard_plan) == (None, 1, 1250.0, None)
+    assert [line.raw for line in plan.isolated] == ["t/b.py ISOLATION"]
+    assert [line.raw for line in plan.regular] == ["t/a.py", "t/c.py", "t/d.py", "t/fp8.py"]
+
+
+def test_an_id_rendered_twice_runs_once_as_first_written(db: TestDb) -> None:
+    plan = plan_stage(parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=2, durations=DURATIONS)
+    assert [line.raw for line in plan.rendered].count("t/a.py TIMEOUT (90)") == 1  # rendered, not run twice
+    assert "t/a.py TIMEOUT (90)" not in [line.raw for line in plan.lines]
+
+
+@pytest.mark.parametrize(
+    ("shard", "lines", "seconds"),
+    [(1, ["t/a.py", "t/fp8.py"], 650.0), (2, ["t/b.py ISOLATION", "t/c.py", "t/d.py"], 600.0)],
+)
+def test_each_shard_takes_its_share(db: TestDb, shard: int, lines: list[str], seconds: float) -> None:
+    name = parse_stage_name(f"A10-PyTorch-{shard}")
+    plan = plan_stage(name, db=db, context="l0_x", splits=2, durations=DURATIONS)
+    assert ([line.raw for line in plan.lines], plan.predicted_seconds, plan.shard, plan.shards) == (
+        lines,
+        seconds,
+        shard,
+        2,
+    )
+    assert plan.shard_plan is not None and plan.shard_plan.makespan_seconds == 650.0
+
+
+def test_perf_mode_is_never_sharded_and_adds_its_options(db: TestDb) -> None:
+    plan = plan_stage(parse_stage_name("H100_PCIe-PyTorch-Perf-1"), db=db, context="l0_x", splits=1, durations={})
+    assert (len(plan.lines), plan.isolated, plan.pytest_args, plan.shard) == (5, (), PERF_PYTEST_ARGS, None)
+
+
+@pytest.mark.parametrize(
+    ("sysinfo", "rendered"),
+    [
+        (None, 6),  # stage facts only: supports_fp8 is unknown, so its block matches
+        ({"supports_fp8": False, "gpu": "A10G"}, 4),
+        ({"supports_fp8": True}, 6),
+    ],
+    ids=["no sysinfo", "no fp8", "fp8"],
+)
+def test_sysinfo_is_merged_under_the_stage_facts(db: TestDb, sysinfo: dict[str, object] | None, rendered: int) -> None:
+    plan = plan_stage(
+        parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=1, durations={}, sysinfo=sysinfo
+    )
+    assert len(plan.rendered) == rendered
+    assert plan.query["gpu"] == "A10"  # the stage's GPU token wins over sysinfo's
+
+
+def test_auto_splits_fit_the_budget(db: TestDb) -> None:
+    family = plan_family(
+        parse_family_name("A10-PyTorch"), db=db, context="l0_x", splits="auto", budget_seconds=700, durations=DURATIONS
+    )
+    assert family.splits == 2 and family.makespan_seconds <= 700
+
+
+def test_an_empty_render_is_an_error_unless_allowed(db: TestDb) -> None:
+    name = parse_family_name("A10-PyTorch")
+    with pytest.raises(TestDbError, match="found an empty render of context 'l0_empty'"):
+        plan_family(name, db=db, context="l0_empty", splits=1, durations={})
+    empty = plan_family(name, db=db, context="l0_empty", splits=3, durations={}, allow_empty=True)
+    assert (empty.rendered, empty.splits, empty.makespan_seconds, empty.stage(3).lines) == ((), 3, 0.0, ())
+
+
+def test_a_shard_outside_the_family_is_an_error(db: TestDb) -> None:
+    family = plan_family(parse_family_name("A10-PyTorch"), db=db, context="l0_x", splits=2, durations={})
+    with pytest.raises(StageError) as caught:
+        family.stage(3)
+    assert str(caught.value) == "expected a shard index from 1 to 2 for family 'A10-PyTorch', found 3"
+
+
+CATALOG = """\
+version: 1
+families:
+- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 2}
+- {name: A10-PyTorch-Post-Merge, platform: a10, context: l0_x, splits: 1}
+"""
+
+
+def test_plan_catalog_matches_planning_each_stage_alone(db: TestDb) -> None:
+    catalog: Catalog = parse_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
+    plans = plan_catalog(catalog, db=db, durations=DURATIONS)
+    assert list(plans) == list(catalog.names)
+    for stage in catalog.stages:
+        alone = plan_stage(stage.name, db=db, context=stage.context, splits=stage.splits, durations=DURATIONS)
+        assert plans[stage.name.name] == alone
+    assert [line.raw for line in plans["A10-PyTorch-Post-Merge-1"].lines] == ["t/post.py"]
+
+
+def test_plan_stages_plans_a_subset_in_the_given_order(db: TestDb) -> None:
+    catalog = parse_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
+    subset = [catalog.stage("A10-PyTorch-2"), catalog.stage("A10-PyTorch-1")]
+    assert list(plan_stages(subset, db=db, durations=DURATIONS)) == ["A10-PyTorch-2", "A10-PyTorch-1"]
+
+
+def test_plan_stage_accepts_a_family_name_as_its_only_shard(db: TestDb) -> None:
+    plan = plan_stage(parse_family_name("A10-PyTorch"), db=db, context="l0_x", splits=1, durations={})
+    assert (plan.stage, plan.shard, len(plan.lines)) == ("A10-PyTorch", None, 5)
