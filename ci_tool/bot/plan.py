@@ -124,6 +124,14 @@ def request_from_json(data: object, *, source: str = "the request") -> BotReques
     return BotRequest(command=command, values=values)
 
 
+_JSON_VALUES = {
+    Arg.SWITCH: "true",
+    Arg.LIST: "a list of strings",
+    Arg.OPTIONAL_ID: "true or a pipeline id of digits",
+    Arg.TEXT: "a string",
+}
+
+
 def _value(source: str, key: str, value: object) -> FlagValue:
     arg = flag_by_key(key).arg
     if arg is Arg.SWITCH and value is True:
@@ -134,7 +142,7 @@ def _value(source: str, key: str, value: object) -> FlagValue:
         return True if value is True else str(value)
     if arg is Arg.TEXT and isinstance(value, str):
         return value
-    raise BotError(f"{source}: expected a {arg.value} value for {key!r}, found {value!r}")
+    raise BotError(f"{source}: expected {_JSON_VALUES[arg]} for {key!r}, found {value!r}")
 
 
 def _kind(value: object) -> str:

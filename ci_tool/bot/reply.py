@@ -181,7 +181,8 @@ def render_plan(plan: RunPlan) -> str:
     else:
         lines += ["**Plan:** no stages selected.", ""]
     if selection.excluded:
-        lines += [f"<details><summary>{len(selection.excluded)} stages not run</summary>", ""]
+        excluded = len(selection.excluded)
+        lines += [f"<details><summary>{excluded} stage{'s' if excluded != 1 else ''} not run</summary>", ""]
         lines += ["| Stage | Why |", "|---|---|"]
         lines += [f"| {code(v.stage)} | {_cell(_why(v.step, v.reason))} |" for v in selection.excluded]
         lines += ["", "</details>", ""]

@@ -47,8 +47,7 @@ def unreachable_blocks(catalog: Catalog, db: TestDb) -> list[CiToolError]:
                         f"expected a stage of {catalog.file} to render this block, found none of the stages "
                         f"on {context.name!r} matching its condition ({names})",
                         where=block.where,
-                        hint="its tests never run: add a family whose name matches the condition, "
-                        "or fix the condition",
+                        hint="its tests never run: add a family whose name matches the condition, or fix the condition",
                     )
                 )
     return findings

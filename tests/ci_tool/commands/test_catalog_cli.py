@@ -229,7 +229,7 @@ def test_stage_select_reads_changed_files(capsys: pytest.CaptureFixture[str], tm
         ),
         (
             '{"command": "run", "flags": {"post_merge": "yes"}}',
-            "error: {path}: expected a switch value for 'post_merge', found 'yes'\n",
+            "error: {path}: expected true for 'post_merge', found 'yes'\n",
         ),
         (
             "{",

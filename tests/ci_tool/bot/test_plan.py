@@ -1,0 +1,197 @@
+"""`/bot run` resolved against the catalog: `ci-tool bot plan` output pinned per comment, the plan JSON,
+how the plan settles the bot's decision, and requests read back from JSON."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_tool.bot.authorize import parse_allowlist
+from ci_tool.bot.event import Action, decide, read_event
+from ci_tool.bot.plan import plan_run, request_from_json, settle
+from ci_tool.bot.request import BotRequest
+from ci_tool.cli import main
+from ci_tool.errors import BotError
+from ci_tool.stages.catalog_load import open_catalog
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PLANS = Path(__file__).parent / "plans"
+CATALOG = ("--catalog", str(FIXTURES / "stages.yml"), "--test-db", str(FIXTURES / "test-db"))
+LOADED = open_catalog(FIXTURES / "stages.yml", FIXTURES / "test-db")
+ALLOWLIST = parse_allowlist((FIXTURES / "allowlist.yml").read_text(encoding="utf-8"))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# id -> (comment, extra arguments, exit code); the output is pinned in plans/<id>.md
+PLAN_CASES = {
+    "default": ("/bot run", (), 0),
+    "post_merge_unlabeled": ("/bot run --post-merge --disable-fail-fast", (), 0),
+    "post_merge_labeled": ("/bot run --post-merge", ("--label", "ci: post-merge approved"), 0),
+    "changed_multi_gpu_path": ("/bot run", ("--changed-files", str(FIXTURES / "changed_multi_gpu.txt")), 0),
+    "stage_list_unknown": ('/bot run --stage-list "A10-PyTorch-\\*, A30-*, DGX_H100-Pytorch-1"', (), 1),
+    "gpu_type": ('/bot run --gpu-type "A10"', (), 0),
+    "kill": ("/bot kill", (), 0),
+}
+
+
+@pytest.mark.parametrize(("comment", "extra", "code"), PLAN_CASES.values(), ids=PLAN_CASES.keys())
+def test_bot_plan_output_is_pinned(
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    update_goldens: bool,
+    comment: str,
+    extra: tuple[str, ...],
+    code: int,
+) -> None:
+    got, out, err = run(capsys, "bot", "plan", comment, *extra, *CATALOG)
+    assert (got, err) == (code, "")
+    golden = PLANS / f"{request.node.callspec.id}.md"
+    if update_goldens:
+        golden.write_text(out, encoding="utf-8")
+    expected = golden.read_text(encoding="utf-8")
+    assert out == expected, "".join(difflib.unified_diff(expected.splitlines(True), out.splitlines(True)))
+
+
+def test_bot_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "bot", "plan", '/bot run --stage-list "A10-PyTorch-*"', "--json", *CATALOG)
+    plan = json.loads(out)
+    assert code == 0
+    assert plan["request"] == {"command": "run", "flags": {"stage_list": ["A10-PyTorch-*"]}}
+    assert plan["stages"] == [
+        {
+            "name": "A10-PyTorch-1",
+            "platform": "a10",
+            "shard": 1,
+            "splits": 2,
+            "tests": 1,
+            "predicted_minutes": 3.0,
+            "step": 13,
+            "reason": "--stage-list matches 'A10-PyTorch-*'",
+        },
+        {
+            "name": "A10-PyTorch-2",
+            "platform": "a10",
+            "shard": 2,
+            "splits": 2,
+            "tests": 2,
+            "predicted_minutes": 3.75,
+            "step": 13,
+            "reason": "--stage-list matches 'A10-PyTorch-*'",
+        },
+    ]
+    assert (plan["custom_run"], plan["merge_gate"], plan["missing_approvals"], plan["errors"]) == (True, False, [], [])
+    assert [entry["stage"] for entry in plan["excluded"]] == [
+        "CPU-Generic-1",
+        "DGX_H100-PyTorch-1",
+        "DGX_H100-4_GPUs-PyTorch-1",
+        "DGX_B200-PyTorch-PerfSanity-Post-Merge-1",
+    ]
+
+
+def test_bot_plan_reads_the_comment_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO('/bot run --gpu-type "A10"\n\nplease\n'))
+    code, out, _ = run(capsys, "bot", "plan", "-", "--json", *CATALOG)
+    assert (code, [stage["name"] for stage in json.loads(out)["stages"]]) == (0, ["A10-PyTorch-1", "A10-PyTorch-2"])
+
+
+def event(body: str, labels: tuple[str, ...] = ()) -> dict[str, object]:
+    payload = json.loads((FIXTURES / "event_run_member.json").read_text(encoding="utf-8"))
+    payload["comment"]["body"] = body
+    payload["issue"]["labels"] = [{"name": label} for label in labels]
+    return payload
+
+
+# comment, labels -> (action, reason) once the plan settles the decision
+SETTLED = {
+    "dispatch": ("/bot run", (), Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    "unknown names": (
+        '/bot run --stage-list "A30-1, A10-PyTorch-9"',
+        (),
+        Action.HELP,
+        "not in the stage catalog at columns 24, 31",
+    ),
+    "multi-GPU by name": (
+        '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-1"',
+        (),
+        Action.REFUSE,
+        "missing label 'ci: full pre-merge approved'",
+    ),
+    "labelled": (
+        '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-1"',
+        ("ci: full pre-merge approved",),
+        Action.DISPATCH,
+        "/bot run by 'maintainer-amy' (author association MEMBER)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("body", "labels", "action", "reason"), SETTLED.values(), ids=SETTLED.keys())
+def test_the_plan_settles_the_decision(body: str, labels: tuple[str, ...], action: Action, reason: str) -> None:
+    decision = decide(read_event(event(body, labels)), ALLOWLIST)
+    assert decision.request is not None
+    plan = plan_run(decision.request, catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations, labels=labels)
+    settled = settle(decision, plan)
+    assert (settled.action, settled.reason) == (action, reason)
+    if action is Action.HELP:
+        assert settled.error is not None and settled.error.col == 24
+
+
+def test_settle_leaves_other_decisions_alone() -> None:
+    decision = decide(read_event(event("/bot run --post-merge")), ALLOWLIST)  # refused on the flags alone
+    assert decision.request is not None
+    plan = plan_run(decision.request, catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations)
+    assert settle(decision, plan) is decision
+
+
+@pytest.mark.parametrize(
+    ("data", "request_"),
+    [
+        ({"command": "run"}, BotRequest("run")),
+        (
+            {"command": "run", "flags": {"stage_list": ["A", "B*"], "post_merge": True, "reuse_test": "12"}},
+            BotRequest("run", (("reuse_test", "12"), ("stage_list", ("A", "B*")), ("post_merge", True))),
+        ),
+        ({"command": "skip", "flags": {"comment": "waive only"}}, BotRequest("skip", (("comment", "waive only"),))),
+    ],
+    ids=["no flags", "flag-table order", "skip"],
+)
+def test_request_from_json_round_trips(data: dict[str, object], request_: BotRequest) -> None:
+    parsed = request_from_json(data)
+    assert parsed == request_
+    assert request_from_json(parsed.to_json()) == parsed
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("run", 'req: expected a JSON object with a "command" string, found a JSON str'),
+        ({"flags": {}}, 'req: expected a JSON object with a "command" string, found an object without it'),
+        ({"command": "run", "flags": []}, 'req: expected "flags" to be a JSON object, found a JSON list'),
+        ({"command": "run", "flags": {"comment": "x"}}, "req: expected a flag of /bot run, found 'comment'"),
+        (
+            {"command": "run", "flags": {"stage_list": "A"}},
+            "req: expected a list of strings for 'stage_list', found 'A'",
+        ),
+        (
+            {"command": "run", "flags": {"reuse_test": "abc"}},
+            "req: expected true or a pipeline id of digits for 'reuse_test', found 'abc'",
+        ),
+    ],
+    ids=["not an object", "no command", "flags not an object", "flag of another command", "list", "id"],
+)
+def test_request_from_json_rejects(data: object, message: str) -> None:
+    with pytest.raises(BotError) as caught:
+        request_from_json(data, source="req")
+    assert caught.value.message == message
