@@ -3,6 +3,7 @@ a `/bot run` request selects."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import shlex
 import sys
@@ -28,6 +29,9 @@ RESULTS_ROOT = Path(".ci-tool/runs")
 @click.group()
 def stage() -> None:
     """Parse stage names, show what a stage would run, select stages for a request."""
+
+
+stage.add_command(importlib.import_module("ci_tool.commands.stage_run").run_command)  # `stage run`: ci_tool/run
 
 
 @stage.command("parse")

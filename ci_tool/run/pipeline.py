@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from ci_tool.stages.names import StageName
 from ci_tool.stages.query import QueryValue
@@ -30,15 +31,14 @@ _WORDS = re.compile(r"[^A-Za-z0-9]+")
 NOT_RUN_WORDS = {WAITING: "waiting for a runner", SKIPPED: "skipped", FAILED: "failed"}
 
 
-@dataclass(frozen=True)
-class StageSpec:
-    """A selected stage and what is needed to plan it (from the catalog)."""
+class NamedStage(Protocol):
+    """What the pipeline reads of a stage: its parsed name (catalog stages and planned stages have one)."""
 
-    stage: StageName
-    context: str | None  # None for non-test stages
-    splits: int = 1
-    arch: str = "x86_64"
-    gpu: str | None = None  # the query's gpu when the pool reports another name
+    @property
+    def name(self) -> StageName: ...
+
+
+S = TypeVar("S", bound=NamedStage)
 
 
 @dataclass(frozen=True)
@@ -100,29 +100,30 @@ def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str 
 
 
 def run_pipeline(
-    specs: Sequence[StageSpec],
+    stages: Sequence[S],
     *,
     sysinfo: Mapping[str, QueryValue],
     fail_fast: bool,
-    run_one: Callable[[StageSpec], StageOutcome],
+    run_one: Callable[[S], StageOutcome],
     not_run: Callable[[StageOutcome], None],
 ) -> PipelineResult:
     """Run the servable stages in order; `not_run` hears about each waiting or skipped stage."""
     outcomes: list[StageOutcome] = []
     stopped: str | None = None  # why the stages not started yet will not start
-    for spec in specs:
-        mismatch = runner_mismatch(spec.stage, sysinfo)
+    for stage in stages:
+        name = stage.name.name
+        mismatch = runner_mismatch(stage.name, sysinfo)
         if stopped is not None:
-            outcome = StageOutcome(spec.stage.name, SKIPPED, stopped)
+            outcome = StageOutcome(name, SKIPPED, stopped)
         elif mismatch is not None:
-            outcome = StageOutcome(spec.stage.name, WAITING, mismatch)
+            outcome = StageOutcome(name, WAITING, mismatch)
         else:
-            outcome = run_one(spec)
+            outcome = run_one(stage)
             outcomes.append(outcome)
             if outcome.state == INTERRUPTED:
                 stopped = "not started: the run was interrupted"
             elif outcome.state == FAILED and fail_fast:
-                stopped = f"fail-fast: {spec.stage.name} failed"
+                stopped = f"fail-fast: {name} failed"
             continue
         outcomes.append(outcome)
         not_run(outcome)

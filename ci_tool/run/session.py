@@ -11,10 +11,11 @@ and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
 from __future__ import annotations
 
 import datetime
+import functools
 import secrets
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,10 +24,12 @@ from ci_tool.errors import CiToolError
 from ci_tool.history.store import HistoryStore, RunRecord
 from ci_tool.run import pipeline, recording, report
 from ci_tool.run.flaky import FlakySignature
-from ci_tool.run.planning import StagePlan, plan_stage
 from ci_tool.run.progress import Progress
 from ci_tool.run.stage_runner import RunSettings, StageResult, run_stage
+from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations
+from ci_tool.stages.names import StageName
+from ci_tool.stages.plan import StagePlan, plan_catalog_stage
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.model import TestDb
 
@@ -36,14 +39,40 @@ class SessionConfig:
     rootdir: Path  # pytest runs here; test ids are relative to it
     results_root: Path  # .ci-tool/runs
     history: Path
-    db: TestDb
-    waives_file: str | None
-    durations: Durations
     sysinfo: Mapping[str, QueryValue]
     flaky_signatures: tuple[FlakySignature, ...]
     test_timeout_seconds: int = 3600
     rerun_flaky: bool = True
     extra_pytest_args: tuple[str, ...] = ()
+    output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders)."""
+
+    name: StageName
+    plan: Callable[[], StagePlan]
+
+
+def catalog_stages(
+    stages: Sequence[Stage],
+    *,
+    db: TestDb,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue],
+    waives_file: str | None,
+) -> list[PlannedStage]:
+    """Catalog stages planned on this machine: each stage's query merged over its sysinfo."""
+    return [
+        PlannedStage(
+            stage.name,
+            functools.partial(
+                plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
+            ),
+        )
+        for stage in stages
+    ]
 
 
 @dataclass(frozen=True)
@@ -71,26 +100,9 @@ def new_run_id(now: datetime.datetime | None = None) -> str:
     return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-def plan_for(spec: pipeline.StageSpec, config: SessionConfig) -> StagePlan:
-    """The plan of one selected stage on this machine."""
-    if spec.context is None:
-        raise CiToolError(f"expected a test stage with a test-db context, found {spec.stage.name!r}")
-    return plan_stage(
-        spec.stage,
-        db=config.db,
-        context=spec.context,
-        splits=spec.splits,
-        sysinfo=config.sysinfo,
-        durations=config.durations,
-        waives_file=config.waives_file,
-        arch=spec.arch,
-        gpu=spec.gpu,
-    )
-
-
 def run_session(
     command: str,
-    specs: list[pipeline.StageSpec],
+    stages: Sequence[PlannedStage],
     *,
     config: SessionConfig,
     fail_fast: bool,
@@ -104,18 +116,18 @@ def run_session(
     with HistoryStore(config.history) as store:
         store.start_run(RunRecord(run_id, command, "running", time.time(), host=socket.gethostname()))
 
-        def run_one(spec: pipeline.StageSpec) -> pipeline.StageOutcome:
+        def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
             try:
-                plan = plan_for(spec, config)
+                plan = stage.plan()
             except CiToolError as error:
-                failed = pipeline.StageOutcome(spec.stage.name, pipeline.FAILED, f"cannot plan the stage: {error}")
+                failed = pipeline.StageOutcome(stage.name.name, pipeline.FAILED, f"cannot plan the stage: {error}")
                 store.record_stage(recording.to_not_run_record(run_id, failed), recorded_at=time.time())
                 progress.stage_not_run(failed.name, failed.state, failed.reason)
                 return failed
             progress.stage_started(plan.stage, len(plan.lines))
             settings = RunSettings(
                 rootdir=config.rootdir,
-                results_dir=run_dir / plan.stage,
+                results_dir=config.output_dir or run_dir / plan.stage,
                 run_id=run_id,
                 test_timeout_seconds=config.test_timeout_seconds,
                 flaky_signatures=config.flaky_signatures,
@@ -136,7 +148,7 @@ def run_session(
         ran: pipeline.PipelineResult | None = None
         try:  # Ctrl-C outside a pytest process (while planning, say) still closes the run
             ran = pipeline.run_pipeline(
-                specs, sysinfo=config.sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=not_run
+                stages, sysinfo=config.sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=not_run
             )
         finally:
             state = ran.state if ran is not None else pipeline.INTERRUPTED

@@ -27,8 +27,8 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.run import junit
 from ci_tool.run.flaky import FlakySignature, match_flaky
-from ci_tool.run.planning import StagePlan
 from ci_tool.run.process import EventSink, ProcessOutcome, PytestInvocation, run_pytest_process, write_nodeids
+from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 PASSED, FAILED, UNSTABLE, INTERRUPTED = "passed", "failed", "unstable", "interrupted"
@@ -119,6 +119,15 @@ def batches_of(plan: StagePlan, lists_dir: Path) -> list[tuple[str, Path, tuple[
     for number, line in enumerate(plan.isolated, start=1):
         found.append((f"isolated-{number}", lists_dir / f"isolated-{number}.txt", (line,)))
     return found
+
+
+def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
+    """The pytest processes a run of the plan starts when no test crashes or is rerun (`--dry-run`)."""
+    lists_dir = settings.results_dir / "lists"
+    return [
+        replace(_invocation(plan, settings, label, list_file), label=f"p{number:02d}-{label}")
+        for number, (label, list_file, _) in enumerate(batches_of(plan, lists_dir), start=1)
+    ]
 
 
 def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | None = None) -> StageResult:

@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.run.flaky import load_flaky_signatures
-from ci_tool.run.pipeline import StageSpec
 from ci_tool.run.progress import Progress
-from ci_tool.run.session import SessionConfig, SessionResult, run_session
+from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
 from ci_tool.run.stage_runner import StageResult, TestOutcome
-from ci_tool.stages.names import parse_stage_name
-from ci_tool.testdb.load import load_test_db
+from ci_tool.stages.catalog_load import open_catalog
 
 FAILING_SUITE = Path(__file__).parents[2] / "fixtures" / "failing_suite"
 
@@ -70,21 +68,11 @@ class FixtureRun:
         return next(test for test in self.stage(stage).tests if test.first.nodeid == nodeid)
 
 
-FIXTURE_STAGES = (
-    ("CPU-Generic-1", "l0_fixture"),
-    ("A10-PyTorch-1", "l0_fixture"),
-    ("CPU-Generic-Post-Merge-1", "l0_green"),
-)
-
-
 def session_config(root: Path, **overrides: object) -> SessionConfig:
     values: dict[str, object] = {
         "rootdir": root,
         "results_root": root / ".ci-tool" / "runs",
         "history": root / ".ci-tool" / "history.sqlite",
-        "db": load_test_db(root / "test-db"),
-        "waives_file": str(root / "test-db" / "waives.txt"),
-        "durations": {},
         "sysinfo": {"gpu": None, "system_gpu_count": 0},
         "flaky_signatures": load_flaky_signatures(),
     }
@@ -92,13 +80,21 @@ def session_config(root: Path, **overrides: object) -> SessionConfig:
     return SessionConfig(**values)  # type: ignore[arg-type]
 
 
+def planned(root: Path, names: tuple[str, ...] | None = None, *, waives: bool = True) -> list[PlannedStage]:
+    """The stages of the suite's catalog (all of them, or `names`), planned on a machine without a GPU."""
+    loaded = open_catalog(root / "stages.yml", root / "test-db")
+    stages = [loaded.catalog.stage(name) for name in names] if names else list(loaded.catalog.stages)
+    waives_file = str(root / "test-db" / "waives.txt") if waives else None
+    sysinfo = {"gpu": None, "system_gpu_count": 0}
+    return catalog_stages(stages, db=loaded.db, durations=loaded.durations, sysinfo=sysinfo, waives_file=waives_file)
+
+
 @pytest.fixture(scope="session")
 def fixture_run(tmp_path_factory: pytest.TempPathFactory) -> FixtureRun:
     root = copy_suite(tmp_path_factory.mktemp("fixture-run") / "suite")
-    specs = [StageSpec(parse_stage_name(name), context) for name, context in FIXTURE_STAGES]
     config = session_config(root)
     session = run_session(
-        "/bot run --disable-fail-fast", specs, config=config, fail_fast=False, progress=Progress(io.StringIO())
+        "/bot run --disable-fail-fast", planned(root), config=config, fail_fast=False, progress=Progress(io.StringIO())
     )
     return FixtureRun(root, session, config.history)
 
@@ -107,3 +103,9 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory) -> FixtureRun:
 def make_config() -> Callable[..., SessionConfig]:
     """`make_config(root, **overrides)`: a session config for a copy of the failing suite at `root`."""
     return session_config
+
+
+@pytest.fixture(scope="session")
+def make_planned() -> Callable[..., list[PlannedStage]]:
+    """`make_planned(root, names=None, waives=True)`: catalog stages of a copy of the failing suite."""
+    return planned

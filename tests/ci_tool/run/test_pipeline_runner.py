@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from ci_tool.run.pipeline import (
     PipelineResult,
     StageOutcome,
-    StageSpec,
     gpu_family_matches,
     run_pipeline,
     runner_mismatch,
 )
-from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.names import StageName, parse_stage_name
 
 NO_GPU = {"gpu": None, "system_gpu_count": 0}
 ONE_A10 = {"gpu": "A10", "system_gpu_count": 1}
@@ -52,17 +53,24 @@ def test_runner_mismatch(stage: str, sysinfo: dict[str, object], reason: str | N
     assert runner_mismatch(parse_stage_name(stage), sysinfo) == reason  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class FakeStage:
+    """Only what the pipeline reads."""
+
+    name: StageName
+
+
 def _pipeline(
     states: dict[str, str], *, fail_fast: bool, sysinfo: dict[str, object] = NO_GPU
 ) -> tuple[PipelineResult, list[str]]:
     ran: list[str] = []
 
-    def run_one(spec: StageSpec) -> StageOutcome:
-        ran.append(spec.stage.name)
-        return StageOutcome(spec.stage.name, states[spec.stage.name], ran=True)
+    def run_one(stage: FakeStage) -> StageOutcome:
+        ran.append(stage.name.name)
+        return StageOutcome(stage.name.name, states[stage.name.name], ran=True)
 
-    specs = [StageSpec(parse_stage_name(name), "l0") for name in states]
-    return run_pipeline(specs, sysinfo=sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=lambda o: None), ran  # type: ignore[arg-type]
+    stages = [FakeStage(parse_stage_name(name)) for name in states]
+    return run_pipeline(stages, sysinfo=sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=lambda o: None), ran  # type: ignore[arg-type]
 
 
 def test_fail_fast_skips_the_rest() -> None:

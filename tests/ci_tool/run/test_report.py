@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ci_tool.history.store import HistoryStore
-from ci_tool.run.pipeline import StageSpec
 from ci_tool.run.progress import Progress
 from ci_tool.run.report import load_report, render_markdown, report_json
-from ci_tool.run.session import run_session
+from ci_tool.run.session import PlannedStage, run_session
 from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.plan import plan_stage
 from ci_tool.testdb.load import load_test_db
 
 GOLDEN = Path(__file__).parent / "goldens" / "fixture_report.md"
@@ -77,17 +77,13 @@ def test_report_of_this_repositorys_own_tests(tmp_path: Path, make_config: Calla
         "version: 0.0.1\nl0_self:\n- condition: {}\n  tests:\n"
         "  - tests/ci_tool/run/test_run_selection.py\n  - tests/ci_tool/run/test_signatures.py -k normalize\n"
     )
-    config = make_config(
-        REPOSITORY,
-        results_root=tmp_path / "runs",
-        history=tmp_path / "history.sqlite",
-        db=load_test_db(tmp_path / "db"),
-        waives_file=None,
+    config = make_config(REPOSITORY, results_root=tmp_path / "runs", history=tmp_path / "history.sqlite")
+    db = load_test_db(tmp_path / "db")
+    stage = PlannedStage(
+        parse_stage_name("CPU-Generic-1"),
+        lambda: plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_self", splits=1, durations={}),
     )
-    spec = StageSpec(parse_stage_name("CPU-Generic-1"), "l0_self")
-    session = run_session(
-        "ci-tool stage run CPU-Generic-1", [spec], config=config, fail_fast=True, progress=Progress(io.StringIO())
-    )
+    session = run_session("ci-tool stage run", [stage], config=config, fail_fast=True, progress=Progress(io.StringIO()))
     with HistoryStore(config.history) as store:
         data = report_json(load_report(store, session.run_id))
     assert (session.state, session.closing_line) == ("passed", "26 passed, 0 failed, 0 skipped")

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ci_tool.run import junit
-from ci_tool.run.planning import plan_stage
 from ci_tool.run.stage_runner import FLAKY_PROPERTY, RunSettings, run_stage
 from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.plan import plan_stage
 from ci_tool.testdb.load import load_test_db
 
 STAGE = "CPU-Generic-1"
@@ -156,13 +156,13 @@ def test_flaky_failure_without_rerun_fails(suite: Path, make_config: Callable[..
 RUN_HANG = """
 import sys
 from pathlib import Path
-from ci_tool.run.planning import plan_stage
+from ci_tool.stages.plan import plan_stage
 from ci_tool.run.stage_runner import RunSettings, run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.testdb.load import load_test_db
 
 plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=load_test_db("test-db"), context="l0_hang", splits=1,
-                  sysinfo=None, durations={}, waives_file=None)
+                  durations={})
 result = run_stage(plan, RunSettings(Path("."), Path("out"), "r1", interrupt_grace_seconds=5))
 print(result.state, result.counts["passed"], [t.first.kind for t in result.tests])
 """

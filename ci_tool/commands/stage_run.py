@@ -1,0 +1,135 @@
+"""`ci-tool stage run NAME [--shard K] [--dry-run]`: run one stage here, as CI runs it on a runner.
+
+    NAME                   a catalog stage (`CPU-Generic-2`): its shard of its family's render
+    NAME --shard K         a family (`CPU-Generic`) and a shard index: the same as `CPU-Generic-K`
+    NAME (a family)        the family's whole render as one stage, unsharded
+
+The list is rendered for the stage's query merged over this machine's sysinfo, waived tests skip with
+their reason, and pytest runs through ci-tool's plugin; the stage's folder (`--output-dir`, else
+`.ci-tool/runs/<run id>/<stage>/`) gets junit.xml, the lists, logs and result.json; the history records it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ci_tool.commands.run import LocalSetup, finish, local_setup, run_options
+from ci_tool.errors import StageError
+from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.run.process import pytest_command
+from ci_tool.run.progress import Progress
+from ci_tool.run.session import PlannedStage, catalog_stages, run_session
+from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_env
+from ci_tool.stages.names import StageName
+from ci_tool.stages.plan import StagePlan, plan_stage
+
+DRY_RUN_ID = "<run-id>"
+
+
+@click.command("run")
+@click.argument("name")
+@click.option("--shard", type=click.IntRange(min=1), help="With a family NAME: run its stage NAME-K.")
+@click.option("--dry-run", is_flag=True, help="Print the lists and the exact pytest commands; run nothing.")
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The stage's results folder [default: RESULTS_DIR/<run id>/<stage>].",
+)
+@run_options
+def run_command(name: str, shard: int | None, dry_run: bool, output_dir: Path | None, **options: Any) -> int:
+    """Run stage NAME on this machine: render, waive, shard, pytest; JUnit, logs and history."""
+    setup = local_setup(options, output_dir=output_dir)
+    stage = _resolve(name, shard, setup)
+    mismatch = runner_mismatch(stage.name, setup.facts)
+    if mismatch is not None:
+        click.echo(
+            f"warning: this machine is not a runner for {stage.name.name} ({mismatch}); running anyway", err=True
+        )
+    if dry_run:
+        click.echo(_dry_run(stage.plan(), setup, output_dir), nl=False)
+        return 0
+    result = run_session(
+        f"ci-tool stage run {stage.name.name}",
+        [stage],
+        config=setup.config,
+        fail_fast=True,
+        progress=Progress(sys.stdout),
+    )
+    for stage_result in result.results:
+        click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.results_dir / 'junit.xml'}")
+    click.echo(f"run {result.run_id}: `ci-tool report {result.run_id}` shows the CI report")
+    return finish(result)
+
+
+def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
+    """The stage NAME (and --shard) means: a catalog stage, or a family's whole render."""
+    catalog = setup.loaded.catalog
+    family = next((f for f in catalog.families if f.name.name == name), None)
+    if family is None:
+        found = catalog.stage(name)  # a StageError with the closest names when NAME is neither
+        if shard is not None and shard != found.shard:
+            raise click.UsageError(f"{name} is shard {found.shard}; drop --shard {shard}, or name the family")
+        stages = [found]
+    elif shard is not None:
+        stages = [catalog.stage(f"{name}-{shard}")]
+    else:
+        return PlannedStage(family.name, lambda: _whole_family(family.name, family.context, family.arch, setup))
+    planned = catalog_stages(
+        stages, db=setup.loaded.db, durations=setup.loaded.durations, sysinfo=setup.facts, waives_file=setup.waives_file
+    )
+    return planned[0]
+
+
+def _whole_family(family: StageName, context: str, arch: str, setup: LocalSetup) -> StagePlan:
+    if not family.is_test:
+        raise StageError(f"expected a test stage to run, found {family.name!r} ({family.kind.value})")
+    return plan_stage(
+        family,
+        db=setup.loaded.db,
+        context=context,
+        splits=1,
+        durations=setup.loaded.durations,
+        sysinfo=setup.facts,
+        waives_file=setup.waives_file,
+        arch=arch,
+    )
+
+
+def _dry_run(plan: StagePlan, setup: LocalSetup, output_dir: Path | None) -> str:
+    """The query, the lists each process reads and the exact commands, as the run would start them."""
+    results_dir = output_dir or setup.config.results_root / DRY_RUN_ID / plan.stage
+    settings = RunSettings(
+        rootdir=setup.config.rootdir,
+        results_dir=results_dir,
+        run_id=DRY_RUN_ID,
+        test_timeout_seconds=setup.config.test_timeout_seconds,
+    )
+    shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "not sharded"
+    lines = [
+        f"stage {plan.stage}: context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} rendered "
+        f"lines, {len(plan.isolated)} isolated",
+        f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
+        f"waives: {plan.waives_file or 'none'}",
+    ]
+    env = stage_env(plan, settings)
+    for invocation in planned_invocations(plan, settings):
+        lines.append(f"\n# {invocation.label}: {invocation.list_file}")
+        lines += ["  " + line.raw for line in _lines_of(plan, invocation.label)]
+        variables = " ".join(
+            f"{key}={shlex.quote(env[key])}" for key in ("CI_TOOL_STAGE", "CI_TOOL_RUN_ID", "stageName")
+        )
+        lines.append(variables + " " + shlex.join(pytest_command(sys.executable, invocation)))
+    return "\n".join(lines) + "\n"
+
+
+def _lines_of(plan: StagePlan, label: str) -> tuple[Any, ...]:
+    if label.endswith("-main"):
+        return plan.regular
+    number = int(label.rsplit("-", 1)[1])
+    return (plan.isolated[number - 1],)
