@@ -9,9 +9,9 @@
 
 A family is planned once (`plan_family`) and each of its stages takes its shard (`FamilyPlan.stage`), so
 planning the whole catalog (`plan_catalog`) renders and shards each family once. A family is sharded
-when its mode shards (perf mode runs the whole list) and it has more than one shard. `splits="auto"` picks the smallest shard count
-whose predicted makespan fits the budget. The same plan serves `ci-tool stage show`, `ci-tool stage run`,
-`ci-tool bot plan` and the catalog's derived timeouts.
+when its mode shards (perf mode runs the whole list) and it has more than one shard. `splits="auto"`
+picks the smallest shard count whose predicted makespan fits the budget. The same plan serves
+`ci-tool stage show`, `ci-tool stage run`, `ci-tool bot plan` and the catalog's derived timeouts.
 """
 
 from __future__ import annotations

@@ -93,9 +93,7 @@ def test_perf_mode_is_never_sharded_and_adds_its_options(db: TestDb) -> None:
     ids=["no sysinfo", "no fp8", "fp8"],
 )
 def test_sysinfo_is_merged_under_the_stage_facts(db: TestDb, sysinfo: dict[str, object] | None, rendered: int) -> None:
-    plan = plan_stage(
-        parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=1, durations={}, sysinfo=sysinfo
-    )
+    plan = plan_stage(parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=1, durations={}, sysinfo=sysinfo)
     assert len(plan.rendered) == rendered
     assert plan.query["gpu"] == "A10"  # the stage's GPU token wins over sysinfo's
 
