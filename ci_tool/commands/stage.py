@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import click
@@ -14,8 +13,8 @@ import click
 from ci_tool import sysinfo
 from ci_tool.bot.plan import request_from_json, selection_json
 from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files, read_json
-from ci_tool.run.process import PytestInvocation, pytest_command
-from ci_tool.run.stage_runner import RunSettings
+from ci_tool.run.process import pytest_command
+from ci_tool.run.stage_runner import RunSettings, planned_invocations
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageName, parse_stage_name
@@ -107,25 +106,11 @@ def show_command(
 
 
 def pytest_commands(plan: StagePlan) -> list[list[str]]:
-    """The pytest processes a run of the plan starts, in order: the regular lines in one, each
-    ISOLATION line alone (paths under the run's results folder; the runner makes them absolute)."""
+    """The pytest processes a run of the plan starts, in order (the runner's own invocations): the regular
+    lines in one, each ISOLATION line alone; results go under `.ci-tool/runs/<run-id>/<stage>`."""
     settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.stage, run_id=RUN_ID)
-    batches = [("main", plan.regular)] if plan.regular else []
-    batches += [(f"isolated-{k}", (line,)) for k, line in enumerate(plan.isolated, start=1)]
     env = [f"CI_TOOL_STAGE={plan.stage}", f"CI_TOOL_RUN_ID={RUN_ID}", f"stageName={plan.stage}"]
-    commands = []
-    for number, (label, _) in enumerate(batches, start=1):
-        invocation = PytestInvocation(
-            label=f"p{number:02d}-{label}",
-            list_file=settings.results_dir / "lists" / f"{label}.txt",
-            stage=plan.stage,
-            parts_dir=settings.results_dir / "parts",
-            test_timeout_seconds=settings.test_timeout_seconds,
-            waives_file=Path(plan.waives_file) if plan.waives_file else None,
-            extra_args=plan.pytest_args,
-        )
-        commands.append([*env, *pytest_command(sys.executable, invocation)])
-    return commands
+    return [[*env, *pytest_command(settings.python, inv)] for inv in planned_invocations(plan, settings)]
 
 
 def _minutes(seconds: float) -> str:
