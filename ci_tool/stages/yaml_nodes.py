@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import yaml
+import yaml.reader
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ci_tool.errors import CiToolError, Where, did_you_mean
@@ -26,8 +27,12 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
         mark = problem.problem_mark
         where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
         raise error(f"expected valid YAML, found a syntax error: {problem.problem}", where=where) from None
+    except yaml.reader.ReaderError as problem:
+        found = f"character {chr(problem.character)!r}" if isinstance(problem.character, int) else "a bad byte"
+        where = Where(file, text.count("\n", 0, problem.position) + 1)
+        raise error(f"expected printable text, found {found}", where=where) from None
     except yaml.YAMLError as problem:
-        raise error(f"expected valid YAML, found: {problem}", where=Where(file)) from None
+        raise error(f"expected valid YAML, found: {' '.join(str(problem).split())}", where=Where(file)) from None
 
 
 def kind(node: Node) -> str:
