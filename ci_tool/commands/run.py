@@ -117,8 +117,8 @@ def finish(result: SessionResult) -> int:
 @click.option("--label", "labels", multiple=True, help="A pull-request label (repeat for more).")
 def run(bot_command: str, changed_files: Path | None, labels: tuple[str, ...], **options: Any) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; flags alone also work
-    (`ci-tool run "--stage-list CPU-Generic-1"`). Prints progress, the CI report and `N passed, M failed,
-    K skipped`; exit 1 when a stage failed."""
+    after `--`: ci-tool run -- '--stage-list "CPU-Generic-1"'. Prints progress, the CI report and
+    `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
     if request.command != "run":

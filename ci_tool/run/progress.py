@@ -40,7 +40,7 @@ class Progress:
         self.stage = stage
         self._reset()
         if not self.tty:
-            self._line(f"{stage}: started ({list_lines} list lines)")
+            self._line(f"{stage}: started ({list_lines} list line{'' if list_lines == 1 else 's'})")
 
     def event(self, event: Mapping[str, object]) -> None:
         kind = event.get("event")
