@@ -53,7 +53,6 @@ Map stagePhasesPart1() {
         'DGX_H100-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H100-4_GPUs-PyTorch-1': [arch: 'x86_64', phase: 'Multi-GPU'],
         'DGX_H100-4_GPUs-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Multi-GPU'],
-        'DGX_H100-4_GPUs-PyTorch-Post-Merge-2': [arch: 'x86_64', phase: 'Multi-GPU'],
         'DGX_B200-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_B200-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_B200-PyTorch-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
