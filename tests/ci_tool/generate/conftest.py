@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,28 @@ def actionlint() -> str:
 @pytest.fixture(scope="session")
 def zizmor() -> str:
     return _python_tool("zizmor")
+
+
+@pytest.fixture(scope="session")
+def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A checkout as CI sees it: the `small` catalog, its test-db, the tests it lists, and a
+    .venv/bin/ci-tool that runs this ci-tool, in a fresh folder per call."""
+
+    def make(name: str) -> Path:
+        folder = tmp_path_factory.mktemp(name)
+        (folder / "jenkins").mkdir()
+        shutil.copy(CATALOGS_DIR / "small" / "stages.yml", folder / "jenkins" / "stages.yml")
+        shutil.copytree(CATALOGS_DIR / "test-db", folder / "test-db")
+        (folder / "tests").mkdir()
+        for test in ("a", "b"):  # the tests the golden test-db lists
+            (folder / "tests" / f"{test}.py").write_text(f"def test_{test}():\n    pass\n")
+        script = folder / ".venv" / "bin" / "ci-tool"
+        script.parent.mkdir(parents=True)
+        script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
+        script.chmod(0o755)
+        return folder
+
+    return make
 
 
 StubRunner = Callable[[Sequence[Mapping[str, object]]], list[dict[str, object]]]

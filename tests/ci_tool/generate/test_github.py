@@ -154,3 +154,25 @@ def test_plan_splits_a_group_over_jobs_of_at_most_256(generated: dict, tmp_path:
     assert code == 0
     assert [len(outputs["single_gpu_1"]), len(outputs["single_gpu_2"])] == [256, 4]  # type: ignore[arg-type]
     assert outputs["single_gpu_2"] == [f"A10-PyTorch-{k}" for k in range(257, 261)]
+
+
+def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(generated: dict, make_workspace) -> None:  # type: ignore[no-untyped-def]
+    """The job's own shell line, with its matrix values filled in, runs ci-tool here; the upload step's path
+    then holds the stage's JUnit."""
+    job = load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
+    (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
+    (upload,) = [step for step in job["steps"] if "upload-artifact" in step.get("uses", "")]
+    stage = "CPU-Generic-1"
+    assert run_step["env"] == {"STAGE": "${{ matrix.stage }}"}
+    workspace = make_workspace("github-stage")
+    result = subprocess.run(
+        ["bash", "-e", "-c", run_step["run"]],
+        cwd=workspace,
+        env={**os.environ, "STAGE": stage},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    uploaded = workspace / upload["with"]["path"].replace("${{ matrix.stage }}", stage)
+    assert (uploaded / "junit.xml").is_file()

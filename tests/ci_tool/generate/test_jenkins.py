@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,6 @@ import yaml
 from ci_tool.generate.context import CatalogStage
 
 ROOT = Path(__file__).resolve().parents[3]
-CATALOGS = Path(__file__).resolve().parent / "catalogs"
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
 
 
@@ -89,6 +86,8 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-unknown-stage": l0_test(["A10-PyTorch-1", "A10-Pytorch-9"]),
     "test-not-a-list": {"script": TEST_JOB, "params": {"STAGES": '{"a": 1}', "FLAGS": "{}"}},
     "test-nothing": l0_test([]),
+    # ci-tool's real stage runner, run by the pipeline in a workspace holding the `small` catalog:
+    "test-real-stage-run": l0_test(["CPU-Generic-1"], execute=["stage run"]),
     "mr-passes": merge_request(["GH200-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "A10-PyTorch-1"]),
     "mr-single-fails": merge_request(
         ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GH200-PyTorch-1"], failing_stages=["A10-PyTorch-1"]
@@ -133,27 +132,19 @@ TABLES: dict[str, dict[str, object]] = {
 }
 
 
-def workspace(folder: Path) -> str:
-    """A checkout for the pipeline: the `small` catalog, its test-db, and .venv/bin/ci-tool running this ci-tool."""
-    (folder / "jenkins").mkdir(parents=True)
-    shutil.copy(CATALOGS / "small" / "stages.yml", folder / "jenkins" / "stages.yml")
-    shutil.copytree(CATALOGS / "test-db", folder / "test-db")
-    script = folder / ".venv" / "bin" / "ci-tool"
-    script.parent.mkdir(parents=True)
-    script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
-    script.chmod(0o755)
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
-def runs(generated: dict, run_stub, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+def runs(generated: dict, run_stub, make_workspace) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
     """Every scenario and table read, in one JVM."""
     scenarios = []
     for name, scenario in (*SCENARIOS.items(), *TABLES.items()):
         script = str(generated[scenario.get("catalog", "small")].path(str(scenario["script"])))
-        extra = {"workspace": workspace(tmp_path_factory.mktemp(name))} if "execute" in scenario else {}
+        extra = {"workspace": str(make_workspace(name))} if "execute" in scenario else {}
         scenarios.append({**scenario, "script": script, **extra})
-    return dict(zip((*SCENARIOS, *TABLES), run_stub(scenarios), strict=True))
+    results = run_stub(scenarios)
+    return {
+        name: {**result, "workspace": scenario.get("workspace")}
+        for name, scenario, result in zip((*SCENARIOS, *TABLES), scenarios, results, strict=True)
+    }
 
 
 def steps(run: dict[str, object], *kinds: str) -> list[tuple[object, ...]]:
@@ -201,6 +192,18 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         {"step": "timeout", "time": 60, "unit": "MINUTES"},
         {"step": "timeout", "time": 30, "unit": "MINUTES"},
     ]
+
+
+def test_the_real_stage_runner_leaves_exactly_one_junit_file_where_the_pipeline_collects_it(runs: dict) -> None:
+    run = runs["test-real-stage-run"]
+    assert run["error"] is None
+    (executed,) = [call for call in run["calls"] if call["step"] == "executed"]
+    assert executed["exitCode"] == 0, executed["stderr"]
+    (junit,) = [call for call in run["calls"] if call["step"] == "junit"]
+    workspace = Path(run["workspace"])
+    collected = sorted(path.relative_to(workspace) for path in workspace.glob(junit["testResults"]))
+    assert collected == [Path("results/CPU-Generic-1/junit.xml")]
+    assert "<testcase" in (workspace / collected[0]).read_text()
 
 
 def test_perf_mode_stages_ask_for_a_perf_agent(runs: dict) -> None:
