@@ -8,41 +8,19 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.errors import GenerateError
 from ci_tool.generate.context import generate_input
 from ci_tool.generate.freshness import stale_files
 from ci_tool.generate.targets import TARGETS, generate_files
-from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
-from ci_tool.stages.catalog_load import open_catalog
 
 
 @click.command()
 @click.option("--check", is_flag=True, help="Regenerate in memory; exit 1 with a unified diff per stale file.")
-@click.option(
-    "--catalog",
-    "catalog_path",
-    default=CATALOG_PATH,
-    show_default=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The stage catalog.",
-)
-@click.option(
-    "--test-db",
-    "test_db",
-    default="test-db",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder holding the test-db *.yml files the catalog's contexts name.",
-)
-@click.option(
-    "--durations",
-    "durations_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help=f"pytest-split durations JSON (derived timeouts, auto splits) [default: {DURATIONS_PATH} when it exists].",
-)
+@catalog_options
 def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Path | None) -> int:
     """Write the generated CI files (paths relative to the current directory, the repository root)."""
-    files = generate_files(generate_input(open_catalog(catalog_path, test_db, durations_path).catalog))
+    files = generate_files(generate_input(load(catalog_path, test_db, durations_path).catalog))
     committed = {path: _read(Path(path)) for path in files}
     if check:
         stale = stale_files(files, committed)
