@@ -119,7 +119,8 @@ def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
             (folder / "tests" / f"{test}.py").write_text(f"def test_{test}():\n    pass\n")
         script = folder / ".venv" / "bin" / "ci-tool"
         script.parent.mkdir(parents=True)
-        script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
+        history = shlex.quote(str(folder / ".ci-tool" / "history.sqlite"))  # never the developer's history
+        script.write_text(f'#!/bin/sh\nCI_TOOL_HISTORY={history} exec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
         script.chmod(0o755)
         return folder
 
