@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
-from xml.sax.saxutils import escape, quoteattr
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import RunError, Where
@@ -76,6 +75,22 @@ class JunitReport:
     cases: tuple[CaseResult, ...]
     suite_names: tuple[str, ...] = field(default=())
     repaired: bool = False  # the file was torn (a killed writer) and its last testcase dropped
+
+
+_TEXT_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_ATTR_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
+)
+
+
+def escape(text: str) -> str:
+    """XML character data (xml.sax.saxutils would import urllib, 25 ms of start-up per process)."""
+    return text.translate(_TEXT_ESCAPES)
+
+
+def quoteattr(text: str) -> str:
+    """A double-quoted XML attribute value."""
+    return '"' + text.translate(_ATTR_ESCAPES) + '"'
 
 
 def _clean(text: str) -> str:
