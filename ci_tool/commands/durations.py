@@ -23,7 +23,8 @@ def durations() -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
 @click.option("--window", default=50, show_default=True, type=click.IntRange(min=1), help="Latest runs to read.")
 def export(history_file: Path | None, output: Path | None, window: int) -> int:
-    """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format)."""
+    """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format);
+    `--output test-db/.test_durations` is where planning reads it, so shards rebalance from real runs."""
     with HistoryStore(history_path(history_file), create=False) as store:
         found = queries.export_durations(store, window_runs=window)
     text = json.dumps(found, indent=2) + "\n"
