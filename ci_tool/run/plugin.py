@@ -13,7 +13,8 @@ Without `--test-list` it does nothing. With it:
 - `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against the
   GPU token of `--stage-name`;
 - `--only-nodeids FILE` / `--exclude-nodeids FILE` narrow the selection to (or away from) exact node
-  ids, for reruns and for resuming after a crash, keeping every entry's markers;
+  ids, for reruns and for resuming after a crash, keeping every entry's markers; `--exclude-entries
+  FILE` leaves out what other list lines select (the ISOLATION lines, which run in their own processes);
 - `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
   `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
   finished results and the name of the test it died in. ISOLATION is the stage runner's business.
@@ -54,6 +55,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
     group.addoption("--only-nodeids", metavar="FILE", help="Of the selected tests, run only these node ids.")
     group.addoption("--exclude-nodeids", metavar="FILE", help="Of the selected tests, skip these node ids.")
+    group.addoption(
+        "--exclude-entries", metavar="FILE", help="Of the selected tests, skip those these list lines select."
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -156,6 +160,8 @@ class TestListPlugin:
         self.index = _EntryIndex(self.entries)
         self.only = _read_nodeids(config.getoption("only_nodeids", None))
         self.exclude = _read_nodeids(config.getoption("exclude_nodeids", None)) or frozenset()
+        excluded_entries = config.getoption("exclude_entries", None)
+        self.excluded_entries = _EntryIndex(self._read_entries(Path(excluded_entries)) if excluded_entries else [])
         self.missing = {e.selector.file_path for e in self.entries if not (self.root / e.selector.file_path).exists()}
         self.collection_errors: dict[str, str] = {}
         self.collected: list[str] = []
@@ -231,8 +237,8 @@ class TestListPlugin:
             seen.add(item.nodeid)
             for entry in chosen:
                 entry.selected.append(item.nodeid)
-            if item.nodeid in self.exclude or (self.only is not None and item.nodeid not in self.only):
-                deselected.append(item)  # a resumed or rerun process: the entry still counts as collecting
+            if self._left_out(item, matchers):
+                deselected.append(item)  # runs in another process: the entry still counts as collecting
                 continue
             selected.append(item)
             self._annotate(item, chosen, matchers)
@@ -240,6 +246,12 @@ class TestListPlugin:
             config.hook.pytest_deselected(items=deselected)
         items[:] = selected
         self.collected = [item.nodeid for item in selected]
+
+    def _left_out(self, item: pytest.Item, matchers: dict[str, Any]) -> bool:
+        """Whether a selected item runs elsewhere: done before a resume, not rerun, or isolated."""
+        if item.nodeid in self.exclude or (self.only is not None and item.nodeid not in self.only):
+            return True
+        return any(e.selects(item, matchers) for e in self.excluded_entries.candidates(item.nodeid))
 
     def _annotate(self, item: pytest.Item, chosen: list[_Entry], matchers: dict[str, Any]) -> None:
         """Apply the most specific entry's markers, then any waive."""

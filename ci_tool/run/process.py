@@ -41,6 +41,7 @@ class PytestInvocation:
     waives_file: Path | None = None
     only_nodeids: Path | None = None
     exclude_nodeids: Path | None = None
+    exclude_entries: Path | None = None
     extra_args: tuple[str, ...] = ()
 
     @property
@@ -78,6 +79,7 @@ def pytest_command(python: str, invocation: PytestInvocation) -> list[str]:
         ("--waives-file", invocation.waives_file),
         ("--only-nodeids", invocation.only_nodeids),
         ("--exclude-nodeids", invocation.exclude_nodeids),
+        ("--exclude-entries", invocation.exclude_entries),
     ):
         if path is not None:
             command.append(f"{option}={path}")

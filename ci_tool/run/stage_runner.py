@@ -121,11 +121,20 @@ def batches_of(plan: StagePlan, lists_dir: Path) -> list[tuple[str, Path, tuple[
     return found
 
 
+def _isolated_file(plan: StagePlan, label: str, lists_dir: Path) -> dict[str, Path]:
+    """For the main process: the ISOLATION lines (written by run_stage), whose tests a folder line of
+    the main list may also select; they run in their own processes only."""
+    return {"exclude_entries": lists_dir / "isolated.txt"} if label == "main" and plan.isolated else {}
+
+
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The pytest processes a run of the plan starts when no test crashes or is rerun (`--dry-run`)."""
     lists_dir = settings.results_dir / "lists"
     return [
-        replace(_invocation(plan, settings, label, list_file), label=f"p{number:02d}-{label}")
+        replace(
+            _invocation(plan, settings, label, list_file, **_isolated_file(plan, label, lists_dir)),
+            label=f"p{number:02d}-{label}",
+        )
         for number, (label, list_file, _) in enumerate(batches_of(plan, lists_dir), start=1)
     ]
 
@@ -142,6 +151,8 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
     processes: list[ProcessOutcome] = []
     batches: list[_Batch] = []
     interrupted = False
+    if plan.isolated:
+        _write_lines(folder / "lists" / "isolated.txt", plan.isolated)
     for label, list_file, lines in batches_of(plan, folder / "lists"):
         _write_lines(list_file, lines)
         batch = _Batch(label, list_file)
@@ -207,8 +218,10 @@ def _run_batch(
     """Run a batch, resuming after each process that died in a test; True when interrupted."""
     done: list[str] = []
     label = batch.label
+    isolated = _isolated_file(plan, batch.label, batch.list_file.parent)
     for _ in range(MAX_RESUMES + 1):
         files = {"exclude_nodeids": write_nodeids(batch.list_file.with_suffix(".done.txt"), done)} if done else {}
+        files.update(isolated)
         outcome = _launch(_invocation(plan, settings, label, batch.list_file, **files), settings, processes, env, sink)
         finished = [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]
         batch.tests.extend(TestOutcome(case) for case in finished)
@@ -239,7 +252,8 @@ def _rerun_flaky(
         if not flaky:
             continue
         only = write_nodeids(batch.list_file.with_suffix(".rerun.txt"), list(flaky))
-        invocation = _invocation(plan, settings, f"{batch.label}-rerun", batch.list_file, only_nodeids=only)
+        files = {"only_nodeids": only, **_isolated_file(plan, batch.label, batch.list_file.parent)}
+        invocation = _invocation(plan, settings, f"{batch.label}-rerun", batch.list_file, **files)
         outcome = _launch(invocation, settings, processes, env, sink)
         reruns = {c.nodeid: c for c in [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]}
         for index, test in enumerate(batch.tests):

@@ -188,3 +188,16 @@ def test_ctrl_c_stops_cleanly_and_keeps_partial_results(suite: Path) -> None:
         ("cases/case_slow.py::test_quick", junit.PASSED),
         ("cases/case_slow.py::test_slow", junit.SKIPPED),
     ]
+
+
+def test_isolated_test_under_a_folder_line_runs_once_alone(suite: Path) -> None:
+    (suite / "test-db" / "l0_overlap.yml").write_text(
+        "version: 0.0.1\nl0_overlap:\n- condition: {}\n  tests:\n"
+        "  - cases/case_basic.py::TestGroup\n  - cases/case_basic.py::TestGroup::test_beta ISOLATION\n"
+    )
+    result = run_stage(_plan(suite, "l0_overlap"), RunSettings(suite, suite / "out", "r1"))
+    ran = [(p.label, [c.nodeid for c in p.cases]) for p in result.processes]
+    assert ran == [
+        ("p01-main", ["cases/case_basic.py::TestGroup::test_alpha"]),
+        ("p02-isolated-1", ["cases/case_basic.py::TestGroup::test_beta"]),
+    ]
