@@ -14,7 +14,7 @@ from ci_tool import sysinfo
 from ci_tool.bot.plan import request_from_json, selection_json
 from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files, read_json
 from ci_tool.run.process import pytest_command
-from ci_tool.run.stage_runner import RunSettings, planned_invocations
+from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageName, parse_stage_name
@@ -109,7 +109,7 @@ def pytest_commands(plan: StagePlan) -> list[list[str]]:
     """The pytest processes a run of the plan starts, in order (the runner's own invocations): the regular
     lines in one, each ISOLATION line alone; results go under `.ci-tool/runs/<run-id>/<stage>`."""
     settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.stage, run_id=RUN_ID)
-    env = [f"CI_TOOL_STAGE={plan.stage}", f"CI_TOOL_RUN_ID={RUN_ID}", f"stageName={plan.stage}"]
+    env = [f"{key}={value}" for key, value in stage_variables(plan, settings).items()]
     return [[*env, *pytest_command(settings.python, inv)] for inv in planned_invocations(plan, settings)]
 
 

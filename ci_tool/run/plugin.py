@@ -37,6 +37,7 @@ from _pytest.mark.expression import Expression
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, StageError, Where
 from ci_tool.run import junit
+from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
 from ci_tool.testdb.lines import TestLine, parse_test_line
@@ -58,10 +59,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--exclude-entries", metavar="FILE", help="Of the selected tests, skip those these list lines select."
     )
+    add_perf_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    register_perf_log(config, config.getoption("stage_name", None))
     list_file = config.getoption("test_list", None)
     if not list_file:
         return

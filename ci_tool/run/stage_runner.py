@@ -28,6 +28,7 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.run import junit
 from ci_tool.run.flaky import FlakySignature, match_flaky
 from ci_tool.run.process import EventSink, ProcessOutcome, PytestInvocation, run_pytest_process, write_nodeids
+from ci_tool.stages.modes import PERF_GATE_ENV
 from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
@@ -106,9 +107,20 @@ class _Batch:
     tests: list[TestOutcome] = field(default_factory=list)
 
 
+def stage_variables(plan: StagePlan, settings: RunSettings) -> dict[str, str]:
+    """What a stage adds to its pytest processes' environment: its name (the reference exports
+    `stageName`), the run id, and its perf gate."""
+    return {
+        "CI_TOOL_STAGE": plan.stage,
+        "CI_TOOL_RUN_ID": settings.run_id,
+        "stageName": plan.stage,
+        PERF_GATE_ENV: plan.perf_gate.value,
+    }
+
+
 def stage_env(plan: StagePlan, settings: RunSettings) -> dict[str, str]:
-    """The child's environment: ours plus the stage's name (the reference exports `stageName`)."""
-    return {**os.environ, "CI_TOOL_STAGE": plan.stage, "CI_TOOL_RUN_ID": settings.run_id, "stageName": plan.stage}
+    """The child's environment: ours plus the stage's variables."""
+    return {**os.environ, **stage_variables(plan, settings)}
 
 
 def batches_of(plan: StagePlan, lists_dir: Path) -> list[tuple[str, Path, tuple[TestLine, ...]]]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ci_tool.errors import StageError
 from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.stages.modes import PerfGate
 from ci_tool.stages.names import StageName
 from ci_tool.stages.query import QueryValue, render_query
 from ci_tool.stages.shard import ShardPlan, plan_shards
@@ -47,6 +48,7 @@ class StagePlan:
     shard: int | None
     shards: int
     pytest_args: tuple[str, ...]  # the mode's options (perf mode)
+    perf_gate: PerfGate  # what a perf regression does in this stage (exported to its tests)
     waives_file: str | None = None  # for the runner; planning does not read it
     predicted_seconds: float = 0.0  # of `lines`, from the durations (unknown entries: the mean, or 1 s)
     shard_plan: ShardPlan | None = None  # the family's split; None when not sharded
@@ -102,6 +104,7 @@ class FamilyPlan:
             shard=shard if self.shard_plan is not None else None,
             shards=self.splits if self.shard_plan is not None else 1,
             pytest_args=policy.pytest_args,
+            perf_gate=policy.perf_gate,
             waives_file=waives_file,
             predicted_seconds=seconds,
             shard_plan=self.shard_plan,

@@ -128,10 +128,10 @@ def test_stage_show_json(capsys: pytest.CaptureFixture[str]) -> None:
         "sharded": False,
         "lines": ["tests/a_test.py", "tests/b_test.py ISOLATION", "tests/c_test.py"],
         "predicted_minutes": 35.0,
-        "pytest_args": ["--perf", "--perf-log-formats", "csv", "--perf-log-formats", "yaml", "--enable-gpu-clock-lock"],
+        "pytest_args": ["--perf", "--perf-log-formats", "csv", "--perf-log-formats", "yaml"],
     }
     (command,) = shown["commands"]  # perf mode: one process, no ISOLATION handling
-    assert command[-6:] == shown["pytest_args"]
+    assert command[-5:] == shown["pytest_args"]
     assert shown["query"] == {
         "stage": "pre_merge",
         "backend": "pytorch",

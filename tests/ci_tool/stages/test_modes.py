@@ -7,7 +7,7 @@ import pytest
 from ci_tool.stages.modes import PERF_PYTEST_ARGS, PerfGate, TestMode, mode_policy
 from ci_tool.stages.names import parse_stage_name
 
-PERF_ARGS = ("--perf", "--perf-log-formats", "csv", "--perf-log-formats", "yaml", "--enable-gpu-clock-lock")
+PERF_ARGS = ("--perf", "--perf-log-formats", "csv", "--perf-log-formats", "yaml")
 
 # (mode, post_merge, functional_only) -> (sharded, pytest_args, perf_gate)
 POLICIES = {
