@@ -59,7 +59,6 @@ Map stagePhasesPart1() {
         'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
-        'DGX_H200-PyTorch-Post-Merge-2': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Perf-1': [arch: 'x86_64', phase: 'Single-GPU'],
     ]
 }

@@ -50,8 +50,7 @@ Map stageTablePart1() {
         'DGX_B200-PyTorch-PerfSanity-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30],
         'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30],
         'DGX_H200-PyTorch-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
-        'DGX_H200-PyTorch-Post-Merge-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
-        'DGX_H200-PyTorch-Post-Merge-2': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
+        'DGX_H200-PyTorch-Post-Merge-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
         'DGX_H200-PyTorch-Perf-1': [platform: 'dgx-h200', label: 'dgx-h200 && perf', context: 'l0_perf', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 60],
     ]
 }
