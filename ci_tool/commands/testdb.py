@@ -9,6 +9,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
+from ci_tool.commands.catalog_inputs import DEFAULT_TEST_DB
 from ci_tool.errors import CiToolError, TestDbError
 from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
 from ci_tool.stages.catalog_load import load_catalog
@@ -19,8 +20,6 @@ from ci_tool.testdb.load import load_test_db, read_test_db
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.testdb.waives import read_waives
-
-DEFAULT_TEST_DB = "test-db"
 
 test_db_option = click.option(
     "--test-db",

@@ -3,12 +3,16 @@ own device, and replicas with the same seed decode identically. Runs on multi-GP
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
 from kvengine.spec import ModelSpec
+
+DecodeSteps = Callable[..., list[torch.Tensor]]  # the `decode_steps` fixture (tests/kvengine/conftest.py)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -21,25 +25,15 @@ def replica(spec: ModelSpec, device: str) -> DecodeEngine:
     return DecodeEngine(spec, KvCacheConfig(tokens_per_block=4, grain_bytes=1), options)
 
 
-def decode(engine: DecodeEngine, batch: int, steps: int) -> list[torch.Tensor]:
-    sequences = [engine.add_sequence() for _ in range(batch)]
-    assert all(s is not None for s in sequences)
-    hidden = []
-    for step in range(steps):
-        tokens = (torch.arange(batch, device=engine.device) * 7 + step) % 64
-        out = engine.step(sequences, tokens)  # type: ignore[arg-type]
-        assert out is not None
-        hidden.append(out[1].float().cpu())
-    return hidden
-
-
-def test_one_replica_per_gpu_stays_on_its_device_and_agrees(tiny_hybrid_spec: ModelSpec) -> None:
+def test_one_replica_per_gpu_stays_on_its_device_and_agrees(
+    tiny_hybrid_spec: ModelSpec, decode_steps: DecodeSteps
+) -> None:
     devices = [f"cuda:{index}" for index in range(torch.cuda.device_count())]
     replicas = [replica(tiny_hybrid_spec, device) for device in devices]
     for engine, device in zip(replicas, devices, strict=True):
         assert {t.device for group in engine.pools.tensors for t in group} == {torch.device(device)}
         assert engine.metrics().captured_sizes == (1, 2, 4, 8)
-    results = [decode(engine, 5, 12) for engine in replicas]
+    results = [decode_steps(engine, 5, 12) for engine in replicas]
     for other in results[1:]:
         for got, want in zip(other, results[0], strict=True):
             torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
