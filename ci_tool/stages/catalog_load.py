@@ -53,9 +53,9 @@ from ci_tool.stages.names import (
 )
 from ci_tool.stages.plan import plan_family
 from ci_tool.stages.query import ARCHES
-from ci_tool.stages.yaml_nodes import NodeReader, compose, describe, kind
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
+from ci_tool.yaml_nodes import NodeReader, compose, describe, kind
 
 TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "families")
 FAMILY_KEYS = (

@@ -8,11 +8,11 @@ errors because a typo such as `wildcard:` would otherwise silently select every 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
-import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ci_tool.errors import TestDbError, Where, did_you_mean
+from ci_tool.errors import TestDbError, Where
 from ci_tool.testdb.lines import parse_test_line
 from ci_tool.testdb.model import (
     BLOCK_KEYS,
@@ -26,13 +26,9 @@ from ci_tool.testdb.model import (
     Range,
     TestDb,
 )
+from ci_tool.yaml_nodes import TRUE_WORDS, NodeReader, compose, describe, join, kind
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TAG_STR = "tag:yaml.org,2002:str"
-_TAG_INT = "tag:yaml.org,2002:int"
-_TAG_BOOL = "tag:yaml.org,2002:bool"
-_TAG_NULL = "tag:yaml.org,2002:null"
-_KIND = {MappingNode: "a mapping", SequenceNode: "a list", ScalarNode: "a scalar"}
+_NO_CONDITION = Condition({}, {}, {})
 
 
 def yaml_files(root: Path) -> list[Path]:
@@ -84,60 +80,25 @@ def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
 
 def read_test_db_file(path: Path) -> tuple[list[Context], list[TestDbError]]:
     """Read one YAML file into its contexts, collecting problems instead of stopping at the first."""
-    reader = _FileReader(str(path))
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
         return [], [TestDbError(f"cannot read the test-db file: {reason}", where=Where(str(path)))]
     try:
-        document = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        where = Where(str(path), mark.line + 1, mark.column + 1) if mark else Where(str(path))
-        return [], [TestDbError(f"expected valid YAML, found a syntax error: {error.problem}", where=where)]
-    except yaml.YAMLError as error:
-        return [], [TestDbError(f"expected valid YAML, found: {error}", where=Where(str(path)))]
+        document = compose(text, file=str(path), error=TestDbError)
+    except TestDbError as error:
+        return [], [error]
+    reader = _FileReader(str(path))
     contexts = reader.read_document(document)
-    return contexts, reader.problems
+    return contexts, cast(list[TestDbError], reader.problems)
 
 
-class _FileReader:
-    """Walks one composed YAML document; every `_read_*` method validates one kind of node."""
+class _FileReader(NodeReader):
+    """Walks one composed YAML document; every `read_*` method validates one kind of node."""
 
     def __init__(self, file: str) -> None:
-        self.file = file
-        self.problems: list[TestDbError] = []
-
-    def where(self, node: Node, yaml_path: str | None = None) -> Where:
-        mark = node.start_mark
-        return Where(self.file, mark.line + 1, mark.column + 1, yaml_path)
-
-    def problem(self, node: Node, yaml_path: str | None, message: str, hint: str | None = None) -> None:
-        self.problems.append(TestDbError(message, where=self.where(node, yaml_path), hint=hint))
-
-    def mismatch(self, node: Node, yaml_path: str, what: str, hint: str | None = None) -> None:
-        """Report a node of the wrong kind."""
-        self.problem(node, yaml_path, f"expected {what}, found {_describe(node)}", hint)
-
-    def pairs(self, node: MappingNode, yaml_path: str, allowed: tuple[str, ...] | None) -> list[tuple[str, Node]]:
-        """The (key, value) pairs of a mapping; reports duplicate, non-string and (if given) unknown keys."""
-        seen: set[str] = set()
-        result: list[tuple[str, Node]] = []
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, ScalarNode) else None
-            key_path = _join(yaml_path, str(key))
-            if key is None:
-                self.problem(key_node, yaml_path, f"expected a plain key, found {_describe(key_node)}")
-            elif key in seen:
-                self.problem(key_node, key_path, f"expected each key once, found {key!r} again")
-            elif allowed is not None and key not in allowed:
-                hint = did_you_mean(key, allowed) or f"allowed keys are {', '.join(allowed)}"
-                self.problem(key_node, key_path, f"expected one of {', '.join(allowed)}, found key {key!r}", hint)
-            else:
-                seen.add(key)
-                result.append((key, value_node))
-        return result
+        super().__init__(file, TestDbError)
 
     def read_document(self, document: Node | None) -> list[Context]:
         if document is None:
@@ -147,21 +108,19 @@ class _FileReader:
                 )
             )
             return []
-        if not isinstance(document, MappingNode):
-            self.mismatch(document, "", "a mapping of `version` and contexts")
+        fields = self.mapping(document, "", "a mapping of `version` and contexts", None)
+        if fields is None:
             return []
         contexts: list[Context] = []
-        version_seen = False
-        for key, value in self.pairs(document, "", None):
+        for key, value in fields.items():
             if key == "version":
-                version_seen = True
                 if not (isinstance(value, ScalarNode) and value.value == FORMAT_VERSION):
-                    self.problem(value, "version", f"expected version {FORMAT_VERSION!r}, found {_describe(value)}")
+                    self.problem(value, "version", f"expected version {FORMAT_VERSION!r}, found {describe(value)}")
             else:
                 context = self.read_context(key, value)
                 if context is not None:
                     contexts.append(context)
-        if not version_seen:
+        if "version" not in fields:
             self.problem(
                 document,
                 None,
@@ -183,74 +142,63 @@ class _FileReader:
 
     def read_block(self, context: str, index: int, node: Node) -> Block | None:
         path = f"{context}[{index}]"
-        if not isinstance(node, MappingNode):
-            self.mismatch(node, path, "a block mapping with `condition` and `tests`")
+        fields = self.mapping(node, path, "a block mapping with `condition` and `tests`", BLOCK_KEYS)
+        if fields is None:
             return None
-        fields = dict(self.pairs(node, path, BLOCK_KEYS))
         if "tests" not in fields:
             self.problem(node, path, "expected a `tests` list in the block, found none")
             return None
         condition_node = fields.get("condition")
         condition = (
-            self.read_condition(condition_node, _join(path, "condition"))
+            self.read_condition(condition_node, join(path, "condition"))
             if condition_node is not None
-            else Condition({}, {}, {})
+            else _NO_CONDITION
         )
-        entries = self.read_tests(fields["tests"], _join(path, "tests"))
+        entries = self.read_tests(fields["tests"], join(path, "tests"))
         return Block(context, index, condition, entries, self.where(node, path))
 
     def read_condition(self, node: Node, path: str) -> Condition:
-        if _is_null(node):
-            return Condition({}, {}, {})
-        if not isinstance(node, MappingNode):
-            self.mismatch(node, path, "a mapping of terms, ranges and wildcards")
-            return Condition({}, {}, {})
-        parts = dict(self.pairs(node, path, CONDITION_KEYS))
+        if kind(node) == "null":
+            return _NO_CONDITION
+        parts = self.mapping(node, path, "a mapping of terms, ranges and wildcards", CONDITION_KEYS)
+        if parts is None:
+            return _NO_CONDITION
         return Condition(
-            terms=self.read_terms(parts["terms"], _join(path, "terms")) if "terms" in parts else {},
-            ranges=self.read_ranges(parts["ranges"], _join(path, "ranges")) if "ranges" in parts else {},
-            wildcards=self.read_wildcards(parts["wildcards"], _join(path, "wildcards")) if "wildcards" in parts else {},
+            terms=self.read_terms(parts["terms"], join(path, "terms")) if "terms" in parts else {},
+            ranges=self.read_ranges(parts["ranges"], join(path, "ranges")) if "ranges" in parts else {},
+            wildcards=self.read_wildcards(parts["wildcards"], join(path, "wildcards")) if "wildcards" in parts else {},
         )
 
     def read_terms(self, node: Node, path: str) -> dict[str, str]:
-        if _is_null(node):
-            return {}
-        if not isinstance(node, MappingNode):
-            self.mismatch(node, path, "a mapping of key: value terms")
-            return {}
+        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: value terms", None)
         terms = {}
-        for key, value in self.pairs(node, path, None):
-            if isinstance(value, ScalarNode) and value.tag != _TAG_NULL:
+        for key, value in (fields or {}).items():
+            if kind(value) in ("str", "int", "float", "bool"):
                 terms[key] = _term_value(value)
             else:
-                self.problem(value, _join(path, key), f"expected a string, number or boolean, found {_describe(value)}")
+                self.mismatch(value, join(path, key), "a string, number or boolean")
         return terms
 
     def read_ranges(self, node: Node, path: str) -> dict[str, Range]:
-        if _is_null(node):
-            return {}
-        if not isinstance(node, MappingNode):
-            self.mismatch(node, path, "a mapping of key: {gte, lte} ranges")
-            return {}
+        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: {gte, lte} ranges", None)
         ranges = {}
-        for key, value in self.pairs(node, path, None):
-            key_path = _join(path, key)
-            if not isinstance(value, MappingNode):
-                self.mismatch(
-                    value, key_path, "a mapping with gte and/or lte", hint=f"write e.g. `{key}: {{gte: 1, lte: 1}}`"
-                )
+        for key, value in (fields or {}).items():
+            key_path = join(path, key)
+            hint = f"write e.g. `{key}: {{gte: 1, lte: 1}}`"
+            bounds_nodes = self.mapping(value, key_path, "a mapping with gte and/or lte", RANGE_KEYS, hint)
+            if bounds_nodes is None:
                 continue
             bounds: dict[str, int] = {}
-            for bound, bound_node in self.pairs(value, key_path, RANGE_KEYS):
-                if isinstance(bound_node, ScalarNode) and bound_node.tag == _TAG_INT:
-                    bounds[bound] = int(bound_node.value.replace("_", ""), 0)
-                else:
-                    self.problem(
-                        bound_node,
-                        _join(key_path, bound),
-                        f"expected an integer, found {_describe(bound_node)}",
-                        hint="range bounds are whole numbers, e.g. gte: 4",
-                    )
+            for bound, bound_node in bounds_nodes.items():
+                text = self.scalar(
+                    bound_node,
+                    join(key_path, bound),
+                    ("int",),
+                    "an integer",
+                    hint="range bounds are whole numbers, e.g. gte: 4",
+                )
+                if text is not None:
+                    bounds[bound] = int(text.replace("_", ""), 0)
             gte, lte = bounds.get("gte"), bounds.get("lte")
             if gte is not None and lte is not None and gte > lte:
                 self.problem(value, key_path, f"expected gte <= lte, found gte {gte} > lte {lte}")
@@ -259,34 +207,26 @@ class _FileReader:
         return ranges
 
     def read_wildcards(self, node: Node, path: str) -> dict[str, tuple[str, ...]]:
-        if _is_null(node):
-            return {}
-        if not isinstance(node, MappingNode):
-            self.mismatch(node, path, "a mapping of key: pattern(s)")
-            return {}
+        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: pattern(s)", None)
         wildcards: dict[str, tuple[str, ...]] = {}
-        for key, value in self.pairs(node, path, None):
-            key_path = _join(path, key)
-            if isinstance(value, ScalarNode) and value.tag != _TAG_NULL:
+        for key, value in (fields or {}).items():
+            key_path = join(path, key)
+            if isinstance(value, ScalarNode) and kind(value) != "null":
                 wildcards[key] = (value.value,)
             elif isinstance(value, SequenceNode) and value.value:
                 patterns = []
                 for index, item in enumerate(value.value):
-                    if isinstance(item, ScalarNode) and item.tag != _TAG_NULL:
+                    if isinstance(item, ScalarNode) and kind(item) != "null":
                         patterns.append(item.value)
                     else:
-                        self.problem(
-                            item, f"{key_path}[{index}]", f"expected a pattern string, found {_describe(item)}"
-                        )
+                        self.mismatch(item, f"{key_path}[{index}]", "a pattern string")
                 wildcards[key] = tuple(patterns)
             else:
-                self.problem(
-                    value, key_path, f"expected a pattern or a non-empty list of patterns, found {_describe(value)}"
-                )
+                self.mismatch(value, key_path, "a pattern or a non-empty list of patterns")
         return wildcards
 
     def read_tests(self, node: Node, path: str) -> tuple[Entry, ...]:
-        if _is_null(node):
+        if kind(node) == "null":
             return ()
         if not isinstance(node, SequenceNode):
             self.mismatch(node, path, "a list of test lines")
@@ -294,13 +234,13 @@ class _FileReader:
         entries = []
         for index, item in enumerate(node.value):
             item_path = f"{path}[{index}]"
-            if not isinstance(item, ScalarNode) or item.tag not in (_TAG_STR, _TAG_INT):
+            if kind(item) not in ("str", "int"):
                 hint = (
                     "quote the line: a ': ' inside an unquoted line makes YAML read a mapping"
                     if isinstance(item, MappingNode)
                     else None
                 )
-                self.problem(item, item_path, f"expected a test line string, found {_describe(item)}", hint)
+                self.mismatch(item, item_path, "a test line string", hint)
                 continue
             where = self.where(item, item_path)
             try:
@@ -310,22 +250,7 @@ class _FileReader:
         return tuple(entries)
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _is_null(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.tag == _TAG_NULL
-
-
-def _term_value(node: ScalarNode) -> str:
-    if node.tag == _TAG_BOOL:
-        return "true" if node.value.lower() in ("true", "yes", "on", "y") else "false"
+def _term_value(node: Node) -> str:
+    if kind(node) == "bool":
+        return "true" if str(node.value).lower() in TRUE_WORDS else "false"
     return str(node.value)
-
-
-def _describe(node: Node) -> str:
-    if isinstance(node, ScalarNode):
-        return "nothing (null)" if node.tag == _TAG_NULL else repr(node.value)
-    kind = _KIND.get(type(node), type(node).__name__)
-    return kind.replace("a ", "an empty ", 1) if not node.value else kind

@@ -67,11 +67,17 @@ class NodeReader:
     def problem(self, node: Node, path: str | None, message: str, hint: str | None = None) -> None:
         self.problems.append(self.error(message, where=self.where(node, path), hint=hint))
 
-    def mapping(self, node: Node, path: str, what: str, allowed: tuple[str, ...] | None) -> dict[str, Node] | None:
+    def mismatch(self, node: Node, path: str | None, what: str, hint: str | None = None) -> None:
+        """Report a node that is not `what`."""
+        self.problem(node, path, f"expected {what}, found {describe(node)}", hint)
+
+    def mapping(
+        self, node: Node, path: str, what: str, allowed: tuple[str, ...] | None, hint: str | None = None
+    ) -> dict[str, Node] | None:
         """The pairs of a mapping node (None, and a problem, for another node); reports duplicate,
         non-string and, when `allowed` is given, unknown keys with the closest allowed one."""
         if not isinstance(node, MappingNode):
-            self.problem(node, path, f"expected {what}, found {describe(node)}")
+            self.mismatch(node, path, what, hint)
             return None
         result: dict[str, Node] = {}
         for key_node, value in node.value:
@@ -93,7 +99,7 @@ class NodeReader:
         """The text of a scalar whose YAML type is one of `kinds` (str, int, float, bool)."""
         if kind(node) in kinds:
             return str(node.value)
-        self.problem(node, path, f"expected {what}, found {describe(node)}", hint)
+        self.mismatch(node, path, what, hint)
         return None
 
     def integer(self, node: Node, path: str, what: str, *, minimum: int) -> int | None:
@@ -113,7 +119,7 @@ class NodeReader:
     def strings(self, node: Node, path: str, what: str, check: Callable[[str], str | None]) -> tuple[str, ...]:
         """A non-empty list of strings; `check` returns what was expected of a bad one, or None."""
         if not isinstance(node, SequenceNode) or not node.value:
-            self.problem(node, path, f"expected a non-empty list of {what}, found {describe(node)}")
+            self.mismatch(node, path, f"a non-empty list of {what}")
             return ()
         values = []
         for index, item in enumerate(node.value):
