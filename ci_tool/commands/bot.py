@@ -20,7 +20,7 @@ from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
-from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files
+from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.errors import BotError, Where
 
 
@@ -59,20 +59,15 @@ def _describe(request: BotRequest) -> str:
 @bot.command("plan")
 @click.argument("comment")
 @catalog_options
-@click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more).")
-@click.option(
-    "--changed-files",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The pull request's changed paths, one per line (`git diff --name-only`).",
-)
+@pull_request_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 def plan(
     comment: str,
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
+    changed_files: tuple[str, ...],
     labels: tuple[str, ...],
-    changed_files: Path | None,
     as_json: bool,
 ) -> int:
     """Show what COMMENT (`-`: stdin) would run: the parsed request, the stages with shards and predicted
@@ -84,9 +79,13 @@ def plan(
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
     loaded = load(catalog_path, test_db, durations_path)
-    files = read_changed_files(changed_files) if changed_files is not None else ()
     run_plan = plan_run(
-        request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=labels, changed_files=files
+        request,
+        catalog=loaded.catalog,
+        db=loaded.db,
+        durations=loaded.durations,
+        labels=labels,
+        changed_files=changed_files,
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

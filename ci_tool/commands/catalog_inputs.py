@@ -53,6 +53,23 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
     return open_catalog(catalog_path, test_db, durations_path)
 
 
+def pull_request_options(command: F) -> F:
+    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths) and --label
+    (labels): the pull-request facts selection reads."""
+    decorators = (
+        click.option(
+            "--changed-files",
+            type=click.Path(dir_okay=False, path_type=Path),
+            callback=lambda _ctx, _param, path: read_changed_files(path) if path is not None else (),
+            help="The pull request's changed paths, one per line (`git diff --name-only`).",
+        ),
+        click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
+    )
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
 def read_changed_files(path: Path) -> tuple[str, ...]:
     """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
     try:

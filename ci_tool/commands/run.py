@@ -14,7 +14,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files
+from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.history import history_option
 from ci_tool.errors import BotError
 from ci_tool.history.store import history_path
@@ -109,13 +109,8 @@ def finish(result: SessionResult) -> int:
 @click.command()
 @click.argument("bot_command", required=False, default="/bot run")
 @run_options
-@click.option(
-    "--changed-files",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Changed paths, one per line (feeds the selection's path rules).",
-)
-@click.option("--label", "labels", multiple=True, help="A pull-request label (repeat for more).")
-def run(bot_command: str, changed_files: Path | None, labels: tuple[str, ...], **options: Any) -> int:
+@pull_request_options
+def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...], **options: Any) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; flags alone also work
     after `--`: ci-tool run -- '--stage-list "CPU-Generic-1"'. Prints progress, the CI report and
     `N passed, M failed, K skipped`; exits 1 when a stage failed."""
@@ -128,8 +123,7 @@ def run(bot_command: str, changed_files: Path | None, labels: tuple[str, ...], *
         )
     detailed = ("-s",) if request.has("detailed_log") else ()
     setup = local_setup(options, extra_pytest_args=detailed)
-    files = read_changed_files(changed_files) if changed_files is not None else ()
-    selection = select_stages(setup.loaded.catalog, request, changed_files=files, labels=labels)
+    selection = select_stages(setup.loaded.catalog, request, changed_files=changed_files, labels=labels)
     for error in selection.errors:
         click.echo(f"error: {error}", err=True)
     if selection.errors:

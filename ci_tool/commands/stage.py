@@ -12,7 +12,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.plan import request_from_json, selection_json
-from ci_tool.commands.catalog_inputs import catalog_options, load, read_changed_files, read_json
+from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
 from ci_tool.run.process import pytest_command
 from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
 from ci_tool.stages.catalog import Stage
@@ -164,19 +164,14 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
     help='The parsed /bot run request: {"command": "run", "flags": {...}} (`ci-tool bot parse --json`).',
 )
 @catalog_options
-@click.option(
-    "--changed-files",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The pull request's changed paths, one per line.",
-)
-@click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more).")
+@pull_request_options
 @click.option("--json", "as_json", is_flag=True, help='Print {"stages": [...], "excluded": [...], ...}.')
 def select_command(
     request_path: Path,
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
-    changed_files: Path | None,
+    changed_files: tuple[str, ...],
     labels: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -184,8 +179,7 @@ def select_command(
     it names stages the catalog does not have."""
     request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
-    files = read_changed_files(changed_files) if changed_files is not None else ()
-    selection = select_stages(catalog, request, changed_files=files, labels=labels)
+    selection = select_stages(catalog, request, changed_files=changed_files, labels=labels)
     for error in selection.errors:
         click.echo(f"error: {error}", err=True)
     if as_json:
