@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader never sees a half-written file, and a failed write leaves the old one."""
+"""Writing files: atomically (a reader never sees a half-written file, a failed write leaves the old one),
+or appending in one write."""
 
 from __future__ import annotations
 
@@ -24,3 +25,12 @@ def write_text_atomically(path: str | Path, text: str, *, what: str = "the file"
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+
+
+def append_text(path: str | Path, text: str, *, what: str = "the file") -> None:
+    """Append `text` to `path` in one write (a file others append to as well, such as $GITHUB_OUTPUT)."""
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise CiToolError(f"cannot append {what} to {str(path)!r}: {error.strerror}") from None

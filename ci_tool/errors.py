@@ -47,6 +47,37 @@ class CiToolError(Exception):
         return text
 
 
+class ColumnError(CiToolError):
+    """An error at a column of one line the user wrote (a `/bot` comment): three lines, the message with
+    its column, the line (a window of it when long) and a caret under the column."""
+
+    def __init__(self, message: str, *, line: str, col: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.line = line
+        self.col = col
+
+    @property
+    def headline(self) -> str:
+        """The one-line message with its hint, without the column."""
+        return f"{self.message} Hint: {self.hint}" if self.hint else self.message
+
+    def caret(self) -> str:
+        """Two lines: the comment line (a window of it when long) and a caret under the column."""
+        start = max(0, min(self.col - 1 - _ECHO_WIDTH // 2, len(self.line) - _ECHO_WIDTH))
+        end = start + _ECHO_WIDTH
+        shown = "".join(c if c.isprintable() else " " for c in self.line[start:end])
+        before = "…" if start > 0 else ""
+        after = "…" if end < len(self.line) else ""
+        return f"{before}{shown}{after}\n{' ' * (len(before) + self.col - 1 - start)}^"
+
+    def __str__(self) -> str:
+        echo = "\n".join("  " + row for row in self.caret().splitlines())
+        return f"/bot comment, column {self.col}: {self.headline}\n{echo}"
+
+
+_ECHO_WIDTH = 100  # characters of a long comment line echoed around the column
+
+
 class TestDbError(CiToolError):
     """A test-db YAML file, test line or waive that is malformed, or a render that selects nothing."""
 

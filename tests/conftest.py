@@ -1,10 +1,16 @@
-"""Suite-wide options: `--update-goldens` rewrites golden files; `gpu` tests skip cleanly without CUDA."""
+"""Suite-wide options and fixtures: `golden` compares output with a golden file (`--update-goldens`
+rewrites it); `gpu` tests skip cleanly without CUDA."""
 
 from __future__ import annotations
 
+import difflib
 import functools
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+Golden = Callable[[Path, str], None]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,5 +41,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def update_goldens(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--update-goldens"))
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """`golden(path, actual)`: fail with a unified diff when `actual` differs from the file at `path` (a
+    missing file counts as empty); with `--update-goldens`, write `actual` there instead."""
+    update = bool(request.config.getoption("--update-goldens"))
+
+    def check(path: Path, actual: str) -> None:
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(actual, encoding="utf-8")
+            return
+        expected = path.read_text(encoding="utf-8") if path.exists() else ""
+        if actual != expected:
+            diff = difflib.unified_diff(
+                expected.splitlines(keepends=True), actual.splitlines(keepends=True), str(path), "actual"
+            )
+            pytest.fail(f"{path} differs from the output (rewrite it with --update-goldens):\n" + "".join(diff))
+
+    return check

@@ -24,8 +24,8 @@ import yaml
 
 from ci_tool.bot.flags import command
 from ci_tool.errors import BotError, Where, did_you_mean
+from ci_tool.layout import ALLOWLIST_PATH
 
-ALLOWLIST_PATH = ".github/ci-bot-allowlist.yml"
 RUN = "run"
 KILL_SKIP = "kill_skip"
 

@@ -7,8 +7,9 @@
                 a closed pull request
       help      `/bot help` and any unknown sub-command, and any comment that does not parse (the reply
                 shows the error with its caret), for anyone
-      refuse    the author lacks the sub-command's permission, or the PR lacks an approval label
-      dispatch  everything else
+      refuse    the author lacks the sub-command's permission
+      dispatch  everything else (a `/bot run` is then resolved against the catalog: bot/plan.py `settle`
+                turns it into help for names the catalog lacks, or a refusal for missing approval labels)
 
 An edit is decided like a new comment when its first line changed, so fixing a typo in place works,
 while editing the prose under a command does not start a second run.  Pure: no files, no network.
@@ -21,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ci_tool.bot.approvals import MissingApproval, missing_approvals
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
 from ci_tool.errors import BotError, Where
+from ci_tool.stages.approvals import MissingApproval
 
 ACTIONS = ("created", "edited")
 
@@ -168,12 +169,6 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
             event,
             request,
             authorization=authorization,
-        )
-    missing = missing_approvals(request, event.labels)
-    if missing:
-        labels = ", ".join(repr(m.label) for m in missing)
-        return Decision(
-            Action.REFUSE, f"missing label {labels}", event, request, authorization=authorization, missing=missing
         )
     return Decision(
         Action.DISPATCH,

@@ -1,15 +1,17 @@
 """The one registry of `/bot` sub-commands and flags: the parser, `/bot help` and docs/bot.md read it.
 
-A flag is a row: its name, the kind of argument it takes, one help line, the selection step it feeds
-(reference §4.8, None for run options that select nothing) and whether it makes the run a custom run
-that may not set the merge gate green (reference §4.9).  Conflicting pairs sit in one table below.
-Nothing here is listed anywhere else: add a flag by adding a row.
+A flag is a row: its key, the kind of argument it takes, one help line and how usage lines show it.
+What a `/bot run` flag means (the selection step it feeds, whether it makes a custom run, whether its
+items take globs) is its option's, in the option table of stages/request.py: add a run flag by adding
+an option there and a row here.  Conflicting pairs sit in one table below.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from ci_tool.stages.request import Kind, Option, Step, flag_name, option
 
 
 class Arg(enum.Enum):
@@ -19,35 +21,6 @@ class Arg(enum.Enum):
     LIST = "list"  # one double-quoted, comma-separated string; JSON value a list of strings
     OPTIONAL_ID = "optional id"  # an optional pipeline id (digits); JSON value the id, or true
     TEXT = "text"  # one double-quoted string kept whole; JSON value a string
-
-
-class Step(enum.Enum):
-    """A step of the stage selection (reference §4.8) a flag feeds; the value is the step number."""
-
-    POST_MERGE = 4
-    SKIP_TEST = 5
-    ADD_MULTI_GPU = 6
-    ONLY_MULTI_GPU = 7
-    DISABLE_MULTI_GPU = 8
-    GPU_TYPE = 9
-    TEST_BACKEND = 10
-    STAGE_LIST = 13
-    EXTRA_STAGE = 14
-    REUSE = 18
-
-
-STEP_EFFECTS: dict[Step, str] = {
-    Step.POST_MERGE: "adds the multi-GPU and Post-Merge stages",
-    Step.SKIP_TEST: "replaces the set with build, docs and package sanity",
-    Step.ADD_MULTI_GPU: "adds the multi-GPU stages",
-    Step.ONLY_MULTI_GPU: "replaces the set with the multi-GPU stages",
-    Step.DISABLE_MULTI_GPU: "removes the multi-GPU stages",
-    Step.GPU_TYPE: "keeps stages whose GPU token is listed",
-    Step.TEST_BACKEND: "keeps stages with a listed backend or none",
-    Step.STAGE_LIST: "replaces the set with the matching stages",
-    Step.EXTRA_STAGE: "adds the matching stages",
-    Step.REUSE: "stages that passed in the reused pipeline do not run",
-}
 
 
 @dataclass(frozen=True)
@@ -60,26 +33,55 @@ class Command:
     permission: str | None
 
 
+_ARGS = {Kind.SWITCH: Arg.SWITCH, Kind.LIST: Arg.LIST, Kind.PIPELINE_ID: Arg.OPTIONAL_ID}
+
+
 @dataclass(frozen=True)
 class Flag:
-    """One flag of one sub-command."""
+    """How a comment spells one option of a sub-command. The flag of a `/bot run` option is that option's
+    key spelled with dashes; what it means to the selection (step, custom run, globs, choices) is the
+    option table's (stages/request.py)."""
 
-    name: str  # as typed: "--stage-list"
-    arg: Arg
+    key: str  # the JSON key: "stage_list" is written `--stage-list`
     help: str  # one line, for `/bot help` and the docs
-    feeds: Step | None = None  # None: a run option that selects no stages
     command: str = "run"
-    custom_run: bool = False  # a partial selection: the run may not set the merge gate green
-    globs: bool = False  # list items may hold `*`
-    choices: tuple[str, ...] = ()  # list items must be one of these (compared in lower case)
+    text: bool = False  # takes one quoted string kept whole (flags of sub-commands other than run)
     required: bool = False
     metavar: str = ""  # what follows the name in usage lines
     empty_hint: str = ""  # the hint for an empty list value
 
     @property
-    def key(self) -> str:
-        """The snake_case JSON key: `--stage-list` -> `stage_list`."""
-        return self.name.lstrip("-").replace("-", "_")
+    def name(self) -> str:
+        """As typed: `--stage-list`."""
+        return flag_name(self.key)
+
+    @property
+    def option(self) -> Option | None:
+        """The selection request's option this flag sets (None for flags of other sub-commands)."""
+        return option(self.key) if self.command == "run" else None
+
+    @property
+    def arg(self) -> Arg:
+        """What follows the flag: a run option's kind decides it."""
+        if self.option is None:
+            return Arg.TEXT if self.text else Arg.SWITCH
+        return _ARGS[self.option.kind]
+
+    @property
+    def feeds(self) -> Step | None:
+        return self.option.step if self.option is not None else None
+
+    @property
+    def custom_run(self) -> bool:
+        return self.option is not None and self.option.custom_run
+
+    @property
+    def globs(self) -> bool:
+        return self.option is not None and self.option.globs
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self.option.choices if self.option is not None else ()
 
     @property
     def usage(self) -> str:
@@ -119,108 +121,58 @@ HELP_WORDS = ("help", "-h", "--help")
 
 FLAGS: tuple[Flag, ...] = (
     Flag(
-        "--reuse-test",
-        Arg.OPTIONAL_ID,
+        "reuse_test",
         "Reuse the build and skip stages that passed in the given pipeline "
         "(default: the last one); reuse is already the default.",
-        Step.REUSE,
         metavar="[pipeline-id]",
     ),
     Flag(
-        "--disable-reuse-test",
-        Arg.SWITCH,
+        "disable_reuse_test",
         "Rebuild and rerun everything, with no stage or test reuse (use it to repeat a flaky test).",
-        Step.REUSE,
     ),
     Flag(
-        "--disable-fail-fast",
-        Arg.SWITCH,
+        "disable_fail_fast",
         "Keep the other stages running when one fails (holds scarce GPUs: not a habit).",
     ),
+    Flag("skip_test", "Run only the build, docs and package-sanity stages."),
     Flag(
-        "--skip-test",
-        Arg.SWITCH,
-        "Run only the build, docs and package-sanity stages.",
-        Step.SKIP_TEST,
-        custom_run=True,
-    ),
-    Flag(
-        "--stage-list",
-        Arg.LIST,
+        "stage_list",
         "Run only these stages (exact names or `*` globs); overrides the other selection flags.",
-        Step.STAGE_LIST,
-        custom_run=True,
-        globs=True,
         metavar='"A,B"',
         empty_hint="name at least one stage; to run no test stages use --skip-test",
     ),
     Flag(
-        "--extra-stage",
-        Arg.LIST,
+        "extra_stage",
         "Run the usual pre-merge stages plus these (exact names or `*` globs).",
-        Step.EXTRA_STAGE,
-        globs=True,
         metavar='"A,B"',
     ),
     Flag(
-        "--gpu-type",
-        Arg.LIST,
+        "gpu_type",
         "Keep only stages whose GPU token (the first `-` part) is listed; exact and case-sensitive.",
-        Step.GPU_TYPE,
-        custom_run=True,
         metavar='"A,B"',
     ),
+    Flag("test_backend", "Keep stages with a listed backend, plus stages with no backend.", metavar='"a,b"'),
+    Flag("add_multi_gpu_test", "Add the multi-GPU stages to the pre-merge set."),
+    Flag("only_multi_gpu_test", "Run only the multi-GPU stages (the post-merge ones with --post-merge)."),
+    Flag("disable_multi_gpu_test", "Remove the multi-GPU stages, including file-triggered ones."),
+    Flag("post_merge", "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages."),
+    Flag("detailed_log", "Stream all pytest output (`pytest -s`); very large logs."),
+    Flag("debug", "Pause the one stage named in --stage-list for an interactive SSH session."),
+    Flag("high_priority", "Queue this pipeline ahead of others."),
     Flag(
-        "--test-backend",
-        Arg.LIST,
-        "Keep stages with a listed backend, plus stages with no backend.",
-        Step.TEST_BACKEND,
-        custom_run=True,
-        choices=("pytorch", "cpp", "triton", "fmha"),
-        metavar='"a,b"',
-    ),
-    Flag("--add-multi-gpu-test", Arg.SWITCH, "Add the multi-GPU stages to the pre-merge set.", Step.ADD_MULTI_GPU),
-    Flag(
-        "--only-multi-gpu-test",
-        Arg.SWITCH,
-        "Run only the multi-GPU stages (the post-merge ones with --post-merge).",
-        Step.ONLY_MULTI_GPU,
-        custom_run=True,
-    ),
-    Flag(
-        "--disable-multi-gpu-test",
-        Arg.SWITCH,
-        "Remove the multi-GPU stages, including file-triggered ones.",
-        Step.DISABLE_MULTI_GPU,
-        custom_run=True,
-    ),
-    Flag(
-        "--post-merge",
-        Arg.SWITCH,
-        "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages.",
-        Step.POST_MERGE,
-    ),
-    Flag("--detailed-log", Arg.SWITCH, "Stream all pytest output (`pytest -s`); very large logs."),
-    Flag(
-        "--debug",
-        Arg.SWITCH,
-        "Pause the one stage named in --stage-list for an interactive SSH session.",
-        custom_run=True,
-    ),
-    Flag("--high-priority", Arg.SWITCH, "Queue this pipeline ahead of others."),
-    Flag(
-        "--comment",
-        Arg.TEXT,
+        "comment",
         "Why the commit may skip testing; recorded with the status.",
         command="skip",
+        text=True,
         required=True,
         metavar='"reason"',
     ),
 )
 
 _MULTI_GPU = ("--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test")
-_REPLACED_BY_STAGE_LIST = ("--gpu-type", "--test-backend", *_MULTI_GPU)
 
+# --stage-list with a flag it makes moot is not a conflict: the selection runs it and notes the other
+# flag had no effect, as the reference runs it (stages/request.py REPLACED_BY_STAGE_LIST).
 CONFLICTS: tuple[Conflict, ...] = (
     Conflict("--reuse-test", "--disable-reuse-test", "reuse is either on or off"),
     Conflict(
@@ -229,10 +181,6 @@ CONFLICTS: tuple[Conflict, ...] = (
     Conflict("--add-multi-gpu-test", "--disable-multi-gpu-test", "one adds the multi-GPU stages, one removes them"),
     Conflict(
         "--only-multi-gpu-test", "--disable-multi-gpu-test", "one runs only the multi-GPU stages, one removes them"
-    ),
-    *(
-        Conflict("--stage-list", name, f"--stage-list replaces the selection, so {name} would be ignored")
-        for name in _REPLACED_BY_STAGE_LIST
     ),
     *(
         Conflict("--skip-test", name, f"--skip-test runs no test stages, so {name} would be ignored")

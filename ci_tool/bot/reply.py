@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 
-from ci_tool.bot.authorize import ALLOWLIST_PATH, ASSOCIATIONS, LISTS_GRANTING
+from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import COMMANDS, flag_by_key
 from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
-from ci_tool.bot.request import BotRequest, BotSyntaxError
-from ci_tool.errors import CiToolError, closest
+from ci_tool.errors import CiToolError, ColumnError, closest
+from ci_tool.layout import ALLOWLIST_PATH
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
@@ -137,15 +137,15 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
         lines += ["No flags: the default pre-merge selection.", ""]
     if plan is not None:
         return "\n".join(lines) + "\n" + render_plan(plan)
-    lines += _merge_gate(request, plan=None)
     return "\n".join(lines)
 
 
-def _merge_gate(request: BotRequest, *, plan: RunPlan | None) -> list[str]:
-    custom = [f"`{flag_by_key(key).name}`" for key, _ in request.values if flag_by_key(key).custom_run]
+def _merge_gate(plan: RunPlan) -> list[str]:
+    selection = plan.selection
+    custom = [f"`{found.name}`" for found in selection.request.given if found.custom_run]
     if custom:
         return [f"This is a custom run ({', '.join(custom)}): it cannot turn the merge gate green.", ""]
-    if plan is not None and not plan.selection.errors and not plan.selection.missing:
+    if selection.merge_gate:
         return ["A green run of this plan turns the merge gate green.", ""]
     return []
 
@@ -159,23 +159,27 @@ def render_plan(plan: RunPlan) -> str:
     the stages not run and why, missing approvals, errors, and the merge-gate verdict."""
     selection = plan.selection
     verdicts = {verdict.stage: verdict for verdict in selection.verdicts}
+    waiting = {blocked.stage.name.name: blocked.label for blocked in selection.blocked}
     count = len(selection.stages)
     lines = []
-    if count:
+    if selection.selected:
+        blocked = f" ({len(waiting)} more blocked)" if waiting else ""
         lines += [
-            f"**Plan:** {count} stage{'s' if count != 1 else ''}, {plan.test_lines} test line"
+            f"**Plan:** {count} stage{'s' if count != 1 else ''}{blocked}, {plan.test_lines} test line"
             f"{'s' if plan.test_lines != 1 else ''}; the slowest stage is predicted at "
             f"{_minutes(plan.slowest_seconds)}.",
             "",
             "| Stage | Runner | Shard | Tests | Predicted | Why |",
             "|---|---|---|---|---|---|",
         ]
-        for stage in selection.stages:
+        for stage in selection.selected:
             name = stage.name.name
             stage_plan, verdict = plan.plans[name], verdicts[name]
+            why = _why(verdict.step, verdict.reason)
+            why = f"**blocked** until `{waiting[name]}`; {why}" if name in waiting else why
             lines.append(
                 f"| {code(name)} | {code(stage.platform)} | {stage.shard}/{stage.splits} | {len(stage_plan.lines)} "
-                f"| {_minutes(stage_plan.predicted_seconds)} | {_cell(_why(verdict.step, verdict.reason))} |"
+                f"| {_minutes(stage_plan.predicted_seconds)} | {_cell(why)} |"
             )
         lines.append("")
     else:
@@ -190,14 +194,12 @@ def render_plan(plan: RunPlan) -> str:
         lines.append(f"Needs the label `{missing.label}`, for " + "; ".join(plain(r) for r in missing.reasons) + ".")
     if selection.missing:
         lines.append("")
-    if selection.errors:
-        lines += [
-            "Names the catalog does not have:",
-            "",
-            code_block("\n\n".join(map(_error_text, selection.errors))),
-            "",
-        ]
-    lines += _merge_gate(selection.request, plan=plan)
+    lines += [f"Note: {plain(note)}." for note in selection.notes] + ([""] if selection.notes else [])
+    if selection.refused:
+        lines += [f"Flags the {selection.engine.value} engine cannot honour:", "", _errors_block(selection.refused), ""]
+    if selection.unknown_names:
+        lines += ["Names the catalog does not have:", "", _errors_block(selection.unknown_names), ""]
+    lines += _merge_gate(plan)
     return "\n".join(lines)
 
 
@@ -206,16 +208,24 @@ def _why(step: int, reason: str) -> str:
 
 
 def _error_text(error: CiToolError) -> str:
-    if isinstance(error, BotSyntaxError):
+    if isinstance(error, ColumnError):
         return f"{error.caret()}\ncolumn {error.col}: {error.headline}"
     return str(error)
 
 
+def _errors_block(errors: tuple[CiToolError, ...]) -> str:
+    return code_block("\n\n".join(map(_error_text, errors)))
+
+
 def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
-    errors = plan.selection.errors
-    detail = "\n\n".join(_error_text(error) for error in errors)
+    selection = plan.selection
+    if selection.refused:
+        return (
+            f"@{decision.event.login}, that `/bot run` asks for what the {selection.engine.value} engine cannot "
+            f"do:\n\n{_errors_block(selection.refused)}\n\nNothing was started.\n"
+        )
     return (
         f"@{decision.event.login}, that `/bot run` does not match the stage catalog:\n\n"
-        f"{code_block(detail)}\n\nNothing was started. `ci-tool stages list` (or `jenkins/stages.yml`) "
-        "lists every stage.\n"
+        f"{_errors_block(selection.unknown_names)}\n\nNothing was started. `ci-tool stages list` (or "
+        "`jenkins/stages.yml`) lists every stage.\n"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.bot.authorize import ALLOWLIST_PATH, parse_allowlist
+from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
 from ci_tool.bot.grammar import parse_comment
@@ -22,6 +22,7 @@ from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.errors import BotError, Where
+from ci_tool.layout import ALLOWLIST_PATH
 
 
 @click.group()
@@ -80,7 +81,7 @@ def plan(
         return 0
     loaded = load(catalog_path, test_db, durations_path)
     run_plan = plan_run(
-        request,
+        request.selection_request(),
         catalog=loaded.catalog,
         db=loaded.db,
         durations=loaded.durations,
@@ -142,7 +143,11 @@ def handle(
     if decision.action is Action.DISPATCH and decision.request is not None and decision.request.command == "run":
         loaded = load(catalog_path, test_db, durations_path)
         run_plan = plan_run(
-            decision.request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=event.labels
+            decision.request.selection_request(),
+            catalog=loaded.catalog,
+            db=loaded.db,
+            durations=loaded.durations,
+            labels=event.labels,
         )
         decision = settle(decision, run_plan)
     if decision.action is Action.DISPATCH and not dry_run:

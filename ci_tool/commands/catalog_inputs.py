@@ -3,19 +3,19 @@ and reading a changed-files list and a JSON file."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from ci_tool.errors import StageError, Where
-from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
+from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 
 F = TypeVar("F", bound=Callable[..., object])
-DEFAULT_TEST_DB = "test-db"
 
 
 def catalog_options(command: F) -> F:
@@ -32,7 +32,7 @@ def catalog_options(command: F) -> F:
         click.option(
             "--test-db",
             "test_db",
-            default=DEFAULT_TEST_DB,
+            default=TEST_DB_DIR,
             show_default=True,
             type=click.Path(file_okay=False, path_type=Path),
             help="Folder holding the test-db *.yml files the catalog's contexts name.",
@@ -54,8 +54,13 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
 
 
 def pull_request_options(command: F) -> F:
-    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths) and --label
-    (labels): the pull-request facts selection reads."""
+    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), and --label
+    and --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
+
+    @functools.wraps(command)
+    def with_labels(*args: Any, labels: tuple[str, ...], labels_json: tuple[str, ...], **kwargs: Any) -> object:
+        return command(*args, labels=(*labels, *labels_json), **kwargs)
+
     decorators = (
         click.option(
             "--changed-files",
@@ -64,10 +69,29 @@ def pull_request_options(command: F) -> F:
             help="The pull request's changed paths, one per line (`git diff --name-only`).",
         ),
         click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
+        click.option(
+            "--labels-json",
+            metavar="JSON",
+            callback=lambda _ctx, _param, text: parse_labels_json(text) if text is not None else (),
+            help="The pull request's labels as a JSON list of strings (how CI passes them).",
+        ),
     )
+    wrapped: F = with_labels  # type: ignore[assignment]  # same signature to click
     for decorator in reversed(decorators):
-        command = decorator(command)
-    return command
+        wrapped = decorator(wrapped)
+    return wrapped
+
+
+def parse_labels_json(text: str) -> tuple[str, ...]:
+    """`--labels-json`: a JSON list of label strings (an empty value is no labels)."""
+    try:
+        labels = json.loads(text) if text.strip() else []
+    except (json.JSONDecodeError, RecursionError) as error:
+        detail = error.msg.lower() if isinstance(error, json.JSONDecodeError) else "nesting too deep"
+        raise click.BadParameter(f"expected a JSON list of labels, found invalid JSON ({detail})") from None
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        raise click.BadParameter(f"expected a JSON list of label strings, found {text.strip()!r}")
+    return tuple(labels)
 
 
 def read_changed_files(path: Path) -> tuple[str, ...]:

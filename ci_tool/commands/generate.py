@@ -1,5 +1,5 @@
-"""`ci-tool generate [--check]`: write the Jenkins pipelines and GitHub workflows from the stage catalog,
-or check that the committed ones are what the catalog and templates produce today."""
+"""`ci-tool generate [--check]`: write the Jenkins pipelines and GitHub workflows from the stage catalog and
+docs/bot.md from the bot's flag table, or check that the committed ones are what they produce today."""
 
 from __future__ import annotations
 
@@ -8,11 +8,18 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.bot.help import render_docs
 from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.errors import GenerateError
 from ci_tool.generate.context import generate_input
 from ci_tool.generate.freshness import stale_files
-from ci_tool.generate.targets import TARGETS, generate_files
+from ci_tool.generate.targets import TARGETS as CI_TARGETS
+from ci_tool.generate.targets import Target, generate_files
+from ci_tool.layout import BOT_DOCS_PATH
+
+# Every file `ci-tool generate` writes: the CI files from the catalog, and the `/bot` reference from the
+# bot's flag table.
+TARGETS: tuple[Target, ...] = (*CI_TARGETS, Target(BOT_DOCS_PATH, lambda _source: render_docs()))
 
 
 @click.command()
@@ -20,7 +27,7 @@ from ci_tool.generate.targets import TARGETS, generate_files
 @catalog_options
 def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Path | None) -> int:
     """Write the generated CI files (paths relative to the current directory, the repository root)."""
-    files = generate_files(generate_input(load(catalog_path, test_db, durations_path).catalog))
+    files = generate_files(generate_input(load(catalog_path, test_db, durations_path).catalog), TARGETS)
     committed = {path: _read(Path(path)) for path in files}
     if check:
         stale = stale_files(files, committed)

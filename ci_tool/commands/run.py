@@ -23,6 +23,7 @@ from ci_tool.run.pipeline import FAILED, INTERRUPTED
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import SessionConfig, SessionResult, catalog_stages, run_session
 from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.engines import Engine
 from ci_tool.stages.query import QueryValue
 from ci_tool.stages.select import select_stages
 
@@ -121,24 +122,30 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
             f"expected a `/bot run` command, found {text.strip()!r}",
             hint='e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"',
         )
-    detailed = ("-s",) if request.has("detailed_log") else ()
+    wanted = request.selection_request()
+    detailed = ("-s",) if wanted.detailed_log else ()
     setup = local_setup(options, extra_pytest_args=detailed)
-    selection = select_stages(setup.loaded.catalog, request, changed_files=changed_files, labels=labels)
+    selection = select_stages(
+        setup.loaded.catalog, wanted, engine=Engine.LOCAL, changed_files=changed_files, labels=labels
+    )
     for error in selection.errors:
         click.echo(f"error: {error}", err=True)
     if selection.errors:
         return 1
     for missing in selection.missing:
         click.echo(f"note: on CI this run would need the label {missing.label!r}", err=True)
+    for note in selection.notes:
+        click.echo(f"note: {note}", err=True)
     stages = catalog_stages(
-        selection.stages,
+        selection.selected,
         db=setup.loaded.db,
         durations=setup.loaded.durations,
         sysinfo=setup.facts,
         waives_file=setup.waives_file,
     )
-    fail_fast = not (request.has("disable_fail_fast") or request.has("post_merge"))
-    result = run_session(text.strip(), stages, config=setup.config, fail_fast=fail_fast, progress=Progress(sys.stdout))
+    result = run_session(
+        text.strip(), stages, config=setup.config, fail_fast=selection.fail_fast, progress=Progress(sys.stdout)
+    )
     click.echo("")
     click.echo(result.report_markdown, nl=False)
     click.echo(f"\nrun {result.run_id}: {result.state}; results in {result.results_dir}")

@@ -11,15 +11,18 @@ from pathlib import Path
 import click
 
 from ci_tool import sysinfo
-from ci_tool.bot.plan import request_from_json, selection_json
+from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
+from ci_tool.generate.context import github_matrices
 from ci_tool.run.process import pytest_command
 from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
-from ci_tool.stages.catalog import Stage
+from ci_tool.stages.catalog import Catalog, Stage
 from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
-from ci_tool.stages.select import select_stages
+from ci_tool.stages.request import request_from_json
+from ci_tool.stages.select import Selection, select_stages
 
 RUN_ID = "<run-id>"  # chosen when the run starts
 RESULTS_ROOT = Path(".ci-tool/runs")
@@ -165,7 +168,19 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
 )
 @catalog_options
 @pull_request_options
-@click.option("--json", "as_json", is_flag=True, help='Print {"stages": [...], "excluded": [...], ...}.')
+@click.option(
+    "--engine",
+    type=click.Choice([engine.value for engine in Engine]),
+    default=Engine.LOCAL.value,
+    show_default=True,
+    help="Where the stages will run: options it cannot honour are errors.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the selection as one JSON object.")
+@click.option(
+    "--github-output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append the GitHub Actions outputs (matrices, fail_fast, blocked stages) to this file ($GITHUB_OUTPUT).",
+)
 def select_command(
     request_path: Path,
     catalog_path: Path,
@@ -173,19 +188,43 @@ def select_command(
     durations_path: Path | None,
     changed_files: tuple[str, ...],
     labels: tuple[str, ...],
+    engine: str,
     as_json: bool,
+    github_output: Path | None,
 ) -> int:
-    """Resolve a request into the stages to run (the one selection CI and the bot share); exit 1 when
-    it names stages the catalog does not have."""
+    """Resolve a request into the stages to run (the one selection CI and the bot share): the stages,
+    the ones blocked until an approval label, fail-fast and each stage's run options; exit 1 when it
+    names stages the catalog does not have or options the engine cannot honour."""
     request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
-    selection = select_stages(catalog, request, changed_files=changed_files, labels=labels)
+    selection = select_stages(catalog, request, engine=Engine(engine), changed_files=changed_files, labels=labels)
     for error in selection.errors:
         click.echo(f"error: {error}", err=True)
     if as_json:
-        click.echo(json.dumps(selection_json(selection), indent=2))
+        click.echo(json.dumps(selection.to_json(), indent=2))
     else:
         for verdict in selection.verdicts:
             mark = "+" if verdict.selected else "-"
-            click.echo(f"{mark} {verdict.stage}  (step {verdict.step}: {verdict.reason})")
-    return 1 if selection.errors else 0
+            click.echo(f"{mark} {verdict.stage}  (step {verdict.step.value}: {verdict.reason})")
+    if selection.errors:
+        return 1
+    if github_output is not None:
+        append_text(github_output, github_outputs(catalog, selection), what="the GitHub outputs")
+    return 0
+
+
+def github_outputs(catalog: Catalog, selection: Selection) -> str:
+    """`name=value` lines for $GITHUB_OUTPUT: each matrix job's rows, fail-fast, the stage run options and
+    the blocked stages (JSON, and one line for people)."""
+    values: dict[str, object] = {
+        **github_matrices(catalog.stages, selection.names),
+        "fail_fast": "true" if selection.fail_fast else "false",
+        "stage_run_args": " ".join(selection.request.stage_run_args),
+        "blocked": [blocked.to_json() for blocked in selection.blocked],
+        "blocked_message": "; ".join(
+            f"{missing.label!r} is missing: blocked "
+            + ", ".join(b.stage.name.name for b in selection.blocked if b.label == missing.label)
+            for missing in selection.missing
+        ),
+    }
+    return "".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}\n" for key, value in values.items())

@@ -9,9 +9,8 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
-from ci_tool.commands.catalog_inputs import DEFAULT_TEST_DB
 from ci_tool.errors import CiToolError, TestDbError
-from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
+from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.reach import empty_families, unreachable_blocks
@@ -24,7 +23,7 @@ from ci_tool.testdb.waives import read_waives
 test_db_option = click.option(
     "--test-db",
     "test_db",
-    default=DEFAULT_TEST_DB,
+    default=TEST_DB_DIR,
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder holding the test-db *.yml files.",
@@ -87,15 +86,15 @@ def render_command(
     "catalog_path",
     type=click.Path(dir_okay=False, path_type=Path),
     help=f"Also check the test-db against this stage catalog [default: {CATALOG_PATH} when it exists and "
-    f"--test-db is {DEFAULT_TEST_DB}].",
+    f"--test-db is {TEST_DB_DIR}].",
 )
 def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_path: Path | None) -> int:
     """Validate the test-db and its waives; print every problem, one per line. With a stage catalog,
     also blocks no stage renders and stages whose context renders nothing."""
     db, db_problems = read_test_db(test_db)
-    waive_list, waive_problems = read_waives(waives or test_db / "waives.txt")
+    waive_list, waive_problems = read_waives(waives or waives_file_of(test_db))
     problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *stale_waives(db, waive_list)]
-    if catalog_path is None and test_db == Path(DEFAULT_TEST_DB) and Path(CATALOG_PATH).is_file():
+    if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
         catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
     if catalog_path is not None:
         problems += _catalog_findings(catalog_path, test_db, db)
@@ -116,7 +115,7 @@ def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_pat
 
 def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiToolError]:
     """Blocks no catalog stage renders and families that render nothing (or the catalog's load error)."""
-    durations_file = test_db / Path(DURATIONS_PATH).name
+    durations_file = durations_file_of(test_db)
     try:
         durations = load_durations(durations_file) if durations_file.is_file() else {}
         catalog = load_catalog(catalog_file, db=db, durations=durations)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.layout import HISTORY_PATH
 
 SCHEMA_VERSION = 1
-DEFAULT_HISTORY = Path(".ci-tool") / "history.sqlite"
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000
 
@@ -124,7 +124,7 @@ def history_path(option: str | Path | None, environ: Mapping[str, str] = os.envi
         return Path(option)
     if environ.get(HISTORY_ENV):
         return Path(environ[HISTORY_ENV])
-    return DEFAULT_HISTORY
+    return HISTORY_PATH
 
 
 class HistoryStore:

@@ -33,13 +33,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ci_tool.errors import StageError, Where, closest
+from ci_tool.errors import StageError, Where, did_you_mean
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName
 
-CATALOG_PATH = "jenkins/stages.yml"
-DURATIONS_PATH = "test-db/.test_durations"
 FORMAT_VERSION = 1
+STAGES_LIST_HINT = "`ci-tool stages list` prints every stage"
 _BACKEND_TOKENS = {value: token for token, value in BACKENDS.items()}
 
 
@@ -235,11 +234,9 @@ class Catalog:
         """The stage called `name`; a StageError names the closest stages otherwise."""
         found = self.by_name.get(name)
         if found is None:
-            near = closest(name, self.names)
-            hint = ("did you mean " + " or ".join(repr(n) for n in near) + "?") if near else None
             raise StageError(
                 f"expected a stage of the catalog, found no stage {name!r}",
                 where=Where(self.file),
-                hint=hint or "`ci-tool stages list` prints every stage",
+                hint=did_you_mean(name, self.names) or STAGES_LIST_HINT,
             )
         return found

@@ -24,8 +24,8 @@ from typing import Literal
 from yaml.nodes import Node, SequenceNode
 
 from ci_tool.errors import CiToolError, StageError, Where, did_you_mean
+from ci_tool.layout import durations_file_of
 from ci_tool.stages.catalog import (
-    DURATIONS_PATH,
     FORMAT_VERSION,
     Catalog,
     Family,
@@ -92,7 +92,7 @@ def open_catalog(
     """Load the test-db, the durations (`<test-db>/.test_durations` when it exists) and the catalog."""
     db = load_test_db(test_db_path)
     if durations_path is None:
-        default = Path(test_db_path) / Path(DURATIONS_PATH).name
+        default = durations_file_of(Path(test_db_path))
         durations: Durations = load_durations(default) if default.is_file() else {}
     else:
         durations = load_durations(durations_path)

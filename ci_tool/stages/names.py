@@ -47,6 +47,12 @@ BACKENDS: dict[str, str] = {
     "Generic": "generic",
     "Verl": "verl",
 }
+# The backends `--test-backend` counts (reference §5.3, 2026): a stage with another backend token counts
+# as having no backend, so it stays whatever is asked.
+SELECTABLE_BACKENDS: tuple[str, ...] = ("pytorch", "cpp", "triton", "fmha")
+# Backends the query does not send: the reference's 2026 pipeline maps no `-AutoDeploy-` substring, so
+# those stages render every backend's blocks (their test-db blocks carry no backend term).
+UNQUERIED_BACKENDS: frozenset[str] = frozenset({"autodeploy"})
 
 CPU_GPU_TOKEN = "CPU"
 POST_MERGE = "Post-Merge"

@@ -2,16 +2,22 @@
 
     key               from                                       CPU stages
     stage             post_merge iff the name has Post-Merge     same
-    backend           the backend token (omitted when none)      same
+    backend           the backend token (omitted when none, and  same
+                      for AutoDeploy, as the reference's 2026
+                      pipeline sends none)
     orchestrator      ray iff a Ray tag, else mpi                same
     auto_trigger      deepseek / gpt_oss by tag, else others     same
     system_gpu_count  N of N_GPUs, else 1                        0
-    gpu               the GPU token (or the caller's `gpu`)      omitted
+    gpu               sysinfo's GPU when it has one (the         omitted
+                      machine's probe, as on the reference's
+                      Kubernetes pods); else the GPU token (or
+                      the caller's `gpu`)
     cpu               (sysinfo)                                  `arch`
     linux_distribution_name  (sysinfo)                           ubuntu
 
 Stage-derived keys win over sysinfo. CPU stages ignore sysinfo entirely, as the reference does, so a
-CPU stage renders the same list on any machine. Sbatch-style runs that have no sysinfo pass None.
+CPU stage renders the same list on any machine. Sbatch-style runs that have no sysinfo pass None: then
+the name's GPU token stands in for the probe.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ci_tool.errors import StageError
-from ci_tool.stages.names import StageName
+from ci_tool.stages.names import UNQUERIED_BACKENDS, StageName
 
 QueryValue = str | int | bool | None
 ARCHES = ("x86_64", "aarch64")
@@ -35,7 +41,7 @@ def stage_query(stage: StageName, *, arch: str = "x86_64", gpu: str | None = Non
             hint="the catalog's x86 families build on x86_64, SBSA families on aarch64",
         )
     query: dict[str, QueryValue] = {"stage": "post_merge" if stage.post_merge else "pre_merge"}
-    if stage.backend is not None:
+    if stage.backend is not None and stage.backend not in UNQUERIED_BACKENDS:
         query["backend"] = stage.backend
     query["orchestrator"] = stage.orchestrator
     query["auto_trigger"] = stage.auto_trigger
@@ -60,4 +66,7 @@ def render_query(
     derived = stage_query(stage, arch=arch, gpu=gpu)
     if stage.is_cpu or sysinfo is None:
         return derived
+    probed_gpu = sysinfo.get("gpu")
+    if probed_gpu:
+        derived["gpu"] = probed_gpu
     return {**sysinfo, **derived}

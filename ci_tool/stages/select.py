@@ -6,7 +6,7 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     2     + the pre-merge multi-GPU stages                         a changed file matches multi_gpu_paths
                                                                    (not with --disable-multi-gpu-test)
     3     + the stages carrying a token (not OnDemand)             a changed file matches a tag trigger
-    4-10  the flag steps (bot/flags.py STEP_EFFECTS)               a flag that feeds the step is given
+    4-10  the option steps (request.py STEP_EFFECTS)               an option that feeds the step is given
     11    keep only a file group's stages                          every changed file is in that group
                                                                    (not with --test-backend)
     12    - OnDemand stages                                        always
@@ -14,11 +14,14 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     14    + the stages --extra-stage matches (full catalog)        --extra-stage
     18    - stages that passed in the reused pipeline              unless --disable-reuse-test
 
-The order is the step numbers'; which flag feeds which step is the flag table's (`Flag.feeds`), so a new
-flag joins its step without a change here, and a new step fails `test_every_flag_step_has_a_rule`.
+The order is the step numbers'; which option feeds which step is the option table's (`Option.step`), so a
+new option joins its step without a change here, and a new step fails `test_every_option_step_has_a_rule`.
 Name validation (step 15) happens in steps 9, 13 and 14: an exact name that is no stage, a glob that
 matches none, or a GPU token no stage has is an error naming the closest catalog names (pointing at the
 comment's column when the request came from a comment). Selected stages keep the catalog's order.
+
+Then the selection is checked against the engine it runs on (engines.py: options it cannot honour are
+errors) and the PR's labels (approvals.py: a selected stage whose label is missing is blocked).
 """
 
 from __future__ import annotations
@@ -26,12 +29,20 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ci_tool.bot.approvals import MissingApproval, missing_approvals
-from ci_tool.bot.flags import FLAGS, STEP_EFFECTS, Flag, Step
-from ci_tool.bot.request import BotRequest
-from ci_tool.errors import CiToolError, StageError, closest
-from ci_tool.stages.catalog import Catalog, Stage, carries, path_matches, stage_glob_matches
+from ci_tool.errors import CiToolError, closest, did_you_mean
+from ci_tool.stages.approvals import BlockedStage, MissingApproval, blocked_stages, missing_approvals
+from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Stage, carries, path_matches, stage_glob_matches
+from ci_tool.stages.engines import Engine, refusals
 from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE
+from ci_tool.stages.request import (
+    OPTIONS,
+    REPLACED_BY_STAGE_LIST,
+    STEP_EFFECTS,
+    Option,
+    SelectionRequest,
+    Step,
+    flag_name,
+)
 
 
 @dataclass(frozen=True)
@@ -40,17 +51,36 @@ class Verdict:
 
     stage: str
     selected: bool
-    step: int
+    step: Step
     reason: str
 
 
 @dataclass(frozen=True)
 class Selection:
-    request: BotRequest
-    stages: tuple[Stage, ...]  # selected, in catalog order
+    """Everything a consumer needs to act on a request: the stages to run, the ones that wait for an
+    approval label, every stage's verdict, errors, notes, and what the run may do (fail-fast, merge gate).
+    The bot's reply, `ci-tool run`, `ci-tool stage select` and the generated pipelines all read this."""
+
+    request: SelectionRequest
+    engine: Engine
+    selected: tuple[Stage, ...]  # chosen by the steps, in catalog order
     verdicts: tuple[Verdict, ...]  # one per catalog stage, in catalog order
-    errors: tuple[CiToolError, ...] = ()
-    missing: tuple[MissingApproval, ...] = ()
+    unknown_names: tuple[CiToolError, ...] = ()  # names, globs and GPU tokens the catalog lacks
+    refused: tuple[CiToolError, ...] = ()  # options the engine cannot honour
+    blocked: tuple[BlockedStage, ...] = ()  # selected stages whose approval label the PR lacks
+    missing: tuple[MissingApproval, ...] = ()  # the labels the blocked stages wait for, and why
+    notes: tuple[str, ...] = ()  # options that had no effect, and why
+
+    @property
+    def errors(self) -> tuple[CiToolError, ...]:
+        """Why the request cannot run as written (nothing runs when there is one)."""
+        return (*self.refused, *self.unknown_names)
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages to run: the selected ones that are not blocked."""
+        waiting = {blocked.stage.name.name for blocked in self.blocked}
+        return tuple(stage for stage in self.selected if stage.name.name not in waiting)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -63,23 +93,42 @@ class Selection:
     @property
     def reused(self) -> tuple[Verdict, ...]:
         """Stages not run because they passed in the reused pipeline (they count as passed)."""
-        return tuple(v for v in self.excluded if v.step == Step.REUSE.value)
+        return tuple(v for v in self.excluded if v.step == Step.REUSE)
+
+    @property
+    def fail_fast(self) -> bool:
+        return self.request.fail_fast
 
     @property
     def custom_run(self) -> bool:
         """A partial selection (reference §4.9): the run may not set the merge gate green."""
-        return self.request.is_custom_run
+        return self.request.custom_run
 
     @property
     def merge_gate(self) -> bool:
         """Whether a green run of this selection may turn the merge gate green."""
-        return not self.custom_run and not self.errors
+        return not self.custom_run and not self.errors and not self.blocked
+
+    def to_json(self) -> dict[str, object]:
+        """The `ci-tool stage select --json` object: what CI reads to know what to start and how."""
+        return {
+            "stages": list(self.names),
+            "blocked": [blocked.to_json() for blocked in self.blocked],
+            "excluded": [{"stage": v.stage, "step": v.step.value, "reason": v.reason} for v in self.excluded],
+            "missing_approvals": [{"label": m.label, "reasons": list(m.reasons)} for m in self.missing],
+            "fail_fast": self.fail_fast,
+            "stage_run_args": list(self.request.stage_run_args),
+            "custom_run": self.custom_run,
+            "merge_gate": self.merge_gate,
+            "notes": list(self.notes),
+            "errors": [str(error) for error in self.errors],
+        }
 
 
 @dataclass(frozen=True)
 class _Inputs:
     catalog: Catalog
-    request: BotRequest
+    request: SelectionRequest
     changed_files: tuple[str, ...]
     passed_stages: frozenset[str]
 
@@ -91,203 +140,211 @@ class _State:
     catalog: Catalog
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     errors: list[CiToolError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def selected(self) -> list[Stage]:
         return [stage for stage in self.catalog.stages if self.verdicts[stage.name.name].selected]
 
-    def put(self, stages: Iterable[Stage], step: int, reason: str) -> None:
+    def put(self, stages: Iterable[Stage], step: Step, reason: str) -> None:
         for stage in stages:
             self.verdicts[stage.name.name] = Verdict(stage.name.name, True, step, reason)
 
-    def drop(self, stages: Iterable[Stage], step: int, reason: str) -> None:
+    def drop(self, stages: Iterable[Stage], step: Step, reason: str) -> None:
         for stage in stages:
             self.verdicts[stage.name.name] = Verdict(stage.name.name, False, step, reason)
 
-    def keep(self, keep: Callable[[Stage], bool], step: int, reason: str) -> None:
+    def keep(self, keep: Callable[[Stage], bool], step: Step, reason: str) -> None:
         self.drop([stage for stage in self.selected() if not keep(stage)], step, reason)
 
-    def replace(self, stages: Sequence[Stage], step: int, chosen: str, others: str) -> None:
+    def replace(self, stages: Sequence[Stage], step: Step, chosen: str, others: str) -> None:
         names = {stage.name.name for stage in stages}
         self.drop([stage for stage in self.catalog.stages if stage.name.name not in names], step, others)
         self.put(stages, step, chosen)
 
 
-RuleFn = Callable[[_State, _Inputs, tuple[Flag, ...]], None]
+RuleFn = Callable[[_State, _Inputs, tuple[Option, ...]], None]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One step of the selection. A rule fed by flags runs when one of them is given (or `always`)."""
+    """One step of the selection. A rule fed by options runs when one of them is given (or `always`)."""
 
-    step: int
+    step: Step
     run: RuleFn
-    feeds: Step | None = None
+    fed: bool = False  # runs when an option feeding its step is given
     always: bool = False
 
 
 def select_stages(
     catalog: Catalog,
-    request: BotRequest,
+    request: SelectionRequest,
     *,
+    engine: Engine,
     changed_files: Collection[str] = (),
     labels: Collection[str] = (),
     passed_stages: Collection[str] = (),
 ) -> Selection:
-    """Resolve a `/bot run` request against the catalog (see the module docstring for the steps)."""
-    if request.command != "run":
-        raise StageError(f"expected a /bot run request to select stages, found /bot {request.command}")
+    """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring)."""
     inputs = _Inputs(catalog, request, tuple(changed_files), frozenset(passed_stages))
     state = _State(catalog)
     for rule in RULES:
-        present = tuple(f for f in FLAGS if rule.feeds is not None and f.feeds is rule.feeds and request.has(f.key))
-        if rule.feeds is None or rule.always or present:
+        present = tuple(o for o in OPTIONS if rule.fed and o.step is rule.step and request.has(o.key))
+        if not rule.fed or rule.always or present:
             rule.run(state, inputs, present)
-    stages = tuple(state.selected())
-    names = [stage.name.name for stage in stages]
+    selected = tuple(state.selected())
+    blocked = blocked_stages(request, selected, labels)
     return Selection(
         request=request,
-        stages=stages,
+        engine=engine,
+        selected=selected,
         verdicts=tuple(state.verdicts[stage.name.name] for stage in catalog.stages),
-        errors=tuple(state.errors),
-        missing=missing_approvals(request, labels, names),
+        unknown_names=tuple(state.errors),
+        refused=tuple(refusals(request, engine)),
+        blocked=blocked,
+        missing=missing_approvals(request, blocked),
+        notes=tuple(state.notes),
     )
 
 
 # ---------------------------------------------------------------- the steps, in order
 
 
-def _default_set(state: _State, inputs: _Inputs, _: tuple[Flag, ...]) -> None:
+def _default_set(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
     for stage in inputs.catalog.stages:
         if stage.on_demand:
-            state.drop([stage], 1, "OnDemand stage: runs only when named in --stage-list or --extra-stage")
+            state.drop(
+                [stage], Step.DEFAULT_SET, "OnDemand stage: runs only when named in --stage-list or --extra-stage"
+            )
         elif stage.post_merge:
-            state.drop([stage], 1, "Post-Merge stage: not in the pre-merge set")
+            state.drop([stage], Step.DEFAULT_SET, "Post-Merge stage: not in the pre-merge set")
         elif stage.multi_gpu:
-            state.drop([stage], 1, "multi-GPU stage: not in the pre-merge set")
+            state.drop([stage], Step.DEFAULT_SET, "multi-GPU stage: not in the pre-merge set")
         else:
-            state.put([stage], 1, "pre-merge set")
+            state.put([stage], Step.DEFAULT_SET, "pre-merge set")
 
 
-def _multi_gpu_paths(state: _State, inputs: _Inputs, _: tuple[Flag, ...]) -> None:
-    if inputs.request.has("disable_multi_gpu_test"):
+def _multi_gpu_paths(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
+    if inputs.request.disable_multi_gpu_test:
         return
     hit = _first_hit(inputs.changed_files, inputs.catalog.multi_gpu_paths)
     if hit is not None:
         path, rule = hit
         stages = [s for s in inputs.catalog.stages if s.multi_gpu and not s.post_merge and not s.on_demand]
-        state.put(stages, 2, f"{path} changed (multi-GPU path {rule!r})")
+        state.put(stages, Step.MULTI_GPU_PATHS, f"{path} changed (multi-GPU path {rule!r})")
 
 
-def _tag_triggers(state: _State, inputs: _Inputs, _: tuple[Flag, ...]) -> None:
+def _tag_triggers(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
     for trigger in inputs.catalog.tag_triggers:
         hit = _first_hit(inputs.changed_files, (trigger.path,))
         if hit is not None:
             stages = [s for s in inputs.catalog.stages if carries(s.name, trigger.token) and not s.on_demand]
-            state.put(stages, 3, f"{hit[0]} changed (adds {trigger.token} stages)")
+            state.put(stages, Step.TAG_TRIGGERS, f"{hit[0]} changed (adds {trigger.token} stages)")
 
 
-def _post_merge(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _post_merge(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     stages = [s for s in inputs.catalog.stages if (s.post_merge or s.multi_gpu) and not s.on_demand]
-    state.put(stages, Step.POST_MERGE.value, _effect(flags))
+    state.put(stages, Step.POST_MERGE, _effect(flags))
 
 
-def _skip_test(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _skip_test(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     stages = [s for s in inputs.catalog.stages if not s.name.is_test]
-    state.replace(stages, Step.SKIP_TEST.value, _effect(flags), f"{flags[0].name} runs no test stages")
+    state.replace(stages, Step.SKIP_TEST, _effect(flags), f"{flags[0].name} runs no test stages")
 
 
-def _add_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _add_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     stages = [s for s in inputs.catalog.stages if s.multi_gpu and not s.post_merge and not s.on_demand]
-    state.put(stages, Step.ADD_MULTI_GPU.value, _effect(flags))
+    state.put(stages, Step.ADD_MULTI_GPU, _effect(flags))
 
 
-def _only_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
-    post_merge = inputs.request.has("post_merge")
+def _only_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
+    post_merge = inputs.request.post_merge
     stages = [s for s in inputs.catalog.stages if s.multi_gpu and not s.on_demand and (post_merge or not s.post_merge)]
-    state.replace(stages, Step.ONLY_MULTI_GPU.value, _effect(flags), f"{flags[0].name} runs only multi-GPU stages")
+    state.replace(stages, Step.ONLY_MULTI_GPU, _effect(flags), f"{flags[0].name} runs only multi-GPU stages")
 
 
-def _disable_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
-    state.keep(lambda s: not s.multi_gpu, Step.DISABLE_MULTI_GPU.value, _effect(flags))
+def _disable_multi_gpu(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
+    state.keep(lambda s: not s.multi_gpu, Step.DISABLE_MULTI_GPU, _effect(flags))
 
 
-def _gpu_type(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _gpu_type(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     flag = flags[0]
     wanted = inputs.request.items(flag.key)
     known = sorted({s.name.gpu for s in inputs.catalog.stages if s.name.gpu is not None})
     for index, token in enumerate(wanted):
         if token not in known:
             message = f"{flag.name}: expected a GPU token of the catalog ({', '.join(known)}), found {token!r}"
-            state.errors.append(_error(inputs.request, flag.key, index, message, _near(token, known)))
+            state.errors.append(inputs.request.error(flag.key, index, message, _near(token, known)))
     reason = f"{flag.name} keeps GPU {', '.join(wanted)}"
-    state.keep(lambda s: s.name.gpu in wanted, Step.GPU_TYPE.value, reason)
+    state.keep(lambda s: s.name.gpu in wanted, Step.GPU_TYPE, reason)
 
 
-def _test_backend(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _test_backend(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     flag = flags[0]
     wanted = {item.lower() for item in inputs.request.items(flag.key)}
     counted = set(flag.choices)  # only these backend tokens count; other stages have "no backend"
     reason = f"{flag.name} keeps backend {', '.join(sorted(wanted))} and stages of no listed backend kind"
-    state.keep(lambda s: s.name.backend not in counted or s.name.backend in wanted, Step.TEST_BACKEND.value, reason)
+    state.keep(lambda s: s.name.backend not in counted or s.name.backend in wanted, Step.TEST_BACKEND, reason)
 
 
-def _file_groups(state: _State, inputs: _Inputs, _: tuple[Flag, ...]) -> None:
-    if inputs.request.has("test_backend") or not inputs.changed_files:
+def _file_groups(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
+    if inputs.request.test_backend or not inputs.changed_files:
         return
     group = next((g for g in inputs.catalog.file_groups if all(map(g.covers, inputs.changed_files))), None)
     if group is not None:
         reason = f"only {group.name} files changed: runs {', '.join(group.stages)}"
-        state.keep(lambda s: any(stage_glob_matches(p, s.name.name) for p in group.stages), 11, reason)
+        state.keep(lambda s: any(stage_glob_matches(p, s.name.name) for p in group.stages), Step.FILE_GROUPS, reason)
 
 
-def _drop_on_demand(state: _State, inputs: _Inputs, _: tuple[Flag, ...]) -> None:
-    state.keep(lambda s: not s.on_demand, 12, "OnDemand stage: runs only when named")
+def _drop_on_demand(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
+    state.keep(lambda s: not s.on_demand, Step.DROP_ON_DEMAND, "OnDemand stage: runs only when named")
 
 
-def _stage_list(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _stage_list(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     flag = flags[0]
     matched = _matches(state, inputs, flag)
     chosen = [s for s in inputs.catalog.stages if s.name.name in matched]
     for stage in chosen:
-        state.put([stage], Step.STAGE_LIST.value, f"{flag.name} {matched[stage.name.name]}")
+        state.put([stage], Step.STAGE_LIST, f"{flag.name} {matched[stage.name.name]}")
     names = set(matched)
     others = [s for s in inputs.catalog.stages if s.name.name not in names]
-    state.drop(others, Step.STAGE_LIST.value, f"not in {flag.name}")
+    state.drop(others, Step.STAGE_LIST, f"not in {flag.name}")
+    moot = [flag_name(key) for key in REPLACED_BY_STAGE_LIST if inputs.request.has(key)]
+    state.notes += [f"{name} had no effect: {flag.name} replaces the selection" for name in moot]
 
 
-def _extra_stage(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
+def _extra_stage(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     flag = flags[0]
     matched = _matches(state, inputs, flag)
     for stage in inputs.catalog.stages:
         if stage.name.name in matched and not state.verdicts[stage.name.name].selected:
-            state.put([stage], Step.EXTRA_STAGE.value, f"{flag.name} {matched[stage.name.name]}")
+            state.put([stage], Step.EXTRA_STAGE, f"{flag.name} {matched[stage.name.name]}")
 
 
-def _reuse(state: _State, inputs: _Inputs, flags: tuple[Flag, ...]) -> None:
-    if inputs.request.has("disable_reuse_test"):
+def _reuse(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
+    if inputs.request.disable_reuse_test:
         return
     reason = "passed in the reused pipeline: not run again"
-    state.keep(lambda s: s.name.name not in inputs.passed_stages, Step.REUSE.value, reason)
+    state.keep(lambda s: s.name.name not in inputs.passed_stages, Step.REUSE, reason)
 
 
 RULES: tuple[Rule, ...] = tuple(
     sorted(
         (
-            Rule(1, _default_set),
-            Rule(2, _multi_gpu_paths),
-            Rule(3, _tag_triggers),
-            Rule(Step.POST_MERGE.value, _post_merge, Step.POST_MERGE),
-            Rule(Step.SKIP_TEST.value, _skip_test, Step.SKIP_TEST),
-            Rule(Step.ADD_MULTI_GPU.value, _add_multi_gpu, Step.ADD_MULTI_GPU),
-            Rule(Step.ONLY_MULTI_GPU.value, _only_multi_gpu, Step.ONLY_MULTI_GPU),
-            Rule(Step.DISABLE_MULTI_GPU.value, _disable_multi_gpu, Step.DISABLE_MULTI_GPU),
-            Rule(Step.GPU_TYPE.value, _gpu_type, Step.GPU_TYPE),
-            Rule(Step.TEST_BACKEND.value, _test_backend, Step.TEST_BACKEND),
-            Rule(11, _file_groups),
-            Rule(12, _drop_on_demand),
-            Rule(Step.STAGE_LIST.value, _stage_list, Step.STAGE_LIST),
-            Rule(Step.EXTRA_STAGE.value, _extra_stage, Step.EXTRA_STAGE),
-            Rule(Step.REUSE.value, _reuse, Step.REUSE, always=True),  # reuse is the default
+            Rule(Step.DEFAULT_SET, _default_set),
+            Rule(Step.MULTI_GPU_PATHS, _multi_gpu_paths),
+            Rule(Step.TAG_TRIGGERS, _tag_triggers),
+            Rule(Step.POST_MERGE, _post_merge, fed=True),
+            Rule(Step.SKIP_TEST, _skip_test, fed=True),
+            Rule(Step.ADD_MULTI_GPU, _add_multi_gpu, fed=True),
+            Rule(Step.ONLY_MULTI_GPU, _only_multi_gpu, fed=True),
+            Rule(Step.DISABLE_MULTI_GPU, _disable_multi_gpu, fed=True),
+            Rule(Step.GPU_TYPE, _gpu_type, fed=True),
+            Rule(Step.TEST_BACKEND, _test_backend, fed=True),
+            Rule(Step.FILE_GROUPS, _file_groups),
+            Rule(Step.DROP_ON_DEMAND, _drop_on_demand),
+            Rule(Step.STAGE_LIST, _stage_list, fed=True),
+            Rule(Step.EXTRA_STAGE, _extra_stage, fed=True),
+            Rule(Step.REUSE, _reuse, fed=True, always=True),  # reuse is the default
         ),
         key=lambda rule: rule.step,
     )
@@ -297,9 +354,9 @@ RULES: tuple[Rule, ...] = tuple(
 # ---------------------------------------------------------------- helpers
 
 
-def _effect(flags: tuple[Flag, ...]) -> str:
-    step = flags[0].feeds
-    assert step is not None  # only flag rules call this
+def _effect(flags: tuple[Option, ...]) -> str:
+    step = flags[0].step
+    assert step is not None  # only option rules call this
     return f"{' '.join(flag.name for flag in flags)} {STEP_EFFECTS[step]}"
 
 
@@ -312,7 +369,7 @@ def _first_hit(paths: Sequence[str], rules: Sequence[str]) -> tuple[str, str] | 
     return None
 
 
-def _matches(state: _State, inputs: _Inputs, flag: Flag) -> dict[str, str]:
+def _matches(state: _State, inputs: _Inputs, flag: Option) -> dict[str, str]:
     """Stage name -> why it matched, for each item of a --stage-list/--extra-stage; errors for items
     that match nothing."""
     names = inputs.catalog.names
@@ -326,7 +383,7 @@ def _matches(state: _State, inputs: _Inputs, flag: Flag) -> dict[str, str]:
             else:
                 message = f"{flag.name}: expected a stage of the catalog, found {item!r}"
             hint = _glob_hint(item, inputs.catalog) if "*" in item else _near(item, names)
-            state.errors.append(_error(inputs.request, flag.key, index, message, hint))
+            state.errors.append(inputs.request.error(flag.key, index, message, hint))
         for name in hits:
             matched.setdefault(name, f"matches {item!r}" if "*" in item else "names it")
     return matched
@@ -339,28 +396,18 @@ def _glob_hint(pattern: str, catalog: Catalog) -> str:
         near = closest(piece, words, limit=1) if piece else []
         if near and near[0] != piece:
             return f"no stage name holds {piece!r}; did you mean {near[0]!r}?"
-    return "`ci-tool stages list` prints every stage"
+    return STAGES_LIST_HINT
 
 
 def _near(name: str, choices: Sequence[str]) -> str:
-    near = closest(name, choices)
-    if near:
-        return "did you mean " + " or ".join(repr(n) for n in near) + "?"
-    return "`ci-tool stages list` prints every stage"
-
-
-def _error(request: BotRequest, key: str, index: int, message: str, hint: str) -> CiToolError:
-    """An error at the item's column when the request came from a comment, else a plain StageError."""
-    if key in dict(request.columns):
-        return request.error_at(key, index, message, hint)
-    return StageError(message, hint=hint)
+    return did_you_mean(name, choices) or STAGES_LIST_HINT
 
 
 def rule_for(step: Step) -> Rule | None:
-    """The rule a flag step runs (None: the step has no rule, a bug the tests catch)."""
-    return next((rule for rule in RULES if rule.feeds is step), None)
+    """The rule an option's step runs (None: the step has no rule, a bug the tests catch)."""
+    return next((rule for rule in RULES if rule.fed and rule.step is step), None)
 
 
-def flag_steps() -> tuple[Step, ...]:
-    """The steps the flag table feeds."""
-    return tuple(dict.fromkeys(flag.feeds for flag in FLAGS if flag.feeds is not None))
+def option_steps() -> tuple[Step, ...]:
+    """The steps the option table feeds."""
+    return tuple(dict.fromkeys(found.step for found in OPTIONS if found.step is not None))

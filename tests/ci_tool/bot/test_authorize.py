@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.bot.authorize import ALLOWLIST_PATH, Allowlist, authorize, parse_allowlist, permission_of
+from ci_tool.bot.authorize import Allowlist, authorize, parse_allowlist, permission_of
 from ci_tool.errors import BotError
+from ci_tool.layout import ALLOWLIST_PATH
 
 ROOT = Path(__file__).resolve().parents[3]
 ALLOWLIST = Allowlist(run=frozenset({"outside-contributor"}), kill_skip=frozenset({"release-captain"}))

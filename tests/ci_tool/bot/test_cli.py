@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ci_tool.bot.help import render_help
 from ci_tool.cli import main
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EVENTS = sorted(FIXTURES.glob("event_*.json"))
@@ -71,16 +74,12 @@ def test_help_prints_the_help_reply(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=[e.stem for e in EVENTS])
-def test_handle_dry_run_output_is_pinned(capsys: pytest.CaptureFixture[str], event: Path, update_goldens: bool) -> None:
+def test_handle_dry_run_output_is_pinned(capsys: pytest.CaptureFixture[str], event: Path, golden: Golden) -> None:
     code, out, err = run(
         capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run", *CATALOG
     )
     assert (code, err) == (0, "")
-    golden = event.with_suffix(".out")
-    if update_goldens:
-        golden.write_text(out, encoding="utf-8")
-    expected = golden.read_text(encoding="utf-8")
-    assert out == expected, "".join(difflib.unified_diff(expected.splitlines(True), out.splitlines(True)))
+    golden(event.with_suffix(".out"), out)
 
 
 def test_handle_writes_the_reply_file_only_when_there_is_a_reply(

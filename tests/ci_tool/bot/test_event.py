@@ -33,10 +33,13 @@ DECISIONS = [
     ),
     ("post_merge_labeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("edited_fixed_typo", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
-    # decided without the catalog; with it (bot/plan.py settle) they become refuse, dispatch and help
+    # decided without the catalog; with it (bot/plan.py settle) they become refuse, dispatch, help, refuse
+    # and refuse (approval labels are checked on the selected stages)
     ("stage_list_multi_gpu_unlabeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("stage_list_glob", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("gpu_type_typo", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    ("post_merge_unlabeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
+    ("multi_gpu_unlabeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("help", Action.HELP, "help asked for"),
     ("unknown_subcommand", Action.HELP, "unknown sub-command 'rerun'"),
     ("syntax_error", Action.HELP, "syntax error at column 23"),
@@ -50,8 +53,6 @@ DECISIONS = [
         Action.REFUSE,
         "'collab-carl' lacks the 'kill_skip' permission (author association COLLABORATOR and not listed)",
     ),
-    ("post_merge_unlabeled", Action.REFUSE, "missing label 'ci: post-merge approved'"),
-    ("multi_gpu_unlabeled", Action.REFUSE, "missing label 'ci: full pre-merge approved'"),
     ("issue_not_pr", Action.IGNORE, "comment on an issue, not on a pull request"),
     ("not_a_command", Action.IGNORE, "comment does not start with /bot"),
     ("deleted", Action.IGNORE, "action 'deleted' is not a new or edited comment"),

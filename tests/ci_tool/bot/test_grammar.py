@@ -264,12 +264,6 @@ ERRORS = [
         "--only-multi-gpu-test already runs every multi-GPU stage Hint: drop one of them",
     ),
     (
-        '/bot run --gpu-type "A30" --stage-list "A30-PyTorch-1"',
-        27,
-        "--stage-list conflicts with --gpu-type (column 10): "
-        "--stage-list replaces the selection, so --gpu-type would be ignored Hint: drop one of them",
-    ),
-    (
         "/bot run --skip-test --post-merge",
         22,
         "--post-merge conflicts with --skip-test (column 10): "
@@ -345,8 +339,8 @@ def test_markdown_escapes_are_removed_and_columns_point_at_the_original_text() -
 
 
 def test_a_later_check_can_point_at_a_list_item() -> None:
-    request = parse_comment('/bot run --stage-list "A10-PyTorch-1, A10-PyTroch-2"')
-    error = request.error_at("stage_list", 1, "unknown stage 'A10-PyTroch-2'", "did you mean 'A10-PyTorch-2'?")
+    request = parse_comment('/bot run --stage-list "A10-PyTorch-1, A10-PyTroch-2"').selection_request()
+    error = request.error("stage_list", 1, "unknown stage 'A10-PyTroch-2'", "did you mean 'A10-PyTorch-2'?")
     assert str(error).splitlines()[1:] == [
         '  /bot run --stage-list "A10-PyTorch-1, A10-PyTroch-2"',
         "                                        ^",
@@ -397,3 +391,11 @@ def test_unknown_sub_command_is_help_naming_the_word() -> None:
 )
 def test_only_the_word_bot_at_the_start_is_a_bot_comment(comment: str, answer: bool) -> None:
     assert is_bot_comment(comment) is answer
+
+
+def test_stage_list_with_a_flag_it_makes_moot_parses_as_the_reference_runs_it() -> None:
+    comment = '/bot run --stage-list "GB200-4_GPUs-PyTorch-1" --add-multi-gpu-test --disable-fail-fast'
+    assert parse_comment(comment).to_json() == {
+        "command": "run",
+        "flags": {"disable_fail_fast": True, "stage_list": ["GB200-4_GPUs-PyTorch-1"], "add_multi_gpu_test": True},
+    }

@@ -3,19 +3,20 @@ how the plan settles the bot's decision, and requests read back from JSON."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, read_event
-from ci_tool.bot.plan import plan_run, request_from_json, settle
-from ci_tool.bot.request import BotRequest
+from ci_tool.bot.plan import plan_run, settle
 from ci_tool.cli import main
-from ci_tool.errors import BotError
 from ci_tool.stages.catalog_load import open_catalog
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLANS = Path(__file__).parent / "plans"
@@ -46,18 +47,14 @@ PLAN_CASES = {
 def test_bot_plan_output_is_pinned(
     capsys: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
-    update_goldens: bool,
+    golden: Golden,
     comment: str,
     extra: tuple[str, ...],
     code: int,
 ) -> None:
     got, out, err = run(capsys, "bot", "plan", comment, *extra, *CATALOG)
     assert (got, err) == (code, "")
-    golden = PLANS / f"{request.node.callspec.id}.md"
-    if update_goldens:
-        golden.write_text(out, encoding="utf-8")
-    expected = golden.read_text(encoding="utf-8")
-    assert out == expected, "".join(difflib.unified_diff(expected.splitlines(True), out.splitlines(True)))
+    golden(PLANS / f"{request.node.callspec.id}.md", out)
 
 
 def test_bot_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,7 +138,13 @@ SETTLED = {
 def test_the_plan_settles_the_decision(body: str, labels: tuple[str, ...], action: Action, reason: str) -> None:
     decision = decide(read_event(event(body, labels)), ALLOWLIST)
     assert decision.request is not None
-    plan = plan_run(decision.request, catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations, labels=labels)
+    plan = plan_run(
+        decision.request.selection_request(),
+        catalog=LOADED.catalog,
+        db=LOADED.db,
+        durations=LOADED.durations,
+        labels=labels,
+    )
     settled = settle(decision, plan)
     assert (settled.action, settled.reason) == (action, reason)
     if action is Action.HELP:
@@ -149,49 +152,12 @@ def test_the_plan_settles_the_decision(body: str, labels: tuple[str, ...], actio
 
 
 def test_settle_leaves_other_decisions_alone() -> None:
-    decision = decide(read_event(event("/bot run --post-merge")), ALLOWLIST)  # refused on the flags alone
-    assert decision.request is not None
-    plan = plan_run(decision.request, catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations)
+    payload = event("/bot run --post-merge")
+    payload["comment"]["author_association"] = "CONTRIBUTOR"
+    payload["comment"]["user"]["login"] = payload["sender"]["login"] = "stranger"
+    decision = decide(read_event(payload), ALLOWLIST)  # refused: no permission
+    assert decision.action is Action.REFUSE and decision.request is not None
+    plan = plan_run(
+        decision.request.selection_request(), catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations
+    )
     assert settle(decision, plan) is decision
-
-
-@pytest.mark.parametrize(
-    ("data", "request_"),
-    [
-        ({"command": "run"}, BotRequest("run")),
-        (
-            {"command": "run", "flags": {"stage_list": ["A", "B*"], "post_merge": True, "reuse_test": "12"}},
-            BotRequest("run", (("reuse_test", "12"), ("stage_list", ("A", "B*")), ("post_merge", True))),
-        ),
-        ({"command": "skip", "flags": {"comment": "waive only"}}, BotRequest("skip", (("comment", "waive only"),))),
-    ],
-    ids=["no flags", "flag-table order", "skip"],
-)
-def test_request_from_json_round_trips(data: dict[str, object], request_: BotRequest) -> None:
-    parsed = request_from_json(data)
-    assert parsed == request_
-    assert request_from_json(parsed.to_json()) == parsed
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ("run", 'req: expected a JSON object with a "command" string, found a JSON str'),
-        ({"flags": {}}, 'req: expected a JSON object with a "command" string, found an object without it'),
-        ({"command": "run", "flags": []}, 'req: expected "flags" to be a JSON object, found a JSON list'),
-        ({"command": "run", "flags": {"comment": "x"}}, "req: expected a flag of /bot run, found 'comment'"),
-        (
-            {"command": "run", "flags": {"stage_list": "A"}},
-            "req: expected a list of strings for 'stage_list', found 'A'",
-        ),
-        (
-            {"command": "run", "flags": {"reuse_test": "abc"}},
-            "req: expected true or a pipeline id of digits for 'reuse_test', found 'abc'",
-        ),
-    ],
-    ids=["not an object", "no command", "flags not an object", "flag of another command", "list", "id"],
-)
-def test_request_from_json_rejects(data: object, message: str) -> None:
-    with pytest.raises(BotError) as caught:
-        request_from_json(data, source="req")
-    assert caught.value.message == message

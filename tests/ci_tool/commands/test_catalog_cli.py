@@ -146,7 +146,8 @@ def test_stage_show_merges_sysinfo(capsys: pytest.CaptureFixture[str], tmp_path:
     facts = tmp_path / "sysinfo.json"
     facts.write_text(json.dumps({"gpu": "NVIDIA H200", "system_gpu_count": 8, "supports_fp8": True}))
     code, out, _ = run(capsys, "stage", "show", "A10-PyTorch-1", "--system-info", str(facts), "--json", *CATALOG)
-    assert (code, json.loads(out)["query"]["supports_fp8"], json.loads(out)["query"]["gpu"]) == (0, "true", "A10")
+    query = json.loads(out)["query"]
+    assert (code, query["supports_fp8"], query["gpu"], query["system_gpu_count"]) == (0, "true", "NVIDIA H200", "1")
 
 
 def test_stage_show_unknown_stage_names_the_closest(capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,7 +174,7 @@ def test_stage_show_unknown_stage_names_the_closest(capsys: pytest.CaptureFixtur
             {"command": "run", "flags": {"stage_list": ["DGX_*"]}},
             (),
             0,
-            ["DGX_H100-4_GPUs-PyTorch-1", "DGX_H200-PyTorch-Perf-1", "DGX_H200-PyTorch-Post-Merge-1"],
+            ["DGX_H200-PyTorch-Perf-1", "DGX_H200-PyTorch-Post-Merge-1"],  # the multi-GPU one is blocked
             ["ci: full pre-merge approved"],
             True,
         ),
@@ -205,7 +206,7 @@ def test_stage_select_json(
     got, out, err = run(capsys, "stage", "select", "--request", str(request), "--json", *label_args, *CATALOG)
     selection = json.loads(out)
     assert (got, selection["stages"], [m["label"] for m in selection["missing_approvals"]]) == (code, stages, missing)
-    assert (selection["custom_run"], selection["merge_gate"]) == (custom, not custom)
+    assert (selection["custom_run"], selection["merge_gate"]) == (custom, not custom and not missing)
     assert err == "".join(f"error: {error}\n" for error in selection["errors"])
 
 

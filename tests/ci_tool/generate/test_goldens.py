@@ -5,12 +5,15 @@ A mismatch prints a unified diff; `pytest --update-goldens` rewrites the expecte
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ci_tool.generate.targets import TARGETS
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
 
 HERE = Path(__file__).resolve().parent
 CATALOG_NAMES = sorted(path.parent.name for path in (HERE / "catalogs").glob("*/stages.yml"))
@@ -18,21 +21,8 @@ CATALOG_NAMES = sorted(path.parent.name for path in (HERE / "catalogs").glob("*/
 
 @pytest.mark.parametrize("target", [target.path for target in TARGETS], ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("catalog", CATALOG_NAMES)
-def test_generated_file_matches_its_golden_copy(
-    generated: dict, catalog: str, target: str, update_goldens: bool
-) -> None:
-    golden = HERE / "catalogs" / catalog / "expected" / Path(target).name
-    actual = generated[catalog].files[target]
-    if update_goldens:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(actual, encoding="utf-8")
-        return
-    expected = golden.read_text(encoding="utf-8") if golden.exists() else ""
-    if actual != expected:
-        diff = difflib.unified_diff(
-            expected.splitlines(keepends=True), actual.splitlines(keepends=True), str(golden), f"generated {target}"
-        )
-        pytest.fail(f"{golden} is not what {target} generates; run `pytest --update-goldens`\n" + "".join(diff))
+def test_generated_file_matches_its_golden_copy(generated: dict, catalog: str, target: str, golden: Golden) -> None:
+    golden(HERE / "catalogs" / catalog / "expected" / Path(target).name, generated[catalog].files[target])
 
 
 def test_generation_is_deterministic(generated: dict) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import io
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_tool.history.store import HistoryStore
 from ci_tool.run.progress import Progress
@@ -16,6 +15,9 @@ from ci_tool.run.session import PlannedStage, run_session
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.plan import plan_stage
 from ci_tool.testdb.load import load_test_db
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
 
 GOLDEN = Path(__file__).parent / "goldens" / "fixture_report.md"
 REPOSITORY = Path(__file__).parents[3]
@@ -29,15 +31,10 @@ def _stable(markdown: str, run_id: str) -> str:
     return re.sub(r"^  File \"[^\"]*site-packages.*\n.*\n", "", text, flags=re.MULTILINE)
 
 
-def test_markdown_report_of_the_failing_suite(fixture_run: Any, update_goldens: bool) -> None:
+def test_markdown_report_of_the_failing_suite(fixture_run: Any, golden: Golden) -> None:
     with HistoryStore(fixture_run.history) as store:
         markdown = render_markdown(load_report(store, fixture_run.session.run_id))
-    found = _stable(markdown, fixture_run.session.run_id)
-    if update_goldens:
-        GOLDEN.write_text(found)
-    expected = GOLDEN.read_text()
-    diff = "".join(difflib.unified_diff(expected.splitlines(True), found.splitlines(True), "golden", "found"))
-    assert not diff, f"the report differs from {GOLDEN} (rewrite with --update-goldens):\n{diff}"
+    golden(GOLDEN, _stable(markdown, fixture_run.session.run_id))
 
 
 def test_report_is_written_to_the_run_folder(fixture_run: Any) -> None:

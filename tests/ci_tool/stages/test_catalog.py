@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +14,9 @@ from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glo
 from ci_tool.stages.catalog_load import open_catalog, parse_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.testdb.load import load_test_db
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
 
 CATALOGS = Path(__file__).parent / "catalogs"
 INVALID = sorted((CATALOGS / "invalid").glob("*.yml"))
@@ -26,13 +30,10 @@ def parse(text: str, durations: dict[str, float] | None = None) -> Catalog:
 
 
 @pytest.mark.parametrize("fixture", INVALID, ids=[f.stem for f in INVALID])
-def test_invalid_catalog_reports_its_pinned_error(fixture: Path, update_goldens: bool) -> None:
+def test_invalid_catalog_reports_its_pinned_error(fixture: Path, golden: Golden) -> None:
     with pytest.raises(StageError) as caught:
         parse_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
-    expected = fixture.with_suffix(".err")
-    if update_goldens:
-        expected.write_text(f"{caught.value}\n")
-    assert f"{caught.value}\n" == expected.read_text()
+    golden(fixture.with_suffix(".err"), f"{caught.value}\n")
 
 
 VALID = """\

@@ -95,7 +95,7 @@ def test_perf_mode_is_never_sharded_and_adds_its_options(db: TestDb) -> None:
 def test_sysinfo_is_merged_under_the_stage_facts(db: TestDb, sysinfo: dict[str, object] | None, rendered: int) -> None:
     plan = plan_stage(parse_stage_name("A10-PyTorch-1"), db=db, context="l0_x", splits=1, durations={}, sysinfo=sysinfo)
     assert len(plan.rendered) == rendered
-    assert plan.query["gpu"] == "A10"  # the stage's GPU token wins over sysinfo's
+    assert plan.query["gpu"] == (sysinfo or {}).get("gpu", "A10")  # the probe's GPU, else the name's token
 
 
 def test_auto_splits_fit_the_budget(db: TestDb) -> None:

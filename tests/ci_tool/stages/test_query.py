@@ -73,7 +73,7 @@ SYSINFO: dict[str, QueryValue] = {
 def test_stage_keys_win_over_sysinfo_and_the_rest_is_kept() -> None:
     query = render_query(parse_stage_name("DGX_H100-4_GPUs-PyTorch-1"), SYSINFO)
     assert query == {
-        "gpu": "DGX_H100",
+        "gpu": "H100 80GB HBM3",  # the machine's probe, as on the reference's Kubernetes pods
         "system_gpu_count": 4,
         "gpu_memory": 81559,
         "cpu": "x86_64",
@@ -82,6 +82,20 @@ def test_stage_keys_win_over_sysinfo_and_the_rest_is_kept() -> None:
         "orchestrator": "mpi",
         "auto_trigger": "others",
     }
+
+
+@pytest.mark.parametrize("probed", [None, ""], ids=["null", "empty"])
+def test_without_a_probed_gpu_the_name_token_stands_in(probed: str | None) -> None:
+    query = render_query(parse_stage_name("DGX_H100-4_GPUs-PyTorch-1"), {**SYSINFO, "gpu": probed})
+    assert query["gpu"] == "DGX_H100"
+
+
+@pytest.mark.parametrize(
+    ("name", "backend"), [("A30-AutoDeploy-1", None), ("A30-PyTorch-1", "pytorch"), ("CPU-Generic-1", "generic")]
+)
+def test_the_backend_key_follows_the_reference(name: str, backend: str | None) -> None:
+    """AutoDeploy stages send no backend, as the reference's 2026 pipeline (its blocks carry none)."""
+    assert stage_query(parse_stage_name(name)).get("backend") == backend
 
 
 def test_cpu_stages_ignore_sysinfo() -> None:

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.bot.flags import FLAGS, Step
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.bot.request import BotRequest
-from ci_tool.errors import StageError
+from ci_tool.errors import BotError, StageError
+from ci_tool.stages.approvals import FULL_PRE_MERGE_APPROVED, POST_MERGE_APPROVED
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.select import RULES, Selection, rule_for, select_stages
+from ci_tool.stages.engines import Engine
+from ci_tool.stages.request import SelectionRequest, Step
+from ci_tool.stages.select import RULES, Selection, option_steps, rule_for, select_stages
 
 CATALOGS = Path(__file__).parent / "catalogs"
 CATALOG: Catalog = open_catalog(CATALOGS / "select.yml", CATALOGS / "test-db").catalog
@@ -41,10 +42,18 @@ POST_MERGE = (
 )
 
 
+APPROVED = (POST_MERGE_APPROVED,)  # every label: the step tables check what the steps select, not approvals
+
+
 def select(
-    comment: str, files: Sequence[str] = (), labels: Sequence[str] = (), passed: Sequence[str] = ()
+    comment: str,
+    files: Sequence[str] = (),
+    labels: Sequence[str] = APPROVED,
+    passed: Sequence[str] = (),
+    engine: Engine = Engine.JENKINS,
 ) -> Selection:
-    return select_stages(CATALOG, parse_comment(comment), changed_files=files, labels=labels, passed_stages=passed)
+    request = parse_comment(comment).selection_request()
+    return select_stages(CATALOG, request, engine=engine, changed_files=files, labels=labels, passed_stages=passed)
 
 
 def in_catalog_order(*groups: Sequence[str]) -> tuple[str, ...]:
@@ -60,7 +69,7 @@ def without(names: Sequence[str], *dropped: str) -> tuple[str, ...]:
 STEPS = {
     # 1: the default pre-merge set: no Post-Merge, no multi-GPU, no OnDemand
     "1 default": ("/bot run", (), DEFAULT),
-    "1 run options select nothing": ("/bot run --disable-fail-fast --detailed-log --high-priority", (), DEFAULT),
+    "1 run options select nothing": ("/bot run --disable-fail-fast --detailed-log", (), DEFAULT),
     # 2: a multi-GPU path adds the pre-merge multi-GPU stages, unless --disable-multi-gpu-test
     "2 multi-GPU path": ("/bot run", ("src/dist/group.py",), in_catalog_order(DEFAULT, PRE_MERGE_MULTI_GPU)),
     "2 other path": ("/bot run", ("src/distance.py",), DEFAULT),
@@ -247,10 +256,10 @@ def test_rules_run_in_step_order() -> None:
     assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18]
 
 
-@pytest.mark.parametrize("step", sorted({f.feeds for f in FLAGS if f.feeds}, key=lambda s: s.value), ids=str)
-def test_every_flag_step_has_a_rule(step: Step) -> None:
+@pytest.mark.parametrize("step", option_steps(), ids=str)
+def test_every_option_step_has_a_rule(step: Step) -> None:
     rule = rule_for(step)
-    assert rule is not None and rule.step == step.value
+    assert rule is not None and rule.step is step
 
 
 # (comment, column, message): names the catalog lacks, pointing at the comment
@@ -289,8 +298,8 @@ def test_unknown_names_are_errors_at_their_column(comment: str, column: int, mes
 
 
 def test_errors_without_a_comment_are_plain_stage_errors() -> None:
-    request = BotRequest("run", (("stage_list", ("A10-Pytorch-1",)),))
-    (error,) = select_stages(CATALOG, request).errors
+    request = SelectionRequest(stage_list=("A10-Pytorch-1",))
+    (error,) = select_stages(CATALOG, request, engine=Engine.LOCAL).errors
     assert isinstance(error, StageError)
     assert str(error).startswith("--stage-list: expected a stage of the catalog, found 'A10-Pytorch-1' Hint:")
 
@@ -301,8 +310,8 @@ def test_valid_items_still_select_when_another_is_unknown() -> None:
 
 
 def test_only_run_requests_select() -> None:
-    with pytest.raises(StageError, match="expected a /bot run request to select stages, found /bot kill"):
-        select("/bot kill")
+    with pytest.raises(BotError, match="expected a /bot run request to select stages, found /bot kill"):
+        parse_comment("/bot kill").selection_request()
 
 
 # (comment, labels, missing labels, custom run): approvals come from the selected stages
@@ -332,12 +341,12 @@ def test_approvals_and_merge_gate(
     assert (tuple(m.label for m in selection.missing), selection.custom_run, selection.merge_gate) == (
         missing,
         custom,
-        not custom,
+        not custom and not missing,  # a run with blocked stages cannot turn the gate green either
     )
 
 
 def test_file_triggered_multi_gpu_stages_need_the_label() -> None:
-    selection = select("/bot run", files=["src/dist/a.py"])
+    selection = select("/bot run", files=["src/dist/a.py"], labels=())
     assert [(m.label, m.reasons) for m in selection.missing] == [
         (
             "ci: full pre-merge approved",
@@ -411,3 +420,66 @@ REAL = {
 def test_real_comments(comment: str, expected: tuple[str, ...], custom: bool) -> None:
     selection = select(comment)
     assert (selection.names, selection.errors, selection.custom_run) == (expected, (), custom)
+
+
+def test_blocked_stages_are_named_and_not_run_while_the_others_run() -> None:
+    selection = select("/bot run --add-multi-gpu-test", labels=())
+    assert [(b.stage.name.name, b.label) for b in selection.blocked] == [
+        (name, FULL_PRE_MERGE_APPROVED) for name in PRE_MERGE_MULTI_GPU
+    ]
+    assert (selection.names, selection.merge_gate) == (DEFAULT, False)
+    assert select("/bot run --add-multi-gpu-test", labels=(FULL_PRE_MERGE_APPROVED,)).blocked == ()
+
+
+def test_flags_stage_list_makes_moot_run_with_a_note() -> None:
+    selection = select('/bot run --stage-list "A10-CPP-1, DGX_H100-4_GPUs-PyTorch-1" --add-multi-gpu-test')
+    assert (selection.names, selection.errors) == (("A10-CPP-1", "DGX_H100-4_GPUs-PyTorch-1"), ())
+    assert selection.notes == ("--add-multi-gpu-test had no effect: --stage-list replaces the selection",)
+
+
+ENGINE_REFUSALS = {
+    "local high priority": (
+        Engine.LOCAL,
+        "/bot run --high-priority",
+        10,
+        "--high-priority: expected an option the local engine honours, found one it cannot: a local run has no "
+        "queue to jump: it starts at once Hint: drop --high-priority",
+    ),
+    "jenkins debug": (
+        Engine.JENKINS,
+        '/bot run --stage-list "A10-CPP-1" --debug',
+        35,
+        "--debug: expected an option the jenkins engine honours, found one it cannot: the generated pipeline does "
+        "not pause a stage for an interactive session Hint: drop --debug",
+    ),
+}
+
+
+@pytest.mark.parametrize(("engine", "comment", "column", "message"), ENGINE_REFUSALS.values(), ids=ENGINE_REFUSALS)
+def test_an_option_the_engine_cannot_honour_is_refused_at_its_column(
+    engine: Engine, comment: str, column: int, message: str
+) -> None:
+    selection = select(comment, engine=engine)
+    (error,) = selection.refused
+    assert (error.col, error.headline, selection.errors) == (column, message, (error,))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("engine", list(Engine), ids=str)
+def test_every_engine_honours_detailed_log_and_fail_fast(engine: Engine) -> None:
+    selection = select("/bot run --detailed-log --disable-fail-fast", engine=engine)
+    assert (selection.errors, selection.fail_fast, selection.request.stage_run_args) == ((), False, ("--detailed-log",))
+
+
+def test_the_selection_json_carries_what_every_consumer_acts_on() -> None:
+    selection = select('/bot run --post-merge --stage-list "A10-CPP-1, DGX_H100-4_GPUs-PyTorch-1"', labels=())
+    data = selection.to_json()
+    assert list(data) == [
+        "stages", "blocked", "excluded", "missing_approvals", "fail_fast", "stage_run_args", "custom_run",
+        "merge_gate", "notes", "errors",
+    ]  # fmt: skip
+    assert (data["stages"], data["blocked"], data["fail_fast"], data["merge_gate"]) == (
+        ["A10-CPP-1"],
+        [{"stage": "DGX_H100-4_GPUs-PyTorch-1", "label": FULL_PRE_MERGE_APPROVED}],
+        False,
+        False,
+    )

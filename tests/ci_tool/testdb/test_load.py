@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,22 +11,21 @@ from ci_tool.errors import TestDbError
 from ci_tool.testdb.load import load_test_db, read_test_db, read_test_db_file
 from ci_tool.testdb.model import Range
 
+if TYPE_CHECKING:
+    from tests.conftest import Golden
+
 INVALID = Path(__file__).parent / "invalid"
 INVALID_FIXTURES = sorted(INVALID.glob("*.yml"))
 
 
 @pytest.mark.parametrize("fixture", INVALID_FIXTURES, ids=[f.stem for f in INVALID_FIXTURES])
 def test_invalid_fixture_reports_its_expected_errors(
-    fixture: Path, monkeypatch: pytest.MonkeyPatch, update_goldens: bool
+    fixture: Path, monkeypatch: pytest.MonkeyPatch, golden: Golden
 ) -> None:
     monkeypatch.chdir(INVALID)
     _, problems = read_test_db_file(Path(fixture.name))
-    text = "".join(f"{problem}\n" for problem in problems)
-    expected = fixture.with_suffix(".err")
-    if update_goldens:
-        expected.write_text(text)
     assert problems, "an invalid fixture must produce at least one problem"
-    assert text == expected.read_text()
+    golden(fixture.with_suffix(".err"), "".join(f"{problem}\n" for problem in problems))
 
 
 def write(folder: Path, name: str, text: str) -> Path:

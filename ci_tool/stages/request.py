@@ -1,0 +1,258 @@
+"""What a `/bot run` asks of the stage selection, typed: the selection request and the table of its options.
+
+A request reaches the selection from a PR comment (the bot's grammar), from CI's JSON payload
+(`{"command": "run", "flags": {...}}`, the dispatcher's `REQUEST`) or from `ci-tool run`; each source
+turns into one SelectionRequest and every consumer reads that. The option table says, per option, what
+it means to the selection; the bot's flag table (bot/flags.py) adds only how a comment spells it.
+
+    option                   value     step  custom run  also reaches the stage runner as
+    reuse_test               id|true   18
+    disable_reuse_test       switch    18
+    disable_fail_fast        switch    -                 (the selection's fail_fast)
+    skip_test                switch    5     yes
+    stage_list               list      13    yes
+    extra_stage              list      14
+    gpu_type                 list      9     yes
+    test_backend             list      10    yes
+    add_multi_gpu_test       switch    6
+    only_multi_gpu_test      switch    7     yes
+    disable_multi_gpu_test   switch    8     yes
+    post_merge               switch    4                 (the selection's fail_fast)
+    detailed_log             switch    -                 `ci-tool stage run --detailed-log`
+    debug                    switch    -     yes
+    high_priority            switch    -
+
+A custom run is a partial selection: it may not turn the merge gate green (reference §4.9). An option's
+flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one spelling rule of both.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ci_tool.errors import ColumnError, StageError, did_you_mean
+from ci_tool.stages.names import SELECTABLE_BACKENDS
+
+
+class Step(enum.IntEnum):
+    """A step of the stage selection (reference §4.8); the value is the step number."""
+
+    DEFAULT_SET = 1
+    MULTI_GPU_PATHS = 2
+    TAG_TRIGGERS = 3
+    POST_MERGE = 4
+    SKIP_TEST = 5
+    ADD_MULTI_GPU = 6
+    ONLY_MULTI_GPU = 7
+    DISABLE_MULTI_GPU = 8
+    GPU_TYPE = 9
+    TEST_BACKEND = 10
+    FILE_GROUPS = 11
+    DROP_ON_DEMAND = 12
+    STAGE_LIST = 13
+    EXTRA_STAGE = 14
+    REUSE = 18
+
+
+# What each step an option feeds does, for plans, `/bot help` and docs/bot.md.
+STEP_EFFECTS: Mapping[Step, str] = {
+    Step.POST_MERGE: "adds the multi-GPU and Post-Merge stages",
+    Step.SKIP_TEST: "replaces the set with build, docs and package sanity",
+    Step.ADD_MULTI_GPU: "adds the multi-GPU stages",
+    Step.ONLY_MULTI_GPU: "replaces the set with the multi-GPU stages",
+    Step.DISABLE_MULTI_GPU: "removes the multi-GPU stages",
+    Step.GPU_TYPE: "keeps stages whose GPU token is listed",
+    Step.TEST_BACKEND: "keeps stages with a listed backend or none",
+    Step.STAGE_LIST: "replaces the set with the matching stages",
+    Step.EXTRA_STAGE: "adds the matching stages",
+    Step.REUSE: "stages that passed in the reused pipeline do not run",
+}
+
+
+class Kind(enum.Enum):
+    """The value an option takes; the value is how the JSON payload holds it."""
+
+    SWITCH = "true"
+    LIST = "a list of strings"
+    PIPELINE_ID = "true or a pipeline id of digits"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a `/bot run` request, as the selection and the runners understand it."""
+
+    key: str  # the JSON key and the SelectionRequest field
+    kind: Kind
+    step: Step | None = None  # the selection step it feeds; None: a run option that selects no stages
+    custom_run: bool = False
+    globs: bool = False  # list items may hold `*`
+    choices: tuple[str, ...] = ()  # list items must be one of these (compared in lower case)
+    stage_run_option: str | None = None  # the `ci-tool stage run` option that carries it to each stage
+
+    @property
+    def name(self) -> str:
+        return flag_name(self.key)
+
+
+def flag_name(key: str) -> str:
+    """How an option is written as a flag: `stage_list` -> `--stage-list`."""
+    return "--" + key.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("reuse_test", Kind.PIPELINE_ID, Step.REUSE),
+    Option("disable_reuse_test", Kind.SWITCH, Step.REUSE),
+    Option("disable_fail_fast", Kind.SWITCH),
+    Option("skip_test", Kind.SWITCH, Step.SKIP_TEST, custom_run=True),
+    Option("stage_list", Kind.LIST, Step.STAGE_LIST, custom_run=True, globs=True),
+    Option("extra_stage", Kind.LIST, Step.EXTRA_STAGE, globs=True),
+    Option("gpu_type", Kind.LIST, Step.GPU_TYPE, custom_run=True),
+    Option("test_backend", Kind.LIST, Step.TEST_BACKEND, custom_run=True, choices=SELECTABLE_BACKENDS),
+    Option("add_multi_gpu_test", Kind.SWITCH, Step.ADD_MULTI_GPU),
+    Option("only_multi_gpu_test", Kind.SWITCH, Step.ONLY_MULTI_GPU, custom_run=True),
+    Option("disable_multi_gpu_test", Kind.SWITCH, Step.DISABLE_MULTI_GPU, custom_run=True),
+    Option("post_merge", Kind.SWITCH, Step.POST_MERGE),
+    Option("detailed_log", Kind.SWITCH, stage_run_option="--detailed-log"),
+    Option("debug", Kind.SWITCH, custom_run=True),
+    Option("high_priority", Kind.SWITCH),
+)
+
+# Options that --stage-list makes moot: it replaces the set they shape (the reference accepts them).
+REPLACED_BY_STAGE_LIST = ("gpu_type", "test_backend", "add_multi_gpu_test", "only_multi_gpu_test",
+                          "disable_multi_gpu_test")  # fmt: skip
+
+
+def option(key: str) -> Option:
+    """The option whose key is `key`; a KeyError names an unknown key (a bug, not user input)."""
+    for found in OPTIONS:
+        if found.key == key:
+            return found
+    raise KeyError(key)
+
+
+@dataclass(frozen=True)
+class RequestSource:
+    """Where a request was written, so checks made after parsing can point at it: the comment's command
+    line and, per option key, the column of its flag followed by the column of each list item."""
+
+    line: str
+    columns: Mapping[str, tuple[int, ...]]
+
+    def error_at(self, key: str, index: int | None, message: str, hint: str | None = None) -> ColumnError:
+        cols = self.columns[key]
+        return ColumnError(message, line=self.line, col=cols[0] if index is None else cols[1 + index], hint=hint)
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    """A `/bot run` request: one field per option (see the module docstring); defaults mean "not given"."""
+
+    reuse_test: bool | str = False  # True: the latest pipeline; digits: that pipeline
+    disable_reuse_test: bool = False
+    disable_fail_fast: bool = False
+    skip_test: bool = False
+    stage_list: tuple[str, ...] = ()
+    extra_stage: tuple[str, ...] = ()
+    gpu_type: tuple[str, ...] = ()
+    test_backend: tuple[str, ...] = ()
+    add_multi_gpu_test: bool = False
+    only_multi_gpu_test: bool = False
+    disable_multi_gpu_test: bool = False
+    post_merge: bool = False
+    detailed_log: bool = False
+    debug: bool = False
+    high_priority: bool = False
+    source: RequestSource | None = field(default=None, compare=False)
+
+    def has(self, key: str) -> bool:
+        """Whether the request gives the option `key`."""
+        return bool(getattr(self, key))
+
+    def items(self, key: str) -> tuple[str, ...]:
+        """The items of a list option, () when absent."""
+        value = getattr(self, key)
+        return value if isinstance(value, tuple) else ()
+
+    @property
+    def given(self) -> tuple[Option, ...]:
+        """The options the request gives, in table order."""
+        return tuple(found for found in OPTIONS if self.has(found.key))
+
+    @property
+    def custom_run(self) -> bool:
+        """A partial selection (reference §4.9): the run may not set the merge gate green."""
+        return any(found.custom_run for found in self.given)
+
+    @property
+    def fail_fast(self) -> bool:
+        """Whether the first failed stage stops the others: off with --disable-fail-fast and in post-merge
+        runs (the reference's `enableFailFast`). The one place this rule lives."""
+        return not (self.disable_fail_fast or self.post_merge)
+
+    @property
+    def stage_run_args(self) -> tuple[str, ...]:
+        """The `ci-tool stage run` options every stage of this request runs with (`--detailed-log`)."""
+        return tuple(found.stage_run_option for found in self.given if found.stage_run_option)
+
+    def error(self, key: str, index: int | None, message: str, hint: str | None = None) -> StageError | ColumnError:
+        """An error about an option: at its column when the request came from a comment."""
+        if self.source is not None and key in self.source.columns:
+            return self.source.error_at(key, index, message, hint)
+        return StageError(message, hint=hint)
+
+    def to_json(self) -> dict[str, object]:
+        """CI's `REQUEST` payload, `{"command": "run", "flags": {...}}` (request_from_json reads it back):
+        the given options only, lists as lists."""
+        flags = {found.key: _json_value(getattr(self, found.key)) for found in self.given}
+        return {"command": "run", "flags": flags}
+
+
+def _json_value(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def request_from_flags(flags: object, *, source: str = "the request") -> SelectionRequest:
+    """A SelectionRequest from the payload's `flags` object (SelectionRequest.to_json's shape), validated."""
+    if not isinstance(flags, dict):
+        raise StageError(f'{source}: expected "flags" to be a JSON object, found {_kind(flags)}')
+    known = {found.key: found for found in OPTIONS}
+    values: dict[str, object] = {}
+    for key, value in flags.items():
+        found = known.get(key)
+        if found is None:
+            hint = did_you_mean(key, known) or f"the flags of /bot run are {', '.join(known)}"
+            raise StageError(f"{source}: expected a flag of /bot run, found {key!r}", hint=hint)
+        values[key] = _value(source, found, value)
+    return SelectionRequest(**values)  # type: ignore[arg-type]  # keys and types checked above
+
+
+def request_from_json(data: object, *, source: str = "the request") -> SelectionRequest:
+    """A SelectionRequest from `{"command": "run", "flags": {...}}`, CI's `REQUEST` payload."""
+    if not isinstance(data, dict) or not isinstance(data.get("command"), str):
+        raise StageError(f'{source}: expected a JSON object with a "command" string, found {_kind(data)}')
+    if data["command"] != "run":
+        raise StageError(
+            f"{source}: expected a /bot run request to select stages, found /bot {data['command']}",
+            hint='write {"command": "run", "flags": {...}}',
+        )
+    return request_from_flags(data.get("flags", {}), source=source)
+
+
+def _value(source: str, found: Option, value: object) -> object:
+    if found.kind is Kind.SWITCH and value is True:
+        return True
+    if found.kind is Kind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and _is_pipeline_id(value))):
+        return value
+    raise StageError(f"{source}: expected {found.kind.value} for {found.key!r}, found {value!r}")
+
+
+def _is_pipeline_id(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _kind(value: object) -> str:
+    return f"a JSON {type(value).__name__}" if not isinstance(value, dict) else "an object without it"

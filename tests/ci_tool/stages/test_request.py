@@ -1,0 +1,97 @@
+"""The selection request: the option table's facts, CI's JSON payload read back, and the rules that live
+on the request (custom run, fail-fast, stage-run options)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.errors import StageError
+from ci_tool.stages.request import OPTIONS, SelectionRequest, flag_name, option, request_from_json
+
+
+def test_every_option_is_a_request_field_and_every_field_an_option() -> None:
+    fields = [f.name for f in dataclasses.fields(SelectionRequest) if f.name != "source"]
+    assert fields == [found.key for found in OPTIONS]
+
+
+@pytest.mark.parametrize(("key", "flag"), [("stage_list", "--stage-list"), ("post_merge", "--post-merge")])
+def test_an_options_flag_is_its_key_with_dashes(key: str, flag: str) -> None:
+    assert option(key).name == flag_name(key) == flag
+
+
+@pytest.mark.parametrize(
+    ("data", "request_"),
+    [
+        ({"command": "run"}, SelectionRequest()),
+        (
+            {"command": "run", "flags": {"stage_list": ["A", "B*"], "post_merge": True, "reuse_test": "12"}},
+            SelectionRequest(reuse_test="12", stage_list=("A", "B*"), post_merge=True),
+        ),
+        ({"command": "run", "flags": {"reuse_test": True}}, SelectionRequest(reuse_test=True)),
+    ],
+    ids=["no flags", "lists, switches and ids", "reuse the latest"],
+)
+def test_request_from_json_round_trips(data: dict[str, object], request_: SelectionRequest) -> None:
+    parsed = request_from_json(data)
+    assert parsed == request_
+    assert request_from_json(parsed.to_json()) == parsed
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("run", 'req: expected a JSON object with a "command" string, found a JSON str'),
+        ({"flags": {}}, 'req: expected a JSON object with a "command" string, found an object without it'),
+        ({"command": "kill"}, "req: expected a /bot run request to select stages, found /bot kill"),
+        ({"command": "run", "flags": []}, 'req: expected "flags" to be a JSON object, found a JSON list'),
+        ({"command": "run", "flags": {"comment": "x"}}, "req: expected a flag of /bot run, found 'comment'"),
+        (
+            {"command": "run", "flags": {"stage_list": "A"}},
+            "req: expected a list of strings for 'stage_list', found 'A'",
+        ),
+        (
+            {"command": "run", "flags": {"reuse_test": "abc"}},
+            "req: expected true or a pipeline id of digits for 'reuse_test', found 'abc'",
+        ),
+        (
+            {"command": "run", "flags": {"reuse_test": "\u00b2"}},
+            "req: expected true or a pipeline id of digits for 'reuse_test', found '²'",
+        ),
+        ({"command": "run", "flags": {"post_merge": False}}, "req: expected true for 'post_merge', found False"),
+    ],
+    ids=["not an object", "no command", "not run", "flags not an object", "flag of another command", "list", "id",
+         "non-ASCII digit", "false switch"],  # fmt: skip
+)
+def test_request_from_json_rejects(data: object, message: str) -> None:
+    with pytest.raises(StageError) as caught:
+        request_from_json(data, source="req")
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("comment", "custom", "fail_fast", "stage_run_args"),
+    [
+        ("/bot run", False, True, ()),
+        ("/bot run --disable-fail-fast", False, False, ()),
+        ("/bot run --post-merge", False, False, ()),
+        ('/bot run --stage-list "A10-PyTorch-1" --detailed-log', True, True, ("--detailed-log",)),
+        ('/bot run --gpu-type "A10"', True, True, ()),
+        ("/bot run --add-multi-gpu-test", False, True, ()),
+    ],
+)
+def test_the_rules_that_live_on_the_request(
+    comment: str, custom: bool, fail_fast: bool, stage_run_args: tuple[str, ...]
+) -> None:
+    request = parse_comment(comment).selection_request()
+    assert (request.custom_run, request.fail_fast, request.stage_run_args) == (custom, fail_fast, stage_run_args)
+
+
+def test_a_comment_becomes_the_request_json_ci_receives() -> None:
+    request = parse_comment('/bot run --reuse-test 42 --stage-list "A, B" --post-merge').selection_request()
+    assert request.to_json() == {
+        "command": "run",
+        "flags": {"reuse_test": "42", "stage_list": ["A", "B"], "post_merge": True},
+    }
