@@ -36,15 +36,18 @@ DRY_RUN_ID = "<run-id>"
 @click.argument("name")
 @click.option("--shard", type=click.IntRange(min=1), help="With a family NAME: run its stage NAME-K.")
 @click.option("--dry-run", is_flag=True, help="Print the lists and the exact pytest commands; run nothing.")
+@click.option("--detailed-log", is_flag=True, help="Stream all pytest output (`pytest -s`), as /bot run --detailed-log.")
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="The stage's results folder [default: RESULTS_DIR/<run id>/<stage>].",
 )
 @run_options
-def run_command(name: str, shard: int | None, dry_run: bool, output_dir: Path | None, **options: Any) -> int:
+def run_command(
+    name: str, shard: int | None, dry_run: bool, detailed_log: bool, output_dir: Path | None, **options: Any
+) -> int:
     """Run stage NAME on this machine: render, waive, shard, pytest; JUnit, logs and history."""
-    setup = local_setup(options, output_dir=output_dir)
+    setup = local_setup(options, extra_pytest_args=("-s",) if detailed_log else (), output_dir=output_dir)
     stage = _resolve(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts)
     if mismatch is not None:

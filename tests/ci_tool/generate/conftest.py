@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ci_tool.generate.context import CatalogStage, generate_input
 from ci_tool.generate.targets import generate_files
@@ -147,3 +149,69 @@ def run_stub(tmp_path_factory: pytest.TempPathFactory) -> StubRunner:
         return results
 
     return run
+
+
+@dataclass(frozen=True)
+class PlanJob:
+    """What the workflow's plan job did: its exit code, its outputs and its log."""
+
+    code: int
+    outputs: Mapping[str, str]
+    log: str
+
+    def matrix(self, job_id: str) -> list[dict[str, object]]:
+        rows: list[dict[str, object]] = json.loads(self.outputs[job_id])
+        return rows
+
+    def stages(self, job_id: str) -> list[str]:
+        return [str(row["stage"]) for row in self.matrix(job_id)]
+
+
+GITHUB_INPUT = re.compile(r"\$\{\{ inputs\.(\w+) \}\}")
+RUNS_WHEN_BASE_REF = "${{ inputs.base_ref != '' }}"
+
+
+def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
+    """Run the plan job's shell steps as GitHub would, in `workspace` (a checkout with `.venv/bin/ci-tool`):
+    `inputs.*` expressions take the given inputs (the workflow's defaults otherwise), the checkout and
+    set-up steps are what the workspace already is, and the outputs land in a real $GITHUB_OUTPUT file."""
+    workflow = yaml.safe_load(workflow_text)
+    trigger = workflow[True]["workflow_dispatch"]["inputs"]  # YAML 1.1 reads the key `on` as true
+    values = {name: str(spec["default"]) for name, spec in trigger.items()} | inputs
+    output = workspace / "github_output"
+    output.write_text("")
+    log = []
+    for step in workflow["jobs"]["plan"]["steps"]:
+        if "uses" in step or step["name"] == "Set up ci-tool":
+            continue
+        if "if" in step:
+            assert step["if"] == RUNS_WHEN_BASE_REF, f"the plan job gained a condition this runner cannot read: {step}"
+            if not values["base_ref"]:
+                continue
+        env = {
+            key: GITHUB_INPUT.sub(lambda m: values[m.group(1)], str(value))
+            for key, value in step.get("env", {}).items()
+        }
+        assert "${{" not in step["run"], "expressions never reach a shell line"
+        result = subprocess.run(
+            ["bash", "-e", "-c", step["run"]],
+            cwd=workspace,
+            env={**os.environ, **env, "GITHUB_OUTPUT": str(output)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        log.append(result.stdout + result.stderr)
+        if result.returncode != 0:
+            return PlanJob(result.returncode, {}, "".join(log))
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return PlanJob(0, outputs, "".join(log))
+
+
+PlanJobRunner = Callable[..., PlanJob]
+
+
+@pytest.fixture(scope="session")
+def plan_job() -> PlanJobRunner:
+    """`plan_job(workflow_text, workspace, **inputs)`: run_plan_job, for tests."""
+    return run_plan_job

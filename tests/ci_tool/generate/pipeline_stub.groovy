@@ -6,7 +6,8 @@
 // without running the pipeline. A run scenario returns {"calls": [...], "error": message or null}:
 //   {"script": path, "params": {...}, "env": {...},
 //    "files": {name: the JSON value readJSON(file: name) returns},
-//    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace],
+//    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace,
+//                                     with the parameters and `env` in their environment, as Jenkins does],
 //    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
 //    "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
 // `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
@@ -48,6 +49,7 @@ Map runScenario(Map scenario) {
     binding.setVariable('properties', { List properties -> record(step: 'properties') })
     binding.setVariable('parameters', { List parameters -> parameters })
     binding.setVariable('text', { Map parameter -> parameter })
+    binding.setVariable('booleanParam', { Map parameter -> parameter })
     binding.setVariable('readJSON', { Map args ->
         if (args.containsKey('file')) {
             if (workspace != null && new File(workspace, args.file).exists()) {
@@ -78,7 +80,11 @@ Map runScenario(Map scenario) {
         for (String wanted : scenario.execute ?: []) {
             if (command.contains(wanted)) {
                 // Run it for real in the workspace, so the contract between pipeline and ci-tool is tested.
-                Process process = ['bash', '-c', command].execute(null, workspace)
+                Map environment = new HashMap(System.getenv())
+                environment.putAll(scenario.params ?: [:])
+                environment.putAll(scenario.env ?: [:])
+                List variables = environment.collect { k, v -> "${k}=${v}".toString() }
+                Process process = ['bash', '-c', command].execute(variables, workspace)
                 StringBuilder out = new StringBuilder(), err = new StringBuilder()
                 process.waitForProcessOutput(out, err)
                 record(step: 'executed', script: command, exitCode: process.exitValue(), stderr: err.toString())
@@ -98,9 +104,10 @@ Map runScenario(Map scenario) {
     binding.setVariable('build', { Map args ->
         Map parameters = args.parameters.collectEntries { [it.name, it.value] }
         List stages = new JsonSlurper().parseText(parameters.STAGES)
-        Map flags = new JsonSlurper().parseText(parameters.FLAGS)
+        List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
         String result = stages.any { it in failing } ? 'FAILURE' : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
-        record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, flags: flags, result: result)
+        record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, failFast: parameters.FAIL_FAST,
+               stageRunArgs: stageRunArgs, result: result)
         return [result: result]
     })
     binding.setVariable('parallel', { Map branches ->

@@ -7,11 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.bot.help import render_docs
 from ci_tool.cli import main
-from ci_tool.generate.targets import TARGETS
+from ci_tool.commands.generate import TARGETS
+from ci_tool.layout import BOT_DOCS_PATH
 
 CATALOGS = Path(__file__).resolve().parent / "catalogs"
 PATHS = [target.path for target in TARGETS]
+COUNT = f"{len(PATHS)} generated files are up to date\n"
+
+
+def golden(path: str) -> str:
+    return render_docs() if path == BOT_DOCS_PATH else (CATALOGS / "small" / "expected" / Path(path).name).read_text()
 
 
 @pytest.fixture
@@ -33,15 +40,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_generate_writes_every_target_then_leaves_fresh_files_alone(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(capsys) == (0, "".join(f"wrote {path}\n" for path in PATHS) + "3 generated files are up to date\n", "")
-    expected = {path: (CATALOGS / "small" / "expected" / Path(path).name).read_text() for path in PATHS}
-    assert {path: (repo / path).read_text() for path in PATHS} == expected
-    assert run(capsys) == (0, "3 generated files are up to date\n", "")
+    assert run(capsys) == (0, "".join(f"wrote {path}\n" for path in PATHS) + COUNT, "")
+    assert {path: (repo / path).read_text() for path in PATHS} == {path: golden(path) for path in PATHS}
+    assert run(capsys) == (0, COUNT, "")
 
 
 def test_check_passes_on_fresh_files(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys)
-    assert run(capsys, "--check") == (0, "3 generated files are up to date\n", "")
+    assert run(capsys, "--check") == (0, COUNT, "")
 
 
 def test_check_names_each_stale_file_with_its_diff_and_exits_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,15 +56,12 @@ def test_check_names_each_stale_file_with_its_diff_and_exits_1(repo: Path, capsy
     catalog.write_text(catalog.read_text().replace("timeout_minutes: 90", "timeout_minutes: 95"))
     code, out, err = run(capsys, "--check")
     assert code == 1
-    assert err == (
-        "error: jenkins/L0_Test.groovy is stale; run `ci-tool generate`\n"
-        "error: .github/workflows/l0-test.yml is stale; run `ci-tool generate`\n"
-    )
+    # the workflow asks ci-tool for each stage's timeout when it runs: only Jenkins' table holds it
+    assert err == "error: jenkins/L0_Test.groovy is stale; run `ci-tool generate`\n"
     assert out.startswith("--- a/jenkins/L0_Test.groovy\n+++ b/jenkins/L0_Test.groovy\n@@ ")
     changed = [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert [line[:1] for line in changed] == ["-", "+", "-", "+"]
+    assert [line[:1] for line in changed] == ["-", "+"]
     assert "timeoutMinutes: 90]" in changed[0] and "timeoutMinutes: 95]" in changed[1]
-    assert '"timeout_minutes": 90,' in changed[2] and '"timeout_minutes": 95,' in changed[3]
 
 
 def test_check_reports_a_hand_edit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

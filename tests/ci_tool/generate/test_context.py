@@ -13,6 +13,7 @@ from ci_tool.generate.context import (
     GenerateInput,
     github_context,
     github_jobs,
+    github_matrices,
     github_runs_on,
     jenkins_label,
     jenkins_merge_request_context,
@@ -34,8 +35,8 @@ class FakeStage:
     arch: str
 
 
-def source(*stages: FakeStage, pre_merge: tuple[str, ...] = ()) -> GenerateInput:
-    return GenerateInput(stages, {"pre_merge": frozenset(pre_merge), "post_merge": frozenset()})
+def source(*stages: FakeStage) -> GenerateInput:
+    return GenerateInput(stages)
 
 
 def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> FakeStage:
@@ -123,11 +124,27 @@ def test_github_matrices_are_split_at_the_limit(single_gpu: int, jobs: list[str]
     assert [job.id for job in github_jobs(specs)] == jobs
 
 
-def test_github_rows_name_the_default_sets_they_belong_to() -> None:
-    context = github_context(
-        source(spec("A10-PyTorch-1"), spec("A10-PyTorch-2", shards=2), pre_merge=("A10-PyTorch-2",))
-    )
-    assert [row["sets"] for row in context["table"]] == [[], ["pre_merge"]]  # type: ignore[attr-defined]
+def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -> None:
+    specs = [spec("CPU-Generic-1", "cpu", timeout=30), spec("A10-PyTorch-1"), spec("H100-PyTorch-Perf-1", "h100")]
+    specs += [spec("DGX_H100-4_GPUs-PyTorch-1", "dgx-h100-x4", timeout=90)]
+    matrices = github_matrices(specs, {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"})
+    assert matrices == {
+        "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30}],
+        "single_gpu_1": [
+            {"stage": "H100-PyTorch-Perf-1", "runs_on": ["self-hosted", "h100", "perf"], "timeout_minutes": 60}
+        ],
+        "multi_gpu_1": [
+            {"stage": "DGX_H100-4_GPUs-PyTorch-1", "runs_on": ["self-hosted", "dgx-h100-x4"], "timeout_minutes": 90}
+        ],
+    }
+
+
+def test_github_matrices_page_the_chosen_stages_of_a_group_over_its_jobs() -> None:
+    specs = [spec(f"A10-PyTorch-{k}", shards=GITHUB_MATRIX_LIMIT + 10) for k in range(1, GITHUB_MATRIX_LIMIT + 11)]
+    chosen = {stage.name.name for stage in specs[5:]}  # 5 fewer than the catalog: the second page holds 5
+    matrices = github_matrices(specs, chosen)
+    assert [len(matrices["single_gpu_1"]), len(matrices["single_gpu_2"])] == [GITHUB_MATRIX_LIMIT, 5]
+    assert matrices["single_gpu_1"][0]["stage"] == "A10-PyTorch-6"
 
 
 def test_a_group_without_stages_gets_no_job() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,8 @@ import yaml
 
 from ci_tool.generate.context import CHECKOUT_ACTION, UPLOAD_ARTIFACT_ACTION
 
-ROOT = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
 WORKFLOW = ".github/workflows/l0-test.yml"
 
 
@@ -50,8 +51,10 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     workflow = load(generated["small"].files[WORKFLOW])
     assert workflow["permissions"] == {"contents": "read"}
     assert set(workflow["on"]) == {"workflow_dispatch", "workflow_call"}
+    assert [s["uses"] for s in workflow["jobs"]["plan"]["steps"] if "uses" in s] == [CHECKOUT_ACTION.split(" #")[0]]
+    assert workflow["jobs"]["plan"]["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}
     for job_id, job in workflow["jobs"].items():
-        if job_id == "plan":
+        if job_id in ("plan", "blocked"):
             continue
         uses = [step["uses"] for step in job["steps"] if "uses" in step]
         assert uses == [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]]
@@ -67,29 +70,7 @@ def test_no_expression_is_interpolated_into_a_script(generated: dict) -> None:
     assert [script for script in scripts if "${{" in script] == []
 
 
-def plan(
-    text: str, tmp_path: Path, *, stages: str = "", post_merge: bool = False, disable_fail_fast: bool = False
-) -> tuple[int, dict[str, object], str]:
-    """Run the plan step as GitHub would (`shell: python`); return its exit code, outputs and log."""
-    (step,) = [step for step in load(text)["jobs"]["plan"]["steps"] if step.get("id") == "plan"]
-    assert step["shell"] == "python"
-    output = tmp_path / "github_output"
-    output.write_text("")
-    env = {
-        **os.environ,
-        "GITHUB_OUTPUT": str(output),
-        "STAGES": stages,
-        "POST_MERGE": str(post_merge).lower(),
-        "DISABLE_FAIL_FAST": str(disable_fail_fast).lower(),
-    }
-    result = subprocess.run([sys.executable, "-c", step["run"]], capture_output=True, text=True, env=env, timeout=60)
-    outputs: dict[str, object] = {}
-    for line in output.read_text().splitlines():
-        key, value = line.split("=", 1)
-        outputs[key] = value if key == "fail_fast" else [row["stage"] for row in json.loads(value)]
-    return result.returncode, outputs, result.stdout
-
-
+FULL = "ci: full pre-merge approved"
 PRE_MERGE = {
     "fail_fast": "true",
     "cpu_1": ["CPU-Generic-1"],
@@ -116,59 +97,119 @@ NAMED = {
 }
 
 
+def request(**flags: object) -> str:
+    return json.dumps({"command": "run", "flags": flags})
+
+
 @pytest.mark.parametrize(
-    ("request_", "outputs"),
+    ("inputs", "outputs"),
     [
         ({}, PRE_MERGE),
-        ({"post_merge": True}, POST_MERGE),
-        ({"stages": "GB200-4_GPUs-PyTorch-1, A10-PyTorch-OnDemand-1"}, NAMED),
-        ({"stages": '["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-OnDemand-1"]'}, NAMED),
-        ({"disable_fail_fast": True}, {**PRE_MERGE, "fail_fast": "false"}),
+        ({"request": request(post_merge=True), "labels": '["ci: post-merge approved"]'}, POST_MERGE),
+        ({"request": request(stage_list=["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-OnDemand-1"]), "labels": f'["{FULL}"]'},
+         NAMED),
+        ({"request": request(stage_list=["A10-PyTorch-OnDemand-1", "GB200-*"]), "labels": f'["{FULL}"]'}, NAMED),
+        ({"request": request(disable_fail_fast=True)}, {**PRE_MERGE, "fail_fast": "false"}),
     ],
-    ids=["pre-merge-default", "post-merge-default", "named-comma-list", "named-json-list", "disable-fail-fast"],
-)
+    ids=["pre-merge-default", "post-merge-labelled", "named", "glob", "disable-fail-fast"],
+)  # fmt: skip
 def test_plan_selects_stages_into_job_matrices_in_catalog_order(
-    generated: dict, tmp_path: Path, request_: dict, outputs: dict[str, object]
+    generated: dict,
+    make_workspace,
+    plan_job,
+    inputs: dict[str, str],
+    outputs: dict[str, object],  # type: ignore[no-untyped-def]
 ) -> None:
-    code, got, _ = plan(generated["small"].files[WORKFLOW], tmp_path, **request_)
-    assert (code, got) == (0, outputs)
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
+    assert plan.code == 0, plan.log
+    got = {key: plan.outputs[key] if key == "fail_fast" else plan.stages(key) for key in outputs}
+    assert got == outputs
+    assert (plan.outputs["blocked"], plan.outputs["stage_run_args"]) == ("[]", "")
 
 
-def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, tmp_path: Path) -> None:
-    plan(generated["small"].files[WORKFLOW], tmp_path, stages="H100_PCIe-PyTorch-Perf-1,CPU-Generic-1")
-    lines = dict(line.split("=", 1) for line in (tmp_path / "github_output").read_text().splitlines())
-    assert json.loads(lines["single_gpu_1"]) == [
+def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
+    inputs = {"request": request(stage_list=["H100_PCIe-PyTorch-Perf-1", "CPU-Generic-1"])}
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
+    assert plan.matrix("single_gpu_1") == [
         {"stage": "H100_PCIe-PyTorch-Perf-1", "runs_on": ["self-hosted", "h100-pcie", "perf"], "timeout_minutes": 90}
     ]
-    assert json.loads(lines["cpu_1"]) == [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30}]
+    assert plan.matrix("cpu_1") == [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30}]
 
 
-def test_plan_rejects_an_unknown_stage_with_the_closest_names(generated: dict, tmp_path: Path) -> None:
-    code, outputs, log = plan(generated["small"].files[WORKFLOW], tmp_path, stages="A10-Pytorch-1")
-    assert (code, outputs) == (1, {})
-    assert log.splitlines()[-1].startswith("::error::stages: unknown stage 'A10-Pytorch-1'; did you mean A10-PyTorch-1")
+def test_plan_blocks_the_stages_whose_label_is_missing_and_names_them(
+    generated: dict, make_workspace, plan_job
+) -> None:  # type: ignore[no-untyped-def]
+    inputs = {"request": request(stage_list=["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"])}
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
+    assert (plan.stages("single_gpu_1"), plan.stages("multi_gpu_1")) == (["A10-PyTorch-2"], [])
+    assert json.loads(plan.outputs["blocked"]) == [{"stage": "GB200-4_GPUs-PyTorch-1", "label": FULL}]
+    assert plan.outputs["blocked_message"] == f"{FULL!r} is missing: blocked GB200-4_GPUs-PyTorch-1"
 
 
-def test_plan_splits_a_group_over_jobs_of_at_most_256(generated: dict, tmp_path: Path) -> None:
-    code, outputs, _ = plan(generated["split"].files[WORKFLOW], tmp_path)
-    assert code == 0
-    assert [len(outputs["single_gpu_1"]), len(outputs["single_gpu_2"])] == [256, 4]  # type: ignore[arg-type]
-    assert outputs["single_gpu_2"] == [f"A10-PyTorch-{k}" for k in range(257, 261)]
+def test_the_blocked_job_fails_naming_the_stages(generated: dict) -> None:
+    job = load(generated["small"].files[WORKFLOW])["jobs"]["blocked"]
+    assert (job["needs"], job["if"]) == (["plan"], "${{ needs.plan.outputs.blocked != '[]' }}")
+    (step,) = job["steps"]
+    result = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], env={**os.environ, "BLOCKED": "'x' is missing: blocked A"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (1, "::error::'x' is missing: blocked A\n")
 
 
-def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(generated: dict, make_workspace) -> None:  # type: ignore[no-untyped-def]
+def test_plan_passes_the_stage_run_options_to_every_stage(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
+    inputs = {"request": request(detailed_log=True)}
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
+    assert plan.outputs["stage_run_args"] == "--detailed-log"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"stage_list": ["A10-Pytorch-1"]}, "--stage-list: expected a stage of the catalog, found 'A10-Pytorch-1' "
+                                            "Hint: did you mean 'A10-PyTorch-1'"),
+        ({"debug": True, "stage_list": ["A10-PyTorch-1"]}, "--debug: expected an option the github engine honours"),
+    ],
+    ids=["unknown stage", "flag GitHub cannot honour"],
+)  # fmt: skip
+def test_plan_rejects_what_ci_tool_rejects(
+    generated: dict, make_workspace, plan_job, flags: dict, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), request=request(**flags))
+    assert (plan.code, plan.outputs) == (1, {})
+    assert message in plan.log
+
+
+def test_plan_splits_a_group_over_jobs_of_at_most_256(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
+    workspace = make_workspace("plan-split")
+    shutil.copy(HERE / "catalogs" / "split" / "stages.yml", workspace / "jenkins" / "stages.yml")
+    plan = plan_job(generated["split"].files[WORKFLOW], workspace)
+    assert plan.code == 0, plan.log
+    assert [len(plan.matrix("single_gpu_1")), len(plan.matrix("single_gpu_2"))] == [256, 4]
+    assert plan.stages("single_gpu_2") == [f"A10-PyTorch-{k}" for k in range(257, 261)]
+
+
+@pytest.mark.parametrize("stage_run_args", ["", "--detailed-log"], ids=["no options", "detailed log"])
+def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
+    generated: dict,
+    make_workspace,
+    stage_run_args: str,  # type: ignore[no-untyped-def]
+) -> None:
     """The job's own shell line, with its matrix values filled in, runs ci-tool here; the upload step's path
     then holds the stage's JUnit."""
     job = load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
     (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
     (upload,) = [step for step in job["steps"] if "upload-artifact" in step.get("uses", "")]
     stage = "CPU-Generic-1"
-    assert run_step["env"] == {"STAGE": "${{ matrix.stage }}"}
+    assert run_step["env"] == {
+        "STAGE": "${{ matrix.stage }}",
+        "STAGE_RUN_ARGS": "${{ needs.plan.outputs.stage_run_args }}",
+    }
     workspace = make_workspace("github-stage")
     result = subprocess.run(
         ["bash", "-e", "-c", run_step["run"]],
         cwd=workspace,
-        env={**os.environ, "STAGE": stage},
+        env={**os.environ, "STAGE": stage, "STAGE_RUN_ARGS": stage_run_args},
         capture_output=True,
         text=True,
         timeout=120,
@@ -176,3 +217,5 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(generated: d
     assert result.returncode == 0, result.stdout + result.stderr
     uploaded = workspace / upload["with"]["path"].replace("${{ matrix.stage }}", stage)
     assert (uploaded / "junit.xml").is_file()
+    (process,) = json.loads((uploaded / "result.json").read_text())["processes"]
+    assert ("-s" in process["command"]) is bool(stage_run_args)  # --detailed-log reached pytest

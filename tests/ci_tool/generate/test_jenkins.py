@@ -9,15 +9,11 @@ single-GPU then multi-GPU hand-off.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-
-from ci_tool.generate.context import CatalogStage
 
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
@@ -56,71 +52,86 @@ TEST_JOB = "jenkins/L0_Test.groovy"
 MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
 
 
-def l0_test(stages: list[str], flags: dict[str, object] | None = None, **extra: object) -> dict[str, object]:
-    return {"script": TEST_JOB, "params": {"STAGES": json.dumps(stages), "FLAGS": json.dumps(flags or {})}, **extra}
+def l0_test(
+    stages: list[str], *, fail_fast: bool = True, run_args: list[str] | None = None, **extra: object
+) -> dict[str, object]:
+    params = {"STAGES": json.dumps(stages), "FAIL_FAST": fail_fast, "STAGE_RUN_ARGS": json.dumps(run_args or [])}
+    return {"script": TEST_JOB, "params": params, **extra}
 
 
-def merge_request(selected: list[str], flags: dict[str, object] | None = None, **extra: object) -> dict[str, object]:
-    request = json.dumps({"command": "run", "flags": flags or {}})
+def selection(
+    stages: list[str],
+    *,
+    blocked: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    fail_fast: bool = True,
+    stage_run_args: list[str] | None = None,
+) -> dict[str, object]:
+    """The parts of `ci-tool stage select --json` the merge-request pipeline reads."""
     return {
-        "script": MERGE_REQUEST,
-        "params": {"REQUEST": request},
-        "files": {"selection.json": {"stages": selected}},
-        **extra,
+        "stages": stages,
+        "blocked": [{"stage": stage, "label": label} for stage, label in blocked],
+        "fail_fast": fail_fast,
+        "stage_run_args": stage_run_args or [],
     }
 
+
+def merge_request(selected: dict[str, object], **extra: object) -> dict[str, object]:
+    """A merge-request run whose `ci-tool stage select` answers `selected` (not run for real)."""
+    params = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
+    return {"script": MERGE_REQUEST, "params": params, "files": {"selection.json": selected}, **extra}
+
+
+def real_merge_request(flags: dict[str, object], labels: list[str] | None = None, **extra: object) -> dict[str, object]:
+    """A merge-request run whose selection is ci-tool's own, run for real in a workspace."""
+    request = json.dumps({"command": "run", "flags": flags})
+    params = {"REQUEST": request, "LABELS": json.dumps(labels or [])}
+    return {"script": MERGE_REQUEST, "params": params, "execute": ["stage select"], **extra}
+
+
+FULL = "ci: full pre-merge approved"
+MULTI = "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"
 
 # Scenarios against the `small` catalog's files: id -> scenario. All run in one JVM (see `runs`).
 SCENARIOS: dict[str, dict[str, object]] = {
     "test-passes": l0_test(["A10-PyTorch-1", "CPU-Generic-1"]),
     "test-perf-label": l0_test(["H100_PCIe-PyTorch-Perf-1"]),
     "test-fail-fast": l0_test(["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], failing_stages=["A10-PyTorch-2"]),
-    "test-disable-fail-fast": l0_test(
-        ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
-        {"disable_fail_fast": True},
-        failing_stages=["A10-PyTorch-2"],
+    "test-no-fail-fast": l0_test(
+        ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], fail_fast=False, failing_stages=["A10-PyTorch-2"]
     ),
-    "test-post-merge": l0_test(
-        ["A10-PyTorch-1", "A10-PyTorch-2"], {"post_merge": True}, failing_stages=["A10-PyTorch-1"]
-    ),
+    "test-run-args": l0_test(["CPU-Generic-1"], run_args=["--detailed-log"]),
+    "test-unknown-run-arg": l0_test(["CPU-Generic-1"], run_args=["--detailed-log", "; rm -rf ~"]),
     "test-unknown-stage": l0_test(["A10-PyTorch-1", "A10-Pytorch-9"]),
-    "test-not-a-list": {"script": TEST_JOB, "params": {"STAGES": '{"a": 1}', "FLAGS": "{}"}},
+    "test-not-a-list": {
+        "script": TEST_JOB,
+        "params": {"STAGES": '{"a": 1}', "FAIL_FAST": True, "STAGE_RUN_ARGS": "[]"},
+    },
     "test-nothing": l0_test([]),
     # ci-tool's real stage runner, run by the pipeline in a workspace holding the `small` catalog:
-    "test-real-stage-run": l0_test(["CPU-Generic-1"], execute=["stage run"]),
-    "mr-passes": merge_request(["GH200-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "A10-PyTorch-1"]),
+    "test-real-stage-run": l0_test(["CPU-Generic-1"], run_args=["--detailed-log"], execute=["stage run"]),
+    "mr-passes": merge_request(selection(["GH200-PyTorch-1", MULTI, "A10-PyTorch-1"])),
     "mr-single-fails": merge_request(
-        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GH200-PyTorch-1"], failing_stages=["A10-PyTorch-1"]
+        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"]), failing_stages=["A10-PyTorch-1"]
     ),
     "mr-single-fails-no-fail-fast": merge_request(
-        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GH200-PyTorch-1"],
-        {"disable_fail_fast": True},
+        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"], fail_fast=False, stage_run_args=["--detailed-log"]),
         failing_stages=["A10-PyTorch-1"],
     ),
-    "mr-single-fails-post-merge": merge_request(
-        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], {"post_merge": True}, failing_stages=["A10-PyTorch-1"]
+    "mr-unstable": merge_request(selection(["A10-PyTorch-1", MULTI]), unstable_stages=["A10-PyTorch-1"]),
+    "mr-only-multi-gpu": merge_request(selection([MULTI])),
+    "mr-blocked": merge_request(
+        selection(["A10-PyTorch-1"], blocked=[(MULTI, FULL), ("GB200-4_GPUs-PyTorch-1", FULL)])
     ),
-    "mr-unstable": merge_request(
-        ["A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], unstable_stages=["A10-PyTorch-1"]
-    ),
-    "mr-only-multi-gpu": merge_request(["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
-    "mr-unknown-stage": merge_request(["A10-PyTorch-1", "B300-PyTorch-1"]),
-    "mr-not-run": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "kill"}'}},
-    "mr-flags-not-object": {"script": MERGE_REQUEST, "params": {"REQUEST": '{"command": "run", "flags": ["x"]}'}},
-    "mr-nothing": merge_request([]),
-    "mr-pull-request": merge_request(["A10-PyTorch-1"], env={"CHANGE_TARGET": "main"}),
+    "mr-unknown-stage": merge_request(selection(["A10-PyTorch-1", "B300-PyTorch-1"])),
+    "mr-nothing": merge_request(selection([])),
+    "mr-pull-request": merge_request(selection(["A10-PyTorch-1"]), env={"CHANGE_TARGET": "main"}),
     # ci-tool's real selection, run by the pipeline in a workspace holding the `small` catalog:
-    "mr-real-default": {**merge_request([]), "files": {}, "execute": ["stage select"]},
-    "mr-real-stage-list": {
-        **merge_request([], {"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}),
-        "files": {},
-        "execute": ["stage select"],
-    },
-    "mr-real-unknown-stage": {
-        **merge_request([], {"stage_list": ["A10-PyTorch-9"]}),
-        "files": {},
-        "execute": ["stage select"],
-    },
+    "mr-real-default": real_merge_request({}),
+    "mr-real-stage-list": real_merge_request({"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}, [FULL]),
+    "mr-real-unlabelled-multi-gpu": real_merge_request({"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}),
+    "mr-real-unknown-stage": real_merge_request({"stage_list": ["A10-PyTorch-9"]}),
+    "mr-real-not-run": {**real_merge_request({}), "params": {"REQUEST": '{"command": "kill"}', "LABELS": "[]"}},
+    "mr-real-high-priority": real_merge_request({"high_priority": True}),
 }
 
 
@@ -181,7 +192,7 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("timeout", 60),
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
-        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e ."),
+        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
         ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1'"),
         ("junit", "results/A10-PyTorch-1/**/*.xml"),
         ("archiveArtifacts", "results/A10-PyTorch-1/**"),
@@ -199,6 +210,7 @@ def test_the_real_stage_runner_leaves_exactly_one_junit_file_where_the_pipeline_
     assert run["error"] is None
     (executed,) = [call for call in run["calls"] if call["step"] == "executed"]
     assert executed["exitCode"] == 0, executed["stderr"]
+    assert executed["script"].endswith(" --detailed-log")
     (junit,) = [call for call in run["calls"] if call["step"] == "junit"]
     workspace = Path(run["workspace"])
     collected = sorted(path.relative_to(workspace) for path in workspace.glob(junit["testResults"]))
@@ -219,15 +231,27 @@ def test_fail_fast_aborts_the_other_stages_and_still_archives_the_failed_one(run
     ]
 
 
-@pytest.mark.parametrize("scenario", ["test-disable-fail-fast", "test-post-merge"])
-def test_without_fail_fast_every_stage_runs_and_the_build_still_fails(runs: dict, scenario: str) -> None:
-    run = runs[scenario]
+def test_without_fail_fast_every_stage_runs_and_the_build_still_fails(runs: dict) -> None:
+    run = runs["test-no-fail-fast"]
     assert run["error"] == "script returned exit code 1"
     assert steps(run, "aborted") == []
     parallel = next(call for call in run["calls"] if call["step"] == "parallel")
     assert parallel["failFast"] is False
     ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
     assert len(ran) == len(parallel["branches"])
+
+
+def test_the_selections_stage_run_options_reach_every_stage_command(runs: dict) -> None:
+    run = runs["test-run-args"]
+    assert run["error"] is None
+    ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
+    assert ran == [".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' --detailed-log"]
+
+
+def test_an_option_ci_tool_does_not_know_never_reaches_a_shell(runs: dict) -> None:
+    run = runs["test-unknown-run-arg"]
+    assert run["error"] == "STAGE_RUN_ARGS: expected options of --detailed-log, found ; rm -rf ~"
+    assert steps(run, "node", "sh") == []
 
 
 def test_an_unknown_stage_fails_before_any_agent_is_allocated(runs: dict) -> None:
@@ -250,54 +274,47 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
     assert run["error"] is None
     assert steps(run, "node", "sh")[:3] == [
         ("node", "cpu"),
+        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet ."),
         (
             "sh",
-            "python3 -m venv .venv && .venv/bin/pip install --quiet --no-deps -e . "
-            "&& .venv/bin/pip install --quiet 'click>=8.1' 'pyyaml>=6'",
+            '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
+            " > selection.json",
         ),
-        ("sh", ".venv/bin/ci-tool stage select --request request.json --json > selection.json"),
     ]
     assert steps(run, "parallel", "stage", "build")[2:] == [
         ("parallel", ["x86_64", "aarch64"]),
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
         ("stage", "[Test-x86_64-Multi-GPU] Remote Run"),
-        ("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+        ("build", [MULTI]),
         ("stage", "[Test-aarch64-Single-GPU] Remote Run"),
         ("build", ["GH200-PyTorch-1"]),
     ]
     builds = [call for call in run["calls"] if call["step"] == "build"]
-    assert {(call["job"], call["propagate"], json.dumps(call["flags"])) for call in builds} == {
-        ("L0_Test", False, "{}")
-    }
+    assert {
+        (call["job"], call["propagate"], call["failFast"], json.dumps(call["stageRunArgs"])) for call in builds
+    } == {("L0_Test", False, True, "[]")}
 
 
-def test_a_failed_single_gpu_run_blocks_multi_gpu_and_aborts_the_other_arch(runs: dict) -> None:
+def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_other_arch(runs: dict) -> None:
     run = runs["mr-single-fails"]
     assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU NOT_BUILT"
     assert steps(run, "stage", "build", "aborted")[-4:] == [
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
-        ("stage", "[Test-x86_64-Multi-GPU] Blocked"),
+        ("stage", "[Test-x86_64-Multi-GPU] Not started"),
         ("aborted", ["aarch64"]),
     ]
 
 
-@pytest.mark.parametrize(
-    ("scenario", "flags"),
-    [
-        ("mr-single-fails-no-fail-fast", {"disable_fail_fast": True}),
-        ("mr-single-fails-post-merge", {"post_merge": True}),
-    ],
-    ids=["disable-fail-fast", "post-merge"],
-)
-def test_without_fail_fast_multi_gpu_starts_anyway(runs: dict, scenario: str, flags: dict[str, bool]) -> None:
-    run = runs[scenario]
+def test_without_fail_fast_multi_gpu_starts_anyway_and_every_build_gets_the_selections_options(runs: dict) -> None:
+    run = runs["mr-single-fails-no-fail-fast"]
     assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU SUCCESS"
     builds = [call for call in run["calls"] if call["step"] == "build"]
-    assert [(call["stages"], call["flags"]) for call in builds][:2] == [
-        (["A10-PyTorch-1"], flags),
-        (["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"], flags),
+    assert [(call["stages"], call["failFast"], call["stageRunArgs"]) for call in builds] == [
+        (["A10-PyTorch-1"], False, ["--detailed-log"]),
+        ([MULTI], False, ["--detailed-log"]),
+        (["GH200-PyTorch-1"], False, ["--detailed-log"]),
     ]
     assert steps(run, "aborted") == []
 
@@ -307,31 +324,36 @@ def test_an_unstable_single_gpu_run_lets_multi_gpu_start_and_marks_the_build_uns
     assert run["error"] is None
     assert steps(run, "build", "unstable") == [
         ("build", ["A10-PyTorch-1"]),
-        ("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"]),
+        ("build", [MULTI]),
         ("unstable", "x86_64: Single-GPU UNSTABLE, Multi-GPU SUCCESS"),
     ]
 
 
 def test_multi_gpu_alone_starts_without_a_single_gpu_run(runs: dict) -> None:
     run = runs["mr-only-multi-gpu"]
-    assert (run["error"], steps(run, "build")) == (None, [("build", ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1"])])
+    assert (run["error"], steps(run, "build")) == (None, [("build", [MULTI])])
+
+
+def test_blocked_stages_are_named_per_phase_not_run_and_leave_the_build_unstable(runs: dict) -> None:
+    run = runs["mr-blocked"]
+    assert run["error"] is None
+    assert steps(run, "stage", "echo", "build", "unstable")[3:] == [
+        ("stage", "[Test-x86_64-Multi-GPU] Blocked"),
+        ("echo", f"Waiting for an approval label, not started: {MULTI} (needs the label '{FULL}')"),
+        ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
+        ("build", ["A10-PyTorch-1"]),
+        ("echo", "L0_Test x86_64 Single-GPU: SUCCESS"),
+        ("unstable", "x86_64: 1 stage(s) blocked until the pull request carries an approval label"),
+        ("stage", "[Test-aarch64-Multi-GPU] Blocked"),
+        ("echo", f"Waiting for an approval label, not started: GB200-4_GPUs-PyTorch-1 (needs the label '{FULL}')"),
+        ("unstable", "aarch64: 1 stage(s) blocked until the pull request carries an approval label"),
+    ]
 
 
 def test_a_selected_stage_missing_from_the_table_is_an_error(runs: dict) -> None:
     assert runs["mr-unknown-stage"]["error"] == (
         "ci-tool selected B300-PyTorch-1, which is not in the generated stage table; run `ci-tool generate`"
     )
-
-
-def test_merge_request_only_runs_run_requests(runs: dict) -> None:
-    assert (
-        runs["mr-not-run"]["error"]
-        == 'REQUEST: expected a JSON object with "command": "run", found {"command": "kill"}'
-    )
-
-
-def test_merge_request_flags_must_be_an_object(runs: dict) -> None:
-    assert runs["mr-flags-not-object"]["error"] == 'REQUEST: expected "flags" to be a JSON object, found [x]'
 
 
 def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: dict) -> None:
@@ -344,23 +366,27 @@ def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: di
         ),
         (
             "sh",
-            ".venv/bin/ci-tool stage select --request request.json --json --changed-files changed-files.txt"
-            " > selection.json",
+            '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
+            " --changed-files changed-files.txt > selection.json",
         ),
     ]
 
 
+def executed(run: dict[str, object]) -> dict[str, object]:
+    (call,) = [call for call in run["calls"] if call["step"] == "executed"]  # type: ignore[attr-defined]
+    return call  # type: ignore[no-any-return]
+
+
 def test_the_real_selection_of_a_bare_run_feeds_the_pre_merge_stages_to_l0_test(runs: dict) -> None:
     run = runs["mr-real-default"]
-    assert run["error"] is None
-    assert [call["exitCode"] for call in run["calls"] if call["step"] == "executed"] == [0]
+    assert (run["error"], executed(run)["exitCode"]) == (None, 0)
     assert steps(run, "build") == [
         ("build", ["CPU-Generic-1", "A10-PyTorch-1", "A10-PyTorch-2", "H100_PCIe-PyTorch-Perf-1"]),
         ("build", ["GH200-PyTorch-1"]),
     ]
 
 
-def test_the_real_selection_of_a_stage_list_reaches_the_right_phase_and_arch(runs: dict) -> None:
+def test_the_real_selection_of_a_labelled_stage_list_reaches_the_right_phase_and_arch(runs: dict) -> None:
     run = runs["mr-real-stage-list"]
     assert run["error"] is None
     assert steps(run, "stage", "build")[2:] == [
@@ -369,78 +395,31 @@ def test_the_real_selection_of_a_stage_list_reaches_the_right_phase_and_arch(run
         ("stage", "[Test-aarch64-Multi-GPU] Remote Run"),
         ("build", ["GB200-4_GPUs-PyTorch-1"]),
     ]
-    builds = [call for call in run["calls"] if call["step"] == "build"]
-    assert [call["flags"] for call in builds] == [{"stage_list": ["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-2"]}] * 2
 
 
-def test_a_stage_list_naming_no_stage_stops_at_the_selection(runs: dict) -> None:
-    run = runs["mr-real-unknown-stage"]
+def test_the_real_selection_blocks_a_multi_gpu_stage_the_labels_do_not_approve(runs: dict) -> None:
+    run = runs["mr-real-unlabelled-multi-gpu"]
+    assert run["error"] is None
+    assert steps(run, "build") == [("build", ["A10-PyTorch-2"])]
+    assert ("stage", "[Test-aarch64-Multi-GPU] Blocked") in steps(run, "stage")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("mr-real-unknown-stage", "--stage-list: expected a stage of the catalog, found 'A10-PyTorch-9'"),
+        ("mr-real-not-run", "expected a /bot run request to select stages, found /bot kill"),
+        ("mr-real-high-priority", "--high-priority: expected an option the jenkins engine honours"),
+    ],
+    ids=["unknown stage", "not a run request", "flag Jenkins cannot honour"],
+)
+def test_a_request_ci_tool_refuses_stops_at_the_selection(runs: dict, scenario: str, message: str) -> None:
+    run = runs[scenario]
     assert run["error"] == "script returned exit code 1"
-    (executed,) = [call for call in run["calls"] if call["step"] == "executed"]
-    assert "A10-PyTorch-9" in executed["stderr"]
+    assert message in executed(run)["stderr"]  # type: ignore[operator]
     assert steps(run, "build") == []
 
 
 def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:
     run = runs["mr-nothing"]
     assert (run["error"], steps(run, "build", "echo")[-1]) == (None, ("echo", "No stages selected."))
-
-
-def expected(spec: CatalogStage) -> dict[str, object]:
-    """The facts both CI systems must carry, straight from the catalog and the stage-name grammar."""
-    stage = spec.name
-    return {
-        "platform": spec.platform,
-        "context": spec.context,
-        "gpu_count": stage.gpu_count,
-        "shard": stage.shard or 1,
-        "shard_count": spec.splits,
-        "mode": stage.mode.value,
-        "timeout_minutes": spec.timeout_minutes,
-    }
-
-
-def github_table(text: str) -> list[dict[str, object]]:
-    workflow = yaml.safe_load(text)
-    (step,) = [step for step in workflow["jobs"]["plan"]["steps"] if step.get("id") == "plan"]
-    match = re.search(r"TABLE = json\.loads\(r'''(.*?)'''\)", step["run"], re.DOTALL)
-    assert match is not None
-    table: list[dict[str, object]] = json.loads(match.group(1))
-    return table
-
-
-@pytest.mark.parametrize("catalog", ["small", "split"])
-def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(generated: dict, runs: dict, catalog: str) -> None:
-    """Jenkins' tables come from evaluating the generated Groovy, GitHub's from the workflow's plan step."""
-    specs = generated[catalog].specs
-    jenkins = runs[f"{catalog}:stageTable"]["table"]
-    phases = runs[f"{catalog}:stagePhases"]["table"]
-    github = {row["stage"]: row for row in github_table(generated[catalog].files[".github/workflows/l0-test.yml"])}
-    names = [spec.name.name for spec in specs]
-    assert (list(jenkins), list(phases), list(github)) == (names, names, names)
-    for spec in specs:
-        name = spec.name.name
-        want = expected(spec)
-        row = jenkins[name]
-        jenkins_facts = {
-            "platform": row["platform"],
-            "context": row["context"],
-            "gpu_count": row["gpuCount"],
-            "shard": row["shard"],
-            "shard_count": row["shardCount"],
-            "mode": row["mode"],
-            "timeout_minutes": row["timeoutMinutes"],
-        }
-        github_facts = {key: github[name][key] for key in want}
-        assert (name, jenkins_facts, github_facts) == (name, want, want)
-        assert row["label"].split(" && ")[0] == spec.platform
-        multi = "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"
-        assert phases[name] == {"arch": spec.arch, "phase": multi}
-        runs_on = github[name]["runs_on"]
-        if spec.name.is_cpu:
-            assert runs_on == "ubuntu-latest"
-        else:
-            assert runs_on[:2] == ["self-hosted", spec.platform]
-        assert github[name]["group"] == (
-            "multi_gpu" if spec.name.multi_gpu else "cpu" if spec.name.is_cpu else "single_gpu"
-        )

@@ -2,19 +2,22 @@
 //
 // L0_MergeRequest: the entry job the PR bot triggers.
 //
-// Parameter (JSON): REQUEST, the parsed `/bot run` request, {"command": "run", "flags": {...}, ...}.
+// Parameters: REQUEST (JSON), the parsed `/bot run` request, {"command": "run", "flags": {...}};
+// LABELS (JSON), the pull request's labels.
 //
-// ci-tool resolves the request into stages (the one stage selection; this file selects nothing itself).
-// Then, per architecture and in parallel, L0_Test runs the Single-GPU stages, then the Multi-GPU
-// stages. The Multi-GPU run starts only when the Single-GPU run passed, except in post-merge runs and
-// with disable_fail_fast, which start it anyway. Fail-fast (the same exceptions) also stops the other
-// architecture at the first failure.
+// ci-tool resolves the request into a selection (the one stage selection the bot and GitHub Actions share;
+// this file decides nothing itself): the stages to run, the stages blocked until the pull request carries
+// an approval label, fail-fast, and the options each stage runs with. Then, per architecture and in
+// parallel, L0_Test runs the Single-GPU stages, then the Multi-GPU stages. The Multi-GPU run
+// starts only when the Single-GPU run passed, unless the selection turns fail-fast off. Fail-fast also
+// stops the other architecture at the first failure. Blocked stages are named in a `Blocked` stage and
+// leave the build unstable: it cannot turn the merge gate green.
 
 import groovy.transform.Field
 
 @Field final String TEST_JOB = 'L0_Test'
-@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet --no-deps -e . && .venv/bin/pip install --quiet \'click>=8.1\' \'pyyaml>=6\''
-@Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --json'
+@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet .'
+@Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
 @Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
 @Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt'
@@ -26,14 +29,13 @@ import groovy.transform.Field
 properties([
     parameters([
         text(name: 'REQUEST', defaultValue: '{"command": "run", "flags": {}}', description: 'The parsed /bot run request (JSON).'),
+        text(name: 'LABELS', defaultValue: '[]', description: "The pull request's labels (JSON list); approval labels unblock stages."),
     ]),
 ])
 
-Map flags = parseFlags(params.REQUEST)
-boolean failFast = enableFailFast(flags)
 timeout(time: 24, unit: 'HOURS') {
-    List stageNames = selectStages(params.REQUEST)
-    launchArches(planPhases(stageNames), flags, failFast)
+    Map selection = selectStages(params.REQUEST)
+    launchArches(planPhases(selection), selection)
 }
 
 // The phase of every stage: name -> architecture, Single-GPU or Multi-GPU.
@@ -57,27 +59,8 @@ Map stagePhasesPart1() {
     ]
 }
 
-Map parseFlags(String json) {
-    def request = readJSON(text: json ?: '{}')
-    if (!(request instanceof Map) || request.command != 'run') {
-        error("REQUEST: expected a JSON object with \"command\": \"run\", found ${json}")
-    }
-    def flags = request.flags
-    if (flags == null) {
-        return [:]
-    }
-    if (!(flags instanceof Map)) {
-        error("REQUEST: expected \"flags\" to be a JSON object, found ${flags}")
-    }
-    return flags
-}
-
-boolean enableFailFast(Map flags) {
-    return !(flags.post_merge == true || flags.disable_fail_fast == true)
-}
-
-List selectStages(String requestJson) {
-    def selection = null
+Map selectStages(String requestJson) {
+    Map selection = null
     node(SELECT_LABEL) {
         stage('Select Stages') {
             checkout scm
@@ -89,61 +72,76 @@ List selectStages(String requestJson) {
                 sh CHANGED_FILES_COMMAND
                 changedFiles = ' ' + CHANGED_FILES_OPTION
             }
+            // ci-tool reads LABELS from the environment (Jenkins exports every parameter there).
             sh "${SELECT_COMMAND}${changedFiles} > selection.json"
             selection = readJSON(file: 'selection.json')
         }
     }
-    List stageNames = []
-    for (def name : selection.stages) {
-        stageNames << (name as String)
-    }
-    echo "Selected ${stageNames.size()} stage(s): ${stageNames.join(', ')}"
-    return stageNames
+    echo "Selected ${selection.stages.size()} stage(s): ${selection.stages.join(', ')}"
+    return selection
 }
 
-Map planPhases(List stageNames) {
+Map planPhases(Map selection) {
     Map phases = stagePhases()
     Map plan = [:]
     for (String arch : ARCHES) {
-        plan[arch] = [(SINGLE_GPU): [], (MULTI_GPU): []]
+        plan[arch] = [(SINGLE_GPU): [], (MULTI_GPU): [], blocked: [(SINGLE_GPU): [], (MULTI_GPU): []]]
     }
-    for (String name : stageNames) {
-        Map row = phases[name]
-        if (row == null) {
-            error("ci-tool selected ${name}, which is not in the generated stage table; run `ci-tool generate`")
-        }
-        plan[row.arch][row.phase] << name
+    for (def name : selection.stages) {
+        Map row = phaseOf(phases, name as String)
+        plan[row.arch][row.phase] << (name as String)
+    }
+    for (def blocked : selection.blocked) {
+        Map row = phaseOf(phases, blocked.stage as String)
+        plan[row.arch].blocked[row.phase] << "${blocked.stage} (needs the label '${blocked.label}')"
     }
     return plan
 }
 
-void launchArches(Map plan, Map flags, boolean failFast) {
+Map phaseOf(Map phases, String name) {
+    Map row = phases[name]
+    if (row == null) {
+        error("ci-tool selected ${name}, which is not in the generated stage table; run `ci-tool generate`")
+    }
+    return row
+}
+
+void launchArches(Map plan, Map selection) {
     Map branches = [:]
     for (String arch : ARCHES) {
         String branchArch = arch
         Map phases = plan[branchArch]
-        if (phases[SINGLE_GPU] || phases[MULTI_GPU]) {
-            branches[branchArch] = { launchPhases(branchArch, phases, flags, failFast) }
+        if (phases[SINGLE_GPU] || phases[MULTI_GPU] || phases.blocked[SINGLE_GPU] || phases.blocked[MULTI_GPU]) {
+            branches[branchArch] = { launchPhases(branchArch, phases, selection) }
         }
     }
     if (branches.isEmpty()) {
         echo 'No stages selected.'
         return
     }
-    branches.failFast = failFast
+    branches.failFast = selection.fail_fast
     stage('Test') {
         parallel branches
     }
 }
 
-void launchPhases(String arch, Map phases, Map flags, boolean failFast) {
-    String single = launchTests(arch, SINGLE_GPU, phases[SINGLE_GPU], flags)
+void launchPhases(String arch, Map phases, Map selection) {
+    List blocked = []
+    for (String phase : [SINGLE_GPU, MULTI_GPU]) {
+        if (phases.blocked[phase]) {
+            stage("[Test-${arch}-${phase}] Blocked") {
+                echo "Waiting for an approval label, not started: ${phases.blocked[phase].join(', ')}"
+            }
+            blocked.addAll(phases.blocked[phase])
+        }
+    }
+    String single = launchTests(arch, SINGLE_GPU, phases[SINGLE_GPU], selection)
     String multi = 'NOT_BUILT'
     if (phases[MULTI_GPU]) {
-        if (single in PASSED || !failFast) {
-            multi = launchTests(arch, MULTI_GPU, phases[MULTI_GPU], flags)
+        if (single in PASSED || !selection.fail_fast) {
+            multi = launchTests(arch, MULTI_GPU, phases[MULTI_GPU], selection)
         } else {
-            stage("[Test-${arch}-${MULTI_GPU}] Blocked") {
+            stage("[Test-${arch}-${MULTI_GPU}] Not started") {
                 echo "The ${SINGLE_GPU} stages ended ${single}; with fail-fast on, the ${MULTI_GPU} stages do not start."
             }
         }
@@ -154,9 +152,12 @@ void launchPhases(String arch, Map phases, Map flags, boolean failFast) {
     if (single == 'UNSTABLE' || multi == 'UNSTABLE') {
         unstable("${arch}: ${SINGLE_GPU} ${single}, ${MULTI_GPU} ${multi}")
     }
+    if (blocked) {
+        unstable("${arch}: ${blocked.size()} stage(s) blocked until the pull request carries an approval label")
+    }
 }
 
-String launchTests(String arch, String phase, List stageNames, Map flags) {
+String launchTests(String arch, String phase, List stageNames, Map selection) {
     if (stageNames.isEmpty()) {
         return 'NOT_BUILT'
     }
@@ -164,7 +165,8 @@ String launchTests(String arch, String phase, List stageNames, Map flags) {
     stage("[Test-${arch}-${phase}] Remote Run") {
         def run = build(job: TEST_JOB, propagate: false, wait: true, parameters: [
             text(name: 'STAGES', value: writeJSON(returnText: true, json: stageNames)),
-            text(name: 'FLAGS', value: writeJSON(returnText: true, json: flags)),
+            booleanParam(name: 'FAIL_FAST', value: selection.fail_fast),
+            text(name: 'STAGE_RUN_ARGS', value: writeJSON(returnText: true, json: selection.stage_run_args)),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"

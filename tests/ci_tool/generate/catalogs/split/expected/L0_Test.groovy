@@ -2,31 +2,33 @@
 //
 // L0_Test: runs the selected stages in parallel, each on an agent of its platform.
 //
-// Parameters (JSON, as the reference's testFilter):
-//   STAGES  the stage names to run, e.g. ["A10-PyTorch-1", "CPU-Generic-1"]
-//   FLAGS   run flags: {"post_merge": false, "disable_fail_fast": false}
+// Parameters, from the selection L0_MergeRequest asked ci-tool for:
+//   STAGES          the stage names to run (JSON list), e.g. ["A10-PyTorch-1", "CPU-Generic-1"]
+//   FAIL_FAST       whether the first failed stage stops the others
+//   STAGE_RUN_ARGS  the `ci-tool stage run` options every stage runs with (JSON list), e.g. ["--detailed-log"]
 //
 // Each stage allocates an agent by label, checks out, and runs `ci-tool stage run <name>`, which renders
 // the stage's test-db list, takes its shard and runs pytest; JUnit and results are archived even when the
-// stage fails or times out. Fail-fast stops the other stages at the first failure, except in post-merge
-// runs and with disable_fail_fast.
+// stage fails or times out.
 
 import groovy.transform.Field
 
-@Field final String SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e .'
+@Field final String SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e \'.[engine,test]\''
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
+@Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
 
 properties([
     parameters([
         text(name: 'STAGES', defaultValue: '[]', description: 'JSON list of the stage names to run.'),
-        text(name: 'FLAGS', defaultValue: '{}', description: 'JSON object of run flags: post_merge, disable_fail_fast.'),
+        booleanParam(name: 'FAIL_FAST', defaultValue: true, description: 'Stop the other stages when one fails.'),
+        text(name: 'STAGE_RUN_ARGS', defaultValue: '[]', description: 'JSON list of ci-tool stage run options.'),
     ]),
 ])
 
 List stageNames = parseStageNames(params.STAGES)
-Map flags = parseFlags(params.FLAGS)
-runStages(stageNames, enableFailFast(flags))
+String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS)
+runStages(stageNames, params.FAIL_FAST, stageRunArgs)
 
 // The stage table: name -> runner, test-db context, shard, shard count, GPUs, nodes, mode, timeout.
 Map stageTable() {
@@ -352,19 +354,23 @@ List parseStageNames(String json) {
     return result
 }
 
-Map parseFlags(String json) {
-    def flags = readJSON(text: json ?: '{}')
-    if (!(flags instanceof Map)) {
-        error("FLAGS: expected a JSON object of run flags, found ${json}")
+// The options as they follow the stage name on the command line; each must be one ci-tool knows.
+String parseStageRunArgs(String json) {
+    def options = readJSON(text: json ?: '[]')
+    if (!(options instanceof List)) {
+        error("STAGE_RUN_ARGS: expected a JSON list of ci-tool stage run options, found ${json}")
     }
-    return flags
+    String text = ''
+    for (def option : options) {
+        if (!(option in STAGE_RUN_OPTIONS)) {
+            error("STAGE_RUN_ARGS: expected options of ${STAGE_RUN_OPTIONS.join(', ')}, found ${option}")
+        }
+        text += " ${option}"
+    }
+    return text
 }
 
-boolean enableFailFast(Map flags) {
-    return !(flags.post_merge == true || flags.disable_fail_fast == true)
-}
-
-void runStages(List stageNames, boolean failFast) {
+void runStages(List stageNames, boolean failFast, String stageRunArgs) {
     if (stageNames.isEmpty()) {
         echo 'No stages selected.'
         return
@@ -374,7 +380,7 @@ void runStages(List stageNames, boolean failFast) {
     for (String name : stageNames) {
         String stageName = name
         Map row = table[stageName]
-        branches[stageName] = { runStage(stageName, row) }
+        branches[stageName] = { runStage(stageName, row, stageRunArgs) }
     }
     branches.failFast = failFast
     stage('Test') {
@@ -382,7 +388,7 @@ void runStages(List stageNames, boolean failFast) {
     }
 }
 
-void runStage(String stageName, Map row) {
+void runStage(String stageName, Map row, String stageRunArgs) {
     String results = "${RESULTS_DIR}/${stageName}"
     node(row.label) {
         stage(stageName) {
@@ -391,7 +397,7 @@ void runStage(String stageName, Map row) {
                     checkout scm
                     sh "rm -rf '${results}'"
                     sh SETUP_COMMAND
-                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}'"
+                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}'${stageRunArgs}"
                 }
             } finally {
                 junit(testResults: "${results}/**/*.xml", allowEmptyResults: true)
