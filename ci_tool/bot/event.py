@@ -25,7 +25,7 @@ from typing import Any
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
-from ci_tool.errors import BotError, Where
+from ci_tool.errors import BotError, ColumnError, Where
 from ci_tool.stages.approvals import MissingApproval
 
 ACTIONS = ("created", "edited")
@@ -65,7 +65,7 @@ class Decision:
     reason: str
     event: CommentEvent
     request: BotRequest | None = None
-    error: BotSyntaxError | None = None
+    error: ColumnError | None = None  # a syntax error, or a catalog name the comment got wrong
     authorization: Authorization | None = None
     missing: tuple[MissingApproval, ...] = ()
 

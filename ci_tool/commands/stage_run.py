@@ -36,7 +36,7 @@ DRY_RUN_ID = "<run-id>"
 @click.argument("name")
 @click.option("--shard", type=click.IntRange(min=1), help="With a family NAME: run its stage NAME-K.")
 @click.option("--dry-run", is_flag=True, help="Print the lists and the exact pytest commands; run nothing.")
-@click.option("--detailed-log", is_flag=True, help="Stream all pytest output (`pytest -s`), as /bot run --detailed-log.")
+@click.option("--detailed-log", is_flag=True, help="Stream all pytest output (`pytest -s`), as `--detailed-log` asks.")
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),

@@ -62,8 +62,17 @@ def test_request_from_json_round_trips(data: dict[str, object], request_: Select
         ),
         ({"command": "run", "flags": {"post_merge": False}}, "req: expected true for 'post_merge', found False"),
     ],
-    ids=["not an object", "no command", "not run", "flags not an object", "flag of another command", "list", "id",
-         "non-ASCII digit", "false switch"],  # fmt: skip
+    ids=[
+        "not an object",
+        "no command",
+        "not run",
+        "flags not an object",
+        "flag of another command",
+        "list",
+        "id",
+        "non-ASCII digit",
+        "false switch",
+    ],
 )
 def test_request_from_json_rejects(data: object, message: str) -> None:
     with pytest.raises(StageError) as caught:
