@@ -31,9 +31,10 @@ from ci_tool import sysinfo
 from ci_tool.history.store import HistoryStore, RunRecord
 from ci_tool.run import recording, report
 from ci_tool.run.flaky import load_flaky_signatures
+from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, catalog_stages, run_session
-from ci_tool.run.stage_runner import RunSettings, run_stage
+from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.catalog_load import open_catalog
 
 STAGE = "CPU-Generic-1"

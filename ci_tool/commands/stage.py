@@ -14,8 +14,8 @@ from ci_tool import sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
 from ci_tool.generate.context import github_matrices
-from ci_tool.run.process import pytest_command
-from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
+from ci_tool.layout import RESULTS_ROOT, waives_file_of
+from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.stages.catalog import Catalog, Stage
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
@@ -25,7 +25,6 @@ from ci_tool.stages.request import request_from_json
 from ci_tool.stages.select import Selection, select_stages
 
 RUN_ID = "<run-id>"  # chosen when the run starts
-RESULTS_ROOT = Path(".ci-tool/runs")
 
 
 @click.group()
@@ -92,7 +91,7 @@ def show_command(
     loaded = load(catalog_path, test_db, durations_path)
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
-    waives = test_db / "waives.txt"
+    waives = waives_file_of(test_db)
     plan = plan_catalog_stage(
         found,
         db=loaded.db,
@@ -111,9 +110,11 @@ def show_command(
 def pytest_commands(plan: StagePlan) -> list[list[str]]:
     """The pytest processes a run of the plan starts, in order (the runner's own invocations): the regular
     lines in one, each ISOLATION line alone; results go under `.ci-tool/runs/<run-id>/<stage>`."""
-    settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.stage, run_id=RUN_ID)
-    env = [f"{key}={value}" for key, value in stage_variables(plan, settings).items()]
-    return [[*env, *pytest_command(settings.python, inv)] for inv in planned_invocations(plan, settings)]
+    settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.name.name, run_id=RUN_ID)
+    return [
+        [*(f"{key}={value}" for key, value in inv.variables.items()), *inv.command(settings.python)]
+        for inv in planned_invocations(plan, settings)
+    ]
 
 
 def _minutes(seconds: float) -> str:

@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
-from ci_tool.commands.run import LocalSetup, finish, local_setup, run_options
+from ci_tool.commands.run_options import LocalSetup, RunOptions, finish, local_setup, run_options
 from ci_tool.errors import StageError
+from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.process import pytest_command
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, catalog_stages, run_session
-from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_env
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_stage
 
@@ -44,10 +43,10 @@ DRY_RUN_ID = "<run-id>"
 )
 @run_options
 def run_command(
-    name: str, shard: int | None, dry_run: bool, detailed_log: bool, output_dir: Path | None, **options: Any
+    name: str, shard: int | None, dry_run: bool, detailed_log: bool, output_dir: Path | None, options: RunOptions
 ) -> int:
     """Run stage NAME on this machine: render, waive, shard, pytest; JUnit, logs and history."""
-    setup = local_setup(options, extra_pytest_args=("-s",) if detailed_log else (), output_dir=output_dir)
+    setup = local_setup(options, detailed_log=detailed_log, output_dir=output_dir)
     stage = _resolve(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts)
     if mismatch is not None:
@@ -105,34 +104,30 @@ def _whole_family(family: StageName, context: str, arch: str, setup: LocalSetup)
 
 
 def _dry_run(plan: StagePlan, setup: LocalSetup, output_dir: Path | None) -> str:
-    """The query, the lists each process reads and the exact commands, as the run would start them."""
-    results_dir = output_dir or setup.config.results_root / DRY_RUN_ID / plan.stage
+    """The query, the lists each process reads and the exact commands with the variables the stage adds to
+    their environment, as the run would start them."""
+    config = setup.config
     settings = RunSettings(
-        rootdir=setup.config.rootdir,
-        results_dir=results_dir,
+        rootdir=config.rootdir,
+        results_dir=output_dir or config.results_root / DRY_RUN_ID / plan.name.name,
         run_id=DRY_RUN_ID,
-        test_timeout_seconds=setup.config.test_timeout_seconds,
+        test_timeout_seconds=config.test_timeout_seconds,
+        detailed_log=config.detailed_log,
     )
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "not sharded"
     lines = [
-        f"stage {plan.stage}: context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} rendered "
-        f"lines, {len(plan.isolated)} isolated",
+        f"stage {plan.name.name}: context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} "
+        f"rendered lines, {len(plan.isolated)} isolated",
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
     ]
-    env = stage_env(plan, settings)
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
-        lines += ["  " + line.raw for line in _lines_of(plan, invocation.label)]
-        variables = " ".join(
-            f"{key}={shlex.quote(env[key])}" for key in ("CI_TOOL_STAGE", "CI_TOOL_RUN_ID", "stageName")
-        )
-        lines.append(variables + " " + shlex.join(pytest_command(sys.executable, invocation)))
+        lines += ["  " + line.raw for line in invocation.batch.lines]
+        lines.append(shell_line(invocation.variables, invocation.command(settings.python)))
     return "\n".join(lines) + "\n"
 
 
-def _lines_of(plan: StagePlan, label: str) -> tuple[Any, ...]:
-    if label.endswith("-main"):
-        return plan.regular
-    number = int(label.rsplit("-", 1)[1])
-    return (plan.isolated[number - 1],)
+def shell_line(variables: Mapping[str, str], command: list[str]) -> str:
+    """`VAR=value ... command`, quoted for a POSIX shell."""
+    return " ".join([*(f"{key}={shlex.quote(value)}" for key, value in variables.items()), shlex.join(command)])

@@ -16,9 +16,11 @@ import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
 _WINDOW = "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?"
@@ -52,7 +54,7 @@ def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
         "ORDER BY started_at DESC, rowid DESC LIMIT ?",
         (limit,),
     ).fetchall()
-    return [RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    return [_run(store, r) for r in rows]
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
@@ -67,7 +69,27 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
             where=Where(str(store.path)),
             hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
         )
-    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+    return _run(store, row)
+
+
+def _run(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
+    state = _vocabulary(store, RunState, row[2])
+    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], json.loads(row[6]))
+
+
+E = TypeVar("E", RunState, StageState, TestOutcome)
+
+
+def _vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
+    """A stored state or outcome as its enum; a value ci-tool never writes is a damaged history."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise HistoryError(
+            f"expected a {kind.__name__} of {', '.join(kind)}, found {value!r}",
+            where=Where(str(store.path)),
+            hint="the file was changed by something other than ci-tool; pass another --history",
+        ) from None
 
 
 def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
@@ -79,8 +101,9 @@ def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
     ).fetchall()
     return [
         StageRecord(
-            run_id=r[0], name=r[1], state=r[2], reason=r[3], started_at=r[4], duration_seconds=r[5], passed=r[6],
-            failed=r[7], skipped=r[8], results_dir=r[9], details=json.loads(r[10]),
+            run_id=r[0], name=r[1], state=_vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
+            duration_seconds=r[5], passed=r[6], failed=r[7], skipped=r[8], results_dir=r[9],
+            details=json.loads(r[10]),
         )
         for r in rows
     ]  # fmt: skip
@@ -92,7 +115,16 @@ def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord
         "output_head FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid",
         (run_id, stage),
     ).fetchall()
-    return [TestRecord(*row) for row in rows]
+    return [
+        TestRecord(
+            row[0],
+            _vocabulary(store, TestOutcome, row[1]),
+            row[2],
+            _vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
+            *row[4:],
+        )
+        for row in rows
+    ]
 
 
 def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, str, str | None, float]]:
@@ -100,8 +132,8 @@ def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, 
     return store.db.execute(
         "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds FROM test_results t "
         f"JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
-        "AND coalesce(t.rerun_outcome, t.outcome) != 'skipped' ORDER BY r.started_at, t.recorded_at, t.rowid",
-        (window_runs,),
+        "AND coalesce(t.rerun_outcome, t.outcome) != ? ORDER BY r.started_at, t.recorded_at, t.rowid",
+        (window_runs, TestOutcome.SKIPPED.value),
     ).fetchall()
 
 
@@ -125,13 +157,14 @@ def slowest_tests(store: HistoryStore, *, limit: int = 10, window_runs: int = 50
 
 def flaky_tests(store: HistoryStore, *, window_runs: int = 30) -> list[FlakyTest]:
     """Tests that passed on rerun or flipped outcome within the window, most flips first."""
-    history: dict[tuple[str, str], list[str]] = defaultdict(list)
+    history: dict[tuple[str, str], list[TestOutcome]] = defaultdict(list)
     reruns: dict[tuple[str, str], int] = defaultdict(int)
     for test_id, stage, outcome, rerun, _seconds in _window_rows(store, window_runs):
         key = (test_id, stage_family(stage))
-        final = rerun or outcome
-        history[key].append("failed" if final == "error" else final)
-        if rerun == "passed" and outcome != "passed":
+        first = _vocabulary(store, TestOutcome, outcome)
+        final = _vocabulary(store, TestOutcome, rerun) if rerun is not None else first
+        history[key].append(final.counted_as)
+        if final is TestOutcome.PASSED and first is not TestOutcome.PASSED:
             reruns[key] += 1
     found = []
     for key, outcomes in history.items():

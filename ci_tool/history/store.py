@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
 from ci_tool.layout import HISTORY_PATH
+from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 SCHEMA_VERSION = 1
 HISTORY_ENV = "CI_TOOL_HISTORY"
@@ -75,7 +76,7 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 class RunRecord:
     run_id: str
     command: str
-    state: str  # running, passed, failed, unstable, interrupted, waiting
+    state: RunState
     started_at: float
     finished_at: float | None = None
     host: str = ""
@@ -86,7 +87,7 @@ class RunRecord:
 class StageRecord:
     run_id: str
     name: str
-    state: str  # passed, failed, unstable, waiting, skipped, interrupted, error
+    state: StageState
     reason: str = ""  # why it did not run, or why it failed without tests
     started_at: float | None = None
     duration_seconds: float = 0.0
@@ -104,9 +105,9 @@ class TestRecord:
     __test__ = False  # not a pytest test class despite the name
 
     test_id: str
-    outcome: str
+    outcome: TestOutcome
     duration_seconds: float
-    rerun_outcome: str | None = None
+    rerun_outcome: TestOutcome | None = None
     waive_reason: str | None = None
     kind: str = ""
     message: str = ""
@@ -114,7 +115,7 @@ class TestRecord:
     output_head: str = ""
 
     @property
-    def final_outcome(self) -> str:
+    def final_outcome(self) -> TestOutcome:
         return self.rerun_outcome or self.outcome
 
 
@@ -193,7 +194,7 @@ class HistoryStore:
                 (run.run_id, run.command, run.state, run.started_at, run.finished_at, run.host, _json(run.details)),
             )
 
-    def finish_run(self, run_id: str, *, state: str, finished_at: float) -> None:
+    def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
         with self.transaction() as db:
             found = db.execute(
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?", (state, finished_at, run_id)

@@ -22,9 +22,8 @@ from typing import IO
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import RunError, Where
+from ci_tool.outcomes import TestOutcome
 
-PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
-OUTCOMES = (PASSED, FAILED, ERROR, SKIPPED)
 # Kinds ci-tool gives a test that never finished (the failure `type` attribute).
 TIMEOUT_KIND = "Timeout"
 CRASH_KIND = "Crash"
@@ -38,6 +37,7 @@ UNSTABLE_PROPERTY = "ci_tool.unstable"  # listed as UNSTABLE: a failure does not
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _CLOSING = "</testsuite>\n</testsuites>\n"
+_TAGS = {TestOutcome.FAILED: "failure", TestOutcome.ERROR: "error", TestOutcome.SKIPPED: "skipped"}
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class CaseResult:
     """One test's result. `kind` is the failure type (an exception name, Timeout or Crash)."""
 
     nodeid: str
-    outcome: str
+    outcome: TestOutcome
     duration_seconds: float = 0.0
     message: str = ""  # one line: the failure or skip message
     text: str = ""  # the full failure report
@@ -64,7 +64,7 @@ class CaseResult:
 
     @property
     def is_failure(self) -> bool:
-        return self.outcome in (FAILED, ERROR)
+        return self.outcome.is_failure
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,8 @@ def testcase_xml(case: CaseResult) -> str:
     body = ["<properties>"]
     body += [f"<property name={quoteattr(_clean(k))} value={quoteattr(_clean(v))}/>" for k, v in props]
     body.append("</properties>")
-    if case.outcome != PASSED:
-        tag = {FAILED: "failure", ERROR: "error", SKIPPED: "skipped"}[case.outcome]
+    if case.outcome is not TestOutcome.PASSED:
+        tag = _TAGS[case.outcome]
         kind = f" type={quoteattr(_clean(case.kind))}" if case.kind else ""
         body.append(f"<{tag}{kind} message={quoteattr(_clean(case.message))}>{escape(_clean(case.text))}</{tag}>")
     if case.stdout:
@@ -132,13 +132,14 @@ def testcase_xml(case: CaseResult) -> str:
 
 def _suite_open(suite_name: str, cases: Iterable[CaseResult] = ()) -> str:
     listed = list(cases)
-    counts = {outcome: sum(1 for c in listed if c.outcome == outcome) for outcome in OUTCOMES}
+    counts = {outcome: sum(1 for c in listed if c.outcome == outcome) for outcome in TestOutcome}
     seconds = sum(c.duration_seconds for c in listed)
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n<testsuites>\n'
-        f'<testsuite name={quoteattr(_clean(suite_name))} tests="{len(listed)}" failures="{counts[FAILED]}" '
-        f'errors="{counts[ERROR]}" skipped="{counts[SKIPPED]}" time="{seconds:.3f}" '
+        f'<testsuite name={quoteattr(_clean(suite_name))} tests="{len(listed)}" '
+        f'failures="{counts[TestOutcome.FAILED]}" errors="{counts[TestOutcome.ERROR]}" '
+        f'skipped="{counts[TestOutcome.SKIPPED]}" time="{seconds:.3f}" '
         f'timestamp="{stamp}" hostname={quoteattr(socket.gethostname())}>\n'
     )
 
@@ -229,8 +230,8 @@ def _case(element: ET.Element) -> CaseResult:
         (p.get("name", ""), p.get("value", "")) for p in element.findall("properties/property") if p.get("name")
     )
     props = dict(properties)
-    outcome, detail = PASSED, None
-    for tag, result in (("failure", FAILED), ("error", ERROR), ("skipped", SKIPPED)):
+    outcome, detail = TestOutcome.PASSED, None
+    for result, tag in _TAGS.items():
         found = element.find(tag)
         if found is not None:
             outcome, detail = result, found

@@ -21,14 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from ci_tool.outcomes import RunState, StageState
 from ci_tool.stages.names import StageName
 from ci_tool.stages.query import QueryValue
 
-PASSED, FAILED, UNSTABLE, INTERRUPTED = "passed", "failed", "unstable", "interrupted"
-WAITING, SKIPPED, PENDING = "waiting", "skipped", "pending"
 _WORDS = re.compile(r"[^A-Za-z0-9]+")
-# How a stage that did not run is shown, before its reason.
-NOT_RUN_WORDS = {WAITING: "waiting for a runner", SKIPPED: "skipped", FAILED: "failed"}
 
 
 class NamedStage(Protocol):
@@ -46,7 +43,7 @@ class StageOutcome:
     """A stage's part in a pipeline run. `ran` is False for waiting and skipped stages."""
 
     name: str
-    state: str
+    state: StageState
     reason: str = ""
     ran: bool = False
 
@@ -56,15 +53,21 @@ class PipelineResult:
     stages: tuple[StageOutcome, ...]
 
     @property
-    def state(self) -> str:
+    def state(self) -> RunState:
         """interrupted > failed > pending (stages wait for a runner) > unstable > passed."""
         states = {stage.state for stage in self.stages}
-        for state in (INTERRUPTED, FAILED):
-            if state in states:
-                return state
-        if WAITING in states:
-            return PENDING
-        return UNSTABLE if UNSTABLE in states else PASSED
+        if StageState.INTERRUPTED in states:
+            return RunState.INTERRUPTED
+        if StageState.FAILED in states:
+            return RunState.FAILED
+        if StageState.WAITING in states:
+            return RunState.PENDING
+        return RunState.UNSTABLE if StageState.UNSTABLE in states else RunState.PASSED
+
+    @property
+    def waiting(self) -> int:
+        """How many stages wait for a runner."""
+        return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
 def _words(text: str) -> list[str]:
@@ -114,15 +117,15 @@ def run_pipeline(
         name = stage.name.name
         mismatch = runner_mismatch(stage.name, sysinfo)
         if stopped is not None:
-            outcome = StageOutcome(name, SKIPPED, stopped)
+            outcome = StageOutcome(name, StageState.SKIPPED, stopped)
         elif mismatch is not None:
-            outcome = StageOutcome(name, WAITING, mismatch)
+            outcome = StageOutcome(name, StageState.WAITING, mismatch)
         else:
             outcome = run_one(stage)
             outcomes.append(outcome)
-            if outcome.state == INTERRUPTED:
+            if outcome.state is StageState.INTERRUPTED:
                 stopped = "not started: the run was interrupted"
-            elif outcome.state == FAILED and fail_fast:
+            elif outcome.state is StageState.FAILED and fail_fast:
                 stopped = f"fail-fast: {name} failed"
             continue
         outcomes.append(outcome)

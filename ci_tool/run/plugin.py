@@ -10,8 +10,8 @@ Without `--test-list` it does nothing. With it:
   reference's precedence (function > parameter > list > class > module > command line); pytest-timeout's
   thread method runs on one watchdog thread (ci_tool.run.watchdog) instead of a thread per test;
 - SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
-- `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against the
-  GPU token of `--stage-name`;
+- `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against
+  `--waive-gpu TOKEN` (the stage's GPU token; without it only unscoped waives apply);
 - `--only-nodeids FILE` / `--exclude-nodeids FILE` narrow the selection to (or away from) exact node
   ids, for reruns and for resuming after a crash, keeping every entry's markers; `--exclude-entries
   FILE` leaves out what other list lines select (the ISOLATION lines, which run in their own processes);
@@ -35,7 +35,8 @@ from _pytest.mark import KeywordMatcher, MarkMatcher
 from _pytest.mark.expression import Expression
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import CiToolError, StageError, Where
+from ci_tool.errors import CiToolError, Where
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
@@ -51,7 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--test-list", metavar="FILE", help="Run exactly the tests this ci-tool test list selects.")
     group.addoption("--test-list-report", metavar="FILE", help="Write what each list entry collected (JSON).")
     group.addoption("--waives-file", metavar="FILE", help="Skip the tests this waives file names, with its reason.")
-    group.addoption("--stage-name", metavar="NAME", help="Stage the results belong to (prefix; waive GPU scope).")
+    group.addoption("--stage-name", metavar="NAME", help="Stage the results belong to (the JUnit prefix).")
+    group.addoption("--waive-gpu", metavar="TOKEN", help="The GPU token `full:TOKEN/` waives apply to.")
     group.addoption("--junit-stream", metavar="FILE", help="Write JUnit XML as each test finishes.")
     group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
     group.addoption("--only-nodeids", metavar="FILE", help="Of the selected tests, run only these node ids.")
@@ -73,18 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except CiToolError as error:
         raise pytest.UsageError(str(error)) from None
     config.pluginmanager.register(plugin, PLUGIN_NAME)
-
-
-def gpu_token(stage_name: str | None) -> str | None:
-    """The GPU token of a stage name (the stage grammar's answer, else the first `-` token)."""
-    if not stage_name:
-        return None
-    from ci_tool.stages.names import parse_stage_name
-
-    try:
-        return parse_stage_name(stage_name).gpu
-    except StageError:
-        return stage_name.split("-", 1)[0]
 
 
 @dataclass
@@ -200,7 +190,7 @@ class TestListPlugin:
     def _read_waives(self, waives_file: str | None) -> list[tuple[str, _Entry]]:
         if not waives_file:
             return []
-        token = gpu_token(self.stage)
+        token = self.config.getoption("waive_gpu", None)
         waives = []
         for waive in load_waives(waives_file):
             if waive.applies_to(token):
@@ -218,7 +208,7 @@ class TestListPlugin:
                 self.junit.add(
                     junit.CaseResult(
                         report.nodeid,
-                        junit.ERROR,
+                        TestOutcome.ERROR,
                         message=message[0],
                         text=report.longreprtext,
                         kind="CollectionError",
@@ -375,20 +365,20 @@ def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str 
     skipping = next((r for r in reports if r.skipped), None)
     text = message = kind = ""
     if failing is not None:
-        outcome = junit.FAILED if failing.when == "call" else junit.ERROR
+        outcome = TestOutcome.FAILED if failing.when == "call" else TestOutcome.ERROR
         text = failing.longreprtext
         crash = getattr(failing.longrepr, "reprcrash", None)
         message = crash.message if crash is not None else (text.strip().splitlines() or [""])[-1]
         kind = _exception_type(message)
     elif skipping is not None:
-        outcome = junit.SKIPPED
+        outcome = TestOutcome.SKIPPED
         if hasattr(skipping, "wasxfail"):
             message, kind = f"xfail: {skipping.wasxfail}".rstrip(": "), "pytest.xfail"
         elif isinstance(skipping.longrepr, tuple):
             message, kind = str(skipping.longrepr[2]).removeprefix("Skipped: "), "pytest.skip"
         text = message
     else:
-        outcome = junit.PASSED
+        outcome = TestOutcome.PASSED
     last = reports[-1]  # its sections and properties accumulate those of the earlier phases
     properties = tuple((str(k), str(v)) for k, v in last.user_properties)
     stdout = "".join(content for title, content in last.sections if "stdout" in title)

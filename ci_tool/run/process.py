@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
+from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
 STALL_MARGIN_SECONDS = 120.0
@@ -30,65 +32,8 @@ _TIMEOUT_BANNER = "+ Timeout +"
 
 
 @dataclass(frozen=True)
-class PytestInvocation:
-    """The files and options of one pytest process (paths absolute: the child runs in the rootdir)."""
-
-    label: str  # e.g. "p01-main"
-    list_file: Path
-    stage: str
-    parts_dir: Path
-    test_timeout_seconds: int
-    waives_file: Path | None = None
-    only_nodeids: Path | None = None
-    exclude_nodeids: Path | None = None
-    exclude_entries: Path | None = None
-    extra_args: tuple[str, ...] = ()
-
-    @property
-    def junit_file(self) -> Path:
-        # not *.xml: CI collects `results/**/*.xml`, and the merged junit.xml already holds these testcases
-        return self.parts_dir / f"{self.label}.junit.part"
-
-    @property
-    def events_file(self) -> Path:
-        return self.parts_dir / f"{self.label}.events.jsonl"
-
-    @property
-    def report_file(self) -> Path:
-        return self.parts_dir / f"{self.label}.collected.json"
-
-    @property
-    def log_file(self) -> Path:
-        return self.parts_dir / f"{self.label}.log"
-
-
-def pytest_command(python: str, invocation: PytestInvocation) -> list[str]:
-    """The exact command line (options as `--opt=value`: a separate value would count as a path when
-    pytest picks its rootdir)."""
-    command = [
-        python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
-        f"--test-list={invocation.list_file}",
-        f"--test-list-report={invocation.report_file}",
-        f"--stage-name={invocation.stage}",
-        f"--junit-stream={invocation.junit_file}",
-        f"--events={invocation.events_file}",
-        f"--timeout={invocation.test_timeout_seconds}",
-        "--timeout-method=thread",
-    ]  # fmt: skip
-    for option, path in (
-        ("--waives-file", invocation.waives_file),
-        ("--only-nodeids", invocation.only_nodeids),
-        ("--exclude-nodeids", invocation.exclude_nodeids),
-        ("--exclude-entries", invocation.exclude_entries),
-    ):
-        if path is not None:
-            command.append(f"{option}={path}")
-    return command + list(invocation.extra_args)
-
-
-@dataclass(frozen=True)
 class ProcessOutcome:
-    label: str
+    invocation: PytestInvocation
     command: tuple[str, ...]
     exit_code: int | None
     cases: tuple[junit.CaseResult, ...]  # finished tests (and collection errors), in order
@@ -98,8 +43,15 @@ class ProcessOutcome:
     completed: bool  # pytest ended normally (its session finished)
     interrupted: bool
     seconds: float
-    log_file: Path
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        return self.invocation.label
+
+    @property
+    def log_file(self) -> Path:
+        return self.invocation.log_file
 
 
 class _EventReader:
@@ -129,7 +81,6 @@ def run_pytest_process(
     *,
     python: str,
     rootdir: Path,
-    env: Mapping[str, str],
     on_event: EventSink,
     interrupt_grace_seconds: float = 10.0,
 ) -> ProcessOutcome:
@@ -137,7 +88,7 @@ def run_pytest_process(
     invocation.parts_dir.mkdir(parents=True, exist_ok=True)
     for stale in (invocation.junit_file, invocation.events_file, invocation.report_file):
         stale.unlink(missing_ok=True)
-    command = pytest_command(python, invocation)
+    command = invocation.command(python)
     started = time.monotonic()
     reader = _EventReader(invocation.events_file)
     events: list[dict[str, object]] = []
@@ -146,7 +97,12 @@ def run_pytest_process(
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
         child = subprocess.Popen(
-            command, cwd=rootdir, env=dict(env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=rootdir,
+            env=invocation.environment(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
@@ -229,7 +185,7 @@ def _outcome(
     if starts:
         unfinished = _unfinished_case(invocation, starts[-1], exit_code, interrupted, stalled)
     return ProcessOutcome(
-        invocation.label,
+        invocation,
         tuple(command),
         exit_code,
         tuple(cases),
@@ -239,7 +195,6 @@ def _outcome(
         completed and not stalled,
         interrupted,
         seconds,
-        invocation.log_file,
     )
 
 
@@ -252,13 +207,13 @@ def _unfinished_case(
     seconds = max(0.0, time.time() - float(started_at)) if isinstance(started_at, int | float) else 0.0
     log_tail = _log_tail(invocation.log_file, nodeid)
     if interrupted:
-        outcome, kind, message = junit.SKIPPED, "Interrupted", "interrupted (Ctrl-C) before the test finished"
+        outcome, kind, message = TestOutcome.SKIPPED, "Interrupted", "interrupted (Ctrl-C) before the test finished"
     elif stalled or _TIMEOUT_BANNER in log_tail:
-        outcome, kind = junit.FAILED, junit.TIMEOUT_KIND
+        outcome, kind = TestOutcome.FAILED, junit.TIMEOUT_KIND
         limit = f"its {invocation.test_timeout_seconds} s limit" if stalled else "its timeout"
         message = f"Timeout: the test did not finish within {limit}; the process was stopped after {seconds:.1f} s"
     else:
-        outcome, kind = junit.ERROR, junit.CRASH_KIND
+        outcome, kind = TestOutcome.ERROR, junit.CRASH_KIND
         message = f"Crash: the pytest process exited with code {exit_code} while the test ran"
     text = f"{message}\nThe end of {invocation.log_file.name}:\n{log_tail}"
     return junit.CaseResult(nodeid, outcome, seconds, message, text, kind, stage=invocation.stage)

@@ -13,8 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TextIO
 
-from ci_tool.run import junit
-from ci_tool.run.pipeline import NOT_RUN_WORDS
+from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 
 BAR_WIDTH = 20
 REDRAW_SECONDS = 0.1
@@ -31,7 +30,7 @@ class Progress:
 
     def _reset(self) -> None:
         self.total = self.finished = 0
-        self.counts = {junit.PASSED: 0, junit.FAILED: 0, junit.SKIPPED: 0}
+        self.counts = dict.fromkeys(COUNTED, 0)
         self.current = ""
         self.started = time.monotonic()
         self.drawn_at = 0.0
@@ -50,24 +49,23 @@ class Progress:
             self.current = str(event.get("nodeid", ""))
         elif kind == "finish":
             self.finished += 1
-            outcome = str(event.get("outcome"))
-            key = junit.FAILED if outcome == junit.ERROR else outcome
-            self.counts[key] = self.counts.get(key, 0) + 1
-            if key == junit.FAILED and not self.tty:
+            key = TestOutcome(str(event.get("outcome"))).counted_as
+            self.counts[key] += 1
+            if key is TestOutcome.FAILED and not self.tty:
                 self._line(f"{self.stage}: FAILED {event.get('nodeid')}")
         if self.tty:
             self._draw()
 
     def stage_finished(
-        self, stage: str, state: str, seconds: float, counts: Mapping[str, int], reason: str = ""
+        self, stage: str, state: StageState, seconds: float, counts: Mapping[TestOutcome, int], reason: str = ""
     ) -> None:
         if self.tty:
             self.stream.write("\r\x1b[2K")
-        shown = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped"))
+        shown = ", ".join(f"{counts.get(k, 0)} {k}" for k in COUNTED)
         self._line(f"{stage}: {state} in {seconds:.1f} s ({shown})" + (f": {reason}" if reason else ""))
 
-    def stage_not_run(self, stage: str, state: str, reason: str) -> None:
-        self._line(f"{stage}: {NOT_RUN_WORDS.get(state, state)}: {reason}")
+    def stage_not_run(self, stage: str, state: StageState, reason: str) -> None:
+        self._line(f"{stage}: {state.words}: {reason}")
 
     def _draw(self) -> None:
         now = time.monotonic()
@@ -78,7 +76,8 @@ class Progress:
         elapsed = int(now - self.started)
         text = (
             f"{self.stage} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {self.finished}/{self.total or '?'}  "
-            f"ok {self.counts[junit.PASSED]}  fail {self.counts[junit.FAILED]}  skip {self.counts[junit.SKIPPED]}  "
+            f"ok {self.counts[TestOutcome.PASSED]}  fail {self.counts[TestOutcome.FAILED]}  "
+            f"skip {self.counts[TestOutcome.SKIPPED]}  "
             f"{elapsed // 60}:{elapsed % 60:02d}  {self.current}"
         )
         width = shutil.get_terminal_size((100, 20)).columns - 1

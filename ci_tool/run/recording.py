@@ -4,13 +4,14 @@ the failure signature and the first lines of output the CI report shows."""
 from __future__ import annotations
 
 from ci_tool.history.store import StageRecord, TestRecord
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.pipeline import StageOutcome
 from ci_tool.run.signatures import failure_excerpt, failure_signature
-from ci_tool.run.stage_runner import StageResult, TestOutcome
+from ci_tool.run.stage_runner import StageResult, TestResult
 
 
-def to_test_record(test: TestOutcome) -> TestRecord:
+def to_test_record(test: TestResult) -> TestRecord:
     first = test.first
     signature = excerpt = ""
     if first.is_failure:
@@ -38,9 +39,9 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
         reason=result.reason,
         started_at=result.started_at,
         duration_seconds=round(result.duration_seconds, 3),
-        passed=counts["passed"],
-        failed=counts["failed"],
-        skipped=counts["skipped"],
+        passed=counts[TestOutcome.PASSED],
+        failed=counts[TestOutcome.FAILED],
+        skipped=counts[TestOutcome.SKIPPED],
         results_dir=str(result.results_dir),
         details={
             "uncollected": list(result.uncollected),

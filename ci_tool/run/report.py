@@ -17,16 +17,14 @@ from dataclasses import dataclass
 
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
-from ci_tool.run.pipeline import NOT_RUN_WORDS
-
-_RAN = ("passed", "failed", "unstable", "interrupted")
+from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 
 
 @dataclass(frozen=True)
 class FailedTest:
     stage: str
     test_id: str
-    outcome: str  # the final outcome: failed or error
+    outcome: TestOutcome  # the final outcome: failed or error
     kind: str
     message: str
     excerpt: str
@@ -49,7 +47,11 @@ class CiReport:
 
     @property
     def totals(self) -> dict[str, int]:
-        return {key: sum(getattr(s, key) for s in self.stages) for key in ("passed", "failed", "skipped")}
+        return {key: sum(getattr(s, key) for s in self.stages) for key in COUNTED}
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
 def load_report(store: HistoryStore, run_id: str) -> CiReport:
@@ -63,7 +65,7 @@ def build_report(run: RunRecord, stages: Sequence[StageRecord], tests: Mapping[s
     waives: dict[str, list[str]] = defaultdict(list)
     for stage in stages:
         for test in tests.get(stage.name, ()):
-            if test.final_outcome in ("failed", "error"):
+            if test.final_outcome.is_failure:
                 failed = FailedTest(
                     stage.name, test.test_id, test.final_outcome, test.kind, test.message, test.output_head
                 )
@@ -120,11 +122,18 @@ def _seconds(value: float) -> str:
     return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
 
 
+def run_state_words(state: RunState, waiting: int) -> str:
+    """A run's state for people: a pending run is green here, with stages left for CI's runners."""
+    if state is RunState.PENDING:
+        return f"passed here, {waiting} stage{'s' if waiting != 1 else ''} waiting for a runner"
+    return state.value
+
+
 def render_markdown(report: CiReport) -> str:
     run, totals = report.run, report.totals
     took = _run_seconds(run)
     lines = [
-        f"## ci-tool run `{run.run_id}`: **{run.state}**",
+        f"## ci-tool run `{run.run_id}`: **{run_state_words(run.state, report.waiting)}**",
         "",
         f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
         f"{totals['skipped']} skipped" + (f" · {_seconds(took)}" if took is not None else ""),
@@ -133,7 +142,7 @@ def render_markdown(report: CiReport) -> str:
         "|---|---|---|---:|---:|---:|",
     ]
     for s in report.stages:
-        if s.state in _RAN:
+        if s.state.ran:
             result = f"**{s.state}**" + (f" ({s.reason})" if s.reason else "")
             lines.append(
                 f"| {s.name} | {result} | {_seconds(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
@@ -157,11 +166,15 @@ def _failure_section(report: CiReport) -> list[str]:
     lines = ["", f"### Failures: {_tests(count)}, {signatures}"]
     for group in report.failures:
         lines += ["", f"#### `{group.signature}` ({_tests(len(group.tests))})", ""]
-        lines += [f"- `{t.test_id}` in {t.stage}" + (" (error)" if t.outcome == "error" else "") for t in group.tests]
+        lines += [_failed_line(test) for test in group.tests]
         excerpt = group.tests[0].excerpt or group.tests[0].message
         if excerpt:
             lines += ["", "```text", *excerpt.splitlines(), "```"]
     return lines
+
+
+def _failed_line(test: FailedTest) -> str:
+    return f"- `{test.test_id}` in {test.stage}" + (" (error)" if test.outcome is TestOutcome.ERROR else "")
 
 
 def _rerun_section(report: CiReport) -> list[str]:
@@ -185,12 +198,10 @@ def _waive_section(report: CiReport) -> list[str]:
 
 
 def _not_run_section(report: CiReport) -> list[str]:
-    waiting = [s for s in report.stages if s.state not in _RAN]
-    if not waiting:
+    not_run = [s for s in report.stages if not s.state.ran]
+    if not not_run:
         return []
-    return ["", "### Stages not run", ""] + [
-        f"- {s.name}: {NOT_RUN_WORDS.get(s.state, s.state)}: {s.reason}" for s in waiting
-    ]
+    return ["", "### Stages not run", ""] + [f"- {s.name}: {s.state.words}: {s.reason}" for s in not_run]
 
 
 def _uncollected_section(report: CiReport) -> list[str]:

@@ -22,10 +22,13 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError
 from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.layout import TEST_TIMEOUT_SECONDS
+from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report
 from ci_tool.run.flaky import FlakySignature
+from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
-from ci_tool.run.stage_runner import RunSettings, StageResult, run_stage
+from ci_tool.run.stage_runner import StageResult, run_stage
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageName
@@ -41,9 +44,9 @@ class SessionConfig:
     history: Path
     sysinfo: Mapping[str, QueryValue]
     flaky_signatures: tuple[FlakySignature, ...]
-    test_timeout_seconds: int = 3600
+    test_timeout_seconds: int = TEST_TIMEOUT_SECONDS
     rerun_flaky: bool = True
-    extra_pytest_args: tuple[str, ...] = ()
+    detailed_log: bool = False  # pytest streams all output (`--detailed-log`)
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
 
 
@@ -78,20 +81,22 @@ def catalog_stages(
 @dataclass(frozen=True)
 class SessionResult:
     run_id: str
-    state: str
+    state: RunState
     results: tuple[StageResult, ...]
     pipeline: pipeline.PipelineResult
     report_markdown: str
     results_dir: Path
 
     @property
-    def counts(self) -> dict[str, int]:
-        return {k: sum(r.counts[k] for r in self.results) for k in ("passed", "failed", "skipped")}
+    def counts(self) -> dict[TestOutcome, int]:
+        return {k: sum(r.counts[k] for r in self.results) for k in COUNTED}
 
     @property
     def closing_line(self) -> str:
-        counts = self.counts
-        return f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        """`N passed, M failed, K skipped`, and how many stages wait for a runner."""
+        line = ", ".join(f"{count} {outcome}" for outcome, count in self.counts.items())
+        waiting = self.pipeline.waiting
+        return line + (f"; {waiting} stage{'s' if waiting != 1 else ''} waiting for a runner" if waiting else "")
 
 
 def new_run_id(now: datetime.datetime | None = None) -> str:
@@ -114,25 +119,25 @@ def run_session(
     run_dir = config.results_root / run_id
     results: list[StageResult] = []
     with HistoryStore(config.history) as store:
-        store.start_run(RunRecord(run_id, command, "running", time.time(), host=socket.gethostname()))
+        store.start_run(RunRecord(run_id, command, RunState.RUNNING, time.time(), host=socket.gethostname()))
 
         def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
             try:
                 plan = stage.plan()
             except CiToolError as error:
-                failed = pipeline.StageOutcome(stage.name.name, pipeline.FAILED, f"cannot plan the stage: {error}")
+                failed = pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
                 store.record_stage(recording.to_not_run_record(run_id, failed), recorded_at=time.time())
                 progress.stage_not_run(failed.name, failed.state, failed.reason)
                 return failed
-            progress.stage_started(plan.stage, len(plan.lines))
+            progress.stage_started(plan.name.name, len(plan.lines))
             settings = RunSettings(
                 rootdir=config.rootdir,
-                results_dir=config.output_dir or run_dir / plan.stage,
+                results_dir=config.output_dir or run_dir / plan.name.name,
                 run_id=run_id,
                 test_timeout_seconds=config.test_timeout_seconds,
                 flaky_signatures=config.flaky_signatures,
                 rerun_flaky=config.rerun_flaky,
-                extra_pytest_args=config.extra_pytest_args,
+                detailed_log=config.detailed_log,
             )
             result = run_stage(plan, settings, on_event=progress.event)
             results.append(result)
@@ -151,7 +156,7 @@ def run_session(
                 stages, sysinfo=config.sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=not_run
             )
         finally:
-            state = ran.state if ran is not None else pipeline.INTERRUPTED
+            state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         markdown = report.render_markdown(report.load_report(store, run_id))
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # catalog.py imports this module (derived timeouts, auto spli
 class StagePlan:
     """Everything one stage run needs. `shard` is None when the whole render runs (not sharded)."""
 
-    stage: str
+    name: StageName  # the stage (a family's name when its whole render runs as one stage)
     context: str
     query: Mapping[str, str | None]
     rendered: tuple[TestLine, ...]  # the whole render of the context
@@ -95,7 +95,7 @@ class FamilyPlan:
             chosen = self.shard_plan.shard(shard)
             lines, seconds = tuple(by_id[test_id] for test_id in chosen.test_ids), chosen.predicted_seconds
         return StagePlan(
-            stage=name.name,
+            name=name,
             context=self.context,
             query=self.query,
             rendered=self.rendered,
@@ -158,7 +158,7 @@ def plan_stage(
         family, db=db, context=context, splits=splits, durations=durations, sysinfo=sysinfo, arch=arch, gpu=gpu
     )
     plan = planned.stage(stage.shard or 1, waives_file=waives_file)
-    return plan if stage.shard is not None else replace(plan, stage=stage.name)
+    return plan if stage.shard is not None else replace(plan, name=stage)
 
 
 def plan_catalog_stage(

@@ -15,7 +15,7 @@ import pytest
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
-from ci_tool.run.stage_runner import StageResult, TestOutcome
+from ci_tool.run.stage_runner import StageResult, TestResult
 from ci_tool.stages.catalog_load import open_catalog
 
 FAILING_SUITE = Path(__file__).parents[2] / "fixtures" / "failing_suite"
@@ -64,7 +64,7 @@ class FixtureRun:
     def stage(self, name: str) -> StageResult:
         return next(result for result in self.session.results if result.stage == name)
 
-    def test(self, stage: str, nodeid: str) -> TestOutcome:
+    def test(self, stage: str, nodeid: str) -> TestResult:
         return next(test for test in self.stage(stage).tests if test.first.nodeid == nodeid)
 
 

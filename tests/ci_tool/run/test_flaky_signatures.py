@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.errors import RunError
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.flaky import load_flaky_signatures, match_flaky
 
@@ -34,13 +35,13 @@ def test_shipped_signatures_load() -> None:
     ids=["cuda-oom", "torch-oom", "port", "nccl", "reset", "real-bug"],
 )
 def test_match_flaky(output: str, name: str | None) -> None:
-    case = junit.CaseResult("a.py::t", junit.FAILED, message="failed", stderr=output)
+    case = junit.CaseResult("a.py::t", TestOutcome.FAILED, message="failed", stderr=output)
     found = match_flaky(case, load_flaky_signatures())
     assert (found.name if found else None) == name
 
 
 def test_passing_tests_never_match() -> None:
-    case = junit.CaseResult("a.py::t", junit.PASSED, stdout="CUDA error: out of memory")
+    case = junit.CaseResult("a.py::t", TestOutcome.PASSED, stdout="CUDA error: out of memory")
     assert match_flaky(case, load_flaky_signatures()) is None
 
 

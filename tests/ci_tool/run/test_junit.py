@@ -6,13 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 
 CASES = [
-    junit.CaseResult("tests/a.py::test_ok", junit.PASSED, 0.25, stage="CPU-PyTorch-1"),
+    junit.CaseResult("tests/a.py::test_ok", TestOutcome.PASSED, 0.25, stage="CPU-PyTorch-1"),
     junit.CaseResult(
         "tests/a.py::TestC::test_bad[x-1]",
-        junit.FAILED,
+        TestOutcome.FAILED,
         1.5,
         message="ValueError: bad <value> & \x1b[31mred",
         text="E   ValueError: bad",
@@ -22,7 +23,7 @@ CASES = [
         properties=((junit.RERUN_PROPERTY, "failed"),),
         stage="CPU-PyTorch-1",
     ),
-    junit.CaseResult("tests/b.py::test_skip", junit.SKIPPED, message="waived: bug 1", stage="CPU-PyTorch-1"),
+    junit.CaseResult("tests/b.py::test_skip", TestOutcome.SKIPPED, message="waived: bug 1", stage="CPU-PyTorch-1"),
 ]
 
 
@@ -61,8 +62,8 @@ def test_reads_pytest_junitxml(suite: Path, run_pytest: Any) -> None:
     run_pytest(suite, "cases/case_basic.py::test_assert_fails", "cases/case_basic.py::TestGroup", "--junitxml=p.xml")
     report = junit.parse_junit(suite / "p.xml")
     assert [(c.nodeid, c.outcome) for c in report.cases] == [
-        ("cases.case_basic::test_assert_fails", junit.FAILED),
-        ("cases.case_basic.TestGroup::test_alpha", junit.PASSED),
-        ("cases.case_basic.TestGroup::test_beta", junit.PASSED),
+        ("cases.case_basic::test_assert_fails", TestOutcome.FAILED),
+        ("cases.case_basic.TestGroup::test_alpha", TestOutcome.PASSED),
+        ("cases.case_basic.TestGroup::test_beta", TestOutcome.PASSED),
     ]
     assert report.cases[0].message.startswith("AssertionError: arithmetic is broken")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tool.run.stage_runner import RunSettings, stage_variables
+from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.plan import plan_stage
 from ci_tool.testdb.load import load_test_db
@@ -83,7 +83,10 @@ def test_a_stage_exports_its_perf_gate_to_its_tests(stage: str, gate: str, tmp_p
     (tmp_path / "l0_x.yml").write_text("version: 0.0.1\nl0_x:\n- tests: [tests/perf]\n")
     plan = plan_stage(parse_stage_name(stage), db=load_test_db(tmp_path), context="l0_x", splits=1, durations={})
     settings = RunSettings(rootdir=tmp_path, results_dir=tmp_path / "results", run_id="r1")
-    assert stage_variables(plan, settings) == {
+    (invocation,) = planned_invocations(plan, settings)  # what the runner and --dry-run both start
+    environment = invocation.environment({"PATH": "/bin"})
+    assert environment == {
+        "PATH": "/bin",
         "CI_TOOL_STAGE": stage,
         "CI_TOOL_RUN_ID": "r1",
         "stageName": stage,

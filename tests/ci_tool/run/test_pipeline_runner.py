@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from ci_tool.outcomes import StageState
 from ci_tool.run.pipeline import (
     PipelineResult,
     StageOutcome,
@@ -67,7 +68,7 @@ def _pipeline(
 
     def run_one(stage: FakeStage) -> StageOutcome:
         ran.append(stage.name.name)
-        return StageOutcome(stage.name.name, states[stage.name.name], ran=True)
+        return StageOutcome(stage.name.name, StageState(states[stage.name.name]), ran=True)
 
     stages = [FakeStage(parse_stage_name(name)) for name in states]
     return run_pipeline(stages, sysinfo=sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=lambda o: None), ran  # type: ignore[arg-type]
@@ -97,7 +98,7 @@ def test_unstable_does_not_stop_the_pipeline() -> None:
 def test_gpu_stages_wait_for_a_runner() -> None:
     result, ran = _pipeline({"CPU-Generic-1": "passed", "A10-PyTorch-1": "passed"}, fail_fast=True)
     assert ran == ["CPU-Generic-1"]
-    assert (result.stages[1].state, result.state) == ("waiting", "pending")
+    assert (result.stages[1].state, result.state, result.waiting) == ("waiting", "pending", 1)
 
 
 def test_interrupt_stops_the_pipeline() -> None:

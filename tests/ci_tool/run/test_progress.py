@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 
+from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run.progress import Progress
 
 EVENTS = [
@@ -19,8 +20,9 @@ def _show(tty: bool) -> str:
     progress.stage_started("CPU-Generic-1", 2)
     for event in EVENTS:
         progress.event(event)
-    progress.stage_finished("CPU-Generic-1", "failed", 1.25, {"passed": 1, "failed": 1, "skipped": 0})
-    progress.stage_not_run("A10-PyTorch-1", "waiting", "needs 1 A10 GPU")
+    counts = {TestOutcome.PASSED: 1, TestOutcome.FAILED: 1, TestOutcome.SKIPPED: 0}
+    progress.stage_finished("CPU-Generic-1", StageState.FAILED, 1.25, counts)
+    progress.stage_not_run("A10-PyTorch-1", StageState.WAITING, "needs 1 A10 GPU")
     return stream.getvalue()
 
 

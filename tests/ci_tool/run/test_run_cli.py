@@ -15,6 +15,7 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 
 SLOW_CATALOG = """\
@@ -52,9 +53,9 @@ def test_run_serves_cpu_stages_and_reports_gpu_stages_waiting(
     code, out, _ = run(
         capsys, "run", '/bot run --stage-list "CPU-Generic-Post-Merge-1, A10-PyTorch-1"', "--catalog", "stages.yml"
     )
-    assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped")
+    assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped; 1 stage waiting for a runner")
     assert "A10-PyTorch-1: waiting for a runner: needs 1 A10 GPU; this machine has no GPU" in out
-    assert "## ci-tool run `" in out and ": **pending**" in out
+    assert "## ci-tool run `" in out and ": **passed here, 1 stage waiting for a runner**" in out
     assert recorded_runs(in_suite) == [
         (
             '/bot run --stage-list "CPU-Generic-Post-Merge-1, A10-PyTorch-1"',
@@ -92,7 +93,7 @@ def test_stage_run_writes_the_output_dir_and_history(in_suite: Path, capsys: pyt
     cases = junit.parse_junit(in_suite / "results" / "x" / "junit.xml").cases
     assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped")
     assert [(c.nodeid, c.outcome, c.stage) for c in cases] == [
-        ("cases/case_basic.py::test_marked_gpu4", junit.PASSED, "CPU-Generic-Post-Merge-1")
+        ("cases/case_basic.py::test_marked_gpu4", TestOutcome.PASSED, "CPU-Generic-Post-Merge-1")
     ]
     assert recorded_runs(in_suite) == [
         ("ci-tool stage run CPU-Generic-Post-Merge-1", "passed", ["CPU-Generic-Post-Merge-1"])

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 
 LIST = """\
@@ -54,7 +55,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, make_suite: Callable[[Path], P
     done = run_pytest(
         root,
         "--test-list", "list.txt", "--test-list-report", "report.json", "--waives-file", "waives.txt",
-        "--stage-name", "A10-PyTorch-1", "--junit-stream", "junit.xml", "--events", "events.jsonl",
+        "--stage-name", "A10-PyTorch-1", "--waive-gpu", "A10", "--junit-stream", "junit.xml", "--events", "events.jsonl",
     )  # fmt: skip
     return Run(root, done.returncode, done.stdout + done.stderr)
 
@@ -120,9 +121,9 @@ def test_list_timeout_becomes_marker(run: Run, nodeid: str, timeout_args: str) -
 @pytest.mark.parametrize(
     ("nodeid", "outcome", "message"),
     [
-        ("cases/case_waived.py::test_waived_everywhere", junit.SKIPPED, "waived: https://bugs/1"),
-        ("cases/case_waived.py::test_waived_on_a10", junit.SKIPPED, "waived: https://bugs/2"),
-        ("cases/case_basic.py::test_pass", junit.PASSED, ""),
+        ("cases/case_waived.py::test_waived_everywhere", TestOutcome.SKIPPED, "waived: https://bugs/1"),
+        ("cases/case_waived.py::test_waived_on_a10", TestOutcome.SKIPPED, "waived: https://bugs/2"),
+        ("cases/case_basic.py::test_pass", TestOutcome.PASSED, ""),
     ],
     ids=["waived", "waived-on-this-gpu", "waived-on-another-gpu"],
 )
@@ -136,13 +137,13 @@ def test_waived_tests_carry_the_reason_as_property(run: Run) -> None:
 
 def test_xfail_entry(run: Run) -> None:
     case = run.cases["cases/case_basic.py::test_assert_fails"]
-    assert (case.outcome, case.message) == (junit.SKIPPED, "xfail: known bug")
+    assert (case.outcome, case.message) == (TestOutcome.SKIPPED, "xfail: known bug")
 
 
 def test_failures_keep_exception_type_and_message(run: Run) -> None:
     case = run.cases["cases/case_basic.py::test_block_out_of_range[17]"]
     assert (case.outcome, case.kind, case.message) == (
-        junit.FAILED,
+        TestOutcome.FAILED,
         "IndexError",
         "IndexError: block 17 at 0x11000 is out of range for pool /tmp/pool-17/kv",
     )
@@ -198,6 +199,6 @@ def test_collection_error_is_reported_and_recorded(suite: Path, run_pytest: Any)
         {"line": 1, "id": "cases/case_broken.py::test_x", "reason": "collection error in cases/case_broken.py"}
     ]
     assert [(c.nodeid, c.outcome, c.kind) for c in cases] == [
-        ("cases/case_broken.py", junit.ERROR, "CollectionError"),
-        ("cases/case_basic.py::test_pass", junit.PASSED, ""),
+        ("cases/case_broken.py", TestOutcome.ERROR, "CollectionError"),
+        ("cases/case_basic.py::test_pass", TestOutcome.PASSED, ""),
     ]

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
-from ci_tool.run.stage_runner import FLAKY_PROPERTY, RunSettings, run_stage
+from ci_tool.run.invocation import RunSettings
+from ci_tool.run.stage_runner import FLAKY_PROPERTY, run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.plan import plan_stage
 from ci_tool.testdb.load import load_test_db
@@ -31,9 +33,9 @@ def test_stage_fails_with_every_kind_of_failure(fixture_run: Any) -> None:
 @pytest.mark.parametrize(
     ("nodeid", "outcome", "kind"),
     [
-        ("cases/case_hang.py::test_hang", junit.FAILED, junit.TIMEOUT_KIND),
-        ("cases/case_crash.py::test_crash", junit.ERROR, junit.CRASH_KIND),
-        ("cases/case_basic.py::test_assert_fails", junit.FAILED, "AssertionError"),
+        ("cases/case_hang.py::test_hang", TestOutcome.FAILED, junit.TIMEOUT_KIND),
+        ("cases/case_crash.py::test_crash", TestOutcome.ERROR, junit.CRASH_KIND),
+        ("cases/case_basic.py::test_assert_fails", TestOutcome.FAILED, "AssertionError"),
     ],
     ids=["hang-is-timeout", "crash", "assertion"],
 )
@@ -52,7 +54,7 @@ def test_failure_kinds(fixture_run: Any, nodeid: str, outcome: str, kind: str) -
     ids=["before-hang", "after-hang", "after-crash"],
 )
 def test_tests_around_a_hang_or_crash_still_run(fixture_run: Any, nodeid: str) -> None:
-    assert fixture_run.test(STAGE, nodeid).final.outcome == junit.PASSED
+    assert fixture_run.test(STAGE, nodeid).final.outcome == TestOutcome.PASSED
 
 
 def test_every_selected_test_is_recorded_once(fixture_run: Any) -> None:
@@ -62,7 +64,7 @@ def test_every_selected_test_is_recorded_once(fixture_run: Any) -> None:
 
 def test_flaky_signature_failure_passes_on_rerun(fixture_run: Any) -> None:
     test = fixture_run.test(STAGE, "cases/case_flaky.py::test_flaky_oom")
-    assert (test.first.outcome, test.rerun.outcome, test.flaky) == (junit.FAILED, junit.PASSED, "cuda-oom")
+    assert (test.first.outcome, test.rerun.outcome, test.flaky) == (TestOutcome.FAILED, TestOutcome.PASSED, "cuda-oom")
     assert test.final.prop(FLAKY_PROPERTY) == "cuda-oom"
 
 
@@ -74,7 +76,7 @@ def test_only_flaky_signature_failures_rerun(fixture_run: Any) -> None:
 
 def test_isolation_test_runs_in_its_own_process(fixture_run: Any) -> None:
     result = fixture_run.stage(STAGE)
-    assert fixture_run.test(STAGE, "cases/case_isolated.py::test_runs_alone").final.outcome == junit.PASSED
+    assert fixture_run.test(STAGE, "cases/case_isolated.py::test_runs_alone").final.outcome == TestOutcome.PASSED
     assert [p.label for p in result.processes] == [
         "p01-main", "p02-main-resume", "p03-main-resume", "p04-isolated-1", "p05-main-rerun",
     ]  # fmt: skip
@@ -84,9 +86,9 @@ def test_waives_skip_on_every_gpu_or_only_their_own(fixture_run: Any) -> None:
     everywhere = fixture_run.test(STAGE, "cases/case_waived.py::test_waived_everywhere").final
     a10_only = fixture_run.test(STAGE, "cases/case_waived.py::test_waived_on_a10").final
     assert (everywhere.outcome, everywhere.message, a10_only.outcome) == (
-        junit.SKIPPED,
+        TestOutcome.SKIPPED,
         "waived: https://bugs.example/1",
-        junit.FAILED,
+        TestOutcome.FAILED,
     )
 
 
@@ -120,7 +122,7 @@ def test_results_folder(fixture_run: Any) -> None:
 def test_merged_junit_is_stage_prefixed_and_final(fixture_run: Any) -> None:
     report = junit.parse_junit(fixture_run.session.results_dir / STAGE / "junit.xml")
     flaky = next(c for c in report.cases if c.nodeid == "cases/case_flaky.py::test_flaky_oom")
-    assert (report.suite_names, len(report.cases), flaky.outcome) == ((STAGE,), 20, junit.PASSED)
+    assert (report.suite_names, len(report.cases), flaky.outcome) == ((STAGE,), 20, TestOutcome.PASSED)
     assert {case.stage for case in report.cases} == {STAGE}
 
 
@@ -157,7 +159,8 @@ RUN_HANG = """
 import sys
 from pathlib import Path
 from ci_tool.stages.plan import plan_stage
-from ci_tool.run.stage_runner import RunSettings, run_stage
+from ci_tool.run.invocation import RunSettings
+from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.testdb.load import load_test_db
 
@@ -185,8 +188,8 @@ def test_ctrl_c_stops_cleanly_and_keeps_partial_results(suite: Path) -> None:
     cases = junit.parse_junit(suite / "out" / "junit.xml").cases
     assert output.strip() == "interrupted 1 ['', 'Interrupted']"
     assert [(c.nodeid, c.outcome) for c in cases] == [
-        ("cases/case_slow.py::test_quick", junit.PASSED),
-        ("cases/case_slow.py::test_slow", junit.SKIPPED),
+        ("cases/case_slow.py::test_quick", TestOutcome.PASSED),
+        ("cases/case_slow.py::test_slow", TestOutcome.SKIPPED),
     ]
 
 

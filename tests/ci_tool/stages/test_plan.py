@@ -146,4 +146,4 @@ def test_plan_stages_plans_a_subset_in_the_given_order(db: TestDb) -> None:
 
 def test_plan_stage_accepts_a_family_name_as_its_only_shard(db: TestDb) -> None:
     plan = plan_stage(parse_family_name("A10-PyTorch"), db=db, context="l0_x", splits=1, durations={})
-    assert (plan.stage, plan.shard, len(plan.lines)) == ("A10-PyTorch", None, 5)
+    assert (plan.name.name, plan.shard, len(plan.lines)) == ("A10-PyTorch", None, 5)

@@ -1,0 +1,130 @@
+"""What `ci-tool run` and `ci-tool stage run` share: their options as one typed value, and the local set-up
+they build from it (catalog, this machine's facts, waives, session settings)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ci_tool import sysinfo
+from ci_tool.commands.catalog_inputs import catalog_options, load
+from ci_tool.commands.history import history_option
+from ci_tool.history.store import history_path
+from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
+from ci_tool.run.flaky import load_flaky_signatures
+from ci_tool.run.session import SessionConfig, SessionResult
+from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.query import QueryValue
+from ci_tool.testdb.waives import load_waives
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a local run, as the command line gave them."""
+
+    catalog_path: Path
+    test_db: Path
+    durations_path: Path | None
+    history_file: Path | None
+    waives_path: Path | None  # None: TEST_DB/waives.txt when it exists
+    system_info: Path | None  # None: probe this machine
+    results_dir: Path
+    test_timeout_seconds: int
+    rerun_flaky: bool
+
+
+_OPTION_KEYS = (
+    "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
+    "test_timeout_seconds",
+)  # fmt: skip
+
+
+def run_options(command: F) -> F:
+    """Add the options `ci-tool run` and `ci-tool stage run` share; the command receives them as one
+    keyword argument, `options: RunOptions`."""
+
+    @functools.wraps(command)
+    def with_options(*args: Any, no_rerun: bool, **kwargs: Any) -> object:
+        values = {key: kwargs.pop(key) for key in _OPTION_KEYS}
+        return command(*args, options=RunOptions(**values, rerun_flaky=not no_rerun), **kwargs)
+
+    decorators = (
+        catalog_options,
+        history_option,
+        click.option(
+            "--waives",
+            "waives_path",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Waives file [default: TEST_DB/waives.txt when it exists].",
+        ),
+        click.option(
+            "--system-info",
+            "system_info",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="This machine's facts from a file (`ci-tool sysinfo --json`) instead of probing.",
+        ),
+        click.option(
+            "--results-dir",
+            default=RESULTS_ROOT,
+            show_default=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="Where each run gets its folder <run id>/<stage>/.",
+        ),
+        click.option(
+            "--test-timeout",
+            "test_timeout_seconds",
+            default=TEST_TIMEOUT_SECONDS,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="Seconds a test may take unless its list line or marker says otherwise.",
+        ),
+        click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
+    )
+    wrapped: F = with_options  # type: ignore[assignment]  # click sees the options' keyword arguments
+    for decorator in reversed(decorators):
+        wrapped = decorator(wrapped)
+    return wrapped
+
+
+@dataclass(frozen=True)
+class LocalSetup:
+    loaded: LoadedCatalog
+    facts: dict[str, QueryValue]
+    waives_file: str | None
+    config: SessionConfig
+
+
+def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
+    """Load the catalog, test-db and durations; probe (or read) this machine; check the waives file before
+    anything runs (a malformed line is a located error here, not a failed pytest later)."""
+    loaded = load(options.catalog_path, options.test_db, options.durations_path)
+    facts = sysinfo.load_sysinfo_file(options.system_info) if options.system_info else sysinfo.probe()
+    waives = options.waives_path or waives_file_of(options.test_db)
+    waives_file = str(waives) if options.waives_path is not None or waives.is_file() else None
+    if waives_file is not None:
+        load_waives(waives_file)
+    config = SessionConfig(
+        rootdir=Path.cwd(),
+        results_root=options.results_dir,
+        history=history_path(options.history_file),
+        sysinfo=facts,
+        flaky_signatures=load_flaky_signatures(),
+        test_timeout_seconds=options.test_timeout_seconds,
+        rerun_flaky=options.rerun_flaky,
+        detailed_log=detailed_log,
+        output_dir=output_dir,
+    )
+    return LocalSetup(loaded, facts, waives_file, config)
+
+
+def finish(result: SessionResult) -> int:
+    """The closing line, and the exit code of the run's state."""
+    click.echo(result.closing_line)
+    return result.state.exit_code

@@ -1,0 +1,73 @@
+"""The vocabularies of a run's results: one StrEnum each, stored in the history and JUnit as their values.
+
+    TestOutcome  passed, failed, error, skipped                  a test's attempt (JUnit, history)
+    StageState   passed, failed, unstable, interrupted, waiting,  a stage of a run; waiting and skipped
+                 skipped                                          stages did not run
+    RunState     running, passed, failed, unstable, interrupted,  a whole run; pending: every stage that
+                 pending                                          ran is green, others wait for a runner
+
+A run's exit code is its state's (RunState.exit_code): 1 when a stage failed, 130 when interrupted,
+0 otherwise (a pending run is a healthy local run: the rest waits for CI's runners).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class TestOutcome(enum.StrEnum):
+    """A test's attempt."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+    @property
+    def is_failure(self) -> bool:
+        return self in (TestOutcome.FAILED, TestOutcome.ERROR)
+
+    @property
+    def counted_as(self) -> TestOutcome:
+        """The column of a stage's counts this outcome adds to: errors count as failures."""
+        return TestOutcome.FAILED if self is TestOutcome.ERROR else self
+
+
+COUNTED = (TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.SKIPPED)  # the columns of a stage's counts
+
+
+class StageState(enum.StrEnum):
+    """A stage of a run."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNSTABLE = "unstable"  # a known flaky failure passed on rerun, or an UNSTABLE test failed
+    INTERRUPTED = "interrupted"
+    WAITING = "waiting"  # this machine cannot serve it: it waits for a CI runner
+    SKIPPED = "skipped"  # not started: fail-fast, or the run was interrupted
+
+    @property
+    def ran(self) -> bool:
+        return self not in (StageState.WAITING, StageState.SKIPPED)
+
+    @property
+    def words(self) -> str:
+        """How a stage in this state is shown before its reason."""
+        return "waiting for a runner" if self is StageState.WAITING else self.value
+
+
+class RunState(enum.StrEnum):
+    """A whole run."""
+
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    UNSTABLE = "unstable"
+    INTERRUPTED = "interrupted"
+    PENDING = "pending"
+
+    @property
+    def exit_code(self) -> int:
+        return {RunState.FAILED: 1, RunState.INTERRUPTED: 130}.get(self, 0)

@@ -1,0 +1,203 @@
+"""How a planned stage becomes pytest processes: its batches, and each process's command line and environment.
+
+    batch     the lines one process runs: the regular lines together (batch 0, `main`), each ISOLATION
+              line alone (batch K, `isolated-K`)
+    attempt   first, a resume after the process died in a test, or the one rerun of known flaky failures
+    sequence  the process's number within the stage (its files are named `p01-main.*`, `p02-isolated-1.*`)
+
+`planned_invocations` is the one description of what a stage starts: `ci-tool stage show`, `ci-tool
+stage run --dry-run` and the runner itself read it (the runner derives resumes and reruns from it).
+Labels like `p03-main-resume` are spelled only for file names; nothing parses them back.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ci_tool.layout import TEST_TIMEOUT_SECONDS
+from ci_tool.run.flaky import FlakySignature
+from ci_tool.stages.modes import PERF_GATE_ENV
+from ci_tool.stages.plan import StagePlan
+from ci_tool.testdb.lines import TestLine
+
+DETAILED_LOG_ARGS = ("-s",)  # `--detailed-log`: pytest streams all output
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    rootdir: Path  # where pytest runs: test ids are relative to it
+    results_dir: Path
+    run_id: str
+    test_timeout_seconds: int = TEST_TIMEOUT_SECONDS
+    flaky_signatures: tuple[FlakySignature, ...] = ()
+    rerun_flaky: bool = True
+    detailed_log: bool = False
+    python: str = sys.executable
+    interrupt_grace_seconds: float = 10.0
+
+
+class Attempt(enum.StrEnum):
+    FIRST = "first"
+    RESUME = "resume"  # the tests a process that died in a test had not reached
+    RERUN = "rerun"  # the one rerun of failures matching a known flaky signature
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The lines one process (and its resumes and rerun) runs."""
+
+    number: int  # 0: the regular lines; K: the K-th ISOLATION line
+    lines: tuple[TestLine, ...]
+
+    @property
+    def name(self) -> str:
+        return "main" if self.number == 0 else f"isolated-{self.number}"
+
+
+@dataclass(frozen=True)
+class PytestInvocation:
+    """One pytest process of a stage (paths absolute: the child runs in the rootdir)."""
+
+    batch: Batch
+    sequence: int  # 1-based, within the stage
+    list_file: Path
+    stage: str
+    parts_dir: Path
+    test_timeout_seconds: int
+    attempt: Attempt = Attempt.FIRST
+    waives_file: Path | None = None
+    waive_gpu: str | None = None  # the GPU token `full:GPU/` waives are scoped to
+    only_nodeids: Path | None = None
+    exclude_nodeids: Path | None = None
+    exclude_entries: Path | None = None
+    extra_args: tuple[str, ...] = ()
+    variables: Mapping[str, str] = field(default_factory=dict)  # what the stage adds to the environment
+
+    @property
+    def label(self) -> str:
+        """`p01-main`, `p02-main-resume`, `p03-isolated-1-rerun`: for file names only."""
+        attempt = "" if self.attempt is Attempt.FIRST else f"-{self.attempt.value}"
+        return f"p{self.sequence:02d}-{self.batch.name}{attempt}"
+
+    @property
+    def junit_file(self) -> Path:
+        # not *.xml: CI collects `results/**/*.xml`, and the merged junit.xml already holds these testcases
+        return self.parts_dir / f"{self.label}.junit.part"
+
+    @property
+    def events_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.events.jsonl"
+
+    @property
+    def report_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.collected.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.log"
+
+    def command(self, python: str) -> list[str]:
+        """The exact command line (options as `--opt=value`: a separate value would count as a path when
+        pytest picks its rootdir)."""
+        command = [
+            python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
+            f"--test-list={self.list_file}",
+            f"--test-list-report={self.report_file}",
+            f"--stage-name={self.stage}",
+            f"--junit-stream={self.junit_file}",
+            f"--events={self.events_file}",
+            f"--timeout={self.test_timeout_seconds}",
+            "--timeout-method=thread",
+        ]  # fmt: skip
+        for option, value in (
+            ("--waives-file", self.waives_file),
+            ("--waive-gpu", self.waive_gpu),
+            ("--only-nodeids", self.only_nodeids),
+            ("--exclude-nodeids", self.exclude_nodeids),
+            ("--exclude-entries", self.exclude_entries),
+        ):
+            if value is not None:
+                command.append(f"{option}={value}")
+        return command + list(self.extra_args)
+
+    def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
+        """The child's whole environment: `base` with the stage's variables on top."""
+        return {**base, **self.variables}
+
+
+def stage_variables(plan: StagePlan, run_id: str) -> dict[str, str]:
+    """What a stage adds to its pytest processes' environment: its name (the reference exports
+    `stageName`), the run id, and its perf gate."""
+    return {
+        "CI_TOOL_STAGE": plan.name.name,
+        "CI_TOOL_RUN_ID": run_id,
+        "stageName": plan.name.name,
+        PERF_GATE_ENV: plan.perf_gate.value,
+    }
+
+
+def batches_of(plan: StagePlan) -> list[Batch]:
+    """The regular lines (when there are any) and each ISOLATION line."""
+    batches = [Batch(0, plan.regular)] if plan.regular else []
+    return batches + [Batch(number, (line,)) for number, line in enumerate(plan.isolated, start=1)]
+
+
+def lists_dir(settings: RunSettings) -> Path:
+    return settings.results_dir / "lists"
+
+
+def list_file(settings: RunSettings, batch: Batch) -> Path:
+    """The list file a batch's processes read."""
+    return lists_dir(settings) / f"{batch.name}.txt"
+
+
+def isolated_file(settings: RunSettings) -> Path:
+    """The ISOLATION lines, which the main process leaves out (a folder line may select them too)."""
+    return lists_dir(settings) / "isolated.txt"
+
+
+def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
+    """The first process of each batch, in order: what a run of the plan starts when no test crashes and
+    nothing is rerun."""
+    variables = stage_variables(plan, settings.run_id)
+    extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
+    return [
+        PytestInvocation(
+            batch=batch,
+            sequence=sequence,
+            list_file=list_file(settings, batch).resolve(),
+            stage=plan.name.name,
+            parts_dir=(settings.results_dir / "parts").resolve(),
+            test_timeout_seconds=settings.test_timeout_seconds,
+            waives_file=Path(plan.waives_file).resolve() if plan.waives_file else None,
+            waive_gpu=plan.name.gpu,
+            exclude_entries=isolated_file(settings).resolve() if batch.number == 0 and plan.isolated else None,
+            extra_args=extra,
+            variables=variables,
+        )
+        for sequence, batch in enumerate(batches_of(plan), start=1)
+    ]
+
+
+def next_attempt(
+    first: PytestInvocation,
+    sequence: int,
+    attempt: Attempt,
+    *,
+    only_nodeids: Path | None = None,
+    exclude_nodeids: Path | None = None,
+) -> PytestInvocation:
+    """A later process of the same batch: a resume (leaving out the tests done) or the rerun (of only the
+    flaky failures)."""
+    return replace(
+        first,
+        sequence=sequence,
+        attempt=attempt,
+        only_nodeids=only_nodeids.resolve() if only_nodeids else None,
+        exclude_nodeids=exclude_nodeids.resolve() if exclude_nodeids else None,
+    )
