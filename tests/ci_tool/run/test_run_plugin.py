@@ -55,7 +55,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, make_suite: Callable[[Path], P
     done = run_pytest(
         root,
         "--test-list", "list.txt", "--test-list-report", "report.json", "--waives-file", "waives.txt",
-        "--stage-name", "A10-PyTorch-1", "--waive-gpu", "A10", "--junit-stream", "junit.xml", "--events", "events.jsonl",
+        "--stage-name", "A10-PyTorch-1", "--waive-gpu", "A10", "--junit-stream", "junit.xml",
+        "--events", "events.jsonl",
     )  # fmt: skip
     return Run(root, done.returncode, done.stdout + done.stderr)
 
