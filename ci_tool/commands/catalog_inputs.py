@@ -13,6 +13,7 @@ import click
 from ci_tool.errors import StageError, Where
 from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.text_file import lines, read_text
 
 F = TypeVar("F", bound=Callable[..., object])
 DEFAULT_TEST_DB = "test-db"
@@ -72,12 +73,8 @@ def pull_request_options(command: F) -> F:
 
 def read_changed_files(path: Path) -> tuple[str, ...]:
     """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise StageError(f"cannot read the changed-files list: {reason}", where=Where(str(path))) from None
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    text = read_text(path, name="the changed-files list", error=StageError)
+    return tuple(line.strip() for line in lines(text) if line.strip())
 
 
 def read_json(path: Path, what: str) -> object:

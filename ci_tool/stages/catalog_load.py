@@ -55,6 +55,7 @@ from ci_tool.stages.plan import plan_family
 from ci_tool.stages.query import ARCHES
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
+from ci_tool.text_file import read_text
 from ci_tool.yaml_nodes import NodeReader, compose, describe, kind
 
 TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "families")
@@ -101,11 +102,7 @@ def open_catalog(
 
 def load_catalog(path: str | Path, *, db: TestDb, durations: Durations) -> Catalog:
     """Read, validate and resolve a catalog file; raise its first problem."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise StageError(f"cannot read the stage catalog: {reason}", where=Where(str(path))) from None
+    text = read_text(path, name="the stage catalog", error=StageError)
     return parse_catalog(text, file=str(path), db=db, durations=durations)
 
 

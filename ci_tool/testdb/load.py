@@ -26,6 +26,7 @@ from ci_tool.testdb.model import (
     Range,
     TestDb,
 )
+from ci_tool.text_file import read_text
 from ci_tool.yaml_nodes import TRUE_WORDS, NodeReader, compose, describe, join, kind
 
 _NO_CONDITION = Condition({}, {}, {})
@@ -81,11 +82,7 @@ def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
 def read_test_db_file(path: Path) -> tuple[list[Context], list[TestDbError]]:
     """Read one YAML file into its contexts, collecting problems instead of stopping at the first."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        return [], [TestDbError(f"cannot read the test-db file: {reason}", where=Where(str(path)))]
-    try:
+        text = read_text(path, name="the test-db file", error=TestDbError)
         document = compose(text, file=str(path), error=TestDbError)
     except TestDbError as error:
         return [], [error]

@@ -140,7 +140,7 @@ def test_handle_missing_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", str(missing)) == (
         1,
         "",
-        f"error: cannot read the allowlist {str(missing)!r}: No such file or directory\n",
+        f"error: {missing}: cannot read the allowlist: No such file or directory\n",
     )
 
 
@@ -149,3 +149,39 @@ def test_dispatch_line_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run", *CATALOG)
     line = next(line for line in out.splitlines() if line.startswith("would dispatch: "))
     assert json.loads(line.removeprefix("would dispatch: "))["requested_by"] == "outside-contributor"
+
+
+def test_handle_event_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_bytes(b'{"action": "cr\xe9ated"}')
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST) == (
+        1,
+        "",
+        f"error: {event}:1:15: cannot read the event: it is not UTF-8 text (byte 0xe9) Hint: save the file as UTF-8\n",
+    )
+
+
+def test_handle_event_with_a_bom(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "event_help.json").read_bytes())
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    assert (code, err, out.splitlines()[0]) == (0, "", "decision: help: help asked for")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"run: [al\xffice]\n", "{allowlist}:1:9: cannot read the allowlist: it is not UTF-8 text (byte 0xff) "
+         "Hint: save the file as UTF-8"),
+    ],
+    ids=["not utf-8"],
+)  # fmt: skip
+def test_handle_bad_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str) -> None:
+    allowlist = tmp_path / "allowlist.yml"
+    allowlist.write_bytes(data)
+    event = FIXTURES / "event_help.json"
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", str(allowlist)) == (
+        1,
+        "",
+        "error: " + message.format(allowlist=allowlist) + "\n",
+    )

@@ -118,5 +118,5 @@ def test_missing_files_exit_1(tmp_path: Path, files: tuple[Path, Path], capsys: 
     code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(tmp_path / "none.txt"))
     assert (code, err) == (
         1,
-        f"error: {tmp_path / 'none.txt'}: expected a readable test list, found No such file or directory\n",
+        f"error: {tmp_path / 'none.txt'}: cannot read the test list: No such file or directory\n",
     )

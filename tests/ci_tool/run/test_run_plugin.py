@@ -201,3 +201,10 @@ def test_collection_error_is_reported_and_recorded(suite: Path, run_pytest: Any)
         ("cases/case_broken.py", junit.ERROR, "CollectionError"),
         ("cases/case_basic.py::test_pass", junit.PASSED, ""),
     ]
+
+
+def test_a_list_that_is_not_utf8_is_a_usage_error(suite: Path, run_pytest: Any) -> None:
+    (suite / "list.txt").write_bytes(b"cases/case_basic.py::test_pass\ncases/\xff.py\n")
+    done = run_pytest(suite, "--test-list", "list.txt")
+    assert (done.returncode, "INTERNALERROR" in done.stderr) == (4, False)
+    assert "list.txt:2:7: cannot read the test list: it is not UTF-8 text (byte 0xff)" in done.stderr

@@ -90,6 +90,12 @@ def test_an_unreadable_file_is_reported_where_it_is(tmp_path: Path) -> None:
     write(tmp_path, "binary.yml", "").write_bytes(b"version: 0.0.1\n\xff\xfe")
     _, problems = read_test_db(tmp_path)
     assert sorted(str(p) for p in problems) == [
-        f"{tmp_path}/binary.yml: cannot read the test-db file: it is not UTF-8 text",
+        f"{tmp_path}/binary.yml:2:1: cannot read the test-db file: it is not UTF-8 text (byte 0xff) "
+        "Hint: save the file as UTF-8",
         f"{tmp_path}/folder.yml: cannot read the test-db file: Is a directory",
     ]
+
+
+def test_a_leading_bom_is_ignored(tmp_path: Path) -> None:
+    write(tmp_path, "l0_x.yml", "").write_bytes(b"\xef\xbb\xbfversion: 0.0.1\nl0_x:\n- tests: [a.py]\n")
+    assert [e.line.test_id for e in load_test_db(tmp_path).contexts["l0_x"].blocks[0].entries] == ["a.py"]
