@@ -4,11 +4,14 @@
 - a leading UTF-8 byte-order mark is dropped (Windows editors write one); anywhere else it is a character;
 - at most MAX_BYTES: a larger file, or a device such as /dev/zero, is refused instead of filling memory;
 - `lines()` splits at "\\n" (and "\\r\\n") only, so a form feed or U+2028 stays inside its line, where the
-  line's parser names it, instead of starting a line of its own and shifting every line number after it.
+  line's parser names it, instead of starting a line of its own and shifting every line number after it;
+- `unprintable()` names the first character no line of input may hold (the test-line grammar and every
+  YAML string the node reader hands out refuse them): a newline inside a test id would run as two entries.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from ci_tool.errors import CiToolError, Where
@@ -50,3 +53,19 @@ def lines(text: str) -> list[str]:
     if parts[-1] == "":
         parts.pop()
     return [part.removesuffix("\r") for part in parts]
+
+
+# Unicode categories of characters no line of ci-tool input may hold (a tab may): controls such as "\n" and
+# NUL, invisible format characters such as U+200B and U+FEFF, lone surrogates, line and paragraph separators.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def unprintable(text: str) -> str | None:
+    """How the first character of `text` that no line of input may hold reads in a message ('U+000A'), or None."""
+    if text.isprintable():
+        return None
+    for char in text:
+        if char != "\t" and unicodedata.category(char) in _UNPRINTABLE:
+            name = unicodedata.name(char, "")
+            return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+    return None

@@ -23,7 +23,7 @@ class SplitsType(click.ParamType):
         text = str(value).strip()
         if text == "auto":
             return text
-        if text.isdigit() and int(text) >= 1:
+        if text.isascii() and text.isdigit() and len(text) <= 9 and int(text) >= 1:  # '²' is a digit too
             return int(text)
         self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
 

@@ -35,7 +35,7 @@ from _pytest.mark import KeywordMatcher, MarkMatcher
 from _pytest.mark.expression import Expression
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import CiToolError, StageError, Where
+from ci_tool.errors import CiToolError, StageError, Where, shown
 from ci_tool.run import junit
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
@@ -121,6 +121,11 @@ def _compile(selector: Selector, where: Where) -> tuple[Expression | None, Expre
         except SyntaxError as error:
             raise CiToolError(
                 f"expected a pytest {flag} expression, found {text!r} ({error.msg} at column {error.offset})",
+                where=where,
+            ) from None
+        except (RecursionError, ValueError):  # pytest's parser recurses; int() of a long `a(x=1...)` argument
+            raise CiToolError(
+                f"expected a pytest {flag} expression, found {shown(str(text))} (nested too deep or too long)",
                 where=where,
             ) from None
     return compiled[0], compiled[1]

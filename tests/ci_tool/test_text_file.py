@@ -8,7 +8,7 @@ import pytest
 
 from ci_tool import text_file
 from ci_tool.errors import TestDbError
-from ci_tool.text_file import lines, read_text
+from ci_tool.text_file import lines, read_text, unprintable
 
 READ = [
     ("plain", b"a\nb\n", "a\nb\n"),
@@ -81,3 +81,25 @@ LINES = [
 @pytest.mark.parametrize(("text", "expected"), [r[1:] for r in LINES], ids=[r[0] for r in LINES])
 def test_lines_split_at_newlines_only(text: str, expected: list[str]) -> None:
     assert lines(text) == expected
+
+
+UNPRINTABLE = [
+    ("plain", "tests/a.py::t[x-1] SKIP (https://bug/1 é ü 漢)", None),
+    ("tab allowed", "a\tb", None),
+    ("no-break space allowed", "a\u00a0b", None),
+    ("newline", "a\nb", "U+000A"),
+    ("nul", "a\x00", "U+0000"),
+    ("escape", "a\x1b[31m", "U+001B"),
+    ("delete", "a\x7f", "U+007F"),
+    ("next line", "a\x85", "U+0085"),
+    ("zero width space", "a\u200bb", "U+200B (ZERO WIDTH SPACE)"),
+    ("bom inside", "a\ufeff", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)"),
+    ("right-to-left override", "a\u202eb", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("line separator", "a\u2028", "U+2028 (LINE SEPARATOR)"),
+    ("lone surrogate", "a\ud800", "U+D800"),
+]
+
+
+@pytest.mark.parametrize(("text", "found"), [r[1:] for r in UNPRINTABLE], ids=[r[0] for r in UNPRINTABLE])
+def test_unprintable_names_the_first_character_no_line_may_hold(text: str, found: str | None) -> None:
+    assert unprintable(text) == found

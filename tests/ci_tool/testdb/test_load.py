@@ -96,6 +96,26 @@ def test_an_unreadable_file_is_reported_where_it_is(tmp_path: Path) -> None:
     ]
 
 
+HIDDEN = "expected a test line of visible characters, found"
+SPLIT_HINT = "Hint: a test line is one line of text: delete the character (or split the line into two entries)"
+HIDDEN_CHARACTERS = [
+    ("newline", '"a.py::t\\nb.py::u"', f"{HIDDEN} U+000A in 'a.py::t\\nb.py::u' {SPLIT_HINT}"),
+    ("block scalar", "|\n    a.py\n    b.py", f"{HIDDEN} U+000A in 'a.py\\nb.py\\n' {SPLIT_HINT}"),
+    ("nul", '"a.py\\0"', f"{HIDDEN} U+0000 in 'a.py\\x00' {SPLIT_HINT}"),
+    ("carriage return", '"a.py\\r"', f"{HIDDEN} U+000D in 'a.py\\r' {SPLIT_HINT}"),
+    ("escape", '"a.py\\e[0m"', f"{HIDDEN} U+001B in 'a.py\\x1b[0m' {SPLIT_HINT}"),
+    ("zero width space", '"a.py\\u200b"', f"{HIDDEN} U+200B (ZERO WIDTH SPACE) in 'a.py\\u200b' {SPLIT_HINT}"),
+    ("line separator", '"a.py\\L"', f"{HIDDEN} U+2028 (LINE SEPARATOR) in 'a.py\\u2028' {SPLIT_HINT}"),
+]
+
+
+@pytest.mark.parametrize(("item", "message"), [r[1:] for r in HIDDEN_CHARACTERS], ids=[r[0] for r in HIDDEN_CHARACTERS])
+def test_a_test_line_with_a_control_character_is_refused_at_its_entry(tmp_path: Path, item: str, message: str) -> None:
+    path = write(tmp_path, "l0_x.yml", f"version: 0.0.1\nl0_x:\n- tests:\n  - c.py\n  - {item}\n")
+    _, problems = read_test_db_file(path)
+    assert [str(p) for p in problems] == [f"{path}:5:5 (l0_x[0].tests[1]): {message}"]
+
+
 def test_a_leading_bom_is_ignored(tmp_path: Path) -> None:
     write(tmp_path, "l0_x.yml", "").write_bytes(b"\xef\xbb\xbfversion: 0.0.1\nl0_x:\n- tests: [a.py]\n")
     assert [e.line.test_id for e in load_test_db(tmp_path).contexts["l0_x"].blocks[0].entries] == ["a.py"]
