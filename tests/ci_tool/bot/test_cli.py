@@ -173,8 +173,12 @@ def test_handle_event_with_a_bom(capsys: pytest.CaptureFixture[str], tmp_path: P
     [
         (b"run: [al\xffice]\n", "{allowlist}:1:9: cannot read the allowlist: it is not UTF-8 text (byte 0xff) "
          "Hint: save the file as UTF-8"),
+        (b"run: " + b"[" * 5000 + b"]" * 5000, "{allowlist}:1:1005: expected valid YAML, found a syntax error: "
+         "exceeded maximum nesting depth"),
+        (b"run:\n  - " + b"- " * 3000 + b"x\n", "{allowlist}:2:1999: expected valid YAML, found a syntax error: "
+         "exceeded maximum nesting depth"),
     ],
-    ids=["not utf-8"],
+    ids=["not utf-8", "flow nested thousands deep", "block nested thousands deep"],
 )  # fmt: skip
 def test_handle_bad_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str) -> None:
     allowlist = tmp_path / "allowlist.yml"
