@@ -12,7 +12,9 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.plan import request_from_json, selection_json
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
+from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.errors import StageError
+from ci_tool.json_file import read_json
 from ci_tool.run.process import pytest_command
 from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
 from ci_tool.stages.catalog import Stage
@@ -177,7 +179,7 @@ def select_command(
 ) -> int:
     """Resolve a request into the stages to run (the one selection CI and the bot share); exit 1 when
     it names stages the catalog does not have."""
-    request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
+    request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
     selection = select_stages(catalog, request, changed_files=changed_files, labels=labels)
     for error in selection.errors:

@@ -115,15 +115,41 @@ def test_handle_refuses_to_dispatch_without_a_dispatcher(capsys: pytest.CaptureF
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{", "error: {event}:1:2: expected JSON, found expecting property name enclosed in double quotes\n"),
+        (
+            "{",
+            "error: {event}:1:2: expected JSON, found a syntax error: Expecting property name enclosed in double "
+            "quotes\n",
+        ),
         (
             '{"action": "created"}',
             "error: {event} (comment.user.login): expected an issue_comment event with 'comment.user.login', "
             "found none\n",
         ),
+        ("[" * 5000, "error: {event}:1:65: expected JSON nested at most 64 deep, found deeper nesting\n"),
+        (
+            '{"action": ' + "1" * 5000 + "}",
+            "error: {event}:1:12: expected a number within the range of a 64-bit float (about ±1.8e308), found '"
+            + "1" * 30
+            + "'... (5000 characters)\n",
+        ),
+        (
+            '{"action": "created", "action": "deleted"}',
+            "error: {event}:1:23: expected each key once, found 'action' again\n",
+        ),
+        (
+            '{"action": "created", "comment": {"body": "/bot help", "user": {"login": "a"}, "author_association": 1}}',
+            "error: {event} (comment.author_association): expected str at 'comment.author_association', found int\n",
+        ),
+        (
+            '{"action": "created", "comment": {"body": "/bot help", "user": {"login": "a"}}, "sender": {"login": "a"}, '
+            '"repository": {"full_name": "o/r"}, "issue": {"number": 1, "labels": ["x"]}}',
+            "error: {event} (issue.labels[0].name): expected an issue_comment event with 'issue.labels[0].name', "
+            "found none\n",
+        ),
     ],
-    ids=["bad json", "not a comment event"],
-)
+    ids=["bad json", "not a comment event", "nested thousands deep", "huge number", "key twice", "wrong type",
+         "label not an object"],
+)  # fmt: skip
 def test_handle_bad_event_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str) -> None:
     event = tmp_path / "event.json"
     event.write_text(text, encoding="utf-8")

@@ -113,7 +113,7 @@ def test_missing_files_exit_1(tmp_path: Path, files: tuple[Path, Path], capsys: 
     code, _, err = run(capsys, "shard", "--durations", str(tmp_path / "none.json"), "--splits", "1", str(test_list))
     assert (code, err) == (
         1,
-        f"error: {tmp_path / 'none.json'}: expected a readable durations file, found No such file or directory\n",
+        f"error: {tmp_path / 'none.json'}: cannot read the durations file: No such file or directory\n",
     )
     code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(tmp_path / "none.txt"))
     assert (code, err) == (
@@ -145,6 +145,14 @@ def test_a_bad_list_line_is_a_located_error(
     test_list.write_bytes(data)
     code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(test_list))
     assert (code, err) == (1, "error: " + message.format(path=test_list) + "\n")
+
+
+def test_a_list_and_durations_with_a_bom_shard(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    test_list, durations = files
+    test_list.write_bytes(b"\xef\xbb\xbfa.py::t1\n")
+    durations.write_bytes(b'\xef\xbb\xbf{"a.py::t1": 5}')
+    code, out, _ = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(test_list), "--json")
+    assert (code, json.loads(out)["shards"]) == (0, [["a.py::t1"]])
 
 
 @pytest.mark.parametrize("splits", ["\u00b2", "\u0663", "9" * 5000], ids=["superscript", "arabic-indic", "huge"])
