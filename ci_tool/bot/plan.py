@@ -138,7 +138,7 @@ def _value(source: str, key: str, value: object) -> FlagValue:
         return True
     if arg is Arg.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
-    if arg is Arg.OPTIONAL_ID and (value is True or (isinstance(value, str) and value.isdigit())):
+    if arg is Arg.OPTIONAL_ID and (value is True or (isinstance(value, str) and value.isascii() and value.isdigit())):
         return True if value is True else str(value)
     if arg is Arg.TEXT and isinstance(value, str):
         return value

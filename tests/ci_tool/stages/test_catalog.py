@@ -298,3 +298,8 @@ def test_odd_numbers_and_hidden_characters_are_located_errors(top: str, family: 
     with pytest.raises(StageError) as raised:
         parse(text)
     assert str(raised.value) == f"stages.yml:{message}"
+
+
+def test_a_platform_with_a_huge_gpu_count_has_enough_gpus() -> None:
+    text = "version: 1\nfamilies:\n- {name: DGX_H100-4_GPUs-PyTorch, platform: dgx-x" + "9" * 5000
+    assert parse(text + ", context: l0_x, splits: 1}\n").families[0].platform.startswith("dgx-x999")
