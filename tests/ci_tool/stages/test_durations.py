@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ci_tool.errors import ShardError
 from ci_tool.stages.durations import MAX_SECONDS, estimate_seconds, load_durations, parse_durations
@@ -116,3 +119,22 @@ def test_load_ignores_a_leading_bom(tmp_path: Path) -> None:
 def test_the_largest_durations_add_up_to_a_finite_estimate() -> None:
     durations = parse_durations(json.dumps({f"a/t{i}.py": MAX_SECONDS for i in range(1000)}))
     assert estimate_seconds(["a"], durations).seconds["a"] == 1000 * MAX_SECONDS
+
+
+seconds = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.integers(),
+    st.sampled_from([MAX_SECONDS, MAX_SECONDS + 1, 10**308, "1", None, True, [1], {"a": 1}]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "a/b.py", "a/b.py::t", "a/c.py", 'a -k "x"']), seconds, max_size=5))
+def test_any_durations_parse_or_raise_our_error_and_estimate_finite_seconds(data: dict[str, object]) -> None:
+    try:
+        durations = parse_durations(json.dumps(data), source="d.json")
+    except ShardError as error:
+        assert "\n" not in str(error)
+        return
+    estimates = estimate_seconds(["a", "a/b.py", "z.py"], durations)
+    assert all(math.isfinite(value) for value in estimates.seconds.values())
