@@ -127,3 +127,10 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
     if not matches:
         return None
     return "did you mean " + " or ".join(repr(m) for m in matches) + "?"
+
+
+def shown(text: str, *, limit: int = 60) -> str:
+    """`text` as a message shows what was found: its repr, cut short (with its length) when longer than `limit`."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[: limit // 2]!r}... ({len(text)} characters)"

@@ -8,7 +8,6 @@ driver reports `system_gpu_count` 0. Key names follow TensorRT-LLM's sysinfo so 
 from __future__ import annotations
 
 import ctypes
-import json
 import platform
 import socket
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_tool.errors import SysinfoError, Where
+from ci_tool.json_file import read_json
 
 NA = "na"
 SysInfo = dict[str, Any]
@@ -40,15 +40,7 @@ def probe() -> SysInfo:
 
 def load_sysinfo_file(path: str | Path) -> SysInfo:
     """Read a system-info JSON file written by `ci-tool sysinfo --json` (or by hand)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SysinfoError(f"cannot read the system-info file: {error.strerror}", where=Where(str(path))) from None
-    except json.JSONDecodeError as error:
-        raise SysinfoError(
-            f"expected JSON, found a syntax error: {error.msg}",
-            where=Where(str(path), error.lineno, error.colno),
-        ) from None
+    data = read_json(path, name="the system-info file", error=SysinfoError)
     if not isinstance(data, dict):
         raise SysinfoError(
             f"expected a JSON object, found {type(data).__name__}",

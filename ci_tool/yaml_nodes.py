@@ -2,21 +2,34 @@
 
 Every value keeps its line and column, so each problem reads `file:line:col (yaml.path): expected ...,
 found ... Hint: ...`. A reader collects every problem of a file instead of stopping at the first.
+
+Numbers are read here and nowhere else (`int_value`, `float_value`, `NodeReader.integer/number`). They mean
+what YAML 1.1 (libyaml's resolver) says, except for forms that read differently elsewhere or hold more
+than a program can: `07` (octal in YAML 1.1, decimal in YAML 1.2 and to people), `1:30` (base 60, 90),
+integers beyond 64 bits, and `.inf`, `.nan` or `1.0e+400` (not finite). Those are refused with a hint.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import yaml
 import yaml.reader
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ci_tool.errors import CiToolError, Where, did_you_mean
+from ci_tool.errors import CiToolError, Where, did_you_mean, shown
+from ci_tool.text_file import unprintable
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 TAG_PREFIX = "tag:yaml.org,2002:"
 TRUE_WORDS = ("true", "yes", "on", "y")
+FALSE_WORDS = ("false", "no", "off", "n")
+INT_MAX = 2**63 - 1  # the largest integer SQLite, JSON readers and most tools hold
+MAX_DEPTH = 1000  # libyaml's own limit; the pure-Python loader recurses instead
+_NESTING_STARTS: tuple[type[yaml.Token], ...] = (yaml.BlockSequenceStartToken, yaml.BlockMappingStartToken)
+_NESTING_STARTS += (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
+_NESTING_ENDS = (yaml.BlockEndToken, yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
 
 
 def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
@@ -33,6 +46,28 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
         raise error(f"expected printable text, found {found}", where=where) from None
     except yaml.YAMLError as problem:
         raise error(f"expected valid YAML, found: {' '.join(str(problem).split())}", where=Where(file)) from None
+    except RecursionError:  # the pure-Python loader composes recursively
+        raise error(
+            f"expected YAML nested at most {MAX_DEPTH} deep, found deeper nesting", where=_too_deep(text, file)
+        ) from None
+    except UnicodeEncodeError as problem:  # libyaml encodes the text: a lone surrogate cannot be
+        raise error(
+            f"expected printable text, found character {problem.object[problem.start]!r}",
+            where=Where(file, text.count("\n", 0, problem.start) + 1),
+        ) from None
+
+
+def _too_deep(text: str, file: str) -> Where:
+    """Where the nesting of `text` first goes past MAX_DEPTH (the scanner does not recurse)."""
+    depth = 0
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            depth += isinstance(token, _NESTING_STARTS) - isinstance(token, _NESTING_ENDS)
+            if depth > MAX_DEPTH:
+                return Where(file, token.start_mark.line + 1, token.start_mark.column + 1)
+    except yaml.YAMLError:
+        pass
+    return Where(file)
 
 
 def kind(node: Node) -> str:
@@ -43,13 +78,53 @@ def kind(node: Node) -> str:
 def describe(node: Node) -> str:
     """What a node is, for the `found ...` part of a message."""
     if isinstance(node, ScalarNode):
-        return "nothing (null)" if kind(node) == "null" else repr(node.value)
+        return "nothing (null)" if kind(node) == "null" else shown(str(node.value))
     what = "a mapping" if isinstance(node, MappingNode) else "a list"
     return what.replace("a ", "an empty ", 1) if not node.value else what
 
 
+def bool_value(text: str) -> bool | None:
+    """The value of a YAML bool scalar; None for another word (`!!bool maybe`)."""
+    word = text.lower()
+    return True if word in TRUE_WORDS else False if word in FALSE_WORDS else None
+
+
 def join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def int_value(text: str) -> int | str:
+    """The value of a YAML int scalar (`4`, `-3`, `1_000`, `0x1F`, `0b101`), or the hint that says why its
+    form is refused ('' when there is nothing more to say, e.g. `!!int x`)."""
+    body = text.replace("_", "")
+    digits = body.removeprefix("-").removeprefix("+")
+    if ":" in digits:
+        return f"YAML 1.1 reads {shown(text)} as a base-60 number (1:30 is 90): write the whole number"
+    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xb":
+        return "YAML 1.1 reads a leading 0 as octal and YAML 1.2 as decimal: drop the leading zeros"
+    if len(digits) > len(str(INT_MAX)) + 2:  # more digits than any 64-bit integer (a 0x prefix counted)
+        return f"that is more than {len(str(INT_MAX))} digits: the largest whole number read is {INT_MAX}"
+    try:
+        return int(body, 0) if body.isascii() else ""  # int() also reads Arabic-Indic and other digits
+    except ValueError:  # `!!int x`
+        return ""
+
+
+def float_value(text: str) -> float | str:
+    """The value of a YAML float scalar (`1.5`, `.5`, `1_000.5`, `1.0e+3`), or the hint that says why it is
+    refused: base 60 (`1:30.5`), and anything not finite (`.inf`, `.nan`, `1.0e+400`)."""
+    body = text.replace("_", "")
+    if ":" in body:
+        return f"YAML 1.1 reads {shown(text)} as a base-60 number: write the number itself"
+    try:
+        value = float(body) if body.isascii() else None  # float() also reads Arabic-Indic and other digits
+    except ValueError:
+        value = math.nan if body.lower().lstrip("+-") in (".inf", ".nan") else None  # YAML's spellings
+    if value is None:  # `!!float x`
+        return ""
+    if not math.isfinite(value):
+        return "write a finite number, at most about 1.8e308"
+    return value
 
 
 class NodeReader:
@@ -97,24 +172,52 @@ class NodeReader:
 
     def scalar(self, node: Node, path: str, kinds: tuple[str, ...], what: str, hint: str | None = None) -> str | None:
         """The text of a scalar whose YAML type is one of `kinds` (str, int, float, bool)."""
-        if kind(node) in kinds:
-            return str(node.value)
-        self.mismatch(node, path, what, hint)
-        return None
+        if kind(node) not in kinds:
+            self.mismatch(node, path, what, hint)
+            return None
+        text = str(node.value)
+        character = unprintable(text)
+        if character is not None:
+            self.mismatch(node, path, what, f"it holds the invisible character {character}: delete it")
+            return None
+        return text
 
-    def integer(self, node: Node, path: str, what: str, *, minimum: int) -> int | None:
-        text = self.scalar(node, path, ("int",), what)
+    def integer(
+        self, node: Node, path: str, what: str, *, minimum: int, maximum: int = INT_MAX, hint: str | None = None
+    ) -> int | None:
+        """A whole number from `minimum` to `maximum` (see int_value for the forms refused)."""
+        text = self.scalar(node, path, ("int",), what, hint)
         if text is None:
             return None
-        value = int(text.replace("_", ""), 0)
+        value = int_value(text)
+        if isinstance(value, str):
+            self.mismatch(node, path, what, value or hint)
+            return None
         if value < minimum:
             self.problem(node, path, f"expected {what}, found {value}")
             return None
+        if value > maximum:
+            self.problem(node, path, f"expected {what}, found {value}", f"the largest accepted is {maximum}")
+            return None
         return value
+
+    def number(self, node: Node, path: str, what: str, hint: str | None = None) -> float | None:
+        """A finite int or float (see int_value and float_value for the forms refused)."""
+        text = self.scalar(node, path, ("int", "float"), what, hint)
+        if text is None:
+            return None
+        value = int_value(text) if kind(node) == "int" else float_value(text)
+        if isinstance(value, str):
+            self.mismatch(node, path, what, value or hint)
+            return None
+        return float(value)
 
     def boolean(self, node: Node, path: str) -> bool | None:
         text = self.scalar(node, path, ("bool",), "true or false")
-        return None if text is None else text.lower() in TRUE_WORDS
+        value = None if text is None else bool_value(text)
+        if text is not None and value is None:
+            self.mismatch(node, path, "true or false")
+        return value
 
     def strings(self, node: Node, path: str, what: str, check: Callable[[str], str | None]) -> tuple[str, ...]:
         """A non-empty list of strings; `check` returns what was expected of a bad one, or None."""

@@ -25,6 +25,7 @@ import yaml
 from ci_tool.bot.flags import command
 from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.yaml_nodes import compose
 
 RUN = "run"
 KILL_SKIP = "kill_skip"
@@ -63,12 +64,7 @@ class Authorization:
 
 def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
     """Parse allowlist YAML; raise BotError (file:line:col and key path) on anything unexpected."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
-        raise BotError(f"expected valid YAML, found {getattr(error, 'problem', None) or error}", where=where) from None
+    root = compose(text, file=file, error=BotError)
     if root is None:
         return Allowlist()
     if not isinstance(root, yaml.MappingNode):

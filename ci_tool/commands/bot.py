@@ -21,8 +21,10 @@ from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
-from ci_tool.errors import BotError, Where
+from ci_tool.errors import BotError
+from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.text_file import read_text
 
 
 @click.group()
@@ -136,8 +138,9 @@ def handle(
 ) -> None:
     """Decide what to do about one PR comment: ignore, help, refuse or dispatch. A `/bot run` is resolved
     against the stage catalog first: unknown stage names get help, approvals are checked on the stages."""
-    event = read_event(_read_json(event_path), file=str(event_path))
-    allowlist = parse_allowlist(_read_text(allowlist_path, "the allowlist"), file=str(allowlist_path))
+    event = read_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
+    allowlist_text = read_text(allowlist_path, name="the allowlist", error=BotError)
+    allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
     decision = decide(event, allowlist)
     run_plan: RunPlan | None = None
     if decision.action is Action.DISPATCH and decision.request is not None and decision.request.command == "run":
@@ -166,20 +169,3 @@ def handle(
         write_text_atomically(reply_file, reply, what="the reply")
     else:
         click.echo("\n" + reply, nl=False)
-
-
-def _read_text(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BotError(f"cannot read {what} {str(path)!r}: {error.strerror}") from None
-
-
-def _read_json(path: Path) -> object:
-    text = _read_text(path, "the event")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BotError(
-            f"expected JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno, error.colno)
-        ) from None

@@ -1,5 +1,5 @@
 """What catalog-reading verbs share: the `--catalog`, `--test-db`, `--durations` options and their load,
-and reading a changed-files list and a JSON file."""
+and reading a changed-files list."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
-from ci_tool.errors import StageError, Where
+from ci_tool.errors import StageError
 from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.text_file import lines, read_text
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -96,23 +97,5 @@ def parse_labels_json(text: str) -> tuple[str, ...]:
 
 def read_changed_files(path: Path) -> tuple[str, ...]:
     """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise StageError(f"cannot read the changed-files list: {reason}", where=Where(str(path))) from None
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
-
-
-def read_json(path: Path, what: str) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise StageError(f"cannot read {what}: {reason}", where=Where(str(path))) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise StageError(
-            f"expected {what} as JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno, error.colno)
-        ) from None
+    text = read_text(path, name="the changed-files list", error=StageError)
+    return tuple(line.strip() for line in lines(text) if line.strip())

@@ -11,6 +11,7 @@ from ci_tool.errors import ShardError, Where
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, plan_shards
 from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
+from ci_tool.text_file import lines, read_text
 
 
 class SplitsType(click.ParamType):
@@ -22,7 +23,7 @@ class SplitsType(click.ParamType):
         text = str(value).strip()
         if text == "auto":
             return text
-        if text.isdigit() and int(text) >= 1:
+        if text.isascii() and text.isdigit() and len(text) <= 9 and int(text) >= 1:  # '²' is a digit too
             return int(text)
         self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
 
@@ -81,15 +82,10 @@ def shard(
 
 def read_test_list(path: Path) -> list[TestLine]:
     """The test lines of a list file; blank and comment-only lines are skipped."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ShardError(
-            f"expected a readable test list, found {error.strerror or error}", where=Where(str(path))
-        ) from None
+    text = read_text(path, name="the test list", error=ShardError)
     return [
         parse_test_line(raw, Where(str(path), number))
-        for number, raw in enumerate(text.splitlines(), start=1)
+        for number, raw in enumerate(lines(text), start=1)
         if strip_comment(raw).strip()
     ]
 

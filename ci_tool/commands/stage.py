@@ -12,8 +12,10 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import append_text
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
+from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.errors import StageError
 from ci_tool.generate.context import github_matrices
+from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.stages.catalog import Catalog, Stage
@@ -196,7 +198,7 @@ def select_command(
     """Resolve a request into the stages to run (the one selection CI and the bot share): the stages,
     the ones blocked until an approval label, fail-fast and each stage's run options; exit 1 when it
     names stages the catalog does not have or options the engine cannot honour."""
-    request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
+    request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
     selection = select_stages(catalog, request, engine=Engine(engine), changed_files=changed_files, labels=labels)
     for error in selection.errors:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -10,6 +9,7 @@ import click
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, TestDbError
+from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.durations import load_durations
@@ -126,13 +126,8 @@ def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiT
 
 def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -> dict[str, object]:
     if match_json is not None:
-        try:
-            data = json.loads(match_json)
-        except json.JSONDecodeError as error:
-            raise TestDbError(
-                f"--match: expected a JSON object, found a syntax error at column {error.colno}: {error.msg}",
-                hint='quote the JSON for your shell: --match \'{"gpu": "A10"}\'',
-            ) from None
+        hint = 'quote the JSON for your shell: --match \'{"gpu": "A10"}\''
+        data = parse_json(match_json, file="--match", error=TestDbError, hint=hint)
         if not isinstance(data, dict):
             raise TestDbError(f"--match: expected a JSON object, found {type(data).__name__}")
         return data

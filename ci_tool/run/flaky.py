@@ -16,6 +16,7 @@ import yaml
 
 from ci_tool.errors import RunError, Where, did_you_mean
 from ci_tool.run.junit import CaseResult
+from ci_tool.text_file import read_text
 
 DEFAULT_SIGNATURES = Path(__file__).with_name("flaky_signatures.yml")
 _KEYS = ("name", "pattern", "why")
@@ -32,10 +33,9 @@ class FlakySignature:
 def load_flaky_signatures(path: str | Path = DEFAULT_SIGNATURES) -> tuple[FlakySignature, ...]:
     """Read and validate a signature file."""
     file = Path(path)
+    text = read_text(file, name="the flaky signatures", error=RunError)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise RunError(f"cannot read the flaky signatures: {error.strerror}", where=Where(str(file))) from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = Where(str(file), mark.line + 1, mark.column + 1) if mark else Where(str(file))

@@ -91,7 +91,9 @@ def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str 
         return None
     gpu = sysinfo.get("gpu")
     count = sysinfo.get("system_gpu_count")
-    have = int(count) if isinstance(count, int) or (isinstance(count, str) and count.isdigit()) else 0
+    have = count if isinstance(count, int) else 0
+    if isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 6:  # not '²', not 5000 digits
+        have = int(count)
     needs = f"needs {stage.gpu_count} {stage.gpu} GPU" + ("s" if stage.gpu_count != 1 else "")
     if not gpu or have == 0:
         return f"{needs}; this machine has no GPU"

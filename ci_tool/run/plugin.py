@@ -35,7 +35,7 @@ from _pytest.mark import KeywordMatcher, MarkMatcher
 from _pytest.mark.expression import Expression
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import CiToolError, Where
+from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
@@ -43,6 +43,7 @@ from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
 from ci_tool.testdb.lines import TestLine, parse_test_line
 from ci_tool.testdb.waives import load_waives
+from ci_tool.text_file import lines, read_text
 
 PLUGIN_NAME = "ci_tool_test_list"
 
@@ -112,6 +113,11 @@ def _compile(selector: Selector, where: Where) -> tuple[Expression | None, Expre
                 f"expected a pytest {flag} expression, found {text!r} ({error.msg} at column {error.offset})",
                 where=where,
             ) from None
+        except (RecursionError, ValueError):  # pytest's parser recurses; int() of a long `a(x=1...)` argument
+            raise CiToolError(
+                f"expected a pytest {flag} expression, found {shown(str(text))} (nested too deep or too long)",
+                where=where,
+            ) from None
     return compiled[0], compiled[1]
 
 
@@ -171,12 +177,9 @@ class TestListPlugin:
             config.args = [str(self.root / path) for path in paths]
 
     def _read_entries(self, list_file: Path) -> list[_Entry]:
-        try:
-            text = list_file.read_text(encoding="utf-8")
-        except OSError as error:
-            raise CiToolError(f"cannot read the test list: {error.strerror}", where=Where(str(list_file))) from None
+        text = read_text(list_file, name="the test list", error=CiToolError)
         entries = []
-        for number, raw in enumerate(text.splitlines(), start=1):
+        for number, raw in enumerate(lines(text), start=1):
             if raw.strip() and not raw.lstrip().startswith("#"):
                 where = Where(str(list_file), number, 1)
                 try:
@@ -352,10 +355,8 @@ class TestListPlugin:
 def _read_nodeids(path: str | None) -> frozenset[str] | None:
     if not path:
         return None
-    try:
-        return frozenset(line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip())
-    except OSError as error:
-        raise CiToolError(f"cannot read the node id file: {error.strerror}", where=Where(path)) from None
+    text = read_text(path, name="the node id file", error=CiToolError)
+    return frozenset(line.strip() for line in lines(text) if line.strip())
 
 
 def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str | None) -> junit.CaseResult:

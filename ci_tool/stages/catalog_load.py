@@ -53,9 +53,11 @@ from ci_tool.stages.names import (
 )
 from ci_tool.stages.plan import plan_family
 from ci_tool.stages.query import ARCHES
+from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
-from ci_tool.yaml_nodes import NodeReader, compose, describe, kind
+from ci_tool.text_file import read_text
+from ci_tool.yaml_nodes import NodeReader, compose, describe, int_value, kind
 
 TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "families")
 FAMILY_KEYS = (
@@ -75,6 +77,8 @@ TIMEOUT_KEYS = ("margin", "minimum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
 _EXAMPLES = {"name": "A10-PyTorch", "platform": "a10", "context": "l0_a10", "splits": "1"}
 _CONTEXT = re.compile(r"[A-Za-z0-9_]+")
+MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
+MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,7 @@ def open_catalog(
 
 def load_catalog(path: str | Path, *, db: TestDb, durations: Durations) -> Catalog:
     """Read, validate and resolve a catalog file; raise its first problem."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise StageError(f"cannot read the stage catalog: {reason}", where=Where(str(path))) from None
+    text = read_text(path, name="the stage catalog", error=StageError)
     return parse_catalog(text, file=str(path), db=db, durations=durations)
 
 
@@ -174,16 +174,22 @@ class _CatalogReader(NodeReader):
         default = TimeoutRule()
         margin = default.margin
         if "margin" in fields:
-            text = self.scalar(fields["margin"], "timeouts.margin", ("int", "float"), "a number")
-            if text is not None and float(text) < 1:
+            number = self.number(fields["margin"], "timeouts.margin", "a number")
+            if number is not None and not 1 <= number <= MAX_MARGIN:
                 hint = "the margin multiplies the predicted minutes: 2 doubles them"
-                self.problem(
-                    fields["margin"], "timeouts.margin", f"expected a margin of at least 1, found {text}", hint
-                )
-            margin = float(text) if text is not None else margin
+                limit = "at least 1" if number < 1 else f"at most {MAX_MARGIN}"
+                message = f"expected a margin of {limit}, found {fields['margin'].value}"
+                self.problem(fields["margin"], "timeouts.margin", message, hint)
+            margin = number if number is not None else margin
         minimum = None
         if "minimum_minutes" in fields:
-            minimum = self.integer(fields["minimum_minutes"], "timeouts.minimum_minutes", "minutes >= 1", minimum=1)
+            minimum = self.integer(
+                fields["minimum_minutes"],
+                "timeouts.minimum_minutes",
+                "minutes >= 1",
+                minimum=1,
+                maximum=MAX_TIMEOUT_MINUTES,
+            )
         return TimeoutRule(margin, minimum or default.minimum_minutes)
 
     def read_triggers(self, node: Node, names: list[StageName]) -> tuple[TagTrigger, ...]:
@@ -293,7 +299,13 @@ class _CatalogReader(NodeReader):
         budget = self.budget(fields, path)
         timeout = None
         if "timeout_minutes" in fields:
-            timeout = self.integer(fields["timeout_minutes"], f"{path}.timeout_minutes", "minutes >= 1", minimum=1)
+            timeout = self.integer(
+                fields["timeout_minutes"],
+                f"{path}.timeout_minutes",
+                "minutes >= 1",
+                minimum=1,
+                maximum=MAX_TIMEOUT_MINUTES,
+            )
         arch = "x86_64"
         if "arch" in fields:
             arch = self.scalar(fields["arch"], f"{path}.arch", ("str",), "an architecture") or arch
@@ -339,14 +351,14 @@ class _CatalogReader(NodeReader):
     def read_splits(self, node: Node, path: str) -> int | Literal["auto"] | None:
         if kind(node) == "str" and node.value == "auto":
             return "auto"
-        if kind(node) == "int" and int(node.value.replace("_", ""), 0) >= 1:
-            return int(node.value.replace("_", ""), 0)
-        self.problem(
-            node,
-            path,
-            f"expected a shard count of at least 1, or auto, found {describe(node)}",
-            hint="write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`",
-        )
+        count = int_value(node.value) if kind(node) == "int" else ""
+        if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
+            return count
+        hint = "write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`"
+        if isinstance(count, int) and count > MAX_SPLITS:
+            hint = f"a family has at most {MAX_SPLITS} shards; {hint}"
+        message = f"expected a shard count of at least 1, or auto, found {describe(node)}"
+        self.problem(node, path, message, hint=count if isinstance(count, str) and count else hint)
         return None
 
     def report(self, node: Node, path: str, problem: Problem | None) -> None:
@@ -372,10 +384,12 @@ class _CatalogReader(NodeReader):
     def budget(self, fields: dict[str, Node], path: str) -> float | None:
         if "budget_minutes" not in fields:
             return None
-        text = self.scalar(fields["budget_minutes"], f"{path}.budget_minutes", ("int", "float"), "minutes")
-        if text is not None and float(text) <= 0:
-            self.problem(fields["budget_minutes"], f"{path}.budget_minutes", f"expected minutes > 0, found {text}")
-        return float(text) if text is not None else None
+        minutes = self.number(fields["budget_minutes"], f"{path}.budget_minutes", "minutes")
+        if minutes is not None and not 0 < minutes <= MAX_TIMEOUT_MINUTES:
+            limit = "> 0" if minutes <= 0 else f"<= {MAX_TIMEOUT_MINUTES} (a week)"
+            found = fields["budget_minutes"].value
+            self.problem(fields["budget_minutes"], f"{path}.budget_minutes", f"expected minutes {limit}, found {found}")
+        return minutes
 
 
 def _resolve(

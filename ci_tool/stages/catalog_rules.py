@@ -25,7 +25,7 @@ CPU_PLATFORM = "cpu"
 Problem = tuple[str, str | None]  # message, hint
 
 _PLATFORM = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_PLATFORM_GPUS = re.compile(r"-x(\d+)$")
+_PLATFORM_GPUS = re.compile(r"-x0*(\d{1,6})$")  # more digits: more GPUs than any name asks for
 _GPUS_TOKEN = re.compile(r"\d+_GPUs")
 _NODES_TOKEN = re.compile(r"\d+_Nodes")
 

@@ -14,27 +14,24 @@ per node id (and sometimes per whole entry). The estimate of an entry is, first 
 from __future__ import annotations
 
 import bisect
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_tool.errors import ShardError, Where
+from ci_tool.errors import ShardError, Where, shown
+from ci_tool.json_file import describe_json, parse_json
+from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
+from ci_tool.text_file import read_text
 
 Durations = Mapping[str, float]
+MAX_SECONDS = MAX_TIMEOUT_MINUTES * 60  # no test runs longer than the longest TIMEOUT; sums of these stay finite
 _CHILD_SEPARATORS = ("/", "::", "[")
 
 
 def parse_durations(text: str, *, source: str = "<durations>") -> dict[str, float]:
-    """Parse `.test_durations` JSON; every value must be a finite number of seconds >= 0."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ShardError(
-            f"expected a JSON object of test id -> seconds, found invalid JSON ({error.msg})",
-            where=Where(source, error.lineno, error.colno),
-        ) from None
+    """Parse `.test_durations` JSON; every value must be a number of seconds from 0 to MAX_SECONDS."""
+    data = parse_json(text, file=source, error=ShardError)
     if not isinstance(data, dict):
         raise ShardError(
             f"expected a JSON object of test id -> seconds, found a JSON {type(data).__name__}",
@@ -44,9 +41,14 @@ def parse_durations(text: str, *, source: str = "<durations>") -> dict[str, floa
     durations: dict[str, float] = {}
     for test_id, seconds in data.items():
         number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
-        if not number or not math.isfinite(seconds) or seconds < 0:
+        if not number or seconds < 0:
             raise ShardError(
-                f"expected a number of seconds >= 0 for {test_id!r}, found {seconds!r}",
+                f"expected a number of seconds >= 0 for {shown(test_id)}, found {describe_json(seconds)}",
+                where=Where(source),
+            )
+        if seconds > MAX_SECONDS:
+            raise ShardError(
+                f"expected at most {MAX_SECONDS} seconds (a week) for {shown(test_id)}, found {seconds!r}",
                 where=Where(source),
             )
         durations[test_id] = float(seconds)
@@ -55,13 +57,7 @@ def parse_durations(text: str, *, source: str = "<durations>") -> dict[str, floa
 
 def load_durations(path: str | Path) -> dict[str, float]:
     """Read and parse a `.test_durations` file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ShardError(
-            f"expected a readable durations file, found {error.strerror or error}", where=Where(str(path))
-        ) from None
-    return parse_durations(text, source=str(path))
+    return parse_durations(read_text(path, name="the durations file", error=ShardError), source=str(path))
 
 
 @dataclass(frozen=True)

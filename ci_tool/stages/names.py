@@ -31,7 +31,7 @@ import enum
 import re
 from dataclasses import dataclass, replace
 
-from ci_tool.errors import StageError, Where, did_you_mean
+from ci_tool.errors import StageError, Where, did_you_mean, shown
 from ci_tool.stages.modes import ModePolicy, TestMode, mode_policy
 
 NAME_CHARSET = re.compile(r"[-+\w\[\]]+", re.ASCII)
@@ -70,6 +70,7 @@ _COMPOUNDS: tuple[tuple[str, str], ...] = (("Post", "Merge"), ("FUNCTIONAL", "ON
 _GPU = re.compile(r"[A-Z][A-Za-z0-9_]*")
 _GPUS = re.compile(r"(\d+)_GPUs")
 _NODES = re.compile(r"(\d+)_Nodes")
+_MAX_DIGITS = 6  # of a shard index or count: int() of thousands of digits fails, and no pipeline is that big
 _TAG = re.compile(r"[+\w]+", re.ASCII)
 
 
@@ -331,7 +332,7 @@ def _shard(name: str, tokens: list[_Token], with_shard: bool, where: Where | Non
             else "stage names look like 'A10-PyTorch-1'"
         )
         raise _error(name, last.col, "the shard index -<K> at the end", repr(last.text), where, hint)
-    if int(last.text) < 1 or last.text != str(int(last.text)):
+    if _number(name, last, last.text, "a shard index", where) < 1 or last.text != str(int(last.text)):
         raise _error(name, last.col, "a shard index 1, 2, ... without leading zeros", repr(last.text), where)
     return int(last.text), rest[:-1]
 
@@ -342,16 +343,23 @@ def _counts(name: str, gpu: str, rest: list[_Token], where: Where | None) -> tup
     if rest and (match := _GPUS.fullmatch(rest[0].text)):
         if gpu == CPU_GPU_TOKEN:
             raise _error(name, rest[0].col, "no GPU count on a CPU stage", repr(rest[0].text), where)
-        gpu_count = int(match.group(1))
+        gpu_count = _number(name, rest[0], match.group(1), "a GPU count", where)
         if gpu_count < 1:
             raise _error(name, rest[0].col, "a GPU count of at least 1", repr(rest[0].text), where)
         rest = rest[1:]
     if rest and (match := _NODES.fullmatch(rest[0].text)):
-        node_count = int(match.group(1))
+        node_count = _number(name, rest[0], match.group(1), "a node count", where)
         if node_count < 1:
             raise _error(name, rest[0].col, "a node count of at least 1", repr(rest[0].text), where)
         rest = rest[1:]
     return gpu_count, node_count, rest
+
+
+def _number(name: str, token: _Token, digits: str, what: str, where: Where | None) -> int:
+    """The index or count a token's `digits` say; more than _MAX_DIGITS of them is an error."""
+    if len(digits) > _MAX_DIGITS:
+        raise _error(name, token.col, f"{what} of at most {_MAX_DIGITS} digits", shown(token.text), where)
+    return int(digits)
 
 
 def _backend_expected() -> str:

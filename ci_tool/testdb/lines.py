@@ -9,7 +9,9 @@
     comment  := "#" text            (outside parentheses, at the start or after a blank)
 
 Examples: `a.py::t TIMEOUT (90)`, `a.py::t TIMEOUT(60) ISOLATION`, `dir -k "x" SKIP (https://bug/1)`.
-The first marker word that stands alone after the id ends the id.
+The first marker word that stands alone after the id ends the id. A line is one line of visible text: a
+newline, NUL or other control or invisible character (a tab aside) is an error, never a second entry.
+`minutes` is ASCII digits, 1 to MAX_TIMEOUT_MINUTES.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ci_tool.errors import TestDbError, Where
+from ci_tool.errors import TestDbError, Where, shown
+from ci_tool.text_file import unprintable
 
 STATUS_MARKERS = ("XFAIL", "SKIP", "UNSTABLE")
+MAX_TIMEOUT_MINUTES = 7 * 24 * 60  # a week: a longer TIMEOUT is a typo (pytest-timeout gets N * 60 seconds)
 MARKERS = (*STATUS_MARKERS, "TIMEOUT", "ISOLATION")
 
 # A marker word standing alone: preceded by a blank or comma, followed by end, blank, comma or "(".
@@ -63,6 +67,13 @@ def strip_comment(text: str) -> str:
 
 def parse_test_line(text: str, where: Where | None = None) -> TestLine:
     """Parse one test line; raise TestDbError (with `where`) when it is malformed."""
+    character = unprintable(text)
+    if character is not None:
+        raise TestDbError(
+            f"expected a test line of visible characters, found {character} in {shown(text)}",
+            where=where,
+            hint="a test line is one line of text: delete the character (or split the line into two entries)",
+        )
     raw = strip_comment(text).strip()
     if not raw:
         raise TestDbError("expected a test id, found an empty line", where=where)
@@ -70,7 +81,10 @@ def parse_test_line(text: str, where: Where | None = None) -> TestLine:
     if match is None:
         return TestLine(raw=raw, test_id=raw)
     start = match.start() - 1
-    test_id = raw[:start].rstrip(" ,")
+    end = start
+    while end and (raw[end - 1].isspace() or raw[end - 1] == ","):  # a tab or other blank before a marker ends the id
+        end -= 1
+    test_id = raw[:end]
     if not test_id:
         raise TestDbError(f"expected a test id before {match.group(1)}, found {raw!r}", where=where)
     return _parse_markers(raw, test_id, start, where)
@@ -112,14 +126,24 @@ def _parse_markers(raw: str, test_id: str, position: int, where: Where | None) -
 
 def _parse_timeout(raw: str, position: int, where: Where | None) -> tuple[int, int]:
     match = _REASON.match(raw, position)
-    if match is None or not match.group(1).strip().isdigit() or int(match.group(1)) <= 0:
-        found = match.group(1).strip() if match else raw[position:].strip() or "nothing"
+    digits = match.group(1).strip() if match else ""
+    hint = "write e.g. TIMEOUT (90); the value is in minutes"
+    if match is None or not (digits.isascii() and digits.isdigit()) or not digits.strip("0"):
+        found = digits if match else raw[position:].strip() or "nothing"
         raise TestDbError(
-            f"expected TIMEOUT (N) with N a positive whole number of minutes, found {found!r} in {raw!r}",
+            f"expected TIMEOUT (N) with N a positive whole number of minutes, found {shown(found)} in {shown(raw)}",
             where=where,
-            hint="write e.g. TIMEOUT (90); the value is in minutes",
+            hint=hint,
         )
-    return int(match.group(1)), match.end()
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(MAX_TIMEOUT_MINUTES)) or int(significant) > MAX_TIMEOUT_MINUTES:
+        raise TestDbError(
+            f"expected TIMEOUT (N) with N at most {MAX_TIMEOUT_MINUTES} minutes (a week), found {shown(digits)} "
+            f"in {shown(raw)}",
+            where=where,
+            hint=hint,
+        )
+    return int(significant), match.end()
 
 
 def _parse_reason(raw: str, word: str, position: int, where: Where | None) -> tuple[str | None, int]:

@@ -26,7 +26,8 @@ from ci_tool.testdb.model import (
     Range,
     TestDb,
 )
-from ci_tool.yaml_nodes import TRUE_WORDS, NodeReader, compose, describe, join, kind
+from ci_tool.text_file import read_text
+from ci_tool.yaml_nodes import INT_MAX, NodeReader, bool_value, compose, describe, join, kind
 
 _NO_CONDITION = Condition({}, {}, {})
 
@@ -81,11 +82,7 @@ def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
 def read_test_db_file(path: Path) -> tuple[list[Context], list[TestDbError]]:
     """Read one YAML file into its contexts, collecting problems instead of stopping at the first."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        return [], [TestDbError(f"cannot read the test-db file: {reason}", where=Where(str(path)))]
-    try:
+        text = read_text(path, name="the test-db file", error=TestDbError)
         document = compose(text, file=str(path), error=TestDbError)
     except TestDbError as error:
         return [], [error]
@@ -190,15 +187,15 @@ class _FileReader(NodeReader):
                 continue
             bounds: dict[str, int] = {}
             for bound, bound_node in bounds_nodes.items():
-                text = self.scalar(
+                number = self.integer(
                     bound_node,
                     join(key_path, bound),
-                    ("int",),
                     "an integer",
+                    minimum=-INT_MAX - 1,
                     hint="range bounds are whole numbers, e.g. gte: 4",
                 )
-                if text is not None:
-                    bounds[bound] = int(text.replace("_", ""), 0)
+                if number is not None:
+                    bounds[bound] = number
             gte, lte = bounds.get("gte"), bounds.get("lte")
             if gte is not None and lte is not None and gte > lte:
                 self.problem(value, key_path, f"expected gte <= lte, found gte {gte} > lte {lte}")
@@ -251,6 +248,5 @@ class _FileReader(NodeReader):
 
 
 def _term_value(node: Node) -> str:
-    if kind(node) == "bool":
-        return "true" if str(node.value).lower() in TRUE_WORDS else "false"
-    return str(node.value)
+    value = bool_value(str(node.value)) if kind(node) == "bool" else None
+    return str(node.value) if value is None else "true" if value else "false"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ci_tool.errors import TestDbError, Where
 from ci_tool.testdb.lines import parse_test_line, strip_comment
+from ci_tool.text_file import lines, read_text
 
 _GPU_SCOPE = re.compile(r"full:([^/\s]+)/")
 _FILTER = re.compile(r"\s-[km]\s")
@@ -56,7 +57,7 @@ def parse_waives(text: str, file: str) -> tuple[list[Waive], list[TestDbError]]:
     """Every waive in a file's text, and every malformed line (parsing goes on past them)."""
     waives: list[Waive] = []
     problems: list[TestDbError] = []
-    for number, text_line in enumerate(text.splitlines(), start=1):
+    for number, text_line in enumerate(lines(text), start=1):
         try:
             waives.extend(parse_waive_line(text_line, Where(file, number, 1)))
         except TestDbError as error:
@@ -69,12 +70,7 @@ def read_waives(path: str | Path) -> tuple[list[Waive], list[TestDbError]]:
     file = Path(path)
     if not file.exists():
         return [], []
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise TestDbError(f"cannot read the waives file: {reason}", where=Where(str(file))) from None
-    return parse_waives(text, str(file))
+    return parse_waives(read_text(file, name="the waives file", error=TestDbError), str(file))
 
 
 def load_waives(path: str | Path) -> list[Waive]:

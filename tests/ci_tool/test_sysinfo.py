@@ -68,3 +68,31 @@ def test_a_system_info_file_with_bad_json_says_where(tmp_path: Path) -> None:
     path.write_text('{\n  "gpu": A10\n}')
     with pytest.raises(SysinfoError, match=r"info.json:2:10: expected JSON, found a syntax error: Expecting value"):
         sysinfo.load_sysinfo_file(path)
+
+
+BAD_FILES = [
+    ("not utf-8", b'{"gpu": "A\xff"}', "1:11: cannot read the system-info file: it is not UTF-8 text (byte 0xff) "
+     "Hint: save the file as UTF-8"),
+    ("nested thousands deep", b"[" * 10_000 + b"]" * 10_000, "1:65: expected JSON nested at most 64 deep, found "
+     "deeper nesting"),
+    ("int too large", b'{"system_gpu_count": ' + b"1" * 5000 + b"}", "1:22: expected a number within the range of a "
+     "64-bit float (about ±1.8e308), found '" + "1" * 30 + "'... (5000 characters)"),
+    ("NaN", b'{"gpu_memory": NaN}', "1:16: expected a number, found 'NaN' Hint: JSON has no NaN or Infinity: write a "
+     "finite number"),
+    ("key twice", b'{"gpu": "A10", "gpu": "H100"}', "1:16: expected each key once, found 'gpu' again"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "message"), [r[1:] for r in BAD_FILES], ids=[r[0] for r in BAD_FILES])
+def test_a_bad_system_info_file_is_a_located_error(tmp_path: Path, data: bytes, message: str) -> None:
+    path = tmp_path / "info.json"
+    path.write_bytes(data)
+    with pytest.raises(SysinfoError) as raised:
+        sysinfo.load_sysinfo_file(path)
+    assert str(raised.value) == f"{path}:{message}"
+
+
+def test_a_system_info_file_may_start_with_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "info.json"
+    path.write_bytes(b'\xef\xbb\xbf{"gpu": "A10"}')
+    assert sysinfo.load_sysinfo_file(path) == {"gpu": "A10"}

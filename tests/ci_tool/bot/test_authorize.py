@@ -48,7 +48,10 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
         ("run: [{a: b}]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found a mapping"),
         ("run: [bad--name]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found 'bad--name'"),
         ("run: [Amy, amy]", f"{ALLOWLIST_PATH}:1:12 (run[1]): login 'amy' listed twice under 'run'"),
-        ("run: [a", f"{ALLOWLIST_PATH}:1:8: expected valid YAML, found expected ',' or ']', but got '<stream end>'"),
+        (
+            "run: [a",
+            f"{ALLOWLIST_PATH}:2:1: expected valid YAML, found a syntax error: did not find expected ',' or ']'",
+        ),
     ],
     ids=[
         "unknown key",

@@ -114,15 +114,41 @@ def test_handle_refuses_to_dispatch_without_a_dispatcher(capsys: pytest.CaptureF
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{", "error: {event}:1:2: expected JSON, found expecting property name enclosed in double quotes\n"),
+        (
+            "{",
+            "error: {event}:1:2: expected JSON, found a syntax error: Expecting property name enclosed in double "
+            "quotes\n",
+        ),
         (
             '{"action": "created"}',
             "error: {event} (comment.user.login): expected an issue_comment event with 'comment.user.login', "
             "found none\n",
         ),
+        ("[" * 5000, "error: {event}:1:65: expected JSON nested at most 64 deep, found deeper nesting\n"),
+        (
+            '{"action": ' + "1" * 5000 + "}",
+            "error: {event}:1:12: expected a number within the range of a 64-bit float (about ±1.8e308), found '"
+            + "1" * 30
+            + "'... (5000 characters)\n",
+        ),
+        (
+            '{"action": "created", "action": "deleted"}',
+            "error: {event}:1:23: expected each key once, found 'action' again\n",
+        ),
+        (
+            '{"action": "created", "comment": {"body": "/bot help", "user": {"login": "a"}, "author_association": 1}}',
+            "error: {event} (comment.author_association): expected str at 'comment.author_association', found int\n",
+        ),
+        (
+            '{"action": "created", "comment": {"body": "/bot help", "user": {"login": "a"}}, "sender": {"login": "a"}, '
+            '"repository": {"full_name": "o/r"}, "issue": {"number": 1, "labels": ["x"]}}',
+            "error: {event} (issue.labels[0].name): expected an issue_comment event with 'issue.labels[0].name', "
+            "found none\n",
+        ),
     ],
-    ids=["bad json", "not a comment event"],
-)
+    ids=["bad json", "not a comment event", "nested thousands deep", "huge number", "key twice", "wrong type",
+         "label not an object"],
+)  # fmt: skip
 def test_handle_bad_event_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str) -> None:
     event = tmp_path / "event.json"
     event.write_text(text, encoding="utf-8")
@@ -139,7 +165,7 @@ def test_handle_missing_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", str(missing)) == (
         1,
         "",
-        f"error: cannot read the allowlist {str(missing)!r}: No such file or directory\n",
+        f"error: {missing}: cannot read the allowlist: No such file or directory\n",
     )
 
 
@@ -148,3 +174,43 @@ def test_dispatch_line_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run", *CATALOG)
     line = next(line for line in out.splitlines() if line.startswith("would dispatch: "))
     assert json.loads(line.removeprefix("would dispatch: "))["requested_by"] == "outside-contributor"
+
+
+def test_handle_event_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_bytes(b'{"action": "cr\xe9ated"}')
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST) == (
+        1,
+        "",
+        f"error: {event}:1:15: cannot read the event: it is not UTF-8 text (byte 0xe9) Hint: save the file as UTF-8\n",
+    )
+
+
+def test_handle_event_with_a_bom(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "event_help.json").read_bytes())
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--dry-run")
+    assert (code, err, out.splitlines()[0]) == (0, "", "decision: help: help asked for")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"run: [al\xffice]\n", "{allowlist}:1:9: cannot read the allowlist: it is not UTF-8 text (byte 0xff) "
+         "Hint: save the file as UTF-8"),
+        (b"run: " + b"[" * 5000 + b"]" * 5000, "{allowlist}:1:1005: expected valid YAML, found a syntax error: "
+         "exceeded maximum nesting depth"),
+        (b"run:\n  - " + b"- " * 3000 + b"x\n", "{allowlist}:2:1999: expected valid YAML, found a syntax error: "
+         "exceeded maximum nesting depth"),
+    ],
+    ids=["not utf-8", "flow nested thousands deep", "block nested thousands deep"],
+)  # fmt: skip
+def test_handle_bad_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str) -> None:
+    allowlist = tmp_path / "allowlist.yml"
+    allowlist.write_bytes(data)
+    event = FIXTURES / "event_help.json"
+    assert run(capsys, "bot", "handle", "--event", str(event), "--allowlist", str(allowlist)) == (
+        1,
+        "",
+        "error: " + message.format(allowlist=allowlist) + "\n",
+    )

@@ -234,11 +234,19 @@ def test_stage_select_reads_changed_files(capsys: pytest.CaptureFixture[str], tm
         ),
         (
             "{",
-            "error: {path}:1:2: expected the request as JSON, found expecting property name enclosed in double "
+            "error: {path}:1:2: expected JSON, found a syntax error: Expecting property name enclosed in double "
             "quotes\n",
         ),
+        (
+            '{"command": ' + "[" * 5000,
+            "error: {path}:1:76: expected JSON nested at most 64 deep, found deeper nesting\n",
+        ),
+        (
+            '{"command": "run", "flags": {"reuse_test": "\u00b2"}}',
+            "error: {path}: expected true or a pipeline id of digits for 'reuse_test', found '\u00b2'\n",
+        ),
     ],
-    ids=["not an object", "unknown flag", "bad value", "bad json"],
+    ids=["not an object", "unknown flag", "bad value", "bad json", "nested thousands deep", "superscript id"],
 )
 def test_stage_select_rejects_a_bad_request(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str

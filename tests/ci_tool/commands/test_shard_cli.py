@@ -113,10 +113,52 @@ def test_missing_files_exit_1(tmp_path: Path, files: tuple[Path, Path], capsys: 
     code, _, err = run(capsys, "shard", "--durations", str(tmp_path / "none.json"), "--splits", "1", str(test_list))
     assert (code, err) == (
         1,
-        f"error: {tmp_path / 'none.json'}: expected a readable durations file, found No such file or directory\n",
+        f"error: {tmp_path / 'none.json'}: cannot read the durations file: No such file or directory\n",
     )
     code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(tmp_path / "none.txt"))
     assert (code, err) == (
         1,
-        f"error: {tmp_path / 'none.txt'}: expected a readable test list, found No such file or directory\n",
+        f"error: {tmp_path / 'none.txt'}: cannot read the test list: No such file or directory\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"a.py::t1\nb.py TIMEOUT (\xc2\xb2)\n", "{path}:2: expected TIMEOUT (N) with N a positive whole number of "
+         "minutes, found '\u00b2' in 'b.py TIMEOUT (\u00b2)' Hint: write e.g. TIMEOUT (90); the value is in minutes"),
+        (b"a.py::t1 TIMEOUT (" + b"9" * 5000 + b")\n", "{path}:1: expected TIMEOUT (N) with N at most 10080 minutes "
+         "(a week), found '" + "9" * 30 + "'... (5000 characters) in 'a.py::t1 TIMEOUT (999999999999'... (5019 "
+         "characters) Hint: write e.g. TIMEOUT (90); the value is in minutes"),
+        (b"a.py::t1\x0cb.py\n", "{path}:1: expected a test line of visible characters, found U+000C in "
+         "'a.py::t1\\x0cb.py' Hint: a test line is one line of text: delete the character (or split the line into "
+         "two entries)"),
+        (b"a.py::t1\nb\xff.py\n", "{path}:2:2: cannot read the test list: it is not UTF-8 text (byte 0xff) Hint: "
+         "save the file as UTF-8"),
+    ],
+    ids=["superscript timeout", "timeout of thousands of digits", "form feed", "not utf-8"],
+)  # fmt: skip
+def test_a_bad_list_line_is_a_located_error(
+    tmp_path: Path, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], data: bytes, message: str
+) -> None:
+    test_list, durations = files
+    test_list.write_bytes(data)
+    code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(test_list))
+    assert (code, err) == (1, "error: " + message.format(path=test_list) + "\n")
+
+
+def test_a_list_and_durations_with_a_bom_shard(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    test_list, durations = files
+    test_list.write_bytes(b"\xef\xbb\xbfa.py::t1\n")
+    durations.write_bytes(b'\xef\xbb\xbf{"a.py::t1": 5}')
+    code, out, _ = run(capsys, "shard", "--durations", str(durations), "--splits", "1", str(test_list), "--json")
+    assert (code, json.loads(out)["shards"]) == (0, [["a.py::t1"]])
+
+
+@pytest.mark.parametrize("splits", ["\u00b2", "\u0663", "9" * 5000], ids=["superscript", "arabic-indic", "huge"])
+def test_splits_that_are_not_ascii_digits_are_a_usage_error(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], splits: str
+) -> None:
+    test_list, durations = files
+    code, _, err = run(capsys, "shard", "--durations", str(durations), "--splits", splits, str(test_list))
+    assert (code, "unexpected" in err, "expected a positive whole number or 'auto'" in err) == (2, False, True)

@@ -47,8 +47,23 @@ def test_gpu_family_matches(token: str, gpu_name: str, matches: bool) -> None:
         ("A10-2_GPUs-PyTorch-1", ONE_A10, "needs 2 A10 GPUs; this machine has 1"),
         ("GB200-4_GPUs-2_Nodes-PyTorch-1", ONE_A10, "needs 2 nodes"),
         ("CPU-Build_Docs", NO_GPU, "build_docs stages run only on CI runners"),
+        ("A10-PyTorch-1", {"gpu": "A10", "system_gpu_count": "\u00b2"}, "needs 1 A10 GPU; this machine has no GPU"),
+        ("A10-PyTorch-1", {"gpu": "A10", "system_gpu_count": "9" * 5000}, "needs 1 A10 GPU; this machine has no GPU"),
+        ("A10-2_GPUs-PyTorch-1", {"gpu": "A10", "system_gpu_count": "8"}, None),
     ],
-    ids=["cpu", "cpu-on-gpu-machine", "gpu", "no-gpu", "other-gpu", "too-few", "multi-node", "non-test"],
+    ids=[
+        "cpu",
+        "cpu-on-gpu-machine",
+        "gpu",
+        "no-gpu",
+        "other-gpu",
+        "too-few",
+        "multi-node",
+        "non-test",
+        "superscript-count",
+        "count-of-thousands-of-digits",
+        "count-as-text",
+    ],
 )
 def test_runner_mismatch(stage: str, sysinfo: dict[str, object], reason: str | None) -> None:
     assert runner_mismatch(parse_stage_name(stage), sysinfo) == reason  # type: ignore[arg-type]

@@ -203,3 +203,33 @@ def test_collection_error_is_reported_and_recorded(suite: Path, run_pytest: Any)
         ("cases/case_broken.py", TestOutcome.ERROR, "CollectionError"),
         ("cases/case_basic.py::test_pass", TestOutcome.PASSED, ""),
     ]
+
+
+def test_entries_that_once_killed_pytest_are_reported_as_invalid(suite: Path, run_pytest: Any) -> None:
+    deep = "(" * 2000 + "test_pass" + ")" * 2000
+    (suite / "list.txt").write_text(
+        "cases/case_basic.py::test_pass\n"
+        "cases/case_basic.py::test_prints_timeout TIMEOUT (\u00b2)\n"
+        f"cases/case_basic.py::test_own_timeout TIMEOUT ({'9' * 5000})\n"
+        f'cases/case_basic.py -k "{deep}"\n'
+        f'cases/case_basic.py -k "test_pass(x={"9" * 5000})"\n'
+        "cases/case_basic.py::test_pass\fcases/case_basic.py::test_nothing\n"
+    )
+    done = run_pytest(suite, "--test-list", "list.txt", "--test-list-report", "report.json")
+    report = json.loads((suite / "report.json").read_text())
+    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert [(e["line"], e["reason"].split(",")[0].split(" found ")[0]) for e in report["uncollected"]] == [
+        (2, "invalid entry: expected TIMEOUT (N) with N a positive whole number of minutes"),
+        (3, "invalid entry: expected TIMEOUT (N) with N at most 10080 minutes (a week)"),
+        (4, "invalid entry: expected a pytest -k expression"),
+        (5, "invalid entry: expected a pytest -k expression"),
+        (6, "invalid entry: expected a test line of visible characters"),
+    ]
+    assert report["collected"] == ["cases/case_basic.py::test_pass"]
+
+
+def test_a_list_that_is_not_utf8_is_a_usage_error(suite: Path, run_pytest: Any) -> None:
+    (suite / "list.txt").write_bytes(b"cases/case_basic.py::test_pass\ncases/\xff.py\n")
+    done = run_pytest(suite, "--test-list", "list.txt")
+    assert (done.returncode, "INTERNALERROR" in done.stderr) == (4, False)
+    assert "list.txt:2:7: cannot read the test list: it is not UTF-8 text (byte 0xff)" in done.stderr

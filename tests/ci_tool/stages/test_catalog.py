@@ -238,3 +238,69 @@ def test_the_real_b200_perf_sanity_rows_match_the_reference(real: Catalog) -> No
 
 def test_stages_list_json_is_valid_json_for_every_real_stage(real: Catalog) -> None:
     assert json.loads(json.dumps([stage.to_json() for stage in real.stages]))
+
+
+FAMILY = "- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 1%s}\n"
+OCTAL = "Hint: YAML 1.1 reads a leading 0 as octal and YAML 1.2 as decimal: drop the leading zeros"
+BASE_60 = "Hint: YAML 1.1 reads '1:30' as a base-60 number (1:30 is 90): write the whole number"
+NOT_FINITE = "Hint: write a finite number, at most about 1.8e308"
+MARGIN_HINT = "Hint: the margin multiplies the predicted minutes: 2 doubles them"
+ODD_NUMBERS = [
+    ("margin inf", "timeouts: {margin: .inf}", "",
+     f"2:20 (timeouts.margin): expected a number, found '.inf' {NOT_FINITE}"),
+    ("margin nan", "timeouts: {margin: .nan}", "",
+     f"2:20 (timeouts.margin): expected a number, found '.nan' {NOT_FINITE}"),
+    ("margin overflow", "timeouts: {margin: 1.0e+400}", "",
+     f"2:20 (timeouts.margin): expected a number, found '1.0e+400' {NOT_FINITE}"),
+    ("margin huge", "timeouts: {margin: 1.0e+300}", "",
+     f"2:20 (timeouts.margin): expected a margin of at most 100, found 1.0e+300 {MARGIN_HINT}"),
+    ("margin underscores", "timeouts: {margin: 1_000.5}", "",
+     f"2:20 (timeouts.margin): expected a margin of at most 100, found 1_000.5 {MARGIN_HINT}"),
+    ("margin base 60", "timeouts: {margin: 1:30.5}", "", "2:20 (timeouts.margin): expected a number, found '1:30.5' "
+     "Hint: YAML 1.1 reads '1:30.5' as a base-60 number: write the number itself"),
+    ("minimum base 60", "timeouts: {minimum_minutes: 1:30}", "",
+     f"2:29 (timeouts.minimum_minutes): expected minutes >= 1, found '1:30' {BASE_60}"),
+    ("minimum over a week", "timeouts: {minimum_minutes: 99999}", "",
+     "2:29 (timeouts.minimum_minutes): expected minutes >= 1, found 99999 Hint: the largest accepted is 10080"),
+    ("splits octal", "", ", splits: 07", f"4:61 (families[0].splits): expected a shard count of at least 1, or auto, "
+     f"found '07' {OCTAL}"),
+    ("splits base 60", "", ", splits: 1:30", "4:61 (families[0].splits): expected a shard count of at least 1, or "
+     f"auto, found '1:30' {BASE_60}"),
+    ("splits digits", "", ", splits: " + "1" * 5000, "4:61 (families[0].splits): expected a shard count of at least "
+     "1, or auto, found '" + "1" * 30 + "'... (5000 characters) Hint: that is more than 19 digits: the largest whole "
+     "number read is 9223372036854775807"),
+    ("splits too many", "", ", splits: 2000", "4:61 (families[0].splits): expected a shard count of at least 1, or "
+     "auto, found '2000' Hint: a family has at most 1000 shards; write e.g. `splits: 2`, or `splits: auto` with "
+     "`budget_minutes`"),
+    ("gpu_count octal", "", ", gpu_count: 01", f"4:75 (families[0].gpu_count): expected a whole number, found '01' "
+     f"{OCTAL}"),
+    ("timeout base 60", "", ", timeout_minutes: 1:30", "4:81 (families[0].timeout_minutes): expected minutes >= 1, "
+     f"found '1:30' {BASE_60}"),
+    ("timeout over a week", "", ", timeout_minutes: 20000", "4:81 (families[0].timeout_minutes): expected minutes >= "
+     "1, found 20000 Hint: the largest accepted is 10080"),
+    ("budget inf", "", ", splits: auto, budget_minutes: .inf",
+     f"4:83 (families[0].budget_minutes): expected minutes, found '.inf' {NOT_FINITE}"),
+    ("budget overflow", "", ", splits: auto, budget_minutes: 1.0e+400",
+     f"4:83 (families[0].budget_minutes): expected minutes, found '1.0e+400' {NOT_FINITE}"),
+    ("budget over a week", "", ", splits: auto, budget_minutes: 1.0e+300",
+     "4:83 (families[0].budget_minutes): expected minutes <= 10080 (a week), found 1.0e+300"),
+    ("on_demand tagged word", "", ", on_demand: !!bool maybe",
+     "4:75 (families[0].on_demand): expected true or false, found 'maybe'"),
+    ("group name with nul", "file_groups:\n- {name: \"a\\0\", paths: [x/], stages: ['*']}", "",
+     "3:10 (file_groups[0].name): expected a group name, found 'a\\x00' Hint: it holds the invisible character "
+     "U+0000: delete it"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("top", "family", "message"), [r[1:] for r in ODD_NUMBERS], ids=[r[0] for r in ODD_NUMBERS])
+def test_odd_numbers_and_hidden_characters_are_located_errors(top: str, family: str, message: str) -> None:
+    text = f"version: 1\n{top or 'multi_gpu_paths: [x/]'}\nfamilies:\n" + FAMILY % family
+    text = text.replace("splits: 1, splits:", "splits:")  # a family that writes its own splits
+    with pytest.raises(StageError) as raised:
+        parse(text)
+    assert str(raised.value) == f"stages.yml:{message}"
+
+
+def test_a_platform_with_a_huge_gpu_count_has_enough_gpus() -> None:
+    text = "version: 1\nfamilies:\n- {name: DGX_H100-4_GPUs-PyTorch, platform: dgx-x" + "9" * 5000
+    assert parse(text + ", context: l0_x, splits: 1}\n").families[0].platform.startswith("dgx-x999")

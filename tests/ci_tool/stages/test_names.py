@@ -207,6 +207,21 @@ BAD_NAMES = {
         "A10-PyTorch-01",
         "stage name 'A10-PyTorch-01' at column 13: expected a shard index 1, 2, ... without leading zeros, found '01'",
     ),
+    "shard-of-thousands-of-digits": (
+        "A10-PyTorch-" + "1" * 5000,
+        f"stage name {'A10-PyTorch-' + '1' * 5000!r} at column 13: expected a shard index of at most 6 digits, "
+        "found '" + "1" * 30 + "'... (5000 characters)",
+    ),
+    "gpu-count-of-seven-digits": (
+        "A10-1234567_GPUs-PyTorch-1",
+        "stage name 'A10-1234567_GPUs-PyTorch-1' at column 5: expected a GPU count of at most 6 digits, "
+        "found '1234567_GPUs'",
+    ),
+    "node-count-of-thousands-of-digits": (
+        "GB200-4_GPUs-" + "2" * 5000 + "_Nodes-PyTorch-1",
+        f"stage name {'GB200-4_GPUs-' + '2' * 5000 + '_Nodes-PyTorch-1'!r} at column 14: expected a node count of "
+        "at most 6 digits, found '" + "2" * 30 + "'... (5006 characters)",
+    ),
     "number-tag": (
         "A10-PyTorch-2-1",
         "stage name 'A10-PyTorch-2-1' at column 13: expected a tag, found the number '2' "
@@ -362,7 +377,8 @@ def test_a_stage_name_is_not_a_family_to_expand() -> None:
 
 TOKENS = st.sampled_from(
     ["A10", "DGX_H100", "CPU", "PyTorch", "CPP", "4_GPUs", "2_Nodes", "Perf", "PerfSanity", "Post", "Merge",
-     "FUNCTIONAL", "ONLY", "DeepSeek", "Ray", "[Post", "Merge]", "1", "12", "x86", "", "perf", "Build_Docs"]
+     "FUNCTIONAL", "ONLY", "DeepSeek", "Ray", "[Post", "Merge]", "1", "12", "x86", "", "perf", "Build_Docs",
+     "1" * 5000, "9" * 4301 + "_GPUs", "0000001", "1234567_Nodes"]
 )  # fmt: skip
 
 

@@ -104,7 +104,7 @@ def test_query_source_usage_errors_exit_2(
     [
         (
             '{"gpu": "A10"',
-            "error: --match: expected a JSON object, found a syntax error at column 14: Expecting ',' "
+            "error: --match:1:14: expected JSON, found a syntax error: Expecting ',' "
             'delimiter Hint: quote the JSON for your shell: --match \'{"gpu": "A10"}\'\n',
         ),
         ('["A10"]', "error: --match: expected a JSON object, found list\n"),
@@ -173,3 +173,11 @@ def test_sysinfo_json_reports_the_gpu_count(capsys: pytest.CaptureFixture[str]) 
 def test_an_unknown_verb_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "testbd")
     assert code == 2 and "No such command 'testbd'" in err
+
+
+def test_match_json_nested_thousands_deep_is_a_one_line_error(
+    test_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    match = '{"a":' * 5000
+    code, _, err = run(capsys, "testdb", "render", "--context", "l0_x", "--match", match, "--test-db", str(test_db))
+    assert (code, err) == (1, "error: --match:1:321: expected JSON nested at most 64 deep, found deeper nesting\n")

@@ -57,6 +57,9 @@ PARSED = [
     ),
     ("unstable", "a.py UNSTABLE ()", TestLine("a.py UNSTABLE ()", "a.py", status="UNSTABLE", reason="")),
     ("marker word inside an id", "a.py::test_SKIP_me", TestLine("a.py::test_SKIP_me", "a.py::test_SKIP_me")),
+    ("longest timeout", "a.py TIMEOUT (10080)", TestLine("a.py TIMEOUT (10080)", "a.py", timeout_minutes=10080)),
+    ("timeout with leading zeros", "a.py TIMEOUT (0090)", TestLine("a.py TIMEOUT (0090)", "a.py", timeout_minutes=90)),
+    ("tab before a marker", "a.py\tISOLATION", TestLine("a.py\tISOLATION", "a.py", isolation=True)),
 ]
 
 
@@ -85,6 +88,50 @@ ERRORS = [
         "a.py TIMEOUT (-5)",
         "expected TIMEOUT (N) with N a positive whole number of minutes, found '-5' in 'a.py TIMEOUT (-5)' "
         "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout superscript digit",
+        "a.py TIMEOUT (²)",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found '²' in 'a.py TIMEOUT (²)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout arabic-indic digits",
+        "a.py TIMEOUT (٩٠)",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found '٩٠' in 'a.py TIMEOUT (٩٠)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout zeros",
+        "a.py TIMEOUT (000)",
+        "expected TIMEOUT (N) with N a positive whole number of minutes, found '000' in 'a.py TIMEOUT (000)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout over a week",
+        "a.py TIMEOUT (10081)",
+        "expected TIMEOUT (N) with N at most 10080 minutes (a week), found '10081' in 'a.py TIMEOUT (10081)' "
+        "Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "timeout of thousands of digits",
+        f"a.py TIMEOUT ({'9' * 5000})",
+        "expected TIMEOUT (N) with N at most 10080 minutes (a week), found '" + "9" * 30 + "'... (5000 characters) "
+        "in 'a.py TIMEOUT ("
+        + "9" * 16
+        + "'... (5015 characters) Hint: write e.g. TIMEOUT (90); the value is in minutes",
+    ),
+    (
+        "newline",
+        "a.py::t\nb.py::u",
+        "expected a test line of visible characters, found U+000A in 'a.py::t\\nb.py::u' "
+        "Hint: a test line is one line of text: delete the character (or split the line into two entries)",
+    ),
+    (
+        "nul in a comment",
+        "a.py # \x00",
+        "expected a test line of visible characters, found U+0000 in 'a.py # \\x00' "
+        "Hint: a test line is one line of text: delete the character (or split the line into two entries)",
     ),
     (
         "reason without parentheses",

@@ -90,6 +90,69 @@ def test_an_unreadable_file_is_reported_where_it_is(tmp_path: Path) -> None:
     write(tmp_path, "binary.yml", "").write_bytes(b"version: 0.0.1\n\xff\xfe")
     _, problems = read_test_db(tmp_path)
     assert sorted(str(p) for p in problems) == [
-        f"{tmp_path}/binary.yml: cannot read the test-db file: it is not UTF-8 text",
+        f"{tmp_path}/binary.yml:2:1: cannot read the test-db file: it is not UTF-8 text (byte 0xff) "
+        "Hint: save the file as UTF-8",
         f"{tmp_path}/folder.yml: cannot read the test-db file: Is a directory",
     ]
+
+
+RANGE_HINT = "Hint: range bounds are whole numbers, e.g. gte: 4"
+ODD_RANGES = [
+    ("leading zero", "07", "expected an integer, found '07' Hint: YAML 1.1 reads a leading 0 as octal and YAML 1.2 "
+     "as decimal: drop the leading zeros"),
+    ("base 60", "1:30", "expected an integer, found '1:30' Hint: YAML 1.1 reads '1:30' as a base-60 number (1:30 is "
+     "90): write the whole number"),
+    ("thousands of digits", "1" * 5000, "expected an integer, found '" + "1" * 30 + "'... (5000 characters) Hint: that "
+     "is more than 19 digits: the largest whole number read is 9223372036854775807"),
+    ("over 64 bits", "9223372036854775808", "expected an integer, found 9223372036854775808 Hint: the largest "
+     "accepted is 9223372036854775807"),
+    ("octal prefix is a string in YAML 1.1", "0o17", f"expected an integer, found '0o17' {RANGE_HINT}"),
+    ("tagged word", "!!int x", f"expected an integer, found 'x' {RANGE_HINT}"),
+    ("tagged prefix only", "0x_", f"expected an integer, found '0x_' {RANGE_HINT}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("bound", "message"), [r[1:] for r in ODD_RANGES], ids=[r[0] for r in ODD_RANGES])
+def test_odd_range_bounds_are_located_errors(tmp_path: Path, bound: str, message: str) -> None:
+    text = f"version: 0.0.1\nl0_x:\n- condition:\n    ranges: {{n: {{gte: {bound}}}}}\n  tests: [a]\n"
+    _, problems = read_test_db_file(write(tmp_path, "l0_x.yml", text))
+    assert [str(p) for p in problems] == [f"{tmp_path}/l0_x.yml:4:23 (l0_x[0].condition.ranges.n.gte): {message}"]
+
+
+@pytest.mark.parametrize(
+    ("bound", "value"),
+    [("+3", 3), ("-3", -3), ("1_000", 1000), ("0x1F", 31), ("0b11", 3), ("-9223372036854775808", -(2**63))],
+    ids=["plus", "minus", "underscores", "hex", "binary", "smallest"],
+)
+def test_range_bounds_read_as_yaml_says(tmp_path: Path, bound: str, value: int) -> None:
+    write(
+        tmp_path,
+        "l0_x.yml",
+        f"version: 0.0.1\nl0_x:\n- condition:\n    ranges: {{n: {{gte: {bound}}}}}\n  tests: [a]\n",
+    )
+    assert load_test_db(tmp_path).contexts["l0_x"].blocks[0].condition.ranges["n"] == Range(value, None)
+
+
+HIDDEN = "expected a test line of visible characters, found"
+SPLIT_HINT = "Hint: a test line is one line of text: delete the character (or split the line into two entries)"
+HIDDEN_CHARACTERS = [
+    ("newline", '"a.py::t\\nb.py::u"', f"{HIDDEN} U+000A in 'a.py::t\\nb.py::u' {SPLIT_HINT}"),
+    ("block scalar", "|\n    a.py\n    b.py", f"{HIDDEN} U+000A in 'a.py\\nb.py\\n' {SPLIT_HINT}"),
+    ("nul", '"a.py\\0"', f"{HIDDEN} U+0000 in 'a.py\\x00' {SPLIT_HINT}"),
+    ("carriage return", '"a.py\\r"', f"{HIDDEN} U+000D in 'a.py\\r' {SPLIT_HINT}"),
+    ("escape", '"a.py\\e[0m"', f"{HIDDEN} U+001B in 'a.py\\x1b[0m' {SPLIT_HINT}"),
+    ("zero width space", '"a.py\\u200b"', f"{HIDDEN} U+200B (ZERO WIDTH SPACE) in 'a.py\\u200b' {SPLIT_HINT}"),
+    ("line separator", '"a.py\\L"', f"{HIDDEN} U+2028 (LINE SEPARATOR) in 'a.py\\u2028' {SPLIT_HINT}"),
+]
+
+
+@pytest.mark.parametrize(("item", "message"), [r[1:] for r in HIDDEN_CHARACTERS], ids=[r[0] for r in HIDDEN_CHARACTERS])
+def test_a_test_line_with_a_control_character_is_refused_at_its_entry(tmp_path: Path, item: str, message: str) -> None:
+    path = write(tmp_path, "l0_x.yml", f"version: 0.0.1\nl0_x:\n- tests:\n  - c.py\n  - {item}\n")
+    _, problems = read_test_db_file(path)
+    assert [str(p) for p in problems] == [f"{path}:5:5 (l0_x[0].tests[1]): {message}"]
+
+
+def test_a_leading_bom_is_ignored(tmp_path: Path) -> None:
+    write(tmp_path, "l0_x.yml", "").write_bytes(b"\xef\xbb\xbfversion: 0.0.1\nl0_x:\n- tests: [a.py]\n")
+    assert [e.line.test_id for e in load_test_db(tmp_path).contexts["l0_x"].blocks[0].entries] == ["a.py"]

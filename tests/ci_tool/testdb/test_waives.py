@@ -77,3 +77,44 @@ def test_load_raises_the_first_bad_line(tmp_path: Path) -> None:
     (tmp_path / "waives.txt").write_text("a.py SKIP (x)\nb.py SKIP because\n")
     with pytest.raises(TestDbError, match=r"waives.txt:2:1: expected the text after SKIP in parentheses"):
         load_waives(tmp_path / "waives.txt")
+
+
+def test_a_leading_bom_is_no_part_of_the_first_waive(tmp_path: Path) -> None:
+    (tmp_path / "waives.txt").write_bytes(b"\xef\xbb\xbfa.py::t SKIP (x)\r\nb.py SKIP (y)\r\n")
+    assert [w.test_id for w in load_waives(tmp_path / "waives.txt")] == ["a.py::t", "b.py"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "a.py SKIP (x)\nb.py\fc.py SKIP (y)\n",
+            "w.txt:2:1: expected a test line of visible characters, found U+000C in 'b.py\\x0cc.py SKIP (y)'",
+        ),
+        (
+            "a.py SKIP (x)\nb.py\u2028c.py SKIP (y)\n",
+            "w.txt:2:1: expected a test line of visible characters, found U+2028 (LINE SEPARATOR) in "
+            "'b.py\\u2028c.py SKIP (y)'",
+        ),
+        (
+            "a.py SKIP (x)\nb.py TIMEOUT (²) SKIP (y)\n",
+            "w.txt:2:1: expected TIMEOUT (N) with N a positive whole number of minutes, found '²' in "
+            "'b.py TIMEOUT (²) SKIP (y)'",
+        ),
+    ],
+    ids=["form feed", "line separator", "superscript timeout"],
+)
+def test_a_waive_with_a_hidden_line_break_or_odd_digit_is_one_located_error(text: str, message: str) -> None:
+    waives, problems = parse_waives(text, "w.txt")
+    assert [w.test_id for w in waives] == ["a.py"]
+    assert [str(p).split(" Hint: ")[0] for p in problems] == [message]
+
+
+def test_a_waives_file_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> None:
+    (tmp_path / "waives.txt").write_bytes(b"a.py SKIP (x)\nb\xff.py SKIP (y)\n")
+    with pytest.raises(TestDbError) as raised:
+        load_waives(tmp_path / "waives.txt")
+    assert str(raised.value) == (
+        f"{tmp_path / 'waives.txt'}:2:2: cannot read the waives file: it is not UTF-8 text (byte 0xff) "
+        "Hint: save the file as UTF-8"
+    )

@@ -1,0 +1,71 @@
+"""Reading a user's text file: one rule for every reader (YAML, JSON, test lists, waives, changed files).
+
+- UTF-8 only, decoded strictly: a bad byte is an error at its line and column;
+- a leading UTF-8 byte-order mark is dropped (Windows editors write one); anywhere else it is a character;
+- at most MAX_BYTES: a larger file, or a device such as /dev/zero, is refused instead of filling memory;
+- `lines()` splits at "\\n" (and "\\r\\n") only, so a form feed or U+2028 stays inside its line, where the
+  line's parser names it, instead of starting a line of its own and shifting every line number after it;
+- `unprintable()` names the first character no line of input may hold (the test-line grammar and every
+  YAML string the node reader hands out refuse them): a newline inside a test id would run as two entries.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+from ci_tool.errors import CiToolError, Where
+
+BOM = "\ufeff"
+MAX_BYTES = 64 * 2**20
+
+
+def read_text(path: str | Path, *, name: str, error: type[CiToolError]) -> str:
+    """The text of a file, or `error` (`file[:line:col]: cannot read <name>: ...`) when it has none."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as problem:
+        raise error(f"cannot read {name}: {problem.strerror or problem}", where=Where(str(path))) from None
+    if len(data) > MAX_BYTES:
+        raise error(f"cannot read {name}: it is larger than {MAX_BYTES // 2**20} MiB", where=Where(str(path)))
+    return decode_text(data, file=str(path), name=name, error=error)
+
+
+def decode_text(data: bytes, *, file: str, name: str, error: type[CiToolError]) -> str:
+    """UTF-8 bytes as text without a leading byte-order mark; a bad byte raises `error` at its position."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as problem:
+        line_start = data.rfind(b"\n", 0, problem.start) + 1
+        column = len(data[line_start : problem.start].decode("utf-8", "replace")) + 1
+        raise error(
+            f"cannot read {name}: it is not UTF-8 text (byte 0x{data[problem.start]:02x})",
+            where=Where(file, data.count(b"\n", 0, problem.start) + 1, column),
+            hint="save the file as UTF-8",
+        ) from None
+    return text.removeprefix(BOM)
+
+
+def lines(text: str) -> list[str]:
+    """The lines of a text, split at "\\n" only (a trailing "\\r" dropped); no empty last line."""
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+    return [part.removesuffix("\r") for part in parts]
+
+
+# Unicode categories of characters no line of ci-tool input may hold (a tab may): controls such as "\n" and
+# NUL, invisible format characters such as U+200B and U+FEFF, lone surrogates, line and paragraph separators.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def unprintable(text: str) -> str | None:
+    """How the first character of `text` that no line of input may hold reads in a message ('U+000A'), or None."""
+    if text.isprintable():
+        return None
+    for char in text:
+        if char != "\t" and unicodedata.category(char) in _UNPRINTABLE:
+            name = unicodedata.name(char, "")
+            return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+    return None
