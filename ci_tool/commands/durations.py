@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.commands import bounds
 from ci_tool.commands.history import history_option
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, history_path
@@ -21,7 +22,7 @@ def durations() -> None:
 @durations.command("export")
 @history_option
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-@click.option("--window", default=50, show_default=True, type=click.IntRange(min=1), help="Latest runs to read.")
+@click.option("--window", default=50, show_default=True, type=bounds.count(), help="Latest runs to read.")
 def export(history_file: Path | None, output: Path | None, window: int) -> int:
     """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format);
     `--output test-db/.test_durations` is where planning reads it, so shards rebalance from real runs."""

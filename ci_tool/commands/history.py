@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool.commands import bounds
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, history_path
 
@@ -21,10 +22,8 @@ history_option = click.option(
 
 @click.command()
 @history_option
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per section.")
-@click.option(
-    "--window", default=30, show_default=True, type=click.IntRange(min=1), help="Runs the test sections read."
-)
+@click.option("--limit", default=10, show_default=True, type=bounds.count(), help="Rows per section.")
+@click.option("--window", default=30, show_default=True, type=bounds.count(), help="Runs the test sections read.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "slowest": [...], "flaky": [...]}.')
 def history(history_file: Path | None, limit: int, window: int, as_json: bool) -> int:
     """Show recent runs, the slowest tests and the flaky tests (passed on rerun, or flipping between runs)."""

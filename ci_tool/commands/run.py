@@ -14,6 +14,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.history import history_option
 from ci_tool.errors import BotError
@@ -61,7 +62,7 @@ def run_options(command: F) -> F:
             "test_timeout_seconds",
             default=DEFAULT_TEST_TIMEOUT_SECONDS,
             show_default=True,
-            type=click.IntRange(min=1),
+            type=bounds.count(bounds.MAX_TIMEOUT_SECONDS),
             help="Seconds a test may take unless its list line or marker says otherwise.",
         ),
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool.commands import bounds
 from ci_tool.errors import ShardError, Where
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, plan_shards
@@ -14,7 +15,7 @@ from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
 
 
 class SplitsType(click.ParamType):
-    """A positive whole number of shards, or `auto`."""
+    """A whole number of shards from 1 to MAX_SHARDS, or `auto`."""
 
     name = "N|auto"
 
@@ -22,9 +23,9 @@ class SplitsType(click.ParamType):
         text = str(value).strip()
         if text == "auto":
             return text
-        if text.isdigit() and int(text) >= 1:
-            return int(text)
-        self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
+        if not (text.isascii() and text.isdigit() and text.strip("0")):  # `²`.isdigit(), yet int('²') fails
+            self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
+        return bounds.count(bounds.MAX_SHARDS).convert(text, param, ctx)  # type: ignore[arg-type]  # text, as click
 
 
 @click.command()
@@ -39,7 +40,7 @@ class SplitsType(click.ParamType):
 @click.option("--splits", required=True, type=SplitsType(), help="Number of shards, or auto (needs --budget-minutes).")
 @click.option(
     "--budget-minutes",
-    type=click.FloatRange(min=0, min_open=True),
+    type=bounds.FiniteFloatRange(min=0, max=bounds.MAX_BUDGET_MINUTES, min_open=True),
     help="With --splits auto: the most predicted time any shard may take.",
 )
 @click.option(
