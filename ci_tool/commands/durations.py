@@ -26,7 +26,7 @@ def durations() -> None:
 def export(history_file: Path | None, output: Path | None, window: int) -> int:
     """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format);
     `--output test-db/.test_durations` is where planning reads it, so shards rebalance from real runs."""
-    with HistoryStore(history_path(history_file), create=False) as store:
+    with HistoryStore(history_path(history_file), read_only=True) as store:
         found = queries.export_durations(store, window_runs=window)
     text = json.dumps(found, indent=2) + "\n"
     if output is None:

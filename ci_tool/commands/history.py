@@ -27,7 +27,7 @@ history_option = click.option(
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "slowest": [...], "flaky": [...]}.')
 def history(history_file: Path | None, limit: int, window: int, as_json: bool) -> int:
     """Show recent runs, the slowest tests and the flaky tests (passed on rerun, or flipping between runs)."""
-    with HistoryStore(history_path(history_file), create=False) as store:
+    with HistoryStore(history_path(history_file), read_only=True) as store:
         runs = queries.recent_runs(store, limit=limit)
         slowest = queries.slowest_tests(store, limit=limit, window_runs=window)
         flaky = queries.flaky_tests(store, window_runs=window)[:limit]

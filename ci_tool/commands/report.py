@@ -24,7 +24,7 @@ FORMATS = ("markdown", "json")
 def report(run_id: str, history_file: Path | None, output_format: str, output: Path | None) -> int:
     """Render the report of RUN_ID (`latest` for the newest run): state, stages, failures by signature,
     reruns, waives, stages not run and why."""
-    with HistoryStore(history_path(history_file), create=False) as store:
+    with HistoryStore(history_path(history_file), read_only=True) as store:
         if run_id == "latest":
             newest = queries.recent_runs(store, limit=1)
             run_id = newest[0].run_id if newest else run_id

@@ -40,6 +40,21 @@ class SlowTest:
     results: int
 
 
+def _details(store: HistoryStore, text: str) -> dict[str, object]:
+    """A `details_json` column: a JSON object, else the file is damaged (SQLite found no fault)."""
+    try:
+        details = json.loads(text)
+    except (TypeError, ValueError):
+        details = None
+    if not isinstance(details, dict):
+        raise HistoryError(
+            f"the history is damaged: expected a JSON object of details, found {str(text)[:80]!r}",
+            where=Where(str(store.path)),
+            hint="keep it aside and ci-tool starts a new history there, or pass --history PATH",
+        )
+    return details
+
+
 def stage_family(stage: str) -> str:
     """`A10-PyTorch-3` -> `A10-PyTorch`; names without a shard index are their own family."""
     head, _, tail = stage.rpartition("-")
@@ -47,19 +62,19 @@ def stage_family(stage: str) -> str:
 
 
 def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs "
         "ORDER BY started_at DESC, rowid DESC LIMIT ?",
         (limit,),
-    ).fetchall()
-    return [RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    )
+    return [RunRecord(r[0], r[1], r[2], r[3], r[4], r[5], _details(store, r[6])) for r in rows]
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
-    row = store.db.execute(
+    row = store.row(
         "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs WHERE run_id = ?",
         (run_id,),
-    ).fetchone()
+    )
     if row is None:
         known = [run.run_id for run in recent_runs(store, limit=50)]
         raise HistoryError(
@@ -67,42 +82,42 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
             where=Where(str(store.path)),
             hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
         )
-    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5], _details(store, row[6]))
 
 
 def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
     """The stages of a run in the order they were recorded."""
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
         "details_json FROM stages WHERE run_id = ? ORDER BY rowid",
         (run_id,),
-    ).fetchall()
+    )
     return [
         StageRecord(
             run_id=r[0], name=r[1], state=r[2], reason=r[3], started_at=r[4], duration_seconds=r[5], passed=r[6],
-            failed=r[7], skipped=r[8], results_dir=r[9], details=json.loads(r[10]),
+            failed=r[7], skipped=r[8], results_dir=r[9], details=_details(store, r[10]),
         )
         for r in rows
     ]  # fmt: skip
 
 
 def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord]:
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT test_id, outcome, duration_seconds, rerun_outcome, waive_reason, kind, message, signature, "
         "output_head FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid",
         (run_id, stage),
-    ).fetchall()
+    )
     return [TestRecord(*row) for row in rows]
 
 
 def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, str, str | None, float]]:
     """(test_id, stage, outcome, rerun_outcome, duration) of non-skipped results, oldest first."""
-    return store.db.execute(
+    return store.rows(
         "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds FROM test_results t "
         f"JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
         "AND coalesce(t.rerun_outcome, t.outcome) != 'skipped' ORDER BY r.started_at, t.recorded_at, t.rowid",
         (window_runs,),
-    ).fetchall()
+    )
 
 
 def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:

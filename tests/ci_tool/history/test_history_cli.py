@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,4 +78,112 @@ def test_missing_history_is_an_error(capsys: pytest.CaptureFixture[str], tmp_pat
         1,
         f"error: {tmp_path / 'none.sqlite'}: expected a history file, found none "
         "Hint: run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH\n",
+    )
+
+
+READERS = {"history": ["history"], "report": ["report", "latest"], "durations-export": ["durations", "export"]}
+
+
+def damaged(path: Path) -> str:
+    return (
+        f"error: {path}: the history is damaged: expected a well-formed SQLite file, found 'database disk image is "
+        f"malformed' Hint: keep it aside (`mv {path} {path}.damaged`) and ci-tool starts a new history there, or "
+        "pass --history PATH\n"
+    )
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+@pytest.mark.parametrize("table", ["runs", "test_results"], ids=["runs-page", "test-results-page"])
+def test_a_damaged_page_is_a_located_error_for_every_reader(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any, verb: list[str], table: str
+) -> None:
+    damage_page(history_file, table)
+    assert run(capsys, *verb, "--history", str(history_file)) == (1, "", damaged(history_file))
+
+
+def _write_sqlite(path: Path, *statements: str) -> None:
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    db.close()
+
+
+NOT_A_HISTORY = {
+    "text-file": (
+        lambda path: path.write_text("hello\n" * 100),
+        "expected a SQLite history file, found a file that is not a SQLite database Hint: pass the history file "
+        "ci-tool writes (--history PATH); this one is left as it is",
+    ),
+    "foreign-sqlite": (
+        lambda path: _write_sqlite(path, "CREATE TABLE users (name TEXT)", "CREATE TABLE orders (id INTEGER)"),
+        "expected a ci-tool history (tables runs, stages, test_results), found a SQLite database with other tables "
+        "('orders', 'users') Hint: pass the history file ci-tool writes (--history PATH); this one is left as it is",
+    ),
+    "newer-schema": (
+        lambda path: (HistoryStore(path).close(), _write_sqlite(path, "UPDATE schema_version SET version = 99")),
+        "expected history schema version 1 or older, found 99 Hint: a newer ci-tool wrote this file; upgrade "
+        "ci-tool or pass another --history",
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+@pytest.mark.parametrize(("make", "message"), list(NOT_A_HISTORY.values()), ids=list(NOT_A_HISTORY))
+def test_a_file_that_is_not_our_history_is_a_located_error_and_stays_as_it_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, verb: list[str], make: Any, message: str
+) -> None:
+    path = tmp_path / "other.file"
+    make(path)
+    before = path.read_bytes()
+    assert run(capsys, *verb, "--history", str(path)) == (1, "", f"error: {path}: {message}\n")
+    assert path.read_bytes() == before
+
+
+def test_a_damaged_header_page_reads_as_not_a_sqlite_file(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any
+) -> None:
+    damage_page(history_file, "header")
+    code, _, err = run(capsys, "history", "--history", str(history_file))
+    assert (code, err) == (1, f"error: {history_file}: {NOT_A_HISTORY['text-file'][1]}\n")
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+def test_readers_do_not_wait_for_a_writers_lock(
+    capsys: pytest.CaptureFixture[str], history_file: Path, verb: list[str]
+) -> None:
+    """Reading takes no write lock (opening no longer migrates in a write transaction)."""
+    writer = sqlite3.connect(history_file, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        code, out, err = run(capsys, *verb, "--history", str(history_file))
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert (code, err, bool(out)) == (0, "", True)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes: the OS cannot make it read-only")
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+def test_a_read_only_history_in_a_read_only_folder_is_read(
+    capsys: pytest.CaptureFixture[str], history_file: Path, verb: list[str]
+) -> None:
+    folder = history_file.parent
+    history_file.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        code, out, err = run(capsys, *verb, "--history", str(history_file))
+        left = sorted(path.name for path in folder.iterdir())
+    finally:
+        folder.chmod(0o755)
+    assert (code, err, bool(out)) == (0, "", True)
+    assert left == ["h.sqlite"]
+
+
+def test_an_empty_file_is_a_new_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "h.sqlite").write_bytes(b"")
+    assert run(capsys, "history", "--history", str(tmp_path / "h.sqlite")) == (
+        0,
+        "Recent runs (newest first):\nSlowest tests (median of the latest results, last 30 runs):\n"
+        "Flaky tests (last 30 runs):\n  none\n",
+        "",
     )
