@@ -11,7 +11,9 @@ and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
 from __future__ import annotations
 
 import datetime
+import errno
 import functools
+import os
 import secrets
 import socket
 import time
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import CiToolError
+from ci_tool.errors import CiToolError, RunError
 from ci_tool.history.store import HistoryStore, RunRecord
 from ci_tool.run import pipeline, recording, report
 from ci_tool.run.flaky import FlakySignature
@@ -113,6 +115,10 @@ def run_session(
     run_id = run_id or new_run_id()
     run_dir = config.results_root / run_id
     results: list[StageResult] = []
+    # Before the run is recorded: a run that cannot keep its results never starts.
+    for folder in (run_dir, config.output_dir):
+        if folder is not None:
+            make_results_folder(folder)
     with HistoryStore(config.history) as store:
         store.start_run(RunRecord(run_id, command, "running", time.time(), host=socket.gethostname()))
 
@@ -154,6 +160,18 @@ def run_session(
             state = ran.state if ran is not None else pipeline.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         markdown = report.render_markdown(report.load_report(store, run_id))
-    run_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
     return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir)
+
+
+def make_results_folder(path: Path) -> None:
+    """Create a results folder (and its parents) that this process can write, or say why not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as error:
+        raise RunError(
+            f"cannot create the results folder {str(path)!r}: {error.strerror}",
+            hint="pass --results-dir (or --output-dir) a folder you can write",
+        ) from None
