@@ -102,8 +102,10 @@ def local_setup(
 
 
 def finish(result: SessionResult) -> int:
-    """The closing line, and the exit code of the run's state."""
+    """The closing line, and the exit code of the run's state (1 when the history could not take the run)."""
     click.echo(result.closing_line)
+    if result.unrecorded is not None:
+        raise result.unrecorded
     return EXIT_CODES.get(result.state, 0)
 
 

@@ -69,6 +69,12 @@ class Progress:
     def stage_not_run(self, stage: str, state: str, reason: str) -> None:
         self._line(f"{stage}: {NOT_RUN_WORDS.get(state, state)}: {reason}")
 
+    def warning(self, text: str) -> None:
+        """Something the run goes on despite (the history cannot take its records, say)."""
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+        self._line(f"warning: {text}")
+
     def _draw(self) -> None:
         now = time.monotonic()
         if now - self.drawn_at < REDRAW_SECONDS and self.finished < self.total:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
-from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.run import pipeline, recording, report
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.progress import Progress
@@ -47,6 +48,7 @@ class SessionConfig:
     rerun_flaky: bool = True
     extra_pytest_args: tuple[str, ...] = ()
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
+    history_busy_timeout_ms: int = BUSY_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class SessionResult:
     pipeline: pipeline.PipelineResult
     report_markdown: str
     results_dir: Path
+    unrecorded: CiToolError | None = None  # the history could not take the run; its folder has it
 
     @property
     def counts(self) -> dict[str, int]:
@@ -119,7 +122,9 @@ def run_session(
     for folder in (run_dir, config.output_dir):
         if folder is not None:
             make_results_folder(folder)
-    with HistoryStore(config.history) as store:
+    with RunRecorder(
+        config.history, run_dir, busy_timeout_ms=config.history_busy_timeout_ms, warn=progress.warning
+    ) as store:
         store.start_run(RunRecord(run_id, command, "running", time.time(), host=socket.gethostname()))
 
         def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
@@ -159,9 +164,9 @@ def run_session(
         finally:
             state = ran.state if ran is not None else pipeline.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
-        markdown = report.render_markdown(report.load_report(store, run_id))
+        markdown = report.render_markdown(report.build_report(*store.report_input()))
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
-    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir)
+    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir, store.unrecorded)
 
 
 def make_results_folder(path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ci_tool.cli import main
+from ci_tool.history.recorder import unrecorded_json
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 
 
@@ -187,3 +188,13 @@ def test_an_empty_file_is_a_new_history(capsys: pytest.CaptureFixture[str], tmp_
         "Flaky tests (last 30 runs):\n  none\n",
         "",
     )
+
+
+def test_history_import_into_a_damaged_history_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "unrecorded.json").write_text(unrecorded_json(RunRecord("r1", "/bot run", "passed", 1.0), []))
+    damage_page(history_file, "runs")
+    code, out, err = run(capsys, "history", "import", str(tmp_path / "run"), "--history", str(history_file))
+    assert (code, out, err) == (1, "", damaged(history_file))
