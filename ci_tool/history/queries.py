@@ -15,6 +15,7 @@ import itertools
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
@@ -128,6 +129,27 @@ def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str,
     return {
         test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
     }
+
+
+@dataclass(frozen=True)
+class DurationsMerge:
+    """A `.test_durations` file with the history's entries merged in, and what the merge did."""
+
+    durations: dict[str, float]  # sorted by id
+    updated: int  # in the file and recorded: the recorded value wins
+    added: int  # recorded, not in the file
+    kept: int  # in the file, not recorded in the window: kept as they are
+
+
+def merge_durations(existing: Mapping[str, float], recorded: Mapping[str, float]) -> DurationsMerge:
+    """The file's entries updated by the recorded ones; entries the window did not record stay."""
+    updated = sum(1 for test_id in recorded if test_id in existing)
+    return DurationsMerge(
+        dict(sorted({**existing, **recorded}.items())),
+        updated=updated,
+        added=len(recorded) - updated,
+        kept=len(existing) - updated,
+    )
 
 
 def slowest_tests(store: HistoryStore, *, limit: int = 10, window_runs: int = 50) -> list[SlowTest]:

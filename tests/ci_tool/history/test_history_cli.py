@@ -44,8 +44,80 @@ def test_durations_export_to_file_reads_the_environment(
 ) -> None:
     monkeypatch.setenv("CI_TOOL_HISTORY", str(history_file))
     code, _, err = run(capsys, "durations", "export", "--output", str(tmp_path / ".test_durations"))
-    assert (code, err) == (0, f"wrote 2 test durations to {tmp_path / '.test_durations'}\n")
+    assert (code, err) == (0, f"wrote 2 test durations to {tmp_path / '.test_durations'}: 0 updated, 2 added, 0 kept\n")
     assert json.loads((tmp_path / ".test_durations").read_text()) == {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5}
+
+
+COMMITTED = {"tests/a.py::t": 9.0, "tests/old.py::t": 7.5, "tests/z.py::t": 1.25}
+
+
+@pytest.mark.parametrize(
+    ("replace", "expected", "message"),
+    [
+        (
+            [],
+            {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5, "tests/old.py::t": 7.5, "tests/z.py::t": 1.25},
+            "wrote 4 test durations to {path}: 1 updated, 1 added, 2 kept\n",
+        ),
+        (
+            ["--replace"],
+            {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5},
+            "wrote 2 test durations to {path}, replacing it\n",
+        ),
+    ],
+    ids=["merge-by-default", "replace"],
+)
+def test_durations_export_merges_into_the_committed_file(
+    capsys: pytest.CaptureFixture[str],
+    history_file: Path,
+    tmp_path: Path,
+    replace: list[str],
+    expected: dict[str, float],
+    message: str,
+) -> None:
+    path = tmp_path / ".test_durations"
+    path.write_text(json.dumps(COMMITTED, indent=2) + "\n")
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--output", str(path), *replace)
+    assert (code, out, err) == (0, "", message.format(path=path))
+    assert json.loads(path.read_text()) == expected
+    assert list(json.loads(path.read_text())) == sorted(expected)
+
+
+FIX = "fix the file, or pass --replace to write the history's durations over it"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"tests/a.py::t": 1.0,',
+            "{path}:1:23: expected a JSON object of test id -> seconds, found invalid JSON (Expecting property name "
+            f"enclosed in double quotes) Hint: {FIX}",
+        ),
+        (
+            "[1, 2]",
+            "{path}: expected a JSON object of test id -> seconds, found a JSON list Hint: write it as "
+            f'{{{{"path/test_x.py::test_y": 12.5, ...}}}}; {FIX}',
+        ),
+        (
+            '{"tests/a.py::t": -1}',
+            f"{{path}}: expected a number of seconds >= 0 for 'tests/a.py::t', found -1 Hint: {FIX}",
+        ),
+    ],
+    ids=["truncated-json", "not-an-object", "negative-seconds"],
+)
+def test_durations_export_leaves_a_bad_committed_file_as_it_is(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / ".test_durations"
+    path.write_text(text)
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--output", str(path))
+    assert (code, out, err, path.read_text()) == (1, "", f"error: {message.format(path=path)}\n", text)
+
+
+def test_durations_export_replace_needs_an_output(capsys: pytest.CaptureFixture[str], history_file: Path) -> None:
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--replace")
+    assert (code, out, err.splitlines()[-1]) == (2, "", "Error: --replace goes with --output")
 
 
 def test_history_shows_runs_slowest_and_flaky(capsys: pytest.CaptureFixture[str], history_file: Path) -> None:
