@@ -270,3 +270,30 @@ def test_history_import_into_a_damaged_history_is_a_located_error(
     damage_page(history_file, "runs")
     code, out, err = run(capsys, "history", "import", str(tmp_path / "run"), "--history", str(history_file))
     assert (code, out, err) == (1, "", damaged(history_file))
+
+
+def test_report_latest_of_a_history_without_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    HistoryStore(tmp_path / "h.sqlite").close()
+    assert run(capsys, "report", "latest", "--history", str(tmp_path / "h.sqlite")) == (
+        1,
+        "",
+        f"error: {tmp_path / 'h.sqlite'}: expected a recorded run for `latest`, found a history without runs "
+        "Hint: run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH\n",
+    )
+
+
+@pytest.mark.parametrize("output", ["missing/report.md", "afile/report.md"], ids=["folder-missing", "folder-is-a-file"])
+def test_report_output_that_cannot_be_written_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path, output: str
+) -> None:
+    (tmp_path / "afile").write_text("")
+    target = tmp_path / output
+    reason = "No such file or directory" if output.startswith("missing") else "Not a directory"
+    code, out, err = run(capsys, "report", "latest", "--history", str(history_file), "--output", str(target))
+    assert (code, out, err) == (1, "", f"error: cannot write the report to {str(target)!r}: {reason}\n")
+
+
+def test_a_history_path_with_uri_characters_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "we?ird #dir%20" / "h?.sqlite"
+    HistoryStore(path).close()
+    assert run(capsys, "history", "--history", str(path), "--json")[0] == 0
