@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
+from ci_tool.history.sqlite_errors import damaged
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 
 DURATION_SAMPLES = 5
@@ -48,11 +49,7 @@ def _details(store: HistoryStore, text: str) -> dict[str, object]:
     except (TypeError, ValueError):
         details = None
     if not isinstance(details, dict):
-        raise HistoryError(
-            f"the history is damaged: expected a JSON object of details, found {str(text)[:80]!r}",
-            where=Where(str(store.path)),
-            hint="keep it aside and ci-tool starts a new history there, or pass --history PATH",
-        )
+        raise damaged(store.path, "a JSON object of details", repr(str(text)[:80]))
     return details
 
 

@@ -30,18 +30,23 @@ def cannot_share(error: sqlite3.Error) -> bool:
     return _name(error).startswith("SQLITE_READONLY") or _name(error) == "SQLITE_CANTOPEN"
 
 
+def damaged(path: Path, expected: str, found: str) -> HistoryError:
+    """The history file is damaged: where, what was expected and found, and how to start a new one."""
+    aside = shlex.join(["mv", str(path), f"{path}.damaged"])
+    return HistoryError(
+        f"the history is damaged: expected {expected}, found {found}",
+        where=Where(str(path)),
+        hint=f"keep it aside (`{aside}`) and ci-tool starts a new history there, or pass --history PATH",
+    )
+
+
 def history_error(
     path: Path, error: sqlite3.Error, doing: str, *, attempts: int = 1, busy_timeout_ms: int
 ) -> HistoryError:
     """The located error for `error`, met while `doing` (open, read, write) the history at `path`."""
     name, where = _name(error), Where(str(path))
     if name.startswith("SQLITE_CORRUPT"):
-        aside = shlex.join(["mv", str(path), f"{path}.damaged"])
-        return HistoryError(
-            f"the history is damaged: expected a well-formed SQLite file, found {str(error)!r}",
-            where=where,
-            hint=f"keep it aside (`{aside}`) and ci-tool starts a new history there, or pass --history PATH",
-        )
+        return damaged(path, "a well-formed SQLite file", repr(str(error)))
     if name == "SQLITE_NOTADB":
         return HistoryError(
             "expected a SQLite history file, found a file that is not a SQLite database",
