@@ -1,14 +1,20 @@
 """Writing files: atomically (a reader never sees a half-written file, a failed write leaves the old one),
-or appending in one write."""
+or appending in one write.
+
+An atomically written file keeps the mode of the file it replaces; a new file gets the umask's default
+(0o666 & ~umask), as `open(path, "w")` would give it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 from ci_tool.errors import CiToolError
+
+_NEW_FILE_MODE = 0o666  # the kernel takes the umask off, as for any new file
 
 
 def write_text_atomically(path: str | Path, text: str, *, what: str = "the file") -> None:
@@ -16,8 +22,10 @@ def write_text_atomically(path: str | Path, text: str, *, what: str = "the file"
     target = Path(path)
     temporary = None
     try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, temporary = _create_temporary(target)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with contextlib.suppress(FileNotFoundError):
+                os.fchmod(handle.fileno(), os.stat(target).st_mode & 0o7777)
             handle.write(text)
         os.replace(temporary, target)
     except OSError as error:
@@ -25,6 +33,15 @@ def write_text_atomically(path: str | Path, text: str, *, what: str = "the file"
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+
+
+def _create_temporary(target: Path) -> tuple[int, Path]:
+    """A new file beside `target`, created with the umask's mode (mkstemp would make it 0o600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        with contextlib.suppress(FileExistsError):
+            return os.open(temporary, flags, _NEW_FILE_MODE), temporary
 
 
 def append_text(path: str | Path, text: str, *, what: str = "the file") -> None:

@@ -1,5 +1,6 @@
 """`ci-tool generate [--check]`: write the Jenkins pipelines and GitHub workflows from the stage catalog and
-docs/bot.md from the bot's flag table, or check that the committed ones are what they produce today."""
+docs/bot.md from the bot's flag table, or check that the committed ones are what they produce today. A file
+that was there and differs (a hand edit, an older catalog) is named with the diff of what was replaced."""
 
 from __future__ import annotations
 
@@ -39,15 +40,18 @@ def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Pat
             return 1
         click.echo(f"{len(files)} generated files are up to date")
         return 0
-    for path, text in files.items():
-        if committed[path] == text:
-            continue
+    for item in stale_files(files, committed):
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(item.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise GenerateError(f"cannot create the folder of {path!r}: {error.strerror}") from None
-        write_text_atomically(path, text, what=f"the generated {path}")
-        click.echo(f"wrote {path}")
+            raise GenerateError(f"cannot create the folder of {item.path!r}: {error.strerror}") from None
+        write_text_atomically(item.path, files[item.path], what=f"the generated {item.path}")
+        if item.missing:
+            click.echo(f"wrote {item.path}")
+            continue
+        removed, added = item.changed_lines  # a hand edit of the file is among the removed lines
+        click.echo(f"wrote {item.path}, replacing {removed} of its lines with {added} (diff: - was there, + is new)")
+        click.echo(item.diff, nl=False)
     click.echo(f"{len(TARGETS)} generated files are up to date")
     return 0
 

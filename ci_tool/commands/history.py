@@ -1,4 +1,5 @@
-"""`ci-tool history`: recent runs, the slowest tests and the flaky tests, from the SQLite history."""
+"""`ci-tool history`: recent runs, the slowest tests and the flaky tests, from the SQLite history;
+`ci-tool history import RUN_DIR`: record a run whose history could not take it (its unrecorded.json)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import click
 
+from ci_tool.commands import bounds
 from ci_tool.history import queries
+from ci_tool.history.recorder import load_unrecorded
 from ci_tool.history.store import HistoryStore, history_path
 
 history_option = click.option(
@@ -19,16 +22,17 @@ history_option = click.option(
 )
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @history_option
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per section.")
-@click.option(
-    "--window", default=30, show_default=True, type=click.IntRange(min=1), help="Runs the test sections read."
-)
+@click.option("--limit", default=10, show_default=True, type=bounds.count(), help="Rows per section.")
+@click.option("--window", default=30, show_default=True, type=bounds.count(), help="Runs the test sections read.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "slowest": [...], "flaky": [...]}.')
-def history(history_file: Path | None, limit: int, window: int, as_json: bool) -> int:
+@click.pass_context
+def history(ctx: click.Context, history_file: Path | None, limit: int, window: int, as_json: bool) -> int:
     """Show recent runs, the slowest tests and the flaky tests (passed on rerun, or flipping between runs)."""
-    with HistoryStore(history_path(history_file), create=False) as store:
+    if ctx.invoked_subcommand is not None:
+        return 0
+    with HistoryStore(history_path(history_file), read_only=True) as store:
         runs = queries.recent_runs(store, limit=limit)
         slowest = queries.slowest_tests(store, limit=limit, window_runs=window)
         flaky = queries.flaky_tests(store, window_runs=window)[:limit]
@@ -57,4 +61,21 @@ def history(history_file: Path | None, limit: int, window: int, as_json: bool) -
         )
     if not flaky:
         click.echo("  none")
+    return 0
+
+
+@history.command("import")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@history_option
+@click.pass_context
+def import_command(ctx: click.Context, run_dir: Path, history_file: Path | None) -> int:
+    """Record the run in RUN_DIR that its history could not take (RUN_DIR/unrecorded.json, which the run
+    wrote); recording it again replaces it, so importing twice is harmless."""
+    run, stages = load_unrecorded(run_dir)
+    outer = ctx.parent.params.get("history_file") if ctx.parent is not None else None  # history --history X import
+    path = history_path(history_file or outer)
+    with HistoryStore(path) as store:
+        store.record_run(run, stages)
+    tests = sum(len(found) for _, found, _ in stages)
+    click.echo(f"recorded run {run.run_id} ({run.state}, {len(stages)} stages, {tests} tests) in {path}")
     return 0

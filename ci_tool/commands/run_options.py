@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from ci_tool import sysinfo
+from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.commands.history import history_option
 from ci_tool.history.store import history_path
@@ -82,7 +83,7 @@ def run_options(command: F) -> F:
             "test_timeout_seconds",
             default=TEST_TIMEOUT_SECONDS,
             show_default=True,
-            type=click.IntRange(min=1),
+            type=bounds.count(bounds.MAX_TIMEOUT_SECONDS),
             help="Seconds a test may take unless its list line or marker says otherwise.",
         ),
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
@@ -125,6 +126,8 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
 
 
 def finish(result: SessionResult) -> int:
-    """The closing line, and the exit code of the run's state."""
+    """The closing line, and the exit code of the run's state (1 when the history could not take the run)."""
     click.echo(result.closing_line)
+    if result.unrecorded is not None:
+        raise result.unrecorded
     return result.state.exit_code

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ci_tool.errors import ShardError, Where
+from ci_tool.commands import bounds
+from ci_tool.errors import ShardError, Where, shown
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, plan_shards
 from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
@@ -15,7 +16,7 @@ from ci_tool.text_file import lines, read_text
 
 
 class SplitsType(click.ParamType):
-    """A positive whole number of shards, or `auto`."""
+    """A whole number of shards from 1 to MAX_SHARDS, or `auto`."""
 
     name = "N|auto"
 
@@ -23,9 +24,12 @@ class SplitsType(click.ParamType):
         text = str(value).strip()
         if text == "auto":
             return text
-        if text.isascii() and text.isdigit() and len(text) <= 9 and int(text) >= 1:  # '²' is a digit too
-            return int(text)
-        self.fail(f"expected a positive whole number or 'auto', found {text!r}", param, ctx)
+        if not (text.isascii() and text.isdigit() and text.strip("0")):  # '²' is a digit too, yet int('²') fails
+            self.fail(f"expected a positive whole number or 'auto', found {shown(text)}", param, ctx)
+        if len(text) > len(str(bounds.MAX_SHARDS)):  # too long for any count we take: say so without int()
+            number = text if len(text) <= 60 else shown(text)  # digits as click shows a number, or cut short
+            self.fail(f"{number} is not in the range 1<=x<={bounds.MAX_SHARDS}.", param, ctx)
+        return bounds.count(bounds.MAX_SHARDS).convert(text, param, ctx)  # type: ignore[arg-type]  # text, as click
 
 
 @click.command()
@@ -40,7 +44,7 @@ class SplitsType(click.ParamType):
 @click.option("--splits", required=True, type=SplitsType(), help="Number of shards, or auto (needs --budget-minutes).")
 @click.option(
     "--budget-minutes",
-    type=click.FloatRange(min=0, min_open=True),
+    type=bounds.FiniteFloatRange(min=0, max=bounds.MAX_BUDGET_MINUTES, min_open=True),
     help="With --splits auto: the most predicted time any shard may take.",
 )
 @click.option(

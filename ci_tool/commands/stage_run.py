@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool.commands import bounds
 from ci_tool.commands.run_options import LocalSetup, RunOptions, finish, local_setup, run_options
 from ci_tool.errors import StageError
 from ci_tool.run.invocation import RunSettings, planned_invocations
@@ -33,7 +34,7 @@ DRY_RUN_ID = "<run-id>"
 
 @click.command("run")
 @click.argument("name")
-@click.option("--shard", type=click.IntRange(min=1), help="With a family NAME: run its stage NAME-K.")
+@click.option("--shard", type=bounds.count(bounds.MAX_SHARDS), help="With a family NAME: run its stage NAME-K.")
 @click.option("--dry-run", is_flag=True, help="Print the lists and the exact pytest commands; run nothing.")
 @click.option("--detailed-log", is_flag=True, help="Stream all pytest output (`pytest -s`), as `--detailed-log` asks.")
 @click.option(

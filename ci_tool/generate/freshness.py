@@ -13,6 +13,12 @@ class StaleFile:
     missing: bool  # no committed file at all
     diff: str  # unified diff from the committed text to the generated text
 
+    @property
+    def changed_lines(self) -> tuple[int, int]:
+        """(removed, added): the diff's lines that were in the committed text, and its new ones."""
+        body = self.diff.splitlines()[2:]  # after the ---/+++ header every -/+ line is a text line
+        return sum(line.startswith("-") for line in body), sum(line.startswith("+") for line in body)
+
 
 def stale_files(generated: Mapping[str, str], committed: Mapping[str, str | None]) -> list[StaleFile]:
     """The generated files whose committed text differs (None: not committed), in `generated`'s order."""

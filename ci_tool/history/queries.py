@@ -15,10 +15,12 @@ import itertools
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
+from ci_tool.history.sqlite_errors import damaged
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
@@ -42,6 +44,17 @@ class SlowTest:
     results: int
 
 
+def _details(store: HistoryStore, text: str) -> dict[str, object]:
+    """A `details_json` column: a JSON object, else the file is damaged (SQLite found no fault)."""
+    try:
+        details = json.loads(text)
+    except (TypeError, ValueError):
+        details = None
+    if not isinstance(details, dict):
+        raise damaged(store.path, "a JSON object of details", repr(str(text)[:80]))
+    return details
+
+
 def stage_family(stage: str) -> str:
     """`A10-PyTorch-3` -> `A10-PyTorch`; names without a shard index are their own family."""
     head, _, tail = stage.rpartition("-")
@@ -49,19 +62,19 @@ def stage_family(stage: str) -> str:
 
 
 def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs "
         "ORDER BY started_at DESC, rowid DESC LIMIT ?",
         (limit,),
-    ).fetchall()
+    )
     return [_run(store, r) for r in rows]
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
-    row = store.db.execute(
+    row = store.row(
         "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs WHERE run_id = ?",
         (run_id,),
-    ).fetchone()
+    )
     if row is None:
         known = [run.run_id for run in recent_runs(store, limit=50)]
         raise HistoryError(
@@ -74,7 +87,7 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
 
 def _run(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
     state = _vocabulary(store, RunState, row[2])
-    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], json.loads(row[6]))
+    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]))
 
 
 E = TypeVar("E", RunState, StageState, TestOutcome)
@@ -85,36 +98,32 @@ def _vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        raise HistoryError(
-            f"expected a {kind.__name__} of {', '.join(kind)}, found {value!r}",
-            where=Where(str(store.path)),
-            hint="the file was changed by something other than ci-tool; pass another --history",
-        ) from None
+        raise damaged(store.path, f"a {kind.__name__} ({', '.join(kind)})", repr(value)) from None
 
 
 def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
     """The stages of a run in the order they were recorded."""
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
         "details_json FROM stages WHERE run_id = ? ORDER BY rowid",
         (run_id,),
-    ).fetchall()
+    )
     return [
         StageRecord(
             run_id=r[0], name=r[1], state=_vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
             duration_seconds=r[5], passed=r[6], failed=r[7], skipped=r[8], results_dir=r[9],
-            details=json.loads(r[10]),
+            details=_details(store, r[10]),
         )
         for r in rows
     ]  # fmt: skip
 
 
 def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord]:
-    rows = store.db.execute(
+    rows = store.rows(
         "SELECT test_id, outcome, duration_seconds, rerun_outcome, waive_reason, kind, message, signature, "
         "output_head FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid",
         (run_id, stage),
-    ).fetchall()
+    )
     return [
         TestRecord(
             row[0],
@@ -129,12 +138,12 @@ def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord
 
 def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, str, str | None, float]]:
     """(test_id, stage, outcome, rerun_outcome, duration) of non-skipped results, oldest first."""
-    return store.db.execute(
+    return store.rows(
         "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds FROM test_results t "
         f"JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
         "AND coalesce(t.rerun_outcome, t.outcome) != ? ORDER BY r.started_at, t.recorded_at, t.rowid",
         (window_runs, TestOutcome.SKIPPED.value),
-    ).fetchall()
+    )
 
 
 def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
@@ -145,6 +154,27 @@ def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str,
     return {
         test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
     }
+
+
+@dataclass(frozen=True)
+class DurationsMerge:
+    """A `.test_durations` file with the history's entries merged in, and what the merge did."""
+
+    durations: dict[str, float]  # sorted by id
+    updated: int  # in the file and recorded: the recorded value wins
+    added: int  # recorded, not in the file
+    kept: int  # in the file, not recorded in the window: kept as they are
+
+
+def merge_durations(existing: Mapping[str, float], recorded: Mapping[str, float]) -> DurationsMerge:
+    """The file's entries updated by the recorded ones; entries the window did not record stay."""
+    updated = sum(1 for test_id in recorded if test_id in existing)
+    return DurationsMerge(
+        dict(sorted({**existing, **recorded}.items())),
+        updated=updated,
+        added=len(recorded) - updated,
+        kept=len(existing) - updated,
+    )
 
 
 def slowest_tests(store: HistoryStore, *, limit: int = 10, window_runs: int = 50) -> list[SlowTest]:

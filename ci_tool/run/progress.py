@@ -67,6 +67,12 @@ class Progress:
     def stage_not_run(self, stage: str, state: StageState, reason: str) -> None:
         self._line(f"{stage}: {state.words}: {reason}")
 
+    def warning(self, text: str) -> None:
+        """Something the run goes on despite (the history cannot take its records, say)."""
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+        self._line(f"warning: {text}")
+
     def _draw(self) -> None:
         now = time.monotonic()
         if now - self.drawn_at < REDRAW_SECONDS and self.finished < self.total:

@@ -11,7 +11,9 @@ and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
 from __future__ import annotations
 
 import datetime
+import errno
 import functools
+import os
 import secrets
 import socket
 import time
@@ -20,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.errors import CiToolError
-from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.errors import CiToolError, RunError
+from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report
@@ -48,6 +51,7 @@ class SessionConfig:
     rerun_flaky: bool = True
     detailed_log: bool = False  # pytest streams all output (`--detailed-log`)
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
+    history_busy_timeout_ms: int = BUSY_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ class SessionResult:
     pipeline: pipeline.PipelineResult
     report_markdown: str
     results_dir: Path
+    unrecorded: CiToolError | None = None  # the history could not take the run; its folder has it
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -118,7 +123,13 @@ def run_session(
     run_id = run_id or new_run_id()
     run_dir = config.results_root / run_id
     results: list[StageResult] = []
-    with HistoryStore(config.history) as store:
+    # Before the run is recorded: a run that cannot keep its results never starts.
+    for folder in (run_dir, config.output_dir):
+        if folder is not None:
+            make_results_folder(folder)
+    with RunRecorder(
+        config.history, run_dir, busy_timeout_ms=config.history_busy_timeout_ms, warn=progress.warning
+    ) as store:
         store.start_run(RunRecord(run_id, command, RunState.RUNNING, time.time(), host=socket.gethostname()))
 
         def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
@@ -158,7 +169,19 @@ def run_session(
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
-        markdown = report.render_markdown(report.load_report(store, run_id))
-    run_dir.mkdir(parents=True, exist_ok=True)
+        markdown = report.render_markdown(report.build_report(*store.report_input()))
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
-    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir)
+    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir, store.unrecorded)
+
+
+def make_results_folder(path: Path) -> None:
+    """Create a results folder (and its parents) that this process can write, or say why not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as error:
+        raise RunError(
+            f"cannot create the results folder {str(path)!r}: {error.strerror}",
+            hint="pass --results-dir (or --output-dir) a folder you can write",
+        ) from None

@@ -155,7 +155,7 @@ def test_a_list_and_durations_with_a_bom_shard(files: tuple[Path, Path], capsys:
     assert (code, json.loads(out)["shards"]) == (0, [["a.py::t1"]])
 
 
-@pytest.mark.parametrize("splits", ["\u00b2", "\u0663", "9" * 5000], ids=["superscript", "arabic-indic", "huge"])
+@pytest.mark.parametrize("splits", ["\u00b2", "\u0663", "\u00b2" * 5000], ids=["superscript", "arabic-indic", "huge"])
 def test_splits_that_are_not_ascii_digits_are_a_usage_error(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], splits: str
 ) -> None:

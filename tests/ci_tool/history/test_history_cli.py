@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ci_tool.cli import main
+from ci_tool.history.recorder import unrecorded_json
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 
 
@@ -40,8 +44,80 @@ def test_durations_export_to_file_reads_the_environment(
 ) -> None:
     monkeypatch.setenv("CI_TOOL_HISTORY", str(history_file))
     code, _, err = run(capsys, "durations", "export", "--output", str(tmp_path / ".test_durations"))
-    assert (code, err) == (0, f"wrote 2 test durations to {tmp_path / '.test_durations'}\n")
+    assert (code, err) == (0, f"wrote 2 test durations to {tmp_path / '.test_durations'}: 0 updated, 2 added, 0 kept\n")
     assert json.loads((tmp_path / ".test_durations").read_text()) == {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5}
+
+
+COMMITTED = {"tests/a.py::t": 9.0, "tests/old.py::t": 7.5, "tests/z.py::t": 1.25}
+
+
+@pytest.mark.parametrize(
+    ("replace", "expected", "message"),
+    [
+        (
+            [],
+            {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5, "tests/old.py::t": 7.5, "tests/z.py::t": 1.25},
+            "wrote 4 test durations to {path}: 1 updated, 1 added, 2 kept\n",
+        ),
+        (
+            ["--replace"],
+            {"tests/a.py::t": 3.0, "tests/b.py::t": 0.5},
+            "wrote 2 test durations to {path}, replacing it\n",
+        ),
+    ],
+    ids=["merge-by-default", "replace"],
+)
+def test_durations_export_merges_into_the_committed_file(
+    capsys: pytest.CaptureFixture[str],
+    history_file: Path,
+    tmp_path: Path,
+    replace: list[str],
+    expected: dict[str, float],
+    message: str,
+) -> None:
+    path = tmp_path / ".test_durations"
+    path.write_text(json.dumps(COMMITTED, indent=2) + "\n")
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--output", str(path), *replace)
+    assert (code, out, err) == (0, "", message.format(path=path))
+    assert json.loads(path.read_text()) == expected
+    assert list(json.loads(path.read_text())) == sorted(expected)
+
+
+FIX = "fix the file, or pass --replace to write the history's durations over it"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"tests/a.py::t": 1.0,',
+            "{path}:1:23: expected JSON, found a syntax error: Expecting property name enclosed in double quotes "
+            f"Hint: {FIX}",
+        ),
+        (
+            "[1, 2]",
+            "{path}: expected a JSON object of test id -> seconds, found a JSON list Hint: write it as "
+            f'{{{{"path/test_x.py::test_y": 12.5, ...}}}}; {FIX}',
+        ),
+        (
+            '{"tests/a.py::t": -1}',
+            f"{{path}}: expected a number of seconds >= 0 for 'tests/a.py::t', found -1 Hint: {FIX}",
+        ),
+    ],
+    ids=["truncated-json", "not-an-object", "negative-seconds"],
+)
+def test_durations_export_leaves_a_bad_committed_file_as_it_is(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / ".test_durations"
+    path.write_text(text)
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--output", str(path))
+    assert (code, out, err, path.read_text()) == (1, "", f"error: {message.format(path=path)}\n", text)
+
+
+def test_durations_export_replace_needs_an_output(capsys: pytest.CaptureFixture[str], history_file: Path) -> None:
+    code, out, err = run(capsys, "durations", "export", "--history", str(history_file), "--replace")
+    assert (code, out, err.splitlines()[-1]) == (2, "", "Error: --replace goes with --output")
 
 
 def test_history_shows_runs_slowest_and_flaky(capsys: pytest.CaptureFixture[str], history_file: Path) -> None:
@@ -75,4 +151,162 @@ def test_missing_history_is_an_error(capsys: pytest.CaptureFixture[str], tmp_pat
         1,
         f"error: {tmp_path / 'none.sqlite'}: expected a history file, found none "
         "Hint: run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH\n",
+    )
+
+
+READERS = {"history": ["history"], "report": ["report", "latest"], "durations-export": ["durations", "export"]}
+
+
+def damaged(path: Path) -> str:
+    return (
+        f"error: {path}: the history is damaged: expected a well-formed SQLite file, found 'database disk image is "
+        f"malformed' Hint: keep it aside (`mv {path} {path}.damaged`) and ci-tool starts a new history there, or "
+        "pass --history PATH\n"
+    )
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+@pytest.mark.parametrize("table", ["runs", "test_results"], ids=["runs-page", "test-results-page"])
+def test_a_damaged_page_is_a_located_error_for_every_reader(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any, verb: list[str], table: str
+) -> None:
+    damage_page(history_file, table)
+    assert run(capsys, *verb, "--history", str(history_file)) == (1, "", damaged(history_file))
+
+
+def _write_sqlite(path: Path, *statements: str) -> None:
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    db.close()
+
+
+NOT_A_HISTORY = {
+    "text-file": (
+        lambda path: path.write_text("hello\n" * 100),
+        "expected a SQLite history file, found a file that is not a SQLite database Hint: pass the history file "
+        "ci-tool writes (--history PATH); this one is left as it is",
+    ),
+    "foreign-sqlite": (
+        lambda path: _write_sqlite(path, "CREATE TABLE users (name TEXT)", "CREATE TABLE orders (id INTEGER)"),
+        "expected a ci-tool history (tables runs, stages, test_results), found a SQLite database with other tables "
+        "('orders', 'users') Hint: pass the history file ci-tool writes (--history PATH); this one is left as it is",
+    ),
+    "newer-schema": (
+        lambda path: (HistoryStore(path).close(), _write_sqlite(path, "UPDATE schema_version SET version = 99")),
+        "expected history schema version 1 or older, found 99 Hint: a newer ci-tool wrote this file; upgrade "
+        "ci-tool or pass another --history",
+    ),
+}
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+@pytest.mark.parametrize(("make", "message"), list(NOT_A_HISTORY.values()), ids=list(NOT_A_HISTORY))
+def test_a_file_that_is_not_our_history_is_a_located_error_and_stays_as_it_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, verb: list[str], make: Any, message: str
+) -> None:
+    path = tmp_path / "other.file"
+    make(path)
+    before = path.read_bytes()
+    assert run(capsys, *verb, "--history", str(path)) == (1, "", f"error: {path}: {message}\n")
+    assert path.read_bytes() == before
+
+
+def test_a_damaged_header_page_reads_as_not_a_sqlite_file(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any
+) -> None:
+    damage_page(history_file, "header")
+    code, _, err = run(capsys, "history", "--history", str(history_file))
+    assert (code, err) == (1, f"error: {history_file}: {NOT_A_HISTORY['text-file'][1]}\n")
+
+
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+def test_readers_do_not_wait_for_a_writers_lock(
+    capsys: pytest.CaptureFixture[str], history_file: Path, verb: list[str]
+) -> None:
+    """Reading takes no write lock (opening no longer migrates in a write transaction)."""
+    writer = sqlite3.connect(history_file, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        code, out, err = run(capsys, *verb, "--history", str(history_file))
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert (code, err, bool(out)) == (0, "", True)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes: the OS cannot make it read-only")
+@pytest.mark.parametrize("verb", list(READERS.values()), ids=list(READERS))
+def test_a_read_only_history_in_a_read_only_folder_is_read(
+    capsys: pytest.CaptureFixture[str], history_file: Path, verb: list[str]
+) -> None:
+    folder = history_file.parent
+    history_file.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        code, out, err = run(capsys, *verb, "--history", str(history_file))
+        left = sorted(path.name for path in folder.iterdir())
+    finally:
+        folder.chmod(0o755)
+    assert (code, err, bool(out)) == (0, "", True)
+    assert left == ["h.sqlite"]
+
+
+def test_an_empty_file_is_a_new_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "h.sqlite").write_bytes(b"")
+    assert run(capsys, "history", "--history", str(tmp_path / "h.sqlite")) == (
+        0,
+        "Recent runs (newest first):\nSlowest tests (median of the latest results, last 30 runs):\n"
+        "Flaky tests (last 30 runs):\n  none\n",
+        "",
+    )
+
+
+def test_history_import_into_a_damaged_history_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], history_file: Path, damage_page: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "unrecorded.json").write_text(unrecorded_json(RunRecord("r1", "/bot run", "passed", 1.0), []))
+    damage_page(history_file, "runs")
+    code, out, err = run(capsys, "history", "import", str(tmp_path / "run"), "--history", str(history_file))
+    assert (code, out, err) == (1, "", damaged(history_file))
+
+
+def test_report_latest_of_a_history_without_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    HistoryStore(tmp_path / "h.sqlite").close()
+    assert run(capsys, "report", "latest", "--history", str(tmp_path / "h.sqlite")) == (
+        1,
+        "",
+        f"error: {tmp_path / 'h.sqlite'}: expected a recorded run for `latest`, found a history without runs "
+        "Hint: run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH\n",
+    )
+
+
+@pytest.mark.parametrize("output", ["missing/report.md", "afile/report.md"], ids=["folder-missing", "folder-is-a-file"])
+def test_report_output_that_cannot_be_written_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path, output: str
+) -> None:
+    (tmp_path / "afile").write_text("")
+    target = tmp_path / output
+    reason = "No such file or directory" if output.startswith("missing") else "Not a directory"
+    code, out, err = run(capsys, "report", "latest", "--history", str(history_file), "--output", str(target))
+    assert (code, out, err) == (1, "", f"error: cannot write the report to {str(target)!r}: {reason}\n")
+
+
+def test_a_history_path_with_uri_characters_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "we?ird #dir%20" / "h?.sqlite"
+    HistoryStore(path).close()
+    assert run(capsys, "history", "--history", str(path), "--json")[0] == 0
+
+
+def test_details_that_are_not_json_read_as_a_damaged_history(
+    capsys: pytest.CaptureFixture[str], history_file: Path
+) -> None:
+    _write_sqlite(history_file, "UPDATE runs SET details_json = '{\"cut'")
+    code, out, err = run(capsys, "history", "--history", str(history_file))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {history_file}: the history is damaged: expected a JSON object of details, found '{{\"cut' Hint: "
+        f"keep it aside (`mv {history_file} {history_file}.damaged`) and ci-tool starts a new history there, or "
+        "pass --history PATH\n"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,72 @@ def test_recent_runs_newest_first(store: HistoryStore) -> None:
     add_run(store, "old", 1.0, "S-1", [])
     add_run(store, "new", 2.0, "S-1", [])
     assert [run.run_id for run in queries.recent_runs(store)] == ["new", "old"]
+
+
+@pytest.fixture
+def locker(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """A second connection to the history holding its write lock (`BEGIN IMMEDIATE`) until it rolls back."""
+    HistoryStore(tmp_path / "h.sqlite").close()
+    other = sqlite3.connect(tmp_path / "h.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    yield other
+    if other.in_transaction:
+        other.execute("ROLLBACK")
+    other.close()
+
+
+def test_a_write_tries_again_while_another_process_holds_the_lock(tmp_path: Path, locker: sqlite3.Connection) -> None:
+    heard: list[str] = []
+
+    def release(message: str) -> None:  # the first attempt timed out: the other process finishes now
+        heard.append(message)
+        locker.execute("ROLLBACK")
+
+    with HistoryStore(tmp_path / "h.sqlite", busy_timeout_ms=10, on_retry=release) as store:
+        store.start_run(RunRecord("r1", "x", "running", 1.0))
+        assert [run.run_id for run in queries.recent_runs(store)] == ["r1"]
+    assert heard == ["the history is locked; trying again in 0.01 s (attempt 2 of 3)"]
+
+
+def test_a_lock_held_past_every_attempt_is_a_located_error(tmp_path: Path, locker: sqlite3.Connection) -> None:
+    heard: list[str] = []
+    with HistoryStore(tmp_path / "h.sqlite", busy_timeout_ms=10, on_retry=heard.append) as store:
+        with pytest.raises(HistoryError) as error:
+            store.record_stage(StageRecord("r1", "S-1", "passed"), recorded_at=1.0)
+        assert not store.db.in_transaction
+    assert str(error.value) == (
+        f"{tmp_path}/h.sqlite: the history is locked: expected to write it within 3 tries of 0.01 s, found another "
+        "process holding its lock Hint: let the other ci-tool (or the program that has the file open) finish, "
+        "or pass --history PATH"
+    )
+    assert len(heard) == 2
+
+
+def test_a_read_only_store_never_writes(tmp_path: Path) -> None:
+    HistoryStore(tmp_path / "h.sqlite").close()
+    with HistoryStore(tmp_path / "h.sqlite", read_only=True) as store, pytest.raises(HistoryError) as error:
+        store.start_run(RunRecord("r1", "x", "running", 1.0))
+    assert str(error.value) == (
+        f"{tmp_path}/h.sqlite: cannot write the history: expected a writable file, found 'attempt to write a "
+        "readonly database' Hint: make the file and its folder writable, or pass --history PATH"
+    )
+
+
+def test_a_foreign_sqlite_file_is_never_written(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "theirs.db") as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+    before = (tmp_path / "theirs.db").read_bytes()
+    with pytest.raises(HistoryError, match="found a SQLite database with other tables"):
+        HistoryStore(tmp_path / "theirs.db")
+    assert (tmp_path / "theirs.db").read_bytes() == before
+
+
+def test_a_history_below_a_file_is_a_located_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(HistoryError) as error:
+        HistoryStore(tmp_path / "file" / "h.sqlite")
+    assert str(error.value) == (
+        f"{tmp_path}/file/h.sqlite: cannot open the history: File exists "
+        "Hint: pass --history PATH in a folder you can write"
+    )

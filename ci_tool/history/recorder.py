@@ -1,0 +1,182 @@
+"""A run's records, none of them lost: written to the history as they come and, from the first write
+the history cannot take (damaged, locked past every retry, not a history at all), kept in the run's
+folder instead, while the run goes on:
+
+    RUN_DIR/unrecorded.json   the run and each of its stages with its tests, as the history holds them
+
+`ci-tool history import RUN_DIR` records that file later: in the same history once it is free, or in a
+new one. The recorder keeps every record in memory too, so the run's report is complete either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import HistoryError, Where
+from ci_tool.history.store import (
+    BUSY_TIMEOUT_MS,
+    HistoryStore,
+    RunRecord,
+    StageRecord,
+    StageRecords,
+    TestRecord,
+)
+from ci_tool.outcomes import RunState, StageState, TestOutcome
+
+UNRECORDED = "unrecorded.json"
+UNRECORDED_VERSION = 1
+
+
+class RunRecorder:
+    """The history as a run writes it (start_run, record_stage, finish_run), with the run folder as the
+    fallback. `warn` hears each retry and the fallback, as they happen; `unrecorded` is the error to
+    report at the end, or None when the history holds the whole run."""
+
+    def __init__(
+        self,
+        history: Path,
+        run_dir: Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.warn = warn
+        self.run: RunRecord | None = None
+        self.stages: dict[str, StageRecords] = {}
+        self.failure: HistoryError | None = None
+        self.store: HistoryStore | None = None
+        try:
+            self.store = HistoryStore(history, busy_timeout_ms=busy_timeout_ms, on_retry=warn)
+        except HistoryError as error:
+            self._fall_back(error)
+
+    def __enter__(self) -> RunRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def start_run(self, run: RunRecord) -> None:
+        self.run = run
+        self._write(lambda store: store.start_run(run))
+
+    def record_stage(self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float) -> None:
+        kept = dataclasses.replace(stage, details=_as_stored(stage.details))
+        self.stages.pop(stage.name, None)  # a stage recorded again moves to the end, as in the history
+        self.stages[stage.name] = (kept, tuple(tests), recorded_at)
+        self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at))
+
+    def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
+        if self.run is not None:
+            self.run = dataclasses.replace(self.run, state=state, finished_at=finished_at)
+        self._write(lambda store: store.finish_run(run_id, state=state, finished_at=finished_at))
+
+    def report_input(self) -> tuple[RunRecord, list[StageRecord], dict[str, Sequence[TestRecord]]]:
+        """The run, its stages in recording order and their tests: what the report is built from."""
+        if self.run is None:
+            raise ValueError("report_input() before start_run()")
+        run = dataclasses.replace(self.run, details=_as_stored(self.run.details))
+        return run, [s for s, _, _ in self.stages.values()], {s.name: t for s, t, _ in self.stages.values()}
+
+    @property
+    def unrecorded(self) -> HistoryError | None:
+        """Why the history does not hold this run, and where its results and records are instead."""
+        if self.failure is None:
+            return None
+        cause = f"{self.failure.where}: {self.failure.message}" if self.failure.where else self.failure.message
+        then = f" ({self.failure.hint})" if self.failure.hint else ""
+        return HistoryError(
+            f"the run is not in the history ({cause}); its results are kept in this folder: result.json and "
+            f"junit.xml per stage, and the history's records in {UNRECORDED}",
+            where=Where(str(self.run_dir)),
+            hint=f"`ci-tool history import {self.run_dir}` records them once the history can take them{then}",
+        )
+
+    def _write(self, write: Callable[[HistoryStore], None]) -> None:
+        if self.store is not None:
+            try:
+                write(self.store)
+                return
+            except HistoryError as error:
+                self._fall_back(error)
+        if self.run is not None:
+            write_text_atomically(
+                self.run_dir / UNRECORDED,
+                unrecorded_json(self.run, list(self.stages.values())),
+                what="the run's records",
+            )
+
+    def _fall_back(self, error: HistoryError) -> None:
+        self.failure = error
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.warn(f"{error}; the run goes on and keeps its records in {self.run_dir / UNRECORDED}")
+
+
+def _as_stored(details: Mapping[str, object]) -> dict[str, object]:
+    """Details as the history gives them back (JSON with sorted keys), so the report reads the same."""
+    stored: dict[str, object] = json.loads(json.dumps(details, sort_keys=True))
+    return stored
+
+
+def unrecorded_json(run: RunRecord, stages: Sequence[StageRecords]) -> str:
+    """The text of `unrecorded.json`."""
+    data = {
+        "version": UNRECORDED_VERSION,
+        "run": dataclasses.asdict(run),
+        "stages": [
+            {"stage": dataclasses.asdict(stage), "tests": [dataclasses.asdict(t) for t in tests], "recorded_at": at}
+            for stage, tests, at in stages
+        ],
+    }
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def load_unrecorded(run_dir: Path) -> tuple[RunRecord, list[StageRecords]]:
+    """The run and stages of `RUN_DIR/unrecorded.json`, for `ci-tool history import`."""
+    path = run_dir / UNRECORDED
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HistoryError(
+            "expected the records of a run the history could not take, found no such file",
+            where=Where(str(path)),
+            hint="a run writes it only when its history fails; `ci-tool history` lists the recorded runs",
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise HistoryError(f"expected the run's records as JSON, found {error}", where=Where(str(path))) from None
+    try:
+        if data["version"] != UNRECORDED_VERSION:
+            raise ValueError(f"version {data['version']!r}, not {UNRECORDED_VERSION}")
+        run = RunRecord(**{**data["run"], "state": RunState(data["run"]["state"])})
+        stages: list[StageRecords] = [
+            (
+                StageRecord(**{**s["stage"], "state": StageState(s["stage"]["state"])}),
+                [_test_record(t) for t in s["tests"]],
+                float(s["recorded_at"]),
+            )
+            for s in data["stages"]
+        ]
+    except (KeyError, TypeError, ValueError) as error:
+        raise HistoryError(
+            f"expected the run's records as ci-tool writes them, found {type(error).__name__}: {error}",
+            where=Where(str(path)),
+        ) from None
+    return run, stages
+
+
+def _test_record(data: Mapping[str, object]) -> TestRecord:
+    """A stored test, its outcomes as the vocabulary (a value ci-tool never writes is a ValueError)."""
+    rerun = data.get("rerun_outcome")
+    outcomes = {
+        "outcome": TestOutcome(str(data["outcome"])),
+        "rerun_outcome": TestOutcome(str(rerun)) if rerun else None,
+    }
+    return TestRecord(**{**data, **outcomes})  # type: ignore[arg-type]  # the other fields as written
