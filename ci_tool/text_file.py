@@ -55,17 +55,17 @@ def lines(text: str) -> list[str]:
     return [part.removesuffix("\r") for part in parts]
 
 
-# Unicode categories of characters no line of ci-tool input may hold (a tab may): controls such as "\n" and
-# NUL, invisible format characters such as U+200B and U+FEFF, lone surrogates, line and paragraph separators.
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
 def unprintable(text: str) -> str | None:
-    """How the first character of `text` that no line of input may hold reads in a message ('U+000A'), or None."""
+    """How the first character of `text` that no line of input may hold reads in a message ('U+000A'), or None.
+
+    Refused is every character Python does not call printable but a tab and the spaces (a no-break space
+    pasted from a web page is a blank): controls such as "\n" and NUL, invisible format characters such
+    as U+200B and U+FEFF, lone surrogates, line and paragraph separators, private-use and unassigned
+    code points."""
     if text.isprintable():
         return None
     for char in text:
-        if char != "\t" and unicodedata.category(char) in _UNPRINTABLE:
+        if char != "\t" and not char.isprintable() and unicodedata.category(char) != "Zs":
             name = unicodedata.name(char, "")
             return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
     return None

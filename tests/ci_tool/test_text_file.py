@@ -88,6 +88,8 @@ UNPRINTABLE = [
     ("tab allowed", "a\tb", None),
     ("no-break space allowed", "a\u00a0b", None),
     ("newline", "a\nb", "U+000A"),
+    ("unassigned code point", "a\U00040000", "U+40000"),
+    ("private use", "a\ue000", "U+E000"),
     ("nul", "a\x00", "U+0000"),
     ("escape", "a\x1b[31m", "U+001B"),
     ("delete", "a\x7f", "U+007F"),

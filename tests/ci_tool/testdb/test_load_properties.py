@@ -13,6 +13,7 @@ from ci_tool.errors import TestDbError
 from ci_tool.testdb.load import read_test_db_file
 from ci_tool.testdb.model import BLOCK_KEYS, CONDITION_KEYS, RANGE_KEYS, TestDb
 from ci_tool.testdb.select import normalize_query, render
+from ci_tool.text_file import unprintable
 
 # Scalars that reach every reader: odd YAML numbers, explicit tags, escapes of hidden characters, anchors.
 SCALARS = [
@@ -57,7 +58,7 @@ def _check(path: Path, data: bytes) -> None:
     assert all(isinstance(problem, TestDbError) and "\n" not in str(problem) for problem in problems)
     for context in contexts:
         for block in context.blocks:
-            assert all(entry.line.test_id.isprintable() or "\t" in entry.line.test_id for entry in block.entries)
+            assert all(unprintable(entry.line.test_id) is None for entry in block.entries)
 
 
 @pytest.fixture(scope="module")
