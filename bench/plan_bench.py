@@ -26,7 +26,7 @@ from typing import TypeVar
 from shard_bench import CASES
 
 from ci_tool.stages.catalog import Catalog
-from ci_tool.stages.catalog_load import load_catalog, parse_catalog
+from ci_tool.stages.catalog_load import load_catalog, read_catalog
 from ci_tool.stages.catalog_rules import platform_for
 from ci_tool.stages.durations import Durations, load_durations
 from ci_tool.stages.modes import TestMode
@@ -113,7 +113,7 @@ def main() -> int:
             measure(
                 "reference-scale (shard-bench families over the TensorRT-LLM corpus)",
                 lambda: load_test_db(args.corpus / "test-db"),
-                lambda db: parse_catalog(text, file="reference-stages.yml", db=db, durations=durations),
+                lambda db: read_catalog(text, file="reference-stages.yml", db=db, durations=durations),
                 durations,
                 args.repeat,
             ),

@@ -116,6 +116,16 @@ class DispatchError(CiToolError):
     """A remote CI service (Jenkins, GitHub) refused or failed a request."""
 
 
+def raise_first(problems: list[CiToolError], file: str) -> None:
+    """Raise the first of a file's problems, its hint counting the others (`ci-tool` shows one line)."""
+    if not problems:
+        return
+    first, more = problems[0], len(problems) - 1
+    if more:
+        first.hint = (first.hint + " " if first.hint else "") + f"({more} more problem(s) in {file})"
+    raise first
+
+
 def closest(name: str, choices: Iterable[str], *, limit: int = 3) -> list[str]:
     """The choices that look most like `name`, best first (for 'did you mean' hints)."""
     return difflib.get_close_matches(name, list(choices), n=limit, cutoff=0.6)

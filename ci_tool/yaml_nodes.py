@@ -18,7 +18,7 @@ import yaml
 import yaml.reader
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ci_tool.errors import CiToolError, Where, did_you_mean, shown
+from ci_tool.errors import CiToolError, Where, did_you_mean, raise_first, shown
 from ci_tool.text_file import unprintable
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -236,9 +236,4 @@ class NodeReader:
 
     def raise_first(self) -> None:
         """Raise the first problem, its hint counting the others (`ci-tool` shows one line)."""
-        if not self.problems:
-            return
-        first, more = self.problems[0], len(self.problems) - 1
-        if more:
-            first.hint = (first.hint + " " if first.hint else "") + f"({more} more problem(s) in {self.file})"
-        raise first
+        raise_first(self.problems, self.file)

@@ -7,21 +7,16 @@
     file_groups:                         a change confined to one group runs only its stages   (step 11)
     - {name: docs, paths: [PATH, ...], stages: [STAGE_GLOB, ...]}
     families:
-    - name: DGX_H100-4_GPUs-PyTorch      the stage grammar without the shard index (names.py)
-      platform: dgx-h100-x4              the runner label: Jenkins node label and GitHub runner label
-      context: l0_dgx_h100               the test-db context its stages render
+    - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
+      platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
+      context: l0_dgx_h100
       splits: 2                          the shard count, or `auto` with `budget_minutes`
-      budget_minutes: 60                 with `splits: auto`: the predicted minutes one shard may take
-      gpu_count: 4                       optional: must say what the name says (N_GPUs; 1; 0 on CPU)
-      node_count: 1                      optional: must say what the name says (M_Nodes; 1)
-      on_demand: false                   optional: must say what the name says (the OnDemand tag)
-      timeout_minutes: 120               optional: else derived (TimeoutRule)
-      arch: x86_64                       optional: x86_64 (default) or aarch64
 
 A family expands to the stages `<name>-1 .. <name>-<splits>`. PATH is a prefix of a changed file's path,
 or a whole-path glob when it holds `*` (fnmatch: `*` crosses `/`). TOKEN is a tag or backend token of
 the stage grammar (`DeepSeek`, `PerfSanity`, `Triton`). The name decides GPU, counts, backend, mode and
-post-merge; the catalog only repeats a fact to have it checked. Loading is in catalog_load.py.
+post-merge; the catalog only repeats a fact to have it checked. Reading the file is catalog_schema.py;
+resolving it against the test-db (contexts, `splits: auto`, derived timeouts) is catalog_load.py.
 """
 
 from __future__ import annotations
@@ -108,16 +103,15 @@ class FileGroup:
 
 @dataclass(frozen=True)
 class Family:
-    """One catalog entry: a family name and how its stages run."""
+    """One catalog entry, resolved: a family name and how its stages run."""
 
     name: StageName  # shard is None
     platform: str
     context: str
     splits: int  # the shard count (resolved when written `auto`)
-    budget_minutes: float | None  # set when written `splits: auto`
     timeout_minutes: int
     timeout_derived: bool  # False when written in the catalog
-    predicted_minutes: float  # of the slowest stage, from the durations (stage facts only, no sysinfo)
+    predicted_minutes: float  # of the slowest stage: an upper bound (a greedy split), stage facts only
     arch: str
     where: Where
 

@@ -9,9 +9,9 @@
 
 A family is planned once (`plan_family`) and each of its stages takes its shard (`FamilyPlan.stage`), so
 planning the whole catalog (`plan_catalog`) renders and shards each family once. A family is sharded
-when its mode shards (perf mode runs the whole list) and it has more than one shard. `splits="auto"`
-picks the smallest shard count whose predicted makespan fits the budget. The same plan serves
-`ci-tool stage show`, `ci-tool stage run`, `ci-tool bot plan` and the catalog's derived timeouts.
+when its mode shards (perf mode runs the whole list) and it has more than one shard. The same plan serves
+`ci-tool stage show`, `ci-tool stage run` and `ci-tool bot plan`; the catalog resolves shard counts and
+timeouts from a family's render alone (`render_family`), without sharding it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from ci_tool.errors import StageError
 from ci_tool.stages.durations import Durations, estimate_seconds
@@ -111,33 +111,65 @@ class FamilyPlan:
         )
 
 
+@dataclass(frozen=True)
+class FamilyRender:
+    """A family's render and each distinct test id's estimated seconds, in list order: what its shard count
+    and timeout are decided from."""
+
+    query: Mapping[str, str | None]
+    rendered: tuple[TestLine, ...]
+    test_ids: tuple[str, ...]  # distinct, in list order
+    seconds: tuple[float, ...]  # per id
+
+
+def render_family(
+    family: StageName,
+    *,
+    db: TestDb,
+    context: str,
+    durations: Durations,
+    sysinfo: Mapping[str, QueryValue] | None = None,
+    arch: str = "x86_64",
+    gpu: str | None = None,
+    allow_empty: bool = False,
+) -> FamilyRender:
+    """Render a family's list (a name without its shard index) and estimate its tests."""
+    query = normalize_query(render_query(family, sysinfo, arch=arch, gpu=gpu))
+    rendered = tuple(render(db, context, query, allow_empty=allow_empty))
+    ids = tuple(dict.fromkeys(line.test_id for line in rendered))
+    estimates = estimate_seconds(ids, durations).seconds if ids else {}
+    return FamilyRender(query, rendered, ids, tuple(estimates[test_id] for test_id in ids))
+
+
 def plan_family(
     family: StageName,
     *,
     db: TestDb,
     context: str,
-    splits: int | Literal["auto"],
+    splits: int,
     durations: Durations,
     sysinfo: Mapping[str, QueryValue] | None = None,
-    budget_seconds: float | None = None,
     arch: str = "x86_64",
     gpu: str | None = None,
     allow_empty: bool = False,
 ) -> FamilyPlan:
     """Render and split a family (a name without its shard index; see the module docstring)."""
-    query = normalize_query(render_query(family, sysinfo, arch=arch, gpu=gpu))
-    rendered = tuple(render(db, context, query, allow_empty=allow_empty))
-    ids = list(dict.fromkeys(line.test_id for line in rendered))
-    whole_seconds = math.fsum(estimate_seconds(ids, durations).seconds.values()) if ids else 0.0
+    found = render_family(
+        family,
+        db=db,
+        context=context,
+        durations=durations,
+        sysinfo=sysinfo,
+        arch=arch,
+        gpu=gpu,
+        allow_empty=allow_empty,
+    )
     shard_plan = None
-    count = 1 if splits == "auto" else splits
-    if ids and family.policy.sharded and (splits == "auto" or splits > 1):
-        isolated = [line.test_id for line in rendered if line.isolation]
-        shard_plan = plan_shards(ids, durations, splits=splits, budget_seconds=budget_seconds, isolated=isolated)
-        count = len(shard_plan.shards)
-        if count == 1:
-            shard_plan = None
-    return FamilyPlan(family, context, query, rendered, count, shard_plan, whole_seconds)
+    if found.test_ids and family.policy.sharded and splits > 1:
+        isolated = [line.test_id for line in found.rendered if line.isolation]
+        shard_plan = plan_shards(found.test_ids, durations, splits=splits, isolated=isolated)
+    whole_seconds = math.fsum(found.seconds)
+    return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds)
 
 
 def plan_stage(

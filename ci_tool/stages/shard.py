@@ -13,7 +13,8 @@ Plans (`plan_shards`):
   a shard left empty by zero-second tests gets a zero-second test from the fullest shard;
 - ISOLATION tests are balanced like any other (as the reference shards them by collection) and each
   shard lists them apart in `isolated_ids`: the runner runs those one per process;
-- `splits="auto"` takes the smallest shard count whose predicted makespan fits `budget_seconds`.
+- `splits="auto"` takes the smallest shard count whose split keeps every shard within `budget_seconds`
+  (`shards_for_budget`); the catalog resolves its `splits: auto` families the same way.
 """
 
 from __future__ import annotations
@@ -107,9 +108,9 @@ def plan_shards(
     seconds = estimate_seconds(test_ids, durations).seconds
     weights = [seconds[t] for t in test_ids]
     if splits == "auto":
-        count = _auto_count(test_ids, weights, budget_seconds, split)
+        count = shards_for_budget(test_ids, weights, budget_seconds, algorithm=algorithm)
     else:
-        count = _check_splits(splits, len(test_ids))
+        count = check_splits(splits, len(test_ids))
     groups = _fill_empty(split(test_ids, weights, count), weights)
     isolated_set = frozenset(isolated)
     shards = tuple(
@@ -147,7 +148,8 @@ def _check_ids(test_ids: Sequence[str]) -> None:
         seen.add(test_id)
 
 
-def _check_splits(splits: int, test_count: int) -> int:
+def check_splits(splits: int, test_count: int) -> int:
+    """`splits`, when that many shards of `test_count` tests leave none empty."""
     if splits < 1:
         raise ShardError(f"expected at least 1 shard, found splits={splits}")
     if splits > test_count:
@@ -159,8 +161,20 @@ def _check_splits(splits: int, test_count: int) -> int:
     return splits
 
 
-def _auto_count(test_ids: Sequence[str], weights: Sequence[float], budget: float | None, split: Algorithm) -> int:
-    """The smallest shard count whose plan keeps every shard within `budget` seconds."""
+def greedy_makespan(test_ids: Sequence[str], weights: Sequence[float], count: int) -> float:
+    """The slowest shard's seconds when `least_duration` splits the tests into `count` shards: an upper
+    bound of the default algorithm's (it only ever lowers the slowest shard)."""
+    if not weights:
+        return 0.0
+    return max(math.fsum(weights[i] for i in group) for group in least_duration(test_ids, weights, count))
+
+
+def shards_for_budget(
+    test_ids: Sequence[str], weights: Sequence[float], budget: float | None, *, algorithm: str = DEFAULT_ALGORITHM
+) -> int:
+    """The smallest shard count whose split keeps every shard within `budget` seconds (a count the cheap
+    greedy split already fits is taken without running the algorithm)."""
+    split = _algorithm(algorithm)
     if budget is None or budget <= 0:
         raise ShardError(
             f"expected a positive per-shard budget with splits=auto, found {budget!r}",
@@ -175,8 +189,9 @@ def _auto_count(test_ids: Sequence[str], weights: Sequence[float], budget: float
         )
     start = max(1, math.ceil(math.fsum(weights) / budget))
     for count in range(min(start, len(weights)), len(weights) + 1):
-        groups = split(test_ids, weights, count)
-        if max(math.fsum(weights[i] for i in group) for group in groups) <= budget:
+        if greedy_makespan(test_ids, weights, count) <= budget:
+            return count
+        if max(math.fsum(weights[i] for i in group) for group in split(test_ids, weights, count)) <= budget:
             return count
     return len(weights)  # one test per shard always fits: every test is within the budget
 

@@ -11,8 +11,10 @@ import pytest
 
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glob_matches
-from ci_tool.stages.catalog_load import open_catalog, parse_catalog
+from ci_tool.stages.catalog_load import open_catalog, read_catalog
+from ci_tool.stages.catalog_schema import parse_catalog
 from ci_tool.stages.durations import load_durations
+from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
 
 if TYPE_CHECKING:
@@ -26,13 +28,13 @@ DURATIONS = load_durations(CATALOGS / "test-db" / ".test_durations")
 
 
 def parse(text: str, durations: dict[str, float] | None = None) -> Catalog:
-    return parse_catalog(text, file="stages.yml", db=DB, durations=DURATIONS if durations is None else durations)
+    return read_catalog(text, file="stages.yml", db=DB, durations=DURATIONS if durations is None else durations)
 
 
 @pytest.mark.parametrize("fixture", INVALID, ids=[f.stem for f in INVALID])
 def test_invalid_catalog_reports_its_pinned_error(fixture: Path, golden: Golden) -> None:
     with pytest.raises(StageError) as caught:
-        parse_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
+        read_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
     golden(fixture.with_suffix(".err"), f"{caught.value}\n")
 
 
@@ -109,7 +111,18 @@ def test_stage_json_has_the_documented_keys_in_order() -> None:
 def test_auto_splits_take_the_fewest_shards_within_the_budget() -> None:
     # a 600 s, b 300 s, c 300 s: a 10-minute budget needs a shard for a and one for b + c.
     family = parse(VALID).families[1]
-    assert (family.splits, family.budget_minutes) == (2, 10.0)
+    assert (family.splits, family.predicted_minutes) == (2, 10.0)
+
+
+def test_reading_a_catalog_needs_no_test_db() -> None:
+    """parse_catalog is pure: the file's facts as written, `auto` and derived timeouts left to resolve."""
+    spec = parse_catalog(VALID, file="stages.yml")
+    assert [(f.name.name, f.splits, f.budget_minutes, f.timeout_minutes) for f in spec.families] == [
+        ("CPU-Generic", 1, None, None),
+        ("A10-PyTorch", "auto", 10.0, None),
+        ("DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge", 3, None, 90),
+    ]
+    assert str(spec.families[1].where("budget_minutes")) == "stages.yml:17:19 (families[1].budget_minutes)"
 
 
 CPU_ONLY = "version: 1\nfamilies:\n- {name: CPU-Generic, platform: cpu, context: l0_x, splits: 1}\n"
@@ -304,3 +317,15 @@ def test_odd_numbers_and_hidden_characters_are_located_errors(top: str, family: 
 def test_a_platform_with_a_huge_gpu_count_has_enough_gpus() -> None:
     text = "version: 1\nfamilies:\n- {name: DGX_H100-4_GPUs-PyTorch, platform: dgx-x" + "9" * 5000
     assert parse(text + ", context: l0_x, splits: 1}\n").families[0].platform.startswith("dgx-x999")
+
+
+def test_resolving_a_catalog_without_auto_families_balances_no_shards(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stages list` and every verb that loads the catalog render each family once and never run the
+    balancer: shard counts are written, timeouts come from a greedy bound (only `splits: auto` shards)."""
+
+    def refuse(*_args: object) -> list[list[int]]:
+        raise AssertionError("the catalog ran a sharding algorithm")
+
+    monkeypatch.setattr("ci_tool.stages.shard.ALGORITHMS", dict.fromkeys(ALGORITHMS, refuse))
+    catalog = parse(VALID.replace("splits: auto\n  budget_minutes: 10", "splits: 2"))
+    assert [family.splits for family in catalog.families] == [1, 2, 3]

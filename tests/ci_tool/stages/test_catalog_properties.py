@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog
-from ci_tool.stages.catalog_load import FAMILY_KEYS, TOP_KEYS, parse_catalog
+from ci_tool.stages.catalog_load import read_catalog
+from ci_tool.stages.catalog_schema import FAMILY_KEYS, TOP_KEYS
 from ci_tool.stages.durations import MAX_SECONDS, load_durations
 from ci_tool.testdb.load import load_test_db
 
@@ -127,7 +128,7 @@ DURATION_FILES = st.sampled_from([{}, DURATIONS, {"tests/a_test.py": MAX_SECONDS
 
 def _check(text: str, durations: dict[str, float]) -> None:
     try:
-        catalog = parse_catalog(text, file="stages.yml", db=DB, durations=durations)
+        catalog = read_catalog(text, file="stages.yml", db=DB, durations=durations)
     except StageError as error:
         assert "\n" not in str(error)  # one line
     else:

@@ -6,10 +6,11 @@ import pytest
 
 from ci_tool.errors import StageError, TestDbError
 from ci_tool.stages.catalog import Catalog
-from ci_tool.stages.catalog_load import parse_catalog
+from ci_tool.stages.catalog_load import read_catalog
+from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.modes import PERF_PYTEST_ARGS
 from ci_tool.stages.names import parse_family_name, parse_stage_name
-from ci_tool.stages.plan import plan_catalog, plan_family, plan_stage, plan_stages
+from ci_tool.stages.plan import plan_catalog, plan_family, plan_stage, plan_stages, render_family
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
 
@@ -98,11 +99,10 @@ def test_sysinfo_is_merged_under_the_stage_facts(db: TestDb, sysinfo: dict[str, 
     assert plan.query["gpu"] == (sysinfo or {}).get("gpu", "A10")  # the probe's GPU, else the name's token
 
 
-def test_auto_splits_fit_the_budget(db: TestDb) -> None:
-    family = plan_family(
-        parse_family_name("A10-PyTorch"), db=db, context="l0_x", splits="auto", budget_seconds=700, durations=DURATIONS
-    )
-    assert family.splits == 2 and family.makespan_seconds <= 700
+def test_a_family_render_estimates_each_distinct_test(db: TestDb) -> None:
+    found = render_family(parse_family_name("A10-PyTorch"), db=db, context="l0_x", durations=DURATIONS)
+    assert len(found.test_ids) == len(set(found.test_ids)) == len(found.seconds) > 0
+    assert found.seconds == tuple(estimate_seconds(found.test_ids, DURATIONS).seconds[t] for t in found.test_ids)
 
 
 def test_an_empty_render_is_an_error_unless_allowed(db: TestDb) -> None:
@@ -129,7 +129,7 @@ families:
 
 
 def test_plan_catalog_matches_planning_each_stage_alone(db: TestDb) -> None:
-    catalog: Catalog = parse_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
+    catalog: Catalog = read_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
     plans = plan_catalog(catalog, db=db, durations=DURATIONS)
     assert list(plans) == list(catalog.names)
     for stage in catalog.stages:
@@ -139,7 +139,7 @@ def test_plan_catalog_matches_planning_each_stage_alone(db: TestDb) -> None:
 
 
 def test_plan_stages_plans_a_subset_in_the_given_order(db: TestDb) -> None:
-    catalog = parse_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
+    catalog = read_catalog(CATALOG, file="stages.yml", db=db, durations=DURATIONS)
     subset = [catalog.stage("A10-PyTorch-2"), catalog.stage("A10-PyTorch-1")]
     assert list(plan_stages(subset, db=db, durations=DURATIONS)) == ["A10-PyTorch-2", "A10-PyTorch-1"]
 

@@ -1,0 +1,408 @@
+"""The stage catalog as written: one field table drives the key checks, the required keys, the value
+readers, the hints and the rules, and `parse_catalog` reads `jenkins/stages.yml` text into a CatalogSpec.
+Pure: no test-db, no durations (catalog_load.py resolves a spec against them).
+
+Validation, every problem of the file collected, the first raised (`file:line:col (yaml.path): ...`):
+- unknown keys anywhere (a typo such as `split: 4` would otherwise run one shard), with did-you-mean;
+- family names parse as test families (names.py), in today's spelling, each once;
+- each field's value has its kind (FAMILY_FIELDS) and passes its rule (catalog_rules.py): counts and
+  on_demand say what the name says, platforms suit the GPUs, perf-mode families run one shard,
+  `splits: auto` comes with budget_minutes;
+- tag triggers name a token some family carries.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from yaml.nodes import Node, SequenceNode
+
+from ci_tool.errors import StageError, Where, did_you_mean
+from ci_tool.stages.catalog import FORMAT_VERSION, FileGroup, TagTrigger, TimeoutRule, carries, tokens_of
+from ci_tool.stages.catalog_rules import (
+    Problem,
+    budget_problem,
+    count_problem,
+    on_demand_problem,
+    platform_problem,
+    splits_problem,
+)
+from ci_tool.stages.names import LEGACY_POST_MERGE, StageName, parse_family_name
+from ci_tool.stages.query import ARCHES
+from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
+from ci_tool.yaml_nodes import NodeReader, compose, describe, int_value, kind
+
+MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
+MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
+_CONTEXT = re.compile(r"[A-Za-z0-9_]+")
+
+Splits = int | Literal["auto"]
+
+
+class Kind(enum.Enum):
+    """What a field's value is, and so how it is read."""
+
+    FAMILY_NAME = "a family name such as 'A10-PyTorch'"
+    TEXT = "text"
+    SPLITS = "a shard count, or auto"
+    MINUTES = "minutes"  # a number > 0, at most a week
+    WHOLE_MINUTES = "minutes >= 1"  # a whole number, at most a week
+    COUNT = "a whole number"  # >= 0
+    BOOL = "true or false"
+
+
+Values = Mapping[str, object]  # a family's values read so far, by key
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a family: how to read it, whether it is required, an example for hints, and the rule
+    its value must follow (given every value of the family read without a problem)."""
+
+    key: str
+    kind: Kind
+    what: str  # what the value is, for `expected ...`
+    required: bool = False
+    example: str = ""
+    check: Callable[[Values], Problem | None] | None = None
+
+
+def _context_problem(values: Values) -> Problem | None:
+    context = str(values["context"])
+    if _CONTEXT.fullmatch(context):
+        return None
+    return f"expected a context name (letters, digits, '_'), found {context!r}", None
+
+
+def _arch_problem(values: Values) -> Problem | None:
+    arch = str(values["arch"])
+    if arch in ARCHES:
+        return None
+    return f"expected {' or '.join(ARCHES)}, found {arch!r}", did_you_mean(arch, ARCHES)
+
+
+def _name(values: Values) -> StageName:
+    name = values["name"]
+    assert isinstance(name, StageName)  # checks run only on families whose name parsed
+    return name
+
+
+def _count_check(values: Values, key: str) -> Problem | None:
+    written = values[key]
+    assert isinstance(written, int)  # read by the COUNT reader
+    return count_problem(_name(values), key, written)
+
+
+def _splits(values: Values) -> Splits:
+    splits = values["splits"]
+    assert isinstance(splits, int | str)  # read by the SPLITS reader
+    return splits  # type: ignore[return-value]
+
+
+FAMILY_FIELDS: tuple[Field, ...] = (
+    Field("name", Kind.FAMILY_NAME, Kind.FAMILY_NAME.value, required=True, example="A10-PyTorch"),
+    Field(
+        "platform",
+        Kind.TEXT,
+        "a runner label",
+        required=True,
+        example="a10",
+        check=lambda v: platform_problem(_name(v), str(v["platform"])),
+    ),
+    Field("context", Kind.TEXT, "a test-db context", required=True, example="l0_a10", check=_context_problem),
+    Field(
+        "splits",
+        Kind.SPLITS,
+        Kind.SPLITS.value,
+        required=True,
+        example="1",
+        check=lambda v: splits_problem(_name(v), _splits(v), has_budget="budget_minutes" in v),
+    ),
+    Field("budget_minutes", Kind.MINUTES, "minutes", check=lambda v: budget_problem(_splits(v))),
+    Field("gpu_count", Kind.COUNT, "a whole number", check=lambda v: _count_check(v, "gpu_count")),
+    Field("node_count", Kind.COUNT, "a whole number", check=lambda v: _count_check(v, "node_count")),
+    Field("on_demand", Kind.BOOL, "true or false", check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))),
+    Field("timeout_minutes", Kind.WHOLE_MINUTES, "minutes >= 1"),
+    Field("arch", Kind.TEXT, "an architecture", check=_arch_problem),
+)
+FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
+REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
+TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "families")
+TIMEOUT_KEYS = ("margin", "minimum_minutes")
+FILE_GROUP_KEYS = ("name", "paths", "stages")
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """A family as written (the catalog resolves its shard count and timeout against the test-db)."""
+
+    name: StageName  # shard is None
+    platform: str
+    context: str
+    splits: Splits
+    budget_minutes: float | None = None
+    gpu_count: int | None = None  # when written: what the name says
+    node_count: int | None = None
+    on_demand: bool | None = None
+    timeout_minutes: int | None = None  # None: derived (TimeoutRule)
+    arch: str = "x86_64"
+    wheres: Mapping[str, Where] = field(default_factory=dict, compare=False)  # key -> where it was written
+
+    def where(self, key: str = "") -> Where:
+        """Where a key was written (the family as a whole for ""; a key not written: the family)."""
+        return self.wheres.get(key) or self.wheres[""]
+
+
+@dataclass(frozen=True)
+class CatalogSpec:
+    """A catalog file as written and checked, before the test-db resolves it."""
+
+    file: str
+    families: tuple[FamilySpec, ...]
+    timeouts: TimeoutRule = field(default_factory=TimeoutRule)
+    multi_gpu_paths: tuple[str, ...] = ()
+    tag_triggers: tuple[TagTrigger, ...] = ()
+    file_groups: tuple[FileGroup, ...] = ()
+    group_stage_wheres: tuple[tuple[Where, ...], ...] = field(default=(), compare=False)  # per group, per glob
+
+
+def parse_catalog(text: str, *, file: str) -> CatalogSpec:
+    """Validate catalog YAML text into a CatalogSpec; raise its first problem."""
+    reader = _CatalogReader(file)
+    spec = reader.read(compose(text, file=file, error=StageError))
+    reader.raise_first()
+    return spec
+
+
+class _CatalogReader(NodeReader):
+    def __init__(self, file: str) -> None:
+        super().__init__(file, StageError)
+
+    def read(self, document: Node | None) -> CatalogSpec:
+        empty = CatalogSpec(self.file, ())
+        if document is None:
+            message = f"expected `version: {FORMAT_VERSION}` and `families`, found an empty file"
+            self.problems.append(StageError(message, where=Where(self.file)))
+            return empty
+        top = self.mapping(document, "", f"a mapping with `version: {FORMAT_VERSION}` and `families`", TOP_KEYS)
+        if top is None:
+            return empty
+        version = top.get("version")
+        if version is None or version.value != str(FORMAT_VERSION):
+            found = describe(version) if version is not None else "none"
+            hint = f"start the file with `version: {FORMAT_VERSION}`"
+            self.problem(version or document, "version", f"expected version {FORMAT_VERSION}, found {found}", hint)
+        families = self.read_families(top.get("families"), document)
+        names = [family.name for family in families]
+        groups, group_wheres = self.read_groups(top["file_groups"]) if "file_groups" in top else ((), ())
+        return CatalogSpec(
+            file=self.file,
+            families=tuple(families),
+            timeouts=self.read_timeouts(top["timeouts"]) if "timeouts" in top else TimeoutRule(),
+            multi_gpu_paths=self.paths(top["multi_gpu_paths"], "multi_gpu_paths") if "multi_gpu_paths" in top else (),
+            tag_triggers=self.read_triggers(top["tag_triggers"], names) if "tag_triggers" in top else (),
+            file_groups=groups,
+            group_stage_wheres=group_wheres,
+        )
+
+    def paths(self, node: Node, path: str) -> tuple[str, ...]:
+        return self.strings(node, path, "paths", _path_problem)
+
+    def read_timeouts(self, node: Node) -> TimeoutRule:
+        fields = self.mapping(node, "timeouts", "a mapping of margin and minimum_minutes", TIMEOUT_KEYS) or {}
+        default = TimeoutRule()
+        margin = default.margin
+        if "margin" in fields:
+            number = self.number(fields["margin"], "timeouts.margin", "a number")
+            if number is not None and not 1 <= number <= MAX_MARGIN:
+                hint = "the margin multiplies the predicted minutes: 2 doubles them"
+                limit = "at least 1" if number < 1 else f"at most {MAX_MARGIN}"
+                message = f"expected a margin of {limit}, found {fields['margin'].value}"
+                self.problem(fields["margin"], "timeouts.margin", message, hint)
+            margin = number if number is not None else margin
+        minimum = None
+        if "minimum_minutes" in fields:
+            minimum = self.integer(
+                fields["minimum_minutes"],
+                "timeouts.minimum_minutes",
+                "minutes >= 1",
+                minimum=1,
+                maximum=MAX_TIMEOUT_MINUTES,
+            )
+        return TimeoutRule(margin, minimum or default.minimum_minutes)
+
+    def read_triggers(self, node: Node, names: list[StageName]) -> tuple[TagTrigger, ...]:
+        fields = self.mapping(node, "tag_triggers", "a mapping of path: token", None) or {}
+        tokens = sorted({token for name in names for token in tokens_of(name)})
+        triggers = []
+        for path, value in fields.items():
+            key_path = f"tag_triggers.{path}"
+            problem = _path_problem(path)
+            token = self.scalar(value, key_path, ("str",), "a tag or backend token")
+            if problem:
+                self.problem(value, key_path, f"expected {problem}, found {path!r}")
+            elif token is not None and names and not any(carries(name, token) for name in names):
+                hint = did_you_mean(token, tokens) or f"the families carry {', '.join(tokens)}"
+                self.problem(
+                    value, key_path, f"expected a tag or backend token some family carries, found {token!r}", hint
+                )
+            elif token is not None:
+                triggers.append(TagTrigger(path, token))
+        return tuple(triggers)
+
+    def read_groups(self, node: Node) -> tuple[tuple[FileGroup, ...], tuple[tuple[Where, ...], ...]]:
+        if not isinstance(node, SequenceNode) or not node.value:
+            self.problem(node, "file_groups", f"expected a list of file groups, found {describe(node)}")
+            return (), ()
+        groups, wheres = [], []
+        for index, item in enumerate(node.value):
+            path = f"file_groups[{index}]"
+            fields = self.mapping(item, path, "a file group (name, paths, stages)", FILE_GROUP_KEYS)
+            if fields is None:
+                continue
+            missing = [key for key in FILE_GROUP_KEYS if key not in fields]
+            if missing:
+                self.problem(item, path, f"expected {', '.join(missing)} in the file group, found none")
+                continue
+            name = self.scalar(fields["name"], f"{path}.name", ("str",), "a group name")
+            paths = self.paths(fields["paths"], f"{path}.paths")
+            stages = self.strings(fields["stages"], f"{path}.stages", "stage names or globs", lambda _: None)
+            if name is not None and paths and stages:
+                groups.append(FileGroup(name, paths, stages))
+                items = fields["stages"].value
+                wheres.append(tuple(self.where(n, f"{path}.stages[{k}]") for k, n in enumerate(items)))
+        return tuple(groups), tuple(wheres)
+
+    def read_families(self, node: Node | None, document: Node) -> list[FamilySpec]:
+        if node is None:
+            hint = "add `families:` with one entry per stage family"
+            self.problem(document, None, "expected a `families` list, found none", hint)
+            return []
+        if not isinstance(node, SequenceNode) or not node.value:
+            self.problem(node, "families", f"expected a non-empty list of families, found {describe(node)}")
+            return []
+        families: list[FamilySpec] = []
+        first_line: dict[str, int] = {}
+        for index, item in enumerate(node.value):
+            family = self.read_family(f"families[{index}]", item)
+            if family is None:
+                continue
+            where = family.where("name")
+            if family.name.name in first_line:
+                message = f"expected each family once, found {family.name.name!r} again (first at line "
+                self.problems.append(
+                    StageError(
+                        message + f"{first_line[family.name.name]})",
+                        where=where,
+                        hint="delete one of the two, or rename one",
+                    )
+                )
+                continue
+            first_line[family.name.name] = self.where(item, None).line or 0
+            families.append(family)
+        return families
+
+    def read_family(self, path: str, node: Node) -> FamilySpec | None:
+        fields = self.mapping(node, path, "a family (name, platform, context, splits)", FAMILY_KEYS)
+        if fields is None:
+            return None
+        label = str(fields["name"].value) if "name" in fields and kind(fields["name"]) == "str" else path
+        for required in REQUIRED_FAMILY_KEYS:
+            if required not in fields:
+                example = next(f.example for f in FAMILY_FIELDS if f.key == required)
+                message = f"expected `{required}` in family {label!r}, found none"
+                self.problem(node, path, message, hint=f"add e.g. `{required}: {example}`")
+        before = len(self.problems)
+        values: dict[str, object] = {}
+        for spec in FAMILY_FIELDS:
+            if spec.key in fields:
+                value = self.read_value(spec, fields[spec.key], f"{path}.{spec.key}")
+                if value is not None:
+                    values[spec.key] = value
+        if len(self.problems) > before or any(key not in values for key in REQUIRED_FAMILY_KEYS):
+            return None
+        for spec in FAMILY_FIELDS:
+            if spec.check is not None and spec.key in values:
+                problem = spec.check(values)
+                if problem is not None:
+                    self.problem(fields[spec.key], f"{path}.{spec.key}", *problem)
+        if len(self.problems) > before:
+            return None
+        wheres = {key: self.where(value, f"{path}.{key}") for key, value in fields.items()}
+        wheres[""] = self.where(fields["name"], path)  # the family as a whole
+        return FamilySpec(**values, wheres=wheres)  # type: ignore[arg-type]  # each value read by its field's kind
+
+    def read_value(self, spec: Field, node: Node, path: str) -> object | None:
+        """A field's value, read as its kind says (None, and a problem, when it is not one)."""
+        if spec.kind is Kind.FAMILY_NAME:
+            return self.read_name(node, path)
+        if spec.kind is Kind.TEXT:
+            return self.scalar(node, path, ("str",), spec.what)
+        if spec.kind is Kind.SPLITS:
+            return self.read_splits(node, path)
+        if spec.kind is Kind.MINUTES:
+            return self.read_minutes(node, path)
+        if spec.kind is Kind.WHOLE_MINUTES:
+            return self.integer(node, path, spec.what, minimum=1, maximum=MAX_TIMEOUT_MINUTES)
+        if spec.kind is Kind.COUNT:
+            return self.integer(node, path, spec.what, minimum=0)
+        return self.boolean(node, path)
+
+    def read_name(self, node: Node, path: str) -> StageName | None:
+        text = self.scalar(node, path, ("str",), Kind.FAMILY_NAME.value)
+        if text is None:
+            return None
+        try:
+            name = parse_family_name(text, where=self.where(node, path))
+        except StageError as error:
+            self.problems.append(error)
+            return None
+        if not name.is_test:
+            kind_words = name.kind.value.replace("_", " ")
+            self.problem(
+                node,
+                path,
+                f"expected a test family name (GPU-Backend[-Tags]), found the {kind_words} stage {text!r}",
+                hint="the catalog lists test families; build, docs and package stages are not cataloged yet",
+            )
+            return None
+        if LEGACY_POST_MERGE in text:
+            self.problem(
+                node,
+                path,
+                f"expected today's spelling of the family name, found {text!r}",
+                hint=f"write {name.canonical_name!r}",
+            )
+            return None
+        return name
+
+    def read_splits(self, node: Node, path: str) -> Splits | None:
+        if kind(node) == "str" and node.value == "auto":
+            return "auto"
+        count = int_value(node.value) if kind(node) == "int" else ""
+        if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
+            return count
+        hint = "write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`"
+        if isinstance(count, int) and count > MAX_SPLITS:
+            hint = f"a family has at most {MAX_SPLITS} shards; {hint}"
+        message = f"expected a shard count of at least 1, or auto, found {describe(node)}"
+        self.problem(node, path, message, hint=count if isinstance(count, str) and count else hint)
+        return None
+
+    def read_minutes(self, node: Node, path: str) -> float | None:
+        minutes = self.number(node, path, "minutes")
+        if minutes is not None and not 0 < minutes <= MAX_TIMEOUT_MINUTES:
+            limit = "> 0" if minutes <= 0 else f"<= {MAX_TIMEOUT_MINUTES} (a week)"
+            self.problem(node, path, f"expected minutes {limit}, found {node.value}")
+            return None
+        return minutes
+
+
+def _path_problem(path: str) -> str | None:
+    if not path or path.startswith(("/", "./")) or any(char.isspace() for char in path):
+        return "a repository-relative path or glob (no leading '/' or './', no blanks)"
+    return None
