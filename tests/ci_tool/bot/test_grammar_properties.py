@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS
+from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS, flag_by_key
 from ci_tool.bot.grammar import command_line, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.stages.request import request_from_json
 
 # Pieces that reach deep into the grammar: sub-commands, flags (and near misses), quotes, escapes, commas.
 WORDS = [
@@ -52,8 +53,11 @@ def _check(comment: str) -> None:
         assert str(error).count("\n") == 2  # the message, the echo, the caret
         return
     assert isinstance(request, BotRequest)
-    request.to_json()
-    assert request.is_custom_run in (True, False)
+    if request.command == "run":  # what CI receives reads back as the same request
+        wanted = request.selection_request()
+        assert request_from_json(wanted.to_json()) == wanted
+        assert wanted.to_json()["flags"] == request.to_json()["flags"]
+        assert request.is_custom_run is any(flag_by_key(key).custom_run for key, _ in request.values)
 
 
 @settings(max_examples=400, deadline=None)

@@ -57,11 +57,35 @@ DGX_H100_4_GPUS_PYTORCH = {
 }
 
 
-@pytest.mark.parametrize("path", yaml_files(TEST_DB) if TEST_DB.is_dir() else [], ids=lambda p: p.name)
-def test_every_corpus_file_loads_without_problems(path: Path) -> None:
-    contexts, problems = read_test_db_file(path)
-    assert problems == []
-    assert contexts and all(context.blocks for context in contexts)
+# file -> (context, blocks) of each context it defines, as the corpus holds them (the corpus is never edited)
+CORPUS_FILES: dict[str, list[tuple[str, int]]] = {
+    "l0_a10.yml": [("l0_a10", 6), ("l0_a10_pybind", 1)],
+    "l0_a100.yml": [("l0_a100", 3)],
+    "l0_a30.yml": [("l0_a30", 7)],
+    "l0_b200.yml": [("l0_b200", 4)],
+    "l0_b200_perf_sanity.yml": [("l0_b200_perf_sanity", 1)],
+    "l0_cpu.yml": [("l0_cpu", 1)],
+    "l0_dgx_b200.yml": [("l0_dgx_b200", 8)],
+    "l0_dgx_b200_perf_sanity.yml": [("l0_dgx_b200_perf_sanity", 1)],
+    "l0_dgx_h100.yml": [("l0_dgx_h100", 6)],
+    "l0_dgx_h200.yml": [("l0_dgx_h200", 4)],
+    "l0_gb200_multi_gpus.yml": [("l0_gb200_multi_gpus", 2)],
+    "l0_gb200_multi_gpus_perf_sanity.yml": [("l0_gb200_multi_gpus_perf_sanity", 2)],
+    "l0_h100.yml": [("l0_h100", 8)],
+    "l0_l40s.yml": [("l0_l40s", 4)],
+    "l0_rtx_pro_6000.yml": [("l0_rtx_pro_6000", 2)],
+    "l0_sanity_check.yml": [("l0_sanity_check", 2)],
+}
+
+
+def test_the_corpus_holds_exactly_the_files_pinned_here() -> None:
+    assert sorted(path.name for path in yaml_files(TEST_DB)) == sorted(CORPUS_FILES)
+
+
+@pytest.mark.parametrize(("name", "expected"), CORPUS_FILES.items(), ids=CORPUS_FILES)
+def test_every_corpus_file_loads_without_problems(name: str, expected: list[tuple[str, int]]) -> None:
+    contexts, problems = read_test_db_file(TEST_DB / name)
+    assert (problems, [(context.name, len(context.blocks)) for context in contexts]) == ([], expected)
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +93,18 @@ def corpus_db() -> TestDb:
     return load_test_db(TEST_DB)
 
 
-def test_every_context_renders_with_no_query(corpus_db: TestDb) -> None:
-    for name in corpus_db.contexts:
-        assert render(corpus_db, name, {}), name
+# context -> lines rendered with no query (every block matches): what `check_test_list.py` renders
+NO_QUERY_LINES = {
+    "l0_a10": 169, "l0_a100": 28, "l0_a10_pybind": 3, "l0_a30": 151, "l0_b200": 91, "l0_b200_perf_sanity": 1,
+    "l0_cpu": 175, "l0_dgx_b200": 225, "l0_dgx_b200_perf_sanity": 5, "l0_dgx_h100": 156, "l0_dgx_h200": 154,
+    "l0_gb200_multi_gpus": 78, "l0_gb200_multi_gpus_perf_sanity": 14, "l0_h100": 277, "l0_l40s": 73,
+    "l0_rtx_pro_6000": 74, "l0_sanity_check": 25,
+}  # fmt: skip
+
+
+def test_every_context_renders_all_its_lines_with_no_query(corpus_db: TestDb) -> None:
+    rendered = {name: len(render(corpus_db, name, {})) for name in sorted(corpus_db.contexts)}
+    assert rendered == NO_QUERY_LINES
 
 
 def test_a10_pre_merge_pytorch_stage(corpus_db: TestDb) -> None:
