@@ -8,12 +8,22 @@ past the budget silently.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from kvengine.errors import ConfigError, SizingError
 from kvengine.lifecycle import CacheLayout
 from kvengine.quota import format_bytes, group_grains, slots_in_grains
 from kvengine.slots import FALLBACK_BATCH, BatchDesc, SizingInputs, batch_slots, floor_slots
+
+
+class RatioSource(enum.StrEnum):
+    """Which input the pools' split came from, in precedence order."""
+
+    POOL_RATIO = "pool_ratio"
+    TYPICAL_STEP = "typical_step"
+    CONSTRAINTS = "constraints"
+    FALLBACK = "fallback"
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class PoolPlan:
     groups: tuple[GroupAllocation, ...]
     quota_bytes: int
     grain_bytes: int
-    ratio_source: str  # "pool_ratio" | "typical_step" | "constraints" | "fallback"
+    ratio_source: RatioSource
     weights: tuple[float, ...]
 
     @property
@@ -48,7 +58,7 @@ class PoolPlan:
 
 def ratio_weights(
     layout: CacheLayout, inputs: SizingInputs, *, grain_bytes: int
-) -> tuple[tuple[float, ...], str]:
+) -> tuple[tuple[float, ...], RatioSource]:
     """Per-group weights (summing to 1) and which input they came from."""
     if inputs.pool_ratio is not None:
         if len(inputs.pool_ratio) != len(layout.life_cycles):
@@ -61,13 +71,13 @@ def ratio_weights(
         weights = [0.0] * len(layout.groups)
         for lc_id, weight in enumerate(inputs.pool_ratio):
             weights[layout.group_of(lc_id)] += weight
-        return _normalized(weights), "pool_ratio"
+        return _normalized(weights), RatioSource.POOL_RATIO
     if inputs.typical_step is not None:
-        return _byte_weights(layout, inputs.typical_step, grain_bytes), "typical_step"
+        return _byte_weights(layout, inputs.typical_step, grain_bytes), RatioSource.TYPICAL_STEP
     if inputs.constraints:
         needed = [max(col) for col in zip(*(batch_slots(layout, b) for b in inputs.constraints), strict=True)]
-        return _normalized([_bytes(layout, g, n, grain_bytes) for g, n in enumerate(needed)]), "constraints"
-    return _byte_weights(layout, FALLBACK_BATCH, grain_bytes), "fallback"
+        return _normalized([_bytes(layout, g, n, grain_bytes) for g, n in enumerate(needed)]), RatioSource.CONSTRAINTS
+    return _byte_weights(layout, FALLBACK_BATCH, grain_bytes), RatioSource.FALLBACK
 
 
 def split_budget(
@@ -151,7 +161,7 @@ def _plan(
     floors: tuple[int, ...],
     quota_bytes: int,
     grain_bytes: int,
-    source: str,
+    source: RatioSource,
     weights: tuple[float, ...],
 ) -> PoolPlan:
     sizes = [_bytes(layout, g, n, grain_bytes) for g, n in enumerate(counts)]
