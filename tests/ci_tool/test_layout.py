@@ -1,0 +1,24 @@
+"""The repository layout and defaults live in one module; what the README tells people to run agrees."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ci_tool.generate.context import SETUP_COMMAND
+from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR, TORCH_PIN, durations_file_of, waives_file_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_set_up_commands_install_the_pinned_torch_and_the_engine_extra() -> None:
+    commands = re.findall(r"^python3 -m venv .*$", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(commands) == 2
+    assert all(f"pip install {TORCH_PIN} -e '.[engine,test]'" in command for command in commands)
+    assert f"{TORCH_PIN} -e '.[engine,test]'" in SETUP_COMMAND  # the generated stage jobs install the same
+
+
+def test_the_default_paths_name_this_repository() -> None:
+    assert (ROOT / CATALOG_PATH).is_file() and (ROOT / TEST_DB_DIR).is_dir()
+    assert durations_file_of(Path(TEST_DB_DIR)) == Path(DURATIONS_PATH)
+    assert (ROOT / waives_file_of(Path(TEST_DB_DIR))).is_file() and (ROOT / DURATIONS_PATH).is_file()
