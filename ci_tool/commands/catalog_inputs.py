@@ -45,6 +45,11 @@ def catalog_options(command: F) -> F:
             help=f"pytest-split durations JSON [default: {DURATIONS_PATH} when it exists].",
         ),
     )
+    return with_decorators(command, decorators)
+
+
+def with_decorators(command: F, decorators: tuple[Callable[[F], F], ...]) -> F:
+    """`command` under `decorators`, the first outermost (as if written above it in that order)."""
     for decorator in reversed(decorators):
         command = decorator(command)
     return command
@@ -78,9 +83,7 @@ def pull_request_options(command: F) -> F:
         ),
     )
     wrapped: F = with_labels  # type: ignore[assignment]  # same signature to click
-    for decorator in reversed(decorators):
-        wrapped = decorator(wrapped)
-    return wrapped
+    return with_decorators(wrapped, decorators)
 
 
 def parse_labels_json(text: str) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.commands import bounds
-from ci_tool.commands.catalog_inputs import catalog_options, load
+from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
 from ci_tool.commands.history import history_option
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
@@ -89,9 +89,7 @@ def run_options(command: F) -> F:
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
     )
     wrapped: F = with_options  # type: ignore[assignment]  # click sees the options' keyword arguments
-    for decorator in reversed(decorators):
-        wrapped = decorator(wrapped)
-    return wrapped
+    return with_decorators(wrapped, decorators)
 
 
 @dataclass(frozen=True)
