@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.interrupts import CTRL_C
 from ci_tool.run import junit
 from ci_tool.run.flaky import FlakySignature, match_flaky
 from ci_tool.run.process import EventSink, ProcessOutcome, PytestInvocation, run_pytest_process, write_nodeids
@@ -300,7 +301,8 @@ def _uncollected(processes: Sequence[ProcessOutcome]) -> tuple[Mapping[str, obje
 
 def _state(tests: Sequence[TestOutcome], processes: Sequence[ProcessOutcome], interrupted: bool) -> tuple[str, str]:
     if interrupted:
-        return INTERRUPTED, "interrupted (Ctrl-C)"
+        by = next((p.interrupted_by for p in processes if p.interrupted), CTRL_C)
+        return INTERRUPTED, f"interrupted ({by})"
     broken = [p for p in processes if p.collected is None and p.unfinished is None]
     if broken:
         first = broken[0]

@@ -6,8 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,17 +16,9 @@ from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.run import junit
 
-SLOW_CATALOG = """\
-version: 1
-families:
-- {name: CPU-Generic, platform: cpu, context: l0_slow, splits: 1}
-"""
-SLOW_DB = "version: 0.0.1\nl0_slow:\n- condition: {}\n  tests: [cases/case_slow.py]\n"
-SLOW_CASES = "import time\n\ndef test_quick():\n    pass\n\ndef test_slow():\n    time.sleep(60)\n"
-
-
 # The suite's facts of a machine without a GPU: what these tests expect, whatever machine runs them.
 CPU_ONLY = ("--system-info", "cpu-only.json")
+PROCESS_TIMEOUT_SECONDS = 300  # a safety net for a busy machine, not a measure
 
 
 @pytest.fixture
@@ -47,6 +39,19 @@ def recorded_runs(root: Path) -> list[tuple[str, str, list[str]]]:
             (r.command, r.state, [s.name for s in queries.run_stages(store, r.run_id)])
             for r in reversed(queries.recent_runs(store))
         ]
+
+
+def recorded_stage_reason(root: Path, stage: str) -> str:
+    with HistoryStore(root / ".ci-tool" / "history.sqlite") as store:
+        (run,) = queries.recent_runs(store)
+        return next(s.reason for s in queries.run_stages(store, run.run_id) if s.name == stage)
+
+
+def recorded_tests(root: Path, stage: str) -> list[tuple[str, str, str]]:
+    """(test id, outcome, message) of each test of `stage` in the one recorded run."""
+    with HistoryStore(root / ".ci-tool" / "history.sqlite") as store:
+        (run,) = queries.recent_runs(store)
+        return [(t.test_id, t.outcome, t.message) for t in queries.stage_tests(store, run.run_id, stage)]
 
 
 def test_run_serves_cpu_stages_and_reports_gpu_stages_waiting(
@@ -147,31 +152,68 @@ def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(
     )
 
 
-def test_ctrl_c_exits_130_and_keeps_partial_results(suite: Path) -> None:
-    (suite / "slow.yml").write_text(SLOW_CATALOG)
-    (suite / "test-db" / "l0_slow.yml").write_text(SLOW_DB)
-    (suite / "cases" / "case_slow.py").write_text(SLOW_CASES)
-    command = [
-        sys.executable,
-        "-m",
-        "ci_tool",
-        "stage",
-        "run",
-        "CPU-Generic-1",
-        "--catalog",
-        "slow.yml",
-        "--output-dir",
-        "out",
+# The command line of each verb, run in the suite's folder on a machine that serves CPU stages only.
+INTERRUPTED_RUNS = {
+    "stage run": (
+        ["stage", "run", "CPU-Generic-1", "--output-dir", "out"],
+        "ci-tool stage run CPU-Generic-1",
+    ),
+    "run": (["run", '/bot run --stage-list "CPU-Generic-1"'], '/bot run --stage-list "CPU-Generic-1"'),
+}
+
+
+@pytest.mark.parametrize(
+    ("verb", "signum", "cause"),
+    [
+        ("stage run", signal.SIGINT, "Ctrl-C"),
+        ("stage run", signal.SIGTERM, "SIGTERM"),
+        ("run", signal.SIGINT, "Ctrl-C"),
+        ("run", signal.SIGTERM, "SIGTERM"),
+        ("run", signal.SIGHUP, "SIGHUP"),
+    ],
+    ids=["stage run, Ctrl-C", "stage run, SIGTERM", "run, Ctrl-C", "run, SIGTERM", "run, SIGHUP"],
+)
+def test_an_interrupt_stops_pytest_and_keeps_the_finished_tests(
+    slow_suite: Any, verb: str, signum: int, cause: str
+) -> None:
+    argv, recorded_command = INTERRUPTED_RUNS[verb]
+    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY])
+    slow_suite.wait_for_slow_test()
+    out, err = slow_suite.interrupt(signum)
+    assert (slow_suite.process.returncode, out.splitlines()[-1]) == (130, "1 passed, 0 failed, 1 skipped"), err
+    assert_stopped_and_recorded(slow_suite, recorded_command, cause)
+
+
+def test_sigterm_stops_pytest_with_sigint_even_when_the_caller_ignores_sigint(slow_suite: Any) -> None:
+    argv, recorded_command = INTERRUPTED_RUNS["run"]
+    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], ignore_sigint=True)
+    slow_suite.wait_for_slow_test()
+    slow_suite.interrupt(signal.SIGTERM)
+    assert slow_suite.process.returncode == 130
+    assert_stopped_and_recorded(slow_suite, recorded_command, "SIGTERM")
+
+
+def test_a_hang_up_of_the_terminal_stops_pytest_and_keeps_the_finished_tests(slow_suite: Any) -> None:
+    argv, recorded_command = INTERRUPTED_RUNS["run"]
+    leader, follower = os.openpty()
+    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], terminal=follower)
+    os.close(follower)
+    slow_suite.wait_for_slow_test()
+    os.close(leader)  # the terminal goes away: its session leader, ci-tool, gets SIGHUP and cannot write there
+    assert slow_suite.process.wait(timeout=PROCESS_TIMEOUT_SECONDS) == 130
+    assert_stopped_and_recorded(slow_suite, recorded_command, "SIGHUP")
+
+
+def assert_stopped_and_recorded(slow_suite: Any, recorded_command: str, cause: str) -> None:
+    """pytest ended by ci-tool's SIGINT (exit code 2: it wrote its reports), none of its processes left;
+    the history holds the interrupted run, its stage and the tests that finished."""
+    assert (slow_suite.pytest_exit_codes(), slow_suite.pytest_alive()) == ([2], False)
+    assert recorded_runs(slow_suite.root) == [(recorded_command, "interrupted", ["CPU-Generic-1"])]
+    assert recorded_stage_reason(slow_suite.root, "CPU-Generic-1") == f"interrupted ({cause})"
+    assert recorded_tests(slow_suite.root, "CPU-Generic-1") == [
+        ("cases/case_slow.py::test_quick", junit.PASSED, ""),
+        ("cases/case_slow.py::test_slow", junit.SKIPPED, f"interrupted ({cause}) before the test finished"),
     ]
-    runner = subprocess.Popen(command, cwd=suite, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    events = suite / "out" / "parts" / "p01-main.events.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "test_slow" not in (events.read_text() if events.exists() else ""):
-        time.sleep(0.05)
-    os.kill(runner.pid, signal.SIGINT)
-    out, _ = runner.communicate(timeout=30)
-    assert (runner.returncode, out.splitlines()[-1]) == (130, "1 passed, 0 failed, 1 skipped")
-    assert recorded_runs(suite) == [("ci-tool stage run CPU-Generic-1", "interrupted", ["CPU-Generic-1"])]
 
 
 def test_parallel_stage_runs_share_one_history(suite: Path) -> None:
