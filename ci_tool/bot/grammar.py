@@ -21,6 +21,11 @@ conflicting pairs come from flags.CONFLICTS; `--debug` needs exactly one exact n
 Prose may not hold a later word that starts with `-`, and its first word may not be a flag missing
 its dashes (`disable-fail-fast`): both are errors, not silently ignored flags.
 
+The command line holds no invisible character (zero-width spaces and joiners, U+FEFF, bidi and other
+format or control characters; see is_invisible): each is an error that names its code point at its
+column, also before or right after the word /bot. The bot acts only on what its readers can see, and
+the columns stay those of the comment as written. Unicode blanks (no-break and thin spaces) are blanks.
+
 Examples:
     /bot run --disable-fail-fast --stage-list "DGX_H100-PyTorch-1, A30-*"
     /bot run  --stage-list "\\*GB300\\*PerfSanity\\*"          -> stage_list ["*GB300*PerfSanity*"]
@@ -30,6 +35,7 @@ Examples:
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
@@ -69,10 +75,19 @@ def command_line(comment: str) -> str:
     return comment.split("\n", 1)[0].rstrip("\r")
 
 
+def is_invisible(char: str) -> bool:
+    """A character that shows nothing and is no blank: format characters (zero-width spaces and joiners,
+    U+FEFF, bidi controls), control characters, unassigned and private-use code points."""
+    return not char.isprintable() and not char.isspace()
+
+
 def is_bot_comment(comment: str) -> bool:
-    """Whether a comment starts with the word `/bot` (not `/bots`, not ` /bot`)."""
+    """Whether a comment starts with the word `/bot` (not `/bots`, not ` /bot`), invisible characters
+    around the word not counted (they make the comment a malformed one, not a remark)."""
     line = command_line(comment)
-    return line.startswith(PREFIX) and (len(line) == len(PREFIX) or line[len(PREFIX)].isspace())
+    start = next((index for index, char in enumerate(line) if not is_invisible(char)), len(line))
+    after = line[start + len(PREFIX) : start + len(PREFIX) + 1]
+    return line.startswith(PREFIX, start) and (not after or after.isspace() or is_invisible(after))
 
 
 def parse_comment(comment: str) -> BotRequest:
@@ -80,6 +95,7 @@ def parse_comment(comment: str) -> BotRequest:
     line = command_line(comment)
     if not is_bot_comment(comment):
         return BotRequest("ignore", line=line)
+    _check_visible(line)
     tokens = _Scanner(line, len(PREFIX))
     word = tokens.next()
     if word is None or word.text in HELP_WORDS:
@@ -88,6 +104,21 @@ def parse_comment(comment: str) -> BotRequest:
     if sub is None:
         return BotRequest("help", line=line, unknown_command=word.raw)
     return _Parser(line, sub.name, word, tokens).parse()
+
+
+def _check_visible(line: str) -> None:
+    """The bot reads only what its reader sees: an invisible character in the command line is an error
+    naming it (removing it would move every column after it)."""
+    col = next((index + 1 for index, char in enumerate(line) if is_invisible(char)), None)
+    if col is not None:
+        char = line[col - 1]
+        name = " ".join(filter(None, (f"U+{ord(char):04X}", unicodedata.name(char, ""))))
+        raise BotSyntaxError(
+            f"expected a visible character or a blank, found the invisible {name}",
+            line=line,
+            col=col,
+            hint="delete it: retype the text around the caret",
+        )
 
 
 class _Scanner:
