@@ -5,12 +5,13 @@ positions in that line, and every syntax error names one and echoes the line wit
 
     comment   := "/bot" (blank command)?              anything not starting with the word /bot: ignored
     command   := "run" run-flag* prose?
-               | "skip" "--comment" STRING prose?      --comment is required
+               | "skip" "--comment" TEXT prose?        --comment is required
                | "kill" prose? | "reuse-pipeline" prose?
                | ("help" | "-h" | "--help") any*
                | any*                                  any other word: help (naming the word)
     run-flag  := SWITCH | LIST-FLAG STRING | "--reuse-test" DIGITS?
     STRING    := '"' (char | "\\" char)* '"'          a backslash drops itself: \\_ -> _, \\* -> *
+    TEXT      := STRING, up to the line's last '"'     `--comment "a "b" c"` -> `a "b" c`
     list      := item ("," item)*                      items trimmed; empty items dropped; at least one
     item      := [-+A-Za-z0-9_[\\]]+                   plus `*` for the flags that take globs
     prose     := WORD any*                             trailing remarks: `/bot run --post-merge to check`
@@ -19,7 +20,9 @@ positions in that line, and every syntax error names one and echoes the line wit
 Flags and sub-commands match exactly (no prefixes, no `--flag=value`); a flag appears at most once;
 conflicting pairs come from flags.CONFLICTS; `--debug` needs exactly one exact name in `--stage-list`.
 Prose may not hold a later word that starts with `-`, and its first word may not be a flag missing
-its dashes (`disable-fail-fast`): both are errors, not silently ignored flags.
+its dashes (`disable-fail-fast`): both are errors, not silently ignored flags. Likewise a closing
+quote must be followed by a blank (`"A","B"` is an error, not the list A), and a word after
+`--reuse-test` that starts with a digit or `#` must be an id (`123abc` is an error, not a remark).
 
 The command line holds no invisible character (zero-width spaces and joiners, U+FEFF, bidi and other
 format or control characters; see is_invisible): each is an error that names its code point at its
@@ -129,9 +132,10 @@ class _Scanner:
         self.index = index
         self._peeked: _Token | None = None
 
-    def peek(self) -> _Token | None:
+    def peek(self, *, to_last_quote: bool = False) -> _Token | None:
+        """The next token; with `to_last_quote`, a string runs to the last double quote on the line."""
         if self._peeked is None:
-            self._peeked = self._scan()
+            self._peeked = self._scan(to_last_quote)
         return self._peeked
 
     def next(self) -> _Token | None:
@@ -143,7 +147,7 @@ class _Scanner:
         """The line from `token` on, for prose."""
         return self.line[token.col - 1 :]
 
-    def _scan(self) -> _Token | None:
+    def _scan(self, to_last_quote: bool) -> _Token | None:
         line, i = self.line, self.index
         while i < len(line) and line[i].isspace():
             i += 1
@@ -158,22 +162,35 @@ class _Scanner:
             return _Token("word", line[i:j], i + 1, line[i:j])
         chars: list[str] = []
         cols: list[int] = []
+        closing: tuple[int, int] | None = None  # (index of the closing quote, characters before it)
         j = i + 1
-        while j < len(line) and line[j] != '"':
+        while j < len(line):
+            if line[j] == '"':
+                closing = (j, len(chars))
+                if not to_last_quote:
+                    break
             cols.append(j + 1)  # an escaped character's column is its backslash's
             if line[j] == "\\" and j + 1 < len(line):
                 j += 1  # the backslash drops itself; the next character is taken as is
             chars.append(line[j])
             j += 1
-        if j == len(line):
+        if closing is None:
             raise BotSyntaxError(
                 "unterminated quote: expected a closing '\"' on the same line",
                 line=line,
                 col=i + 1,
                 hint='end the value with a double quote: "A,B"',
             )
-        self.index = j + 1
-        return _Token("string", "".join(chars), i + 1, line[i : j + 1], tuple(cols))
+        end, count = closing
+        if end + 1 < len(line) and not line[end + 1].isspace():
+            raise BotSyntaxError(
+                f"expected a blank after the closing quote, found {line[end + 1]!r}",
+                line=line,
+                col=end + 2,
+                hint='a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+            )
+        self.index = end + 1
+        return _Token("string", "".join(chars[:count]), i + 1, line[i : end + 1], tuple(cols[:count]))
 
 
 class _Parser:
@@ -268,7 +285,7 @@ class _Parser:
             self.lists[name] = value
 
     def _value(self, flag: Flag, token: _Token) -> tuple[FlagValue, tuple[int, ...]]:
-        following = self.tokens.peek()
+        following = self.tokens.peek(to_last_quote=flag.arg is Arg.TEXT)
         if flag.arg is Arg.SWITCH:
             if following is not None and following.kind == "string":
                 raise self.error(
@@ -277,7 +294,8 @@ class _Parser:
             return True, ()
         if flag.arg is Arg.OPTIONAL_ID:
             if following is None or not (following.text.isascii() and following.text.isdigit()):
-                if following is not None and following.kind == "string":
+                # a string, or a word that starts like an id (`123abc`, `#123`), is a bad id, not a remark
+                if following is not None and (following.kind == "string" or _looks_like_an_id(following.text)):
                     raise self.error(
                         following.col,
                         f"expected a pipeline id (digits) after {flag.name}, found {following.raw!r}",
@@ -392,6 +410,11 @@ class _Parser:
             raise self.error(
                 col, f"{DEBUG_FLAG} needs one exact stage name in {DEBUG_NEEDS}, found the glob {stages[0]!r}", hint
             )
+
+
+def _looks_like_an_id(word: str) -> bool:
+    """A word meant as a pipeline id: it starts with a digit or `#` (`123abc`, `#123`, `١٢٣`)."""
+    return word[:1].isdigit() or word.startswith("#")
 
 
 def _dashed(word: str) -> bool:

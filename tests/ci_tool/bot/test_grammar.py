@@ -114,6 +114,9 @@ PARSES = [
     ("/bot run\t--post-merge\u00a0--detailed-log", "run", {"post_merge": True, "detailed_log": True}),
     ("/bot run --post-merge\r\nand a second line with --junk", "run", {"post_merge": True}),
     ('/bot skip --comment "say \\"hi\\" | ok"', "skip", {"comment": 'say "hi" | ok'}),
+    ('/bot skip --comment "a "nested" b"', "skip", {"comment": 'a "nested" b'}),
+    ('/bot skip --comment "say "hi"" as asked', "skip", {"comment": 'say "hi"'}),
+    ("/bot run --reuse-test to save time", "run", {"reuse_test": True}),
     ("/bot\u00a0run\u2009--post-merge", "run", {"post_merge": True}),
     ("/bot kill", "kill", {}),
     ("/bot kill because it hangs", "kill", {}),
@@ -217,6 +220,41 @@ ERRORS = [
         23,
         "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
         "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test 123abc",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '123abc' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test #4711",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '#4711' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test \u0661\u0662",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '\u0661\u0662' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        '/bot run --stage-list "A10-PyTorch-1","A10-PyTorch-2"',
+        38,
+        "expected a blank after the closing quote, found ',' "
+        'Hint: a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+    ),
+    (
+        '/bot skip --comment "why"not',
+        26,
+        "expected a blank after the closing quote, found 'n' "
+        'Hint: a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+    ),
+    (
+        '/bot skip --comment "why\\"',
+        21,
+        'unterminated quote: expected a closing \'"\' on the same line Hint: end the value with a double quote: "A,B"',
     ),
     ('/bot skip --comment "  "', 21, 'expected text in --comment, found \'"  "\' Hint: write --comment "reason"'),
     ("/bot run --post-merge --post-merge", 23, "--post-merge given twice (first at column 10) Hint: drop one of them"),
