@@ -7,8 +7,14 @@ what was found, and a hint when one exists.  Only the CLI entry point turns thes
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+# One comment can name thousands of unknown stages, each error echoing the comment with a caret: replies
+# and command output show this many in full and count the rest.
+MAX_SHOWN_ERRORS = 5
 
 
 @dataclass(frozen=True)
@@ -96,3 +102,18 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str | None:
     if not matches:
         return None
     return "did you mean " + " or ".join(repr(m) for m in matches) + "?"
+
+
+def capped(items: Sequence[T], *, limit: int = MAX_SHOWN_ERRORS) -> tuple[Sequence[T], int]:
+    """The first `limit` items, and how many more there are."""
+    return items[:limit], max(0, len(items) - limit)
+
+
+def and_more(count: int, noun: str) -> str:
+    """`and 12 more errors` (`and 1 more error`), "" for none."""
+    return f"and {count} more {noun}{'' if count == 1 else 's'}" if count else ""
+
+
+def not_shown(count: int) -> str:
+    """The line after capped errors: `and 12 more errors, not shown`, "" for none."""
+    return f"{and_more(count, 'error')}, not shown" if count else ""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import Arg, flag_by_key, flags_of
 from ci_tool.bot.request import BotRequest, BotSyntaxError, FlagValue
-from ci_tool.errors import BotError, did_you_mean
+from ci_tool.errors import BotError, and_more, capped, did_you_mean
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.plan import StagePlan, plan_stages
@@ -98,7 +98,8 @@ def settle(decision: Decision, plan: RunPlan) -> Decision:
     selection = plan.selection
     errors = [error for error in selection.errors if isinstance(error, BotSyntaxError)]
     if selection.errors:
-        columns = ", ".join(str(error.col) for error in errors)
+        shown, rest = capped([error.col for error in errors])
+        columns = " ".join(filter(None, (", ".join(map(str, shown)), and_more(rest, "column"))))
         where = f" at column{'s' if len(errors) > 1 else ''} {columns}" if errors else ""
         reason = f"not in the stage catalog{where}"
         return replace(decision, action=Action.HELP, reason=reason, error=errors[0] if errors else None)

@@ -8,6 +8,7 @@ cannot inject markdown, links or @-mentions into the reply.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ci_tool.bot.authorize import ALLOWLIST_PATH, ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
@@ -15,7 +16,7 @@ from ci_tool.bot.flags import COMMANDS, flag_by_key
 from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.request import BotRequest, BotSyntaxError
-from ci_tool.errors import CiToolError, closest
+from ci_tool.errors import CiToolError, capped, closest, not_shown
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
@@ -191,12 +192,7 @@ def render_plan(plan: RunPlan) -> str:
     if selection.missing:
         lines.append("")
     if selection.errors:
-        lines += [
-            "Names the catalog does not have:",
-            "",
-            code_block("\n\n".join(map(_error_text, selection.errors))),
-            "",
-        ]
+        lines += ["Names the catalog does not have:", "", code_block(_errors_text(selection.errors)), ""]
     lines += _merge_gate(selection.request, plan=plan)
     return "\n".join(lines)
 
@@ -211,11 +207,15 @@ def _error_text(error: CiToolError) -> str:
     return str(error)
 
 
+def _errors_text(errors: Sequence[CiToolError]) -> str:
+    """The first errors with their carets, then the count of the rest (see errors.MAX_SHOWN_ERRORS)."""
+    shown, rest = capped(errors)
+    return "\n\n".join([*map(_error_text, shown), *([not_shown(rest)] if rest else [])])
+
+
 def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
-    errors = plan.selection.errors
-    detail = "\n\n".join(_error_text(error) for error in errors)
     return (
         f"@{decision.event.login}, that `/bot run` does not match the stage catalog:\n\n"
-        f"{code_block(detail)}\n\nNothing was started. `ci-tool stages list` (or `jenkins/stages.yml`) "
-        "lists every stage.\n"
+        f"{code_block(_errors_text(plan.selection.errors))}\n\nNothing was started. `ci-tool stages list` "
+        "(or `jenkins/stages.yml`) lists every stage.\n"
     )

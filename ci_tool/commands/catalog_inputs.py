@@ -1,16 +1,16 @@
 """What catalog-reading verbs share: the `--catalog`, `--test-db`, `--durations` options and their load,
-and reading a changed-files list and a JSON file."""
+reading a changed-files list and a JSON file, and printing a selection's errors."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import click
 
-from ci_tool.errors import StageError, Where
+from ci_tool.errors import CiToolError, StageError, Where, capped, not_shown
 from ci_tool.stages.catalog import CATALOG_PATH, DURATIONS_PATH
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 
@@ -92,3 +92,12 @@ def read_json(path: Path, what: str) -> object:
         raise StageError(
             f"expected {what} as JSON, found {error.msg.lower()}", where=Where(str(path), error.lineno, error.colno)
         ) from None
+
+
+def echo_errors(errors: Sequence[CiToolError]) -> None:
+    """The first errors in full on stderr, then the count of the rest (see errors.MAX_SHOWN_ERRORS)."""
+    shown, rest = capped(errors)
+    for error in shown:
+        click.echo(f"error: {error}", err=True)
+    if rest:
+        click.echo(not_shown(rest), err=True)

@@ -14,7 +14,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options
 from ci_tool.commands.history import history_option
 from ci_tool.errors import BotError
 from ci_tool.history.store import history_path
@@ -124,8 +124,7 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
     detailed = ("-s",) if request.has("detailed_log") else ()
     setup = local_setup(options, extra_pytest_args=detailed)
     selection = select_stages(setup.loaded.catalog, request, changed_files=changed_files, labels=labels)
-    for error in selection.errors:
-        click.echo(f"error: {error}", err=True)
+    echo_errors(selection.errors)
     if selection.errors:
         return 1
     for missing in selection.missing:

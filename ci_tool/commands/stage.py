@@ -12,7 +12,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.bot.plan import request_from_json, selection_json
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options, read_json
+from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options, read_json
 from ci_tool.run.process import pytest_command
 from ci_tool.run.stage_runner import RunSettings, planned_invocations, stage_variables
 from ci_tool.stages.catalog import Stage
@@ -180,8 +180,7 @@ def select_command(
     request = request_from_json(read_json(request_path, "the request"), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
     selection = select_stages(catalog, request, changed_files=changed_files, labels=labels)
-    for error in selection.errors:
-        click.echo(f"error: {error}", err=True)
+    echo_errors(selection.errors)
     if as_json:
         click.echo(json.dumps(selection_json(selection), indent=2))
     else:

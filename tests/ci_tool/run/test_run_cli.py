@@ -91,6 +91,16 @@ def test_run_refuses_unknown_stages(in_suite: Path, capsys: pytest.CaptureFixtur
     assert not (in_suite / ".ci-tool").exists()
 
 
+def test_run_shows_the_first_errors_in_full_and_counts_the_rest(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = ", ".join(f"CPU-Generik-{k}" for k in range(1, 9))
+    code, _, err = run(capsys, "run", f'/bot run --stage-list "{names}"', "--catalog", "stages.yml", *CPU_ONLY)
+    lines = err.splitlines()  # each error: the message, the comment, the caret
+    assert (code, sum(line.startswith("error: ") for line in lines), len(lines)) == (1, 5, 5 * 3 + 1)
+    assert lines[-1] == "and 3 more errors, not shown"
+
+
 def test_run_needs_a_run_command(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "run", "/bot kill", "--catalog", "stages.yml", *CPU_ONLY)
     assert (code, err) == (
