@@ -1,7 +1,9 @@
-"""The error hierarchy: one base class, one subclass per domain, all rendered as one line.
+"""The error hierarchy: one base class, one subclass per domain, each rendered as one line (a bot
+comment's syntax error adds the comment and a caret: bot.request.BotSyntaxError).
 
 A message says where (file:line:col and YAML path, or a column in a bot comment), what was expected,
 what was found, and a hint when one exists.  Only the CLI entry point turns these into exit codes.
+Many errors show MAX_SHOWN_ERRORS in full and count the rest (capped, not_shown).
 """
 
 from __future__ import annotations
