@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Tests that write a history (in-process and in child processes), read the perf gate, or start pytest.
+# Tests that write the default history (in process and from child ci-tool processes) and start pytest.
 RECORDING_TESTS = (
     "tests/ci_tool/run/test_run_cli.py::test_stage_run_writes_the_output_dir_and_history",
-    "tests/ci_tool/run/test_run_cli.py::test_run_serves_cpu_stages_and_reports_gpu_stages_waiting",
     "tests/ci_tool/run/test_run_cli.py::test_parallel_stage_runs_share_one_history",
     "tests/ci_tool/history/test_history_store.py::test_history_path",
-    "tests/ci_tool/test_perf_gate.py",
 )
 
 
