@@ -162,7 +162,7 @@ def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(
     )
 
 
-# The command line of each verb, run in the suite's folder on a machine that serves CPU stages only.
+# The command line of each verb, run in the slow suite, and the command the history records for it.
 INTERRUPTED_RUNS = {
     "stage run": (
         ["stage", "run", "CPU-Generic-1", "--output-dir", "out"],
@@ -170,6 +170,12 @@ INTERRUPTED_RUNS = {
     ),
     "run": (["run", '/bot run --stage-list "CPU-Generic-1"'], '/bot run --stage-list "CPU-Generic-1"'),
 }
+
+
+def interrupted_run(verb: str) -> tuple[list[str], str]:
+    """The ci-tool process of `verb` on the slow catalog and a machine without a GPU; the recorded command."""
+    argv, recorded_command = INTERRUPTED_RUNS[verb]
+    return [sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], recorded_command
 
 
 @pytest.mark.parametrize(
@@ -186,8 +192,8 @@ INTERRUPTED_RUNS = {
 def test_an_interrupt_stops_pytest_and_keeps_the_finished_tests(
     slow_suite: Any, verb: str, signum: int, cause: str
 ) -> None:
-    argv, recorded_command = INTERRUPTED_RUNS[verb]
-    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY])
+    command, recorded_command = interrupted_run(verb)
+    slow_suite.start(command)
     slow_suite.wait_for_slow_test()
     out, err = slow_suite.interrupt(signum)
     assert (slow_suite.process.returncode, out.splitlines()[-1]) == (130, "1 passed, 0 failed, 1 skipped"), err
@@ -195,8 +201,8 @@ def test_an_interrupt_stops_pytest_and_keeps_the_finished_tests(
 
 
 def test_sigterm_stops_pytest_with_sigint_even_when_the_caller_ignores_sigint(slow_suite: Any) -> None:
-    argv, recorded_command = INTERRUPTED_RUNS["run"]
-    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], ignore_sigint=True)
+    command, recorded_command = interrupted_run("run")
+    slow_suite.start(command, ignore_sigint=True)
     slow_suite.wait_for_slow_test()
     slow_suite.interrupt(signal.SIGTERM)
     assert slow_suite.process.returncode == 130
@@ -204,9 +210,9 @@ def test_sigterm_stops_pytest_with_sigint_even_when_the_caller_ignores_sigint(sl
 
 
 def test_a_hang_up_of_the_terminal_stops_pytest_and_keeps_the_finished_tests(slow_suite: Any) -> None:
-    argv, recorded_command = INTERRUPTED_RUNS["run"]
+    command, recorded_command = interrupted_run("run")
     leader, follower = os.openpty()
-    slow_suite.start([sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], terminal=follower)
+    slow_suite.start(command, terminal=follower)
     os.close(follower)
     slow_suite.wait_for_slow_test()
     os.close(leader)  # the terminal goes away: its session leader, ci-tool, gets SIGHUP and cannot write there
