@@ -1,7 +1,8 @@
 """The `ci-tool` entry point: a click group whose verbs live one per module in `ci_tool.commands`.
 
 Verbs load lazily so that `ci-tool stage parse` does not pay for importing torch or jinja2.  This is
-the only place that turns exceptions into exit codes: 1 for our errors, 2 for usage, 130 for Ctrl-C.
+the only place that turns exceptions into exit codes: 1 for our errors, 2 for usage, 130 for Ctrl-C (and
+for SIGTERM and SIGHUP, which take the Ctrl-C path: ci_tool.interrupts).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import traceback
 
 import click
 
-from ci_tool import __version__
+from ci_tool import __version__, interrupts
 from ci_tool.errors import CiToolError
 
 # verb -> "module:attribute" of its click command; `ci-tool --help` lists them in this order.
@@ -65,7 +66,8 @@ def _write_crash_log() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script passes it to sys.exit)."""
     try:
-        result = cli.main(args=argv, prog_name="ci-tool", standalone_mode=False)
+        with interrupts.terminating_signals_interrupt():
+            result = cli.main(args=argv, prog_name="ci-tool", standalone_mode=False)
     except click.exceptions.Exit as done:
         return done.exit_code
     except click.ClickException as usage:  # UsageError and friends: bad flags, missing arguments

@@ -1,14 +1,22 @@
-"""The error hierarchy: one base class, one subclass per domain, all rendered as one line.
+"""The error hierarchy: one base class, one subclass per domain, each rendered as one line (a bot
+comment's syntax error adds the comment and a caret: bot.request.BotSyntaxError).
 
 A message says where (file:line:col and YAML path, or a column in a bot comment), what was expected,
 what was found, and a hint when one exists.  Only the CLI entry point turns these into exit codes.
+Many errors show MAX_SHOWN_ERRORS in full and count the rest (capped, not_shown).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+# One comment can name thousands of unknown stages, each error echoing the comment with a caret: replies
+# and command output show this many in full and count the rest.
+MAX_SHOWN_ERRORS = 5
 
 
 @dataclass(frozen=True)
@@ -144,3 +152,18 @@ def shown(text: str, *, limit: int = 60) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[: limit // 2]!r}... ({len(text)} characters)"
+
+
+def capped(items: Sequence[T], *, limit: int = MAX_SHOWN_ERRORS) -> tuple[Sequence[T], int]:
+    """The first `limit` items, and how many more there are."""
+    return items[:limit], max(0, len(items) - limit)
+
+
+def and_more(count: int, noun: str) -> str:
+    """`and 12 more errors` (`and 1 more error`), "" for none."""
+    return f"and {count} more {noun}{'' if count == 1 else 's'}" if count else ""
+
+
+def not_shown(count: int) -> str:
+    """The line after capped errors: `and 12 more errors, not shown`, "" for none."""
+    return f"{and_more(count, 'error')}, not shown" if count else ""

@@ -1,5 +1,5 @@
 """Suite-wide options and fixtures: `golden` compares output with a golden file (`--update-goldens`
-rewrites it); `gpu` tests skip cleanly without CUDA."""
+rewrites it); `gpu` tests skip cleanly without CUDA; hypothesis runs without its per-example deadline."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# A deadline (200 ms an example) and the too-slow health check measure the machine, not the code: on a busy
+# one they fail at random. No property test here is about speed. (Built on the current default, so that
+# hypothesis's own "ci" profile, when $CI is set, still applies.)
+settings.register_profile("ci-tool", settings(deadline=None, suppress_health_check=[HealthCheck.too_slow]))
+settings.load_profile("ci-tool")
 
 Golden = Callable[[Path, str], None]
 

@@ -5,12 +5,13 @@ positions in that line, and every syntax error names one and echoes the line wit
 
     comment   := "/bot" (blank command)?              anything not starting with the word /bot: ignored
     command   := "run" run-flag* prose?
-               | "skip" "--comment" STRING prose?      --comment is required
+               | "skip" "--comment" TEXT prose?        --comment is required
                | "kill" prose? | "reuse-pipeline" prose?
                | ("help" | "-h" | "--help") any*
                | any*                                  any other word: help (naming the word)
     run-flag  := SWITCH | LIST-FLAG STRING | "--reuse-test" DIGITS?
     STRING    := '"' (char | "\\" char)* '"'          a backslash drops itself: \\_ -> _, \\* -> *
+    TEXT      := STRING, up to the line's last '"'     `--comment "a "b" c"` -> `a "b" c`
     list      := item ("," item)*                      items trimmed; empty items dropped; at least one
     item      := [-+A-Za-z0-9_[\\]]+                   plus `*` for the flags that take globs
     prose     := WORD any*                             trailing remarks: `/bot run --post-merge to check`
@@ -19,7 +20,14 @@ positions in that line, and every syntax error names one and echoes the line wit
 Flags and sub-commands match exactly (no prefixes, no `--flag=value`); a flag appears at most once;
 conflicting pairs come from flags.CONFLICTS; `--debug` needs exactly one exact name in `--stage-list`.
 Prose may not hold a later word that starts with `-`, and its first word may not be a flag missing
-its dashes (`disable-fail-fast`): both are errors, not silently ignored flags.
+its dashes (`disable-fail-fast`): both are errors, not silently ignored flags. Likewise a closing
+quote must be followed by a blank (`"A","B"` is an error, not the list A), and a word after
+`--reuse-test` that starts with a digit or `#` must be an id (`123abc` is an error, not a remark).
+
+The command line holds no invisible character (zero-width spaces and joiners, U+FEFF, bidi and other
+format or control characters; see is_invisible): each is an error that names its code point at its
+column, also before or right after the word /bot. The bot acts only on what its readers can see, and
+the columns stay those of the comment as written. Unicode blanks (no-break and thin spaces) are blanks.
 
 Examples:
     /bot run --disable-fail-fast --stage-list "DGX_H100-PyTorch-1, A30-*"
@@ -30,6 +38,7 @@ Examples:
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
@@ -69,10 +78,19 @@ def command_line(comment: str) -> str:
     return comment.split("\n", 1)[0].rstrip("\r")
 
 
+def is_invisible(char: str) -> bool:
+    """A character that shows nothing and is no blank: format characters (zero-width spaces and joiners,
+    U+FEFF, bidi controls), control characters, unassigned and private-use code points."""
+    return not char.isprintable() and not char.isspace()
+
+
 def is_bot_comment(comment: str) -> bool:
-    """Whether a comment starts with the word `/bot` (not `/bots`, not ` /bot`)."""
+    """Whether a comment starts with the word `/bot` (not `/bots`, not ` /bot`), invisible characters
+    around the word not counted (they make the comment a malformed one, not a remark)."""
     line = command_line(comment)
-    return line.startswith(PREFIX) and (len(line) == len(PREFIX) or line[len(PREFIX)].isspace())
+    start = next((index for index, char in enumerate(line) if not is_invisible(char)), len(line))
+    after = line[start + len(PREFIX) : start + len(PREFIX) + 1]
+    return line.startswith(PREFIX, start) and (not after or after.isspace() or is_invisible(after))
 
 
 def parse_comment(comment: str) -> BotRequest:
@@ -80,6 +98,7 @@ def parse_comment(comment: str) -> BotRequest:
     line = command_line(comment)
     if not is_bot_comment(comment):
         return BotRequest("ignore", line=line)
+    _check_visible(line)
     tokens = _Scanner(line, len(PREFIX))
     word = tokens.next()
     if word is None or word.text in HELP_WORDS:
@@ -90,6 +109,21 @@ def parse_comment(comment: str) -> BotRequest:
     return _Parser(line, sub.name, word, tokens).parse()
 
 
+def _check_visible(line: str) -> None:
+    """The bot reads only what its reader sees: an invisible character in the command line is an error
+    naming it (removing it would move every column after it)."""
+    col = next((index + 1 for index, char in enumerate(line) if is_invisible(char)), None)
+    if col is not None:
+        char = line[col - 1]
+        name = " ".join(filter(None, (f"U+{ord(char):04X}", unicodedata.name(char, ""))))
+        raise BotSyntaxError(
+            f"expected a visible character or a blank, found the invisible {name}",
+            line=line,
+            col=col,
+            hint="delete it: retype the text around the caret",
+        )
+
+
 class _Scanner:
     """Hands out words and double-quoted strings one at a time, so unscanned prose never errors."""
 
@@ -98,9 +132,10 @@ class _Scanner:
         self.index = index
         self._peeked: _Token | None = None
 
-    def peek(self) -> _Token | None:
+    def peek(self, *, to_last_quote: bool = False) -> _Token | None:
+        """The next token; with `to_last_quote`, a string runs to the last double quote on the line."""
         if self._peeked is None:
-            self._peeked = self._scan()
+            self._peeked = self._scan(to_last_quote)
         return self._peeked
 
     def next(self) -> _Token | None:
@@ -112,7 +147,7 @@ class _Scanner:
         """The line from `token` on, for prose."""
         return self.line[token.col - 1 :]
 
-    def _scan(self) -> _Token | None:
+    def _scan(self, to_last_quote: bool) -> _Token | None:
         line, i = self.line, self.index
         while i < len(line) and line[i].isspace():
             i += 1
@@ -127,22 +162,35 @@ class _Scanner:
             return _Token("word", line[i:j], i + 1, line[i:j])
         chars: list[str] = []
         cols: list[int] = []
+        closing: tuple[int, int] | None = None  # (index of the closing quote, characters before it)
         j = i + 1
-        while j < len(line) and line[j] != '"':
+        while j < len(line):
+            if line[j] == '"':
+                closing = (j, len(chars))
+                if not to_last_quote:
+                    break
             cols.append(j + 1)  # an escaped character's column is its backslash's
             if line[j] == "\\" and j + 1 < len(line):
                 j += 1  # the backslash drops itself; the next character is taken as is
             chars.append(line[j])
             j += 1
-        if j == len(line):
+        if closing is None:
             raise BotSyntaxError(
                 "unterminated quote: expected a closing '\"' on the same line",
                 line=line,
                 col=i + 1,
                 hint='end the value with a double quote: "A,B"',
             )
-        self.index = j + 1
-        return _Token("string", "".join(chars), i + 1, line[i : j + 1], tuple(cols))
+        end, count = closing
+        if end + 1 < len(line) and not line[end + 1].isspace():
+            raise BotSyntaxError(
+                f"expected a blank after the closing quote, found {line[end + 1]!r}",
+                line=line,
+                col=end + 2,
+                hint='a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+            )
+        self.index = end + 1
+        return _Token("string", "".join(chars[:count]), i + 1, line[i : end + 1], tuple(cols[:count]))
 
 
 class _Parser:
@@ -237,7 +285,7 @@ class _Parser:
             self.lists[name] = value
 
     def _value(self, flag: Flag, token: _Token) -> tuple[FlagValue, tuple[int, ...]]:
-        following = self.tokens.peek()
+        following = self.tokens.peek(to_last_quote=flag.arg is Arg.TEXT)
         if flag.arg is Arg.SWITCH:
             if following is not None and following.kind == "string":
                 raise self.error(
@@ -246,7 +294,8 @@ class _Parser:
             return True, ()
         if flag.arg is Arg.OPTIONAL_ID:
             if following is None or not (following.text.isascii() and following.text.isdigit()):
-                if following is not None and following.kind == "string":
+                # a string, or a word that starts like an id (`123abc`, `#123`), is a bad id, not a remark
+                if following is not None and (following.kind == "string" or _looks_like_an_id(following.text)):
                     raise self.error(
                         following.col,
                         f"expected a pipeline id (digits) after {flag.name}, found {following.raw!r}",
@@ -361,6 +410,11 @@ class _Parser:
             raise self.error(
                 col, f"{DEBUG_FLAG} needs one exact stage name in {DEBUG_NEEDS}, found the glob {stages[0]!r}", hint
             )
+
+
+def _looks_like_an_id(word: str) -> bool:
+    """A word meant as a pipeline id: it starts with a digit or `#` (`123abc`, `#123`, `١٢٣`)."""
+    return word[:1].isdigit() or word.startswith("#")
 
 
 def _dashed(word: str) -> bool:

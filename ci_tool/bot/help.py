@@ -44,10 +44,14 @@ def _custom_flags() -> str:
 
 def _value_rules() -> list[str]:
     globbers = " and ".join(f"`{flag.name}`" for flag in FLAGS if flag.globs)
+    texts = " and ".join(f"`{flag.usage}`" for flag in FLAGS if flag.arg is Arg.TEXT)
     return [
         'List values are one double-quoted, comma-separated string: `--stage-list "A10-PyTorch-1, DGX_H100-*"`. '
         "Items are trimmed; markdown escapes such as `\\_` and `\\*` are fine (backslashes are dropped). "
         f"Only {globbers} take `*` globs.",
+        f"Quoted text ({texts}) runs to the last double quote on the line: quotes inside it are kept.",
+        "Invisible characters (zero-width spaces, U+FEFF, bidi controls) in the command line are errors "
+        "that name the character; no-break spaces are blanks.",
         f"`{DEBUG_FLAG}` needs exactly one exact stage name in `{DEBUG_NEEDS}`.",
         f"Custom runs cannot turn the merge gate green: {_custom_flags()}.",
     ]

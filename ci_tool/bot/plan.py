@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 from ci_tool.bot.event import Action, Decision
-from ci_tool.errors import ColumnError
+from ci_tool.errors import ColumnError, and_more, capped
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
@@ -91,7 +91,8 @@ def settle(decision: Decision, plan: RunPlan) -> Decision:
     selection = plan.selection
     located = [error for error in selection.errors if isinstance(error, ColumnError)]
     if selection.errors:
-        columns = ", ".join(str(error.col) for error in located)
+        shown, rest = capped([error.col for error in located])
+        columns = " ".join(filter(None, (", ".join(map(str, shown)), and_more(rest, "column"))))
         where = f" at column{'s' if len(located) > 1 else ''} {columns}" if located else ""
         what = (
             f"not honoured by the {selection.engine.value} engine" if selection.refused else "not in the stage catalog"

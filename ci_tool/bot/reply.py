@@ -8,13 +8,14 @@ cannot inject markdown, links or @-mentions into the reply.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import COMMANDS, flag_by_key
 from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
-from ci_tool.errors import CiToolError, ColumnError, closest
+from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
@@ -213,8 +214,10 @@ def _error_text(error: CiToolError) -> str:
     return str(error)
 
 
-def _errors_block(errors: tuple[CiToolError, ...]) -> str:
-    return code_block("\n\n".join(map(_error_text, errors)))
+def _errors_block(errors: Sequence[CiToolError]) -> str:
+    """The first errors with their carets, then the count of the rest (see errors.MAX_SHOWN_ERRORS)."""
+    shown, rest = capped(errors)
+    return code_block("\n\n".join([*map(_error_text, shown), *([not_shown(rest)] if rest else [])]))
 
 
 def _catalog_errors(decision: Decision, plan: RunPlan) -> str:

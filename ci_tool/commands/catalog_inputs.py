@@ -1,17 +1,17 @@
 """What catalog-reading verbs share: the `--catalog`, `--test-db`, `--durations` options and their load,
-and reading a changed-files list."""
+reading a changed-files list, and printing a selection's errors."""
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ci_tool.errors import StageError
+from ci_tool.errors import CiToolError, StageError, capped, not_shown
 from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.text_file import lines, read_text
@@ -102,3 +102,12 @@ def read_changed_files(path: Path) -> tuple[str, ...]:
     """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
     text = read_text(path, name="the changed-files list", error=StageError)
     return tuple(line.strip() for line in lines(text) if line.strip())
+
+
+def echo_errors(errors: Sequence[CiToolError]) -> None:
+    """The first errors in full on stderr, then the count of the rest (see errors.MAX_SHOWN_ERRORS)."""
+    shown, rest = capped(errors)
+    for error in shown:
+        click.echo(f"error: {error}", err=True)
+    if rest:
+        click.echo(not_shown(rest), err=True)

@@ -11,7 +11,7 @@ import click
 
 from ci_tool.bot.flags import flag_by_name
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.commands.catalog_inputs import pull_request_options
+from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options
 from ci_tool.errors import BotError
 from ci_tool.run.progress import Progress
@@ -59,8 +59,7 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
     selection = select_stages(
         setup.loaded.catalog, wanted, engine=Engine.LOCAL, changed_files=changed_files, labels=labels
     )
-    for error in selection.errors:
-        click.echo(f"error: {error}", err=True)
+    echo_errors(selection.errors)
     if selection.errors:
         return 1
     for missing in selection.missing:

@@ -12,7 +12,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import append_text
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options
 from ci_tool.errors import StageError
 from ci_tool.generate.context import github_matrices
 from ci_tool.json_file import read_json
@@ -201,8 +201,7 @@ def select_command(
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     catalog = load(catalog_path, test_db, durations_path).catalog
     selection = select_stages(catalog, request, engine=Engine(engine), changed_files=changed_files, labels=labels)
-    for error in selection.errors:
-        click.echo(f"error: {error}", err=True)
+    echo_errors(selection.errors)
     if as_json:
         click.echo(json.dumps(selection.to_json(), indent=2))
     else:

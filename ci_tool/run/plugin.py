@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
     list_file = config.getoption("test_list", None)
     if not list_file:
         return
+    # ci-tool stops this process with SIGINT (its own session: that SIGINT comes from ci-tool alone), so
+    # SIGINT ignored by whoever started ci-tool (a script's background job) must not make it deaf to it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         plugin = TestListPlugin(config, Path(list_file))
     except CiToolError as error:

@@ -3,6 +3,7 @@ back what it left (finished testcases, the test it died in, what it collected).
 
 The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
 reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
+SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts).
 A child that stops reporting for longer than the running test's timeout (or the default one) plus a
 margin is killed: a hang pytest-timeout cannot see (collection, session teardown, a stuck plugin).
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ci_tool import interrupts
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.invocation import PytestInvocation
@@ -44,6 +46,7 @@ class ProcessOutcome:
     interrupted: bool
     seconds: float
     notes: tuple[str, ...] = field(default=())
+    interrupted_by: str = ""  # what interrupted it: Ctrl-C, SIGTERM, SIGHUP
 
     @property
     def label(self) -> str:
@@ -84,7 +87,7 @@ def run_pytest_process(
     on_event: EventSink,
     interrupt_grace_seconds: float = 10.0,
 ) -> ProcessOutcome:
-    """Run one pytest process to its end (or until Ctrl-C) and read what it left."""
+    """Run one pytest process to its end (or until interrupted) and read what it left."""
     invocation.parts_dir.mkdir(parents=True, exist_ok=True)
     for stale in (invocation.junit_file, invocation.events_file, invocation.report_file):
         stale.unlink(missing_ok=True)
@@ -92,7 +95,8 @@ def run_pytest_process(
     started = time.monotonic()
     reader = _EventReader(invocation.events_file)
     events: list[dict[str, object]] = []
-    interrupted = stalled = False
+    stalled = False
+    interrupted_by = ""
     with open(invocation.log_file, "w", encoding="utf-8") as log:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
@@ -106,14 +110,15 @@ def run_pytest_process(
         )
         try:
             stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as interrupt:
+            interrupted_by = interrupts.cause(interrupt)
             _stop(child, interrupt_grace_seconds)
     for event in reader.read():
         events.append(event)
         on_event(event)
     reader.close()
-    return _outcome(invocation, command, child.returncode, events, interrupted, stalled, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    return _outcome(invocation, command, child.returncode, events, interrupted_by, stalled, seconds)
 
 
 def _watch(
@@ -150,7 +155,7 @@ def _signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
 
 
 def _stop(child: subprocess.Popen[bytes], grace_seconds: float) -> None:
-    """SIGINT, then SIGTERM, then SIGKILL to the child's group; a second Ctrl-C skips to SIGKILL."""
+    """SIGINT, then SIGTERM, then SIGKILL to the child's group; a second interrupt skips to SIGKILL."""
     try:
         for signum, wait_seconds in ((signal.SIGINT, grace_seconds), (signal.SIGTERM, TERM_GRACE_SECONDS)):
             _signal_group(child, signum)
@@ -168,7 +173,7 @@ def _outcome(
     command: list[str],
     exit_code: int | None,
     events: list[dict[str, object]],
-    interrupted: bool,
+    interrupted_by: str,
     stalled: bool,
     seconds: float,
 ) -> ProcessOutcome:
@@ -183,7 +188,7 @@ def _outcome(
     starts = [e for e in events if e.get("event") == "start" and e.get("nodeid") not in finished]
     unfinished = None
     if starts:
-        unfinished = _unfinished_case(invocation, starts[-1], exit_code, interrupted, stalled)
+        unfinished = _unfinished_case(invocation, starts[-1], exit_code, interrupted_by, stalled)
     return ProcessOutcome(
         invocation,
         tuple(command),
@@ -193,21 +198,23 @@ def _outcome(
         collected,
         uncollected,
         completed and not stalled,
-        interrupted,
+        bool(interrupted_by),
         seconds,
+        interrupted_by=interrupted_by,
     )
 
 
 def _unfinished_case(
-    invocation: PytestInvocation, start: Mapping[str, object], exit_code: int | None, interrupted: bool, stalled: bool
+    invocation: PytestInvocation, start: Mapping[str, object], exit_code: int | None, interrupted_by: str, stalled: bool
 ) -> junit.CaseResult:
     """The test a process died in, recorded as a timeout, a crash or an interruption."""
     nodeid = str(start["nodeid"])
     started_at = start.get("time")
     seconds = max(0.0, time.time() - float(started_at)) if isinstance(started_at, int | float) else 0.0
     log_tail = _log_tail(invocation.log_file, nodeid)
-    if interrupted:
-        outcome, kind, message = TestOutcome.SKIPPED, "Interrupted", "interrupted (Ctrl-C) before the test finished"
+    if interrupted_by:
+        outcome, kind = TestOutcome.SKIPPED, "Interrupted"
+        message = f"interrupted ({interrupted_by}) before the test finished"
     elif stalled or _TIMEOUT_BANNER in log_tail:
         outcome, kind = TestOutcome.FAILED, junit.TIMEOUT_KIND
         limit = f"its {invocation.test_timeout_seconds} s limit" if stalled else "its timeout"

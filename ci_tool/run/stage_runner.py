@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.interrupts import CTRL_C
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 from ci_tool.run import junit
 from ci_tool.run.flaky import match_flaky
@@ -214,7 +215,8 @@ def _state(
     tests: Sequence[TestResult], processes: Sequence[ProcessOutcome], interrupted: bool
 ) -> tuple[StageState, str]:
     if interrupted:
-        return StageState.INTERRUPTED, "interrupted (Ctrl-C)"
+        by = next((p.interrupted_by for p in processes if p.interrupted), CTRL_C)
+        return StageState.INTERRUPTED, f"interrupted ({by})"
     broken = [p for p in processes if p.collected is None and p.unfinished is None]
     if broken:
         first = broken[0]

@@ -54,11 +54,19 @@ def test_paged_attention_matches_dense(device: str, layer: LayerSpec) -> None:
     table, seq_lens = table.to(device), torch.tensor(lengths, device=device)
     q = torch.randn(len(lengths), layer.q_heads, layer.head_dim, device=device)
     blocks = gather_indices(table, seq_lens, layout.life_cycles[0], tpb)
-    got = paged_decode_attention(q.to(TORCH[layer.dtype]), k_pool, v_pool, blocks, seq_lens,
-                                 window_tokens=layer.window_tokens, sink_tokens=layer.sink_tokens)
+    got = paged_decode_attention(
+        q.to(TORCH[layer.dtype]),
+        k_pool,
+        v_pool,
+        blocks,
+        seq_lens,
+        window_tokens=layer.window_tokens,
+        sink_tokens=layer.sink_tokens,
+    )
     for row in range(len(lengths)):
-        want = dense_attention(q[row].cpu(), dense_k[row], dense_v[row], window_tokens=layer.window_tokens,
-                               sink_tokens=layer.sink_tokens)
+        want = dense_attention(
+            q[row].cpu(), dense_k[row], dense_v[row], window_tokens=layer.window_tokens, sink_tokens=layer.sink_tokens
+        )
         tolerance = 2e-2 if layer.dtype == "bfloat16" else 1e-5
         torch.testing.assert_close(got[row].float().cpu(), want, atol=tolerance, rtol=tolerance)
 
@@ -83,10 +91,15 @@ def reference_decode(engine: DecodeEngine, tokens: list[list[int]]) -> list[torc
                 v = k if w.wv is None else (h @ w.wv.cpu().float()).view(layer.num_kv_heads, layer.head_dim)
                 keys[seq][layer_id].append(k)
                 values[seq][layer_id].append(v)
-                attn = dense_attention(q, torch.stack(keys[seq][layer_id]), torch.stack(values[seq][layer_id]),
-                                       window_tokens=engine.sizing.layout.life_cycles[
-                                           engine.sizing.layout.placements[layer_id].life_cycle_id].window_tokens,
-                                       sink_tokens=layer.sink_tokens)
+                attn = dense_attention(
+                    q,
+                    torch.stack(keys[seq][layer_id]),
+                    torch.stack(values[seq][layer_id]),
+                    window_tokens=engine.sizing.layout.life_cycles[
+                        engine.sizing.layout.placements[layer_id].life_cycle_id
+                    ].window_tokens,
+                    sink_tokens=layer.sink_tokens,
+                )
                 x = x + attn.reshape(-1) @ w.wo.cpu().float()
             rows.append(x)
         hidden_per_step.append(torch.stack(rows))
@@ -96,16 +109,26 @@ def reference_decode(engine: DecodeEngine, tokens: list[list[int]]) -> list[torc
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     ("use_graphs", "batch"),
-    [pytest.param(False, 3, id="eager-3"), pytest.param(True, 3, id="graph-path-padded-3-to-4"),
-     pytest.param(True, 4, id="graph-path-4")],
+    [
+        pytest.param(False, 3, id="eager-3"),
+        pytest.param(True, 3, id="graph-path-padded-3-to-4"),
+        pytest.param(True, 4, id="graph-path-4"),
+    ],
 )
-def test_engine_decode_matches_dense_reference(tiny_hybrid_spec: ModelSpec, device: str, use_graphs: bool,
-                                               batch: int) -> None:
+def test_engine_decode_matches_dense_reference(
+    tiny_hybrid_spec: ModelSpec, device: str, use_graphs: bool, batch: int
+) -> None:
     # 16 window slots for 4 x 9 window blocks: the sliding layers must release and reuse blocks to get through.
     window_slot_bytes, full_slot_bytes = 3 * 2 * 2 * 8 * 4 * 4, 2 * 2 * 8 * 4 * 4
     config = KvCacheConfig(tokens_per_block=4, grain_bytes=1, pool_ratio=(6 / 11, 5 / 11))
-    options = EngineOptions(device=device, budget_bytes=16 * window_slot_bytes + 40 * full_slot_bytes,
-                            max_context_tokens=48, use_cuda_graphs=use_graphs, hidden_size=32, vocab_size=64)
+    options = EngineOptions(
+        device=device,
+        budget_bytes=16 * window_slot_bytes + 40 * full_slot_bytes,
+        max_context_tokens=48,
+        use_cuda_graphs=use_graphs,
+        hidden_size=32,
+        vocab_size=64,
+    )
     engine = DecodeEngine(tiny_hybrid_spec, config, options)
     assert engine.sizing.pools.num_slots == (16, 40)
     generator = torch.Generator().manual_seed(1)

@@ -54,27 +54,48 @@ def test_plan_json_window_is_null_for_full_attention(capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        pytest.param(["plan", "--preset", "gema-like", "--budget-gib", "1"], 1,
-                     "error: unknown preset 'gema-like'. Hint: did you mean 'gemma-like' or 'llama-like'? "
-                     "valid: deepseek-v4-like, gemma-like, llama-like\n", id="unknown-preset"),
-        pytest.param(["plan", "--preset", "gemma-like", "--budget-gib", "4", "--avg-seq-len", "99999"], 1,
-                     "error: avg_seq_len must be <= max_seq_len 32768, found 99999. Hint: lower --avg-seq-len or "
-                     "leave it unset for the allocator fallback\n", id="avg-above-max"),
-        pytest.param(["plan", "--preset", "gemma-like", "--budget-gib", "4", "--pool-ratio", "0.5,x"], 1,
-                     "error: --pool-ratio must be comma-separated numbers, found '0.5,x'. "
-                     "Hint: e.g. --pool-ratio 0.7,0.3\n", id="bad-ratio"),
-        pytest.param(["plan", "--preset", "gemma-like", "--budget-gib", "4", "--pool-ratio", "1.0"], 1,
-                     "error: pool_ratio needs one weight per life cycle (2: window 1024, full), found 1. "
-                     "Hint: list the weights in the order the plan prints the life cycles\n", id="ratio-length"),
-        pytest.param(["plan", "--preset", "gemma-like", "--budget-gib", "0"], 1,
-                     "error: --budget-gib must be > 0, found 0.0. Hint: pass e.g. --budget-gib 8\n", id="zero-budget"),
-        pytest.param(["plan", "--model", "/nonexistent.yaml", "--budget-gib", "1"], 1,
-                     "error: cannot read model spec '/nonexistent.yaml': No such file or directory. "
-                     "Hint: check the path\n", id="missing-file"),
+        pytest.param(
+            ["plan", "--preset", "gema-like", "--budget-gib", "1"],
+            1,
+            "error: unknown preset 'gema-like'. Hint: did you mean 'gemma-like' or 'llama-like'? "
+            "valid: deepseek-v4-like, gemma-like, llama-like\n",
+            id="unknown-preset",
+        ),
+        pytest.param(
+            ["plan", "--preset", "gemma-like", "--budget-gib", "4", "--avg-seq-len", "99999"],
+            1,
+            "error: avg_seq_len must be <= max_seq_len 32768, found 99999. Hint: lower --avg-seq-len or "
+            "leave it unset for the allocator fallback\n",
+            id="avg-above-max",
+        ),
+        pytest.param(
+            ["plan", "--preset", "gemma-like", "--budget-gib", "4", "--pool-ratio", "0.5,x"],
+            1,
+            "error: --pool-ratio must be comma-separated numbers, found '0.5,x'. Hint: e.g. --pool-ratio 0.7,0.3\n",
+            id="bad-ratio",
+        ),
+        pytest.param(
+            ["plan", "--preset", "gemma-like", "--budget-gib", "4", "--pool-ratio", "1.0"],
+            1,
+            "error: pool_ratio needs one weight per life cycle (2: window 1024, full), found 1. "
+            "Hint: list the weights in the order the plan prints the life cycles\n",
+            id="ratio-length",
+        ),
+        pytest.param(
+            ["plan", "--preset", "gemma-like", "--budget-gib", "0"],
+            1,
+            "error: --budget-gib must be > 0, found 0.0. Hint: pass e.g. --budget-gib 8\n",
+            id="zero-budget",
+        ),
+        pytest.param(
+            ["plan", "--model", "/nonexistent.yaml", "--budget-gib", "1"],
+            1,
+            "error: cannot read model spec '/nonexistent.yaml': No such file or directory. Hint: check the path\n",
+            id="missing-file",
+        ),
     ],
 )
-def test_plan_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int,
-                                  message: str) -> None:
+def test_plan_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str) -> None:
     got_code, out, err = run(capsys, *argv)
     assert (got_code, out, err) == (code, "", message)
 
@@ -93,23 +114,40 @@ def test_floors_above_budget_exit_1_with_numbers(capsys: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("name: x\nlayers: []\nruntime: {max_seq_len: 8, max_batch_size: 1}\n",
-                     "spec.yaml:2:9 (layers): expected a non-empty list of layer entries, found [].", id="no-layers"),
-        pytest.param(GOOD_SPEC.replace("window: 16", "windw: 16"),
-                     "spec.yaml:3:62 (layers[0].windw): expected a known key, found 'windw'. Hint: did you mean "
-                     "'window'? valid: count, dtype, head_dim, key_only, num_kv_heads, num_q_heads, sink_tokens, "
-                     "window", id="typo-key"),
-        pytest.param(GOOD_SPEC.replace("dtype: float32, window: 16", "dtype: flaot32, window: 16"),
-                     "spec.yaml:3:53 (layers[0].dtype): expected a known dtype, found 'flaot32'. Hint: did you "
-                     "mean 'float32'? valid: bfloat16, float16, float32, fp8_e4m3", id="typo-dtype"),
-        pytest.param(GOOD_SPEC.replace("head_dim: 8, dtype: float32, window: 16", "head_dim: 0, dtype: float32, "
-                                       "window: 16"),
-                     "spec.yaml:3:43 (layers[0].head_dim): expected an integer >= 1, found 0.", id="zero-head-dim"),
-        pytest.param(GOOD_SPEC.replace("max_seq_len: 256, ", ""),
-                     "spec.yaml:5:10 (runtime): expected key 'max_seq_len', found ['max_batch_size', "
-                     "'max_num_tokens']. Hint: add max_seq_len: ...", id="missing-runtime-key"),
-        pytest.param("name: x\nlayers: [\n", "spec.yaml:3:1: not valid YAML (expected the node content, but found "
-                     "'<stream end>').", id="bad-yaml"),
+        pytest.param(
+            "name: x\nlayers: []\nruntime: {max_seq_len: 8, max_batch_size: 1}\n",
+            "spec.yaml:2:9 (layers): expected a non-empty list of layer entries, found [].",
+            id="no-layers",
+        ),
+        pytest.param(
+            GOOD_SPEC.replace("window: 16", "windw: 16"),
+            "spec.yaml:3:62 (layers[0].windw): expected a known key, found 'windw'. Hint: did you mean "
+            "'window'? valid: count, dtype, head_dim, key_only, num_kv_heads, num_q_heads, sink_tokens, "
+            "window",
+            id="typo-key",
+        ),
+        pytest.param(
+            GOOD_SPEC.replace("dtype: float32, window: 16", "dtype: flaot32, window: 16"),
+            "spec.yaml:3:53 (layers[0].dtype): expected a known dtype, found 'flaot32'. Hint: did you "
+            "mean 'float32'? valid: bfloat16, float16, float32, fp8_e4m3",
+            id="typo-dtype",
+        ),
+        pytest.param(
+            GOOD_SPEC.replace("head_dim: 8, dtype: float32, window: 16", "head_dim: 0, dtype: float32, window: 16"),
+            "spec.yaml:3:43 (layers[0].head_dim): expected an integer >= 1, found 0.",
+            id="zero-head-dim",
+        ),
+        pytest.param(
+            GOOD_SPEC.replace("max_seq_len: 256, ", ""),
+            "spec.yaml:5:10 (runtime): expected key 'max_seq_len', found ['max_batch_size', "
+            "'max_num_tokens']. Hint: add max_seq_len: ...",
+            id="missing-runtime-key",
+        ),
+        pytest.param(
+            "name: x\nlayers: [\n",
+            "spec.yaml:3:1: not valid YAML (expected the node content, but found '<stream end>').",
+            id="bad-yaml",
+        ),
     ],
 )
 def test_spec_errors_name_the_place(text: str, message: str) -> None:

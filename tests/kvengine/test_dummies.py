@@ -41,8 +41,10 @@ def _legacy_v2_allocation(storage: KvStorage, token_num: int, accounting: DummyA
 @pytest.mark.parametrize("draft", [pytest.param(0, id="draft0"), pytest.param(4, id="draft4")])
 @pytest.mark.parametrize(
     ("accounting_kind", "fits"),
-    [pytest.param("one-accounting", True, id="one-accounting"),
-     pytest.param("duplicate-plus-one", False, id="duplicate-plus-one")],
+    [
+        pytest.param("one-accounting", True, id="one-accounting"),
+        pytest.param("duplicate-plus-one", False, id="duplicate-plus-one"),
+    ],
 )
 def test_generation_dummy_at_a_page_boundary(make_layout, draft: int, accounting_kind: str, fits: bool) -> None:
     """Regression: available tokens (pool-bound, a block multiple) must hold the dummy allocated from them."""
@@ -77,8 +79,7 @@ def test_available_tokens_always_fit(make_layout, windows: list[int | None], dra
 def test_available_tokens_reserve_minimal_requests_for_the_batch(make_layout) -> None:
     storage = KvStorage(make_layout([None], tokens_per_block=4), [10])
     accounting = DummyAccounting()
-    assert get_num_available_tokens(storage, upper_tokens=100, is_gen=True, accounting=accounting,
-                                    batch_size=4) == 28
+    assert get_num_available_tokens(storage, upper_tokens=100, is_gen=True, accounting=accounting, batch_size=4) == 28
 
 
 def test_failed_batch_releases_the_dummies_it_made(make_layout) -> None:

@@ -13,8 +13,9 @@ SLOT_BYTES = 3 * 2 * 2 * 8 * 4 * 4 + 2 * 2 * 8 * 4 * 4  # one window slot + one 
 
 def _engine(spec: ModelSpec, *, slots: int, graphs: bool = True) -> DecodeEngine:
     config = KvCacheConfig(tokens_per_block=4, grain_bytes=1, pool_ratio=(0.75, 0.25))
-    options = EngineOptions(budget_bytes=slots * SLOT_BYTES, max_context_tokens=16, use_cuda_graphs=graphs,
-                            hidden_size=16, vocab_size=32)
+    options = EngineOptions(
+        budget_bytes=slots * SLOT_BYTES, max_context_tokens=16, use_cuda_graphs=graphs, hidden_size=16, vocab_size=32
+    )
     return DecodeEngine(spec, config, options)
 
 

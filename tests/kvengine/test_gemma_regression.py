@@ -43,8 +43,9 @@ def test_old_behaviour_starves_the_sliding_pool_and_skips_large_sizes() -> None:
     ("avg_seq_len", "graph_size"),
     [pytest.param(None, 128, id="default-pads-to-128"), pytest.param(32768, None, id="old-runs-eager")],
 )
-def test_batch_of_80_decodes_with_a_graph_only_under_default_sizing(avg_seq_len: int | None,
-                                                                      graph_size: int | None) -> None:
+def test_batch_of_80_decodes_with_a_graph_only_under_default_sizing(
+    avg_seq_len: int | None, graph_size: int | None
+) -> None:
     plan = _plan(avg_seq_len)
     dummy = KvStorage(plan.sizing.layout, plan.sizing.pools.num_slots).new_cache()
     router = DecodeRouter(plan.warmup.captured_sizes, padding_dummy=dummy)

@@ -114,8 +114,12 @@ _ops = st.lists(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=_ops, windows=st.sampled_from([[8, None], [5, 5, None], [4], [None, 12, 12]]),
-       sinks=st.sampled_from([0, 4]), slots=st.lists(st.integers(0, 12), min_size=3, max_size=3))
+@given(
+    ops=_ops,
+    windows=st.sampled_from([[8, None], [5, 5, None], [4], [None, 12, 12]]),
+    sinks=st.sampled_from([0, 4]),
+    slots=st.lists(st.integers(0, 12), min_size=3, max_size=3),
+)
 def test_random_resizes_keep_invariants(make_layout, ops, windows, sinks, slots) -> None:
     layout = make_layout(windows, tokens_per_block=4, sink_tokens=sinks)
     storage = KvStorage(layout, slots[: len(layout.groups)])
@@ -128,17 +132,21 @@ def test_random_resizes_keep_invariants(make_layout, ops, windows, sinks, slots)
         if kind == "close":
             cache.close()
         else:
-            new = {"grow": (cap + amount, hist), "advance": (cap + amount, min(cap + amount, hist + amount)),
-                   "shrink": (max(hist, cap - amount), hist)}[kind]
+            new = {
+                "grow": (cap + amount, hist),
+                "advance": (cap + amount, min(cap + amount, hist + amount)),
+                "shrink": (max(hist, cap - amount), hist),
+            }[kind]
             free_before = storage.num_free_slots()
             if not cache.resize(*new):
                 assert storage.num_free_slots() == free_before and (cache.capacity_tokens, cache.history_tokens) == (
-                    cap, hist)
+                    cap,
+                    hist,
+                )
         storage.check_invariants()
         for lc_id, cycle in enumerate(layout.life_cycles):
             if not cache.closed:
-                assert len(cache.held_slots(lc_id)) == cycle.live_blocks(
-                    cache.capacity_tokens, cache.history_tokens, 4)
+                assert len(cache.held_slots(lc_id)) == cycle.live_blocks(cache.capacity_tokens, cache.history_tokens, 4)
     for cache in caches:
         if not cache.closed:
             cache.close()

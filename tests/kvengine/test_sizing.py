@@ -32,8 +32,7 @@ def _gemma_inputs(avg_seq_len: int | None) -> SizingInputs:
 )
 def test_gemma_sliding_pool_share(make_layout, avg_seq_len: int | None, source: str, swa_share: float) -> None:
     layout = make_layout(GEMMA_WINDOWS, tokens_per_block=32)
-    plan = split_budget(layout, _gemma_inputs(avg_seq_len), quota_bytes=GIB,
-                        grain_bytes=1, max_util_for_resume=0.95)
+    plan = split_budget(layout, _gemma_inputs(avg_seq_len), quota_bytes=GIB, grain_bytes=1, max_util_for_resume=0.95)
     assert plan.ratio_source == source
     assert plan.groups[0].share == pytest.approx(swa_share, abs=0.0006)
     assert plan.total_bytes <= plan.quota_bytes
@@ -54,12 +53,26 @@ def test_gemma_batch_slots(make_layout, batch, slots: tuple[int, int]) -> None:
 @pytest.mark.parametrize(
     ("inputs", "source", "weights"),
     [
-        pytest.param(SizingInputs(pool_ratio=(0.25, 0.75), typical_step=((KvCacheDesc(8, 0),)),
-                                  constraints=((KvCacheDesc(64, 0),),)), "pool_ratio", (0.25, 0.75), id="ratio-wins"),
-        pytest.param(SizingInputs(typical_step=(KvCacheDesc(8, 0),), constraints=((KvCacheDesc(64, 63),),)),
-                     "typical_step", (2 / 3, 1 / 3), id="typical-beats-constraints"),
-        pytest.param(SizingInputs(constraints=((KvCacheDesc(64, 63),), (KvCacheDesc(8, 0),))),
-                     "constraints", (0.2, 0.8), id="constraints-max-per-group"),
+        pytest.param(
+            SizingInputs(
+                pool_ratio=(0.25, 0.75), typical_step=((KvCacheDesc(8, 0),)), constraints=((KvCacheDesc(64, 0),),)
+            ),
+            "pool_ratio",
+            (0.25, 0.75),
+            id="ratio-wins",
+        ),
+        pytest.param(
+            SizingInputs(typical_step=(KvCacheDesc(8, 0),), constraints=((KvCacheDesc(64, 63),),)),
+            "typical_step",
+            (2 / 3, 1 / 3),
+            id="typical-beats-constraints",
+        ),
+        pytest.param(
+            SizingInputs(constraints=((KvCacheDesc(64, 63),), (KvCacheDesc(8, 0),))),
+            "constraints",
+            (0.2, 0.8),
+            id="constraints-max-per-group",
+        ),
         pytest.param(SizingInputs(), "fallback", (768 / 66432, 65664 / 66432), id="allocator-fallback"),
     ],
 )
@@ -155,8 +168,9 @@ def test_split_never_exceeds_the_budget_and_respects_floors(make_layout, windows
     if ratio is not None and len(layout.life_cycles) > 1:
         rest = (1 - ratio) / (len(layout.life_cycles) - 1)
         pool_ratio = (ratio,) + (rest,) * (len(layout.life_cycles) - 1)
-    inputs = GenericManager().sizing_inputs(limits, KvCacheConfig(avg_seq_len=avg, pool_ratio=pool_ratio),
-                                            max_cuda_graph_batch_size=4)
+    inputs = GenericManager().sizing_inputs(
+        limits, KvCacheConfig(avg_seq_len=avg, pool_ratio=pool_ratio), max_cuda_graph_batch_size=4
+    )
     try:
         plan = split_budget(layout, inputs, quota_bytes=quota, grain_bytes=grain, max_util_for_resume=0.95)
     except SizingError:

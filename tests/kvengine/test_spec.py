@@ -20,8 +20,9 @@ LAYERS = (LayerSpec(1, 4, "float32", 512),) * 3 + (LayerSpec(1, 4, "float32", No
         pytest.param((8192,), 4096, (None, None, None, None), id="pattern-clamped"),
     ],
 )
-def test_effective_windows(pattern: tuple[int | None, ...] | None, max_seq_len: int,
-                           windows: tuple[int | None, ...]) -> None:
+def test_effective_windows(
+    pattern: tuple[int | None, ...] | None, max_seq_len: int, windows: tuple[int | None, ...]
+) -> None:
     assert effective_windows(LAYERS, max_seq_len=max_seq_len, window_pattern=pattern) == windows
 
 
@@ -42,14 +43,27 @@ def test_gemma_like_preset_is_the_regression_scenario() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        pytest.param({"tokens_per_block": 24}, "tokens_per_block must be a power of two, found 24. "
-                     "Hint: use 16, 32, 64 or 128", id="tpb-not-power-of-two"),
-        pytest.param({"pool_ratio": (0.5, 0.4)}, "pool_ratio must sum to 1, found sum 0.9 for [0.5, 0.4]. "
-                     "Hint: normalize the weights", id="ratio-sum"),
-        pytest.param({"pool_ratio": (1.0, 0.0)}, "pool_ratio weights must all be > 0, found [1.0, 0.0]. "
-                     "Hint: give one positive weight per life cycle, summing to 1", id="ratio-zero"),
-        pytest.param({"max_util_for_resume": 0.0}, "max_util_for_resume must be in (0, 1], found 0.0. "
-                     "Hint: 0.95 is the default headroom", id="util-zero"),
+        pytest.param(
+            {"tokens_per_block": 24},
+            "tokens_per_block must be a power of two, found 24. Hint: use 16, 32, 64 or 128",
+            id="tpb-not-power-of-two",
+        ),
+        pytest.param(
+            {"pool_ratio": (0.5, 0.4)},
+            "pool_ratio must sum to 1, found sum 0.9 for [0.5, 0.4]. Hint: normalize the weights",
+            id="ratio-sum",
+        ),
+        pytest.param(
+            {"pool_ratio": (1.0, 0.0)},
+            "pool_ratio weights must all be > 0, found [1.0, 0.0]. "
+            "Hint: give one positive weight per life cycle, summing to 1",
+            id="ratio-zero",
+        ),
+        pytest.param(
+            {"max_util_for_resume": 0.0},
+            "max_util_for_resume must be in (0, 1], found 0.0. Hint: 0.95 is the default headroom",
+            id="util-zero",
+        ),
     ],
 )
 def test_config_errors(kwargs: dict[str, object], message: str) -> None:

@@ -43,6 +43,7 @@ DECISIONS = [
     ("help", Action.HELP, "help asked for"),
     ("unknown_subcommand", Action.HELP, "unknown sub-command 'rerun'"),
     ("syntax_error", Action.HELP, "syntax error at column 23"),
+    ("invisible_character", Action.HELP, "syntax error at column 1"),
     (
         "run_outsider",
         Action.REFUSE,

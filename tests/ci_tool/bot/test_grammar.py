@@ -114,6 +114,10 @@ PARSES = [
     ("/bot run\t--post-merge\u00a0--detailed-log", "run", {"post_merge": True, "detailed_log": True}),
     ("/bot run --post-merge\r\nand a second line with --junk", "run", {"post_merge": True}),
     ('/bot skip --comment "say \\"hi\\" | ok"', "skip", {"comment": 'say "hi" | ok'}),
+    ('/bot skip --comment "a "nested" b"', "skip", {"comment": 'a "nested" b'}),
+    ('/bot skip --comment "say "hi"" as asked', "skip", {"comment": 'say "hi"'}),
+    ("/bot run --reuse-test to save time", "run", {"reuse_test": True}),
+    ("/bot\u00a0run\u2009--post-merge", "run", {"post_merge": True}),
     ("/bot kill", "kill", {}),
     ("/bot kill because it hangs", "kill", {}),
     ("/bot", "help", {}),
@@ -217,6 +221,41 @@ ERRORS = [
         "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
         "Hint: write --reuse-test 1234, or --reuse-test alone",
     ),
+    (
+        "/bot run --reuse-test 123abc",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '123abc' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test #4711",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '#4711' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test \u0661\u0662",
+        23,
+        "expected a pipeline id (digits) after --reuse-test, found '\u0661\u0662' "
+        "Hint: write --reuse-test 1234, or --reuse-test alone",
+    ),
+    (
+        '/bot run --stage-list "A10-PyTorch-1","A10-PyTorch-2"',
+        38,
+        "expected a blank after the closing quote, found ',' "
+        'Hint: a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+    ),
+    (
+        '/bot skip --comment "why"not',
+        26,
+        "expected a blank after the closing quote, found 'n' "
+        'Hint: a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
+    ),
+    (
+        '/bot skip --comment "why\\"',
+        21,
+        'unterminated quote: expected a closing \'"\' on the same line Hint: end the value with a double quote: "A,B"',
+    ),
     ('/bot skip --comment "  "', 21, 'expected text in --comment, found \'"  "\' Hint: write --comment "reason"'),
     ("/bot run --post-merge --post-merge", 23, "--post-merge given twice (first at column 10) Hint: drop one of them"),
     (
@@ -294,6 +333,36 @@ ERRORS = [
         'Hint: write /bot skip --comment "why testing is not needed"',
     ),
 ]
+
+
+# Invisible characters (see the grammar's docstring): each names its code point at its column.
+INVISIBLE = [
+    ("/bot run\u200b --disable-fail-fast", 9, "U+200B ZERO WIDTH SPACE"),
+    ("\ufeff/bot run", 1, "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+    ("/bot\u200b run", 5, "U+200B ZERO WIDTH SPACE"),
+    ("/bot\u2060run", 5, "U+2060 WORD JOINER"),
+    ('/bot run --stage-list "A10-\u200dPyTorch-1"', 28, "U+200D ZERO WIDTH JOINER"),
+    ('/bot skip --comment "fine\u202e"', 26, "U+202E RIGHT-TO-LEFT OVERRIDE"),
+    ("/bot run --post-merge to check\u00ad", 31, "U+00AD SOFT HYPHEN"),
+    ("/bot run \x1b[31m--post-merge", 10, "U+001B"),
+]
+
+
+@pytest.mark.parametrize(("comment", "column", "name"), INVISIBLE, ids=[repr(c) for c, _, _ in INVISIBLE])
+def test_an_invisible_character_is_an_error_naming_it(comment: str, column: int, name: str) -> None:
+    with pytest.raises(BotSyntaxError) as caught:
+        parse_comment(comment)
+    assert (caught.value.col, caught.value.headline) == (
+        column,
+        f"expected a visible character or a blank, found the invisible {name} "
+        "Hint: delete it: retype the text around the caret",
+    )
+
+
+def test_the_caret_points_at_the_invisible_character_as_written() -> None:
+    with pytest.raises(BotSyntaxError) as caught:
+        parse_comment("/bot run\u200b --disable-fail-fast")
+    assert caught.value.caret() == "/bot run  --disable-fail-fast\n        ^"
 
 
 @pytest.mark.parametrize(("comment", "column", "message"), ERRORS, ids=[c for c, _, _ in ERRORS])
@@ -387,6 +456,10 @@ def test_unknown_sub_command_is_help_naming_the_word() -> None:
         ("/bots", False),
         ("/Bot run", False),
         ("x\n/bot run", False),
+        ("\ufeff/bot run", True),
+        ("/bot\u200b run", True),
+        ("\u200bthanks", False),
+        ("\u200b/bots", False),
     ],
 )
 def test_only_the_word_bot_at_the_start_is_a_bot_comment(comment: str, answer: bool) -> None:

@@ -1,4 +1,5 @@
-"""Property: whatever a comment holds, the parser returns a request or raises our error, never anything else."""
+"""Properties: whatever a comment holds, the parser returns a request or raises our error, never anything else;
+an invisible character anywhere in a /bot command line is an error at its column."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS, flag_by_key
-from ci_tool.bot.grammar import command_line, parse_comment
+from ci_tool.bot.grammar import PREFIX, command_line, is_invisible, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
 from ci_tool.stages.request import request_from_json
 
@@ -37,6 +38,14 @@ WORDS = [
     "\u2014debug",
     "\t",
     "\r\n",
+    "\u00a0",
+    "\u200b",
+    "\ufeff",
+    "\x1b",
+    "12ab",
+    "#12",
+    '"a "b" c"',
+    '"A","B"',
 ]
 
 tokens = st.one_of(st.sampled_from(WORDS), st.text(max_size=8))
@@ -82,3 +91,20 @@ def test_parsing_is_deterministic_and_ignores_later_lines(comment: str) -> None:
             return (error.col, error.headline)
 
     assert outcome(comment) == outcome(comment + '\n--junk "unterminated')
+
+
+@settings(max_examples=300)
+@given(bot_comments, st.sampled_from(["\u200b", "\ufeff", "\u2060", "\u202e", "\u00ad", "\x00"]), st.data())
+def test_an_invisible_character_anywhere_is_named_at_its_column(comment: str, char: str, data: st.DataObject) -> None:
+    line = command_line(comment)
+    index = data.draw(st.integers(min_value=0, max_value=len(line)))
+    if 0 < index < len(PREFIX):  # it splits the word /bot: not a bot comment at all
+        return
+    changed = line[:index] + char + line[index:]
+    first = next(k for k, c in enumerate(changed) if is_invisible(c))
+    try:
+        parse_comment(changed + comment[len(line) :])
+    except BotSyntaxError as error:
+        assert (error.col, "found the invisible" in error.message) == (first + 1, True)
+        return
+    raise AssertionError(f"{changed!r} parsed")

@@ -12,6 +12,7 @@ import pytest
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, read_event
 from ci_tool.bot.plan import plan_run, settle
+from ci_tool.bot.reply import render_reply
 from ci_tool.cli import main
 from ci_tool.stages.catalog_load import open_catalog
 
@@ -149,6 +150,22 @@ def test_the_plan_settles_the_decision(body: str, labels: tuple[str, ...], actio
     assert (settled.action, settled.reason) == (action, reason)
     if action is Action.HELP:
         assert settled.error is not None and settled.error.col == 24
+
+
+def test_a_comment_naming_thousands_of_unknown_stages_gets_a_short_reply() -> None:
+    names = ", ".join(f"A10-PyTroch-{k}" for k in range(1, 2001))
+    decision = decide(read_event(event(f'/bot run --stage-list "{names}"')), ALLOWLIST)
+    assert decision.request is not None
+    plan = plan_run(
+        decision.request.selection_request(), catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations
+    )
+    settled = settle(decision, plan)
+    reply = render_reply(settled, plan=plan)
+    assert reply is not None
+    assert settled.reason == "not in the stage catalog at columns 24, 39, 54, 69, 84 and 1995 more columns"
+    carets = sum(line.strip() == "^" for line in reply.splitlines())
+    assert (carets, reply.count("and 1995 more errors, not shown")) == (5, 1)
+    assert len(reply) < 5_000  # one caret block per name made it megabytes
 
 
 def test_settle_leaves_other_decisions_alone() -> None:

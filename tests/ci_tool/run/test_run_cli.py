@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,13 +17,9 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
 
-SLOW_CATALOG = """\
-version: 1
-families:
-- {name: CPU-Generic, platform: cpu, context: l0_slow, splits: 1}
-"""
-SLOW_DB = "version: 0.0.1\nl0_slow:\n- condition: {}\n  tests: [cases/case_slow.py]\n"
-SLOW_CASES = "import time\n\ndef test_quick():\n    pass\n\ndef test_slow():\n    time.sleep(60)\n"
+# The suite's facts of a machine without a GPU: what these tests expect, whatever machine runs them.
+CPU_ONLY = ("--system-info", "cpu-only.json")
+PROCESS_TIMEOUT_SECONDS = 300  # a safety net for a busy machine, not a measure
 
 
 @pytest.fixture
@@ -47,11 +42,29 @@ def recorded_runs(root: Path) -> list[tuple[str, str, list[str]]]:
         ]
 
 
+def recorded_stage_reason(root: Path, stage: str) -> str:
+    with HistoryStore(root / ".ci-tool" / "history.sqlite") as store:
+        (run,) = queries.recent_runs(store)
+        return next(s.reason for s in queries.run_stages(store, run.run_id) if s.name == stage)
+
+
+def recorded_tests(root: Path, stage: str) -> list[tuple[str, str, str]]:
+    """(test id, outcome, message) of each test of `stage` in the one recorded run."""
+    with HistoryStore(root / ".ci-tool" / "history.sqlite") as store:
+        (run,) = queries.recent_runs(store)
+        return [(t.test_id, t.outcome, t.message) for t in queries.stage_tests(store, run.run_id, stage)]
+
+
 def test_run_serves_cpu_stages_and_reports_gpu_stages_waiting(
     in_suite: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run(
-        capsys, "run", '/bot run --stage-list "CPU-Generic-Post-Merge-1, A10-PyTorch-1"', "--catalog", "stages.yml"
+        capsys,
+        "run",
+        '/bot run --stage-list "CPU-Generic-Post-Merge-1, A10-PyTorch-1"',
+        "--catalog",
+        "stages.yml",
+        *CPU_ONLY,
     )
     assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped; 1 stage waiting for a runner")
     assert "A10-PyTorch-1: waiting for a runner: needs 1 A10 GPU; this machine has no GPU" in out
@@ -66,19 +79,31 @@ def test_run_serves_cpu_stages_and_reports_gpu_stages_waiting(
 
 
 def test_run_takes_flags_alone(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "run", "--catalog", "stages.yml", "--", '--stage-list "CPU-Generic-Post-Merge-1"')
+    code, out, _ = run(
+        capsys, "run", "--catalog", "stages.yml", *CPU_ONLY, "--", '--stage-list "CPU-Generic-Post-Merge-1"'
+    )
     assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped")
 
 
 def test_run_refuses_unknown_stages(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "run", '/bot run --stage-list "CPU-Generik-1"', "--catalog", "stages.yml")
+    code, _, err = run(capsys, "run", '/bot run --stage-list "CPU-Generik-1"', "--catalog", "stages.yml", *CPU_ONLY)
     assert code == 1
     assert err.startswith("error: ") and "CPU-Generik-1" in err and "CPU-Generic-1" in err
     assert not (in_suite / ".ci-tool").exists()
 
 
+def test_run_shows_the_first_errors_in_full_and_counts_the_rest(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = ", ".join(f"CPU-Generik-{k}" for k in range(1, 9))
+    code, _, err = run(capsys, "run", f'/bot run --stage-list "{names}"', "--catalog", "stages.yml", *CPU_ONLY)
+    lines = err.splitlines()  # each error: the message, the comment, the caret
+    assert (code, sum(line.startswith("error: ") for line in lines), len(lines)) == (1, 5, 5 * 3 + 1)
+    assert lines[-1] == "and 3 more errors, not shown"
+
+
 def test_run_needs_a_run_command(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "run", "/bot kill", "--catalog", "stages.yml")
+    code, _, err = run(capsys, "run", "/bot kill", "--catalog", "stages.yml", *CPU_ONLY)
     assert (code, err) == (
         1,
         "error: expected a `/bot run` command, found '/bot kill' "
@@ -88,7 +113,15 @@ def test_run_needs_a_run_command(in_suite: Path, capsys: pytest.CaptureFixture[s
 
 def test_stage_run_writes_the_output_dir_and_history(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
-        capsys, "stage", "run", "CPU-Generic-Post-Merge-1", "--catalog", "stages.yml", "--output-dir", "results/x"
+        capsys,
+        "stage",
+        "run",
+        "CPU-Generic-Post-Merge-1",
+        "--catalog",
+        "stages.yml",
+        *CPU_ONLY,
+        "--output-dir",
+        "results/x",
     )
     cases = junit.parse_junit(in_suite / "results" / "x" / "junit.xml").cases
     assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped")
@@ -105,12 +138,12 @@ def test_stage_run_of_a_failing_stage_exits_1(in_suite: Path, capsys: pytest.Cap
         "version: 0.0.1\nl0_fixture:\n- condition: {}\n  tests: [cases/case_basic.py::test_assert_fails]\n"
         "l0_green:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass]\n"
     )
-    code, out, _ = run(capsys, "stage", "run", "CPU-Generic", "--shard", "1", "--catalog", "stages.yml")
+    code, out, _ = run(capsys, "stage", "run", "CPU-Generic", "--shard", "1", "--catalog", "stages.yml", *CPU_ONLY)
     assert (code, out.splitlines()[-1]) == (1, "0 passed, 1 failed, 0 skipped")
 
 
 def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", "--dry-run")
+    code, out, _ = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", *CPU_ONLY, "--dry-run")
     lines = out.splitlines()
     assert code == 0
     assert lines[0] == "stage CPU-Generic-1: context l0_fixture, not sharded, 8 of 8 rendered lines, 1 isolated"
@@ -122,10 +155,7 @@ def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, caps
 def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(
     in_suite: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (in_suite / "facts.json").write_text(json.dumps({"gpu": None, "system_gpu_count": 0}))
-    code, _, err = run(
-        capsys, "stage", "run", "A10-PyTorch-1", "--catalog", "stages.yml", "--system-info", "facts.json", "--dry-run"
-    )
+    code, _, err = run(capsys, "stage", "run", "A10-PyTorch-1", "--catalog", "stages.yml", *CPU_ONLY, "--dry-run")
     assert (code, err) == (
         0,
         "warning: this machine is not a runner for A10-PyTorch-1 (needs 1 A10 GPU; this machine has no GPU); "
@@ -133,31 +163,74 @@ def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(
     )
 
 
-def test_ctrl_c_exits_130_and_keeps_partial_results(suite: Path) -> None:
-    (suite / "slow.yml").write_text(SLOW_CATALOG)
-    (suite / "test-db" / "l0_slow.yml").write_text(SLOW_DB)
-    (suite / "cases" / "case_slow.py").write_text(SLOW_CASES)
-    command = [
-        sys.executable,
-        "-m",
-        "ci_tool",
-        "stage",
-        "run",
-        "CPU-Generic-1",
-        "--catalog",
-        "slow.yml",
-        "--output-dir",
-        "out",
+# The command line of each verb, run in the slow suite, and the command the history records for it.
+INTERRUPTED_RUNS = {
+    "stage run": (
+        ["stage", "run", "CPU-Generic-1", "--output-dir", "out"],
+        "ci-tool stage run CPU-Generic-1",
+    ),
+    "run": (["run", '/bot run --stage-list "CPU-Generic-1"'], '/bot run --stage-list "CPU-Generic-1"'),
+}
+
+
+def interrupted_run(verb: str) -> tuple[list[str], str]:
+    """The ci-tool process of `verb` on the slow catalog and a machine without a GPU; the recorded command."""
+    argv, recorded_command = INTERRUPTED_RUNS[verb]
+    return [sys.executable, "-m", "ci_tool", *argv, "--catalog", "slow.yml", *CPU_ONLY], recorded_command
+
+
+@pytest.mark.parametrize(
+    ("verb", "signum", "cause"),
+    [
+        ("stage run", signal.SIGINT, "Ctrl-C"),
+        ("stage run", signal.SIGTERM, "SIGTERM"),
+        ("run", signal.SIGINT, "Ctrl-C"),
+        ("run", signal.SIGTERM, "SIGTERM"),
+        ("run", signal.SIGHUP, "SIGHUP"),
+    ],
+    ids=["stage run, Ctrl-C", "stage run, SIGTERM", "run, Ctrl-C", "run, SIGTERM", "run, SIGHUP"],
+)
+def test_an_interrupt_stops_pytest_and_keeps_the_finished_tests(
+    slow_suite: Any, verb: str, signum: int, cause: str
+) -> None:
+    command, recorded_command = interrupted_run(verb)
+    slow_suite.start(command)
+    slow_suite.wait_for_slow_test()
+    out, err = slow_suite.interrupt(signum)
+    assert (slow_suite.process.returncode, out.splitlines()[-1]) == (130, "1 passed, 0 failed, 1 skipped"), err
+    assert_stopped_and_recorded(slow_suite, recorded_command, cause)
+
+
+def test_sigterm_stops_pytest_with_sigint_even_when_the_caller_ignores_sigint(slow_suite: Any) -> None:
+    command, recorded_command = interrupted_run("run")
+    slow_suite.start(command, ignore_sigint=True)
+    slow_suite.wait_for_slow_test()
+    slow_suite.interrupt(signal.SIGTERM)
+    assert slow_suite.process.returncode == 130
+    assert_stopped_and_recorded(slow_suite, recorded_command, "SIGTERM")
+
+
+def test_a_hang_up_of_the_terminal_stops_pytest_and_keeps_the_finished_tests(slow_suite: Any) -> None:
+    command, recorded_command = interrupted_run("run")
+    leader, follower = os.openpty()
+    slow_suite.start(command, terminal=follower)
+    os.close(follower)
+    slow_suite.wait_for_slow_test()
+    os.close(leader)  # the terminal goes away: its session leader, ci-tool, gets SIGHUP and cannot write there
+    assert slow_suite.process.wait(timeout=PROCESS_TIMEOUT_SECONDS) == 130
+    assert_stopped_and_recorded(slow_suite, recorded_command, "SIGHUP")
+
+
+def assert_stopped_and_recorded(slow_suite: Any, recorded_command: str, cause: str) -> None:
+    """pytest ended by ci-tool's SIGINT (exit code 2: it wrote its reports), none of its processes left;
+    the history holds the interrupted run, its stage and the tests that finished."""
+    assert (slow_suite.pytest_exit_codes(), slow_suite.pytest_alive()) == ([2], False)
+    assert recorded_runs(slow_suite.root) == [(recorded_command, "interrupted", ["CPU-Generic-1"])]
+    assert recorded_stage_reason(slow_suite.root, "CPU-Generic-1") == f"interrupted ({cause})"
+    assert recorded_tests(slow_suite.root, "CPU-Generic-1") == [
+        ("cases/case_slow.py::test_quick", TestOutcome.PASSED, ""),
+        ("cases/case_slow.py::test_slow", TestOutcome.SKIPPED, f"interrupted ({cause}) before the test finished"),
     ]
-    runner = subprocess.Popen(command, cwd=suite, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    events = suite / "out" / "parts" / "p01-main.events.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "test_slow" not in (events.read_text() if events.exists() else ""):
-        time.sleep(0.05)
-    os.kill(runner.pid, signal.SIGINT)
-    out, _ = runner.communicate(timeout=30)
-    assert (runner.returncode, out.splitlines()[-1]) == (130, "1 passed, 0 failed, 1 skipped")
-    assert recorded_runs(suite) == [("ci-tool stage run CPU-Generic-1", "interrupted", ["CPU-Generic-1"])]
 
 
 def test_parallel_stage_runs_share_one_history(suite: Path) -> None:
@@ -171,9 +244,10 @@ def test_parallel_stage_runs_share_one_history(suite: Path) -> None:
             "CPU-Generic-Post-Merge-1",
             "--catalog",
             "stages.yml",
+            *CPU_ONLY,
         ]
         return subprocess.Popen([*command, "--output-dir", output], cwd=suite, stdout=subprocess.PIPE, text=True)
 
     runners = [start(f"out/{n}") for n in range(3)]
-    assert [r.wait(timeout=60) for r in runners] == [0, 0, 0]
+    assert [r.wait(timeout=300) for r in runners] == [0, 0, 0]  # a safety net on a busy machine
     assert [state for _, state, _ in recorded_runs(suite)] == ["passed"] * 3

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,8 +152,7 @@ def test_flaky_failure_without_rerun_fails(suite: Path, make_config: Callable[..
     assert run_stage(_plan(suite, "l0_flaky"), settings).state == "failed"
 
 
-RUN_HANG = """
-import sys
+RUN_SLOW = """
 from pathlib import Path
 from ci_tool.stages.plan import plan_stage
 from ci_tool.run.invocation import RunSettings
@@ -164,29 +160,20 @@ from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.testdb.load import load_test_db
 
-plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=load_test_db("test-db"), context="l0_hang", splits=1,
+plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=load_test_db("test-db"), context="l0_slow", splits=1,
                   durations={})
 result = run_stage(plan, RunSettings(Path("."), Path("out"), "r1", interrupt_grace_seconds=5))
 print(result.state, result.counts["passed"], [t.first.kind for t in result.tests])
 """
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_partial_results(suite: Path) -> None:
-    (suite / "cases" / "case_slow.py").write_text(
-        "import time\n\ndef test_quick():\n    pass\n\ndef test_slow():\n    time.sleep(60)\n"
-    )
-    (suite / "test-db" / "l0_hang.yml").write_text(
-        "version: 0.0.1\nl0_hang:\n- condition: {}\n  tests: [cases/case_slow.py]\n"
-    )
-    runner = subprocess.Popen([sys.executable, "-c", RUN_HANG], cwd=suite, stdout=subprocess.PIPE, text=True)
-    events = suite / "out" / "parts" / "p01-main.events.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "test_slow" not in (events.read_text() if events.exists() else ""):
-        time.sleep(0.05)
-    os.kill(runner.pid, signal.SIGINT)
-    output, _ = runner.communicate(timeout=30)
-    cases = junit.parse_junit(suite / "out" / "junit.xml").cases
+def test_ctrl_c_stops_cleanly_and_keeps_partial_results(slow_suite: Any) -> None:
+    slow_suite.start([sys.executable, "-c", RUN_SLOW])
+    slow_suite.wait_for_slow_test()
+    output, _ = slow_suite.interrupt(signal.SIGINT)
+    cases = junit.parse_junit(slow_suite.root / "out" / "junit.xml").cases
     assert output.strip() == "interrupted 1 ['', 'Interrupted']"
+    assert not slow_suite.pytest_alive()
     assert [(c.nodeid, c.outcome) for c in cases] == [
         ("cases/case_slow.py::test_quick", TestOutcome.PASSED),
         ("cases/case_slow.py::test_slow", TestOutcome.SKIPPED),

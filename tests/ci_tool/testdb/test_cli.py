@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool import sysinfo
 from ci_tool.cli import main
 
 LIST = """\
@@ -66,9 +67,30 @@ def test_render_from_a_system_info_file_to_an_output_file(
     assert (code, out, output.read_text()) == (0, "", "cpu.py\n")
 
 
-def test_render_with_probe_on_this_machine(test_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "testdb", "render", "--context", "l0_x", "--probe", "--test-db", str(test_db))
-    assert code == 0 and out  # this machine renders either the A10 lines or the CPU line
+# A context that renders on every machine: one line by GPU count, one for any machine.
+PROBE_LIST = """\
+version: 0.0.1
+l0_probe:
+- condition: {ranges: {system_gpu_count: {gte: 0, lte: 0}}}
+  tests: [no_gpu.py]
+- condition: {ranges: {system_gpu_count: {gte: 1}}}
+  tests: [gpu.py]
+- condition: {}
+  tests: [any_machine.py]
+"""
+
+
+def test_render_with_probe_renders_what_this_machines_facts_select(
+    test_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--probe renders what a system-info file holding this machine's probe renders, whatever the machine."""
+    (test_db / "l0_probe.yml").write_text(PROBE_LIST)
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps(sysinfo.probe()))
+    render = ("testdb", "render", "--context", "l0_probe", "--test-db", str(test_db))
+    expected = run(capsys, *render, "--system-info", str(facts))
+    assert run(capsys, *render, "--probe") == expected
+    assert (expected[0], expected[1].splitlines()[-1]) == (0, "any_machine.py")
 
 
 def test_an_empty_render_is_an_error_that_prints_the_query(test_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
