@@ -38,6 +38,7 @@ Examples:
 from __future__ import annotations
 
 import difflib
+import enum
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,16 +58,21 @@ from ci_tool.bot.flags import (
 )
 from ci_tool.bot.request import BotRequest, BotSyntaxError, FlagValue
 from ci_tool.errors import did_you_mean
+from ci_tool.stages.names import NAME_CHARSET
 
 PREFIX = "/bot"
 _DASHES = "-\u2013\u2014"  # hyphen, en dash, em dash (phones and editors turn -- into a dash)
 _QUOTE_LIKE = "'\u2018\u2019\u201c\u201d"
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+[]")
+
+
+class TokenKind(enum.Enum):
+    WORD = "word"  # a run of non-blank characters
+    STRING = "string"  # a double-quoted string, quotes and backslashes removed
 
 
 @dataclass(frozen=True)
 class _Token:
-    kind: str  # "word" or "string"
+    kind: TokenKind
     text: str  # the word, or the string's value with quotes and backslashes removed
     col: int  # column of the first character (the opening quote of a string)
     raw: str  # as written
@@ -103,7 +109,7 @@ def parse_comment(comment: str) -> BotRequest:
     word = tokens.next()
     if word is None or word.text in HELP_WORDS:
         return BotRequest("help", line=line)
-    sub = command(word.text) if word.kind == "word" else None
+    sub = command(word.text) if word.kind is TokenKind.WORD else None
     if sub is None:
         return BotRequest("help", line=line, unknown_command=word.raw)
     return _Parser(line, sub.name, word, tokens).parse()
@@ -159,7 +165,7 @@ class _Scanner:
             while j < len(line) and not line[j].isspace() and line[j] != '"':
                 j += 1
             self.index = j
-            return _Token("word", line[i:j], i + 1, line[i:j])
+            return _Token(TokenKind.WORD, line[i:j], i + 1, line[i:j])
         chars: list[str] = []
         cols: list[int] = []
         closing: tuple[int, int] | None = None  # (index of the closing quote, characters before it)
@@ -190,7 +196,7 @@ class _Scanner:
                 hint='a value is one double-quoted string ("A,B"); write \\" for a quote inside it',
             )
         self.index = end + 1
-        return _Token("string", "".join(chars[:count]), i + 1, line[i : end + 1], tuple(cols[:count]))
+        return _Token(TokenKind.STRING, "".join(chars[:count]), i + 1, line[i : end + 1], tuple(cols[:count]))
 
 
 class _Parser:
@@ -213,7 +219,7 @@ class _Parser:
     def parse(self) -> BotRequest:
         prose = ""
         while (token := self.tokens.next()) is not None:
-            if token.kind == "string":
+            if token.kind is TokenKind.STRING:
                 last = flag_by_name(next(reversed(self.seen), ""))
                 hint = f"put all items of {last.name} in one quoted string" if last and last.arg is Arg.LIST else None
                 raise self.error(token.col, f"expected a flag, found the value {token.raw!r}", hint)
@@ -267,7 +273,7 @@ class _Parser:
         name, equals, _ = token.text.partition("=")
         flag = next((f for f in self.allowed if f.name == name), None)
         if flag is None:
-            self._unknown_flag(_Token("word", name, token.col, name))
+            self._unknown_flag(_Token(TokenKind.WORD, name, token.col, name))
         if equals:
             col = token.col + len(name)
             if flag.arg is Arg.SWITCH:
@@ -287,7 +293,7 @@ class _Parser:
     def _value(self, flag: Flag, token: _Token) -> tuple[FlagValue, tuple[int, ...]]:
         following = self.tokens.peek(to_last_quote=flag.arg is Arg.TEXT)
         if flag.arg is Arg.SWITCH:
-            if following is not None and following.kind == "string":
+            if following is not None and following.kind is TokenKind.STRING:
                 raise self.error(
                     following.col, f"{flag.name} takes no value, found {following.raw!r}", f"write {flag.name} alone"
                 )
@@ -295,7 +301,7 @@ class _Parser:
         if flag.arg is Arg.OPTIONAL_ID:
             if following is None or not (following.text.isascii() and following.text.isdigit()):
                 # a string, or a word that starts like an id (`123abc`, `#123`), is a bad id, not a remark
-                if following is not None and (following.kind == "string" or _looks_like_an_id(following.text)):
+                if following is not None and (following.kind is TokenKind.STRING or _looks_like_an_id(following.text)):
                     raise self.error(
                         following.col,
                         f"expected a pipeline id (digits) after {flag.name}, found {following.raw!r}",
@@ -322,7 +328,7 @@ class _Parser:
                 f"expected {what} after {flag.name}, found the end of the line",
                 f"write {flag.usage}",
             )
-        if following.kind == "word":
+        if following.kind is TokenKind.WORD:
             if following.text[0] in _QUOTE_LIKE:
                 hint = f"use straight double quotes: {flag.usage}"
             elif _dashed(following.text):
@@ -350,7 +356,7 @@ class _Parser:
 
     def _check_item(self, flag: Flag, item: str, cols: tuple[int, ...]) -> None:
         for char, col in zip(item, cols, strict=True):
-            if char in _NAME_CHARS or (char == "*" and flag.globs):
+            if NAME_CHARSET.fullmatch(char) or (char == "*" and flag.globs):
                 continue
             if char.isspace():
                 raise self.error(col, f"unexpected blank inside {flag.name} item {item!r}", "separate items with ','")
