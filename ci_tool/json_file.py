@@ -48,17 +48,21 @@ def parse_json(text: str, *, file: str, error: type[CiToolError], hint: str | No
             text, parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_object
         )
     except json.JSONDecodeError as problem:
-        raise error(
-            f"expected JSON, found a syntax error: {problem.msg}",
-            where=Where(file, problem.lineno, problem.colno),
-            hint=hint,
-        ) from None
+        # Text both too deep and malformed: the first of the two is the error, whichever the json module of
+        # this Python (3.11 recurses into RecursionError sooner than 3.12) reached first.
+        found = _first_problem(text[: problem.pos])
+        if found is None:
+            raise error(
+                f"expected JSON, found a syntax error: {problem.msg}",
+                where=Where(file, problem.lineno, problem.colno),
+                hint=hint,
+            ) from None
     except (_Refused, RecursionError):
-        pass
+        found = _first_problem(text)
     else:
         if _within_limits(value):
             return value
-    found = _first_problem(text)
+        found = _first_problem(text)
     if found is None:  # the hooks and the scan disagree: still one located line, never a crash
         raise error(f"expected JSON within ci-tool's limits (nesting at most {MAX_DEPTH} deep)", where=Where(file))
     offset, message, found_hint = found
