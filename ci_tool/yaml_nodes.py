@@ -27,16 +27,22 @@ TRUE_WORDS = ("true", "yes", "on", "y")
 FALSE_WORDS = ("false", "no", "off", "n")
 INT_MAX = 2**63 - 1  # the largest integer SQLite, JSON readers and most tools hold
 MAX_DEPTH = 1000  # libyaml's own limit; the pure-Python loader recurses instead
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _NESTING_STARTS: tuple[type[yaml.Token], ...] = (yaml.BlockSequenceStartToken, yaml.BlockMappingStartToken)
 _NESTING_STARTS += (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
 _NESTING_ENDS = (yaml.BlockEndToken, yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken)
 
 
 def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
-    """The document's node tree (None for an empty file); a syntax error raises `error` with its position."""
+    """The document's node tree (None for an empty file); a syntax error raises `error` with its position.
+
+    Nesting deeper than MAX_DEPTH is one error whichever loader this machine's PyYAML has: libyaml refuses
+    it itself, the pure-Python loader recurses (or, on a newer Python, composes it), so ci-tool checks."""
     try:
-        return yaml.compose(text, Loader=_Loader)
+        document = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as problem:
+        if problem.problem == _LIBYAML_TOO_DEEP:
+            raise _too_deep_error(text, file, error) from None
         mark = problem.problem_mark
         where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
         raise error(f"expected valid YAML, found a syntax error: {problem.problem}", where=where) from None
@@ -47,14 +53,34 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
     except yaml.YAMLError as problem:
         raise error(f"expected valid YAML, found: {' '.join(str(problem).split())}", where=Where(file)) from None
     except RecursionError:  # the pure-Python loader composes recursively
-        raise error(
-            f"expected YAML nested at most {MAX_DEPTH} deep, found deeper nesting", where=_too_deep(text, file)
-        ) from None
+        raise _too_deep_error(text, file, error) from None
     except UnicodeEncodeError as problem:  # libyaml encodes the text: a lone surrogate cannot be
         raise error(
             f"expected printable text, found character {problem.object[problem.start]!r}",
             where=Where(file, text.count("\n", 0, problem.start) + 1),
         ) from None
+
+
+    if document is not None and _depth(document) > MAX_DEPTH:
+        raise _too_deep_error(text, file, error)
+    return document
+
+
+def _depth(root: Node) -> int:
+    """How deep collections nest in a node tree (walked without recursion)."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, SequenceNode | MappingNode):
+            deepest = max(deepest, depth)
+            children = node.value if isinstance(node, SequenceNode) else [item for pair in node.value for item in pair]
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _too_deep_error(text: str, file: str, error: type[CiToolError]) -> CiToolError:
+    message = f"expected YAML nested at most {MAX_DEPTH} deep, found deeper nesting"
+    return error(message, where=_too_deep(text, file))
 
 
 def _too_deep(text: str, file: str) -> Where:

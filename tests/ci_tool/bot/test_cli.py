@@ -198,10 +198,10 @@ def test_handle_event_with_a_bom(capsys: pytest.CaptureFixture[str], tmp_path: P
     [
         (b"run: [al\xffice]\n", "{allowlist}:1:9: cannot read the allowlist: it is not UTF-8 text (byte 0xff) "
          "Hint: save the file as UTF-8"),
-        (b"run: " + b"[" * 5000 + b"]" * 5000, "{allowlist}:1:1005: expected valid YAML, found a syntax error: "
-         "exceeded maximum nesting depth"),
-        (b"run:\n  - " + b"- " * 3000 + b"x\n", "{allowlist}:2:1999: expected valid YAML, found a syntax error: "
-         "exceeded maximum nesting depth"),
+        (b"run: " + b"[" * 5000 + b"]" * 5000, "{allowlist}:1:1005: expected YAML nested at most 1000 deep, "
+         "found deeper nesting"),
+        (b"run:\n  - " + b"- " * 3000 + b"x\n", "{allowlist}:2:2001: expected YAML nested at most 1000 deep, "
+         "found deeper nesting"),
     ],
     ids=["not utf-8", "flow nested thousands deep", "block nested thousands deep"],
 )  # fmt: skip
