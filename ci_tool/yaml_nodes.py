@@ -36,13 +36,16 @@ _NESTING_ENDS = (yaml.BlockEndToken, yaml.FlowSequenceEndToken, yaml.FlowMapping
 def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
     """The document's node tree (None for an empty file); a syntax error raises `error` with its position.
 
-    Nesting deeper than MAX_DEPTH is one error whichever loader this machine's PyYAML has: libyaml refuses
-    it itself, the pure-Python loader recurses (or, on a newer Python, composes it), so ci-tool checks."""
+    Errors read the same whichever loader this machine's PyYAML has: a syntax error is worded by the
+    pure-Python loader (libyaml, when present, only finds it fast), and nesting deeper than MAX_DEPTH is
+    ci-tool's own error (libyaml refuses it, the pure-Python loader recurses or, on a newer Python, composes
+    it)."""
     try:
         document = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as problem:
         if problem.problem == _LIBYAML_TOO_DEEP:
             raise _too_deep_error(text, file, error) from None
+        problem = _pure_python_problem(text) or problem  # the same words whether or not PyYAML has libyaml
         mark = problem.problem_mark
         where = Where(file, mark.line + 1, mark.column + 1) if mark else Where(file)
         raise error(f"expected valid YAML, found a syntax error: {problem.problem}", where=where) from None
@@ -64,6 +67,20 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
     if document is not None and _depth(document) > MAX_DEPTH:
         raise _too_deep_error(text, file, error)
     return document
+
+
+def _pure_python_problem(text: str) -> yaml.MarkedYAMLError | None:
+    """The syntax error PyYAML's pure-Python loader finds in `text` (None when it finds none, or when it
+    recurses too deep): libyaml words the same problem differently, so messages come from this one."""
+    if _Loader is yaml.SafeLoader:
+        return None
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as problem:
+        return problem
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return None
 
 
 def _depth(root: Node) -> int:

@@ -129,3 +129,22 @@ def test_a_lone_surrogate_in_the_text_is_an_error() -> None:
     with pytest.raises(StageError) as raised:
         compose("a: 1\nb: x\ud800\n", file="s.yml", error=StageError)
     assert str(raised.value) == "s.yml:2: expected printable text, found character '\\ud800'"
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "pure Python"])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [1, 2", "s.yml:1:9: expected valid YAML, found a syntax error: expected ',' or ']', but got '<stream end>'"),
+        ("a: b: c", "s.yml:1:5: expected valid YAML, found a syntax error: mapping values are not allowed here"),
+    ],
+    ids=["unclosed list", "mapping in a scalar"],
+)
+def test_a_syntax_error_reads_the_same_whichever_loader(
+    loader: str, text: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if loader == "pure Python":
+        monkeypatch.setattr("ci_tool.yaml_nodes._Loader", yaml.SafeLoader)
+    with pytest.raises(StageError) as raised:
+        compose(text, file="s.yml", error=StageError)
+    assert str(raised.value) == message
