@@ -135,7 +135,10 @@ def test_a_lone_surrogate_in_the_text_is_an_error() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("a: [1, 2", "s.yml:1:9: expected valid YAML, found a syntax error: expected ',' or ']', but got '<stream end>'"),
+        (
+            "a: [1, 2",
+            "s.yml:1:9: expected valid YAML, found a syntax error: expected ',' or ']', but got '<stream end>'",
+        ),
         ("a: b: c", "s.yml:1:5: expected valid YAML, found a syntax error: mapping values are not allowed here"),
     ],
     ids=["unclosed list", "mapping in a scalar"],
