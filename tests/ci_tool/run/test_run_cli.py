@@ -152,6 +152,44 @@ def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, caps
     assert not (in_suite / ".ci-tool").exists()
 
 
+def test_a_malformed_waives_file_is_a_located_error_before_anything_runs(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    waives = in_suite / "test-db" / "waives.txt"
+    waives.write_text(waives.read_text() + "cases/case_basic.py::test_pass TIMEOUT (5)\n")
+    code, out, err = run(capsys, "stage", "run", "CPU-Generic-Post-Merge-1", "--catalog", "stages.yml", *CPU_ONLY)
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {Path('test-db') / 'waives.txt'}:3:1: expected `<test id> SKIP (<reason>)`, found "
+        "'cases/case_basic.py::test_pass TIMEOUT (5)' Hint: a waive skips a test: end the line with SKIP "
+        "(https://your-tracker/123)\n"
+    )
+    assert not (in_suite / ".ci-tool").exists()  # no run started, none recorded
+
+
+def test_a_stage_whose_tests_all_skip_fails_and_says_so(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A GPU stage on a runner whose CUDA is broken skips every test: that is no green stage."""
+    (in_suite / "test-db" / "l0_fixture.yml").write_text(
+        "version: 0.0.1\nl0_fixture:\n- condition: {}\n  tests: [cases/case_waived.py::test_waived_everywhere]\n"
+        "l0_green:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass]\n"
+    )
+    code, out, _ = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", *CPU_ONLY)
+    assert (code, out.splitlines()[-1]) == (1, "0 passed, 0 failed, 1 skipped")
+    assert recorded_stage_reason(in_suite, "CPU-Generic-1") == (
+        "no test ran: all 1 skipped (the first: waived: https://bugs.example/1)"
+    )
+
+
+def test_bot_flags_given_as_an_option_get_a_hint(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "run", '--stage-list "CPU-Generic-1"', "--catalog", "stages.yml", *CPU_ONLY)
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "Error: No such option '--stage-list \"CPU-Generic-1\"': a /bot run flag, not an option of ci-tool run. "
+        "Hint: put the flags after `--`: ci-tool run -- '--stage-list \"CPU-Generic-1\"', or write the whole "
+        "command: ci-tool run '/bot run --stage-list \"CPU-Generic-1\"'"
+    )
+
+
 def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(
     in_suite: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
