@@ -122,8 +122,8 @@ HELP_WORDS = ("help", "-h", "--help")
 FLAGS: tuple[Flag, ...] = (
     Flag(
         "reuse_test",
-        "Reuse the build and skip stages that passed in the given pipeline "
-        "(default: the last one); reuse is already the default.",
+        "Skip the stages that passed, and in failed stages the tests that passed, in the given pipeline or "
+        "local run of the same code (default: the newest one); reuse is already the default.",
         metavar="[pipeline-id]",
     ),
     Flag(

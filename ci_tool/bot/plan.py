@@ -74,7 +74,7 @@ def plan_run(
     engine: Engine = DISPATCH_ENGINE,
     labels: Collection[str] = (),
     changed_files: Collection[str] = (),
-    passed_stages: Collection[str] = (),
+    passed_stages: Mapping[str, str] | None = None,
 ) -> RunPlan:
     """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known)."""
     selection = select_stages(

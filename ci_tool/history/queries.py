@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
 from ci_tool.history.sqlite_errors import damaged
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
@@ -61,20 +61,19 @@ def stage_family(stage: str) -> str:
     return head if head and tail.isdigit() else stage
 
 
+def run_columns(store: HistoryStore) -> str:
+    """The runs columns a RunRecord is read from (a file older than CODE_VERSION has no code: empty)."""
+    code = "code_commit, code_diff, scope" if store.version >= CODE_VERSION else "'', '', ''"
+    return f"run_id, command, state, started_at, finished_at, host, details_json, {code}"
+
+
 def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
-    rows = store.rows(
-        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs "
-        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
-        (limit,),
-    )
-    return [_run(store, r) for r in rows]
+    rows = store.rows(f"SELECT {run_columns(store)} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+    return [run_record(store, r) for r in rows]
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
-    row = store.row(
-        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs WHERE run_id = ?",
-        (run_id,),
-    )
+    row = store.row(f"SELECT {run_columns(store)} FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         known = [run.run_id for run in recent_runs(store, limit=50)]
         raise HistoryError(
@@ -82,12 +81,13 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
             where=Where(str(store.path)),
             hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
         )
-    return _run(store, row)
+    return run_record(store, row)
 
 
-def _run(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
+def run_record(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
+    """A RunRecord from a row of `run_columns(store)`."""
     state = _vocabulary(store, RunState, row[2])
-    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]))
+    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]), *row[7:10])
 
 
 E = TypeVar("E", RunState, StageState, TestOutcome)

@@ -12,6 +12,7 @@ the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H1
 Fail-fast: after a stage fails, the stages not yet started are skipped (those that would wait for a
 runner too: CI would not dispatch them), unless fail-fast is off
 (`--disable-fail-fast`, or any post-merge run, as in the reference). Unstable stages do not stop it.
+A reused stage (it passed in an earlier run of the same code) is recorded as reused and counts as passed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Protocol, TypeVar
 from ci_tool.outcomes import RunState, StageState
 from ci_tool.stages.names import StageName
 from ci_tool.stages.query import QueryValue
+from ci_tool.stages.select import reused_reason
 
 _WORDS = re.compile(r"[^A-Za-z0-9]+")
 
@@ -111,14 +113,18 @@ def run_pipeline(
     fail_fast: bool,
     run_one: Callable[[S], StageOutcome],
     not_run: Callable[[StageOutcome], None],
+    reused: Mapping[str, str] | None = None,
 ) -> PipelineResult:
-    """Run the servable stages in order; `not_run` hears about each waiting or skipped stage."""
+    """Run the servable stages in order; `not_run` hears about each waiting, skipped or reused stage
+    (`reused`: stage -> the run it passed in)."""
     outcomes: list[StageOutcome] = []
     stopped: str | None = None  # why the stages not started yet will not start
     for stage in stages:
         name = stage.name.name
         mismatch = runner_mismatch(stage.name, sysinfo)
-        if stopped is not None:
+        if reused and name in reused:
+            outcome = StageOutcome(name, StageState.REUSED, reused_reason(reused[name]))
+        elif stopped is not None:
             outcome = StageOutcome(name, StageState.SKIPPED, stopped)
         elif mismatch is not None:
             outcome = StageOutcome(name, StageState.WAITING, mismatch)

@@ -3,6 +3,7 @@ the failure signature and the first lines of output the CI report shows."""
 
 from __future__ import annotations
 
+from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
@@ -54,5 +55,7 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
     )
 
 
-def to_not_run_record(run_id: str, outcome: StageOutcome) -> StageRecord:
-    return StageRecord(run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason)
+def to_not_run_record(run_id: str, outcome: StageOutcome, *, reused_from: str | None = None) -> StageRecord:
+    """A stage that did not run: it waits for a runner, was skipped, or is reused from run `reused_from`."""
+    details = {REUSED_FROM: reused_from} if reused_from else {}
+    return StageRecord(run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason, details=details)

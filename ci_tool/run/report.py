@@ -1,7 +1,7 @@
 """The CI report of a run, as the PR bot posts it (markdown) or as JSON, built from the history.
 
 overall state and totals
-per stage: result, duration, counts (stages not run: why)
+per stage: result, duration, counts (stages not run: why; reused stages: the run they passed in)
 failed tests grouped by failure signature (exception type + normalized message), each group with
   its tests and the first lines of output of its first test
 reruns of known flaky failures and their outcome; waives applied, by reason
@@ -147,10 +147,12 @@ def render_markdown(report: CiReport) -> str:
             lines.append(
                 f"| {s.name} | {result} | {_seconds(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
             )
+        elif s.state is StageState.REUSED:
+            lines.append(f"| {s.name} | {s.state} ({s.reason}) | – | – | – | – |")
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
     lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
-    lines += _not_run_section(report) + _uncollected_section(report)
+    lines += _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
     return "\n".join(lines) + "\n"
 
 
@@ -197,8 +199,16 @@ def _waive_section(report: CiReport) -> list[str]:
     return lines
 
 
+def _reused_section(report: CiReport) -> list[str]:
+    reused = [s for s in report.stages if s.state is StageState.REUSED]
+    if not reused:
+        return []
+    lines = ["", "### Stages reused (passed in an earlier run of the same code; not run again)", ""]
+    return lines + [f"- {s.name}: {s.reason}" for s in reused]
+
+
 def _not_run_section(report: CiReport) -> list[str]:
-    not_run = [s for s in report.stages if not s.state.ran]
+    not_run = [s for s in report.stages if not s.state.ran and s.state is not StageState.REUSED]
     if not not_run:
         return []
     return ["", "### Stages not run", ""] + [f"- {s.name}: {s.state.words}: {s.reason}" for s in not_run]

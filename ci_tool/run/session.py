@@ -1,8 +1,11 @@
 """A recorded run on this machine: a run id, its results folder, the pipeline of stages, the history.
 
-    .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner)
+    .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner); a stage that reuses
+                                      tests of an earlier run gets its own waives.txt there: the waives
+                                      file with a `SKIP (Reused from run R)` line per reused test
     .ci-tool/runs/<run id>/report.md  the CI report of the run
-    history                           the run, each stage (also those that waited or were skipped), each test
+    history                           the run with its code and scope, each stage (also those that waited,
+                                      were skipped or were reused), each test
 
 A stage that cannot be planned (an empty render, a bad shard index) fails with the error as its reason,
 and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
@@ -18,12 +21,14 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
+from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.reuse import reused_test_reason
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
@@ -38,6 +43,8 @@ from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.model import TestDb
+from ci_tool.testdb.waives import waive_line
+from ci_tool.text_file import read_text
 
 
 @dataclass(frozen=True)
@@ -56,10 +63,12 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class PlannedStage:
-    """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders)."""
+    """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders).
+    `reused_tests`: tests that passed in an earlier run of the same code (test id -> that run): they skip."""
 
     name: StageName
     plan: Callable[[], StagePlan]
+    reused_tests: Mapping[str, str] = field(default_factory=dict)
 
 
 def catalog_stages(
@@ -69,6 +78,7 @@ def catalog_stages(
     durations: Durations,
     sysinfo: Mapping[str, QueryValue],
     waives_file: str | None,
+    reused_tests: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[PlannedStage]:
     """Catalog stages planned on this machine: each stage's query merged over its sysinfo."""
     return [
@@ -77,9 +87,20 @@ def catalog_stages(
             functools.partial(
                 plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
             ),
+            (reused_tests or {}).get(stage.name.name, {}),
         )
         for stage in stages
     ]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a run is recorded as, beyond its command: the code it tests and its request scope (what reuse
+    matches on), and the stages it reuses (stage -> the run each passed in)."""
+
+    code: CodeVersion | None = None
+    scope: str = ""
+    reused_stages: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,9 +139,13 @@ def run_session(
     fail_fast: bool,
     progress: Progress,
     run_id: str | None = None,
+    identity: RunIdentity | None = None,
 ) -> SessionResult:
-    """Run the servable stages of `specs`, record everything, and write the run's CI report."""
+    """Run the servable stages of `stages` (the reused ones are recorded, not run), record everything, and
+    write the run's CI report."""
     run_id = run_id or new_run_id()
+    identity = identity or RunIdentity()
+    code = identity.code
     run_dir = config.results_root / run_id
     results: list[StageResult] = []
     # Before the run is recorded: a run that cannot keep its results never starts.
@@ -130,11 +155,24 @@ def run_session(
     with RunRecorder(
         config.history, run_dir, busy_timeout_ms=config.history_busy_timeout_ms, warn=progress.warning
     ) as store:
-        store.start_run(RunRecord(run_id, command, RunState.RUNNING, time.time(), host=socket.gethostname()))
+        store.start_run(
+            RunRecord(
+                run_id,
+                command,
+                RunState.RUNNING,
+                time.time(),
+                host=socket.gethostname(),
+                code_commit=code.commit if code else "",
+                code_diff=code.diff_hash if code else "",
+                scope=identity.scope,
+            )
+        )
 
         def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
             try:
                 plan = stage.plan()
+                if stage.reused_tests:
+                    plan = _with_reused_tests(plan, stage.reused_tests, config.output_dir or run_dir / plan.name.name)
             except CiToolError as error:
                 failed = pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
                 store.record_stage(recording.to_not_run_record(run_id, failed), recorded_at=time.time())
@@ -158,13 +196,19 @@ def run_session(
             return pipeline.StageOutcome(result.stage, result.state, result.reason, ran=True)
 
         def not_run(outcome: pipeline.StageOutcome) -> None:
-            store.record_stage(recording.to_not_run_record(run_id, outcome), recorded_at=time.time())
+            record = recording.to_not_run_record(run_id, outcome, reused_from=identity.reused_stages.get(outcome.name))
+            store.record_stage(record, recorded_at=time.time())
             progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
 
         ran: pipeline.PipelineResult | None = None
         try:  # Ctrl-C outside a pytest process (while planning, say) still closes the run
             ran = pipeline.run_pipeline(
-                stages, sysinfo=config.sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=not_run
+                stages,
+                sysinfo=config.sysinfo,
+                fail_fast=fail_fast,
+                run_one=run_one,
+                not_run=not_run,
+                reused=identity.reused_stages,
             )
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
@@ -172,6 +216,20 @@ def run_session(
         markdown = report.render_markdown(report.build_report(*store.report_input()))
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
     return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir, store.unrecorded)
+
+
+def _with_reused_tests(plan: StagePlan, reused: Mapping[str, str], folder: Path) -> StagePlan:
+    """The plan with its own waives file: the stage's waives and a `SKIP (Reused from run R)` line per reused
+    test (an id the waives grammar cannot hold just runs again)."""
+    base = read_text(plan.waives_file, name="the waives file", error=RunError) if plan.waives_file else ""
+    lines = [line for test_id, run in reused.items() if (line := waive_line(test_id, reused_test_reason(run)))]
+    if not lines:
+        return plan
+    text = base + ("\n" if base and not base.endswith("\n") else "") + "".join(f"{line}\n" for line in lines)
+    make_results_folder(folder)
+    path = folder / "waives.txt"
+    write_text_atomically(path, text, what="the stage's waives")
+    return replace(plan, waives_file=str(path))
 
 
 def make_results_folder(path: Path) -> None:

@@ -29,11 +29,16 @@ flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one sp
 from __future__ import annotations
 
 import enum
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ci_tool.errors import ColumnError, StageError, did_you_mean
 from ci_tool.stages.names import SELECTABLE_BACKENDS
+
+# A local run's id (run/session.py new_run_id): its UTC start and four random hex digits.
+RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
 
 
 class Step(enum.IntEnum):
@@ -67,7 +72,7 @@ STEP_EFFECTS: Mapping[Step, str] = {
     Step.TEST_BACKEND: "keeps stages with a listed backend or none",
     Step.STAGE_LIST: "replaces the set with the matching stages",
     Step.EXTRA_STAGE: "adds the matching stages",
-    Step.REUSE: "stages that passed in the reused pipeline do not run",
+    Step.REUSE: "stages that passed in the reused run of the same code do not run",
 }
 
 
@@ -76,7 +81,7 @@ class Kind(enum.Enum):
 
     SWITCH = "true"
     LIST = "a list of strings"
-    PIPELINE_ID = "true or a pipeline id of digits"
+    PIPELINE_ID = "true, a pipeline id (digits) or a run id (20261130-054838-3f2a)"
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class RequestSource:
 class SelectionRequest:
     """A `/bot run` request: one field per option (see the module docstring); defaults mean "not given"."""
 
-    reuse_test: bool | str = False  # True: the latest pipeline; digits: that pipeline
+    reuse_test: bool | str = False  # True: the latest pipeline; digits or a run id: that pipeline or run
     disable_reuse_test: bool = False
     disable_fail_fast: bool = False
     skip_test: bool = False
@@ -190,6 +195,18 @@ class SelectionRequest:
         """Whether the first failed stage stops the others: off with --disable-fail-fast and in post-merge
         runs (the reference's `enableFailFast`). The one place this rule lives."""
         return not (self.disable_fail_fast or self.post_merge)
+
+    @property
+    def scope(self) -> str:
+        """What the request asks the selection for, as one canonical text: the options that feed a selection
+        step other than reuse (`/bot run` is `{}`). Runs of one scope on one code select the same stages,
+        so reuse matches on it; run options (fail-fast, logs, reuse itself) do not change it."""
+        flags = {
+            found.key: _json_value(getattr(self, found.key))
+            for found in self.given
+            if found.step is not None and found.step is not Step.REUSE
+        }
+        return json.dumps(flags, sort_keys=True)
 
     @property
     def stage_run_args(self) -> tuple[str, ...]:
@@ -245,13 +262,14 @@ def _value(source: str, found: Option, value: object) -> object:
         return True
     if found.kind is Kind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
-    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and _is_pipeline_id(value))):
+    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and is_pipeline_id(value))):
         return value
     raise StageError(f"{source}: expected {found.kind.value} for {found.key!r}, found {value!r}")
 
 
-def _is_pipeline_id(text: str) -> bool:
-    return text.isascii() and text.isdigit()
+def is_pipeline_id(text: str) -> bool:
+    """A CI pipeline id (digits) or a local run id (`ci-tool history` lists them)."""
+    return (text.isascii() and text.isdigit()) or RUN_ID.fullmatch(text) is not None
 
 
 def _kind(value: object) -> str:

@@ -12,7 +12,7 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     12    - OnDemand stages                                        always
     13    = the stages --stage-list matches (full catalog)         --stage-list
     14    + the stages --extra-stage matches (full catalog)        --extra-stage
-    18    - stages that passed in the reused pipeline              unless --disable-reuse-test
+    18    - stages that passed in the reused run (same code)       unless --disable-reuse-test
 
 The order is the step numbers'; which option feeds which step is the option table's (`Option.step`), so a
 new option joins its step without a change here, and a new step fails `test_every_option_step_has_a_rule`.
@@ -26,7 +26,7 @@ errors) and the PR's labels (approvals.py: a selected stage whose label is missi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ci_tool.errors import CiToolError, closest, did_you_mean
@@ -130,7 +130,7 @@ class _Inputs:
     catalog: Catalog
     request: SelectionRequest
     changed_files: tuple[str, ...]
-    passed_stages: frozenset[str]
+    passed_stages: Mapping[str, str]  # stage -> the run it passed in
 
 
 @dataclass
@@ -182,10 +182,11 @@ def select_stages(
     engine: Engine,
     changed_files: Collection[str] = (),
     labels: Collection[str] = (),
-    passed_stages: Collection[str] = (),
+    passed_stages: Mapping[str, str] | None = None,
 ) -> Selection:
-    """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring)."""
-    inputs = _Inputs(catalog, request, tuple(changed_files), frozenset(passed_stages))
+    """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring).
+    `passed_stages`: the stages the reused run passed, each with the run it passed in (reuse.py finds them)."""
+    inputs = _Inputs(catalog, request, tuple(changed_files), dict(passed_stages or {}))
     state = _State(catalog)
     for rule in RULES:
         present = tuple(o for o in OPTIONS if rule.fed and o.step is rule.step and request.has(o.key))
@@ -323,8 +324,10 @@ def _extra_stage(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> N
 def _reuse(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     if inputs.request.disable_reuse_test:
         return
-    reason = "passed in the reused pipeline: not run again"
-    state.keep(lambda s: s.name.name not in inputs.passed_stages, Step.REUSE, reason)
+    for stage in state.selected():
+        run = inputs.passed_stages.get(stage.name.name)
+        if run is not None:
+            state.drop([stage], Step.REUSE, reused_reason(run))
 
 
 RULES: tuple[Rule, ...] = tuple(
@@ -352,6 +355,11 @@ RULES: tuple[Rule, ...] = tuple(
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def reused_reason(run: str) -> str:
+    """Why a reused stage does not run: the plan, the report and the history say it alike."""
+    return f"reused from run {run}"
 
 
 def _effect(flags: tuple[Option, ...]) -> str:

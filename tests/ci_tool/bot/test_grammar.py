@@ -218,26 +218,30 @@ ERRORS = [
     (
         '/bot run --reuse-test "latest"',
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '\"latest\"' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test 123abc",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '123abc' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '123abc' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test #4711",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '#4711' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '#4711' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test \u0661\u0662",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '\u0661\u0662' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '\u0661\u0662' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         '/bot run --stage-list "A10-PyTorch-1","A10-PyTorch-2"',
