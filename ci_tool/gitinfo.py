@@ -4,6 +4,7 @@
                               uncommitted change (tracked files' diff against HEAD, and the untracked
                               files git does not ignore, by path and content); None outside a checkout
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
+    changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
 
 Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
@@ -97,7 +98,21 @@ def _content_hash(path: Path) -> bytes:
 
 def merge_base(root: Path, ref: str) -> str:
     """The commit HEAD's change is measured from: `git merge-base REF HEAD` (a GitError for an unknown REF)."""
-    return _git(root, "merge-base", ref, "HEAD").stdout.decode().strip()
+    try:
+        return _git(root, "merge-base", ref, "HEAD").stdout.decode().strip()
+    except GitError as error:
+        error.hint = "fetch the target branch first (git fetch origin BRANCH) or name an existing ref"
+        raise
+
+
+def changed_since(root: Path, rev: str) -> tuple[str, ...]:
+    """Repository-relative paths the work tree changes since `rev`: changed, added and deleted tracked
+    files, and untracked files git does not ignore; sorted."""
+    tracked = _git(root, "diff", "--name-only", "--no-renames", "-z", rev, "--", ".").stdout
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ".").stdout
+    top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()  # `root` below the top: relative
+    names = {os.fsdecode(name) for name in (*tracked.split(b"\0"), *untracked.split(b"\0")) if name}
+    return tuple(sorted(name.removeprefix(top) for name in names))
 
 
 def file_at(root: Path, rev: str, path: str) -> str | None:

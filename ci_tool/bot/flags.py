@@ -160,6 +160,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("debug", "Pause the one stage named in --stage-list for an interactive SSH session."),
     Flag("high_priority", "Queue this pipeline ahead of others."),
     Flag(
+        "disable_cbts",
+        "Run the full set even where the changed files would narrow it (no change-based test selection).",
+    ),
+    Flag(
         "comment",
         "Why the commit may skip testing; recorded with the status.",
         command="skip",

@@ -19,6 +19,7 @@ from ci_tool import gitinfo
 from ci_tool.bot.flags import flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
+from ci_tool.commands.changes import change_set
 from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options
 from ci_tool.errors import BotError, RunError
 from ci_tool.run.pipeline import runner_mismatch
@@ -26,10 +27,11 @@ from ci_tool.run.progress import Progress
 from ci_tool.run.report import run_state_words
 from ci_tool.run.reuse import ReusePlan, plan_reuse
 from ci_tool.run.session import RunIdentity, catalog_stages, run_session
+from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.query import QueryValue
 from ci_tool.stages.request import SelectionRequest
-from ci_tool.stages.select import Selection, select_stages
+from ci_tool.stages.select import Selection, select_for_change
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
 REUSE_PIPELINE = "reuse-pipeline"
@@ -58,7 +60,9 @@ class _RunCommand(click.Command):
 @click.argument("bot_command", required=False, default="/bot run")
 @run_options
 @pull_request_options
-def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...], options: RunOptions) -> int:
+def run(
+    bot_command: str, changed_files: tuple[str, ...], base: str | None, labels: tuple[str, ...], options: RunOptions
+) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; flags alone also work
     after `--`: ci-tool run -- '--stage-list "CPU-Generic-1"'. Prints progress, the CI report and
     `N passed, M failed, K skipped`; exits 1 when a stage failed."""
@@ -72,17 +76,19 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
     setup = local_setup(options, detailed_log=wanted.detailed_log)
     code = gitinfo.code_version(setup.config.rootdir)
     reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope)
-    selection = select_stages(
-        setup.loaded.catalog,
+    selection = select_for_change(
+        setup.loaded,
         wanted,
         engine=Engine.LOCAL,
-        changed_files=changed_files,
+        changes=change_set(changed_files, base=base, test_db=options.test_db),
         labels=labels,
         passed_stages=reuse.passed_stages,
     )
     echo_errors(selection.errors)
     if selection.errors:
         return 1
+    if selection.narrowing is not None and selection.narrowing.scope is not CbtsScope.OFF:
+        click.echo("".join(f"{reason}\n" for reason in selection.narrowing.reasons), nl=False)
     for missing in selection.missing:
         click.echo(f"note: on CI this run would need the label {missing.label!r}", err=True)
     for note in selection.notes:
@@ -93,7 +99,7 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
     click.echo(reuse.note)
     chosen = {stage.name.name for stage in selection.selected} | set(reused)
     stages = catalog_stages(
-        [stage for stage in setup.loaded.catalog.stages if stage.name.name in chosen],  # no label needed here
+        [stage for stage in selection.candidates if stage.name.name in chosen],  # no label needed here
         db=setup.loaded.db,
         durations=setup.loaded.durations,
         sysinfo=setup.facts,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRe
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
+_STAGE_OF_FAMILY = re.compile(r"(.+)-\d+(?:-cbts)?(?:-attempt-\d+)?")
 _WINDOW = "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?"
 
 
@@ -56,9 +58,10 @@ def _details(store: HistoryStore, text: str) -> dict[str, object]:
 
 
 def stage_family(stage: str) -> str:
-    """`A10-PyTorch-3` -> `A10-PyTorch`; names without a shard index are their own family."""
-    head, _, tail = stage.rpartition("-")
-    return head if head and tail.isdigit() else stage
+    """`A10-PyTorch-3` (and `A10-PyTorch-3-cbts`, `A10-PyTorch-3-attempt-2`) -> `A10-PyTorch`; names
+    without a shard index are their own family."""
+    match = _STAGE_OF_FAMILY.fullmatch(stage)
+    return match.group(1) if match else stage
 
 
 def run_columns(store: HistoryStore) -> str:

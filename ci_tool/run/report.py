@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.history import queries
+from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 
@@ -195,7 +196,10 @@ def _waive_section(report: CiReport) -> list[str]:
     total = sum(len(ids) for _, ids in report.waives)
     lines = ["", f"### Waives applied: {_tests(total)}", ""]
     for reason, ids in report.waives:
-        lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
+        if reused_test_origin(reason) is not None:  # tests that passed with the same code: a count says it
+            lines.append(f"- {reason}: {_tests(len(ids))} that passed there")
+        else:
+            lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
     return lines
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from ci_tool.errors import HistoryError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
-from ci_tool.history.reuse import ReuseSource, latest_run_of, reuse_source, same_code
+from ci_tool.history.reuse import ReusedTests, ReuseSource, latest_run_of, reuse_source, same_code
 from ci_tool.history.store import HistoryStore
 from ci_tool.stages.request import SelectionRequest
 
@@ -34,7 +34,7 @@ class ReusePlan:
         return self.source.passed_stages if self.source is not None else {}
 
     @property
-    def passed_tests(self) -> Mapping[str, Mapping[str, str]]:
+    def passed_tests(self) -> Mapping[str, ReusedTests]:
         return self.source.passed_tests if self.source is not None else {}
 
 

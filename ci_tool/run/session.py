@@ -28,7 +28,7 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.recorder import RunRecorder
-from ci_tool.history.reuse import reused_test_reason
+from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
@@ -43,7 +43,6 @@ from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.model import TestDb
-from ci_tool.testdb.waives import waive_line
 from ci_tool.text_file import read_text
 
 
@@ -64,11 +63,11 @@ class SessionConfig:
 @dataclass(frozen=True)
 class PlannedStage:
     """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders).
-    `reused_tests`: tests that passed in an earlier run of the same code (test id -> that run): they skip."""
+    `reused_tests`: tests that passed in an earlier run of the same code: they skip."""
 
     name: StageName
     plan: Callable[[], StagePlan]
-    reused_tests: Mapping[str, str] = field(default_factory=dict)
+    reused_tests: ReusedTests | None = None
 
 
 def catalog_stages(
@@ -78,7 +77,7 @@ def catalog_stages(
     durations: Durations,
     sysinfo: Mapping[str, QueryValue],
     waives_file: str | None,
-    reused_tests: Mapping[str, Mapping[str, str]] | None = None,
+    reused_tests: Mapping[str, ReusedTests] | None = None,
 ) -> list[PlannedStage]:
     """Catalog stages planned on this machine: each stage's query merged over its sysinfo."""
     return [
@@ -87,7 +86,7 @@ def catalog_stages(
             functools.partial(
                 plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
             ),
-            (reused_tests or {}).get(stage.name.name, {}),
+            (reused_tests or {}).get(stage.name.name),
         )
         for stage in stages
     ]
@@ -218,11 +217,11 @@ def run_session(
     return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir, store.unrecorded)
 
 
-def _with_reused_tests(plan: StagePlan, reused: Mapping[str, str], folder: Path) -> StagePlan:
-    """The plan with its own waives file: the stage's waives and a `SKIP (Reused from run R)` line per reused
-    test (an id the waives grammar cannot hold just runs again)."""
+def _with_reused_tests(plan: StagePlan, reused: ReusedTests, folder: Path) -> StagePlan:
+    """The plan with its own waives file: the stage's waives and the `SKIP (Reused from run R)` lines of its
+    reused tests."""
     base = read_text(plan.waives_file, name="the waives file", error=RunError) if plan.waives_file else ""
-    lines = [line for test_id, run in reused.items() if (line := waive_line(test_id, reused_test_reason(run)))]
+    lines = reused.waive_lines()
     if not lines:
         return plan
     text = base + ("\n" if base and not base.endswith("\n") else "") + "".join(f"{line}\n" for line in lines)

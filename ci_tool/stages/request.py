@@ -21,9 +21,12 @@ it means to the selection; the bot's flag table (bot/flags.py) adds only how a c
     detailed_log             switch    -                 `ci-tool stage run --detailed-log`
     debug                    switch    -     yes
     high_priority            switch    -
+    disable_cbts             switch    16
 
 A custom run is a partial selection: it may not turn the merge gate green (reference §4.9). An option's
 flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one spelling rule of both.
+Change-based selection (step 16) narrows only a bare `/bot run` or `/bot run --post-merge`: any option of
+another selection step, or --disable-cbts, turns it off (`SelectionRequest.narrowing_off`).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class Step(enum.IntEnum):
     DROP_ON_DEMAND = 12
     STAGE_LIST = 13
     EXTRA_STAGE = 14
+    CBTS = 16
     REUSE = 18
 
 
@@ -72,6 +76,7 @@ STEP_EFFECTS: Mapping[Step, str] = {
     Step.TEST_BACKEND: "keeps stages with a listed backend or none",
     Step.STAGE_LIST: "replaces the set with the matching stages",
     Step.EXTRA_STAGE: "adds the matching stages",
+    Step.CBTS: "turns change-based selection off: the full set runs",
     Step.REUSE: "stages that passed in the reused run of the same code do not run",
 }
 
@@ -122,7 +127,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("detailed_log", Kind.SWITCH, stage_run_option="--detailed-log"),
     Option("debug", Kind.SWITCH, custom_run=True),
     Option("high_priority", Kind.SWITCH),
+    Option("disable_cbts", Kind.SWITCH, Step.CBTS),
 )
+# The steps whose options leave change-based selection on: post-merge (narrowed like pre-merge), reuse.
+NARROWABLE_STEPS = (Step.POST_MERGE, Step.CBTS, Step.REUSE)
 
 # Options that --stage-list makes moot: it replaces the set they shape (the reference accepts them).
 REPLACED_BY_STAGE_LIST = ("gpu_type", "test_backend", "add_multi_gpu_test", "only_multi_gpu_test",
@@ -169,6 +177,7 @@ class SelectionRequest:
     detailed_log: bool = False
     debug: bool = False
     high_priority: bool = False
+    disable_cbts: bool = False
     source: RequestSource | None = field(default=None, compare=False)
 
     def has(self, key: str) -> bool:
@@ -195,6 +204,15 @@ class SelectionRequest:
         """Whether the first failed stage stops the others: off with --disable-fail-fast and in post-merge
         runs (the reference's `enableFailFast`). The one place this rule lives."""
         return not (self.disable_fail_fast or self.post_merge)
+
+    @property
+    def narrowing_off(self) -> str | None:
+        """Why change-based selection does not narrow this request (None: it may): a selection option of
+        another step, or --disable-cbts (reference §4.8 step 16, §5.3)."""
+        if self.disable_cbts:
+            return f"{flag_name('disable_cbts')} asks for the full set"
+        chosen = [found.name for found in self.given if found.step is not None and found.step not in NARROWABLE_STEPS]
+        return f"{', '.join(chosen)} chose the stages" if chosen else None
 
     @property
     def scope(self) -> str:

@@ -148,7 +148,7 @@ ERRORS = [
         "unknown flag '--fast' Hint: /bot run takes --reuse-test, --disable-reuse-test, "
         "--disable-fail-fast, --skip-test, --stage-list, --extra-stage, --gpu-type, --test-backend, "
         "--add-multi-gpu-test, --only-multi-gpu-test, --disable-multi-gpu-test, --post-merge, --detailed-log, "
-        "--debug, --high-priority",
+        "--debug, --high-priority, --disable-cbts",
     ),
     ('/bot run --stagelist "A"', 10, "unknown flag '--stagelist' Hint: did you mean '--stage-list'?"),
     ("/bot run \u2014post-merge", 10, "unknown flag '\u2014post-merge' Hint: did you mean '--post-merge'?"),

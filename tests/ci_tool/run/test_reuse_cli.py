@@ -33,9 +33,25 @@ l0_mixed:
   - cases/case_basic.py::test_pass
   - cases/case_basic.py::TestGroup
   - cases/case_basic.py::test_assert_fails
+  - cases/case_params.py
 l0_group:
 - condition: {}
   tests: [cases/case_basic.py::TestGroup::test_alpha]
+"""
+# Parameters with blanks: no waive line holds such an id, so a function all of whose tests passed is waived
+# whole, and one with a failed test runs again.
+PARAMS = """\
+import pytest
+
+
+@pytest.mark.parametrize("x", ["a b", "c d"])
+def test_spaced(x):
+    pass
+
+
+@pytest.mark.parametrize("x", ["e f", "g h"])
+def test_half(x):
+    assert x == "e f"
 """
 RUN = ("run", "/bot run --disable-fail-fast", "--catalog", "reuse.yml", *CPU_ONLY)
 
@@ -50,6 +66,7 @@ def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The failing suite with the reuse catalog, committed in a fresh git repository."""
     (suite / "reuse.yml").write_text(CATALOG)
     (suite / "test-db" / "l0_reuse.yml").write_text(TEST_DB)
+    (suite / "cases" / "case_params.py").write_text(PARAMS)
     (suite / ".gitignore").write_text(".ci-tool/\n__pycache__/\n")
     git(suite, "init", "-q")
     git(suite, "add", ".")
@@ -96,7 +113,12 @@ def test_a_second_identical_run_reuses_every_passed_stage_and_the_passed_tests_o
         ("cases/case_basic.py::TestGroup::test_beta", TestOutcome.SKIPPED, reused),
         ("cases/case_basic.py::test_assert_fails", TestOutcome.FAILED, ""),
         ("cases/case_basic.py::test_pass", TestOutcome.SKIPPED, reused),
+        ("cases/case_params.py::test_half[e f]", TestOutcome.PASSED, ""),
+        ("cases/case_params.py::test_half[g h]", TestOutcome.FAILED, ""),
+        ("cases/case_params.py::test_spaced[a b]", TestOutcome.SKIPPED, reused),
+        ("cases/case_params.py::test_spaced[c d]", TestOutcome.SKIPPED, reused),
     ]
+    assert f"- {reused}: 5 tests that passed there" in out
     assert f"| CPU-Generic-1 | reused (reused from run {first.run_id}) | – | – | – | – |" in out
     assert f"- CPU-Generic-1: reused from run {first.run_id}" in out
     assert not (checkout / ".ci-tool" / "runs" / second.run_id / "CPU-Generic-1").exists()  # nothing ran
@@ -159,9 +181,10 @@ def test_outside_a_git_checkout_reuse_is_off(suite: Path, monkeypatch: pytest.Mo
 
 def test_reuse_pipeline_records_a_run_passed_by_reuse(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
     green = ("--catalog", "reuse.yml", *CPU_ONLY)
-    (checkout / "test-db" / "l0_reuse.yml").write_text(
-        TEST_DB.replace("  - cases/case_basic.py::test_assert_fails\n", "")
+    green_db = TEST_DB.replace("  - cases/case_basic.py::test_assert_fails\n", "").replace(
+        "case_params.py", "case_params.py::test_spaced"
     )
+    (checkout / "test-db" / "l0_reuse.yml").write_text(green_db)
     git(checkout, "commit", "-q", "-am", "green")
     code, _ = ci_tool(capsys, "run", "/bot run", *green)
     again, out = ci_tool(capsys, "run", "/bot reuse-pipeline", *green)

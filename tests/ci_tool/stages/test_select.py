@@ -254,7 +254,7 @@ def test_every_stage_has_one_verdict_in_catalog_order() -> None:
 
 def test_rules_run_in_step_order() -> None:
     steps = [rule.step for rule in RULES]
-    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18]
+    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 18]
 
 
 @pytest.mark.parametrize("step", option_steps(), ids=str)
@@ -476,7 +476,7 @@ def test_the_selection_json_carries_what_every_consumer_acts_on() -> None:
     data = selection.to_json()
     assert list(data) == [
         "stages", "blocked", "excluded", "missing_approvals", "fail_fast", "stage_run_args", "custom_run",
-        "merge_gate", "notes", "errors",
+        "merge_gate", "notes", "errors", "cbts",
     ]  # fmt: skip
     assert (data["stages"], data["blocked"], data["fail_fast"], data["merge_gate"]) == (
         ["A10-CPP-1"],
