@@ -20,7 +20,7 @@ from ci_tool.bot.flags import flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.changes import change_set
-from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options
+from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options, with_merged_waives
 from ci_tool.errors import BotError, RunError
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
@@ -74,6 +74,9 @@ def run(
     revalidate = request.command == REUSE_PIPELINE
     wanted = SelectionRequest() if revalidate else request.selection_request()
     setup = local_setup(options, detailed_log=wanted.detailed_log)
+    if base is not None:  # a pull request's run: its waives merged with the target branch's
+        setup, merge_note = with_merged_waives(setup, options, base=base)
+        click.echo(merge_note)
     code = gitinfo.code_version(setup.config.rootdir)
     reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope)
     selection = select_for_change(

@@ -4,16 +4,19 @@ they build from it (catalog, this machine's facts, waives, session settings)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from ci_tool import sysinfo
+from ci_tool.atomic import write_text_atomically
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
+from ci_tool.commands.changes import merged_waives
 from ci_tool.commands.history import history_option
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
@@ -129,3 +132,14 @@ def finish(result: SessionResult) -> int:
     if result.unrecorded is not None:
         raise result.unrecorded
     return result.state.exit_code
+
+
+def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> tuple[LocalSetup, str]:
+    """The set-up running the pull request's effective waives (its own merged with the tip of `base`'s,
+    commands/changes.merged_waives), and a line saying what the merge did. The file is named by its
+    content under the results folder, so runs of the same merge share it and none overwrites another's."""
+    merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
+    digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
+    path = options.results_dir / f"waives-merged-{digest}.txt"
+    write_text_atomically(path, merged.text, what="the merged waives")
+    return replace(setup, waives_file=str(path)), merged.summary(base)

@@ -30,6 +30,13 @@ class MergedWaives:
     added: tuple[str, ...]  # tip lines the PR lacked
     dropped: tuple[str, ...]  # tip lines the PR removed
 
+    def summary(self, base: str) -> str:
+        """One line for people: what the merge took from the target branch `base` and what it left out."""
+        return (
+            f"merged waives: {len(self.added)} line(s) added from {base}, "
+            f"{len(self.dropped)} left out that this change removes"
+        )
+
 
 def merge_waives(pr: str, tip: str, base: str, *, files: tuple[str, str, str]) -> MergedWaives:
     """Merge the PR's waives text with the tip's, given the merge base's (see the module docstring).

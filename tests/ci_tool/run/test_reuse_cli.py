@@ -204,3 +204,22 @@ def test_reuse_pipeline_without_a_passed_run_is_an_error(checkout: Path, capsys:
 def test_a_run_id_is_an_id_reuse_test_takes() -> None:
     run_id = new_run_id()
     assert parse_comment(f"/bot run --reuse-test {run_id}").selection_request().reuse_test == run_id
+
+
+def test_a_run_given_the_target_branch_runs_with_its_waives(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stale branch: main has waived the failing tests since; `--base main` merges main's waives in."""
+    git(checkout, "checkout", "-q", "-b", "pr")
+    git(checkout, "checkout", "-q", "main")
+    waives = checkout / "test-db" / "waives.txt"
+    waives.write_text("cases/case_basic.py::test_assert_fails SKIP (bug 1)\ncases/case_params.py::test_half SKIP (2)\n")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "main waives the failures")
+    git(checkout, "checkout", "-q", "pr")
+    mixed = ("run", '/bot run --disable-reuse-test --stage-list "CPU-Generic-Mixed-1"', *RUN[2:])
+    stale, _ = ci_tool(capsys, *mixed)
+    code, out = ci_tool(capsys, *mixed, "--base", "main")
+    assert (stale, code) == (1, 0)
+    assert "merged waives: 2 line(s) added from main, 0 left out that this change removes\n" in out
+    assert "- bug 1: `cases/case_basic.py::test_assert_fails`" in out
