@@ -35,8 +35,9 @@ from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
+from ci_tool.run.jobs import run_job
 from ci_tool.run.progress import Progress
-from ci_tool.run.stage_runner import StageResult, run_stage
+from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageName
@@ -187,7 +188,7 @@ def run_session(
                 rerun_flaky=config.rerun_flaky,
                 detailed_log=config.detailed_log,
             )
-            result = run_stage(plan, settings, on_event=progress.event)
+            result = run_job(plan, settings, on_event=progress.event)
             results.append(result)
             tests = [recording.to_test_record(test) for test in result.tests]
             store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
