@@ -26,6 +26,8 @@ from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRe
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
+PROCESSES = "processes"  # a stage's details key: its pytest processes (run/recording.process_samples)
+PREDICTED_SECONDS = "predicted_seconds"  # a stage's details key: what planning predicted
 _STAGE_OF_FAMILY = re.compile(r"(.+)-\d+(?:-cbts)?(?:-attempt-\d+)?")
 _WINDOW = "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?"
 
@@ -157,6 +159,32 @@ def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str,
     return {
         test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
     }
+
+
+def export_process_costs(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
+    """List entry -> the median of its latest per-process costs: a process's wall seconds beyond its tests'
+    own, shared equally by the entries it ran (an entry run alone, ISOLATION, gets its process's cost
+    exactly). Sorted by entry; `durations.process_cost_key` names them in the durations file."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    rows = store.rows(
+        f"SELECT s.details_json FROM stages s JOIN runs r ON r.run_id = s.run_id WHERE s.run_id IN ({_WINDOW}) "
+        "ORDER BY r.started_at, s.started_at",
+        (window_runs,),
+    )
+    for (text,) in rows:
+        processes = _details(store, text).get(PROCESSES)
+        for process in processes if isinstance(processes, list) else []:
+            if not isinstance(process, dict):
+                continue
+            entries, seconds, tests = process.get("entries"), process.get("seconds"), process.get("tests_seconds")
+            if not isinstance(entries, list) or not entries:
+                continue
+            if not isinstance(seconds, int | float) or not isinstance(tests, int | float):
+                continue
+            share = max(0.0, seconds - tests) / len(entries)
+            for entry in entries:
+                samples[str(entry)].append(share)
+    return {entry: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for entry, found in sorted(samples.items())}
 
 
 @dataclass(frozen=True)

@@ -152,9 +152,37 @@ def render_markdown(report: CiReport) -> str:
             lines.append(f"| {s.name} | {s.state} ({s.reason}) | – | – | – | – |")
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
+    lines += _prediction_section(report)
     lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
     lines += _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
     return "\n".join(lines) + "\n"
+
+
+def _predicted(stage: StageRecord) -> float | None:
+    value = stage.details.get(queries.PREDICTED_SECONDS)
+    return float(value) if isinstance(value, int | float) and value > 0 and stage.state.ran else None
+
+
+def _prediction_section(report: CiReport) -> list[str]:
+    """Predicted against actual seconds per stage that ran, and each sharded family's slowest shard over
+    its fastest: how well the durations (tests and per-process costs) balance the shards."""
+    ran = [(stage, predicted) for stage in report.stages if (predicted := _predicted(stage)) is not None]
+    if not ran:
+        return []
+    lines = ["", "### Shards: predicted and actual", "", "| Stage | Predicted | Actual | Actual / predicted |"]
+    lines.append("|---|---:|---:|---:|")
+    families: dict[str, list[float]] = defaultdict(list)
+    for stage, predicted in ran:
+        ratio = stage.duration_seconds / predicted
+        lines.append(f"| {stage.name} | {_seconds(predicted)} | {_seconds(stage.duration_seconds)} | {ratio:.2f} |")
+        families[queries.stage_family(stage.name)].append(stage.duration_seconds)
+    spreads = [(family, max(found), min(found)) for family, found in families.items() if len(found) > 1]
+    if spreads:
+        lines.append("")
+    for family, slowest, fastest in spreads:
+        spread = f"{slowest / fastest:.2f}x" if fastest > 0 else "-"
+        lines.append(f"- {family}: slowest shard {_seconds(slowest)}, fastest {_seconds(fastest)} ({spread})")
+    return lines
 
 
 def _tests(count: int) -> str:

@@ -79,6 +79,7 @@ class StageResult:
     started_at: float
     duration_seconds: float
     results_dir: Path
+    predicted_seconds: float = 0.0  # what planning predicted for the stage (the report sets them side by side)
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -128,8 +129,9 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
     state, reason = _state(tests, processes, interrupted)
     name = plan.name.name
     result = StageResult(
-        name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder
-    )
+        name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder,
+        plan.predicted_seconds,
+    )  # fmt: skip
     junit.write_junit(folder / "junit.xml", name, [test.final for test in tests])
     write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
     return result

@@ -259,3 +259,23 @@ def test_a_version_1_file_that_cannot_be_written_is_read_as_it_is(tmp_path: Path
     finally:
         folder.chmod(0o755)
     assert found == [("old", "", 1)]
+
+
+def add_processes(store: HistoryStore, run_id: str, started_at: float, processes: list[dict[str, object]]) -> None:
+    store.start_run(RunRecord(run_id, "/bot run", "running", started_at))
+    store.record_stage(StageRecord(run_id, "S-1", "passed", details={"processes": processes}), [], recorded_at=1.0)
+    store.finish_run(run_id, state="passed", finished_at=started_at + 2)
+
+
+def test_export_process_costs_shares_a_process_cost_among_its_entries(store: HistoryStore) -> None:
+    for index, seconds in enumerate([10.0, 14.0, 12.0]):
+        add_processes(
+            store,
+            f"r{index}",
+            float(index),
+            [
+                {"entries": ["a.py", "b.py -k fast"], "seconds": seconds, "tests_seconds": 6.0},
+                {"entries": ["c.py"], "seconds": 1.0, "tests_seconds": 2.0},  # a clock step: no negative cost
+            ],
+        )
+    assert queries.export_process_costs(store) == {"a.py": 3.0, "b.py -k fast": 3.0, "c.py": 0.0}
