@@ -75,6 +75,8 @@ class Narrowing:
     reasons: tuple[str, ...]
     families: Mapping[str, FamilyNarrowing] = field(default_factory=dict)
     docs: bool = False
+    claimed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # rule -> the files it claimed
+    unclaimed: tuple[str, ...] = ()  # the files no rule claims (they run the full set)
 
     @property
     def narrows(self) -> bool:
@@ -139,14 +141,17 @@ def narrow(
         (claimed[rule.name] if rule is not None else unclaimed).append(path)
     effect = _Effect()
     reasons = [rule.apply(claimed[rule.name], inputs, effect) for rule in RULES if claimed[rule.name]]
+    found = {name: tuple(paths) for name, paths in claimed.items() if paths}
     if unclaimed:
         reasons.append(f"{_files(unclaimed)}: no rule claims {'them' if len(unclaimed) > 1 else 'it'}")
     if unclaimed or effect.undecided:
-        return Narrowing(CbtsScope.FULL, (*reasons, "change-based selection: the full set runs"))
+        reasons.append("change-based selection: the full set runs")
+        return Narrowing(CbtsScope.FULL, tuple(reasons), claimed=found, unclaimed=tuple(unclaimed))
     line_filter = LineFilter(tuple(dict.fromkeys(effect.paths)), tuple(dict.fromkeys(effect.entries)))
     families = _families(catalog, db, durations, line_filter)
     scope = CbtsScope.NARROWED if families or effect.docs else CbtsScope.NOOP
-    return Narrowing(scope, (*reasons, _summary(len(families), effect.docs)), families, effect.docs)
+    reasons.append(_summary(len(families), effect.docs))
+    return Narrowing(scope, tuple(reasons), families, effect.docs, claimed=found)
 
 
 def _summary(families: int, docs: bool) -> str:

@@ -1,0 +1,402 @@
+"""Change-based selection on this repository's own history: what it saves, and whether it still catches.
+
+For each commit (first-parent diff against its parent) with the catalog and test-db of that commit:
+
+    savings   the predicted minutes of the stages a bare `/bot run` selects, narrowed (change-based selection)
+              against full (`--disable-cbts`), as GPU-minutes (minutes x GPUs of each GPU stage) and as
+              stage-minutes (every stage, CPU ones too); per rule (the rules that claimed the commit's files,
+              `fallback` when a file no rule claims ran the full set)
+    safety    for up to --faults commits per rule, a planted fault: `raise AssertionError("planted fault")` as
+              the first statement of a function the commit changed (the tests rule: a changed test function;
+              the test-db and waives rules: the first test function of an entry the commit added or unwaived;
+              fallback: a changed function of a source file). Caught when the narrowed selection holds a test
+              that fails with it, measured by running pytest at that commit (a git worktree, its own code on
+              the import path): the selected lines that cover the test (tests, test-db, waives), or the
+              selected test files that import the changed module (fallback; a subset of the selection, so a
+              failure there is a failing selected test). A fault only GPU stages would run counts apart.
+
+    .venv/bin/python bench/cbts_bench.py [--faults 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import enum
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.errors import CiToolError
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.cbts import CbtsScope
+from ci_tool.stages.changes import ChangeSet, split_filters
+from ci_tool.stages.engines import Engine
+from ci_tool.stages.plan import StagePlan, plan_stages
+from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.testdb.check import covers
+
+ROOT = Path(__file__).resolve().parents[1]
+EXACT_RULES = ("waives", "test-db", "tests")
+FAULT = 'raise AssertionError("planted fault")'
+TODAY = open_catalog(ROOT / "jenkins" / "stages.yml", ROOT / "test-db")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def git(*args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if check and done.returncode:
+        raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout if done.returncode == 0 else ""
+
+
+def file_at(commit: str, path: str) -> str | None:
+    done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
+
+
+@dataclass
+class Commit:
+    sha: str
+    parent: str
+    files: tuple[str, ...]
+    rule: str = ""
+    full_gpu: float = 0.0
+    narrowed_gpu: float = 0.0
+    full_stage: float = 0.0
+    narrowed_stage: float = 0.0
+    narrowed: Selection | None = None
+    plans: dict[str, StagePlan] = field(default_factory=dict)
+    loaded: LoadedCatalog | None = None
+
+
+def commits() -> Iterator[tuple[str, str]]:
+    for line in git("rev-list", "--reverse", "--first-parent", "--parents", "HEAD").splitlines():
+        sha, *parents = line.split()
+        if parents:
+            yield sha, parents[0]
+
+
+def load_at(commit: str, folder: Path) -> LoadedCatalog | None:
+    """The catalog and test-db of `commit`, with today's change rules (a commit older than the rules has none);
+    today's catalog when the commit's does not load with today's code; None when neither loads."""
+    archive = subprocess.run(["git", "archive", commit, "jenkins/stages.yml", "test-db"], cwd=ROOT,
+                             capture_output=True, check=False)  # fmt: skip
+    if archive.returncode:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    for catalog in (folder / "jenkins" / "stages.yml", ROOT / "jenkins" / "stages.yml"):
+        try:
+            loaded = open_catalog(catalog, folder / "test-db")
+        except CiToolError:
+            continue
+        return replace(loaded, catalog=replace(loaded.catalog, change_rules=TODAY.catalog.change_rules))
+    return None
+
+
+def change_of(sha: str, parent: str, files: tuple[str, ...]) -> ChangeSet:
+    in_db = [path for path in files if path.startswith("test-db/")]
+    return ChangeSet(
+        files,
+        deleted=frozenset(path for path in files if file_at(sha, path) is None),
+        base={path: file_at(parent, path) for path in in_db},
+        now={path: file_at(sha, path) for path in in_db},
+    )
+
+
+def minutes(plans: dict[str, StagePlan]) -> tuple[float, float]:
+    """(GPU-minutes, stage-minutes) of planned stages."""
+    gpu = sum(plan.predicted_minutes * plan.name.gpu_count for plan in plans.values())
+    return gpu, sum(plan.predicted_minutes for plan in plans.values())
+
+
+def measure(sha: str, parent: str) -> Commit | None:
+    files = tuple(git("diff", "--name-only", "--no-renames", parent, sha).split())
+    found = Commit(sha, parent, files)
+    with tempfile.TemporaryDirectory() as folder:
+        loaded = load_at(sha, Path(folder))
+        if loaded is None or not files:
+            return None
+        changes = change_of(sha, parent, files)
+        full = select_for_change(loaded, _request("/bot run --disable-cbts"), engine=Engine.LOCAL, changes=changes)
+        narrowed = select_for_change(loaded, _request("/bot run"), engine=Engine.LOCAL, changes=changes)
+        full_plans = plan_stages(full.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+        found.plans = plan_stages(narrowed.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    assert narrowed.narrowing is not None
+    found.full_gpu, found.full_stage = minutes(full_plans)
+    found.narrowed_gpu, found.narrowed_stage = minutes(found.plans)
+    found.narrowed, found.loaded = narrowed, loaded
+    scope = narrowed.narrowing.scope
+    found.rule = "fallback" if scope is CbtsScope.FULL else "+".join(sorted(narrowed.narrowing.claimed))
+    return found
+
+
+def _request(comment: str) -> SelectionRequest:
+    return parse_comment(comment).selection_request()
+
+
+# ---------------------------------------------------------------- planted faults
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # the file the fault goes into
+    function: str  # its name (a method: Class.name)
+    line: int  # of the function's first statement
+    indent: int
+
+
+def changed_lines(commit: Commit, path: str) -> set[int]:
+    diff = git("diff", "-U0", "--no-renames", commit.parent, commit.sha, "--", path)
+    lines: set[int] = set()
+    for match in _HUNK.finditer(diff):
+        start, count = int(match.group(1)), int(match.group(2) or 1)
+        lines |= set(range(start, start + max(count, 1)))
+    return lines
+
+
+def functions(text: str, path: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError:
+        return []
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            found += [(f"{node.name}.{f.name}", f) for f in node.body if isinstance(f, ast.FunctionDef)]
+    return found
+
+
+def target_in(commit: Commit, path: str, *, tests_only: bool, changed: bool) -> Target | None:
+    text = file_at(commit.sha, path)
+    if text is None or not path.endswith(".py"):
+        return None
+    lines = changed_lines(commit, path) if changed else None
+    for name, node in functions(text, path):
+        if tests_only and not name.split(".")[-1].startswith("test"):
+            continue
+        if lines is not None and not lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+            continue
+        return Target(path, name, node.body[0].lineno, node.body[0].col_offset)
+    return None
+
+
+def targets(commit: Commit) -> Iterator[Target]:
+    """Where to plant a fault for the commit's rule (see the module docstring)."""
+    assert commit.narrowed is not None and commit.narrowed.narrowing is not None
+    narrowing = commit.narrowed.narrowing
+    if commit.rule == "fallback":
+        for path in narrowing.unclaimed:
+            if path.startswith(("ci_tool/", "src/")) and (found := target_in(commit, path, tests_only=False,
+                                                                                changed=True)):  # fmt: skip
+                yield found
+        return
+    for path in narrowing.claimed.get("tests", ()):
+        if found := target_in(commit, path, tests_only=True, changed=True):
+            yield found
+    entries = {line.test_id for plan in commit.plans.values() for line in (*plan.lines, *plan.isolated)}
+    for entry in sorted(entries):  # the test-db and waives rules run whole entries: a test of each
+        path = split_filters(entry)[0].split("::", 1)[0]
+        if path.endswith(".py") and (found := target_in(commit, path, tests_only=True, changed=False)):
+            yield found
+
+
+def selected_lines(commit: Commit, target: Target) -> tuple[list[str], bool]:
+    """The narrowed selection's lines that cover the target test, on stages this machine runs (CPU), and
+    whether a GPU stage's line covers it."""
+    node = f"{target.path}::{target.function.replace('.', '::')}"
+    cpu: list[str] = []
+    gpu = False
+    for plan in commit.plans.values():
+        for line in (*plan.lines, *plan.isolated):
+            selector, filters = split_filters(line.test_id)
+            if covers(selector, node):
+                if plan.name.is_cpu:
+                    cpu.append(node + filters)
+                else:
+                    gpu = True
+    return cpu, gpu
+
+
+def module_of(path: str) -> str:
+    return path.removeprefix("src/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def imported_modules(text: str) -> set[str]:
+    """The modules a file imports (`from a.b import c` also counts `a.b.c`, which may be a module)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def importing_tests(commit: Commit, target: Target, *, limit: int = 12) -> list[str]:
+    """The selected CPU test files that import the target's module, directly or through the package's
+    other modules, nearest first (fallback: a subset of the full selection)."""
+    sources = [p for p in git("ls-tree", "-r", "--name-only", commit.sha, "--", "ci_tool", "src").split()
+               if p.endswith(".py")]  # fmt: skip
+    users: dict[str, set[str]] = defaultdict(set)  # module -> the package modules that import it
+    for path in sources:
+        for name in imported_modules(file_at(commit.sha, path) or ""):
+            users[name].add(module_of(path))
+    distance = {module_of(target.path): 0}
+    frontier = [module_of(target.path)]
+    while frontier:
+        module = frontier.pop(0)
+        for user in sorted(users[module] - set(distance)):
+            distance[user] = distance[module] + 1
+            frontier.append(user)
+    ranked: dict[str, int] = {}
+    for plan in commit.plans.values():
+        if not plan.name.is_cpu:
+            continue
+        for line in (*plan.lines, *plan.isolated):
+            selector = split_filters(line.test_id)[0].split("::", 1)[0]
+            for path in git("ls-tree", "-r", "--name-only", commit.sha, "--", selector).split():
+                near = [distance[m] for m in imported_modules(file_at(commit.sha, path) or "") if m in distance]
+                if path.endswith(".py") and near:
+                    ranked[path] = min(near)
+    return sorted(ranked, key=lambda path: (ranked[path], path))[:limit]
+
+
+class Ran(enum.Enum):
+    CAUGHT = "caught"
+    PASSED = "passed"  # the tests ran and none failed with the fault
+    NOT_RUN = "not run"  # deselected or skipped here (a GPU test)
+    TIMEOUT = "timeout"
+
+
+def caught(commit: Commit, target: Target, tests: Sequence[str]) -> Ran:
+    """Run `tests` at the commit with the fault planted: whether one fails with it."""
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "tree"
+        git("worktree", "add", "--detach", "-q", str(tree), commit.sha)
+        try:
+            source = tree / target.path
+            lines = source.read_text().splitlines(keepends=True)
+            lines.insert(target.line - 1, " " * target.indent + FAULT + "\n")
+            source.write_text("".join(lines))
+            command = [sys.executable, "-m", "pytest", "-q", "--maxfail=20", "-p", "no:cacheprovider", "--tb=line"]
+            command += [arg for test in tests for arg in _args(test)]
+            environment = {"PYTHONPATH": f"{tree}:{tree / 'src'}", "PATH": "/usr/bin:/bin", "HOME": folder}
+            try:
+                done = subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=300,
+                                      env=environment, check=False)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return Ran.TIMEOUT
+            if done.returncode == 1 and "planted fault" in done.stdout:
+                return Ran.CAUGHT
+            return Ran.NOT_RUN if done.returncode == 5 or " passed" not in done.stdout else Ran.PASSED
+        finally:
+            git("worktree", "remove", "--force", str(tree), check=False)
+
+
+def _args(test: str) -> list[str]:
+    selector, filters = split_filters(test)
+    marker = re.match(r'\s*-([km])\s+"?([^"]*)"?', filters)
+    return [selector, f"-{marker.group(1)}", marker.group(2)] if marker else [selector]
+
+
+# ---------------------------------------------------------------- the report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--faults", type=int, default=5, help="planted faults per rule (0: savings only)")
+    parser.add_argument("--json", action="store_true")
+    options = parser.parse_args(argv)
+    measured = [found for sha, parent in commits() if (found := measure(sha, parent)) is not None]
+    by_rule: dict[str, list[Commit]] = defaultdict(list)
+    for commit in measured:
+        by_rule[commit.rule].append(commit)
+    faults: dict[str, list[tuple[str, Target, str]]] = defaultdict(list)  # rule -> (commit, target, verdict)
+    for rule, found in sorted(by_rule.items()):
+        for commit in found:
+            if len(faults[rule]) >= options.faults:
+                break
+            target = next(targets(commit), None)
+            if target is None:
+                continue
+            faults[rule].append((commit.sha[:10], target, _verdict(commit, target)))
+    rows = [_row(rule, found, faults.get(rule, [])) for rule, found in sorted(by_rule.items())]
+    rows.append(_row("all", measured, [f for found in faults.values() for f in found]))
+    if options.json:
+        print(json.dumps({"commits": len(measured), "rules": rows}, indent=2))
+        return 0
+    print(f"{len(measured)} commits of {ROOT.name} replayed (first parent, catalog and test-db of each commit)\n")
+    print("| rule | commits | GPU-min full | GPU-min narrowed | median saving | total saving | stage-min saving "
+          "| faults caught |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
+        print(f"| {row['rule']} | {row['commits']} | {row['gpu_full']:.1f} | {row['gpu_narrowed']:.1f} | "
+              f"{row['median_saving']} | {row['total_saving']} | {row['stage_saving']} | {row['caught']} |")
+    print("\nplanted faults per exact rule (commits whose files that rule claimed, with others or alone):")
+    for exact in EXACT_RULES:
+        found = [f for rule, listed in faults.items() if exact in rule.split("+") for f in listed]
+        print(f"- {exact}: {_row(exact, [], found)['caught'] if found else 'no commit of this history'}")
+    print()
+    for rule, listed in sorted(faults.items()):
+        for sha, target, verdict in listed:
+            print(f"- {rule}: {sha} {target.path}::{target.function}: {verdict}")
+    return 0
+
+
+def _verdict(commit: Commit, target: Target) -> str:
+    if commit.rule == "fallback":
+        tests = importing_tests(commit, target)
+        if not tests:
+            return "not caught (no selected CPU test imports it)"
+        ran = caught(commit, target, tests)
+        return "caught" if ran is Ran.CAUGHT else f"not caught by {len(tests)} importing test file(s) ({ran.value})"
+    cpu, gpu = selected_lines(commit, target)
+    ran = caught(commit, target, cpu) if cpu else Ran.NOT_RUN
+    if ran is Ran.CAUGHT:
+        return "caught"
+    if ran is Ran.NOT_RUN and gpu:
+        return "selected on GPU stages only (not run here)"
+    return f"not caught ({'not selected' if not cpu and not gpu else ran.value})"
+
+
+def _percent(saved: float, full: float) -> str:
+    return f"{100 * saved / full:.0f} %" if full > 0 else "-"
+
+
+def _row(rule: str, found: Sequence[Commit], faults: Sequence[tuple[str, Target, str]]) -> dict[str, object]:
+    savings = [1 - c.narrowed_gpu / c.full_gpu for c in found if c.full_gpu > 0]
+    full, narrowed = sum(c.full_gpu for c in found), sum(c.narrowed_gpu for c in found)
+    stage_full, stage_narrowed = sum(c.full_stage for c in found), sum(c.narrowed_stage for c in found)
+    ran = [verdict for _, _, verdict in faults if "not run here" not in verdict]
+    caught_count = sum(verdict == "caught" for verdict in ran)
+    gpu_only = len(faults) - len(ran)
+    return {
+        "rule": rule,
+        "commits": len(found),
+        "gpu_full": full,
+        "gpu_narrowed": narrowed,
+        "median_saving": f"{100 * statistics.median(savings):.0f} %" if savings else "-",
+        "total_saving": _percent(full - narrowed, full),
+        "stage_saving": _percent(stage_full - stage_narrowed, stage_full),
+        "caught": (f"{caught_count}/{len(ran)}" if ran else "-") + (f" (+{gpu_only} GPU-only)" if gpu_only else ""),
+    }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
