@@ -170,17 +170,8 @@ def plan_family(
     line_filter: LineFilter | None = None,
 ) -> FamilyPlan:
     """Render and split a family (a name without its shard index; see the module docstring)."""
-    found = render_family(
-        family,
-        db=db,
-        context=context,
-        durations=durations,
-        sysinfo=sysinfo,
-        arch=arch,
-        gpu=gpu,
-        allow_empty=allow_empty,
-        line_filter=line_filter,
-    )
+    found = render_family(family, db=db, context=context, durations=durations, sysinfo=sysinfo, arch=arch, gpu=gpu,
+                          allow_empty=allow_empty, line_filter=line_filter)  # fmt: skip
     shard_plan = None
     if found.test_ids and family.policy.sharded and splits > 1:
         isolated = [line.test_id for line in found.rendered if line.isolation]
@@ -205,17 +196,8 @@ def plan_stage(
 ) -> StagePlan:
     """The plan of one stage: shard K of `splits` for a name ending in K (a family name: shard 1 of 1)."""
     family = stage if stage.shard is None else _family_of(stage)
-    planned = plan_family(
-        family,
-        db=db,
-        context=context,
-        splits=splits,
-        durations=durations,
-        sysinfo=sysinfo,
-        arch=arch,
-        gpu=gpu,
-        line_filter=line_filter,
-    )
+    planned = plan_family(family, db=db, context=context, splits=splits, durations=durations, sysinfo=sysinfo,
+                          arch=arch, gpu=gpu, line_filter=line_filter)  # fmt: skip
     plan = planned.stage(stage.shard or 1, waives_file=waives_file)
     return plan if stage.shard is not None else replace(plan, name=stage)
 
