@@ -17,6 +17,7 @@ from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
 from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.stages.cbts import CbtsScope
 
 DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
@@ -191,6 +192,10 @@ def render_plan(plan: RunPlan) -> str:
         lines += ["| Stage | Why |", "|---|---|"]
         lines += [f"| {code(v.stage)} | {_cell(_why(v.step, v.reason))} |" for v in selection.excluded]
         lines += ["", "</details>", ""]
+    narrowing = selection.narrowing
+    if narrowing is not None and narrowing.scope is not CbtsScope.OFF:  # why the changed files run what they run
+        lines += [f"**Change-based selection:** {narrowing.scope.value}.", ""]
+        lines += [f"- {plain(reason)}" for reason in narrowing.reasons] + [""]
     for missing in selection.missing:
         lines.append(f"Needs the label `{missing.label}`, for " + "; ".join(plain(r) for r in missing.reasons) + ".")
     if selection.missing:
