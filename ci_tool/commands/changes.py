@@ -18,15 +18,23 @@ from pathlib import Path
 
 from ci_tool import gitinfo
 from ci_tool.errors import TestDbError
+from ci_tool.history.store import HistoryStore
+from ci_tool.history.touches import touched_by
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.testdb.waive_merge import MergedWaives, merge_waives
 from ci_tool.text_file import read_text
 
 
 def change_set(
-    changed_files: tuple[str, ...], *, base: str | None, test_db: Path, root: Path | None = None
+    changed_files: tuple[str, ...],
+    *,
+    base: str | None,
+    test_db: Path,
+    root: Path | None = None,
+    history: Path | None = None,
 ) -> ChangeSet | None:
-    """The change the options describe (None: no changed files, so no path-based step runs)."""
+    """The change the options describe (None: no changed files, so no path-based step runs), with the touch
+    records `history` holds of its files (none when there is no such file)."""
     root = root or Path.cwd()
     merge_base = gitinfo.merge_base(root, base) if base is not None else None
     files = changed_files or (gitinfo.changed_since(root, merge_base) if merge_base is not None else ())
@@ -41,7 +49,15 @@ def change_set(
         deleted=frozenset(path for path in files if not (root / path).exists()),
         base=base_texts,
         now={path: _text(root / path) for path in in_test_db},
+        touched_by=_touched_by(history, files),
     )
+
+
+def _touched_by(history: Path | None, files: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    if history is None or not history.is_file():
+        return {}
+    with HistoryStore(history, read_only=True) as store:
+        return touched_by(store, files)
 
 
 def merged_waives(waives: Path, *, base: str, root: Path | None = None) -> MergedWaives:

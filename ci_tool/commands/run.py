@@ -83,7 +83,7 @@ def run(
         setup.loaded,
         wanted,
         engine=Engine.LOCAL,
-        changes=change_set(changed_files, base=base, test_db=options.test_db),
+        changes=change_set(changed_files, base=base, test_db=options.test_db, history=setup.config.history),
         labels=labels,
         passed_stages=reuse.passed_stages,
     )

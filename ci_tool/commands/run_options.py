@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
 from ci_tool.commands.changes import merged_waives
 from ci_tool.commands.history import history_option
+from ci_tool.errors import RunError
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
 from ci_tool.run.flaky import load_flaky_signatures
@@ -42,11 +44,12 @@ class RunOptions:
     results_dir: Path
     test_timeout_seconds: int
     rerun_flaky: bool
+    record_touches: bool = False
 
 
 _OPTION_KEYS = (
     "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
-    "test_timeout_seconds",
+    "test_timeout_seconds", "record_touches",
 )  # fmt: skip
 
 
@@ -90,6 +93,12 @@ def run_options(command: F) -> F:
             help="Seconds a test may take unless its list line or marker says otherwise.",
         ),
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
+        click.option(
+            "--record-touches",
+            is_flag=True,
+            help="Record which test ran which file into the history (coverage.py; slower): change-based "
+            "selection then runs only the tests that ran a changed source file.",
+        ),
     )
     wrapped: F = with_options  # type: ignore[assignment]  # click sees the options' keyword arguments
     return with_decorators(wrapped, decorators)
@@ -112,6 +121,8 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
     waives_file = str(waives) if options.waives_path is not None or waives.is_file() else None
     if waives_file is not None:
         load_waives(waives_file)
+    if options.record_touches and importlib.util.find_spec("coverage") is None:
+        raise RunError("--record-touches needs coverage.py, found none", hint="pip install coverage")
     config = SessionConfig(
         rootdir=Path.cwd(),
         results_root=options.results_dir,
@@ -122,6 +133,7 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         rerun_flaky=options.rerun_flaky,
         detailed_log=detailed_log,
         output_dir=output_dir,
+        record_touches=options.record_touches,
     )
     return LocalSetup(loaded, facts, waives_file, config)
 

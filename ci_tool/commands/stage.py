@@ -14,8 +14,10 @@ from ci_tool import sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options
 from ci_tool.commands.changes import change_set
+from ci_tool.commands.history import history_option
 from ci_tool.errors import StageError
 from ci_tool.generate.context import github_matrices
+from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.invocation import RunSettings, planned_invocations
@@ -181,6 +183,7 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
     help="Where the stages will run: options it cannot honour are errors.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the selection as one JSON object.")
+@history_option
 @click.option(
     "--github-output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -196,6 +199,7 @@ def select_command(
     labels: tuple[str, ...],
     engine: str,
     as_json: bool,
+    history_file: Path | None,
     github_output: Path | None,
 ) -> int:
     """Resolve a request into the stages to run (the one selection CI and the bot share): the stages,
@@ -205,7 +209,7 @@ def select_command(
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     loaded = load(catalog_path, test_db, durations_path)
     catalog = loaded.catalog
-    changes = change_set(changed_files, base=base, test_db=test_db)
+    changes = change_set(changed_files, base=base, test_db=test_db, history=history_path(history_file))
     selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
     echo_errors(selection.errors)
     if as_json:

@@ -25,6 +25,7 @@ from ci_tool.history.store import (
     StageRecords,
     TestRecord,
 )
+from ci_tool.history.touches import Touches, record_touches
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 UNRECORDED = "unrecorded.json"
@@ -71,6 +72,14 @@ class RunRecorder:
         self.stages.pop(stage.name, None)  # a stage recorded again moves to the end, as in the history
         self.stages[stage.name] = (kept, tuple(tests), recorded_at)
         self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at))
+
+    def record_touches(self, run_id: str, touches: Touches, *, recorded_at: float) -> None:
+        """Store a stage's touch records; without the history they stay in its folder (parts/*.touches.json)."""
+        if self.store is not None and touches:
+            try:
+                record_touches(self.store, run_id, touches, recorded_at=recorded_at)
+            except HistoryError as error:
+                self._fall_back(error)
 
     def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
         if self.run is not None:

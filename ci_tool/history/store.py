@@ -4,6 +4,8 @@
                   the hash of the uncommitted change) and its request scope: what reuse matches on
     stages        one row per stage of a run (also stages that waited or were skipped, with why)
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
+    touches       which test ran which file, as the latest touch-recording run of each test saw it
+                  (history/touches.py; change-based selection's tier 2)
 
 Concurrent stage processes write at once without losing rows: WAL journal, a busy timeout, and every
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
@@ -38,7 +40,7 @@ from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -98,6 +100,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE runs ADD COLUMN code_diff TEXT NOT NULL DEFAULT ''",
             "ALTER TABLE runs ADD COLUMN scope TEXT NOT NULL DEFAULT ''",
             "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
+        ),
+    ),
+    (
+        3,  # touch records: the tests that ran each file (history/touches.py)
+        (
+            "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+            "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
+            "CREATE INDEX IF NOT EXISTS touches_by_test ON touches (test_id)",
         ),
     ),
 )
@@ -355,6 +365,10 @@ class HistoryStore:
                 f"the history is locked; trying again in {delay:g} s (attempt {attempt + 1} of {WRITE_ATTEMPTS})"
             )
             time.sleep(delay)
+
+    def write(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """One write transaction of a module that owns its own table (history/touches.py), with retries."""
+        self._write(work)
 
     def start_run(self, run: RunRecord) -> None:
         self._write(lambda db: _insert_run(db, run, upsert=False))

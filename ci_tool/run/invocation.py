@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
+from ci_tool.run.touches import OPTION as TOUCH_OPTION
+from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
 from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine
@@ -40,6 +42,7 @@ class RunSettings:
     python: str = sys.executable
     interrupt_grace_seconds: float = 10.0
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
+    record_touches: bool = False  # which test ran which file (run/touches.py)
 
 
 class Attempt(enum.StrEnum):
@@ -78,6 +81,11 @@ class PytestInvocation:
     exclude_entries: Path | None = None
     extra_args: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)  # what the stage adds to the environment
+    record_touches: bool = False
+
+    @property
+    def touches_file(self) -> Path:
+        return self.parts_dir / f"{self.label}.touches.json"
 
     @property
     def label(self) -> str:
@@ -124,6 +132,8 @@ class PytestInvocation:
         ):
             if value is not None:
                 command.append(f"{option}={value}")
+        if self.record_touches:
+            command += ["-p", TOUCH_PLUGIN, f"{TOUCH_OPTION}={self.touches_file}"]
         return command + list(self.extra_args)
 
     def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -180,6 +190,7 @@ def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestIn
             exclude_entries=isolated_file(settings).resolve() if batch.number == 0 and plan.isolated else None,
             extra_args=extra,
             variables=variables,
+            record_touches=settings.record_touches,
         )
         for sequence, batch in enumerate(batches_of(plan), start=1)
     ]

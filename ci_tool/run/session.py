@@ -30,6 +30,7 @@ from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
+from ci_tool.history.touches import read_touch_files
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report
@@ -59,6 +60,7 @@ class SessionConfig:
     detailed_log: bool = False  # pytest streams all output (`--detailed-log`)
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
     history_busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
 
 @dataclass(frozen=True)
@@ -187,11 +189,15 @@ def run_session(
                 flaky_signatures=config.flaky_signatures,
                 rerun_flaky=config.rerun_flaky,
                 detailed_log=config.detailed_log,
+                record_touches=config.record_touches,
             )
             result = run_job(plan, settings, on_event=progress.event)
             results.append(result)
             tests = [recording.to_test_record(test) for test in result.tests]
             store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
+            if config.record_touches:
+                touches = read_touch_files(sorted((settings.results_dir / "parts").glob("*.touches.json")))
+                store.record_touches(run_id, touches, recorded_at=time.time())
             progress.stage_finished(result.stage, result.state, result.duration_seconds, result.counts, result.reason)
             return pipeline.StageOutcome(result.stage, result.state, result.reason, ran=True)
 

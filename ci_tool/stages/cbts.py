@@ -12,6 +12,8 @@ Each changed file is claimed by the first rule that claims it:
                   that a list entry covers, or a          (a conftest.py: to its folder); a deleted file:
                   conftest.py there                       only the entries that name it
     docs          change_rules.docs                      the docs stage
+    touched       a file with a touch record (tier 2:    the tests that ran it, as the history's touch
+                  `ci-tool run --record-touches`)        records say (each test function once)
 
 A file no rule claims, or a rule that cannot decide (no base revision to compare the test-db with, a file
 that does not read), runs the full set. When every file is claimed the set is narrowed: a family keeps the
@@ -313,12 +315,25 @@ def _apply_docs(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
     return f"{_files(paths)}: docs rule: the docs stage checks {'them' if len(paths) > 1 else 'it'}"
 
 
+def _claims_touched(path: str, inputs: _Inputs) -> bool:
+    return bool(inputs.changes.touched_by.get(path))
+
+
+def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    # A parametrized id names its function: parameters may hold blanks no list line can carry.
+    tests = sorted({test.split("[", 1)[0] for path in paths for test in inputs.changes.touched_by[path]})
+    effect.paths += [NarrowPath(test) for test in tests]
+    ran = "ran them" if len(paths) > 1 else "ran it"
+    return f"{_files(paths)}: touched rule: runs the {len(tests)} test(s) that {ran} (touch records)"
+
+
 RULES: tuple[_Rule, ...] = (
     _Rule("out of scope", _claims_out_of_scope, _apply_out_of_scope),
     _Rule("waives", _claims_waives, _apply_waives),
     _Rule("test-db", _claims_test_db, _apply_test_db),
     _Rule("tests", _claims_tests, _apply_tests),
     _Rule("docs", _claims_docs, _apply_docs),
+    _Rule("touched", _claims_touched, _apply_touched),  # last: a rule of the paths' own kind decides first
 )
 
 

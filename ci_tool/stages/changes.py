@@ -1,8 +1,9 @@
 """A pull request's change as change-based selection reads it, and the filter a narrowed stage runs its list
 through. Pure: the commands read git and the files (commands/changes.py).
 
-    ChangeSet   the changed paths; the deleted ones; and, when a base revision is known, each changed
-                test-db file (lists and waives) as it is at the base and as it is now
+    ChangeSet   the changed paths; the deleted ones; when a base revision is known, each changed test-db
+                file (lists and waives) as it is at the base and as it is now; and, where the history has
+                touch records, the tests that ran each changed file
     LineFilter  which lines of a stage's render a narrowed stage runs, and how each is cut down:
 
         a rendered line whose test path lies under a narrowing path runs as it is;
@@ -36,6 +37,7 @@ class ChangeSet:
     deleted: frozenset[str] = frozenset()
     base: Mapping[str, str | None] | None = None
     now: Mapping[str, str | None] = field(default_factory=dict)
+    touched_by: Mapping[str, frozenset[str]] = field(default_factory=dict)  # file -> tests (touch records)
 
 
 @dataclass(frozen=True)
