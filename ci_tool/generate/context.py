@@ -63,6 +63,9 @@ CHANGED_FILES_COMMAND = (
     'git fetch --no-tags origin "{ref}" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
 )
 CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
+# Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
+# rules compare those files with their merge-base text (the GitHub plan job fetches only for a PR).
+JENKINS_BASE_OPTION = "--base FETCH_HEAD"
 # `ci-tool stage run` options a selection may pass to each stage (the Option table's).
 STAGE_RUN_OPTIONS: tuple[str, ...] = tuple(o.stage_run_option for o in OPTIONS if o.stage_run_option)
 
@@ -198,7 +201,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
         "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$CHANGE_TARGET"),
-        "changed_files_option": CHANGED_FILES_OPTION,
+        "changed_files_option": f"{CHANGED_FILES_OPTION} {JENKINS_BASE_OPTION}",
         "test_job": "L0_Test",
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
         "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),

@@ -367,7 +367,7 @@ def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: di
         (
             "sh",
             '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
-            " --changed-files changed-files.txt > selection.json",
+            " --changed-files changed-files.txt --base FETCH_HEAD > selection.json",
         ),
     ]
 
