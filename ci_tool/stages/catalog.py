@@ -214,16 +214,6 @@ class Catalog:
     def names(self) -> tuple[str, ...]:
         return tuple(stage.name.name for stage in self.stages)
 
-    @functools.cached_property
-    def _by_family(self) -> Mapping[str, tuple[Stage, ...]]:
-        grouped: dict[str, list[Stage]] = {}
-        for stage in self.stages:
-            grouped.setdefault(stage.family.name.name, []).append(stage)
-        return {family: tuple(stages) for family, stages in grouped.items()}
-
-    def stages_of(self, family: Family) -> tuple[Stage, ...]:
-        return self._by_family.get(family.name.name, ())
-
     def stage(self, name: str) -> Stage:
         """The stage called `name`; a StageError names the closest stages otherwise."""
         found = self.by_name.get(name)
