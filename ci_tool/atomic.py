@@ -1,5 +1,5 @@
 """Writing files: atomically (a reader never sees a half-written file, a failed write leaves the old one),
-or appending in one write.
+or appending in one write; making the folders they go in.
 
 An atomically written file keeps the mode of the file it replaces; a new file gets the umask's default
 (0o666 & ~umask), as `open(path, "w")` would give it.
@@ -33,6 +33,16 @@ def write_text_atomically(path: str | Path, text: str, *, what: str = "the file"
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+
+
+def make_folder(folder: str | Path, *, what: str = "the folder") -> None:
+    """`folder` and its parents, where they are missing (a file in the way is an error, not a crash)."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CiToolError(f"cannot make {what} {str(folder)!r}: a file is in the way") from None
+    except OSError as error:
+        raise CiToolError(f"cannot make {what} {str(folder)!r}: {error.strerror}") from None
 
 
 def _create_temporary(target: Path) -> tuple[int, Path]:

@@ -120,6 +120,10 @@ class HistoryError(CiToolError):
     """The SQLite history store cannot be opened or holds an unknown run."""
 
 
+class ReportError(CiToolError):
+    """A report or dashboard that cannot be written where it was asked for."""
+
+
 class DispatchError(CiToolError):
     """A remote CI service (Jenkins, GitHub) refused or failed a request."""
 

@@ -3,6 +3,8 @@ the failure signature and the first lines of output the CI report shows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
@@ -50,8 +52,21 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
                 for t in result.tests
                 if t.rerun is not None
             ],
+            # where each failure's output is, relative to the stage's folder (the reports link it)
+            "logs": {
+                t.first.nodeid: _relative(t.log_file, result.results_dir)
+                for t in result.tests
+                if t.final.is_failure and t.log_file is not None
+            },
         },
     )
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:  # not under the stage's folder: keep it whole
+        return str(path)
 
 
 def to_not_run_record(run_id: str, outcome: StageOutcome) -> StageRecord:

@@ -117,7 +117,8 @@ def _run_seconds(run: RunRecord) -> float | None:
     return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
+    """`12.5 s`, `3 min 20 s`."""
     minutes, seconds = divmod(value, 60)
     return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
 
@@ -136,7 +137,7 @@ def render_markdown(report: CiReport) -> str:
         f"## ci-tool run `{run.run_id}`: **{run_state_words(run.state, report.waiting)}**",
         "",
         f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
-        f"{totals['skipped']} skipped" + (f" · {_seconds(took)}" if took is not None else ""),
+        f"{totals['skipped']} skipped" + (f" · {seconds_text(took)}" if took is not None else ""),
         "",
         "| Stage | Result | Duration | Passed | Failed | Skipped |",
         "|---|---|---|---:|---:|---:|",
@@ -145,7 +146,7 @@ def render_markdown(report: CiReport) -> str:
         if s.state.ran:
             result = f"**{s.state}**" + (f" ({s.reason})" if s.reason else "")
             lines.append(
-                f"| {s.name} | {result} | {_seconds(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
+                f"| {s.name} | {result} | {seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
             )
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")

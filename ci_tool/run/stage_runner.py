@@ -54,6 +54,7 @@ class TestResult:
     first: junit.CaseResult
     rerun: junit.CaseResult | None = None
     flaky: str | None = None  # the name of the flaky signature that earned the rerun
+    log_file: Path | None = None  # the log of the process that ran the first attempt
 
     @property
     def final(self) -> junit.CaseResult:
@@ -156,7 +157,7 @@ def _run_batch(settings: RunSettings, batch: _BatchRun, processes: list[ProcessO
     for _ in range(MAX_RESUMES + 1):
         outcome = _launch(invocation, settings, processes, sink)
         finished = [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]
-        batch.tests.extend(TestResult(case) for case in finished)
+        batch.tests.extend(TestResult(case, log_file=outcome.log_file) for case in finished)
         done.extend(case.nodeid for case in finished)
         if outcome.interrupted:
             return True
@@ -186,7 +187,7 @@ def _rerun_flaky(
         for index, test in enumerate(batch.tests):
             if test.first.nodeid in flaky:
                 rerun = reruns.get(test.first.nodeid) or _missing_rerun(test.first, outcome)
-                batch.tests[index] = TestResult(test.first, rerun, flaky[test.first.nodeid])
+                batch.tests[index] = TestResult(test.first, rerun, flaky[test.first.nodeid], test.log_file)
         if outcome.interrupted:
             return True
     return False

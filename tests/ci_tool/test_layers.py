@@ -17,6 +17,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"stages", "perf_gate"}),
     frozenset({"history"}),
     frozenset({"run"}),
+    frozenset({"report"}),
     frozenset({"bot"}),
     frozenset({"generate"}),
     frozenset({"dispatch"}),

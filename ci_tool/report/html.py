@@ -1,0 +1,180 @@
+"""The CI report of one run as a self-contained HTML page (what `ci-tool report RUN --format html` writes and
+each run page of `ci-tool site` is). Pure: a CiReport and where the stages' folders are, HTML out.
+
+    summary       the run's state, command, totals and duration
+    stages        result, duration, shard, counts and reruns of every stage
+    failures      grouped by signature, each group a `details` with its tests, a link to each test's log
+                  (relative to the page), and the first lines of output of its first test
+    reruns        known flaky failures run again, and how they ended
+    waives        the waives that skipped tests, by reason
+    not run       the stages that waited or were skipped, and why
+    uncollected   list entries that selected no test
+"""
+
+from __future__ import annotations
+
+import datetime
+import urllib.parse
+from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath
+
+from ci_tool.errors import StageError
+from ci_tool.history.store import StageRecord
+from ci_tool.outcomes import TestOutcome
+from ci_tool.report.page import page, state, table, text
+from ci_tool.run.report import CiReport, FailedTest, run_state_words, seconds_text
+from ci_tool.stages.names import parse_stage_name
+
+StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
+
+
+def render_html(report: CiReport, *, stage_href: StageHref, nav: Sequence[tuple[str, str]] = ()) -> str:
+    """The report page. `stage_href` gives each stage's folder relative to where the page is written."""
+    run = report.run
+    words = run_state_words(run.state, report.waiting)
+    stages = {stage.name: stage for stage in report.stages}
+    body = [
+        f"<h1>ci-tool run <code>{text(run.run_id)}</code>: {state(run.state.value, words)}</h1>",
+        _summary(report),
+        *_stages(report, stage_href),
+        *_failures(report, stages, stage_href),
+        *_reruns(report),
+        *_waives(report),
+        *_not_run(report),
+        *_uncollected(report),
+    ]
+    return page(f"ci-tool run {run.run_id}: {words}", body, nav=nav)
+
+
+def _summary(report: CiReport) -> str:
+    run, totals = report.run, report.totals
+    started = datetime.datetime.fromtimestamp(run.started_at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    took = f" · {seconds_text(run.finished_at - run.started_at)}" if run.finished_at is not None else ""
+    counts = ", ".join(f"{count} {outcome}" for outcome, count in totals.items())
+    return (
+        f"<p><code>{text(run.command)}</code> · {len(report.stages)} stages · {text(counts)}{took}</p>"
+        f'<p class="muted">started {text(started)}' + (f" on {text(run.host)}" if run.host else "") + "</p>"
+    )
+
+
+def _stages(report: CiReport, stage_href: StageHref) -> list[str]:
+    reruns: dict[str, int] = {}
+    for rerun in report.reruns:
+        reruns[str(rerun.get("stage"))] = reruns.get(str(rerun.get("stage")), 0) + 1
+    rows = []
+    for stage in report.stages:
+        ran = stage.state.ran
+        result = state(stage.state.value, stage.state.words) + (
+            f" <span>({text(stage.reason)})</span>" if stage.reason else ""
+        )
+        folder = stage_href(stage) if ran else None
+        name = f"<code>{text(stage.name)}</code>"
+        rows.append(
+            [
+                f'<a href="{text(folder)}">{name}</a>' if folder is not None else name,
+                result,
+                text(seconds_text(stage.duration_seconds)) if ran else "–",
+                text(_shard(stage.name)),
+                *(text(getattr(stage, key)) if ran else "–" for key in ("passed", "failed", "skipped")),
+                text(reruns.get(stage.name, 0)) if ran else "–",
+            ]
+        )
+    headers = ("Stage", "Result", "Duration", "Shard", "Passed", "Failed", "Skipped", "Reruns")
+    return [
+        '<h2 id="stages">Stages</h2>',
+        table("Every stage of the run, in order", headers, rows, numbers=(4, 5, 6, 7)),
+    ]
+
+
+def _failures(report: CiReport, stages: dict[str, StageRecord], stage_href: StageHref) -> list[str]:
+    if not report.failures:
+        return []
+    count = sum(len(group.tests) for group in report.failures)
+    parts = [f'<h2 id="failures">Failures: {_tests(count)}, {len(report.failures)} signature'
+             f'{"s" if len(report.failures) != 1 else ""}</h2>']  # fmt: skip
+    for group in report.failures:
+        items = "".join(f"<li>{_failed_test(test, stages.get(test.stage), stage_href)}</li>" for test in group.tests)
+        excerpt = group.tests[0].excerpt or group.tests[0].message
+        parts.append(
+            '<details class="failure">'
+            f"<summary><code>{text(group.signature)}</code> ({_tests(len(group.tests))})</summary>"
+            f"<ul>{items}</ul>" + (f"<pre>{text(excerpt)}</pre>" if excerpt else "") + "</details>"
+        )
+    return parts
+
+
+def _failed_test(test: FailedTest, stage: StageRecord | None, stage_href: StageHref) -> str:
+    line = f"<code>{text(test.test_id)}</code> in {text(test.stage)}"
+    if test.outcome is TestOutcome.ERROR:
+        line += " (error)"
+    logs = stage.details.get("logs", {}) if stage is not None else {}
+    folder = stage_href(stage) if stage is not None else None
+    log = logs.get(test.test_id) if isinstance(logs, dict) else None
+    if folder is not None and isinstance(log, str):
+        href = (
+            PurePosixPath(log).as_uri()
+            if PurePosixPath(log).is_absolute()
+            else folder.rstrip("/") + "/" + urllib.parse.quote(log)
+        )
+        line += f' · <a href="{text(href)}">log</a>'
+    return line
+
+
+def _reruns(report: CiReport) -> list[str]:
+    if not report.reruns:
+        return []
+    rows = [
+        [
+            f"<code>{text(r.get('test_id'))}</code>",
+            text(r.get("stage")),
+            f"<code>{text(r.get('signature'))}</code>",
+            "passed on rerun (unstable, not green)" if r.get("rerun") == TestOutcome.PASSED else "failed again",
+        ]
+        for r in report.reruns
+    ]
+    headers = ("Test", "Stage", "Signature", "Rerun")
+    return ['<h2 id="reruns">Reruns of known flaky failures</h2>', table("Known flaky failures", headers, rows)]
+
+
+def _waives(report: CiReport) -> list[str]:
+    if not report.waives:
+        return []
+    total = sum(len(ids) for _, ids in report.waives)
+    items = "".join(
+        f"<li>{text(reason)}: " + ", ".join(f"<code>{text(test_id)}</code>" for test_id in ids) + "</li>"
+        for reason, ids in report.waives
+    )
+    return [f'<h2 id="waives">Waives applied: {_tests(total)}</h2>', f"<ul>{items}</ul>"]
+
+
+def _not_run(report: CiReport) -> list[str]:
+    not_run = [stage for stage in report.stages if not stage.state.ran]
+    if not not_run:
+        return []
+    items = "".join(
+        f"<li><code>{text(s.name)}</code>: {state(s.state.value, s.state.words)}: {text(s.reason)}</li>"
+        for s in not_run
+    )
+    return ['<h2 id="not-run">Stages not run</h2>', f"<ul>{items}</ul>"]
+
+
+def _uncollected(report: CiReport) -> list[str]:
+    if not report.uncollected:
+        return []
+    items = "".join(
+        f"<li><code>{text(u.get('id'))}</code> in {text(u.get('stage'))}: {text(u.get('reason'))}</li>"
+        for u in report.uncollected
+    )
+    return ['<h2 id="uncollected">List entries that collected nothing</h2>', f"<ul>{items}</ul>"]
+
+
+def _shard(name: str) -> str:
+    try:
+        shard = parse_stage_name(name).shard
+    except StageError:  # a recorded name of another grammar still gets a row
+        return "–"
+    return str(shard) if shard is not None else "–"
+
+
+def _tests(count: int) -> str:
+    return f"{count} test" + ("s" if count != 1 else "")
