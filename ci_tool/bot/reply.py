@@ -275,4 +275,5 @@ def stopped_lines(cancelled: list[tuple[int, str]], stopped: list[tuple[int, str
 
 def with_lines(reply: str, lines: list[str], *, none: str) -> str:
     """A reply with a list of what the command did appended (or `none` when it did nothing)."""
-    return reply.rstrip("\n") + "\n\n" + ("\n".join(lines) if lines else none) + "\n"
+    shown = "\n".join(lines) if lines else none
+    return reply.rstrip("\n") + "\n\n" + shown + "\n" if shown else reply

@@ -88,7 +88,8 @@ def test_handle_writes_the_reply_file_only_when_there_is_a_reply(
     reply = tmp_path / "reply.md"
     event = FIXTURES / "event_syntax_error.json"
     code, out, _ = run(
-        capsys, "bot", "handle", "--dry-run", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(reply)
+        capsys, "bot", "handle", "--dry-run", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file",
+        str(reply),
     )
     assert (code, out) == (0, "decision: help: syntax error at column 23\n")
     assert "column 23: unknown flag '-disable-fail-fast'" in reply.read_text(encoding="utf-8")
