@@ -247,9 +247,9 @@ def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
             break
         kept.append(line)
         size += len(line) + 1
+    left = len(lines) - len(kept)
     if sum(1 for line in kept if line.startswith("```")) % 2:
         kept.append("```")
-    left = len(lines) - len(kept)
     summary = (
         f"**Shortened**: this reply had {len(body):,} characters, more than the {limit:,} GitHub takes; "
         f"{left:,} of its {len(lines):,} lines are left out.{where}"
