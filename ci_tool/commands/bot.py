@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.atomic import write_text_atomically
+from ci_tool.atomic import append_text, write_text_atomically
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
@@ -130,6 +130,11 @@ def help_() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the first markdown reply here (nothing is written when the bot stays silent).",
 )
+@click.option(
+    "--github-output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append build=N and build_url=URL here when a /bot run has a build ($GITHUB_OUTPUT).",
+)
 @catalog_options
 @dispatch_options
 def handle(
@@ -137,6 +142,7 @@ def handle(
     allowlist_path: Path,
     dry_run: bool,
     reply_file: Path | None,
+    github_output: Path | None,
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
@@ -190,7 +196,10 @@ def handle(
     with settings.history() as history:
         services = bot_dispatch.Services(jenkins, replies, settings.jenkins_job, history, settings.pace())
         if request.command == "run" and run_plan is not None and pr is not None:
-            bot_dispatch.run(services, decision, run_plan, pr, reply, wait=settings.wait)
+            started = bot_dispatch.run(services, decision, run_plan, pr, reply, wait=settings.wait)
+            if github_output is not None and started.build is not None:
+                outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
+                append_text(github_output, outputs, what="the GitHub outputs")
         elif request.command == "kill":
             bot_dispatch.kill(services, event.number, reply)
         elif request.command == "reuse-pipeline" and pr is not None:

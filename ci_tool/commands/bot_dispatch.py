@@ -138,7 +138,9 @@ def _mark_stopped(services: Services, runs: Stopped, by: Build | None) -> list[s
     )
 
 
-def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool) -> None:
+def run(
+    services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool
+) -> Started:
     """/bot run: see the module docstring."""
     request = plan.selection.request
     request_json = json.dumps(request.to_json())
@@ -177,6 +179,7 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
         click.echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
     if wait and started.build is not None:
         follow(services, started, plan, login=event.login, command=decision.request.line if decision.request else "")
+    return started
 
 
 def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:

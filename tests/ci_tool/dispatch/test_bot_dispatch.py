@@ -434,3 +434,14 @@ def test_a_closed_or_other_pull_request_is_read_from_the_api(
     github.add_pull("example/ci-tool", FakePull(PR, head_sha="f" * 40))
     assert bot(event('/bot skip --comment "docs only"')).code == 0
     assert statuses(github) == [("fffffff", FULL, "success", "skipped: docs only")]
+
+
+def test_github_output_names_the_build_for_the_follow_job(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, tmp_path: Path
+) -> None:
+    outputs = tmp_path / "github_output"
+    assert bot(event("/bot run"), "--github-output", str(outputs)).code == 0
+    build = jenkins.triggered()[0]
+    assert outputs.read_text() == f"build=1\nbuild_url={build.url}\n"
+    assert bot(event("/bot help"), "--github-output", str(outputs)).code == 0  # no build: nothing more
+    assert outputs.read_text() == f"build=1\nbuild_url={build.url}\n"
