@@ -20,8 +20,6 @@ from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
-from ci_tool.commands import bot_dispatch
-from ci_tool.commands.bot_dispatch import Replies
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
 from ci_tool.errors import BotError
@@ -184,7 +182,9 @@ def handle(
         return 0
     if github is None or reply is None:
         return 0
-    replies = Replies(github, event.repository, event.number)
+    from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
+
+    replies = bot_dispatch.Replies(github, event.repository, event.number)
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
         return 1 if replies.failures else 0

@@ -9,15 +9,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ci_tool.commands.bounds import FiniteFloatRange
-from ci_tool.dispatch.faults import RetryPolicy
-from ci_tool.dispatch.github import GitHubClient
-from ci_tool.dispatch.jenkins import JenkinsClient
-from ci_tool.dispatch.trigger import Pace
 from ci_tool.errors import DispatchError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import (
@@ -33,6 +29,12 @@ from ci_tool.layout import (
     MERGE_REQUEST_JOB,
     QUEUE_TIMEOUT_SECONDS,
 )
+
+if TYPE_CHECKING:  # the clients import requests, python-jenkins and PyGithub (half a second): only to dispatch
+    from ci_tool.dispatch.faults import RetryPolicy
+    from ci_tool.dispatch.github import GitHubClient
+    from ci_tool.dispatch.jenkins import JenkinsClient
+    from ci_tool.dispatch.trigger import Pace
 
 F = TypeVar("F", bound=Callable[..., object])
 PR_COMMANDS = ("run", "skip", "reuse-pipeline")  # the sub-commands that read the pull request first
@@ -51,6 +53,8 @@ class DispatchSettings:
     queue_timeout_seconds: float
 
     def retry(self) -> RetryPolicy:
+        from ci_tool.dispatch.faults import RetryPolicy
+
         return RetryPolicy(first_delay_seconds=self.retry_seconds)
 
     def jenkins(self) -> JenkinsClient:
@@ -59,6 +63,8 @@ class DispatchSettings:
                 f"expected the Jenkins URL in --jenkins-url or {JENKINS_URL_ENV}, found neither",
                 hint="set it (the bot workflow passes a repository variable), or pass --dry-run",
             )
+        from ci_tool.dispatch.jenkins import JenkinsClient
+
         return JenkinsClient(
             self.jenkins_url,
             user=os.environ.get(JENKINS_USER_ENV),
@@ -73,9 +79,13 @@ class DispatchSettings:
                 f"expected a GitHub token in {GITHUB_TOKEN_ENV} to reply on the pull request, found none",
                 hint="in Actions pass `GITHUB_TOKEN: ${{ github.token }}`, or pass --dry-run",
             )
+        from ci_tool.dispatch.github import GitHubClient
+
         return GitHubClient(self.github_api_url, token=token, retry=self.retry())
 
     def pace(self) -> Pace:
+        from ci_tool.dispatch.trigger import Pace
+
         return Pace(poll_seconds=self.poll_seconds, queue_timeout_seconds=self.queue_timeout_seconds)
 
     def history(self) -> HistoryStore:

@@ -72,6 +72,7 @@ class Loopback:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = -1  # headers and body leave in one write (else delayed ACKs add 40 ms an answer)
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
