@@ -38,7 +38,17 @@ from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
-from ci_tool.dispatch.trigger import Dispatch, Pace, Started, Stopped, resume, stop_pull_request, trigger, wait_for_end
+from ci_tool.dispatch.trigger import (
+    Dispatch,
+    Pace,
+    Started,
+    Stopped,
+    look,
+    resume,
+    stop_pull_request,
+    trigger,
+    wait_for_end,
+)
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.ledger import DispatchKey
 from ci_tool.history.store import HistoryStore
@@ -155,10 +165,12 @@ def run(
     key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
     context = context_for(request)
-    started = resume(services.jenkins, services.history, dispatch, services.pace, echo=click.echo, wall=services.wall)
+    seen = look(services.jenkins, services.job)
+    started = resume(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                     wall=services.wall, seen=seen)  # fmt: skip
     if started is None:
         reply_id = services.replies.comment(reply)
-        older = stop_pull_request(services.jenkins, services.job, pr.number)
+        older = stop_pull_request(services.jenkins, services.job, pr.number, seen)
         started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
                           wall=services.wall)  # fmt: skip
         lines = _mark_stopped(services, older, started.build)

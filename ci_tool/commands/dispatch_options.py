@@ -92,6 +92,11 @@ class DispatchSettings:
         return HistoryStore(history_path(self.history_option))
 
 
+def _seconds(name: str, default: float, maximum: float, help: str) -> Callable[[F], F]:
+    """A finite number of seconds from 0 to `maximum`."""
+    return click.option(name, type=FiniteFloatRange(min=0, max=maximum), default=default, show_default=True, help=help)
+
+
 def dispatch_options(command: F) -> F:
     """Add the Jenkins, GitHub, --wait and pacing options (read into the keyword argument `settings`)."""
 
@@ -126,27 +131,11 @@ def dispatch_options(command: F) -> F:
             type=click.Path(dir_okay=False, path_type=Path),
             help="The history holding the dispatch ledger [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
         ),
-        click.option(
-            "--poll-seconds",
-            type=FiniteFloatRange(min=0, max=3600),
-            default=DISPATCH_POLL_SECONDS,
-            show_default=True,
-            help="Between looks at a queue item or a running build.",
-        ),
-        click.option(
-            "--retry-seconds",
-            type=FiniteFloatRange(min=0, max=600),
-            default=DISPATCH_RETRY_SECONDS,
-            show_default=True,
-            help="The first pause before a retry (doubling), and between GitHub writes.",
-        ),
-        click.option(
-            "--queue-timeout-seconds",
-            type=FiniteFloatRange(min=0, max=7 * 24 * 3600),
-            default=QUEUE_TIMEOUT_SECONDS,
-            show_default=True,
-            help="How long a queued build may wait for Jenkins to name its build number.",
-        ),
+        _seconds("--poll-seconds", DISPATCH_POLL_SECONDS, 3600, "Between looks at a queue item or a running build."),
+        _seconds("--retry-seconds", DISPATCH_RETRY_SECONDS, 600,
+                 "The first pause before a retry (doubling), and between GitHub writes."),
+        _seconds("--queue-timeout-seconds", QUEUE_TIMEOUT_SECONDS, 7 * 24 * 3600,
+                 "How long a queued build may wait for Jenkins to name its build number."),
     )
     wrapped: F = with_settings  # type: ignore[assignment]  # same signature to click
     for decorator in reversed(decorators):

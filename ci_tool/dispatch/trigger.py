@@ -81,20 +81,34 @@ def _same_json(found: str, expected: str) -> bool:
         return found == expected
 
 
-def find_in_jenkins(client: JenkinsClient, dispatch: Dispatch) -> QueueItem | Build | None:
+@dataclass(frozen=True)
+class Seen:
+    """A job's queued items and newest builds, read once for the look-up and the stop that follows it."""
+
+    queued: tuple[QueueItem, ...]
+    builds: tuple[Build, ...]
+
+
+def look(client: JenkinsClient, job: str) -> Seen:
+    return Seen(tuple(client.queued(job)), tuple(client.builds(job)))
+
+
+def find_in_jenkins(client: JenkinsClient, dispatch: Dispatch, seen: Seen | None = None) -> QueueItem | Build | None:
     """A queued item or one of the newest builds that is this dispatch."""
-    job = dispatch.key.job
-    for item in client.queued(job):
-        if dispatch.matches(item.parameters):
-            return item
-    for build in client.builds(job):
-        if dispatch.matches(build.parameters):
-            return build
-    return None
+    seen = seen or look(client, dispatch.key.job)
+    candidates: list[QueueItem | Build] = [*seen.queued, *seen.builds]
+    return next((found for found in candidates if dispatch.matches(found.parameters)), None)
 
 
 def resume(
-    client: JenkinsClient, store: HistoryStore, dispatch: Dispatch, pace: Pace, *, echo: Echo, wall: Callable[[], float]
+    client: JenkinsClient,
+    store: HistoryStore,
+    dispatch: Dispatch,
+    pace: Pace,
+    *,
+    echo: Echo,
+    wall: Callable[[], float],
+    seen: Seen | None = None,
 ) -> Started | None:
     """The dispatch's build when the ledger or Jenkins knows it (followed from the queue if need be); None when
     it was never triggered."""
@@ -106,7 +120,7 @@ def resume(
         with contextlib.suppress(NotFound):  # gone from Jenkins: look there as if the ledger had no row
             echo(f"already triggered by comment {dispatch.key.comment_id}: not triggering again")
             return Started(known.queue_id, client.build(job, known.build_number), already=True)
-    found = find_in_jenkins(client, dispatch)
+    found = find_in_jenkins(client, dispatch, seen)
     if found is not None:
         echo(f"already triggered by comment {dispatch.key.comment_id}: not triggering again")
         return _continue(client, store, dispatch, found, pace, wall=wall, already=True)
@@ -214,17 +228,14 @@ class Stopped:
     stopped: tuple[Build, ...]
 
 
-def pull_request_runs(client: JenkinsClient, job: str, pull_request: int) -> Stopped:
-    """The pull request's queued items and running builds (not touched)."""
-    number = str(pull_request)
-    items = tuple(item for item in client.queued(job) if item.parameters.get("PR_NUMBER") == number)
-    builds = tuple(b for b in client.builds(job) if b.building and b.parameters.get("PR_NUMBER") == number)
-    return Stopped(items, builds)
-
-
-def stop_pull_request(client: JenkinsClient, job: str, pull_request: int) -> Stopped:
+def stop_pull_request(client: JenkinsClient, job: str, pull_request: int, seen: Seen | None = None) -> Stopped:
     """Cancel the pull request's queued items first (so none starts), then stop its running builds."""
-    runs = pull_request_runs(client, job, pull_request)
+    seen = seen or look(client, job)
+    number = str(pull_request)
+    runs = Stopped(
+        tuple(item for item in seen.queued if item.parameters.get("PR_NUMBER") == number),
+        tuple(b for b in seen.builds if b.building and b.parameters.get("PR_NUMBER") == number),
+    )
     for item in runs.cancelled:
         client.cancel(item.id)
     for build in runs.stopped:
