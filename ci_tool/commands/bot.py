@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -158,6 +159,9 @@ def handle(
     jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
     github = None if dry_run or decision.action is Action.IGNORE else settings.github()
     pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
+    if pr is not None and pr.state != "open":  # closed since the event was sent
+        decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
+        command = None
     labels, changed = (pr.labels, pr.changed_files) if pr is not None else (event.labels, ())
 
     def plan_for(selection_request: SelectionRequest) -> RunPlan:
@@ -180,7 +184,7 @@ def handle(
         if reply is not None and reply_file is None:
             click.echo("\n" + reply, nl=False)
         return 0
-    if github is None or reply is None:
+    if github is None or reply is None or decision.action is Action.IGNORE:
         return 0
     from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
 

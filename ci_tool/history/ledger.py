@@ -8,7 +8,7 @@ build carries COMMENT_ID and REQUEST, so a machine without this file finds the b
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import DispatchState
@@ -34,9 +34,6 @@ class DispatchRecord:
     updated_at: float
     queue_id: int | None = None
     build_number: int | None = None
-
-    def moved(self, state: DispatchState, *, at: float, **changes: int | None) -> DispatchRecord:
-        return replace(self, state=state, updated_at=at, **changes)  # type: ignore[arg-type]  # queue_id, build_number
 
 
 _COLUMNS = (

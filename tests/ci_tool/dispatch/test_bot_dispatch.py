@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.bot.help import render_help
 from tests.ci_tool.dispatch.conftest import PR, Bot, MakeEvent
 from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, FakePull, Script
 
@@ -422,18 +423,25 @@ def test_help_and_refusals_are_replied_without_jenkins(
     env.delenv("CI_TOOL_JENKINS_URL")
     assert bot(event("/bot help")).code == 0
     assert bot(event("/bot run", login="stranger", association="NONE")).code == 0
-    assert [body.split("\n")[0][:40] for body in github.bodies()] == [
-        github.bodies()[0].split("\n")[0][:40], "@stranger, thank you for the `/bot run`."
-    ]
-    assert jenkins.requests == []
+    help_reply, refusal = github.bodies()
+    assert help_reply == render_help()
+    assert refusal.startswith("@stranger, thank you for the `/bot run`.")
+    assert (jenkins.requests, github.statuses) == ([], [])
 
 
-def test_a_closed_or_other_pull_request_is_read_from_the_api(
-    bot: Bot, event: MakeEvent, github: FakeGitHub
-) -> None:
-    github.add_pull("example/ci-tool", FakePull(PR, head_sha="f" * 40))
+def test_the_head_commit_comes_from_the_api(bot: Bot, event: MakeEvent, github: FakeGitHub) -> None:
+    github.add_pull("example/ci-tool", FakePull(PR, head_sha="f" * 40))  # pushed since the event was sent
     assert bot(event('/bot skip --comment "docs only"')).code == 0
     assert statuses(github) == [("fffffff", FULL, "success", "skipped: docs only")]
+
+
+def test_a_pull_request_closed_since_the_event_is_left_alone(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    github.pulls[("example/ci-tool", PR)].state = "closed"
+    result = bot(event("/bot run"))
+    assert (result.code, result.out) == (0, "decision: ignore: pull request #123 is closed\n")
+    assert (jenkins.requests, github.comments) == ([], {})
 
 
 def test_github_output_names_the_build_for_the_follow_job(

@@ -4,6 +4,7 @@ the build; a history of schema 1 gains the table when opened."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
@@ -19,7 +20,7 @@ def test_a_dispatch_moves_from_triggering_to_started(tmp_path: Path) -> None:
         assert find_dispatch(store, KEY) is None
         record_dispatch(store, record)
         assert find_dispatch(store, KEY) == record
-        started = record.moved(DispatchState.STARTED, at=2.0, queue_id=40, build_number=7)
+        started = replace(record, state=DispatchState.STARTED, updated_at=2.0, queue_id=40, build_number=7)
         record_dispatch(store, started)
         assert find_dispatch(store, KEY) == started
         edited = '{"command": "run", "flags": {"post_merge": true}}'
