@@ -262,6 +262,15 @@ def triggered(reply: str, build_number: int, build_url: str, job: str) -> str:
     return reply.rstrip("\n") + f"\n\ntriggered: build [{job} #{build_number}]({build_url})\n"
 
 
+def queued(reply: str, queue_url: str) -> str:
+    """The plan reply while Jenkins has not named the build yet."""
+    note = (
+        f"queued: [in Jenkins]({queue_url}), waiting for an executor; the bot follows it when the comment is "
+        "handled again."
+    )
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
 def cancelled_in_queue(reply: str, queue_url: str) -> str:
     note = f"The [queued build]({queue_url}) was cancelled in Jenkins before it started: nothing ran."
     return reply.rstrip("\n") + f"\n\n{note}\n"

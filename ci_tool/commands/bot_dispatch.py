@@ -28,6 +28,7 @@ from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
     code,
+    queued,
     shorten,
     stopped_lines,
     triggered,
@@ -41,6 +42,7 @@ from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
     Dispatch,
     Pace,
+    QueueWait,
     Started,
     Stopped,
     look,
@@ -171,8 +173,14 @@ def run(
     if started is None:
         reply_id = services.replies.comment(reply)
         older = stop_pull_request(services.jenkins, services.job, pr.number, seen)
-        started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
-                          wall=services.wall)  # fmt: skip
+        try:
+            started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                              wall=services.wall)  # fmt: skip
+        except QueueWait as waiting:  # say where it waits, then the error
+            services.replies.edit(reply_id, queued(reply, waiting.queue_url))
+            services.replies.status(pr.head_sha, Status(context, StatusState.PENDING, "queued in Jenkins",
+                                                        waiting.queue_url))  # fmt: skip
+            raise
         lines = _mark_stopped(services, older, started.build)
         if started.build is not None:
             build = started.build

@@ -41,6 +41,14 @@ class Pace:
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
 
+class QueueWait(DispatchError):
+    """A queue item that named no build within the queue timeout (the ledger keeps it)."""
+
+    def __init__(self, message: str, *, queue_url: str, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.queue_url = queue_url
+
+
 @dataclass(frozen=True)
 class Started:
     """Where a dispatch stands: its build, or cancelled in the queue; `already`: an earlier handling of the
@@ -212,9 +220,10 @@ def follow_queue(
             )
             return Started(queue_id, build)
         if pace.clock() >= deadline:
-            raise DispatchError(
+            raise QueueWait(
                 f"queue item {queue_id} of {job}: expected a build within {pace.queue_timeout_seconds:g} s, found it "
                 f"still waiting ({item.why or 'no reason given'})",
+                queue_url=item.url,
                 hint="handling the comment again follows the same item; it never triggers a second build",
             )
         pace.sleep(pace.poll_seconds)

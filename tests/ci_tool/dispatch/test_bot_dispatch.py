@@ -86,7 +86,7 @@ def test_handling_the_same_comment_again_triggers_and_posts_nothing(
 
 
 def test_a_queued_item_of_the_comment_is_followed_not_triggered_again(
-    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, env: pytest.MonkeyPatch, tmp_path: Path
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     jenkins.polls_to_start = 3
     comment = event("/bot run")
@@ -97,6 +97,9 @@ def test_a_queued_item_of_the_comment_is_followed_not_triggered_again(
         "next available executor) Hint: handling the comment again follows the same item; it never triggers a "
         "second build\n",
     )
+    assert github.bodies()[0].endswith(f"queued: [in Jenkins]({jenkins.url}queue/item/40/), waiting for an executor; "
+                                       "the bot follows it when the comment is handled again.\n")
+    assert statuses(github) == [(SHA[:7], FULL, "pending", "queued in Jenkins")]
     env.setenv("CI_TOOL_HISTORY", str(tmp_path / "other.sqlite"))  # a fresh machine: found in Jenkins' queue
     again = bot(comment)
     assert again.code == 0, again.err
