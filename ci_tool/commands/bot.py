@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.atomic import append_text, write_text_atomically
+from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
@@ -188,24 +188,5 @@ def handle(
         return 0
     from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
 
-    replies = bot_dispatch.Replies(github, event.repository, event.number)
-    if decision.action is not Action.DISPATCH or request is None:
-        replies.comment(reply)
-        return 1 if replies.failures else 0
-    if request.command == "skip" and pr is not None:
-        bot_dispatch.skip(replies, pr, str(request.flags.get("comment", "")), reply)
-        return 1 if replies.failures else 0
-    if jenkins is None:
-        return 0
-    with settings.history() as history:
-        services = bot_dispatch.Services(jenkins, replies, settings.jenkins_job, history, settings.pace())
-        if request.command == "run" and run_plan is not None and pr is not None:
-            started = bot_dispatch.run(services, decision, run_plan, pr, reply, wait=settings.wait)
-            if github_output is not None and started.build is not None:
-                outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
-                append_text(github_output, outputs, what="the GitHub outputs")
-        elif request.command == "kill":
-            bot_dispatch.kill(services, event.number, reply)
-        elif request.command == "reuse-pipeline" and pr is not None:
-            bot_dispatch.reuse(services, pr, reply, plan_for)
-    return 1 if replies.failures else 0
+    answer = bot_dispatch.Answer(decision, reply, pr, run_plan, plan_for)
+    return bot_dispatch.carry_out(answer, github, jenkins, settings, github_output=github_output)

@@ -18,12 +18,14 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import click
 
+from ci_tool.atomic import append_text
 from ci_tool.bot.ci_report import FinishedBuild, render_ci_report, totals
 from ci_tool.bot.ci_report import ci_report as build_ci_report
-from ci_tool.bot.event import Decision
+from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
@@ -36,6 +38,7 @@ from ci_tool.bot.reply import (
 )
 from ci_tool.bot.status import KILLED_BY_KILL, KILLED_BY_NEWER, carried, context_for, final, killed, pending, skipped
 from ci_tool.bot.status import cancelled as cancelled_status
+from ci_tool.commands.dispatch_options import DispatchSettings
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
@@ -59,6 +62,48 @@ from ci_tool.outcomes import BuildResult
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
 Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What `bot handle` decided about a comment, with what it read and planned."""
+
+    decision: Decision
+    reply: str
+    pr: PullRequest | None  # read for run, skip and reuse-pipeline
+    plan: RunPlan | None  # for a /bot run
+    plan_for: Callable[[SelectionRequest], RunPlan]  # plans another request the same way (reuse-pipeline)
+
+
+def carry_out(
+    answer: Answer,
+    github: GitHubClient,
+    jenkins: JenkinsClient | None,
+    settings: DispatchSettings,
+    *,
+    github_output: Path | None,
+) -> int:
+    """Post the reply, or act on Jenkins and GitHub for a dispatch; 1 when GitHub refused a post."""
+    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    event = decision.event
+    replies = Replies(github, event.repository, event.number)
+    if decision.action is not Action.DISPATCH or request is None:
+        replies.comment(reply)
+    elif request.command == "skip" and pr is not None:
+        skip(replies, pr, str(request.flags.get("comment", "")), reply)
+    elif jenkins is not None:
+        with settings.history() as history:
+            services = Services(jenkins, replies, settings.jenkins_job, history, settings.pace())
+            if request.command == "run" and answer.plan is not None and pr is not None:
+                started = run(services, decision, answer.plan, pr, reply, wait=settings.wait)
+                if github_output is not None and started.build is not None:
+                    outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
+                    append_text(github_output, outputs, what="the GitHub outputs")
+            elif request.command == "kill":
+                kill(services, event.number, reply)
+            elif request.command == "reuse-pipeline" and pr is not None:
+                reuse(services, pr, reply, answer.plan_for)
+    return 1 if replies.failures else 0
 
 
 @dataclass
