@@ -11,6 +11,7 @@ from typing import TypeVar
 import requests
 import urllib3.exceptions
 
+from ci_tool.errors import DispatchError
 from ci_tool.layout import DISPATCH_ATTEMPTS, DISPATCH_RETRY_SECONDS
 
 T = TypeVar("T")
@@ -91,3 +92,20 @@ def retrying(
         judge(fault, attempt)
         policy.sleep(policy.delay(attempt))
         attempt += 1
+
+
+@dataclass(frozen=True)
+class AccessHints:
+    """What to tell a user whose request a service refused (401, 403): by whether credentials were given."""
+
+    missing: str  # none were given
+    invalid: str  # 401: the token is wrong or expired
+    forbidden: str  # 403: the account may not do this
+
+
+def refused_access(
+    what: str, fault: Fault, *, service: str, accepting: str, given: bool, hints: AccessHints
+) -> DispatchError:
+    """The one-line error for a 401 or 403: names the variables holding the credentials, never their values."""
+    hint = hints.missing if not given else hints.invalid if fault.status == 401 else hints.forbidden
+    return DispatchError(f"{what}: expected {service} to accept {accepting}, found {fault.words}", hint=hint)

@@ -14,7 +14,7 @@ import github
 import requests
 from github import Auth, Github, GithubException
 
-from ci_tool.dispatch.faults import Fault, RetryPolicy, classify, retrying
+from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, PullRequest, Status, StatusState
 from ci_tool.errors import DispatchError
 from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS
@@ -73,13 +73,14 @@ class GitHubClient:
         return retrying(work, policy=self.retry, read_fault=read_fault, judge=judge)
 
     def _access_error(self, what: str, fault: Fault) -> DispatchError:
-        if not self.has_token:
-            hint = f"set {GITHUB_TOKEN_ENV} (in Actions: ${{{{ github.token }}}})"
-        elif fault.status == 401:
-            hint = f"{GITHUB_TOKEN_ENV} is not a valid token: pass a current one"
-        else:
-            hint = f"give {GITHUB_TOKEN_ENV} the pull-requests: write and statuses: write permissions on the repository"
-        return DispatchError(f"{what}: expected GitHub to accept {GITHUB_TOKEN_ENV}, found {fault.words}", hint=hint)
+        hints = AccessHints(
+            missing=f"set {GITHUB_TOKEN_ENV} (in Actions: ${{{{ github.token }}}})",
+            invalid=f"{GITHUB_TOKEN_ENV} is not a valid token: pass a current one",
+            forbidden=f"give {GITHUB_TOKEN_ENV} the pull-requests: write and statuses: write permissions on the "
+            "repository",
+        )
+        return refused_access(what, fault, service="GitHub", accepting=GITHUB_TOKEN_ENV, given=self.has_token,
+                              hints=hints)  # fmt: skip
 
     def _repo(self, repository: str) -> github.Repository.Repository:
         return self.github.get_repo(repository)

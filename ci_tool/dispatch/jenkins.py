@@ -23,7 +23,7 @@ from urllib.parse import urljoin
 import jenkins
 import requests
 
-from ci_tool.dispatch.faults import Fault, RetryPolicy, classify, retrying
+from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import Build, CaseResult, Console, QueueItem
 from ci_tool.errors import DispatchError
 from ci_tool.layout import (
@@ -131,14 +131,14 @@ class JenkinsClient:
 
     def _credentials_error(self, what: str, fault: Fault) -> DispatchError:
         variables = f"{JENKINS_USER_ENV} and {JENKINS_TOKEN_ENV}"
-        if not self.has_credentials:
-            hint = f"set {variables} (an API token of a Jenkins user who may build the job)"
-        elif fault.status == 401:
-            hint = f"{JENKINS_TOKEN_ENV} is not a current API token of {JENKINS_USER_ENV}: create a new one in Jenkins"
-        else:
-            hint = f"give the user in {JENKINS_USER_ENV} the Job/Build, Job/Cancel and Job/Read permissions"
-        return DispatchError(f"{what}: expected Jenkins to accept the credentials in {variables}, found {fault.words}",
-                             hint=hint)  # fmt: skip
+        hints = AccessHints(
+            missing=f"set {variables} (an API token of a Jenkins user who may build the job)",
+            invalid=f"{JENKINS_TOKEN_ENV} is not a current API token of {JENKINS_USER_ENV}: create a new one in "
+            "Jenkins",
+            forbidden=f"give the user in {JENKINS_USER_ENV} the Job/Build, Job/Cancel and Job/Read permissions",
+        )
+        return refused_access(what, fault, service="Jenkins", accepting=f"the credentials in {variables}",
+                              given=self.has_credentials, hints=hints)  # fmt: skip
 
     # -- requests --------------------------------------------------------------------------------
 

@@ -143,6 +143,14 @@ class Loopback:
     def answer(self, request: Request) -> Answer:
         raise NotImplementedError
 
+    def route(self, request: Request, not_found: Answer) -> Answer:
+        """The answer of the ROUTES entry (method, path regex, handler) that matches the request."""
+        for method, pattern, handler in getattr(self, "ROUTES", ()):
+            match = re.fullmatch(pattern, request.path)
+            if match and method == request.method:
+                return handler(self, request, **match.groupdict())  # type: ignore[no-any-return]
+        return not_found
+
     def count(self, method: str, path: str) -> int:
         return sum(1 for r in self.requests if r.method == method and re.search(path, r.path))
 
@@ -245,11 +253,7 @@ class FakeJenkins(Loopback):
             return 401, {"WWW-Authenticate": 'Basic realm="Jenkins"'}, b"<html>Unauthorized</html>"
         if request.method == "POST" and request.headers.get("jenkins-crumb") != self.crumb:
             return 403, {"Content-Type": "text/html"}, b"<html>No valid crumb was included in the request</html>"
-        for method, pattern, route in self.ROUTES:
-            match = re.fullmatch(pattern, request.path)
-            if match and method == request.method:
-                return route(self, request, **match.groupdict())
-        return NOT_FOUND
+        return self.route(request, NOT_FOUND)
 
     def _crumb(self, request: Request) -> Answer:
         return _json({"crumb": self.crumb, "crumbRequestField": "Jenkins-Crumb"})
@@ -420,11 +424,7 @@ class FakeGitHub(Loopback):
     def answer(self, request: Request) -> Answer:
         if request.headers.get("authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return _json({"message": "Bad credentials"}, 401)
-        for method, pattern, route in self.ROUTES:
-            match = re.fullmatch(pattern, request.path)
-            if match and method == request.method:
-                return route(self, request, **match.groupdict())
-        return _json({"message": "Not Found"}, 404)
+        return self.route(request, _json({"message": "Not Found"}, 404))
 
     def _pull(self, request: Request, repo: str, number: str) -> Answer:
         pull = self.pulls.get((repo, int(number)))
