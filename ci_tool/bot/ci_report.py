@@ -95,10 +95,10 @@ def totals(report: CiReport) -> Mapping[TestOutcome, int]:
     return {TestOutcome(key): value for key, value in report.totals.items()}
 
 
-def render_ci_report(finished: FinishedBuild, plan: RunPlan, *, login: str, command: str) -> str:
-    """The markdown of the final CI report comment."""
+def render_ci_report(finished: FinishedBuild, plan: RunPlan, report: CiReport, *, login: str) -> str:
+    """The markdown of the final CI report comment (`report`: ci_report of the same build and plan)."""
     build = finished.build
-    report = ci_report(finished, plan, command=command)
+    command = report.run.command
     result = build.result.value if build.result else "ENDED"
     lines = [
         f"## CI report: [{build.job} #{build.number}]({build.url}) **{result}**",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,25 +170,23 @@ class Services:
         return f"{folder}/{TEST_JOB}" if folder else TEST_JOB
 
 
-def _request_of(build: Build) -> SelectionRequest | None:
+def _request_of(parameters: Mapping[str, str]) -> SelectionRequest | None:
+    """The request a build (or queued item) was triggered with, None when it holds none ci-tool reads."""
     try:
-        return request_from_json(json.loads(build.parameters.get("REQUEST", "")))
+        return request_from_json(json.loads(parameters.get("REQUEST", "")))
     except (ValueError, StageError):
         return None
 
 
-def _context_of(build: Build) -> str:
-    request = _request_of(build)
+def _context_of(parameters: Mapping[str, str]) -> str:
+    request = _request_of(parameters)
     return context_for(request if request is not None else SelectionRequest())
 
 
 def _mark_stopped(services: Services, runs: Stopped, by: Build | None) -> list[str]:
     """Each stopped build's and cancelled item's status, "killed by ..." (linked to `by`); the reply lines."""
-    for item in runs.cancelled:
-        as_build = Build(services.job, 0, item.url, False, None, item.parameters)
-        services.replies.status(item.parameters.get("HEAD_SHA", ""), killed(_context_of(as_build), by))
-    for build in runs.stopped:
-        services.replies.status(build.parameters.get("HEAD_SHA", ""), killed(_context_of(build), by))
+    for parameters in [item.parameters for item in runs.cancelled] + [b.parameters for b in runs.stopped]:
+        services.replies.status(parameters.get("HEAD_SHA", ""), killed(_context_of(parameters), by))
     reason = KILLED_BY_KILL if by is None else f"{KILLED_BY_NEWER} ([build {by.number}]({by.url}))"
     return stopped_lines(
         [(item.id, item.url) for item in runs.cancelled], [(b.number, b.url) for b in runs.stopped], reason=reason
@@ -263,7 +261,8 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
         newer = next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
     finished = FinishedBuild(build, downstream, newer)
     click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
-    services.replies.comment(shorten(render_ci_report(finished, plan, login=login, command=command),
+    report = build_ci_report(finished, plan, command=command)
+    services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login),
                                      more_at=build.console_url))  # fmt: skip
     sha = build.parameters.get("HEAD_SHA") or started.build.parameters.get("HEAD_SHA", "")
     context = context_for(plan.selection.request)
@@ -271,7 +270,7 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
     if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
         click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
         return
-    services.replies.status(sha, final(context, build, totals(build_ci_report(finished, plan, command=command))))
+    services.replies.status(sha, final(context, build, totals(report)))
 
 
 def kill(services: Services, pr_number: int, reply: str) -> None:
@@ -302,7 +301,7 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
         replies.comment(with_lines(reply, [*lines, none], none=""))
         return
     previous = passing[0]
-    request = _request_of(previous)
+    request = _request_of(previous.parameters)
     archived = jenkins.artifact(services.job, previous.number, SELECTION_ARTIFACT)
     then = archived.get("stages") if isinstance(archived, dict) else None
     now = list(plan_for(request).selection.names) if request is not None else None
