@@ -125,24 +125,24 @@ def test_a_bad_request_is_not_retried(jenkins: FakeJenkins) -> None:
 
 def test_a_read_timeout_is_retried(jenkins: FakeJenkins) -> None:
     jenkins.fail("GET", "/queue/api/json", hang=True)
-    assert client(jenkins, timeout_seconds=0.5).queued("L0_MergeRequest") == []
+    assert client(jenkins, timeout_seconds=1.0).queued("L0_MergeRequest") == []
 
 
 def test_a_read_that_never_answers_is_one_line(jenkins: FakeJenkins) -> None:
     jenkins.fail("GET", "/queue/api/json", hang=True, times=2)
-    slow = client(jenkins, timeout_seconds=0.5, retry=RetryPolicy(attempts=2, first_delay_seconds=0.0))
+    slow = client(jenkins, timeout_seconds=1.0, retry=RetryPolicy(attempts=2, first_delay_seconds=0.0))
     with pytest.raises(DispatchError) as raised:
         slow.queued("L0_MergeRequest")
     assert str(raised.value).startswith(
-        f"read the queue: expected Jenkins to answer at {jenkins.url}, found no answer within 0.5 s (2 attempts)"
+        f"read the queue: expected Jenkins to answer at {jenkins.url}, found no answer within 1 s (2 attempts)"
     )
 
 
 def test_a_trigger_timeout_is_a_lost_answer_never_a_blind_retry(jenkins: FakeJenkins) -> None:
     jenkins.fail("POST", "buildWithParameters", hang=True)
     with pytest.raises(TriggerLost) as raised:
-        client(jenkins, timeout_seconds=0.5).trigger("L0_MergeRequest", {"PR_NUMBER": "1"})
-    assert str(raised.value) == "trigger L0_MergeRequest: expected Jenkins to answer, found no answer within 0.5 s"
+        client(jenkins, timeout_seconds=1.0).trigger("L0_MergeRequest", {"PR_NUMBER": "1"})
+    assert str(raised.value) == "trigger L0_MergeRequest: expected Jenkins to answer, found no answer within 1 s"
     assert jenkins.count("POST", "buildWithParameters") == 1
 
 
