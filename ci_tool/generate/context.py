@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ci_tool.errors import GenerateError
-from ci_tool.layout import CATALOG_PATH, PIPELINE_TIMEOUT_HOURS, TORCH_PIN
+from ci_tool.layout import (
+    BUILD_PARAMETERS,
+    CATALOG_PATH,
+    MERGE_REQUEST_JOB,
+    PIPELINE_TIMEOUT_HOURS,
+    SELECTION_ARTIFACT,
+    TEST_JOB,
+    TORCH_PIN,
+)
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.modes import TestMode
@@ -63,6 +71,8 @@ CHANGED_FILES_COMMAND = (
     'git fetch --no-tags origin "{ref}" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
 )
 CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
+# The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
+MERGE_REQUEST_DEFAULTS = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
 # `ci-tool stage run` options a selection may pass to each stage (the Option table's).
 STAGE_RUN_OPTIONS: tuple[str, ...] = tuple(o.stage_run_option for o in OPTIONS if o.stage_run_option)
 
@@ -199,7 +209,13 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_label": SELECT_LABEL,
         "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$CHANGE_TARGET"),
         "changed_files_option": CHANGED_FILES_OPTION,
-        "test_job": "L0_Test",
+        "test_job": TEST_JOB,
+        "merge_request_job": MERGE_REQUEST_JOB,
+        "selection_artifact": SELECTION_ARTIFACT,
+        "parameters": [
+            {"name": name, "default": MERGE_REQUEST_DEFAULTS.get(name, ""), "description": description}
+            for name, description in BUILD_PARAMETERS.items()
+        ],
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
         "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),
         "phase_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),

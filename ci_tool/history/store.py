@@ -3,12 +3,14 @@
     runs          one row per `ci-tool run` / `ci-tool stage run`
     stages        one row per stage of a run (also stages that waited or were skipped, with why)
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
+    dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
 
 Concurrent stage processes write at once without losing rows: WAL journal, a busy timeout, and every
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
 deadlock upgrading a read lock); a write still locked out after the busy timeout is tried again
 (WRITE_ATTEMPTS in all, with a backoff). `schema_version` holds the version; a newer file is refused,
-and so is a SQLite file of someone else's (tables, but no `schema_version`).
+and so is a SQLite file of someone else's (tables, but no `schema_version`). Version 2 added `dispatches`;
+an older file gains it when opened.
 
 Opening to read (`read_only=True`: `ci-tool history`, `report`, `durations export`) takes no write lock:
 a `mode=ro` connection (`immutable=1` where the folder is read-only, so SQLite cannot make its `-shm`
@@ -34,7 +36,7 @@ from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -79,6 +81,20 @@ CREATE TABLE IF NOT EXISTS test_results (
     output_head TEXT NOT NULL DEFAULT '',
     recorded_at REAL NOT NULL,
     PRIMARY KEY (run_id, stage, test_id)
+);
+CREATE TABLE IF NOT EXISTS dispatches (
+    jenkins_url TEXT NOT NULL,
+    job TEXT NOT NULL,
+    comment_id INTEGER NOT NULL,
+    request_json TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    pull_request INTEGER NOT NULL,
+    head_sha TEXT NOT NULL,
+    state TEXT NOT NULL,
+    queue_id INTEGER,
+    build_number INTEGER,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (jenkins_url, job, comment_id, request_json)
 );
 CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
@@ -306,6 +322,10 @@ class HistoryStore:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
             raise
+
+    def write(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """Run `work` in one write transaction with the store's retries (for tables other modules own)."""
+        self._write(work)
 
     def _write(self, work: Callable[[sqlite3.Connection], None]) -> None:
         """Run `work` in one write transaction, trying again (with a backoff) while the lock is held."""

@@ -139,6 +139,14 @@ def render_markdown(report: CiReport) -> str:
         f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
         f"{totals['skipped']} skipped" + (f" · {seconds_text(took)}" if took is not None else ""),
         "",
+    ]
+    return "\n".join(lines + report_sections(report)) + "\n"
+
+
+def report_sections(report: CiReport) -> list[str]:
+    """The report's lines below its headline: the stage table, failures grouped by signature, reruns,
+    waives, stages not run and why, list entries that collected nothing (the bot's CI report reuses them)."""
+    lines = [
         "| Stage | Result | Duration | Passed | Failed | Skipped |",
         "|---|---|---|---:|---:|---:|",
     ]
@@ -151,8 +159,7 @@ def render_markdown(report: CiReport) -> str:
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
     lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
-    lines += _not_run_section(report) + _uncollected_section(report)
-    return "\n".join(lines) + "\n"
+    return lines + _not_run_section(report) + _uncollected_section(report)
 
 
 def _tests(count: int) -> str:

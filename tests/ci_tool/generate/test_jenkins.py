@@ -296,6 +296,13 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
     } == {("L0_Test", False, True, "[]")}
 
 
+def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(runs: dict) -> None:
+    run = runs["mr-passes"]
+    (declared,) = [call["parameters"] for call in run["calls"] if call["step"] == "properties"]
+    assert declared == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID"]
+    assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
+
+
 def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_other_arch(runs: dict) -> None:
     run = runs["mr-single-fails"]
     assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU NOT_BUILT"

@@ -11,7 +11,7 @@ import pytest
 
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord, history_path
+from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_history_path(option: str | None, environ: dict[str, str], expected: Pat
 
 def test_wal_and_schema_version(store: HistoryStore) -> None:
     assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_reopen_keeps_one_version_row(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as error:
         HistoryStore(tmp_path / "h.sqlite")
     assert str(error.value) == (
-        f"{tmp_path}/h.sqlite: expected history schema version 1 or older, found 99 "
+        f"{tmp_path}/h.sqlite: expected history schema version 2 or older, found 99 "
         "Hint: a newer ci-tool wrote this file; upgrade ci-tool or pass another --history"
     )
 
