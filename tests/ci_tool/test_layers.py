@@ -18,9 +18,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"history"}),
     frozenset({"run"}),
     frozenset({"report"}),
+    frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
     frozenset({"bot"}),
     frozenset({"generate"}),
-    frozenset({"dispatch"}),
     frozenset({"commands"}),
     frozenset({"cli", "__main__", "__init__"}),
 )
