@@ -55,6 +55,7 @@ TEST_JOB = "L0_Test"  # the job it starts per architecture and phase (generated 
 GITHUB_API_URL_ENV = "GITHUB_API_URL"  # GitHub's own variable in Actions
 GITHUB_API_URL = "https://api.github.com"
 GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
+REPORT_URL_ENV = "CI_TOOL_REPORT_URL"  # where builds' HTML reports are published (ci_tool/report/links.py)
 SELECTION_ARTIFACT = "selection.json"  # what L0_MergeRequest selected, archived with the build
 
 # The parameters the bot triggers L0_MergeRequest with, in declaration order: name -> description.

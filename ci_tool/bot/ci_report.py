@@ -95,8 +95,11 @@ def totals(report: CiReport) -> Mapping[TestOutcome, int]:
     return {TestOutcome(key): value for key, value in report.totals.items()}
 
 
-def render_ci_report(finished: FinishedBuild, plan: RunPlan, report: CiReport, *, login: str) -> str:
-    """The markdown of the final CI report comment (`report`: ci_report of the same build and plan)."""
+def render_ci_report(
+    finished: FinishedBuild, plan: RunPlan, report: CiReport, *, login: str, html_report: str | None = None
+) -> str:
+    """The markdown of the final CI report comment (`report`: ci_report of the same build and plan;
+    `html_report`: where the build's HTML report is published, when that is configured)."""
     build = finished.build
     command = report.run.command
     result = build.result.value if build.result else "ENDED"
@@ -118,4 +121,6 @@ def render_ci_report(finished: FinishedBuild, plan: RunPlan, report: CiReport, *
     logs = [f"[{build.job} #{build.number}]({build.console_url})"]
     logs += [f"[{down.job} #{down.number}]({down.console_url})" for down, _ in finished.downstream]
     lines += ["Logs: " + " · ".join(logs), ""]
+    if html_report is not None:
+        lines += [f"HTML report: [{build.job} #{build.number}]({html_report})", ""]
     return "\n".join(lines + report_sections(report)) + "\n"

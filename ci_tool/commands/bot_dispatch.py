@@ -59,6 +59,7 @@ from ci_tool.history.ledger import DispatchKey
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
 from ci_tool.outcomes import BuildResult
+from ci_tool.report.links import ReportUrl
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
 Echo = Callable[[str], None]
@@ -93,7 +94,7 @@ def carry_out(
         skip(replies, pr, str(request.flags.get("comment", "")), reply)
     elif jenkins is not None:
         with settings.history() as history:
-            services = Services(jenkins, replies, settings.jenkins_job, history, settings.pace())
+            services = Services(jenkins, replies, settings.jenkins_job, history, settings.pace(), settings.report_url)
             if request.command == "run" and answer.plan is not None and pr is not None:
                 started = run(services, decision, answer.plan, pr, reply, wait=settings.wait)
                 if github_output is not None and started.build is not None:
@@ -161,6 +162,7 @@ class Services:
     job: str
     history: HistoryStore
     pace: Pace
+    report_url: ReportUrl | None = None  # where the build's HTML report is, for the final CI report
     wall: Callable[[], float] = field(default=time.time, compare=False)
 
     @property
@@ -193,9 +195,7 @@ def _mark_stopped(services: Services, runs: Stopped, by: Build | None) -> list[s
     )
 
 
-def run(
-    services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool
-) -> Started:
+def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool) -> Started:
     """/bot run: see the module docstring."""
     request = plan.selection.request
     request_json = json.dumps(request.to_json())
@@ -262,7 +262,8 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
     finished = FinishedBuild(build, downstream, newer)
     click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
     report = build_ci_report(finished, plan, command=command)
-    services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login),
+    html = services.report_url.for_build(job, build.number, build.url) if services.report_url else None
+    services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
                                      more_at=build.console_url))  # fmt: skip
     sha = build.parameters.get("HEAD_SHA") or started.build.parameters.get("HEAD_SHA", "")
     context = context_for(plan.selection.request)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ci_tool.commands.bounds import FiniteFloatRange
-from ci_tool.errors import DispatchError
+from ci_tool.errors import DispatchError, ReportError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import (
     DISPATCH_POLL_SECONDS,
@@ -28,7 +28,9 @@ from ci_tool.layout import (
     JENKINS_USER_ENV,
     MERGE_REQUEST_JOB,
     QUEUE_TIMEOUT_SECONDS,
+    REPORT_URL_ENV,
 )
+from ci_tool.report.links import PLACEHOLDERS, ReportUrl, parse_report_url
 
 if TYPE_CHECKING:  # the clients import requests, python-jenkins and PyGithub (half a second): only to dispatch
     from ci_tool.dispatch.faults import RetryPolicy
@@ -51,6 +53,7 @@ class DispatchSettings:
     poll_seconds: float
     retry_seconds: float
     queue_timeout_seconds: float
+    report_url: ReportUrl | None
 
     def retry(self) -> RetryPolicy:
         from ci_tool.dispatch.faults import RetryPolicy
@@ -97,6 +100,15 @@ def _seconds(name: str, default: float, maximum: float, help: str) -> Callable[[
     return click.option(name, type=FiniteFloatRange(min=0, max=maximum), default=default, show_default=True, help=help)
 
 
+def _report_url(ctx: click.Context, param: click.Parameter, value: str | None) -> ReportUrl | None:
+    if not value:
+        return None
+    try:
+        return parse_report_url(value, where=f"--report-url (or {REPORT_URL_ENV})")
+    except ReportError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
 def dispatch_options(command: F) -> F:
     """Add the Jenkins, GitHub, --wait and pacing options (read into the keyword argument `settings`)."""
 
@@ -132,10 +144,27 @@ def dispatch_options(command: F) -> F:
             help="The history holding the dispatch ledger [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
         ),
         _seconds("--poll-seconds", DISPATCH_POLL_SECONDS, 3600, "Between looks at a queue item or a running build."),
-        _seconds("--retry-seconds", DISPATCH_RETRY_SECONDS, 600,
-                 "The first pause before a retry (doubling), and between GitHub writes."),
-        _seconds("--queue-timeout-seconds", QUEUE_TIMEOUT_SECONDS, 7 * 24 * 3600,
-                 "How long a queued build may wait for Jenkins to name its build number."),
+        _seconds(
+            "--retry-seconds",
+            DISPATCH_RETRY_SECONDS,
+            600,
+            "The first pause before a retry (doubling), and between GitHub writes.",
+        ),
+        click.option(
+            "--report-url",
+            envvar=REPORT_URL_ENV,
+            show_envvar=True,
+            callback=_report_url,
+            help="Where each build's HTML report is published, linked from the final CI report: a URL with "
+            + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+            + ".",
+        ),
+        _seconds(
+            "--queue-timeout-seconds",
+            QUEUE_TIMEOUT_SECONDS,
+            7 * 24 * 3600,
+            "How long a queued build may wait for Jenkins to name its build number.",
+        ),
     )
     wrapped: F = with_settings  # type: ignore[assignment]  # same signature to click
     for decorator in reversed(decorators):

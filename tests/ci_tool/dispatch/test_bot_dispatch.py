@@ -456,3 +456,48 @@ def test_github_output_names_the_build_for_the_follow_job(
     assert outputs.read_text() == f"build=1\nbuild_url={build.url}\n"
     assert bot(event("/bot help"), "--github-output", str(outputs)).code == 0  # no build: nothing more
     assert outputs.read_text() == f"build=1\nbuild_url={build.url}\n"
+
+
+@pytest.mark.parametrize(
+    ("how", "template", "link"),
+    [
+        ("option", "{build_url}artifact/report.html", "{build_url}artifact/report.html"),
+        ("variable", "https://reports.example.com/{job}/{number}/", "https://reports.example.com/L0_MergeRequest/1/"),
+    ],
+)
+def test_the_final_report_links_the_html_report_where_one_is_published(
+    bot: Bot,
+    event: MakeEvent,
+    jenkins: FakeJenkins,
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    template: str,
+    link: str,
+) -> None:
+    jenkins.script = Script(result="SUCCESS", downstream=(("SUCCESS", PASSING),))
+    if how == "variable":
+        monkeypatch.setenv("CI_TOOL_REPORT_URL", template)
+    handled = bot(event("/bot run"), "--wait", *(["--report-url", template] if how == "option" else []))
+    assert handled.code == 0, handled.err
+    build = jenkins.triggered()[0]
+    report = github.bodies()[-1]
+    assert f"\n\nHTML report: [L0_MergeRequest #1]({link.format(build_url=build.url)})\n\n" in report
+
+
+@pytest.mark.parametrize(
+    ("template", "found"),
+    [
+        ("https://reports.example.com/{pr}/{number}.html", "found {pr} in"),
+        ("https://reports.example.com/latest.html", "expected {number} or {build_url} in the report URL"),
+        ("https://reports.example.com/{number", "expected a URL template"),
+        ("reports/{number}.html", "expected an http(s) URL"),
+    ],
+)
+def test_a_report_url_that_cannot_name_a_builds_page_is_a_usage_error(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, template: str, found: str
+) -> None:
+    handled = bot(event("/bot run"), "--wait", "--report-url", template)
+    assert handled.code == 2
+    assert "--report-url (or CI_TOOL_REPORT_URL): expected" in handled.err and found in handled.err
+    assert (jenkins.triggered(), github.bodies()) == ([], [])
