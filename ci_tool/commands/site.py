@@ -82,8 +82,6 @@ def _previous_manifest(output: Path) -> Mapping[str, object] | None:
                 hint=f"remove {manifest} and the pages beside it, or build the site into a new folder",
             )
         return value
-    if output.exists() and not output.is_dir():
-        raise ReportError("expected a folder for the site, found a file", where=Where(str(output)))
     if output.is_dir() and any(output.iterdir()):
         raise ReportError(
             f"expected an empty folder or a site ci-tool built, found files and no {layout.MANIFEST}",
