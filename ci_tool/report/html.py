@@ -22,7 +22,7 @@ from ci_tool.errors import StageError
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.report.page import page, state, table, text
-from ci_tool.run.report import CiReport, FailedTest, run_state_words, seconds_text
+from ci_tool.run.report import CiReport, FailedTest, counted, run_state_words, seconds_text
 from ci_tool.stages.names import parse_stage_name
 
 StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
@@ -52,7 +52,7 @@ def _summary(report: CiReport) -> str:
     took = f" · {seconds_text(run.finished_at - run.started_at)}" if run.finished_at is not None else ""
     counts = ", ".join(f"{count} {outcome}" for outcome, count in totals.items())
     return (
-        f"<p><code>{text(run.command)}</code> · {len(report.stages)} stages · {text(counts)}{took}</p>"
+        f"<p><code>{text(run.command)}</code> · {counted(len(report.stages), 'stage')} · {text(counts)}{took}</p>"
         f'<p class="muted">started {text(started)}' + (f" on {text(run.host)}" if run.host else "") + "</p>"
     )
 
@@ -90,14 +90,14 @@ def _failures(report: CiReport, stages: dict[str, StageRecord], stage_href: Stag
     if not report.failures:
         return []
     count = sum(len(group.tests) for group in report.failures)
-    parts = [f'<h2 id="failures">Failures: {_tests(count)}, {len(report.failures)} signature'
-             f'{"s" if len(report.failures) != 1 else ""}</h2>']  # fmt: skip
+    signatures = counted(len(report.failures), "signature")
+    parts = [f'<h2 id="failures">Failures: {counted(count, "test")}, {signatures}</h2>']
     for group in report.failures:
         items = "".join(f"<li>{_failed_test(test, stages.get(test.stage), stage_href)}</li>" for test in group.tests)
         excerpt = group.tests[0].excerpt or group.tests[0].message
         parts.append(
             '<details class="failure">'
-            f"<summary><code>{text(group.signature)}</code> ({_tests(len(group.tests))})</summary>"
+            f"<summary><code>{text(group.signature)}</code> ({counted(len(group.tests), 'test')})</summary>"
             f"<ul>{items}</ul>" + (f"<pre>{text(excerpt)}</pre>" if excerpt else "") + "</details>"
         )
     return parts
@@ -144,7 +144,7 @@ def _waives(report: CiReport) -> list[str]:
         f"<li>{text(reason)}: " + ", ".join(f"<code>{text(test_id)}</code>" for test_id in ids) + "</li>"
         for reason, ids in report.waives
     )
-    return [f'<h2 id="waives">Waives applied: {_tests(total)}</h2>', f"<ul>{items}</ul>"]
+    return [f'<h2 id="waives">Waives applied: {counted(total, "test")}</h2>', f"<ul>{items}</ul>"]
 
 
 def _not_run(report: CiReport) -> list[str]:
@@ -174,7 +174,3 @@ def _shard(name: str) -> str:
     except StageError:  # a recorded name of another grammar still gets a row
         return "–"
     return str(shard) if shard is not None else "–"
-
-
-def _tests(count: int) -> str:
-    return f"{count} test" + ("s" if count != 1 else "")

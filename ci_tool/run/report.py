@@ -136,8 +136,9 @@ def render_markdown(report: CiReport) -> str:
     lines = [
         f"## ci-tool run `{run.run_id}`: **{run_state_words(run.state, report.waiting)}**",
         "",
-        f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
-        f"{totals['skipped']} skipped" + (f" · {seconds_text(took)}" if took is not None else ""),
+        f"`{run.command}` · {counted(len(report.stages), 'stage')} · {totals['passed']} passed, "
+        f"{totals['failed']} failed, {totals['skipped']} skipped"
+        + (f" · {seconds_text(took)}" if took is not None else ""),
         "",
     ]
     return "\n".join(lines + report_sections(report)) + "\n"
@@ -162,18 +163,19 @@ def report_sections(report: CiReport) -> list[str]:
     return lines + _not_run_section(report) + _uncollected_section(report)
 
 
-def _tests(count: int) -> str:
-    return f"{count} test" + ("s" if count != 1 else "")
+def counted(count: int, noun: str) -> str:
+    """`1 test`, `3 tests`."""
+    return f"{count} {noun}" + ("s" if count != 1 else "")
 
 
 def _failure_section(report: CiReport) -> list[str]:
     if not report.failures:
         return []
     count = sum(len(g.tests) for g in report.failures)
-    signatures = f"{len(report.failures)} signature" + ("s" if len(report.failures) != 1 else "")
-    lines = ["", f"### Failures: {_tests(count)}, {signatures}"]
+    signatures = counted(len(report.failures), "signature")
+    lines = ["", f"### Failures: {counted(count, 'test')}, {signatures}"]
     for group in report.failures:
-        lines += ["", f"#### `{group.signature}` ({_tests(len(group.tests))})", ""]
+        lines += ["", f"#### `{group.signature}` ({counted(len(group.tests), 'test')})", ""]
         lines += [_failed_line(test) for test in group.tests]
         excerpt = group.tests[0].excerpt or group.tests[0].message
         if excerpt:
@@ -199,7 +201,7 @@ def _waive_section(report: CiReport) -> list[str]:
     if not report.waives:
         return []
     total = sum(len(ids) for _, ids in report.waives)
-    lines = ["", f"### Waives applied: {_tests(total)}", ""]
+    lines = ["", f"### Waives applied: {counted(total, 'test')}", ""]
     for reason, ids in report.waives:
         lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
     return lines
