@@ -73,14 +73,15 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def carries(name: StageName, token: str) -> bool:
-    """Whether a stage name carries a tag or backend token (`PerfSanity`, `PyTorch`)."""
-    return token in name.tags or (name.backend is not None and _BACKEND_TOKENS.get(name.backend) == token)
+    """Whether a stage name carries a tag or backend token (`PerfSanity`, `PyTorch`); topology tokens are
+    descriptive and never count."""
+    return token in name.selection_tags or (name.backend is not None and _BACKEND_TOKENS.get(name.backend) == token)
 
 
 def tokens_of(name: StageName) -> tuple[str, ...]:
     """The tags and backend token of a name (what a tag trigger can name)."""
     backend = (_BACKEND_TOKENS[name.backend],) if name.backend in _BACKEND_TOKENS else ()
-    return (*backend, *name.tags)
+    return (*backend, *name.selection_tags)
 
 
 @dataclass(frozen=True)
