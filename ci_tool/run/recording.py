@@ -50,6 +50,7 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
                 for t in result.tests
                 if t.rerun is not None
             ],
+            **result.details,
         },
     )
 
