@@ -276,7 +276,7 @@ class SlurmExecutor:
         """Move a failed attempt's results out of the stage folder (its JUnit dropped: CI collects *.xml)."""
         attempt_dir.mkdir(parents=True, exist_ok=True)
         for path in stage.ready.settings.results_dir.iterdir():
-            if path == stage.files.folder:
+            if path.absolute() == stage.files.folder:
                 continue
             if path.suffix == ".xml":
                 path.unlink()
@@ -296,10 +296,8 @@ class SlurmExecutor:
             limit = stage.request.time_minutes
             if limit is None:
                 return StageState.FAILED, f"Slurm job {job.job_id} reached its partition's time limit"
-            return (
-                StageState.FAILED,
-                f"Slurm job {job.job_id} reached its time limit of {limit} minutes (--time={limit})",
-            )
+            minutes = f"{limit} minute{'s' if limit != 1 else ''}"
+            return StageState.FAILED, f"Slurm job {job.job_id} reached its time limit of {minutes} (--time={limit})"
         if found is Verdict.CANCELLED:
             return StageState.INTERRUPTED, f"Slurm job {job.job_id} was cancelled (scancel)"
         if found is Verdict.INFRA:
