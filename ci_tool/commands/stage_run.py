@@ -141,13 +141,10 @@ def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None) ->
         f"waives: {plan.waives_file or 'none'}",
     ]
     if slurm:
-        from ci_tool.run.slurm_executor import job_request  # the local path never imports Slurm's
-        from ci_tool.run.slurm_job import JobFiles
+        from ci_tool.run.slurm_executor import job_files, job_request  # the local path never imports Slurm's
 
         ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
-        request = job_request(
-            ready, JobFiles(settings.results_dir / "slurm"), run_id=DRY_RUN_ID, partition=config.slurm_partition
-        )
+        request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
         lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")

@@ -38,6 +38,7 @@ from ci_tool.layout import SLURM_INFRA_RETRIES
 from ci_tool.outcomes import StageState
 from ci_tool.run import slurm
 from ci_tool.run.executor import Finished, ReadyStage
+from ci_tool.run.invocation import RunSettings
 from ci_tool.run.pipeline import StageOutcome
 from ci_tool.run.slurm import Job, JobRequest, JobState
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, read_report, read_started, write_spec
@@ -81,6 +82,11 @@ def gpus_per_node(name: StageName) -> int:
             hint="name a GPU count that is a multiple of the node count",
         )
     return name.gpu_count // name.node_count
+
+
+def job_files(settings: RunSettings) -> JobFiles:
+    """A stage's Slurm files: slurm/ in its results folder, by absolute path (the job starts elsewhere)."""
+    return JobFiles((settings.results_dir / "slurm").absolute())
 
 
 def job_request(ready: ReadyStage, files: JobFiles, *, run_id: str, partition: str | None) -> JobRequest:
@@ -163,7 +169,7 @@ class SlurmExecutor:
 
     def start(self, ready: ReadyStage) -> None:
         name = ready.plan.name
-        files = JobFiles((ready.settings.results_dir / "slurm").absolute())
+        files = job_files(ready.settings)
         try:
             request = job_request(ready, files, run_id=self.run_id, partition=self.partition)
         except SlurmError as error:
