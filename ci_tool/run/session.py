@@ -11,6 +11,7 @@ and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import errno
 import functools
@@ -151,6 +152,10 @@ def run_session(
             ran = pipeline.run_pipeline(
                 stages, mismatch=runner.executor.mismatch, fail_fast=fail_fast, runner=runner, not_run=not_run
             )
+        except BaseException:  # nothing the run started keeps running (a Slurm job submitted before Ctrl-C)
+            with contextlib.suppress(CiToolError):
+                runner.executor.cancel("interrupted")
+            raise
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())

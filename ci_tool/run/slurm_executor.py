@@ -49,6 +49,7 @@ from ci_tool.stages.names import StageName
 POLL_SECONDS = 1.0  # between two squeue calls
 FILE_POLL_SECONDS = 0.05  # between two looks for a job's result file
 INTERRUPT_WAIT_SECONDS = 120.0  # for cancelled jobs to end (Slurm's KillWait is 30 s by default)
+SLURM_SILENCE_SECONDS = 300.0  # squeue failing this long ends the run (its error is raised)
 INFRA_STATES = frozenset({JobState.NODE_FAIL, JobState.BOOT_FAIL, JobState.PREEMPTED})
 NON_ZERO_EXIT = "NonZeroExitCode"  # the reason of a job whose script exited non-zero: it ran
 
@@ -157,6 +158,7 @@ class SlurmExecutor:
         self.active: list[_Stage] = []
         self.done: list[Finished] = []
         self.polled_at = 0.0
+        self.unanswered_since: float | None = None  # when squeue began to fail, while it does
 
     def mismatch(self, name: StageName) -> str | None:
         return None if name.is_test else f"{name.kind.value} stages run only on CI runners"
@@ -215,14 +217,24 @@ class SlurmExecutor:
 
     def _poll(self) -> None:
         self.polled_at = time.monotonic()
-        known = slurm.jobs([stage.current.job_id for stage in self.active])
+        try:
+            known = slurm.jobs([stage.current.job_id for stage in self.active])
+            self.unanswered_since = None
+        except SlurmError as error:  # a busy or restarting controller: go on with the result files
+            self.unanswered_since = self.unanswered_since or time.monotonic()
+            if time.monotonic() - self.unanswered_since > SLURM_SILENCE_SECONDS:
+                raise
+            self.note(f"warning: {error}; asking again")
+            known = None
         for stage in list(self.active):
             attempt = stage.current
-            attempt.job = known.get(attempt.job_id, attempt.job)
+            attempt.job = known.get(attempt.job_id, attempt.job) if known is not None else attempt.job
             report = read_report(stage.files.result(attempt.job_id))
             job = attempt.job
             if report is not None and report.result.state is not StageState.INTERRUPTED and not self._ended(job):
                 job = Job(attempt.job_id, stage.name, JobState.COMPLETED)  # its runner is done; the job exits
+            if job is None and known is None:
+                continue  # Slurm did not answer: nothing is known of this job yet
             if job is None:
                 job = Job(attempt.job_id, stage.name, JobState.FAILED, reason="Slurm no longer knows the job")
             if job.ended:
@@ -343,7 +355,10 @@ class SlurmExecutor:
     def _stop_all(self) -> None:
         """Ctrl-C: scancel every job of the run, wait for them to end, keep what each finished."""
         ids = [stage.current.job_id for stage in self.active]
-        slurm.cancel(ids)
+        try:
+            slurm.cancel(ids)
+        except SlurmError as error:  # say so: these jobs may still run
+            self.note(f"warning: {error}")
         self.note(f"interrupted: cancelled Slurm job{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
         deadline = time.monotonic() + INTERRUPT_WAIT_SECONDS
         try:
@@ -352,8 +367,8 @@ class SlurmExecutor:
                 if all(known.get(i) is None or known[i].ended for i in ids):
                     break
                 time.sleep(FILE_POLL_SECONDS * 4)
-        except KeyboardInterrupt:
-            pass  # a second Ctrl-C: stop waiting
+        except (KeyboardInterrupt, SlurmError):
+            pass  # a second Ctrl-C, or Slurm not answering: stop waiting and keep what is there
         for stage in list(self.active):
             self.active.remove(stage)
             job_id = stage.current.job_id

@@ -4,6 +4,7 @@ where that cannot be. And a project of stages that report where and how they ran
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -41,27 +42,77 @@ def _load_fake_cluster() -> ModuleType:
 fake_cluster = _load_fake_cluster()
 
 
+class _Shared:
+    """The session's cluster (and the timeout test's early run), started once: right after collection when
+    the timeout test is among the tests to run, so that its minute passes while the rest of the suite runs;
+    else by the first test that asks. Stopped when the session ends."""
+
+    def __init__(self) -> None:
+        self.cluster: object | None = None
+        self.skip_reason: str | None = None
+        self.folder: Path | None = None
+        self.saved_env: dict[str, str] | None = None
+        self.slow: tuple[Path, subprocess.Popen[str]] | None = None
+
+    def start(self) -> object:
+        if self.skip_reason is not None:
+            pytest.skip(self.skip_reason)
+        if self.cluster is None:
+            self.skip_reason = fake_cluster.install_slurm()
+            if self.skip_reason is None and os.geteuid() != 0:
+                self.skip_reason = "a fake Slurm cluster needs root (slurmd and munged run as root and munge)"
+            if self.skip_reason is not None:
+                pytest.skip(self.skip_reason)
+            self.folder = Path(tempfile.mkdtemp(prefix="ci-tool-slurm-"))
+            self.folder.chmod(0o755)  # munged runs as the munge user and must reach its socket folder
+            self.cluster = fake_cluster.start_cluster(self.folder, partitions=PARTITIONS, gpus=GPUS_PER_NODE)
+            self.saved_env = dict(os.environ)
+            os.environ.clear()  # no SLURM_* variable of an allocation the suite may run in
+            os.environ.update(self.cluster.env)  # type: ignore[attr-defined]
+        return self.cluster
+
+    def start_slow_run(self) -> tuple[Path, subprocess.Popen[str]]:
+        if self.slow is None:
+            self.start()
+            assert self.folder is not None
+            root = self.folder / "slow-project"  # removed with the cluster's folder
+            args = ("stage", "run", "CPU-Generic-Slow-1", "--catalog", "stages.yml", "--executor", "slurm")
+            self.slow = root, _start_ci_tool(make_project(root), *args, "--slurm-partition", "slow")
+        return self.slow
+
+    def stop(self) -> None:
+        if self.slow is not None and self.slow[1].poll() is None:
+            self.slow[1].kill()
+            self.slow[1].wait()
+        if self.cluster is not None:
+            self.cluster.stop()  # type: ignore[attr-defined]
+            self.cluster = None
+        if self.saved_env is not None:
+            os.environ.clear()
+            os.environ.update(self.saved_env)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_shared = _Shared()
+SLOW_TEST = "test_a_job_past_its_time_limit_fails_its_stage_naming_the_limit_and_keeps_what_finished"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly or not any(item.name == SLOW_TEST for item in session.items):
+        return
+    with contextlib.suppress(pytest.skip.Exception):  # the tests skip, saying why, when they run
+        _shared.start_slow_run()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _shared.stop()
+
+
 @pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[object]:
-    """The session's cluster; SLURM_CONF names it (and no SLURM_* variable of an outer allocation is left)."""
-    reason = fake_cluster.install_slurm()
-    if reason is not None:
-        pytest.skip(reason)
-    if os.geteuid() != 0:
-        pytest.skip("a fake Slurm cluster needs root (slurmd and munged run as root and munge)")
-    folder = Path(tempfile.mkdtemp(prefix="ci-tool-slurm-"))
-    folder.chmod(0o755)  # munged runs as the munge user and must reach its socket folder
-    cluster = fake_cluster.start_cluster(folder, partitions=PARTITIONS, gpus=GPUS_PER_NODE)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [key for key in os.environ if key.startswith("SLURM_")]:
-            patch.delenv(key)
-        patch.setenv("SLURM_CONF", str(cluster.conf))
-        patch.delenv("CI_TOOL_HISTORY", raising=False)
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
-            shutil.rmtree(folder, ignore_errors=True)
+def slurm_cluster() -> object:
+    """The session's cluster (fake_cluster.FakeCluster); SLURM_CONF names it."""
+    return _shared.start()
 
 
 CATALOG = """\
@@ -169,16 +220,18 @@ def make_project(root: Path) -> Path:
 
 @pytest.fixture
 def slurm_project(tmp_path: Path, slurm_cluster: object, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh project, the working directory."""
+    """A fresh project, the working directory (its history the project's own)."""
     root = make_project(tmp_path / "project")
     monkeypatch.chdir(root)
+    monkeypatch.delenv("CI_TOOL_HISTORY", raising=False)
     return root
 
 
 def _start_ci_tool(root: Path, *args: str) -> subprocess.Popen[str]:
     log = open(root / "ci-tool.log", "w")  # noqa: SIM115 - the child writes it; closed with the process
+    env = {key: value for key, value in os.environ.items() if key != "CI_TOOL_HISTORY"}  # the project's own
     return subprocess.Popen(
-        [sys.executable, "-m", "ci_tool", *args], cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "-m", "ci_tool", *args], cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True, env=env
     )
 
 
@@ -217,14 +270,8 @@ def wait_for() -> Callable[..., None]:
 
 
 @pytest.fixture(scope="session")
-def slow_run(slurm_cluster: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, object]]:
-    """CPU-Generic-Slow-1 (timeout_minutes: 1) started as a Slurm job on the `slow` partition, early: Slurm's
-    time limits have a one-minute granularity and are checked every 30 s, so the job runs 60 to 90 s while
-    the other tests go on."""
-    root = make_project(tmp_path_factory.mktemp("slow") / "project")
-    args = ("stage", "run", "CPU-Generic-Slow-1", "--catalog", "stages.yml")
-    process = _start_ci_tool(root, *args, "--executor", "slurm", "--slurm-partition", "slow")
-    yield root, process
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+def slow_run(slurm_cluster: object) -> tuple[Path, object]:
+    """CPU-Generic-Slow-1 (timeout_minutes: 1) as a Slurm job on the `slow` partition, started as early as
+    the session allows (_Shared): Slurm's time limits have a one-minute granularity and are checked every
+    30 s, so the job runs 60 to 90 s."""
+    return _shared.start_slow_run()

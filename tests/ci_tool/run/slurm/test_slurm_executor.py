@@ -22,11 +22,6 @@ from ci_tool.run import slurm
 FAILING_SUITE = Path(__file__).parents[3] / "fixtures" / "failing_suite"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _start_the_slow_stage_first(slow_run: object) -> None:
-    """The timeout test's job runs while the others do (see conftest.slow_run)."""
-
-
 def ci_tool_here(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(list(argv))
     return code, capsys.readouterr().out
