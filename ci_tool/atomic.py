@@ -19,14 +19,19 @@ _NEW_FILE_MODE = 0o666  # the kernel takes the umask off, as for any new file
 
 def write_text_atomically(path: str | Path, text: str, *, what: str = "the file") -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`."""
+    write_bytes_atomically(path, text.encode("utf-8"), what=what)
+
+
+def write_bytes_atomically(path: str | Path, data: bytes, *, what: str = "the file") -> None:
+    """Write `data` to a temporary file beside `path`, then rename it over `path`."""
     target = Path(path)
     temporary = None
     try:
         fd, temporary = _create_temporary(target)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             with contextlib.suppress(FileNotFoundError):
                 os.fchmod(handle.fileno(), os.stat(target).st_mode & 0o7777)
-            handle.write(text)
+            handle.write(data)
         os.replace(temporary, target)
     except OSError as error:
         if temporary is not None:

@@ -116,6 +116,10 @@ class RunError(CiToolError):
     """A local stage run that cannot start or whose results cannot be read."""
 
 
+class SlurmError(CiToolError):
+    """A Slurm command refused or failed a request (sbatch, squeue, scontrol, scancel, sacct)."""
+
+
 class HistoryError(CiToolError):
     """The SQLite history store cannot be opened or holds an unknown run."""
 

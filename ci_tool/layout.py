@@ -29,6 +29,7 @@ HISTORY_PATH = STATE_DIR / "history.sqlite"
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (the reference's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (the reference's)
+SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (the reference's cap)
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"

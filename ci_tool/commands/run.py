@@ -1,6 +1,7 @@
 """`ci-tool run [BOT_COMMAND]`: the main job. Plan the stages a `/bot run ...` comment selects, run here the
 ones this machine serves (CPU stages anywhere, GPU stages on a machine with that GPU), report the others
-as waiting for a runner, record everything in the SQLite history, and print the CI report."""
+as waiting for a runner, record everything in the SQLite history, and print the CI report. With
+`--executor slurm` every test stage is a Slurm batch job instead, all submitted at once."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ci_tool.errors import BotError
 from ci_tool.run.progress import Progress
 from ci_tool.run.report import run_state_words
 from ci_tool.run.session import catalog_stages, run_session
+from ci_tool.run.signals import sigterm_interrupts
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.select import select_stages
 
@@ -70,12 +72,13 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
         selection.selected,  # a local run needs no approval label: the machine is yours
         db=setup.loaded.db,
         durations=setup.loaded.durations,
-        sysinfo=setup.facts,
+        sysinfo=setup.planning_facts,
         waives_file=setup.waives_file,
     )
-    result = run_session(
-        text.strip(), stages, config=setup.config, fail_fast=selection.fail_fast, progress=Progress(sys.stdout)
-    )
+    with sigterm_interrupts():
+        result = run_session(
+            text.strip(), stages, config=setup.config, fail_fast=selection.fail_fast, progress=Progress(sys.stdout)
+        )
     click.echo("")
     click.echo(result.report_markdown, nl=False)
     state = run_state_words(result.state, result.pipeline.waiting)

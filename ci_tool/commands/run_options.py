@@ -1,5 +1,5 @@
-"""What `ci-tool run` and `ci-tool stage run` share: their options as one typed value, and the local set-up
-they build from it (catalog, this machine's facts, waives, session settings)."""
+"""What `ci-tool run` and `ci-tool stage run` share: their options as one typed value (the executor among
+them), and the set-up they build from it (catalog, this machine's facts, waives, session settings)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.session import SessionConfig, SessionResult
 from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.waives import load_waives
 
@@ -39,11 +40,13 @@ class RunOptions:
     results_dir: Path
     test_timeout_seconds: int
     rerun_flaky: bool
+    executor: Executor = Executor.LOCAL
+    slurm_partition: str | None = None  # every Slurm job's partition instead of its platform's pool
 
 
 _OPTION_KEYS = (
     "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
-    "test_timeout_seconds",
+    "test_timeout_seconds", "slurm_partition",
 )  # fmt: skip
 
 
@@ -52,9 +55,12 @@ def run_options(command: F) -> F:
     keyword argument, `options: RunOptions`."""
 
     @functools.wraps(command)
-    def with_options(*args: Any, no_rerun: bool, **kwargs: Any) -> object:
+    def with_options(*args: Any, no_rerun: bool, executor: str, **kwargs: Any) -> object:
         values = {key: kwargs.pop(key) for key in _OPTION_KEYS}
-        return command(*args, options=RunOptions(**values, rerun_flaky=not no_rerun), **kwargs)
+        kind = Executor(executor)
+        if values["slurm_partition"] is not None and kind is not Executor.SLURM:
+            raise click.UsageError("--slurm-partition needs --executor slurm")
+        return command(*args, options=RunOptions(**values, rerun_flaky=not no_rerun, executor=kind), **kwargs)
 
     decorators = (
         catalog_options,
@@ -87,6 +93,18 @@ def run_options(command: F) -> F:
             help="Seconds a test may take unless its list line or marker says otherwise.",
         ),
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
+        click.option(
+            "--executor",
+            type=click.Choice([e.value for e in Executor]),
+            default=Executor.LOCAL.value,
+            show_default=True,
+            help="Where stages run: this machine, or one Slurm batch job per stage on the cluster SLURM_CONF names.",
+        ),
+        click.option(
+            "--slurm-partition",
+            metavar="PARTITION",
+            help="Submit every stage to PARTITION [default: each stage's platform, auto:<pool> as <pool>].",
+        ),
     )
     wrapped: F = with_options  # type: ignore[assignment]  # click sees the options' keyword arguments
     return with_decorators(wrapped, decorators)
@@ -98,6 +116,12 @@ class LocalSetup:
     facts: dict[str, QueryValue]
     waives_file: str | None
     config: SessionConfig
+
+    @property
+    def planning_facts(self) -> dict[str, QueryValue] | None:
+        """What stages render with: this machine's facts, or stage-name keys only (None) for Slurm jobs,
+        whose nodes are not this machine (the reference's sbatch stages render the same way)."""
+        return None if self.config.executor is Executor.SLURM else self.facts
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
@@ -119,6 +143,8 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         rerun_flaky=options.rerun_flaky,
         detailed_log=detailed_log,
         output_dir=output_dir,
+        executor=options.executor,
+        slurm_partition=options.slurm_partition,
     )
     return LocalSetup(loaded, facts, waives_file, config)
 

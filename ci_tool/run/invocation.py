@@ -8,6 +8,10 @@
 `planned_invocations` is the one description of what a stage starts: `ci-tool stage show`, `ci-tool
 stage run --dry-run` and the runner itself read it (the runner derives resumes and reruns from it).
 Labels like `p03-main-resume` are spelled only for file names; nothing parses them back.
+
+A multi-node stage run inside a Slurm allocation (`RunSettings.nodes` > 1) launches each process under
+`srun` across the allocation, one task per node: the task of rank 0 runs pytest, the others hold their
+node for it until it ends (ci_tool.run.ranks), as the reference's launcher keeps its MPI workers.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class RunSettings:
     detailed_log: bool = False
     python: str = sys.executable
     interrupt_grace_seconds: float = 10.0
+    nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
 
 
 class Attempt(enum.StrEnum):
@@ -77,6 +82,7 @@ class PytestInvocation:
     exclude_entries: Path | None = None
     extra_args: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)  # what the stage adds to the environment
+    nodes: int = 1  # > 1: launched under srun, one task per node (see the module docstring)
 
     @property
     def label(self) -> str:
@@ -101,10 +107,25 @@ class PytestInvocation:
     def log_file(self) -> Path:
         return self.parts_dir / f"{self.label}.log"
 
+    @property
+    def done_file(self) -> Path:
+        """Rank 0 of a multi-node launch writes it when pytest ends; the other ranks wait for it."""
+        return self.parts_dir / f"{self.label}.done"
+
+    def launcher(self, python: str) -> list[str]:
+        """What the pytest command runs under: nothing on one node, `srun` across the nodes otherwise."""
+        if self.nodes <= 1:
+            return []
+        return [
+            "srun", f"--nodes={self.nodes}", f"--ntasks={self.nodes}", "--ntasks-per-node=1",
+            python, "-m", "ci_tool.run.ranks", f"--done={self.done_file}", "--",
+        ]  # fmt: skip
+
     def command(self, python: str) -> list[str]:
         """The exact command line (options as `--opt=value`: a separate value would count as a path when
         pytest picks its rootdir)."""
         command = [
+            *self.launcher(python),
             python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
             f"--test-list={self.list_file}",
             f"--test-list-report={self.report_file}",
@@ -179,6 +200,7 @@ def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestIn
             exclude_entries=isolated_file(settings).resolve() if batch.number == 0 and plan.isolated else None,
             extra_args=extra,
             variables=variables,
+            nodes=settings.nodes,
         )
         for sequence, batch in enumerate(batches_of(plan), start=1)
     ]

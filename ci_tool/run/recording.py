@@ -58,6 +58,7 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
                 for t in result.tests
                 if t.final.is_failure and t.log_file is not None
             },
+            **result.details,
         },
     )
 

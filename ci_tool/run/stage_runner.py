@@ -80,6 +80,7 @@ class StageResult:
     started_at: float
     duration_seconds: float
     results_dir: Path
+    details: Mapping[str, object] = field(default_factory=dict)  # what its executor adds (Slurm: its jobs)
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -271,4 +272,5 @@ def result_json(result: StageResult, plan: StagePlan) -> dict[str, object]:
             }
             for p in result.processes
         ],
+        **result.details,
     }

@@ -62,6 +62,7 @@ Map stagePhasesPart1() {
         'DGX_H100-4_GPUs-PyTorch-DeepSeek-1': [arch: 'x86_64', phase: 'Multi-GPU'],
         'GH200-PyTorch-1': [arch: 'aarch64', phase: 'Single-GPU'],
         'GB200-4_GPUs-PyTorch-1': [arch: 'aarch64', phase: 'Multi-GPU'],
+        'GB200-8_GPUs-2_Nodes-PyTorch-1': [arch: 'aarch64', phase: 'Multi-GPU'],
     ]
 }
 
