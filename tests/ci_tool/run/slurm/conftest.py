@@ -109,10 +109,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _shared.stop()
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> object:
-    """The session's cluster (fake_cluster.FakeCluster); SLURM_CONF names it."""
-    return _shared.start()
+@pytest.fixture
+def slurm_cluster(monkeypatch: pytest.MonkeyPatch) -> object:
+    """The session's cluster (fake_cluster.FakeCluster); SLURM_CONF names it. Set again for each test: the
+    suite's isolation hook (tests/ci_tool/conftest.py) removes every SLURM_* variable before a test's set-up,
+    and the cluster may have started before that, right after collection."""
+    cluster = _shared.start()
+    for name, value in cluster.env.items():  # type: ignore[attr-defined]
+        if name.startswith("SLURM_"):
+            monkeypatch.setenv(name, value)
+    return cluster
 
 
 CATALOG = """\
@@ -269,7 +275,7 @@ def wait_for() -> Callable[..., None]:
     return _wait_for
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def slow_run(slurm_cluster: object) -> tuple[Path, object]:
     """CPU-Generic-Slow-1 (timeout_minutes: 1) as a Slurm job on the `slow` partition, started as early as
     the session allows (_Shared): Slurm's time limits have a one-minute granularity and are checked every
