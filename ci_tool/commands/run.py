@@ -18,7 +18,6 @@ from ci_tool.errors import BotError
 from ci_tool.run.progress import Progress
 from ci_tool.run.report import run_state_words
 from ci_tool.run.session import catalog_stages, run_session
-from ci_tool.run.signals import sigterm_interrupts
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.select import select_stages
 
@@ -75,10 +74,9 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
         sysinfo=setup.planning_facts,
         waives_file=setup.waives_file,
     )
-    with sigterm_interrupts():
-        result = run_session(
-            text.strip(), stages, config=setup.config, fail_fast=selection.fail_fast, progress=Progress(sys.stdout)
-        )
+    result = run_session(
+        text.strip(), stages, config=setup.config, fail_fast=selection.fail_fast, progress=Progress(sys.stdout)
+    )
     click.echo("")
     click.echo(result.report_markdown, nl=False)
     state = run_state_words(result.state, result.pipeline.waiting)

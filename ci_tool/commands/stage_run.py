@@ -29,7 +29,6 @@ from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, catalog_stages, run_session
-from ci_tool.run.signals import sigterm_interrupts
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_stage
@@ -62,14 +61,13 @@ def run_command(
     if dry_run:
         click.echo(_dry_run(stage, setup, output_dir), nl=False)
         return 0
-    with sigterm_interrupts():
-        result = run_session(
-            f"ci-tool stage run {stage.name.name}",
-            [stage],
-            config=setup.config,
-            fail_fast=True,
-            progress=Progress(sys.stdout),
-        )
+    result = run_session(
+        f"ci-tool stage run {stage.name.name}",
+        [stage],
+        config=setup.config,
+        fail_fast=True,
+        progress=Progress(sys.stdout),
+    )
     for stage_result in result.results:
         click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.results_dir / 'junit.xml'}")
     click.echo(f"run {result.run_id}: `ci-tool report {result.run_id}` shows the CI report")

@@ -14,7 +14,7 @@ a stage cancelled by fail-fast).
     cancel(reason)   stop the started stages: each ends skipped, with `reason` (fail-fast)
     mismatch(name)   why this executor cannot run a stage, or None
 
-Ctrl-C (and SIGTERM, signals.py) reaches the running stage as KeyboardInterrupt: the local runner stops
+Ctrl-C (and SIGTERM, ci_tool/interrupts.py) reaches the running stage as KeyboardInterrupt: the local runner stops
 its pytest process, the Slurm executor scancels the run's jobs; either way the stages end interrupted,
 with what finished.
 """

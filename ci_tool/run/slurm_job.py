@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_tool import interrupts
 from ci_tool.atomic import write_bytes_atomically, write_text_atomically
 from ci_tool.run.invocation import RunSettings
-from ci_tool.run.signals import sigterm_interrupts
 from ci_tool.run.stage_runner import StageResult, run_stage
 from ci_tool.stages.plan import StagePlan
 
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     node = os.environ.get(NODE_ENV, socket.gethostname())
     started = {"job_id": job_id, "node": node, "started_at": started_at, "pid": os.getpid()}
     write_text_atomically(spec.files.started(job_id), json.dumps(started) + "\n", what="the job's start")
-    with sigterm_interrupts():
+    with interrupts.terminating_signals_interrupt():
         result = run_stage(spec.plan, spec.settings)
     report = JobReport(result, job_id, node, started_at, time.time())
     write_bytes_atomically(spec.files.result(job_id), pickle.dumps(report), what="the job's result")
