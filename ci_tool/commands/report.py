@@ -17,7 +17,7 @@ from ci_tool.errors import HistoryError, Where
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
 from ci_tool.report.html import render_html
-from ci_tool.run.report import load_report, render_markdown, report_json
+from ci_tool.run.report import CiReport, load_report, render_markdown, report_json
 
 FORMATS = ("markdown", "json", "html")
 
@@ -37,14 +37,29 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     elif output_format == "json":
         text = json.dumps(report_json(found), indent=2) + "\n"
     else:
-        page_folder = output.parent if output is not None else Path()
-        text = render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder))
+        text = html_page(found, output.parent if output is not None else Path())
     if output is None:
         click.echo(text, nl=False)
     else:
-        make_folder(output.parent, what="the report's folder")
-        write_text_atomically(output, text, what="the report")
+        _write(output, text)
     return 0
+
+
+def write_html_report(history: Path, run_id: str, output: Path) -> None:
+    """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
+    with HistoryStore(history, read_only=True) as store:
+        found = load_report(store, run_id)
+    _write(output, html_page(found, output.parent))
+
+
+def html_page(found: CiReport, page_folder: Path) -> str:
+    """The report as one page whose links to the stages' folders are relative to `page_folder`."""
+    return render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder))
+
+
+def _write(output: Path, text: str) -> None:
+    make_folder(output.parent, what="the report's folder")
+    write_text_atomically(output, text, what="the report")
 
 
 def resolve_run_id(store: HistoryStore, run_id: str) -> str:

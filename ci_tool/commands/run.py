@@ -81,4 +81,4 @@ def run(bot_command: str, changed_files: tuple[str, ...], labels: tuple[str, ...
     click.echo(result.report_markdown, nl=False)
     state = run_state_words(result.state, result.pipeline.waiting)
     click.echo(f"\nrun {result.run_id}: {state}; results in {result.results_dir}")
-    return finish(result)
+    return finish(result, options)

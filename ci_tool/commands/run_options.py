@@ -15,6 +15,7 @@ from ci_tool import sysinfo
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
 from ci_tool.commands.history import history_option
+from ci_tool.commands.report import write_html_report
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
 from ci_tool.run.flaky import load_flaky_signatures
@@ -42,11 +43,12 @@ class RunOptions:
     rerun_flaky: bool
     executor: Executor = Executor.LOCAL
     slurm_partition: str | None = None  # every Slurm job's partition instead of its platform's pool
+    html_report: Path | None = None  # where the run's HTML report goes once it is recorded
 
 
 _OPTION_KEYS = (
     "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
-    "test_timeout_seconds", "slurm_partition",
+    "test_timeout_seconds", "slurm_partition", "html_report",
 )  # fmt: skip
 
 
@@ -105,6 +107,12 @@ def run_options(command: F) -> F:
             metavar="PARTITION",
             help="Submit every stage to PARTITION [default: each stage's platform, auto:<pool> as <pool>].",
         ),
+        click.option(
+            "--html-report",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Also write the run's HTML report to this file, its log links relative to it "
+            "(as `ci-tool report RUN --format html --output FILE`).",
+        ),
     )
     wrapped: F = with_options  # type: ignore[assignment]  # click sees the options' keyword arguments
     return with_decorators(wrapped, decorators)
@@ -149,9 +157,13 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
     return LocalSetup(loaded, facts, waives_file, config)
 
 
-def finish(result: SessionResult) -> int:
-    """The closing line, and the exit code of the run's state (1 when the history could not take the run)."""
+def finish(result: SessionResult, options: RunOptions) -> int:
+    """The closing line, the HTML report when asked for, and the exit code of the run's state (1 when the
+    history could not take the run)."""
     click.echo(result.closing_line)
     if result.unrecorded is not None:
         raise result.unrecorded
+    if options.html_report is not None:
+        write_html_report(history_path(options.history_file), result.run_id, options.html_report)
+        click.echo(f"HTML report: {options.html_report}")
     return result.state.exit_code

@@ -71,7 +71,7 @@ def run_command(
     for stage_result in result.results:
         click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.results_dir / 'junit.xml'}")
     click.echo(f"run {result.run_id}: `ci-tool report {result.run_id}` shows the CI report")
-    return finish(result)
+    return finish(result, options)
 
 
 def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:

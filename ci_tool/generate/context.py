@@ -67,6 +67,7 @@ JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 K
 SETUP_COMMAND = f"python3 -m venv .venv && .venv/bin/pip install --quiet {TORCH_PIN} -e '.[engine,test]'"
 RUN_COMMAND = ".venv/bin/ci-tool stage run"
 RESULTS_DIR = "results"  # results/<stage>/ holds the stage's JUnit XML and logs
+HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML report, archived with its logs
 # Selection needs no engine: ci-tool with its own dependencies.
 SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet ."
 # The request and the labels reach ci-tool as files and environment variables, never through Groovy or
@@ -201,6 +202,7 @@ def _common(stages: Sequence[CatalogStage]) -> dict[str, object]:
         "setup_command": SETUP_COMMAND,
         "run_command": RUN_COMMAND,
         "results_dir": RESULTS_DIR,
+        "html_report": HTML_REPORT,
         "single_gpu": SINGLE_GPU,
         "multi_gpu": MULTI_GPU,
     }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +143,23 @@ def test_stage_run_of_a_failing_stage_exits_1(in_suite: Path, capsys: pytest.Cap
     )
     code, out, _ = run(capsys, "stage", "run", "CPU-Generic", "--shard", "1", "--catalog", "stages.yml", *CPU_ONLY)
     assert (code, out.splitlines()[-1]) == (1, "0 passed, 1 failed, 0 skipped")
+
+
+def test_stage_run_writes_its_html_report_beside_its_results_with_working_log_links(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_suite / "test-db" / "l0_fixture.yml").write_text(
+        "version: 0.0.1\nl0_fixture:\n- condition: {}\n  tests: [cases/case_basic.py::test_assert_fails]\n"
+        "l0_green:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass]\n"
+    )
+    argv = ["stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", *CPU_ONLY, "--output-dir", "results/x"]
+    code, out, _ = run(capsys, *argv, "--html-report", "results/x/report.html")
+    page = in_suite / "results" / "x" / "report.html"
+    assert (code, out.splitlines()[-1]) == (1, "HTML report: results/x/report.html")
+    text = page.read_text()
+    assert "CPU-Generic-1" in text and "test_assert_fails" in text
+    logs = re.findall(r'href="([^"#]+\.log)"', text)
+    assert logs and all((page.parent / urllib.parse.unquote(href)).is_file() for href in logs)
 
 
 def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
