@@ -194,7 +194,11 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
         ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
-        ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' --executor local"),
+        (
+            "sh",
+            ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
+            "--html-report 'results/A10-PyTorch-1/report.html' --executor local",
+        ),
         ("junit", "results/A10-PyTorch-1/**/*.xml"),
         ("archiveArtifacts", "results/A10-PyTorch-1/**"),
         ("node", "cpu"),
@@ -247,8 +251,8 @@ def test_the_selections_stage_run_options_reach_every_stage_command(runs: dict) 
     assert run["error"] is None
     ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
     assert ran == [
-        ".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' --executor local "
-        "--detailed-log"
+        ".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' "
+        "--html-report 'results/CPU-Generic-1/report.html' --executor local --detailed-log"
     ]
 
 
@@ -262,7 +266,8 @@ def test_a_slurm_familys_stage_is_submitted_from_a_slurm_agent_with_the_slurm_ex
     ]
     assert [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)] == [
         ".venv/bin/ci-tool stage run 'GB200-8_GPUs-2_Nodes-PyTorch-1' --output-dir "
-        "'results/GB200-8_GPUs-2_Nodes-PyTorch-1' --executor slurm"
+        "'results/GB200-8_GPUs-2_Nodes-PyTorch-1' --html-report 'results/GB200-8_GPUs-2_Nodes-PyTorch-1/report.html' "
+        "--executor slurm"
     ]
 
 

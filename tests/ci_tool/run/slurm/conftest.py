@@ -164,7 +164,10 @@ KEYS = ("SLURMD_NODENAME", "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_NUM_NODE
 def record(name):
     OUT.mkdir(exist_ok=True)
     facts = {key: os.environ.get(key) for key in KEYS}
-    (OUT / f"{name}-{facts['SLURM_JOB_ID']}.json").write_text(json.dumps(facts))
+    final = OUT / f"{name}-{facts['SLURM_JOB_ID']}.json"
+    partial = final.with_name(final.name + ".partial")
+    partial.write_text(json.dumps(facts))
+    partial.replace(final)  # whole or absent: the tests read these files while the jobs run
     return facts
 
 

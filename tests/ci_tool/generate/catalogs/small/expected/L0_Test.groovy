@@ -17,6 +17,7 @@ import groovy.transform.Field
 @Field final String SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e \'.[engine,test]\''
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
+@Field final String HTML_REPORT = 'report.html'
 @Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
 
 properties([
@@ -118,7 +119,7 @@ void runStage(String stageName, Map row, String stageRunArgs) {
                     checkout scm
                     sh "rm -rf '${results}'"
                     sh SETUP_COMMAND
-                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --executor ${row.executor}${stageRunArgs}"
+                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
                 }
             } finally {
                 junit(testResults: "${results}/**/*.xml", allowEmptyResults: true)
