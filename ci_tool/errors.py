@@ -132,6 +132,10 @@ class DispatchError(CiToolError):
     """A remote CI service (Jenkins, GitHub) refused or failed a request."""
 
 
+class GitError(CiToolError):
+    """git could not answer a question about the checkout (an unknown revision, a failed command)."""
+
+
 def raise_first(problems: list[CiToolError], file: str) -> None:
     """Raise the first of a file's problems, its hint counting the others (`ci-tool` shows one line)."""
     if not problems:

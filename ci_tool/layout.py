@@ -27,6 +27,9 @@ STATE_DIR = Path(".ci-tool")
 RESULTS_ROOT = STATE_DIR / "runs"
 HISTORY_PATH = STATE_DIR / "history.sqlite"
 
+# What the wheel is built from (pyproject.toml's package finder reads ci_tool/ and src/).
+PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
+
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (the reference's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (the reference's)
 SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (the reference's cap)

@@ -1,8 +1,9 @@
 """The vocabularies of a run's results: one StrEnum each, stored in the history and JUnit as their values.
 
     TestOutcome  passed, failed, error, skipped                  a test's attempt (JUnit, history)
-    StageState   passed, failed, unstable, interrupted, waiting,  a stage of a run; waiting and skipped
-                 skipped                                          stages did not run
+    StageState   passed, failed, unstable, interrupted, waiting,  a stage of a run; waiting, skipped and
+                 skipped, reused                                  reused stages did not run (a reused one
+                                                                  passed in an earlier run of the same code)
     RunState     running, passed, failed, unstable, interrupted,  a whole run; pending: every stage that
                  pending                                          ran is green, others wait for a runner
 
@@ -50,10 +51,11 @@ class StageState(enum.StrEnum):
     INTERRUPTED = "interrupted"
     WAITING = "waiting"  # this machine cannot serve it: it waits for a CI runner
     SKIPPED = "skipped"  # not started: fail-fast, or the run was interrupted
+    REUSED = "reused"  # not run: it passed in an earlier run of the same code and request (counts as passed)
 
     @property
     def ran(self) -> bool:
-        return self not in (StageState.WAITING, StageState.SKIPPED)
+        return self not in (StageState.WAITING, StageState.SKIPPED, StageState.REUSED)
 
     @property
     def words(self) -> str:

@@ -53,6 +53,8 @@ Map stagePhases() {
 
 Map stagePhasesPart1() {
     return [
+        'CPU-Build_Docs': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-PackageSanityCheck-PY311': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-2': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],

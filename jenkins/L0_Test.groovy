@@ -41,6 +41,8 @@ Map stageTable() {
 
 Map stageTablePart1() {
     return [
+        'CPU-Build_Docs': [platform: 'cpu', label: 'cpu', context: '', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'CPU-PackageSanityCheck-PY311': [platform: 'cpu', label: 'cpu', context: 'l0_sanity_check', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 2, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'CPU-Generic-2': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 2, shardCount: 2, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'CPU-Generic-Post-Merge-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],

@@ -122,8 +122,8 @@ HELP_WORDS = ("help", "-h", "--help")
 FLAGS: tuple[Flag, ...] = (
     Flag(
         "reuse_test",
-        "Reuse the build and skip stages that passed in the given pipeline "
-        "(default: the last one); reuse is already the default.",
+        "Skip the stages that passed, and in failed stages the tests that passed, in the given pipeline or "
+        "local run of the same code (default: the newest one); reuse is already the default.",
         metavar="[pipeline-id]",
     ),
     Flag(
@@ -159,6 +159,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("detailed_log", "Stream all pytest output (`pytest -s`); very large logs."),
     Flag("debug", "Pause the one stage named in --stage-list for an interactive SSH session."),
     Flag("high_priority", "Queue this pipeline ahead of others."),
+    Flag(
+        "disable_cbts",
+        "Run the full set even where the changed files would narrow it (no change-based test selection).",
+    ),
     Flag(
         "comment",
         "Why the commit may skip testing; recorded with the status.",

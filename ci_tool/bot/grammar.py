@@ -9,7 +9,7 @@ positions in that line, and every syntax error names one and echoes the line wit
                | "kill" prose? | "reuse-pipeline" prose?
                | ("help" | "-h" | "--help") any*
                | any*                                  any other word: help (naming the word)
-    run-flag  := SWITCH | LIST-FLAG STRING | "--reuse-test" DIGITS?
+    run-flag  := SWITCH | LIST-FLAG STRING | "--reuse-test" (DIGITS | RUN-ID)?
     STRING    := '"' (char | "\\" char)* '"'          a backslash drops itself: \\_ -> _, \\* -> *
     TEXT      := STRING, up to the line's last '"'     `--comment "a "b" c"` -> `a "b" c`
     list      := item ("," item)*                      items trimmed; empty items dropped; at least one
@@ -59,6 +59,7 @@ from ci_tool.bot.flags import (
 from ci_tool.bot.request import BotRequest, BotSyntaxError, FlagValue
 from ci_tool.errors import did_you_mean
 from ci_tool.stages.names import NAME_CHARSET
+from ci_tool.stages.request import is_pipeline_id
 
 PREFIX = "/bot"
 _DASHES = "-\u2013\u2014"  # hyphen, en dash, em dash (phones and editors turn -- into a dash)
@@ -299,13 +300,14 @@ class _Parser:
                 )
             return True, ()
         if flag.arg is Arg.OPTIONAL_ID:
-            if following is None or not (following.text.isascii() and following.text.isdigit()):
+            if following is None or not is_pipeline_id(following.text):
                 # a string, or a word that starts like an id (`123abc`, `#123`), is a bad id, not a remark
                 if following is not None and (following.kind is TokenKind.STRING or _looks_like_an_id(following.text)):
                     raise self.error(
                         following.col,
-                        f"expected a pipeline id (digits) after {flag.name}, found {following.raw!r}",
-                        f"write {flag.name} 1234, or {flag.name} alone",
+                        f"expected a pipeline id (digits) or a run id after {flag.name}, found {following.raw!r}",
+                        f"write {flag.name} 1234, {flag.name} 20261130-054838-3f2a (a run `ci-tool history` "
+                        f"lists), or {flag.name} alone",
                     )
                 return True, ()
             self.tokens.next()

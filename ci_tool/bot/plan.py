@@ -16,11 +16,13 @@ from dataclasses import dataclass, replace
 from ci_tool.bot.event import Action, Decision
 from ci_tool.errors import ColumnError, and_more, capped
 from ci_tool.stages.catalog import Catalog
+from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan, plan_stages
 from ci_tool.stages.request import SelectionRequest
-from ci_tool.stages.select import Selection, select_stages
+from ci_tool.stages.select import Selection, select_for_change
 from ci_tool.testdb.model import TestDb
 
 DISPATCH_ENGINE = Engine.JENKINS  # where the bot's runs go
@@ -74,11 +76,15 @@ def plan_run(
     engine: Engine = DISPATCH_ENGINE,
     labels: Collection[str] = (),
     changed_files: Collection[str] = (),
-    passed_stages: Collection[str] = (),
+    passed_stages: Mapping[str, str] | None = None,
+    changes: ChangeSet | None = None,
 ) -> RunPlan:
-    """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known)."""
-    selection = select_stages(
-        catalog, request, engine=engine, changed_files=changed_files, labels=labels, passed_stages=passed_stages
+    """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known).
+    `changes` (with base texts) or just `changed_files` feed the path-based steps and change-based selection."""
+    changes = changes or (ChangeSet(tuple(changed_files)) if changed_files else None)
+    loaded = LoadedCatalog(catalog, db, durations)
+    selection = select_for_change(
+        loaded, request, engine=engine, changes=changes, labels=labels, passed_stages=passed_stages
     )
     plans = plan_stages(selection.selected, db=db, durations=durations, allow_empty=True)
     return RunPlan(selection, plans)

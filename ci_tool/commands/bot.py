@@ -22,6 +22,7 @@ from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.commands.changes import change_set
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
 from ci_tool.errors import BotError
 from ci_tool.json_file import read_json
@@ -73,6 +74,7 @@ def plan(
     test_db: Path,
     durations_path: Path | None,
     changed_files: tuple[str, ...],
+    base: str | None,
     labels: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -91,7 +93,7 @@ def plan(
         db=loaded.db,
         durations=loaded.durations,
         labels=labels,
-        changed_files=changed_files,
+        changes=change_set(changed_files, base=base, test_db=test_db),
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

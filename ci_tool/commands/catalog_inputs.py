@@ -60,8 +60,9 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
 
 
 def pull_request_options(command: F) -> F:
-    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), and --label
-    and --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
+    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), --base (base,
+    the target branch; commands/changes.py reads the change from both), and --label and --labels-json
+    (both into labels, a tuple): the pull-request facts selection reads."""
 
     @functools.wraps(command)
     def with_labels(*args: Any, labels: tuple[str, ...], labels_json: tuple[str, ...], **kwargs: Any) -> object:
@@ -73,6 +74,12 @@ def pull_request_options(command: F) -> F:
             type=click.Path(dir_okay=False, path_type=Path),
             callback=lambda _ctx, _param, path: read_changed_files(path) if path is not None else (),
             help="The pull request's changed paths, one per line (`git diff --name-only`).",
+        ),
+        click.option(
+            "--base",
+            metavar="REF",
+            help="The target branch: change-based selection compares the test-db and waives with their text "
+            "at its merge base (and, without --changed-files, takes the changed paths from git).",
         ),
         click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
         click.option(

@@ -1,5 +1,6 @@
-"""`ci-tool durations export`: the `.test_durations` JSON sharding reads, from the recorded history,
-merged into the file it writes (`--replace` writes the history's entries alone)."""
+"""`ci-tool durations export`: the `.test_durations` JSON sharding reads, from the recorded history, merged
+into the file it writes (`--replace` writes the history's entries alone): each test's seconds, and each list
+entry's per-process cost (`process-cost:<entry>`, stages/durations.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ci_tool.commands.history import history_option
 from ci_tool.errors import ShardError
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, history_path
-from ci_tool.stages.durations import load_durations
+from ci_tool.stages.durations import load_durations, process_cost_key
 
 
 @click.group()
@@ -30,13 +31,16 @@ def durations() -> None:
     "--replace", is_flag=True, help="With --output: write only the history's entries, dropping the file's others."
 )
 def export(history_file: Path | None, output: Path | None, window: int, replace: bool) -> int:
-    """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format);
+    """Write test id -> median seconds of its latest results (pytest-split's `.test_durations` format), and
+    each list entry's per-process cost beyond its tests (`process-cost:<entry>`), which predictions add;
     `--output test-db/.test_durations` is where planning reads it, so shards rebalance from real runs.
     An existing --output file is merged into: recorded entries update, the others stay."""
     if replace and output is None:
         raise click.UsageError("--replace goes with --output")
     with HistoryStore(history_path(history_file), read_only=True) as store:
         found = queries.export_durations(store, window_runs=window)
+        costs = queries.export_process_costs(store, window_runs=window)
+    found = dict(sorted({**found, **{process_cost_key(entry): cost for entry, cost in costs.items()}}.items()))
     if output is None:
         click.echo(json.dumps(found, indent=2) + "\n", nl=False)
         return 0

@@ -4,16 +4,19 @@ them), and the set-up they build from it (catalog, this machine's facts, waives,
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from ci_tool import sysinfo
+from ci_tool.atomic import write_text_atomically
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
+from ci_tool.commands.changes import merged_waives
 from ci_tool.commands.history import history_option
 from ci_tool.commands.report import write_html_report
 from ci_tool.history.store import history_path
@@ -167,3 +170,14 @@ def finish(result: SessionResult, options: RunOptions) -> int:
         write_html_report(history_path(options.history_file), result.run_id, options.html_report)
         click.echo(f"HTML report: {options.html_report}")
     return result.state.exit_code
+
+
+def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> tuple[LocalSetup, str]:
+    """The set-up running the pull request's effective waives (its own merged with the tip of `base`'s,
+    commands/changes.merged_waives), and a line saying what the merge did. The file is named by its
+    content under the results folder, so runs of the same merge share it and none overwrites another's."""
+    merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
+    digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
+    path = options.results_dir / f"waives-merged-{digest}.txt"
+    write_text_atomically(path, merged.text, what="the merged waives")
+    return replace(setup, waives_file=str(path)), merged.summary(base)

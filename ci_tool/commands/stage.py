@@ -13,18 +13,20 @@ import click
 from ci_tool import sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options
+from ci_tool.commands.changes import change_set
 from ci_tool.errors import StageError
 from ci_tool.generate.context import github_matrices
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.stages.catalog import Catalog, Stage
+from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
-from ci_tool.stages.request import request_from_json
-from ci_tool.stages.select import Selection, select_stages
+from ci_tool.stages.request import Step, request_from_json
+from ci_tool.stages.select import Selection, select_for_change
 
 RUN_ID = "<run-id>"  # chosen when the run starts
 
@@ -192,21 +194,28 @@ def select_command(
     test_db: Path,
     durations_path: Path | None,
     changed_files: tuple[str, ...],
+    base: str | None,
     labels: tuple[str, ...],
     engine: str,
     as_json: bool,
     github_output: Path | None,
 ) -> int:
     """Resolve a request into the stages to run (the one selection CI and the bot share): the stages,
-    the ones blocked until an approval label, fail-fast and each stage's run options; exit 1 when it
-    names stages the catalog does not have or options the engine cannot honour."""
+    the ones blocked until an approval label, fail-fast and each stage's run options, and what
+    change-based selection made of the changed files; exit 1 when it names stages the catalog does not
+    have or options the engine cannot honour."""
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
-    catalog = load(catalog_path, test_db, durations_path).catalog
-    selection = select_stages(catalog, request, engine=Engine(engine), changed_files=changed_files, labels=labels)
+    loaded = load(catalog_path, test_db, durations_path)
+    catalog = loaded.catalog
+    changes = change_set(changed_files, base=base, test_db=test_db)
+    selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
     echo_errors(selection.errors)
     if as_json:
         click.echo(json.dumps(selection.to_json(), indent=2))
     else:
+        narrowing = selection.narrowing
+        if narrowing is not None and narrowing.scope is not CbtsScope.OFF:
+            click.echo("".join(f"step {Step.CBTS.value}: {reason}\n" for reason in narrowing.reasons), nl=False)
         for verdict in selection.verdicts:
             mark = "+" if verdict.selected else "-"
             click.echo(f"{mark} {verdict.stage}  (step {verdict.step.value}: {verdict.reason})")

@@ -85,6 +85,8 @@ def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
         stages = [found]
     elif shard is not None:
         stages = [catalog.stage(f"{name}-{shard}")]
+    elif not family.name.is_test:  # a docs or package-sanity stage: its one stage is its family
+        stages = list(catalog.stages_of(family))
     else:
         return PlannedStage(
             family.name,

@@ -1,4 +1,5 @@
-"""`ci-tool testdb render|check`: render one context's test list for a query; validate the test-db."""
+"""`ci-tool testdb render|check|merge-waives`: render one context's test list for a query; validate the
+test-db; merge a pull request's waives with the target branch's."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
+from ci_tool.commands.changes import merged_waives
 from ci_tool.errors import CiToolError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.reach import empty_families, unreachable_blocks
-from ci_tool.testdb.check import duplicate_tests, stale_waives
+from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_timeouts, stale_waives
 from ci_tool.testdb.load import load_test_db, read_test_db
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
@@ -93,7 +95,8 @@ def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_pat
     also blocks no stage renders and stages whose context renders nothing."""
     db, db_problems = read_test_db(test_db)
     waive_list, waive_problems = read_waives(waives or waives_file_of(test_db))
-    problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *stale_waives(db, waive_list)]
+    problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *redundant_timeouts(db)]
+    problems += [*duplicate_waives(waive_list), *stale_waives(db, waive_list)]
     if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
         catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
     if catalog_path is not None:
@@ -110,6 +113,25 @@ def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_pat
         click.echo(f"test-db check failed: {len(problems)} problem(s) in {summary}", err=True)
         return 1
     click.echo(f"test-db OK: {summary}")
+    return 0
+
+
+@testdb.command("merge-waives")
+@test_db_option
+@click.option(
+    "--waives", type=click.Path(dir_okay=False, path_type=Path), help="Waives file [default: TEST_DB/waives.txt]."
+)
+@click.option("--base", required=True, metavar="REF", help="The target branch (e.g. origin/main), as git names it.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the merged file here.")
+def merge_waives_command(test_db: Path, waives: Path | None, base: str, output: Path | None) -> int:
+    """Print the waives a pull request runs with: its own, plus the tip of REF's, minus the ones it removed
+    (so a stale branch does not fail on tests the target branch has waived since)."""
+    merged = merged_waives(waives or waives_file_of(test_db), base=base)
+    if output is None:
+        click.echo(merged.text, nl=False)
+    else:
+        write_text_atomically(output, merged.text, what="the merged waives")
+    click.echo(merged.summary(base), err=True)
     return 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping
@@ -21,11 +22,14 @@ from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
 from ci_tool.history.sqlite_errors import damaged
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
 TREND_SAMPLES = 30
+PROCESSES = "processes"  # a stage's details key: its pytest processes (run/recording.process_samples)
+PREDICTED_SECONDS = "predicted_seconds"  # a stage's details key: what planning predicted
+_STAGE_OF_FAMILY = re.compile(r"(.+)-\d+(?:-cbts)?(?:-attempt-\d+)?")
 _WINDOW = "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT ?"
 
 
@@ -60,25 +64,25 @@ def _details(store: HistoryStore, text: str) -> dict[str, object]:
 
 
 def stage_family(stage: str) -> str:
-    """`A10-PyTorch-3` -> `A10-PyTorch`; names without a shard index are their own family."""
-    head, _, tail = stage.rpartition("-")
-    return head if head and tail.isdigit() else stage
+    """`A10-PyTorch-3` (and `A10-PyTorch-3-cbts`, `A10-PyTorch-3-attempt-2`) -> `A10-PyTorch`; names
+    without a shard index are their own family."""
+    match = _STAGE_OF_FAMILY.fullmatch(stage)
+    return match.group(1) if match else stage
+
+
+def run_columns(store: HistoryStore) -> str:
+    """The runs columns a RunRecord is read from (a file older than CODE_VERSION has no code: empty)."""
+    code = "code_commit, code_diff, scope" if store.version >= CODE_VERSION else "'', '', ''"
+    return f"run_id, command, state, started_at, finished_at, host, details_json, {code}"
 
 
 def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
-    rows = store.rows(
-        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs "
-        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
-        (limit,),
-    )
-    return [_run(store, r) for r in rows]
+    rows = store.rows(f"SELECT {run_columns(store)} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+    return [run_record(store, r) for r in rows]
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
-    row = store.row(
-        "SELECT run_id, command, state, started_at, finished_at, host, details_json FROM runs WHERE run_id = ?",
-        (run_id,),
-    )
+    row = store.row(f"SELECT {run_columns(store)} FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         known = [run.run_id for run in recent_runs(store, limit=50)]
         raise HistoryError(
@@ -86,12 +90,13 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
             where=Where(str(store.path)),
             hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
         )
-    return _run(store, row)
+    return run_record(store, row)
 
 
-def _run(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
+def run_record(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
+    """A RunRecord from a row of `run_columns(store)`."""
     state = _vocabulary(store, RunState, row[2])
-    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]))
+    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]), *row[7:10])
 
 
 E = TypeVar("E", RunState, StageState, TestOutcome)
@@ -172,6 +177,32 @@ def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str,
     return {
         test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
     }
+
+
+def export_process_costs(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
+    """List entry -> the median of its latest per-process costs: a process's wall seconds beyond its tests'
+    own, shared equally by the entries it ran (an entry run alone, ISOLATION, gets its process's cost
+    exactly). Sorted by entry; `durations.process_cost_key` names them in the durations file."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    rows = store.rows(
+        f"SELECT s.details_json FROM stages s JOIN runs r ON r.run_id = s.run_id WHERE s.run_id IN ({_WINDOW}) "
+        "ORDER BY r.started_at, s.started_at",
+        (window_runs,),
+    )
+    for (text,) in rows:
+        processes = _details(store, text).get(PROCESSES)
+        for process in processes if isinstance(processes, list) else []:
+            if not isinstance(process, dict):
+                continue
+            entries, seconds, tests = process.get("entries"), process.get("seconds"), process.get("tests_seconds")
+            if not isinstance(entries, list) or not entries:
+                continue
+            if not isinstance(seconds, int | float) or not isinstance(tests, int | float):
+                continue
+            share = max(0.0, seconds - tests) / len(entries)
+            for entry in entries:
+                samples[str(entry)].append(share)
+    return {entry: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for entry, found in sorted(samples.items())}
 
 
 @dataclass(frozen=True)

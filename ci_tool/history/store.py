@@ -1,6 +1,7 @@
 """The SQLite history store: one file, many writers.
 
-    runs          one row per `ci-tool run` / `ci-tool stage run`
+    runs          one row per `ci-tool run` / `ci-tool stage run`, with the code it tested (commit and
+                  the hash of the uncommitted change) and its request scope: what reuse matches on
     stages        one row per stage of a run (also stages that waited or were skipped, with why)
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
     dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
@@ -9,12 +10,14 @@ Concurrent stage processes write at once without losing rows: WAL journal, a bus
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
 deadlock upgrading a read lock); a write still locked out after the busy timeout is tried again
 (WRITE_ATTEMPTS in all, with a backoff). `schema_version` holds the version; a newer file is refused,
-and so is a SQLite file of someone else's (tables, but no `schema_version`). Version 2 added `dispatches`;
-an older file gains it when opened.
+and so is a SQLite file of someone else's (tables, but no `schema_version`). An older file is brought up
+to date by MIGRATIONS, one small step per version, under the write lock; a new file gets the version 1
+tables and then every step.
 
 Opening to read (`read_only=True`: `ci-tool history`, `report`, `durations export`) takes no write lock:
 a `mode=ro` connection (`immutable=1` where the folder is read-only, so SQLite cannot make its `-shm`
-file), and tables are created only when the file has none yet (or an older version) and can be written.
+file), and tables are created only when the file has none yet (or an older version) and can be written;
+an older file that cannot be written is read as it is (`version`: what it lacks reads as empty).
 Every SQLite error becomes a located HistoryError: damaged (a corrupted page), not a SQLite file, locked,
 read-only.
 """
@@ -36,7 +39,7 @@ from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -82,23 +85,43 @@ CREATE TABLE IF NOT EXISTS test_results (
     recorded_at REAL NOT NULL,
     PRIMARY KEY (run_id, stage, test_id)
 );
-CREATE TABLE IF NOT EXISTS dispatches (
-    jenkins_url TEXT NOT NULL,
-    job TEXT NOT NULL,
-    comment_id INTEGER NOT NULL,
-    request_json TEXT NOT NULL,
-    repository TEXT NOT NULL,
-    pull_request INTEGER NOT NULL,
-    head_sha TEXT NOT NULL,
-    state TEXT NOT NULL,
-    queue_id INTEGER,
-    build_number INTEGER,
-    updated_at REAL NOT NULL,
-    PRIMARY KEY (jenkins_url, job, comment_id, request_json)
-);
 CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 """
+
+# Version -> the statements that take a file of the version before it there. Each step is small and
+# stands alone, so steps written on other branches merge as further rows.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        2,  # the bot's ledger of the builds it triggered (ledger.py)
+        (
+            """CREATE TABLE IF NOT EXISTS dispatches (
+                jenkins_url TEXT NOT NULL,
+                job TEXT NOT NULL,
+                comment_id INTEGER NOT NULL,
+                request_json TEXT NOT NULL,
+                repository TEXT NOT NULL,
+                pull_request INTEGER NOT NULL,
+                head_sha TEXT NOT NULL,
+                state TEXT NOT NULL,
+                queue_id INTEGER,
+                build_number INTEGER,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (jenkins_url, job, comment_id, request_json)
+            )""",
+        ),
+    ),
+    (
+        3,  # the code a run tested and its request scope, which reuse matches on
+        (
+            "ALTER TABLE runs ADD COLUMN code_commit TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE runs ADD COLUMN code_diff TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE runs ADD COLUMN scope TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
+        ),
+    ),
+)
+CODE_VERSION = 3  # the first version whose runs hold their code and scope
 
 
 @dataclass(frozen=True)
@@ -110,6 +133,9 @@ class RunRecord:
     finished_at: float | None = None
     host: str = ""
     details: Mapping[str, object] = field(default_factory=dict)
+    code_commit: str = ""  # the commit the run tested ("" outside a git checkout)
+    code_diff: str = ""  # the hash of the uncommitted change ("" for a clean checkout)
+    scope: str = ""  # what the run was asked to select (SelectionRequest.scope; "stage NAME" for one stage)
 
 
 @dataclass(frozen=True)
@@ -186,6 +212,7 @@ class HistoryStore:
                 where=Where(str(self.path)),
                 hint="run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH",
             )
+        self.version = SCHEMA_VERSION  # of the open file (older only when it is read-only)
         self.db = self._open_read_only() if read_only else self._open_for_writing()
 
     def __enter__(self) -> HistoryStore:
@@ -233,8 +260,13 @@ class HistoryStore:
         db, version = self._connect_read_only()
         if version is None or version < SCHEMA_VERSION:  # a new file or an older ci-tool's: tables first
             db.close()
-            HistoryStore(self.path, busy_timeout_ms=self.busy_timeout_ms, on_retry=self.on_retry).close()
+            try:
+                HistoryStore(self.path, busy_timeout_ms=self.busy_timeout_ms, on_retry=self.on_retry).close()
+            except HistoryError:
+                if version is None:  # no tables to read
+                    raise
             db, version = self._connect_read_only()
+        self.version = version or SCHEMA_VERSION
         return db
 
     def _connect_read_only(self) -> tuple[sqlite3.Connection, int | None]:
@@ -285,9 +317,14 @@ class HistoryStore:
         version = self._schema_version(db)  # again, under the write lock: another process may have done it
         if version == SCHEMA_VERSION:
             return
-        for statement in _SCHEMA.split(";"):  # executescript() would commit the open transaction
-            if statement.strip():
-                db.execute(statement)
+        if version is None:
+            for statement in _SCHEMA.split(";"):  # executescript() would commit the open transaction
+                if statement.strip():
+                    db.execute(statement)
+        for step, statements in MIGRATIONS:
+            if step > (version or 1):
+                for statement in statements:
+                    db.execute(statement)
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -377,11 +414,15 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord, *, upsert: bool) -> None
         "excluded.started_at, finished_at = excluded.finished_at, host = excluded.host, details_json = "
         "excluded.details_json"
     )
+    replace += ", code_commit = excluded.code_commit, code_diff = excluded.code_diff, scope = excluded.scope"
     db.execute(
-        "INSERT INTO runs (run_id, command, state, started_at, finished_at, host, details_json) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)" + (replace if upsert else ""),
-        (run.run_id, run.command, run.state, run.started_at, run.finished_at, run.host, _json(run.details)),
-    )
+        "INSERT INTO runs (run_id, command, state, started_at, finished_at, host, details_json, code_commit, "
+        "code_diff, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" + (replace if upsert else ""),
+        (
+            run.run_id, run.command, run.state, run.started_at, run.finished_at, run.host, _json(run.details),
+            run.code_commit, run.code_diff, run.scope,
+        ),
+    )  # fmt: skip
 
 
 def _insert_stage(db: sqlite3.Connection, stage: StageRecord, tests: Sequence[TestRecord], recorded_at: float) -> None:

@@ -1,6 +1,6 @@
 """Executors: what runs a planned stage. One interface, two kinds (stages/executors.py names them):
 
-    local  this machine: ci_tool.run.stage_runner, one stage at a time (start returns when it ends)
+    local  this machine: ci_tool.run.jobs (pytest, or a non-test stage's job), one stage at a time
     slurm  one batch job per stage on a cluster: every stage starts at once (ci_tool.run.slurm_executor)
 
 A session (session.py) plans each stage and hands it over as a ReadyStage; the executor reports each
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ci_tool.run.invocation import RunSettings
+from ci_tool.run.jobs import run_job
 from ci_tool.run.pipeline import StageOutcome, runner_mismatch
 from ci_tool.run.process import EventSink
-from ci_tool.run.stage_runner import StageResult, run_stage
+from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.query import QueryValue
@@ -75,7 +76,7 @@ class LocalExecutor:
         return not self.done
 
     def start(self, ready: ReadyStage) -> None:
-        self.done.append(run_stage(ready.plan, ready.settings, on_event=self.on_event))
+        self.done.append(run_job(ready.plan, ready.settings, on_event=self.on_event))
 
     def running(self) -> int:
         return len(self.done)

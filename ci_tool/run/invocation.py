@@ -44,6 +44,7 @@ class RunSettings:
     python: str = sys.executable
     interrupt_grace_seconds: float = 10.0
     nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
+    variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
 
 
 class Attempt(enum.StrEnum):
@@ -185,7 +186,7 @@ def isolated_file(settings: RunSettings) -> Path:
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The first process of each batch, in order: what a run of the plan starts when no test crashes and
     nothing is rerun."""
-    variables = stage_variables(plan, settings.run_id)
+    variables = {**stage_variables(plan, settings.run_id), **settings.variables}
     extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
     return [
         PytestInvocation(

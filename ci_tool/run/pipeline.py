@@ -7,7 +7,8 @@ Which stages this machine serves (`runner_mismatch`):
     CPU stages                        always (every machine has a CPU)
     GPU stages                        when sysinfo's GPU is the stage's GPU family and it has at least the
                                       stage's GPU count; one node only
-    non-test stages (docs, packages)  never: they need CI's build images
+    non-test stages                   the docs and package-sanity stages (JOB_KINDS) always; the others
+                                      need CI's build images
 The others wait for a runner. A GPU family matches when the GPU token (without a `DGX_` prefix) equals
 the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H100 80GB HBM3`,
 `RTXPro6000D` ~ `RTX PRO 6000D`), so `A10` never matches an `A100`.
@@ -16,6 +17,7 @@ Fail-fast: after a stage fails, the stages not yet started are skipped (those th
 runner too: CI would not dispatch them) and the ones still running are cancelled (as Jenkins' parallel
 failFast aborts its other branches), unless fail-fast is off (`--disable-fail-fast`, or any post-merge
 run, as in the reference). Unstable stages do not stop it.
+A reused stage (it passed in an earlier run of the same code) is recorded as reused and counts as passed.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from ci_tool.outcomes import RunState, StageState
-from ci_tool.stages.names import StageName
+from ci_tool.stages.names import StageKind, StageName
 from ci_tool.stages.query import QueryValue
+from ci_tool.stages.select import reused_reason
 
 _WORDS = re.compile(r"[^A-Za-z0-9]+")
 
@@ -75,6 +78,10 @@ class PipelineResult:
         return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
+# The non-test stages this machine runs (run/jobs.py holds their jobs); the others need a CI runner.
+JOB_KINDS = frozenset({StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY})
+
+
 def _words(text: str) -> list[str]:
     return [word.lower() for word in _WORDS.split(text) if word]
 
@@ -88,8 +95,8 @@ def gpu_family_matches(gpu_token: str, gpu_name: str) -> bool:
 
 def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str | None:
     """Why this machine cannot serve `stage`, or None when it can."""
-    if not stage.is_test:
-        return f"{stage.kind.value} stages run only on CI runners"
+    if not stage.is_test and stage.kind not in JOB_KINDS:
+        return f"{stage.kind.value.replace('_', ' ')} stages run only on CI runners"
     if stage.node_count > 1:
         return f"needs {stage.node_count} nodes"
     if stage.is_cpu:
@@ -130,8 +137,10 @@ def run_pipeline(
     fail_fast: bool,
     runner: StageRunner[S],
     not_run: Callable[[StageOutcome], None],
+    reused: Mapping[str, str] | None = None,
 ) -> PipelineResult:
-    """Start the servable stages in order; `not_run` hears about each waiting or skipped stage."""
+    """Start the servable stages in order; `not_run` hears about each waiting, skipped or reused stage
+    (`reused`: stage -> the run it passed in)."""
     outcomes: dict[str, StageOutcome] = {}
     stopped: list[str] = []  # why the stages not started yet will not start
 
@@ -151,7 +160,9 @@ def run_pipeline(
             collect()
         name = stage.name.name
         why = mismatch(stage.name)
-        if stopped:
+        if reused and name in reused:
+            outcome = StageOutcome(name, StageState.REUSED, reused_reason(reused[name]))
+        elif stopped:
             outcome = StageOutcome(name, StageState.SKIPPED, stopped[0])
         elif why is not None:
             outcome = StageOutcome(name, StageState.WAITING, why)

@@ -65,7 +65,7 @@ class Progress:
         self._line(f"{stage}: {state} in {seconds:.1f} s ({shown})" + (f": {reason}" if reason else ""))
 
     def stage_not_run(self, stage: str, state: StageState, reason: str) -> None:
-        self._line(f"{stage}: {state.words}: {reason}")
+        self._line(f"{stage}: {reason}" if state is StageState.REUSED else f"{stage}: {state.words}: {reason}")
 
     def warning(self, text: str) -> None:
         """Something the run goes on despite (the history cannot take its records, say)."""

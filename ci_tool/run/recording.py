@@ -3,11 +3,15 @@ the failure signature and the first lines of output the CI report shows."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+from ci_tool.history.queries import PREDICTED_SECONDS, PROCESSES
+from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
+from ci_tool.run.invocation import Attempt
 from ci_tool.run.pipeline import StageOutcome
 from ci_tool.run.signatures import failure_excerpt, failure_signature
 from ci_tool.run.stage_runner import StageResult, TestResult
@@ -58,6 +62,8 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
                 for t in result.tests
                 if t.final.is_failure and t.log_file is not None
             },
+            PROCESSES: process_samples(result),
+            PREDICTED_SECONDS: round(result.predicted_seconds, 3),
             **result.details,
         },
     )
@@ -70,5 +76,28 @@ def _relative(path: Path, folder: Path) -> str:
         return str(path)
 
 
-def to_not_run_record(run_id: str, outcome: StageOutcome) -> StageRecord:
-    return StageRecord(run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason)
+def process_samples(result: StageResult) -> list[dict[str, object]]:
+    """Per pytest process that ran its batch to the end in one go: its list entries, its wall seconds and
+    its tests' own seconds (the difference is what the process cost beyond its tests: queries.process_costs)."""
+    samples: list[dict[str, object]] = []
+    for process in result.processes:
+        resumed = any(
+            other.invocation.batch.number == process.invocation.batch.number and other is not process
+            for other in result.processes
+        )
+        if process.invocation.attempt is not Attempt.FIRST or not process.completed or resumed:
+            continue
+        samples.append(
+            {
+                "entries": [line.test_id for line in process.invocation.batch.lines],
+                "seconds": round(process.seconds, 3),
+                "tests_seconds": round(math.fsum(case.duration_seconds for case in process.cases), 3),
+            }
+        )
+    return samples
+
+
+def to_not_run_record(run_id: str, outcome: StageOutcome, *, reused_from: str | None = None) -> StageRecord:
+    """A stage that did not run: it waits for a runner, was skipped, or is reused from run `reused_from`."""
+    details = {REUSED_FROM: reused_from} if reused_from else {}
+    return StageRecord(run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason, details=details)

@@ -1,7 +1,7 @@
 """The CI report of a run, as the PR bot posts it (markdown) or as JSON, built from the history.
 
 overall state and totals
-per stage: result, duration, counts (stages not run: why)
+per stage: result, duration, counts (stages not run: why; reused stages: the run they passed in)
 failed tests grouped by failure signature (exception type + normalized message), each group with
   its tests and the first lines of output of its first test
 reruns of known flaky failures and their outcome; waives applied, by reason
@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.history import queries
+from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 
@@ -157,15 +158,46 @@ def report_sections(report: CiReport) -> list[str]:
             lines.append(
                 f"| {s.name} | {result} | {seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
             )
+        elif s.state is StageState.REUSED:
+            lines.append(f"| {s.name} | {s.state} ({s.reason}) | – | – | – | – |")
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
+    lines += _prediction_section(report)
     lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
-    return lines + _not_run_section(report) + _uncollected_section(report)
+    return lines + _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
 
 
 def counted(count: int, noun: str) -> str:
     """`1 test`, `3 tests`."""
     return f"{count} {noun}" + ("s" if count != 1 else "")
+
+
+def _predicted(stage: StageRecord) -> float | None:
+    value = stage.details.get(queries.PREDICTED_SECONDS)
+    return float(value) if isinstance(value, int | float) and value > 0 and stage.state.ran else None
+
+
+def _prediction_section(report: CiReport) -> list[str]:
+    """Predicted against actual seconds per stage that ran, and each sharded family's slowest shard over
+    its fastest: how well the durations (tests and per-process costs) balance the shards."""
+    ran = [(stage, predicted) for stage in report.stages if (predicted := _predicted(stage)) is not None]
+    if not ran:
+        return []
+    lines = ["", "### Shards: predicted and actual", "", "| Stage | Predicted | Actual | Actual / predicted |"]
+    lines.append("|---|---:|---:|---:|")
+    families: dict[str, list[float]] = defaultdict(list)
+    for stage, predicted in ran:
+        ratio = stage.duration_seconds / predicted
+        actual = seconds_text(stage.duration_seconds)
+        lines.append(f"| {stage.name} | {seconds_text(predicted)} | {actual} | {ratio:.2f} |")
+        families[queries.stage_family(stage.name)].append(stage.duration_seconds)
+    spreads = [(family, max(found), min(found)) for family, found in families.items() if len(found) > 1]
+    if spreads:
+        lines.append("")
+    for family, slowest, fastest in spreads:
+        spread = f"{slowest / fastest:.2f}x" if fastest > 0 else "-"
+        lines.append(f"- {family}: slowest shard {seconds_text(slowest)}, fastest {seconds_text(fastest)} ({spread})")
+    return lines
 
 
 def _failure_section(report: CiReport) -> list[str]:
@@ -203,12 +235,23 @@ def _waive_section(report: CiReport) -> list[str]:
     total = sum(len(ids) for _, ids in report.waives)
     lines = ["", f"### Waives applied: {counted(total, 'test')}", ""]
     for reason, ids in report.waives:
-        lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
+        if reused_test_origin(reason) is not None:  # tests that passed with the same code: a count says it
+            lines.append(f"- {reason}: {counted(len(ids), 'test')} that passed there")
+        else:
+            lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
     return lines
 
 
+def _reused_section(report: CiReport) -> list[str]:
+    reused = [s for s in report.stages if s.state is StageState.REUSED]
+    if not reused:
+        return []
+    lines = ["", "### Stages reused (passed in an earlier run of the same code; not run again)", ""]
+    return lines + [f"- {s.name}: {s.reason}" for s in reused]
+
+
 def _not_run_section(report: CiReport) -> list[str]:
-    not_run = [s for s in report.stages if not s.state.ran]
+    not_run = [s for s in report.stages if not s.state.ran and s.state is not StageState.REUSED]
     if not not_run:
         return []
     return ["", "### Stages not run", ""] + [f"- {s.name}: {s.state.words}: {s.reason}" for s in not_run]

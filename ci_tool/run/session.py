@@ -1,9 +1,12 @@
 """A recorded run: a run id, its results folder, the pipeline of stages on an executor (this machine, or
 one Slurm job per stage), the history.
 
-    .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner)
+    .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner); a stage that reuses
+                                      tests of an earlier run gets its own waives.txt there: the waives
+                                      file with a `SKIP (Reused from run R)` line per reused test
     .ci-tool/runs/<run id>/report.md  the CI report of the run
-    history                           the run, each stage (also those that waited or were skipped), each test
+    history                           the run with its code and scope, each stage (also those that waited,
+                                      were skipped or were reused), each test
 
 A stage that cannot be planned (an empty render, a bad shard index) fails with the error as its reason,
 and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
@@ -20,12 +23,14 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
+from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
@@ -42,6 +47,7 @@ from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.model import TestDb
+from ci_tool.text_file import read_text
 
 
 @dataclass(frozen=True)
@@ -62,12 +68,14 @@ class SessionConfig:
 
 @dataclass(frozen=True)
 class PlannedStage:
-    """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders)."""
+    """A stage to run and how to plan it; planned only when it starts (a skipped stage never renders).
+    `reused_tests`: tests that passed in an earlier run of the same code: they skip."""
 
     name: StageName
     plan: Callable[[], StagePlan]
     platform: str = ""  # the catalog platform (a runner label, Slurm partition or auto:<pool>)
     timeout_minutes: int | None = None  # the catalog timeout (a Slurm job's --time)
+    reused_tests: ReusedTests | None = None
 
 
 def catalog_stages(
@@ -77,6 +85,7 @@ def catalog_stages(
     durations: Durations,
     sysinfo: Mapping[str, QueryValue] | None,
     waives_file: str | None,
+    reused_tests: Mapping[str, ReusedTests] | None = None,
 ) -> list[PlannedStage]:
     """Catalog stages planned with each stage's query merged over `sysinfo` (None: stage-name keys only,
     as the reference's sbatch stages render: a Slurm job's node is not this machine)."""
@@ -88,9 +97,20 @@ def catalog_stages(
             ),
             stage.platform,
             stage.timeout_minutes,
+            (reused_tests or {}).get(stage.name.name),
         )
         for stage in stages
     ]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a run is recorded as, beyond its command: the code it tests and its request scope (what reuse
+    matches on), and the stages it reuses (stage -> the run each passed in)."""
+
+    code: CodeVersion | None = None
+    scope: str = ""
+    reused_stages: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,10 +149,13 @@ def run_session(
     fail_fast: bool,
     progress: Progress,
     run_id: str | None = None,
+    identity: RunIdentity | None = None,
 ) -> SessionResult:
-    """Run the servable stages of `stages` on the configured executor, record everything, and write the
-    run's CI report."""
+    """Run the servable stages of `stages` on the configured executor (the reused ones are recorded, not
+    run), record everything, and write the run's CI report."""
     run_id = run_id or new_run_id()
+    identity = identity or RunIdentity()
+    code = identity.code
     run_dir = config.results_root / run_id
     # Before the run is recorded: a run that cannot keep its results never starts.
     for folder in (run_dir, config.output_dir):
@@ -141,8 +164,19 @@ def run_session(
     with RunRecorder(
         config.history, run_dir, busy_timeout_ms=config.history_busy_timeout_ms, warn=progress.warning
     ) as store:
-        store.start_run(RunRecord(run_id, command, RunState.RUNNING, time.time(), host=socket.gethostname()))
-        runner = _Runner(run_id, run_dir, config, store, progress)
+        store.start_run(
+            RunRecord(
+                run_id,
+                command,
+                RunState.RUNNING,
+                time.time(),
+                host=socket.gethostname(),
+                code_commit=code.commit if code else "",
+                code_diff=code.diff_hash if code else "",
+                scope=identity.scope,
+            )
+        )
+        runner = _Runner(run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages)
 
         def not_run(outcome: pipeline.StageOutcome) -> None:
             runner.record_not_run(outcome)
@@ -150,7 +184,12 @@ def run_session(
         ran: pipeline.PipelineResult | None = None
         try:  # Ctrl-C outside a pytest process (while planning, say) still closes the run
             ran = pipeline.run_pipeline(
-                stages, mismatch=runner.executor.mismatch, fail_fast=fail_fast, runner=runner, not_run=not_run
+                stages,
+                mismatch=runner.executor.mismatch,
+                fail_fast=fail_fast,
+                runner=runner,
+                not_run=not_run,
+                reused=identity.reused_stages,
             )
         except BaseException:  # nothing the run started keeps running (a Slurm job submitted before Ctrl-C)
             with contextlib.suppress(CiToolError):
@@ -178,9 +217,17 @@ class _Runner:
     each stage as it ends (history and progress)."""
 
     def __init__(
-        self, run_id: str, run_dir: Path, config: SessionConfig, store: RunRecorder, progress: Progress
+        self,
+        run_id: str,
+        run_dir: Path,
+        config: SessionConfig,
+        store: RunRecorder,
+        progress: Progress,
+        *,
+        reused_stages: Mapping[str, str],
     ) -> None:
         self.run_id, self.run_dir, self.config, self.store, self.progress = run_id, run_dir, config, store, progress
+        self.reused_stages = reused_stages  # stage -> the run it passed in
         self.executor = make_executor(config, run_id, progress)
         self.unplanned: list[pipeline.StageOutcome] = []  # stages that failed to plan, not reported yet
         self.results: list[StageResult] = []
@@ -197,6 +244,9 @@ class _Runner:
     def start(self, stage: PlannedStage) -> None:
         try:
             plan = stage.plan()
+            folder = self.config.output_dir or self.run_dir / plan.name.name
+            if stage.reused_tests:
+                plan = _with_reused_tests(plan, stage.reused_tests, folder)
         except CiToolError as error:
             self.unplanned.append(
                 pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
@@ -206,7 +256,7 @@ class _Runner:
         config = self.config
         settings = RunSettings(
             rootdir=config.rootdir,
-            results_dir=config.output_dir or self.run_dir / plan.name.name,
+            results_dir=folder,
             run_id=self.run_id,
             test_timeout_seconds=config.test_timeout_seconds,
             flaky_signatures=config.flaky_signatures,
@@ -229,8 +279,23 @@ class _Runner:
         return pipeline.StageOutcome(finished.stage, finished.state, finished.reason, ran=True)
 
     def record_not_run(self, outcome: pipeline.StageOutcome) -> None:
-        self.store.record_stage(recording.to_not_run_record(self.run_id, outcome), recorded_at=time.time())
+        record = recording.to_not_run_record(self.run_id, outcome, reused_from=self.reused_stages.get(outcome.name))
+        self.store.record_stage(record, recorded_at=time.time())
         self.progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
+
+
+def _with_reused_tests(plan: StagePlan, reused: ReusedTests, folder: Path) -> StagePlan:
+    """The plan with its own waives file: the stage's waives and the `SKIP (Reused from run R)` lines of its
+    reused tests."""
+    base = read_text(plan.waives_file, name="the waives file", error=RunError) if plan.waives_file else ""
+    lines = reused.waive_lines()
+    if not lines:
+        return plan
+    text = base + ("\n" if base and not base.endswith("\n") else "") + "".join(f"{line}\n" for line in lines)
+    make_results_folder(folder)
+    path = folder / "waives.txt"
+    write_text_atomically(path, text, what="the stage's waives")
+    return replace(plan, waives_file=str(path))
 
 
 def make_results_folder(path: Path) -> None:

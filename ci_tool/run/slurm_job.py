@@ -28,7 +28,8 @@ from pathlib import Path
 from ci_tool import interrupts
 from ci_tool.atomic import write_bytes_atomically, write_text_atomically
 from ci_tool.run.invocation import RunSettings
-from ci_tool.run.stage_runner import StageResult, run_stage
+from ci_tool.run.jobs import run_job
+from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.plan import StagePlan
 
 JOB_ID_ENV = "SLURM_JOB_ID"
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     started = {"job_id": job_id, "node": node, "started_at": started_at, "pid": os.getpid()}
     write_text_atomically(spec.files.started(job_id), json.dumps(started) + "\n", what="the job's start")
     with interrupts.terminating_signals_interrupt():
-        result = run_stage(spec.plan, spec.settings)
+        result = run_job(spec.plan, spec.settings)
     report = JobReport(result, job_id, node, started_at, time.time())
     write_bytes_atomically(spec.files.result(job_id), pickle.dumps(report), what="the job's result")
     print(f"{result.stage}: {result.state}" + (f": {result.reason}" if result.reason else ""))

@@ -81,6 +81,7 @@ class StageResult:
     duration_seconds: float
     results_dir: Path
     details: Mapping[str, object] = field(default_factory=dict)  # what its executor adds (Slurm: its jobs)
+    predicted_seconds: float = 0.0  # what planning predicted for the stage (the report sets them side by side)
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -130,8 +131,9 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
     state, reason = _state(tests, processes, interrupted)
     name = plan.name.name
     result = StageResult(
-        name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder
-    )
+        name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder,
+        predicted_seconds=plan.predicted_seconds,
+    )  # fmt: skip
     junit.write_junit(folder / "junit.xml", name, [test.final for test in tests])
     write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
     return result

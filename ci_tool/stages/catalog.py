@@ -6,6 +6,10 @@
     tag_triggers: {PATH: TOKEN, ...}    a changed file here adds every stage carrying TOKEN   (step 3)
     file_groups:                         a change confined to one group runs only its stages   (step 11)
     - {name: docs, paths: [PATH, ...], stages: [STAGE_GLOB, ...]}
+    change_rules:                        change-based selection of a bare /bot run (step 16, cbts.py)
+      tests: [PATH, ...]                 test files here run the list entries that cover them
+      docs: [PATH, ...]                  docs: the docs stage checks them
+      out_of_scope: [PATH, ...]          nothing to test (durations, benchmarks)
     families:
     - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
       platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
@@ -13,8 +17,11 @@
       splits: 2                          the shard count, or `auto` with `budget_minutes`
       executor: slurm                    optional: each stage a Slurm batch job (platform: a partition
                                          or `auto:<pool>`); local (the default) runs on the agent
+    - name: CPU-Build_Docs               a non-test stage: the docs stage, or a package-sanity stage
+      platform: cpu                      (`CPU-PackageSanityCheck-KEY`, with the context of its smoke tests)
 
-A family expands to the stages `<name>-1 .. <name>-<splits>`. PATH is a prefix of a changed file's path,
+A test family expands to the stages `<name>-1 .. <name>-<splits>`, a non-test family to one stage of its
+name. PATH is a prefix of a changed file's path,
 or a whole-path glob when it holds `*` (fnmatch: `*` crosses `/`). TOKEN is a tag or backend token of
 the stage grammar (`DeepSeek`, `PerfSanity`, `Triton`). The name decides GPU, counts, backend, mode and
 post-merge; the catalog only repeats a fact to have it checked. Reading the file is catalog_schema.py;
@@ -31,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ci_tool.errors import StageError, Where, did_you_mean
+from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName
@@ -106,32 +114,43 @@ class FileGroup:
 
 
 @dataclass(frozen=True)
+class ChangeRules:
+    """Which changed files the change-based rules claim besides the test-db's own (cbts.py): PATH rules."""
+
+    tests: tuple[str, ...] = ()
+    docs: tuple[str, ...] = ()
+    out_of_scope: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Family:
-    """One catalog entry, resolved: a family name and how its stages run."""
+    """One catalog entry, resolved: a family name and how its stages run. A family narrowed by change-based
+    selection (cbts.py) carries the filter its render goes through, and its narrowed shard count."""
 
     name: StageName  # shard is None
     platform: str
-    context: str
-    splits: int  # the shard count (resolved when written `auto`)
+    context: str  # "" for the docs stage, which renders no list
+    splits: int  # the shard count (resolved when written `auto`; 1 for a non-test stage)
     timeout_minutes: int
     timeout_derived: bool  # False when written in the catalog
     predicted_minutes: float  # of the slowest stage: an upper bound (a greedy split), stage facts only
     arch: str
     where: Where
     executor: Executor = Executor.LOCAL
+    line_filter: LineFilter | None = None  # narrowed: the lines of its render it runs
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: `<family>-<shard>`. Everything but the name comes from its family."""
+    """One stage: `<family>-<shard>` (a non-test stage: the family's name). Everything but the name comes
+    from its family."""
 
-    name: StageName  # with its shard index
+    name: StageName  # with its shard index (none for a non-test stage)
     family: Family
 
     @property
     def shard(self) -> int:
-        assert self.name.shard is not None  # the loader expands families into shards
-        return self.name.shard
+        return self.name.shard if self.name.shard is not None else 1
 
     @property
     def platform(self) -> str:
@@ -215,6 +234,7 @@ class Catalog:
     multi_gpu_paths: tuple[str, ...] = ()
     tag_triggers: tuple[TagTrigger, ...] = ()
     file_groups: tuple[FileGroup, ...] = ()
+    change_rules: ChangeRules = ChangeRules()
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Stage]:
@@ -223,6 +243,16 @@ class Catalog:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(stage.name.name for stage in self.stages)
+
+    @functools.cached_property
+    def _by_family(self) -> Mapping[str, tuple[Stage, ...]]:
+        grouped: dict[str, list[Stage]] = {}
+        for stage in self.stages:
+            grouped.setdefault(stage.family.name.name, []).append(stage)
+        return {family: tuple(stages) for family, stages in grouped.items()}
+
+    def stages_of(self, family: Family) -> tuple[Stage, ...]:
+        return self._by_family.get(family.name.name, ())
 
     def stage(self, name: str) -> Stage:
         """The stage called `name`; a StageError names the closest stages otherwise."""

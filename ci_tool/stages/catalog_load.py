@@ -1,6 +1,6 @@
 """Resolve a catalog (catalog_schema.parse_catalog) against the test-db and durations into a Catalog.
 
-    each family's context must exist in the test-db;
+    each family's context must exist in the test-db (the docs stage has none: it renders no list);
     its list is rendered (stage facts only, no sysinfo) and estimated; only a `splits: auto` family is
     sharded, as deciding its count is a sharding question:
       splits: auto     -> the smallest count whose split fits budget_minutes (shard.shards_for_budget)
@@ -67,9 +67,16 @@ def resolve_catalog(spec: CatalogSpec, *, db: TestDb, durations: Durations) -> C
     """The catalog `spec` describes, its families resolved against the test-db (see the module docstring)."""
     problems: list[CiToolError] = []
     families = [family for written in spec.families if (family := _resolve(written, spec, db, durations, problems))]
-    stages = tuple(Stage(family.name.with_shard(k), family) for family in families for k in range(1, family.splits + 1))
+    stages = tuple(stage for family in families for stage in family_stages(family))
     catalog = Catalog(
-        spec.file, tuple(families), stages, spec.timeouts, spec.multi_gpu_paths, spec.tag_triggers, spec.file_groups
+        spec.file,
+        tuple(families),
+        stages,
+        spec.timeouts,
+        spec.multi_gpu_paths,
+        spec.tag_triggers,
+        spec.file_groups,
+        spec.change_rules,
     )
     for group, wheres in zip(catalog.file_groups, spec.group_stage_wheres, strict=True):
         for pattern, where in zip(group.stages, wheres, strict=True):
@@ -86,11 +93,21 @@ def resolve_catalog(spec: CatalogSpec, *, db: TestDb, durations: Durations) -> C
     return catalog
 
 
+def family_stages(family: Family) -> tuple[Stage, ...]:
+    """A test family's stages `<name>-1 .. <name>-<splits>`; a non-test family's one stage of its name."""
+    if not family.name.is_test:
+        return (Stage(family.name, family),)
+    return tuple(Stage(family.name.with_shard(k), family) for k in range(1, family.splits + 1))
+
+
 def _resolve(
     written: FamilySpec, spec: CatalogSpec, db: TestDb, durations: Durations, problems: list[CiToolError]
 ) -> Family | None:
     """One family's shard count and timeout, from its render; None (and a problem) when it cannot be."""
     name = written.name
+    if not written.context:  # the docs stage: no list to render or predict
+        return Family(name, written.platform, "", 1, written.timeout_minutes or spec.timeouts.minimum_minutes,
+                      written.timeout_minutes is None, 0.0, written.arch, written.where())  # fmt: skip
     if written.context not in db.contexts:
         known = sorted(db.contexts)
         problems.append(
@@ -105,7 +122,7 @@ def _resolve(
         name, db=db, context=written.context, durations=durations, arch=written.arch, allow_empty=True
     )
     ids, seconds = found.test_ids, found.seconds
-    sharded = name.policy.sharded and bool(ids)
+    sharded = name.is_test and name.policy.sharded and bool(ids)
     try:
         if written.splits == "auto":
             budget = (written.budget_minutes or 0) * 60

@@ -13,6 +13,8 @@ found ...) and a hint with the exact fix. The loader (catalog_load.py) attaches 
     on_demand agrees with name   the OnDemand tag is what every selection reads
     perf mode: splits 1          perf mode runs the whole list in one stage (modes.py)
     splits auto <-> budget       auto needs a per-shard budget; a budget without auto does nothing
+    non-test stages: splits 1    the docs and package-sanity stages are one job each
+    a context where a list runs  test and package-sanity families render one; the docs stage none
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 
 from ci_tool.stages.executors import AUTO_PREFIX, Executor, pool_of
 from ci_tool.stages.modes import TestMode
-from ci_tool.stages.names import CPU_GPU_TOKEN, ON_DEMAND_TAG, POST_MERGE, StageName
+from ci_tool.stages.names import CPU_GPU_TOKEN, ON_DEMAND_TAG, POST_MERGE, StageKind, StageName
 
 CPU_PLATFORM = "cpu"
 Problem = tuple[str, str | None]  # message, hint
@@ -106,6 +108,27 @@ def splits_problem(name: StageName, splits: int | str, *, has_budget: bool) -> P
             "write `splits: 1`",
         )
     return None
+
+
+def context_problem(name: StageName, has_context: bool) -> Problem | None:
+    """Whether the family renders a list: test and package-sanity families do, the docs stage does not."""
+    wants = name.kind is not StageKind.BUILD_DOCS
+    if has_context == wants:
+        return None
+    if wants:
+        return f"expected `context` in family {name.name!r} (the list its stages run), found none", (
+            "add e.g. `context: l0_sanity_check`"
+        )
+    return f"expected no context for the docs stage {name.name!r} (it renders no list), found one", "remove it"
+
+
+def non_test_splits_problem(name: StageName, splits: int | str) -> Problem | None:
+    if name.is_test or splits == 1:
+        return None
+    kind_words = name.kind.value.replace("_", " ")
+    return f"expected splits 1 for the {kind_words} stage {name.name!r} (one job), found {splits}", (
+        "remove `splits`"
+    )
 
 
 def budget_problem(splits: int | str) -> Problem | None:

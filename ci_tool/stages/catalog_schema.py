@@ -4,7 +4,9 @@ Pure: no test-db, no durations (catalog_load.py resolves a spec against them).
 
 Validation, every problem of the file collected, the first raised (`file:line:col (yaml.path): ...`):
 - unknown keys anywhere (a typo such as `split: 4` would otherwise run one shard), with did-you-mean;
-- family names parse as test families (names.py), in today's spelling, each once;
+- family names parse as test families (names.py), in today's spelling, each once, or name one of the
+  non-test stages the runners know (the docs stage `GPU-Build_Docs`, `GPU-PackageSanityCheck-KEY`);
+  `splits` is required of test families, `context` of all but the docs stage;
 - each field's value has its kind (FAMILY_FIELDS) and passes its rule (catalog_rules.py): counts and
   on_demand say what the name says, platforms suit the GPUs, perf-mode families run one shard,
   `splits: auto` comes with budget_minutes;
@@ -22,17 +24,27 @@ from typing import Literal
 from yaml.nodes import Node, SequenceNode
 
 from ci_tool.errors import StageError, Where, did_you_mean
-from ci_tool.stages.catalog import FORMAT_VERSION, FileGroup, TagTrigger, TimeoutRule, carries, tokens_of
+from ci_tool.stages.catalog import (
+    FORMAT_VERSION,
+    ChangeRules,
+    FileGroup,
+    TagTrigger,
+    TimeoutRule,
+    carries,
+    tokens_of,
+)
 from ci_tool.stages.catalog_rules import (
     Problem,
     budget_problem,
+    context_problem,
     count_problem,
+    non_test_splits_problem,
     on_demand_problem,
     platform_problem,
     splits_problem,
 )
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.names import LEGACY_POST_MERGE, StageName, parse_family_name
+from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
 from ci_tool.stages.query import ARCHES
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
 from ci_tool.yaml_nodes import NodeReader, compose, describe, int_value, kind
@@ -68,7 +80,7 @@ class Field:
     key: str
     kind: Kind
     what: str  # what the value is, for `expected ...`
-    required: bool = False
+    required: bool = False  # of test families (a non-test family needs only its name and platform)
     example: str = ""
     check: Callable[[Values], Problem | None] | None = None
 
@@ -106,7 +118,7 @@ def _executor(values: Values) -> Executor:
 
 
 def _splits(values: Values) -> Splits:
-    splits = values["splits"]
+    splits = values.get("splits", 1)  # a non-test family's default
     assert isinstance(splits, int | str)  # read by the SPLITS reader
     return splits  # type: ignore[return-value]
 
@@ -128,7 +140,10 @@ FAMILY_FIELDS: tuple[Field, ...] = (
         Kind.SPLITS.value,
         required=True,
         example="1",
-        check=lambda v: splits_problem(_name(v), _splits(v), has_budget="budget_minutes" in v),
+        check=lambda v: (
+            non_test_splits_problem(_name(v), _splits(v))
+            or splits_problem(_name(v), _splits(v), has_budget="budget_minutes" in v)
+        ),
     ),
     Field("budget_minutes", Kind.MINUTES, "minutes", check=lambda v: budget_problem(_splits(v))),
     Field("gpu_count", Kind.COUNT, "a whole number", check=lambda v: _count_check(v, "gpu_count")),
@@ -140,9 +155,13 @@ FAMILY_FIELDS: tuple[Field, ...] = (
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
 REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
-TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "families")
+NON_TEST_REQUIRED_KEYS = ("name", "platform")  # and `context` for package sanity (catalog_rules.context_problem)
+# The non-test stages a catalog may hold: the runners know their jobs (run/jobs.py).
+CATALOGED_NON_TEST = (StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY)
+TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "families")
 TIMEOUT_KEYS = ("margin", "minimum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
+CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope")
 
 
 @dataclass(frozen=True)
@@ -151,8 +170,8 @@ class FamilySpec:
 
     name: StageName  # shard is None
     platform: str
-    context: str
-    splits: Splits
+    context: str = ""  # none: the docs stage
+    splits: Splits = 1
     budget_minutes: float | None = None
     gpu_count: int | None = None  # when written: what the name says
     node_count: int | None = None
@@ -178,6 +197,7 @@ class CatalogSpec:
     tag_triggers: tuple[TagTrigger, ...] = ()
     file_groups: tuple[FileGroup, ...] = ()
     group_stage_wheres: tuple[tuple[Where, ...], ...] = field(default=(), compare=False)  # per group, per glob
+    change_rules: ChangeRules = field(default_factory=ChangeRules)
 
 
 def parse_catalog(text: str, *, file: str) -> CatalogSpec:
@@ -217,7 +237,14 @@ class _CatalogReader(NodeReader):
             tag_triggers=self.read_triggers(top["tag_triggers"], names) if "tag_triggers" in top else (),
             file_groups=groups,
             group_stage_wheres=group_wheres,
+            change_rules=self.read_change_rules(top["change_rules"]) if "change_rules" in top else ChangeRules(),
         )
+
+    def read_change_rules(self, node: Node) -> ChangeRules:
+        what = "a mapping of tests, docs and out_of_scope path lists"
+        fields = self.mapping(node, "change_rules", what, CHANGE_RULE_KEYS) or {}
+        found = {key: self.paths(value, f"change_rules.{key}") for key, value in fields.items()}
+        return ChangeRules(**found)
 
     def paths(self, node: Node, path: str) -> tuple[str, ...]:
         return self.strings(node, path, "paths", _path_problem)
@@ -321,20 +348,26 @@ class _CatalogReader(NodeReader):
         if fields is None:
             return None
         label = str(fields["name"].value) if "name" in fields and kind(fields["name"]) == "str" else path
-        for required in REQUIRED_FAMILY_KEYS:
+        before = len(self.problems)
+        name = self._peek_name(fields)
+        non_test = name is not None and not name.is_test
+        for required in NON_TEST_REQUIRED_KEYS if non_test else REQUIRED_FAMILY_KEYS:
             if required not in fields:
                 example = next(f.example for f in FAMILY_FIELDS if f.key == required)
                 message = f"expected `{required}` in family {label!r}, found none"
                 self.problem(node, path, message, hint=f"add e.g. `{required}: {example}`")
-        before = len(self.problems)
         values: dict[str, object] = {}
         for spec in FAMILY_FIELDS:
             if spec.key in fields:
                 value = self.read_value(spec, fields[spec.key], f"{path}.{spec.key}")
                 if value is not None:
                     values[spec.key] = value
-        if len(self.problems) > before or any(key not in values for key in REQUIRED_FAMILY_KEYS):
+        if len(self.problems) > before:
             return None
+        if name is not None and non_test:
+            problem = context_problem(name, "context" in values)
+            if problem is not None:
+                self.problem(fields.get("context", fields["name"]), f"{path}.context", *problem)
         for spec in FAMILY_FIELDS:
             if spec.check is not None and spec.key in values:
                 problem = spec.check(values)
@@ -345,6 +378,17 @@ class _CatalogReader(NodeReader):
         wheres = {key: self.where(value, f"{path}.{key}") for key, value in fields.items()}
         wheres[""] = self.where(fields["name"], path)  # the family as a whole
         return FamilySpec(**values, wheres=wheres)  # type: ignore[arg-type]  # each value read by its field's kind
+
+    @staticmethod
+    def _peek_name(fields: dict[str, Node]) -> StageName | None:
+        """The family's name when it parses (read_name reports it when it does not)."""
+        node = fields.get("name")
+        if node is None or kind(node) != "str":
+            return None
+        try:
+            return parse_family_name(str(node.value))
+        except StageError:
+            return None
 
     def read_value(self, spec: Field, node: Node, path: str) -> object | None:
         """A field's value, read as its kind says (None, and a problem, when it is not one)."""
@@ -382,13 +426,15 @@ class _CatalogReader(NodeReader):
         except StageError as error:
             self.problems.append(error)
             return None
-        if not name.is_test:
+        if not name.is_test and name.kind not in CATALOGED_NON_TEST:
             kind_words = name.kind.value.replace("_", " ")
             self.problem(
                 node,
                 path,
-                f"expected a test family name (GPU-Backend[-Tags]), found the {kind_words} stage {text!r}",
-                hint="the catalog lists test families; build, docs and package stages are not cataloged yet",
+                f"expected a test family name (GPU-Backend[-Tags]) or a docs or package-sanity stage, found the "
+                f"{kind_words} stage {text!r}",
+                hint="the catalog lists test families, `GPU-Build_Docs` and `GPU-PackageSanityCheck-KEY`; "
+                "other build stages are not cataloged yet",
             )
             return None
         if LEGACY_POST_MERGE in text:

@@ -9,6 +9,11 @@ per node id (and sometimes per whole entry). The estimate of an entry is, first 
        only when no shorter recorded id above it is counted already (no double counting);
     4. the mean of the estimates found by 1-3 for this list, or 1.0 when none was found
        (pytest-split's rule: the mean of the relevant known durations).
+
+To that each entry adds its per-process cost: what running it costs beyond its tests' own time (the
+interpreter, imports, collection), learnt from the history (`ci-tool durations export`) and kept in the
+same file under `process-cost:<entry>` (no test id starts so, and pytest-split ignores ids it does not
+collect). An entry with no recorded cost gets the mean of the list's recorded ones, or 0 when none is.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ from ci_tool.text_file import read_text
 Durations = Mapping[str, float]
 MAX_SECONDS = MAX_TIMEOUT_MINUTES * 60  # no test runs longer than the longest TIMEOUT; sums of these stay finite
 _CHILD_SEPARATORS = ("/", "::", "[")
+PROCESS_COST_PREFIX = "process-cost:"
+
+
+def process_cost_key(entry: str) -> str:
+    """The durations-file key of a list entry's per-process cost."""
+    return PROCESS_COST_PREFIX + entry
 
 
 def parse_durations(text: str, *, source: str = "<durations>") -> dict[str, float]:
@@ -74,7 +85,7 @@ class _Index:
 
     def __init__(self, durations: Durations) -> None:
         self.durations = durations
-        self.keys = sorted(durations)
+        self.keys = sorted(key for key in durations if not key.startswith(PROCESS_COST_PREFIX))
 
     def under(self, path: str) -> list[str]:
         """Recorded ids strictly under `path`, without ids nested under another one of them."""
@@ -116,4 +127,12 @@ def estimate_seconds(test_ids: Sequence[str], durations: Durations) -> Estimates
             known[test_id] = seconds
     mean = math.fsum(known.values()) / len(known) if known else 1.0
     unknown = frozenset(t for t in test_ids if t not in known)
-    return Estimates({t: known.get(t, mean) for t in test_ids}, unknown, mean)
+    costs = process_costs(test_ids, durations)
+    return Estimates({t: known.get(t, mean) + costs[t] for t in test_ids}, unknown, mean)
+
+
+def process_costs(test_ids: Sequence[str], durations: Durations) -> dict[str, float]:
+    """Each entry's per-process cost (see the module docstring)."""
+    recorded = {t: durations[key] for t in test_ids if (key := process_cost_key(t)) in durations}
+    mean = math.fsum(recorded.values()) / len(recorded) if recorded else 0.0
+    return {t: recorded.get(t, mean) for t in test_ids}

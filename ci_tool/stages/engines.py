@@ -8,6 +8,10 @@ never accepted and ignored:
     option            local                       jenkins                     github
     --high-priority   refused: no queue           refused: no priority queue  refused: no priority queue
     --debug           refused: run it yourself    refused: no SSH pause       refused: no SSH pause
+
+Change-based selection narrows a family's list only where the engine runs the narrowed list: locally. The
+generated pipelines run each stage's whole shard (`ci-tool stage run NAME`), so there it keeps or drops
+whole families, and never drops a test the narrowed list would run.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ class Engine(enum.StrEnum):
     JENKINS = "jenkins"  # the generated jenkins/L0_MergeRequest.groovy
     GITHUB = "github"  # the generated .github/workflows/l0-test.yml
 
+
+# The engines that run a family's narrowed list (`<family>-<K>-cbts` stages).
+LIST_NARROWING_ENGINES = frozenset({Engine.LOCAL})
 
 _NO_PRIORITY = "the generated pipeline has no priority queue to put the run ahead in"
 _NO_SSH_PAUSE = "the generated pipeline does not pause a stage for an interactive session"

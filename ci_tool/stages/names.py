@@ -1,6 +1,7 @@
 """The stage-name grammar: the one place that knows what the tokens of a stage name mean.
 
     test stage  := GPU ["-" N "_GPUs"] ["-" M "_Nodes"] "-" BACKEND ("-" TAG)* ["-" "Post-Merge"] "-" K
+                   ["-cbts"] ["-attempt-" A]
     family      := the same without "-" K      (a catalog family expands to family-1 .. family-<splits>)
     non-test    := GPU "-Build_Docs" | GPU "-AgentFlow-UnitTest" | GPU "-PackageSanityCheck-" KEY
                  | "Build-Docker-Images"
@@ -10,6 +11,9 @@
     TAG      [+A-Za-z0-9_]+ (not only digits); MEANINGFUL_TAGS carry semantics, the rest is descriptive
              (Disagg, x86, topology strings such as CTX1-NODE1-GPU4-GEN1-NODE2-GPU8, ...)
     K        the 1-based shard index
+    -cbts    the stage runs a list narrowed by change-based selection (reports carry it, so its results
+             never stand in for the full stage's)
+    A        the attempt (2, 3, ...) of a stage run again after an infrastructure failure
 
 Topology tokens (TOPOLOGY_TOKEN: CTX<n>, GEN<n>, NODE<n>/Node<n>, GPU<n>) describe a disaggregated
 layout, `...-CTX1-NODE1-GPU4-GEN1-NODE1-GPU8-...`: they stay in `tags`, in name order and repeated as
@@ -73,6 +77,10 @@ MEANINGFUL_TAGS: tuple[str, ...] = (*MODE_TAGS, FUNCTIONAL_ONLY, *AUTO_TRIGGER_T
 # Words spelled with a dash, read as one token.
 _COMPOUNDS: tuple[tuple[str, str], ...] = (("Post", "Merge"), ("FUNCTIONAL", "ONLY"), ("[Post", "Merge]"))
 
+CBTS_SUFFIX = "-cbts"
+ATTEMPT_SUFFIX = "-attempt-"
+# The suffixes after a test stage's shard index: `-1-cbts`, `-1-attempt-2`, `-1-cbts-attempt-2`.
+_SUFFIXES = re.compile(r"(?P<cbts>-cbts)?(?:-attempt-(?P<attempt>\d+))?$")
 _GPU = re.compile(r"[A-Z][A-Za-z0-9_]*")
 _GPUS = re.compile(r"(\d+)_GPUs")
 _NODES = re.compile(r"(\d+)_Nodes")
@@ -130,6 +138,8 @@ class StageName:
     shard: int | None
     mode: TestMode
     functional_only: bool
+    cbts: bool = False  # `-cbts`: narrowed by change-based selection
+    attempt: int | None = None  # `-attempt-A`
 
     @property
     def is_test(self) -> bool:
@@ -174,8 +184,19 @@ class StageName:
 
     @property
     def family(self) -> str:
-        """The name without the shard suffix (the catalog's family name)."""
-        return self.name if self.shard is None else self.name.rsplit("-", 1)[0]
+        """The name without the shard index and suffixes (the catalog's family name)."""
+        return self.name if self.shard is None else self.name[: self._suffix_start].rsplit("-", 1)[0]
+
+    @property
+    def _suffix_start(self) -> int:
+        suffix = (CBTS_SUFFIX if self.cbts else "") + (f"{ATTEMPT_SUFFIX}{self.attempt}" if self.attempt else "")
+        return len(self.name) - len(suffix)
+
+    def with_cbts(self) -> StageName:
+        """The stage narrowed by change-based selection: `A10-PyTorch-1` -> `A10-PyTorch-1-cbts`."""
+        if self.shard is None or self.cbts or self.attempt is not None:
+            raise StageError(f"expected a test stage without suffixes to narrow, found {self.name!r}")
+        return replace(self, name=self.name + CBTS_SUFFIX, cbts=True)
 
     @property
     def canonical_name(self) -> str:
@@ -203,6 +224,8 @@ class StageName:
             "shard": self.shard,
             "mode": self.mode.value,
             "functional_only": self.functional_only,
+            "cbts": self.cbts,
+            "attempt": self.attempt,
         }
 
 
@@ -233,6 +256,9 @@ def _parse(name: str, where: Where | None, *, with_shard: bool) -> StageName:
         match = form.pattern.fullmatch(name)
         if match:
             return _non_test(name, form, match)
+    suffixes = _SUFFIXES.search(name) if with_shard else None
+    if suffixes is not None and suffixes.group(0):
+        return _with_suffixes(name, suffixes, where)
     tokens = _tokenize(name, where)
     gpu = _gpu_token(name, tokens[0], where)
     shard, rest = _shard(name, tokens, with_shard, where)
@@ -258,6 +284,22 @@ def _parse(name: str, where: Where | None, *, with_shard: bool) -> StageName:
         mode=modes[0] if modes else TestMode.FUNCTIONAL,
         functional_only=FUNCTIONAL_ONLY in tags,
     )
+
+
+def _with_suffixes(name: str, suffixes: re.Match[str], where: Where | None) -> StageName:
+    """A test stage name ending in `-cbts` and/or `-attempt-A`: the stage before them, marked."""
+    stage = name[: suffixes.start()]
+    if not stage.rpartition("-")[2].isdigit():
+        hint = f"the suffixes follow the shard index, e.g. {'A10-PyTorch-1' + suffixes.group(0)!r}"
+        found = repr(stage.rpartition("-")[2])
+        raise _error(name, suffixes.start() + 1, "the shard index -<K> before the suffix", found, where, hint)
+    attempt = suffixes.group("attempt")
+    if attempt is not None and (len(attempt) > _MAX_DIGITS or attempt != str(int(attempt)) or int(attempt) < 2):
+        col = suffixes.start("attempt") + 1
+        raise _error(name, col, "an attempt of 2, 3, ... without leading zeros", shown(attempt), where)
+    parsed = _parse(stage, where, with_shard=True)
+    cbts = suffixes.group("cbts") is not None
+    return replace(parsed, name=name, cbts=cbts, attempt=int(attempt) if attempt else None)
 
 
 def _check_charset(name: str, where: Where | None) -> None:

@@ -7,6 +7,9 @@
                twice (blocks with different markers) runs once, as its first line says
     isolated = its ISOLATION lines, each run in its own pytest process
 
+A family narrowed by change-based selection (its `line_filter`) renders the same way and then keeps only the
+lines the filter keeps, over its narrowed shard count; its stages are named `<family>-<K>-cbts`.
+
 A family is planned once (`plan_family`) and each of its stages takes its shard (`FamilyPlan.stage`), so
 planning the whole catalog (`plan_catalog`) renders and shards each family once. A family is sharded
 when its mode shards (perf mode runs the whole list) and it has more than one shard. The same plan serves
@@ -22,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ci_tool.errors import StageError
+from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.modes import PerfGate
 from ci_tool.stages.names import StageName
@@ -74,6 +78,7 @@ class FamilyPlan:
     splits: int  # the shard count (resolved for splits="auto")
     shard_plan: ShardPlan | None  # None when not sharded or nothing rendered
     whole_seconds: float  # the predicted seconds of the whole render
+    narrowed: bool = False  # by change-based selection: its stages are `<family>-<K>-cbts`
 
     @property
     def makespan_seconds(self) -> float:
@@ -86,7 +91,8 @@ class FamilyPlan:
             raise StageError(
                 f"expected a shard index from 1 to {self.splits} for family {self.family.name!r}, found {shard}"
             )
-        name = self.family.with_shard(shard)
+        name = self.family.with_shard(shard) if self.family.is_test else self.family
+        name = name.with_cbts() if self.narrowed else name
         policy = self.family.policy
         by_id = {line.test_id: line for line in reversed(self.rendered)}  # an id rendered twice: the first line
         lines = tuple(line for line in self.rendered if by_id[line.test_id] is line)
@@ -132,10 +138,19 @@ def render_family(
     arch: str = "x86_64",
     gpu: str | None = None,
     allow_empty: bool = False,
+    line_filter: LineFilter | None = None,
 ) -> FamilyRender:
-    """Render a family's list (a name without its shard index) and estimate its tests."""
+    """Render a family's list (a name without its shard index) and estimate its tests; a narrowed family's
+    render keeps the lines its filter keeps."""
     query = normalize_query(render_query(family, sysinfo, arch=arch, gpu=gpu))
-    rendered = tuple(render(db, context, query, allow_empty=allow_empty))
+    rendered = tuple(render(db, context, query, allow_empty=allow_empty or line_filter is not None))
+    if line_filter is not None:
+        rendered = line_filter.apply(rendered, context=context, gpu=family.gpu)
+        if not rendered and not allow_empty:
+            raise StageError(
+                f"expected the narrowed list of {family.name!r} to keep a line of context {context!r} here, found none",
+                hint="change-based selection chose it from the stage facts; this machine renders other lines",
+            )
     ids = tuple(dict.fromkeys(line.test_id for line in rendered))
     estimates = estimate_seconds(ids, durations).seconds if ids else {}
     return FamilyRender(query, rendered, ids, tuple(estimates[test_id] for test_id in ids))
@@ -152,6 +167,7 @@ def plan_family(
     arch: str = "x86_64",
     gpu: str | None = None,
     allow_empty: bool = False,
+    line_filter: LineFilter | None = None,
 ) -> FamilyPlan:
     """Render and split a family (a name without its shard index; see the module docstring)."""
     found = render_family(
@@ -163,13 +179,15 @@ def plan_family(
         arch=arch,
         gpu=gpu,
         allow_empty=allow_empty,
+        line_filter=line_filter,
     )
     shard_plan = None
     if found.test_ids and family.policy.sharded and splits > 1:
         isolated = [line.test_id for line in found.rendered if line.isolation]
         shard_plan = plan_shards(found.test_ids, durations, splits=splits, isolated=isolated)
     whole_seconds = math.fsum(found.seconds)
-    return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds)
+    narrowed = line_filter is not None
+    return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds, narrowed)
 
 
 def plan_stage(
@@ -183,14 +201,29 @@ def plan_stage(
     waives_file: str | None = None,
     arch: str = "x86_64",
     gpu: str | None = None,
+    line_filter: LineFilter | None = None,
 ) -> StagePlan:
     """The plan of one stage: shard K of `splits` for a name ending in K (a family name: shard 1 of 1)."""
     family = stage if stage.shard is None else _family_of(stage)
     planned = plan_family(
-        family, db=db, context=context, splits=splits, durations=durations, sysinfo=sysinfo, arch=arch, gpu=gpu
+        family,
+        db=db,
+        context=context,
+        splits=splits,
+        durations=durations,
+        sysinfo=sysinfo,
+        arch=arch,
+        gpu=gpu,
+        line_filter=line_filter,
     )
     plan = planned.stage(stage.shard or 1, waives_file=waives_file)
     return plan if stage.shard is not None else replace(plan, name=stage)
+
+
+def listless_plan(stage: StageName) -> StagePlan:
+    """The plan of a stage that renders no list (the docs stage): its job is all it runs."""
+    policy = stage.policy
+    return StagePlan(stage, "", {}, (), (), (), None, 1, (), policy.perf_gate)
 
 
 def plan_catalog_stage(
@@ -203,6 +236,8 @@ def plan_catalog_stage(
     gpu: str | None = None,
 ) -> StagePlan:
     """The plan of one catalog stage (its context, shard count and arch come from the catalog)."""
+    if not stage.context:
+        return listless_plan(stage.name)
     return plan_stage(
         stage.name,
         db=db,
@@ -213,6 +248,7 @@ def plan_catalog_stage(
         waives_file=waives_file,
         arch=stage.arch,
         gpu=gpu,
+        line_filter=stage.family.line_filter,
     )
 
 
@@ -237,11 +273,15 @@ def plan_stages(
     allow_empty: bool = False,
 ) -> dict[str, StagePlan]:
     """Catalog stages planned: stage name -> plan, in the given order; each family is planned once."""
-    families: dict[str, FamilyPlan] = {}
+    families: dict[tuple[str, bool], FamilyPlan] = {}
     plans: dict[str, StagePlan] = {}
     for stage in stages:
         family = stage.family
-        planned = families.get(family.name.name)
+        if not family.context:
+            plans[stage.name.name] = listless_plan(stage.name)
+            continue
+        key = (family.name.name, family.line_filter is not None)  # a narrowed family is planned apart
+        planned = families.get(key)
         if planned is None:
             planned = plan_family(
                 family.name,
@@ -252,11 +292,12 @@ def plan_stages(
                 sysinfo=sysinfo,
                 arch=family.arch,
                 allow_empty=allow_empty,
+                line_filter=family.line_filter,
             )
-            families[family.name.name] = planned
+            families[key] = planned
         plans[stage.name.name] = planned.stage(stage.shard)
     return plans
 
 
 def _family_of(stage: StageName) -> StageName:
-    return replace(stage, name=stage.family, shard=None)
+    return replace(stage, name=stage.family, shard=None, cbts=False, attempt=None)

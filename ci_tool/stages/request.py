@@ -21,19 +21,27 @@ it means to the selection; the bot's flag table (bot/flags.py) adds only how a c
     detailed_log             switch    -                 `ci-tool stage run --detailed-log`
     debug                    switch    -     yes
     high_priority            switch    -
+    disable_cbts             switch    16
 
 A custom run is a partial selection: it may not turn the merge gate green (reference §4.9). An option's
 flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one spelling rule of both.
+Change-based selection (step 16) narrows only a bare `/bot run` or `/bot run --post-merge`: any option of
+another selection step, or --disable-cbts, turns it off (`SelectionRequest.narrowing_off`).
 """
 
 from __future__ import annotations
 
 import enum
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ci_tool.errors import ColumnError, StageError, did_you_mean
 from ci_tool.stages.names import SELECTABLE_BACKENDS
+
+# A local run's id (run/session.py new_run_id): its UTC start and four random hex digits.
+RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
 
 
 class Step(enum.IntEnum):
@@ -53,6 +61,7 @@ class Step(enum.IntEnum):
     DROP_ON_DEMAND = 12
     STAGE_LIST = 13
     EXTRA_STAGE = 14
+    CBTS = 16
     REUSE = 18
 
 
@@ -67,7 +76,8 @@ STEP_EFFECTS: Mapping[Step, str] = {
     Step.TEST_BACKEND: "keeps stages with a listed backend or none",
     Step.STAGE_LIST: "replaces the set with the matching stages",
     Step.EXTRA_STAGE: "adds the matching stages",
-    Step.REUSE: "stages that passed in the reused pipeline do not run",
+    Step.CBTS: "turns change-based selection off: the full set runs",
+    Step.REUSE: "stages that passed in the reused run of the same code do not run",
 }
 
 
@@ -76,7 +86,7 @@ class Kind(enum.Enum):
 
     SWITCH = "true"
     LIST = "a list of strings"
-    PIPELINE_ID = "true or a pipeline id of digits"
+    PIPELINE_ID = "true, a pipeline id (digits) or a run id (20261130-054838-3f2a)"
 
 
 @dataclass(frozen=True)
@@ -117,7 +127,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("detailed_log", Kind.SWITCH, stage_run_option="--detailed-log"),
     Option("debug", Kind.SWITCH, custom_run=True),
     Option("high_priority", Kind.SWITCH),
+    Option("disable_cbts", Kind.SWITCH, Step.CBTS),
 )
+# The steps whose options leave change-based selection on: post-merge (narrowed like pre-merge), reuse.
+NARROWABLE_STEPS = (Step.POST_MERGE, Step.CBTS, Step.REUSE)
 
 # Options that --stage-list makes moot: it replaces the set they shape (the reference accepts them).
 REPLACED_BY_STAGE_LIST = ("gpu_type", "test_backend", "add_multi_gpu_test", "only_multi_gpu_test",
@@ -149,7 +162,7 @@ class RequestSource:
 class SelectionRequest:
     """A `/bot run` request: one field per option (see the module docstring); defaults mean "not given"."""
 
-    reuse_test: bool | str = False  # True: the latest pipeline; digits: that pipeline
+    reuse_test: bool | str = False  # True: the latest pipeline; digits or a run id: that pipeline or run
     disable_reuse_test: bool = False
     disable_fail_fast: bool = False
     skip_test: bool = False
@@ -164,6 +177,7 @@ class SelectionRequest:
     detailed_log: bool = False
     debug: bool = False
     high_priority: bool = False
+    disable_cbts: bool = False
     source: RequestSource | None = field(default=None, compare=False)
 
     def has(self, key: str) -> bool:
@@ -190,6 +204,27 @@ class SelectionRequest:
         """Whether the first failed stage stops the others: off with --disable-fail-fast and in post-merge
         runs (the reference's `enableFailFast`). The one place this rule lives."""
         return not (self.disable_fail_fast or self.post_merge)
+
+    @property
+    def narrowing_off(self) -> str | None:
+        """Why change-based selection does not narrow this request (None: it may): a selection option of
+        another step, or --disable-cbts (reference §4.8 step 16, §5.3)."""
+        if self.disable_cbts:
+            return f"{flag_name('disable_cbts')} asks for the full set"
+        chosen = [found.name for found in self.given if found.step is not None and found.step not in NARROWABLE_STEPS]
+        return f"{', '.join(chosen)} chose the stages" if chosen else None
+
+    @property
+    def scope(self) -> str:
+        """What the request asks the selection for, as one canonical text: the options that feed a selection
+        step other than reuse (`/bot run` is `{}`). Runs of one scope on one code select the same stages,
+        so reuse matches on it; run options (fail-fast, logs, reuse itself) do not change it."""
+        flags = {
+            found.key: _json_value(getattr(self, found.key))
+            for found in self.given
+            if found.step is not None and found.step is not Step.REUSE
+        }
+        return json.dumps(flags, sort_keys=True)
 
     @property
     def stage_run_args(self) -> tuple[str, ...]:
@@ -245,13 +280,14 @@ def _value(source: str, found: Option, value: object) -> object:
         return True
     if found.kind is Kind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
-    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and _is_pipeline_id(value))):
+    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and is_pipeline_id(value))):
         return value
     raise StageError(f"{source}: expected {found.kind.value} for {found.key!r}, found {value!r}")
 
 
-def _is_pipeline_id(text: str) -> bool:
-    return text.isascii() and text.isdigit()
+def is_pipeline_id(text: str) -> bool:
+    """A CI pipeline id (digits) or a local run id (`ci-tool history` lists them)."""
+    return (text.isascii() and text.isdigit()) or RUN_ID.fullmatch(text) is not None
 
 
 def _kind(value: object) -> str:

@@ -12,7 +12,11 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     12    - OnDemand stages                                        always
     13    = the stages --stage-list matches (full catalog)         --stage-list
     14    + the stages --extra-stage matches (full catalog)        --extra-stage
-    18    - stages that passed in the reused pipeline              unless --disable-reuse-test
+    16    narrow to what the change affects (cbts.py): a family     a bare /bot run or /bot run --post-merge
+          that keeps tests runs `<family>-<K>-cbts` stages (on      with changed files (not with
+          engines that run whole shards, its own stages), the       --disable-cbts)
+          others drop out; the docs stage runs for a docs change
+    18    - stages that passed in the reused run (same code)       unless --disable-reuse-test
 
 The order is the step numbers'; which option feeds which step is the option table's (`Option.step`), so a
 new option joins its step without a change here, and a new step fails `test_every_option_step_has_a_rule`.
@@ -26,14 +30,17 @@ errors) and the PR's labels (approvals.py: a selected stage whose label is missi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from ci_tool.errors import CiToolError, closest, did_you_mean
 from ci_tool.stages.approvals import BlockedStage, MissingApproval, blocked_stages, missing_approvals
-from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Stage, carries, path_matches, stage_glob_matches
-from ci_tool.stages.engines import Engine, refusals
-from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE
+from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, carries, path_matches, stage_glob_matches
+from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.cbts import FamilyNarrowing, Narrowing, narrow
+from ci_tool.stages.changes import ChangeSet
+from ci_tool.stages.engines import LIST_NARROWING_ENGINES, Engine, refusals
+from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE, StageKind
 from ci_tool.stages.request import (
     OPTIONS,
     REPLACED_BY_STAGE_LIST,
@@ -70,6 +77,8 @@ class Selection:
     blocked: tuple[BlockedStage, ...] = ()  # selected stages whose approval label the PR lacks
     missing: tuple[MissingApproval, ...] = ()  # the labels the blocked stages wait for, and why
     notes: tuple[str, ...] = ()  # options that had no effect, and why
+    narrowing: Narrowing | None = None  # what change-based selection made of the changed files
+    candidates: tuple[Stage, ...] = ()  # every stage with a verdict, in verdict order (narrowed ones too)
 
     @property
     def errors(self) -> tuple[CiToolError, ...]:
@@ -122,6 +131,7 @@ class Selection:
             "merge_gate": self.merge_gate,
             "notes": list(self.notes),
             "errors": [str(error) for error in self.errors],
+            "cbts": self.narrowing.to_json() if self.narrowing is not None else None,
         }
 
 
@@ -130,7 +140,9 @@ class _Inputs:
     catalog: Catalog
     request: SelectionRequest
     changed_files: tuple[str, ...]
-    passed_stages: frozenset[str]
+    passed_stages: Mapping[str, str]  # stage -> the run it passed in
+    narrowing: Narrowing | None
+    engine: Engine
 
 
 @dataclass
@@ -141,9 +153,17 @@ class _State:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     errors: list[CiToolError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    narrowed: dict[str, list[Stage]] = field(default_factory=dict)  # family -> its `-cbts` stages
+
+    def stages(self) -> list[Stage]:
+        """Every stage with a verdict: the catalog's, each family's narrowed stages after its own."""
+        found: list[Stage] = []
+        for family in self.catalog.families:
+            found += [*self.catalog.stages_of(family), *self.narrowed.get(family.name.name, ())]
+        return found
 
     def selected(self) -> list[Stage]:
-        return [stage for stage in self.catalog.stages if self.verdicts[stage.name.name].selected]
+        return [stage for stage in self.stages() if self.verdicts[stage.name.name].selected]
 
     def put(self, stages: Iterable[Stage], step: Step, reason: str) -> None:
         for stage in stages:
@@ -182,10 +202,13 @@ def select_stages(
     engine: Engine,
     changed_files: Collection[str] = (),
     labels: Collection[str] = (),
-    passed_stages: Collection[str] = (),
+    passed_stages: Mapping[str, str] | None = None,
+    narrowing: Narrowing | None = None,
 ) -> Selection:
-    """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring)."""
-    inputs = _Inputs(catalog, request, tuple(changed_files), frozenset(passed_stages))
+    """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring).
+    `passed_stages`: the stages the reused run passed, each with the run it passed in (reuse.py finds them);
+    `narrowing`: what change-based selection makes of the changed files (cbts.narrow)."""
+    inputs = _Inputs(catalog, request, tuple(changed_files), dict(passed_stages or {}), narrowing, engine)
     state = _State(catalog)
     for rule in RULES:
         present = tuple(o for o in OPTIONS if rule.fed and o.step is rule.step and request.has(o.key))
@@ -197,12 +220,37 @@ def select_stages(
         request=request,
         engine=engine,
         selected=selected,
-        verdicts=tuple(state.verdicts[stage.name.name] for stage in catalog.stages),
+        verdicts=tuple(state.verdicts[stage.name.name] for stage in state.stages()),
         unknown_names=tuple(state.errors),
         refused=tuple(refusals(request, engine)),
         blocked=blocked,
         missing=missing_approvals(request, blocked),
         notes=tuple(state.notes),
+        narrowing=narrowing,
+        candidates=tuple(state.stages()),
+    )
+
+
+def select_for_change(
+    loaded: LoadedCatalog,
+    request: SelectionRequest,
+    *,
+    engine: Engine,
+    changes: ChangeSet | None,
+    labels: Collection[str] = (),
+    passed_stages: Mapping[str, str] | None = None,
+) -> Selection:
+    """The selection of `request` for a change: steps 2, 3 and 11 read its paths, step 16 its narrowing
+    (cbts.narrow, against the catalog's test-db and durations)."""
+    catalog = loaded.catalog
+    return select_stages(
+        catalog,
+        request,
+        engine=engine,
+        changed_files=changes.files if changes is not None else (),
+        labels=labels,
+        passed_stages=passed_stages,
+        narrowing=narrow(catalog, loaded.db, loaded.durations, request, changes),
     )
 
 
@@ -320,11 +368,42 @@ def _extra_stage(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> N
             state.put([stage], Step.EXTRA_STAGE, f"{flag.name} {matched[stage.name.name]}")
 
 
+def _cbts(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
+    narrowing = inputs.narrowing
+    if narrowing is None or not narrowing.narrows:
+        return
+    for stage in state.selected():
+        kept = narrowing.families.get(stage.family.name.name)
+        if stage.name.kind is StageKind.BUILD_DOCS:
+            if not narrowing.docs:
+                state.drop([stage], Step.CBTS, "change-based selection: no docs change")
+        elif kept is None:
+            state.drop([stage], Step.CBTS, "change-based selection: the change touches none of its tests")
+        elif not stage.name.is_test:
+            state.put([stage], Step.CBTS, f"change-based selection: the change touches its {kept.lines} line(s)")
+        elif inputs.engine not in LIST_NARROWING_ENGINES:
+            reason = f"change-based selection: the change touches its tests ({inputs.engine} runs whole shards)"
+            state.put([stage], Step.CBTS, reason)
+        else:
+            narrowed = state.narrowed.setdefault(stage.family.name.name, _narrowed_stages(stage.family, kept))
+            names = ", ".join(found.name.name for found in narrowed)
+            state.drop([stage], Step.CBTS, f"change-based selection: runs as {names}")
+            reason = f"change-based selection: {kept.lines} line(s) of the family, {kept.shards} shard(s)"
+            state.put(narrowed, Step.CBTS, reason)
+
+
+def _narrowed_stages(family: Family, kept: FamilyNarrowing) -> list[Stage]:
+    narrowed = replace(family, splits=kept.shards, line_filter=kept.line_filter)
+    return [Stage(family.name.with_shard(k).with_cbts(), narrowed) for k in range(1, kept.shards + 1)]
+
+
 def _reuse(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     if inputs.request.disable_reuse_test:
         return
-    reason = "passed in the reused pipeline: not run again"
-    state.keep(lambda s: s.name.name not in inputs.passed_stages, Step.REUSE, reason)
+    for stage in state.selected():
+        run = inputs.passed_stages.get(stage.name.name)
+        if run is not None:
+            state.drop([stage], Step.REUSE, reused_reason(run))
 
 
 RULES: tuple[Rule, ...] = tuple(
@@ -344,6 +423,7 @@ RULES: tuple[Rule, ...] = tuple(
             Rule(Step.DROP_ON_DEMAND, _drop_on_demand),
             Rule(Step.STAGE_LIST, _stage_list, fed=True),
             Rule(Step.EXTRA_STAGE, _extra_stage, fed=True),
+            Rule(Step.CBTS, _cbts, fed=True, always=True),  # narrowing is the default; cbts.py turns it off
             Rule(Step.REUSE, _reuse, fed=True, always=True),  # reuse is the default
         ),
         key=lambda rule: rule.step,
@@ -352,6 +432,11 @@ RULES: tuple[Rule, ...] = tuple(
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def reused_reason(run: str) -> str:
+    """Why a reused stage does not run: the plan, the report and the history say it alike."""
+    return f"reused from run {run}"
 
 
 def _effect(flags: tuple[Option, ...]) -> str:

@@ -6,9 +6,12 @@ Each check returns TestDbError values, one per finding, so the command can print
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import re
 from collections.abc import Iterable
 
 from ci_tool.errors import TestDbError
+from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.testdb.model import Entry, TestDb
 from ci_tool.testdb.waives import Waive
 
@@ -78,3 +81,49 @@ def _candidates(listed: list[str], target: str) -> list[str]:
     """The listed ids that share the target's top folder (a cheap filter before `covers`)."""
     top = target.split("/", 1)[0].split("::", 1)[0]
     return listed[bisect.bisect_left(listed, top) : bisect.bisect_left(listed, top + "\uffff")]
+
+
+DEFAULT_TIMEOUT_MINUTES = TEST_TIMEOUT_SECONDS // 60
+_TIMEOUT_MARKER = re.compile(r"\s(TIMEOUT\s*\(\s*\d+\s*\))")
+
+
+def redundant_timeouts(db: TestDb) -> list[TestDbError]:
+    """List lines whose TIMEOUT says the default per-test limit: they change nothing and hide the default
+    (the reference rejects `TIMEOUT (60)` in test-db for that reason)."""
+    findings = []
+    for context in db.contexts.values():
+        for block in context.blocks:
+            for entry in block.entries:
+                if entry.line.timeout_minutes != DEFAULT_TIMEOUT_MINUTES:
+                    continue
+                marker = _TIMEOUT_MARKER.search(entry.line.raw)
+                col = (entry.where.col or 1) + (marker.start(1) if marker else 0)
+                findings.append(
+                    TestDbError(
+                        f"expected no TIMEOUT marker that repeats the default of {DEFAULT_TIMEOUT_MINUTES} minutes, "
+                        f"found {marker.group(1) if marker else 'one'!r} on {entry.line.test_id!r}",
+                        where=dataclasses.replace(entry.where, col=col),
+                        hint=f"delete ` {marker.group(1) if marker else 'TIMEOUT'}`: every test gets "
+                        f"{DEFAULT_TIMEOUT_MINUTES} minutes",
+                    )
+                )
+    return findings
+
+
+def duplicate_waives(waives: Iterable[Waive]) -> list[TestDbError]:
+    """A test waived twice for the same GPUs: the second line does nothing, and unwaiving one keeps it skipped."""
+    first_seen: dict[tuple[str | None, str], Waive] = {}
+    findings = []
+    for waive in waives:
+        earlier = first_seen.setdefault((waive.gpu, waive.test_id), waive)
+        if earlier is not waive and earlier.where != waive.where:
+            scope = f"full:{waive.gpu}/" if waive.gpu else ""
+            findings.append(
+                TestDbError(
+                    f"expected each test waived once, found {scope + waive.test_id!r} again "
+                    f"(first at line {earlier.where.line})",
+                    where=waive.where,
+                    hint="delete one of the two lines",
+                )
+            )
+    return findings

@@ -83,10 +83,18 @@ def read_test_db_file(path: Path) -> tuple[list[Context], list[TestDbError]]:
     """Read one YAML file into its contexts, collecting problems instead of stopping at the first."""
     try:
         text = read_text(path, name="the test-db file", error=TestDbError)
-        document = compose(text, file=str(path), error=TestDbError)
     except TestDbError as error:
         return [], [error]
-    reader = _FileReader(str(path))
+    return parse_test_db_file(text, str(path))
+
+
+def parse_test_db_file(text: str, file: str) -> tuple[list[Context], list[TestDbError]]:
+    """One test-db file's text (as read from `file`, or from a revision of it) into its contexts."""
+    try:
+        document = compose(text, file=file, error=TestDbError)
+    except TestDbError as error:
+        return [], [error]
+    reader = _FileReader(file)
     contexts = reader.read_document(document)
     return contexts, cast(list[TestDbError], reader.problems)
 

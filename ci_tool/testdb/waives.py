@@ -81,6 +81,17 @@ def load_waives(path: str | Path) -> list[Waive]:
     return waives
 
 
+def waive_line(test_id: str, reason: str) -> str | None:
+    """The waives line `<test_id> SKIP (<reason>)`, when it reads back as exactly that one waive; None for
+    an id the grammar cannot hold (a blank or ` #` inside it, a marker word)."""
+    line = f"{test_id} SKIP ({reason})"
+    try:
+        parsed = parse_waive_line(line, Where("<generated>"))
+    except TestDbError:
+        return None
+    return line if [(w.test_id, w.gpu, w.reason) for w in parsed] == [(test_id, None, reason)] else None
+
+
 def waives_for_gpu(waives: Iterable[Waive], gpu_token: str | None) -> list[Waive]:
     """The waives that apply on stages of one GPU family."""
     return [waive for waive in waives if waive.applies_to(gpu_token)]

@@ -24,6 +24,7 @@ RUN_FLAGS = [
     "--detailed-log",
     "--debug",
     "--high-priority",
+    "--disable-cbts",  # the reference's CBTS kill switch (documented in its CBTS README)
 ]
 
 

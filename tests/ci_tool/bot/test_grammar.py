@@ -148,7 +148,7 @@ ERRORS = [
         "unknown flag '--fast' Hint: /bot run takes --reuse-test, --disable-reuse-test, "
         "--disable-fail-fast, --skip-test, --stage-list, --extra-stage, --gpu-type, --test-backend, "
         "--add-multi-gpu-test, --only-multi-gpu-test, --disable-multi-gpu-test, --post-merge, --detailed-log, "
-        "--debug, --high-priority",
+        "--debug, --high-priority, --disable-cbts",
     ),
     ('/bot run --stagelist "A"', 10, "unknown flag '--stagelist' Hint: did you mean '--stage-list'?"),
     ("/bot run \u2014post-merge", 10, "unknown flag '\u2014post-merge' Hint: did you mean '--post-merge'?"),
@@ -218,26 +218,30 @@ ERRORS = [
     (
         '/bot run --reuse-test "latest"',
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '\"latest\"' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '\"latest\"' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test 123abc",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '123abc' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '123abc' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test #4711",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '#4711' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '#4711' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         "/bot run --reuse-test \u0661\u0662",
         23,
-        "expected a pipeline id (digits) after --reuse-test, found '\u0661\u0662' "
-        "Hint: write --reuse-test 1234, or --reuse-test alone",
+        "expected a pipeline id (digits) or a run id after --reuse-test, found '\u0661\u0662' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
     ),
     (
         '/bot run --stage-list "A10-PyTorch-1","A10-PyTorch-2"',

@@ -243,7 +243,8 @@ def test_stage_select_reads_changed_files(capsys: pytest.CaptureFixture[str], tm
         ),
         (
             '{"command": "run", "flags": {"reuse_test": "\u00b2"}}',
-            "error: {path}: expected true or a pipeline id of digits for 'reuse_test', found '\u00b2'\n",
+            "error: {path}: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for "
+            "'reuse_test', found '\u00b2'\n",
         ),
     ],
     ids=["not an object", "unknown flag", "bad value", "bad json", "nested thousands deep", "superscript id"],

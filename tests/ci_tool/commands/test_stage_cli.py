@@ -26,6 +26,8 @@ A10 = {
     "shard": 1,
     "mode": "functional",
     "functional_only": False,
+    "cbts": False,
+    "attempt": None,
 }
 PERF_SANITY = {
     "name": "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3",
@@ -38,6 +40,8 @@ PERF_SANITY = {
     "shard": 3,
     "mode": "perf_sanity",
     "functional_only": False,
+    "cbts": False,
+    "attempt": None,
 }
 DOCS = {
     "name": "CPU-Build_Docs",
@@ -50,6 +54,8 @@ DOCS = {
     "shard": None,
     "mode": "functional",
     "functional_only": False,
+    "cbts": False,
+    "attempt": None,
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history.recorder import unrecorded_json
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -194,8 +194,8 @@ NOT_A_HISTORY = {
     ),
     "newer-schema": (
         lambda path: (HistoryStore(path).close(), _write_sqlite(path, "UPDATE schema_version SET version = 99")),
-        "expected history schema version 2 or older, found 99 Hint: a newer ci-tool wrote this file; upgrade "
-        "ci-tool or pass another --history",
+        f"expected history schema version {SCHEMA_VERSION} or older, found 99 Hint: a newer ci-tool wrote this "
+        "file; upgrade ci-tool or pass another --history",
     ),
 }
 

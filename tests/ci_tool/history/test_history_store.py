@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
+from ci_tool.history import store as store_module
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 
 
@@ -57,7 +59,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as error:
         HistoryStore(tmp_path / "h.sqlite")
     assert str(error.value) == (
-        f"{tmp_path}/h.sqlite: expected history schema version 2 or older, found 99 "
+        f"{tmp_path}/h.sqlite: expected history schema version {SCHEMA_VERSION} or older, found 99 "
         "Hint: a newer ci-tool wrote this file; upgrade ci-tool or pass another --history"
     )
 
@@ -227,3 +229,57 @@ def test_a_history_below_a_file_is_a_located_error(tmp_path: Path) -> None:
         f"{tmp_path}/file/h.sqlite: cannot open the history: File exists "
         "Hint: pass --history PATH in a folder you can write"
     )
+
+
+def _version_1_file(path: Path) -> None:
+    """A history as ci-tool wrote it before runs held their code: the version 1 tables and one run."""
+    with sqlite3.connect(path) as db:
+        for statement in store_module._SCHEMA.split(";"):  # the version 1 tables, which every file starts from
+            db.execute(statement)
+        db.execute("INSERT INTO schema_version (version) VALUES (1)")
+        db.execute("INSERT INTO runs (run_id, command, state, started_at) VALUES ('old', '/bot run', 'passed', 1.0)")
+    db.close()
+
+
+def test_a_version_1_file_gains_the_code_of_its_runs_and_keeps_them(tmp_path: Path) -> None:
+    _version_1_file(tmp_path / "h.sqlite")
+    with HistoryStore(tmp_path / "h.sqlite") as store:
+        store.start_run(RunRecord("new", "/bot run", "running", 2.0, code_commit="abc", code_diff="", scope="{}"))
+        found = [(r.run_id, r.code_commit, r.scope) for r in queries.recent_runs(store)]
+        version = store.db.execute("SELECT version FROM schema_version").fetchall()
+    assert (found, version) == ([("new", "abc", "{}"), ("old", "", "")], [(SCHEMA_VERSION,)])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes: the OS cannot make it read-only")
+def test_a_version_1_file_that_cannot_be_written_is_read_as_it_is(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    _version_1_file(folder / "h.sqlite")
+    (folder / "h.sqlite").chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        with HistoryStore(folder / "h.sqlite", read_only=True) as store:
+            found = [(r.run_id, r.code_commit, store.version) for r in queries.recent_runs(store)]
+    finally:
+        folder.chmod(0o755)
+    assert found == [("old", "", 1)]
+
+
+def add_processes(store: HistoryStore, run_id: str, started_at: float, processes: list[dict[str, object]]) -> None:
+    store.start_run(RunRecord(run_id, "/bot run", "running", started_at))
+    store.record_stage(StageRecord(run_id, "S-1", "passed", details={"processes": processes}), [], recorded_at=1.0)
+    store.finish_run(run_id, state="passed", finished_at=started_at + 2)
+
+
+def test_export_process_costs_shares_a_process_cost_among_its_entries(store: HistoryStore) -> None:
+    for index, seconds in enumerate([10.0, 14.0, 12.0]):
+        add_processes(
+            store,
+            f"r{index}",
+            float(index),
+            [
+                {"entries": ["a.py", "b.py -k fast"], "seconds": seconds, "tests_seconds": 6.0},
+                {"entries": ["c.py"], "seconds": 1.0, "tests_seconds": 2.0},  # a clock step: no negative cost
+            ],
+        )
+    assert queries.export_process_costs(store) == {"a.py": 3.0, "b.py -k fast": 3.0, "c.py": 0.0}

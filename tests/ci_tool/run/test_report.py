@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci_tool.history.store import HistoryStore
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
+from ci_tool.outcomes import RunState, StageState
 from ci_tool.run.progress import Progress
-from ci_tool.run.report import load_report, render_markdown, report_json
+from ci_tool.run.report import build_report, load_report, render_markdown, report_json
 from ci_tool.run.session import PlannedStage, run_session
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.plan import plan_stage
@@ -27,6 +29,7 @@ def _stable(markdown: str, run_id: str) -> str:
     """The report with what differs between runs (run id, durations, temporary paths) replaced."""
     text = markdown.replace(run_id, "<run-id>")
     text = re.sub(r"\d+(\.\d+)? s\b|\d+ min \d+ s", "<secs>", text)
+    text = re.sub(r"\| \d+\.\d\d \|$", "| <ratio> |", text, flags=re.MULTILINE)  # actual / predicted
     text = re.sub(r'File "[^"]*/cases/', 'File "<suite>/cases/', text)
     return re.sub(r"^  File \"[^\"]*site-packages.*\n.*\n", "", text, flags=re.MULTILINE)
 
@@ -85,3 +88,28 @@ def test_report_of_this_repositorys_own_tests(tmp_path: Path, make_config: Calla
         data = report_json(load_report(store, session.run_id))
     assert (session.state, session.closing_line) == ("passed", "26 passed, 0 failed, 0 skipped")
     assert (data["stages"][0]["passed"], data["failures"]) == (26, [])
+
+
+def test_the_run_records_what_its_processes_cost_beyond_their_tests(fixture_run: Any) -> None:
+    """Real processes: the isolated entry's own process, and the green post-merge stage's; the main process
+    of CPU-Generic-1 was resumed after a crash, so it teaches nothing."""
+    with HistoryStore(fixture_run.history, read_only=True) as store:
+        costs = queries.export_process_costs(store)
+    assert set(costs) == {"cases/case_isolated.py", "cases/case_basic.py::test_marked_gpu4"}
+    assert all(cost > 0 for cost in costs.values())  # an interpreter never starts in no time
+
+
+def test_the_report_sets_predicted_beside_actual_and_each_familys_shard_spread() -> None:
+    run = RunRecord("r1", "/bot run", RunState.PASSED, 0.0, finished_at=70.0)
+    stages = [
+        StageRecord("r1", "CPU-Generic-1", StageState.PASSED, duration_seconds=25.0, details={"predicted_seconds": 26}),
+        StageRecord("r1", "CPU-Generic-2", StageState.PASSED, duration_seconds=41.0, details={"predicted_seconds": 26}),
+        StageRecord("r1", "A10-PyTorch-1", StageState.WAITING, details={"predicted_seconds": 5}),
+    ]
+    markdown = render_markdown(build_report(run, stages, {}))
+    assert (
+        "### Shards: predicted and actual\n\n"
+        "| Stage | Predicted | Actual | Actual / predicted |\n|---|---:|---:|---:|\n"
+        "| CPU-Generic-1 | 26.0 s | 25.0 s | 0.96 |\n| CPU-Generic-2 | 26.0 s | 41.0 s | 1.58 |\n\n"
+        "- CPU-Generic: slowest shard 41.0 s, fastest 25.0 s (1.64x)\n"
+    ) in markdown

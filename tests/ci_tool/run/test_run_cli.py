@@ -109,7 +109,7 @@ def test_run_needs_a_run_command(in_suite: Path, capsys: pytest.CaptureFixture[s
     code, _, err = run(capsys, "run", "/bot kill", "--catalog", "stages.yml", *CPU_ONLY)
     assert (code, err) == (
         1,
-        "error: expected a `/bot run` command, found '/bot kill' "
+        "error: expected a `/bot run` or `/bot reuse-pipeline` command, found '/bot kill' "
         'Hint: e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"\n',
     )
 

@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ci_tool.bot.grammar import parse_comment
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glob_matches
 from ci_tool.stages.catalog_load import open_catalog, read_catalog
 from ci_tool.stages.catalog_schema import parse_catalog
 from ci_tool.stages.durations import load_durations
+from ci_tool.stages.engines import Engine
+from ci_tool.stages.select import select_stages
 from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
 
@@ -276,6 +279,8 @@ def real() -> Catalog:
         "DGX_B200-PyTorch-PerfSanity-Post-Merge-1",
         "DGX_H200-PyTorch-1",
         "DGX_H200-PyTorch-Perf-1",
+        "CPU-Build_Docs",
+        "CPU-PackageSanityCheck-PY311",
     ],
 )
 def test_the_real_catalog_has_the_promised_stages(real: Catalog, name: str) -> None:
@@ -373,3 +378,9 @@ def test_resolving_a_catalog_without_auto_families_balances_no_shards(monkeypatc
     monkeypatch.setattr("ci_tool.stages.shard.ALGORITHMS", dict.fromkeys(ALGORITHMS, refuse))
     catalog = parse(VALID.replace("splits: auto\n  budget_minutes: 10", "splits: 2"))
     assert [family.splits for family in catalog.families] == [1, 2, 3]
+
+
+def test_skip_test_runs_exactly_the_docs_and_package_sanity_stages(real: Catalog) -> None:
+    request = parse_comment("/bot run --skip-test").selection_request()
+    selection = select_stages(real, request, engine=Engine.LOCAL)
+    assert selection.names == ("CPU-Build_Docs", "CPU-PackageSanityCheck-PY311")

@@ -138,3 +138,14 @@ def test_any_durations_parse_or_raise_our_error_and_estimate_finite_seconds(data
         return
     estimates = estimate_seconds(["a", "a/b.py", "z.py"], durations)
     assert all(math.isfinite(value) for value in estimates.seconds.values())
+
+
+def test_each_entry_adds_its_recorded_per_process_cost() -> None:
+    durations = {"a.py::t": 2.0, "b.py::t": 3.0, "process-cost:a.py": 1.5, "process-cost:b.py": 0.5}
+    estimates = estimate_seconds(["a.py", "b.py", "c.py"], durations)
+    # c.py: the mean of the known test seconds (2.5) and of the recorded costs (1.0)
+    assert estimates.seconds == {"a.py": 3.5, "b.py": 3.5, "c.py": 3.5}
+
+
+def test_without_recorded_costs_nothing_is_added() -> None:
+    assert estimate_seconds(["a.py"], {"a.py::t": 2.0}).seconds == {"a.py": 2.0}

@@ -52,13 +52,38 @@ REAL_STAGES: dict[str, tuple[object, ...]] = {
 }
 JSON_KEYS = [
     *("name", "gpu", "gpu_count", "node_count", "backend", "tags"),
-    *("post_merge", "shard", "mode", "functional_only"),
+    *("post_merge", "shard", "mode", "functional_only", "cbts", "attempt"),
 ]
 
 
 @pytest.mark.parametrize(("name", "expected"), REAL_STAGES.items(), ids=list(REAL_STAGES))
 def test_real_stage_names_parse(name: str, expected: tuple[object, ...]) -> None:
-    assert parse_stage_name(name).to_json() == dict(zip(JSON_KEYS, (name, *expected), strict=True))
+    assert parse_stage_name(name).to_json() == dict(zip(JSON_KEYS, (name, *expected, False, None), strict=True))
+
+
+# name: (shard, cbts, attempt, family)
+SUFFIXED = {
+    "A10-PyTorch-1-cbts": (1, True, None, "A10-PyTorch"),
+    "A10-PyTorch-12-cbts": (12, True, None, "A10-PyTorch"),
+    "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3-attempt-2": (
+        3,
+        False,
+        2,
+        "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge",
+    ),
+    "A10-PyTorch-2-cbts-attempt-3": (2, True, 3, "A10-PyTorch"),
+    "A10-PyTorch-cbts-1": (1, False, None, "A10-PyTorch-cbts"),  # a descriptive tag before the shard
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), SUFFIXED.items(), ids=list(SUFFIXED))
+def test_the_cbts_and_attempt_suffixes_follow_the_shard(name: str, expected: tuple[object, ...]) -> None:
+    parsed = parse_stage_name(name)
+    assert (parsed.shard, parsed.cbts, parsed.attempt, parsed.family) == expected
+
+
+def test_a_narrowed_stage_gets_the_cbts_suffix() -> None:
+    assert parse_stage_name("A10-PyTorch-2").with_cbts() == parse_stage_name("A10-PyTorch-2-cbts")
 
 
 def test_the_table_holds_every_stage_name_in_the_reference_notes() -> None:
@@ -373,6 +398,26 @@ BAD_NAMES = {
         "stage name 'A10-PackageSanityCheck' at column 5: expected the shard index -<K> at the end, "
         "found 'PackageSanityCheck' Hint: PackageSanityCheck stages are written like "
         "'A10-PackageSanityCheck-PY310-UB2204'",
+    ),
+    "cbts-without-shard": (
+        "A10-PyTorch-cbts",
+        "stage name 'A10-PyTorch-cbts' at column 12: expected the shard index -<K> before the suffix, found "
+        "'PyTorch' Hint: the suffixes follow the shard index, e.g. 'A10-PyTorch-1-cbts'",
+    ),
+    "cbts-twice": (
+        "A10-PyTorch-1-cbts-cbts",
+        "stage name 'A10-PyTorch-1-cbts-cbts' at column 19: expected the shard index -<K> before the suffix, found "
+        "'cbts' Hint: the suffixes follow the shard index, e.g. 'A10-PyTorch-1-cbts'",
+    ),
+    "first-attempt": (
+        "A10-PyTorch-1-attempt-1",
+        "stage name 'A10-PyTorch-1-attempt-1' at column 23: expected an attempt of 2, 3, ... without leading "
+        "zeros, found '1'",
+    ),
+    "attempt-with-leading-zero": (
+        "A10-PyTorch-1-attempt-02",
+        "stage name 'A10-PyTorch-1-attempt-02' at column 23: expected an attempt of 2, 3, ... without leading "
+        "zeros, found '02'",
     ),
     "build-docs-with-shard": (
         "CPU-Build_Docs-1",

@@ -54,11 +54,12 @@ def test_request_from_json_round_trips(data: dict[str, object], request_: Select
         ),
         (
             {"command": "run", "flags": {"reuse_test": "abc"}},
-            "req: expected true or a pipeline id of digits for 'reuse_test', found 'abc'",
+            "req: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for 'reuse_test', "
+            "found 'abc'",
         ),
         (
             {"command": "run", "flags": {"reuse_test": "\u00b2"}},
-            "req: expected true or a pipeline id of digits for 'reuse_test', found '²'",
+            "req: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for 'reuse_test', found '²'",
         ),
         ({"command": "run", "flags": {"post_merge": False}}, "req: expected true for 'post_merge', found False"),
     ],
@@ -104,3 +105,19 @@ def test_a_comment_becomes_the_request_json_ci_receives() -> None:
         "command": "run",
         "flags": {"reuse_test": "42", "stage_list": ["A", "B"], "post_merge": True},
     }
+
+
+SCOPES = {
+    "bare run": ("/bot run", "{}"),
+    "run options do not count": ("/bot run --disable-fail-fast --detailed-log --reuse-test --high-priority", "{}"),
+    "disable reuse does not count": ("/bot run --disable-reuse-test", "{}"),
+    "selection options count": (
+        '/bot run --post-merge --stage-list "A10-PyTorch-1"',
+        '{"post_merge": true, "stage_list": ["A10-PyTorch-1"]}',
+    ),
+}
+
+
+@pytest.mark.parametrize(("comment", "scope"), SCOPES.values(), ids=SCOPES.keys())
+def test_the_scope_is_what_the_request_selects(comment: str, scope: str) -> None:
+    assert parse_comment(comment).selection_request().scope == scope

@@ -53,7 +53,8 @@ def select(
     engine: Engine = Engine.JENKINS,
 ) -> Selection:
     request = parse_comment(comment).selection_request()
-    return select_stages(CATALOG, request, engine=engine, changed_files=files, labels=labels, passed_stages=passed)
+    reused = dict.fromkeys(passed, "1234")  # each passed in pipeline 1234
+    return select_stages(CATALOG, request, engine=engine, changed_files=files, labels=labels, passed_stages=reused)
 
 
 def in_catalog_order(*groups: Sequence[str]) -> tuple[str, ...]:
@@ -243,7 +244,7 @@ def test_each_verdict_names_its_step_and_reason(
 def test_reused_stages_are_listed_apart() -> None:
     selection = select("/bot run", passed=["CPU-Generic-1"])
     assert [(v.stage, v.step, v.reason) for v in selection.reused] == [
-        ("CPU-Generic-1", 18, "passed in the reused pipeline: not run again")
+        ("CPU-Generic-1", 18, "reused from run 1234")
     ]
 
 
@@ -253,7 +254,7 @@ def test_every_stage_has_one_verdict_in_catalog_order() -> None:
 
 def test_rules_run_in_step_order() -> None:
     steps = [rule.step for rule in RULES]
-    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18]
+    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 18]
 
 
 @pytest.mark.parametrize("step", option_steps(), ids=str)
@@ -475,7 +476,7 @@ def test_the_selection_json_carries_what_every_consumer_acts_on() -> None:
     data = selection.to_json()
     assert list(data) == [
         "stages", "blocked", "excluded", "missing_approvals", "fail_fast", "stage_run_args", "custom_run",
-        "merge_gate", "notes", "errors",
+        "merge_gate", "notes", "errors", "cbts",
     ]  # fmt: skip
     assert (data["stages"], data["blocked"], data["fail_fast"], data["merge_gate"]) == (
         ["A10-CPP-1"],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.errors import TestDbError, Where
-from ci_tool.testdb.waives import Waive, load_waives, parse_waive_line, parse_waives, waives_for_gpu
+from ci_tool.testdb.waives import Waive, load_waives, parse_waive_line, parse_waives, waive_line, waives_for_gpu
 
 HERE = Where("waives.txt", 7, 1)
 
@@ -118,3 +118,17 @@ def test_a_waives_file_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> No
         f"{tmp_path / 'waives.txt'}:2:2: cannot read the waives file: it is not UTF-8 text (byte 0xff) "
         "Hint: save the file as UTF-8"
     )
+
+
+WAIVE_LINES = {
+    "node id": ("a/test_x.py::test_y", "a/test_x.py::test_y SKIP (Reused from run r1)"),
+    "parametrized": ("a/test_x.py::test_y[1-2]", "a/test_x.py::test_y[1-2] SKIP (Reused from run r1)"),
+    "a blank in the id": ("a/test_x.py::test_y[a b]", None),
+    "a comment mark in the id": ("a/test_x.py::test_y[x #1]", None),
+    "a scope-like id": ("full:A10/a.py::test_y", None),
+}
+
+
+@pytest.mark.parametrize(("test_id", "line"), WAIVE_LINES.values(), ids=WAIVE_LINES.keys())
+def test_a_generated_waive_line_reads_back_as_its_one_waive(test_id: str, line: str | None) -> None:
+    assert waive_line(test_id, "Reused from run r1") == line

@@ -1,0 +1,124 @@
+"""The only module that runs git: what code a checkout holds, and a file or a diff at another revision.
+
+    code_version(root)        the commit and, when the work tree differs from it, a hash of the
+                              uncommitted change (tracked files' diff against HEAD, and the untracked
+                              files git does not ignore, by path and content); None outside a checkout
+    merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
+    changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
+    file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
+
+Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
+checkout and a run with an edit differ even on one commit. git runs without the user's diff drivers,
+colours or pagers, so the hash is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tool.errors import GitError
+
+_GIT = ("git", "-c", "core.quotepath=off", "-c", "diff.noprefix=false")
+_TIMEOUT_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """The code a run tested: a commit, and the hash of what the work tree adds to it ("" when clean)."""
+
+    commit: str
+    diff_hash: str = ""
+
+    @property
+    def clean(self) -> bool:
+        return not self.diff_hash
+
+    def describe(self) -> str:
+        """`commit 1a2b3c4d5e6f (clean)` or `commit 1a2b3c4d5e6f + uncommitted changes 9f8e7d6c`."""
+        if self.clean:
+            return f"commit {self.commit[:12]} (clean)"
+        return f"commit {self.commit[:12]} + uncommitted changes {self.diff_hash[:8]}"
+
+
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            [*_GIT, *args], cwd=root, capture_output=True, check=False, timeout=_TIMEOUT_SECONDS, env=environment
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise GitError(f"cannot run git in {str(root)!r}: {error}") from None
+    if check and done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {' '.join(args)} failed in {str(root)!r}: {message[0] if message else done.returncode}")
+    return done
+
+
+def is_checkout(root: Path) -> bool:
+    """Whether `root` is inside a git work tree (False also when git is not installed)."""
+    try:
+        done = _git(root, "rev-parse", "--is-inside-work-tree", check=False)
+    except GitError:
+        return False
+    return done.returncode == 0 and done.stdout.strip() == b"true"
+
+
+def code_version(root: Path) -> CodeVersion | None:
+    """The code the checkout at `root` holds (see the module docstring); None outside a checkout or
+    before its first commit."""
+    if not is_checkout(root):
+        return None
+    head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    if head.returncode != 0:
+        return None
+    digest = hashlib.sha256()
+    diff = _git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "HEAD", "--", ".").stdout
+    digest.update(diff)
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".").stdout
+    names = sorted(name for name in untracked.split(b"\0") if name)
+    for name in names:
+        digest.update(b"\0untracked\0" + name + b"\0")
+        digest.update(_content_hash(root / os.fsdecode(name)))
+    changed = bool(diff) or bool(names)
+    return CodeVersion(head.stdout.decode().strip(), digest.hexdigest() if changed else "")
+
+
+def _content_hash(path: Path) -> bytes:
+    try:
+        if path.is_symlink():
+            return hashlib.sha256(os.readlink(path).encode()).digest()
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:  # gone since git listed it, or unreadable: count it as its name alone
+        return b""
+
+
+def merge_base(root: Path, ref: str) -> str:
+    """The commit HEAD's change is measured from: `git merge-base REF HEAD` (a GitError for an unknown REF)."""
+    try:
+        return _git(root, "merge-base", ref, "HEAD").stdout.decode().strip()
+    except GitError as error:
+        error.hint = "fetch the target branch first (git fetch origin BRANCH) or name an existing ref"
+        raise
+
+
+def changed_since(root: Path, rev: str) -> tuple[str, ...]:
+    """Repository-relative paths the work tree changes since `rev`: changed, added and deleted tracked
+    files, and untracked files git does not ignore; sorted."""
+    tracked = _git(root, "diff", "--name-only", "--no-renames", "-z", rev, "--", ".").stdout
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ".").stdout
+    top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()  # `root` below the top: relative
+    names = {os.fsdecode(name) for name in (*tracked.split(b"\0"), *untracked.split(b"\0")) if name}
+    return tuple(sorted(name.removeprefix(top) for name in names))
+
+
+def file_at(root: Path, rev: str, path: str) -> str | None:
+    """The text of `path` (repository-relative) at `rev`; None when `rev` has no such file."""
+    exists = _git(root, "cat-file", "-e", f"{rev}:{path}", check=False)
+    if exists.returncode != 0:
+        _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")  # an unknown rev is an error
+        return None
+    return _git(root, "show", f"{rev}:{path}").stdout.decode("utf-8", "replace")

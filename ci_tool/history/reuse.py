@@ -1,0 +1,129 @@
+"""Reuse (reference §3.2, §5.3): what an earlier run of the same code and request scope spares a run.
+
+    source   `--reuse-test RUN`: that run; otherwise the newest finished run of the same code and scope
+    stages   the source's passed stages, and the stages it reused itself (from the run they passed in):
+             they do not run again (selection step 18)
+    tests    in each other stage of the source that ran tests, the tests that passed (or that it reused):
+             they are appended to that stage's waives as `<id> SKIP (Reused from run R)`, so only the
+             rest runs; a stage none of whose tests passed gets none. An id the waives grammar cannot
+             hold (a blank in its parameters) is waived through its function, `file::test_x`, when every
+             recorded test of that function passed; else it runs again
+
+A run's code is its commit and its uncommitted-change hash (gitinfo.code_version): a source whose code
+differs is never reused, named or not. Reuse matches exact stage names, and a stage narrowed by
+change-based selection carries `-cbts` in its name, so it never stands in for a full one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.outcomes import RunState, StageState, TestOutcome
+from ci_tool.testdb.check import covers
+from ci_tool.testdb.waives import waive_line
+
+REUSED_FROM = "reused_from"  # a reused stage's details key: the run it passed in
+_REUSED_TEST = re.compile(r"Reused from run (\S+)")
+
+
+def reused_test_reason(run_id: str) -> str:
+    """The waive reason of a test reused from `run_id` (the reference writes `Reused from previous pipeline`)."""
+    return f"Reused from run {run_id}"
+
+
+def reused_test_origin(reason: str | None) -> str | None:
+    """The run a reused test passed in, from its waive reason; None for any other reason."""
+    match = _REUSED_TEST.fullmatch(reason or "")
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class ReusedTests:
+    """The tests of one stage an earlier run passed (test id -> the run each passed in), and every test
+    that stage recorded."""
+
+    passed: Mapping[str, str]
+    recorded: frozenset[str]
+
+    def waive_lines(self) -> list[str]:
+        """The stage's `<id> SKIP (Reused from run R)` lines (see the module docstring)."""
+        lines: list[str] = []
+        unwritable: set[str] = set()  # the functions of ids no waive line can hold
+        for test_id, passed_in in self.passed.items():
+            line = waive_line(test_id, reused_test_reason(passed_in))
+            if line is not None:
+                lines.append(line)
+            elif "[" in test_id:
+                unwritable.add(test_id.split("[", 1)[0])
+        for function in sorted(unwritable):
+            runs = {self.passed.get(test_id) for test_id in self.recorded if covers(function, test_id)}
+            run = runs.pop() if len(runs) == 1 else None  # one run passed them all
+            line = waive_line(function, reused_test_reason(run)) if run is not None else None
+            if line is not None:
+                lines.append(line)
+        return lines
+
+
+@dataclass(frozen=True)
+class ReuseSource:
+    """What a run may take from `run`: its passed stages and, per other stage, its passed tests; each with
+    the run it passed in (`run` itself, or the run `run` reused it from)."""
+
+    run: RunRecord
+    passed_stages: Mapping[str, str]  # stage -> run
+    passed_tests: Mapping[str, ReusedTests]  # stage -> its passed tests
+
+    @property
+    def test_count(self) -> int:
+        return sum(len(tests.passed) for tests in self.passed_tests.values())
+
+
+def same_code(run: RunRecord, *, commit: str, diff_hash: str) -> bool:
+    return bool(run.code_commit) and (run.code_commit, run.code_diff) == (commit, diff_hash)
+
+
+def latest_run_of(
+    store: HistoryStore, *, commit: str, diff_hash: str, scope: str, exclude: str | None = None
+) -> RunRecord | None:
+    """The newest finished run of this code and request scope (None: there is none)."""
+    if store.version < queries.CODE_VERSION:
+        return None
+    row = store.row(
+        f"SELECT {queries.run_columns(store)} FROM runs WHERE code_commit = ? AND code_diff = ? AND scope = ? "
+        "AND state != ? AND run_id != ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+        (commit, diff_hash, scope, RunState.RUNNING.value, exclude or ""),
+    )
+    return queries.run_record(store, row) if row is not None else None
+
+
+def reuse_source(store: HistoryStore, run: RunRecord) -> ReuseSource:
+    """What `run` lets a later run of the same code skip (see the module docstring)."""
+    stages: dict[str, str] = {}
+    tests: dict[str, ReusedTests] = {}
+    for stage in queries.run_stages(store, run.run_id):
+        if stage.state is StageState.PASSED:
+            stages[stage.name] = run.run_id
+        elif stage.state is StageState.REUSED:
+            origin = stage.details.get(REUSED_FROM)
+            stages[stage.name] = origin if isinstance(origin, str) and origin else run.run_id
+        elif stage.state.ran:
+            found = _passed_tests(store, run.run_id, stage.name)
+            if found.passed:
+                tests[stage.name] = found
+    return ReuseSource(run, stages, tests)
+
+
+def _passed_tests(store: HistoryStore, run_id: str, stage: str) -> ReusedTests:
+    passed: dict[str, str] = {}
+    recorded = queries.stage_tests(store, run_id, stage)
+    for test in recorded:
+        origin = reused_test_origin(test.waive_reason) if test.final_outcome is TestOutcome.SKIPPED else None
+        if test.final_outcome is TestOutcome.PASSED and test.rerun_outcome is None:
+            passed[test.test_id] = run_id
+        elif origin is not None:
+            passed[test.test_id] = origin
+    return ReusedTests(passed, frozenset(test.test_id for test in recorded))

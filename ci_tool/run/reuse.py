@@ -1,0 +1,84 @@
+"""Which earlier run a local run reuses (history/reuse.py says what a source spares), and why, in one line:
+
+    --disable-reuse-test            nothing: every stage and test runs
+    not a git checkout              nothing: the code a run tested cannot be told apart
+    --reuse-test RUN                RUN, when it tested this code (else nothing: the code changed)
+    otherwise (reuse is the default) the newest finished run of this code and request scope, if any
+
+A history that cannot be read spares nothing either: the run goes on and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tool.errors import HistoryError, Where
+from ci_tool.gitinfo import CodeVersion
+from ci_tool.history import queries
+from ci_tool.history.reuse import ReusedTests, ReuseSource, latest_run_of, reuse_source, same_code
+from ci_tool.history.store import HistoryStore
+from ci_tool.stages.request import SelectionRequest
+
+
+@dataclass(frozen=True)
+class ReusePlan:
+    """The run to reuse (None: none) and why."""
+
+    source: ReuseSource | None
+    note: str
+
+    @property
+    def passed_stages(self) -> Mapping[str, str]:
+        return self.source.passed_stages if self.source is not None else {}
+
+    @property
+    def passed_tests(self) -> Mapping[str, ReusedTests]:
+        return self.source.passed_tests if self.source is not None else {}
+
+
+def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: Path, scope: str) -> ReusePlan:
+    """What this run reuses (see the module docstring)."""
+    if request.disable_reuse_test:
+        return ReusePlan(None, "reuse: off (--disable-reuse-test): every stage runs")
+    if code is None:
+        return ReusePlan(None, "reuse: off (not a git checkout: the code a run tests cannot be told apart)")
+    named = request.reuse_test if isinstance(request.reuse_test, str) else None
+    if not history.is_file():
+        if named is not None:
+            raise HistoryError(
+                f"expected a recorded run id, found {named!r}",
+                where=Where(str(history)),
+                hint="there is no history yet: `ci-tool run` records one",
+            )
+        return ReusePlan(None, f"reuse: none (no history yet at {history})")
+    try:
+        with HistoryStore(history, read_only=True) as store:
+            return _plan(store, named, code, scope)
+    except HistoryError as error:
+        if named is not None:
+            raise
+        return ReusePlan(None, f"reuse: none (the history cannot be read: {error})")
+
+
+def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str) -> ReusePlan:
+    if named is not None:
+        run = queries.get_run(store, named)
+        if not same_code(run, commit=code.commit, diff_hash=code.diff_hash):
+            tested = CodeVersion(run.code_commit, run.code_diff).describe() if run.code_commit else "unrecorded code"
+            return ReusePlan(
+                None, f"reuse: none (--reuse-test {named} tested {tested}; this is {code.describe()}: the code changed)"
+            )
+    else:
+        found = latest_run_of(store, commit=code.commit, diff_hash=code.diff_hash, scope=scope)
+        if found is None:
+            return ReusePlan(None, f"reuse: none (no earlier run of {code.describe()} with this request)")
+        run = found
+    source = reuse_source(store, run)
+    what = f"{_count(len(source.passed_stages), 'passed stage')}, {_count(source.test_count, 'passed test')} of others"
+    return ReusePlan(source, f"reuse: run {run.run_id} ({code.describe()}, {run.state}): {what}")
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'s' if count != 1 else ''}"

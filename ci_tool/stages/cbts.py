@@ -1,0 +1,337 @@
+"""Change-based test selection (reference §7; selection step 16): from a change's files, the narrowed set of a
+bare `/bot run` or `/bot run --post-merge`. Pure: values in (catalog, test-db, durations, the ChangeSet),
+a Narrowing out, which the selection applies.
+
+Each changed file is claimed by the first rule that claims it:
+
+    rule          claims                                 runs
+    out of scope  change_rules.out_of_scope              nothing (durations, benchmarks)
+    waives        TEST_DB/waives.txt                     the tests whose waives the change removed
+    test-db       TEST_DB/*.yml                          the entries the change added or changed
+    tests         a test file under change_rules.tests   the list entries that cover it, cut down to it
+                  that a list entry covers, or a          (a conftest.py: to its folder); a deleted file:
+                  conftest.py there                       only the entries that name it
+    docs          change_rules.docs                      the docs stage
+
+A file no rule claims, or a rule that cannot decide (no base revision to compare the test-db with, a file
+that does not read), runs the full set. When every file is claimed the set is narrowed: a family keeps the
+lines of its render the rules' filter keeps (changes.LineFilter) and runs them on
+`k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family
+that keeps none drops out. Nothing kept and no docs to check is a noop: no test stage runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ci_tool.errors import CiToolError
+from ci_tool.layout import WAIVES_NAME
+from ci_tool.stages.catalog import Catalog, Family, path_matches
+from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, split_filters
+from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.stages.names import StageKind
+from ci_tool.stages.plan import render_family
+from ci_tool.stages.request import SelectionRequest
+from ci_tool.testdb.check import covers
+from ci_tool.testdb.load import parse_test_db_file
+from ci_tool.testdb.model import TestDb
+from ci_tool.testdb.waives import parse_waives
+
+NARROWED_SHARD_BUDGET_MINUTES = 120  # a narrowed shard's predicted minutes (the reference's 2 h)
+_SHOWN_FILES = 3  # changed files a reason names before counting the rest
+
+
+class CbtsScope(enum.StrEnum):
+    OFF = "off"  # a selection option, --disable-cbts, or no changed files
+    FULL = "full"  # a file no rule claims, or a rule that cannot decide
+    NARROWED = "narrowed"
+    NOOP = "noop"  # nothing to test: no test stage runs
+
+
+@dataclass(frozen=True)
+class FamilyNarrowing:
+    """A family that keeps tests: its filter, what it keeps (stage facts) and its narrowed shard count."""
+
+    family: str
+    line_filter: LineFilter
+    lines: int
+    predicted_seconds: float
+    shards: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"lines": self.lines, "predicted_seconds": round(self.predicted_seconds, 3), "shards": self.shards}
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """What change-based selection makes of a request: its scope, one reason per rule (for the plan), the
+    families that keep tests, and whether the docs stage runs."""
+
+    scope: CbtsScope
+    reasons: tuple[str, ...]
+    families: Mapping[str, FamilyNarrowing] = field(default_factory=dict)
+    docs: bool = False
+
+    @property
+    def narrows(self) -> bool:
+        return self.scope in (CbtsScope.NARROWED, CbtsScope.NOOP)
+
+    def to_json(self) -> dict[str, object]:
+        """The reference's CBTS output, as far as it applies: scope, reasons, and per family what it keeps."""
+        return {
+            "scope": self.scope.value,
+            "reasons": list(self.reasons),
+            "families": {name: found.to_json() for name, found in self.families.items()},
+            "docs": self.docs,
+        }
+
+
+@dataclass
+class _Effect:
+    """What the claimed files ask for, gathered over the rules."""
+
+    paths: list[NarrowPath] = field(default_factory=list)
+    entries: list[tuple[str, str]] = field(default_factory=list)
+    docs: bool = False
+    undecided: list[str] = field(default_factory=list)  # why a rule could not decide
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    catalog: Catalog
+    db: TestDb
+    changes: ChangeSet
+
+    @property
+    def waives_file(self) -> str:
+        return f"{self.changes.test_db_dir}/{WAIVES_NAME}"
+
+
+Claim = Callable[[str, _Inputs], bool]
+Apply = Callable[[Sequence[str], _Inputs, _Effect], str]  # the files it claimed -> its reason
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    claims: Claim
+    apply: Apply
+
+
+def narrow(
+    catalog: Catalog, db: TestDb, durations: Durations, request: SelectionRequest, changes: ChangeSet | None
+) -> Narrowing:
+    """The narrowing of `request` for `changes` (see the module docstring)."""
+    off = request.narrowing_off
+    if off is not None:
+        return Narrowing(CbtsScope.OFF, (f"change-based selection off: {off}",))
+    if changes is None or not changes.files:
+        return Narrowing(CbtsScope.OFF, ("change-based selection off: no changed files given",))
+    inputs = _Inputs(catalog, db, changes)
+    claimed: dict[str, list[str]] = {rule.name: [] for rule in RULES}
+    unclaimed: list[str] = []
+    for path in changes.files:
+        rule = next((rule for rule in RULES if rule.claims(path, inputs)), None)
+        (claimed[rule.name] if rule is not None else unclaimed).append(path)
+    effect = _Effect()
+    reasons = [rule.apply(claimed[rule.name], inputs, effect) for rule in RULES if claimed[rule.name]]
+    if unclaimed:
+        reasons.append(f"{_files(unclaimed)}: no rule claims {'them' if len(unclaimed) > 1 else 'it'}")
+    if unclaimed or effect.undecided:
+        return Narrowing(CbtsScope.FULL, (*reasons, "change-based selection: the full set runs"))
+    line_filter = LineFilter(tuple(dict.fromkeys(effect.paths)), tuple(dict.fromkeys(effect.entries)))
+    families = _families(catalog, db, durations, line_filter)
+    scope = CbtsScope.NARROWED if families or effect.docs else CbtsScope.NOOP
+    return Narrowing(scope, (*reasons, _summary(len(families), effect.docs)), families, effect.docs)
+
+
+def _summary(families: int, docs: bool) -> str:
+    if not families:
+        return (
+            "change-based selection: the docs stage only" if docs else "change-based selection: noop (nothing to test)"
+        )
+    narrowed = f"change-based selection: narrowed to {families} famil{'ies' if families != 1 else 'y'}"
+    return narrowed + (" and the docs stage" if docs else "")
+
+
+def _families(
+    catalog: Catalog, db: TestDb, durations: Durations, line_filter: LineFilter
+) -> dict[str, FamilyNarrowing]:
+    found: dict[str, FamilyNarrowing] = {}
+    for family in catalog.families:
+        if not family.context or family.name.kind not in (StageKind.TEST, StageKind.PACKAGE_SANITY):
+            continue
+        rendered = render_family(
+            family.name,
+            db=db,
+            context=family.context,
+            durations=durations,
+            arch=family.arch,
+            allow_empty=True,
+            line_filter=line_filter,
+        )
+        if rendered.test_ids:
+            predicted = estimate_seconds(rendered.test_ids, durations).seconds
+            seconds = math.fsum(predicted.values())
+            found[family.name.name] = FamilyNarrowing(
+                family.name.name,
+                line_filter,
+                len(rendered.rendered),
+                seconds,
+                narrowed_shards(family, seconds, len(rendered.test_ids)),
+            )
+    return found
+
+
+def narrowed_shards(family: Family, predicted_seconds: float, tests: int) -> int:
+    """k = clamp(ceil(predicted / budget), 1, splits) (reference §7), and no more shards than tests."""
+    budget = NARROWED_SHARD_BUDGET_MINUTES * 60
+    return max(1, min(family.splits, tests, math.ceil(predicted_seconds / budget)))
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def _claims_out_of_scope(path: str, inputs: _Inputs) -> bool:
+    return any(path_matches(rule, path) for rule in inputs.catalog.change_rules.out_of_scope)
+
+
+def _apply_out_of_scope(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    return f"{_files(paths)}: out of scope: nothing to test"
+
+
+def _claims_waives(path: str, inputs: _Inputs) -> bool:
+    return path == inputs.waives_file
+
+
+def _apply_waives(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    path = paths[0]
+    texts = _texts(path, inputs)
+    if isinstance(texts, str):
+        effect.undecided.append(texts)
+        return f"{path}: waives rule: cannot decide ({texts})"
+    before, after = texts
+    old, old_problems = parse_waives(before or "", _at_base(path))
+    new, new_problems = parse_waives(after or "", path)
+    if old_problems or new_problems:
+        problem = (old_problems or new_problems)[0]
+        effect.undecided.append(str(problem))
+        return f"{path}: waives rule: cannot decide ({problem})"
+    kept = {(waive.test_id, waive.gpu) for waive in new}
+    removed = [waive for waive in old if (waive.test_id, waive.gpu) not in kept]
+    effect.paths += [NarrowPath(waive.test_id, waive.gpu) for waive in removed]
+    if not removed:
+        return f"{path}: waives rule: the change removes no waive: nothing to run"
+    named = ", ".join(("full:" + w.gpu + "/" if w.gpu else "") + w.test_id for w in removed[:_SHOWN_FILES])
+    more = f" and {len(removed) - _SHOWN_FILES} more" if len(removed) > _SHOWN_FILES else ""
+    return f"{path}: waives rule: runs the {len(removed)} test(s) whose waives it removes ({named}{more})"
+
+
+def _claims_test_db(path: str, inputs: _Inputs) -> bool:
+    folder, name = posixpath.split(path)
+    return folder == inputs.changes.test_db_dir and name.endswith((".yml", ".yaml"))
+
+
+def _apply_test_db(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    added: list[tuple[str, object, str]] = []
+    for path in paths:
+        texts = _texts(path, inputs)
+        if isinstance(texts, str):
+            effect.undecided.append(texts)
+            return f"{_files(paths)}: test-db rule: cannot decide ({texts})"
+        try:
+            before, after = _entries(texts[0], _at_base(path)), _entries(texts[1], path)
+        except CiToolError as error:
+            effect.undecided.append(str(error))
+            return f"{_files(paths)}: test-db rule: cannot decide ({error})"
+        added += [entry for entry in after if entry not in before]
+    effect.entries += [(context, raw) for context, _condition, raw in added]
+    if not added:
+        return f"{_files(paths)}: test-db rule: the change adds or changes no entry: nothing to run"
+    entries = f"{len(added)} entr{'ies' if len(added) != 1 else 'y'}"
+    return f"{_files(paths)}: test-db rule: runs the {entries} it adds or changes"
+
+
+def _entries(text: str | None, path: str) -> list[tuple[str, object, str]]:
+    """(context, condition, line as written) of every entry of a test-db file's text."""
+    if text is None:
+        return []
+    contexts, problems = parse_test_db_file(text, path)
+    if problems:
+        raise problems[0]
+    return [
+        (context.name, block.condition.identity(), entry.line.raw)
+        for context in contexts
+        for block in context.blocks
+        for entry in block.entries
+    ]
+
+
+def _claims_tests(path: str, inputs: _Inputs) -> bool:
+    if not any(path_matches(rule, path) for rule in inputs.catalog.change_rules.tests):
+        return False
+    return posixpath.basename(path) == "conftest.py" or any(
+        covers(selector, path) or covers(path, selector) for selector in _selectors(inputs.db)
+    )
+
+
+def _apply_tests(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    for path in paths:
+        if posixpath.basename(path) == "conftest.py":
+            effect.paths.append(NarrowPath(posixpath.dirname(path) or "."))
+        elif path in inputs.changes.deleted:  # only entries naming it still reach it
+            effect.paths += [NarrowPath(s) for s in _selectors(inputs.db) if covers(path, s)]
+        else:
+            effect.paths.append(NarrowPath(path))
+    return f"{_files(paths)}: tests rule: runs the list entries that cover {'them' if len(paths) > 1 else 'it'}"
+
+
+def _selectors(db: TestDb) -> set[str]:
+    return {
+        split_filters(entry.line.test_id)[0]
+        for context in db.contexts.values()
+        for block in context.blocks
+        for entry in block.entries
+    }
+
+
+def _claims_docs(path: str, inputs: _Inputs) -> bool:
+    return any(path_matches(rule, path) for rule in inputs.catalog.change_rules.docs)
+
+
+def _apply_docs(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
+    effect.docs = True
+    return f"{_files(paths)}: docs rule: the docs stage checks {'them' if len(paths) > 1 else 'it'}"
+
+
+RULES: tuple[_Rule, ...] = (
+    _Rule("out of scope", _claims_out_of_scope, _apply_out_of_scope),
+    _Rule("waives", _claims_waives, _apply_waives),
+    _Rule("test-db", _claims_test_db, _apply_test_db),
+    _Rule("tests", _claims_tests, _apply_tests),
+    _Rule("docs", _claims_docs, _apply_docs),
+)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _texts(path: str, inputs: _Inputs) -> tuple[str | None, str | None] | str:
+    """A changed test-db file at the base and now, or why it cannot be compared."""
+    if inputs.changes.base is None:
+        return "no base revision to compare it with; pass --base REF"
+    return inputs.changes.base.get(path), inputs.changes.now.get(path)
+
+
+def _at_base(path: str) -> str:
+    """How a file's text at the base revision is named in its errors."""
+    return f"{path} at the base"
+
+
+def _files(paths: Sequence[str]) -> str:
+    shown = ", ".join(paths[:_SHOWN_FILES])
+    return shown + (f" and {len(paths) - _SHOWN_FILES} more" if len(paths) > _SHOWN_FILES else "")

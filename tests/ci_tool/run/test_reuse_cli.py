@@ -1,0 +1,225 @@
+"""Reuse through `ci-tool run`, in a git checkout of the failing suite: a second run of the same code and
+request reruns nothing that passed, a failed stage reruns only its tests that did not pass, and any change
+of the code (or --disable-reuse-test) runs everything again."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.cli import main
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
+from ci_tool.outcomes import StageState, TestOutcome
+from ci_tool.run.session import new_run_id
+
+CPU_ONLY = ("--system-info", "cpu-only.json")
+# Two green stages and one that fails one test of three.
+CATALOG = """\
+version: 1
+families:
+- {name: CPU-Generic, platform: cpu, context: l0_green, splits: 1}
+- {name: CPU-Generic-Mixed, platform: cpu, context: l0_mixed, splits: 1}
+- {name: CPU-Generic-Group, platform: cpu, context: l0_group, splits: 1}
+"""
+TEST_DB = """\
+version: 0.0.1
+l0_mixed:
+- condition: {}
+  tests:
+  - cases/case_basic.py::test_pass
+  - cases/case_basic.py::TestGroup
+  - cases/case_basic.py::test_assert_fails
+  - cases/case_params.py
+l0_group:
+- condition: {}
+  tests: [cases/case_basic.py::TestGroup::test_alpha]
+"""
+# Parameters with blanks: no waive line holds such an id, so a function all of whose tests passed is waived
+# whole, and one with a failed test runs again.
+PARAMS = """\
+import pytest
+
+
+@pytest.mark.parametrize("x", ["a b", "c d"])
+def test_spaced(x):
+    pass
+
+
+@pytest.mark.parametrize("x", ["e f", "g h"])
+def test_half(x):
+    assert x == "e f"
+"""
+RUN = ("run", "/bot run --disable-fail-fast", "--catalog", "reuse.yml", *CPU_ONLY)
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The failing suite with the reuse catalog, committed in a fresh git repository."""
+    (suite / "reuse.yml").write_text(CATALOG)
+    (suite / "test-db" / "l0_reuse.yml").write_text(TEST_DB)
+    (suite / "cases" / "case_params.py").write_text(PARAMS)
+    (suite / ".gitignore").write_text(".ci-tool/\n__pycache__/\n")
+    git(suite, "init", "-q")
+    git(suite, "add", ".")
+    git(suite, "commit", "-q", "-m", "the suite")
+    monkeypatch.chdir(suite)
+    return suite
+
+
+def ci_tool(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def runs(root: Path) -> list[tuple[RunRecord, list[StageRecord]]]:
+    """Every recorded run, oldest first, with its stages."""
+    with HistoryStore(root / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        return [(run, queries.run_stages(store, run.run_id)) for run in reversed(queries.recent_runs(store))]
+
+
+def stage_states(stages: list[StageRecord]) -> dict[str, tuple[StageState, str]]:
+    return {stage.name: (stage.state, stage.reason) for stage in stages}
+
+
+def test_a_second_identical_run_reuses_every_passed_stage_and_the_passed_tests_of_the_failed_one(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_code, first_out = ci_tool(capsys, *RUN)
+    code, out = ci_tool(capsys, *RUN)
+    (first, _), (second, second_stages) = runs(checkout)
+    assert (first_code, code) == (1, 1)  # the failing test fails again: reuse never hides a failure
+    assert "reuse: none (no history yet at .ci-tool/history.sqlite)" in first_out
+    assert f"reuse: run {first.run_id} (commit {first.code_commit[:12]} (clean), failed): 2 passed stages, " in out
+    assert (second.code_commit, second.code_diff, second.scope) == (first.code_commit, "", "{}")
+    assert stage_states(second_stages) == {
+        "CPU-Generic-1": (StageState.REUSED, f"reused from run {first.run_id}"),
+        "CPU-Generic-Group-1": (StageState.REUSED, f"reused from run {first.run_id}"),
+        "CPU-Generic-Mixed-1": (StageState.FAILED, ""),
+    }
+    with HistoryStore(checkout / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        mixed = queries.stage_tests(store, second.run_id, "CPU-Generic-Mixed-1")
+    reused = f"Reused from run {first.run_id}"
+    assert sorted((t.test_id, t.outcome, t.waive_reason or "") for t in mixed) == [
+        ("cases/case_basic.py::TestGroup::test_alpha", TestOutcome.SKIPPED, reused),
+        ("cases/case_basic.py::TestGroup::test_beta", TestOutcome.SKIPPED, reused),
+        ("cases/case_basic.py::test_assert_fails", TestOutcome.FAILED, ""),
+        ("cases/case_basic.py::test_pass", TestOutcome.SKIPPED, reused),
+        ("cases/case_params.py::test_half[e f]", TestOutcome.PASSED, ""),
+        ("cases/case_params.py::test_half[g h]", TestOutcome.FAILED, ""),
+        ("cases/case_params.py::test_spaced[a b]", TestOutcome.SKIPPED, reused),
+        ("cases/case_params.py::test_spaced[c d]", TestOutcome.SKIPPED, reused),
+    ]
+    assert f"- {reused}: 5 tests that passed there" in out
+    assert f"| CPU-Generic-1 | reused (reused from run {first.run_id}) | – | – | – | – |" in out
+    assert f"- CPU-Generic-1: reused from run {first.run_id}" in out
+    assert not (checkout / ".ci-tool" / "runs" / second.run_id / "CPU-Generic-1").exists()  # nothing ran
+    assert "CPU-Generic-1: passed in " in first_out
+
+
+def test_a_third_run_reuses_from_where_the_stages_passed(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for _ in range(3):
+        ci_tool(capsys, *RUN)
+    (first, _), _, (_, third_stages) = runs(checkout)
+    assert stage_states(third_stages)["CPU-Generic-1"] == (StageState.REUSED, f"reused from run {first.run_id}")
+
+
+def test_disable_reuse_test_runs_everything(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *RUN)
+    _, out = ci_tool(capsys, "run", "/bot run --disable-fail-fast --disable-reuse-test", "--catalog", "reuse.yml",
+                     *CPU_ONLY)  # fmt: skip
+    _, (_, stages) = runs(checkout)
+    assert "reuse: off (--disable-reuse-test): every stage runs" in out
+    assert {name: state for name, (state, _) in stage_states(stages).items()} == {
+        "CPU-Generic-1": StageState.PASSED,
+        "CPU-Generic-Mixed-1": StageState.FAILED,
+        "CPU-Generic-Group-1": StageState.PASSED,
+    }
+
+
+def test_a_code_change_runs_everything_again(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *RUN)
+    (checkout / "cases" / "case_new.py").write_text("def test_new():\n    pass\n")  # untracked counts
+    _, out = ci_tool(capsys, *RUN)
+    (first, _), (second, stages) = runs(checkout)
+    assert (second.code_commit, bool(second.code_diff)) == (first.code_commit, True)
+    assert "reuse: none (no earlier run of commit " in out and " + uncommitted changes " in out
+    assert StageState.REUSED not in {stage.state for stage in stages}
+
+
+def test_a_named_run_of_other_code_is_ignored(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *RUN)
+    (first, _), = runs(checkout)  # fmt: skip
+    git(checkout, "commit", "-q", "--allow-empty", "-m", "another commit")
+    _, out = ci_tool(capsys, "run", f"/bot run --disable-fail-fast --reuse-test {first.run_id}", "--catalog",
+                     "reuse.yml", *CPU_ONLY)  # fmt: skip
+    assert f"reuse: none (--reuse-test {first.run_id} tested commit {first.code_commit[:12]} (clean); this is " in out
+    assert out.count(": the code changed)") == 1
+
+
+def test_another_request_is_another_scope(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *RUN)
+    _, out = ci_tool(capsys, "run", '/bot run --stage-list "CPU-Generic-1"', "--catalog", "reuse.yml", *CPU_ONLY)
+    assert "reuse: none (no earlier run of commit " in out and "with this request)" in out
+
+
+def test_outside_a_git_checkout_reuse_is_off(suite: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    (suite / "reuse.yml").write_text(CATALOG)
+    (suite / "test-db" / "l0_reuse.yml").write_text(TEST_DB)
+    monkeypatch.chdir(suite)
+    _, out = ci_tool(capsys, *RUN)
+    assert "reuse: off (not a git checkout: the code a run tests cannot be told apart)" in out
+
+
+def test_reuse_pipeline_records_a_run_passed_by_reuse(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    green = ("--catalog", "reuse.yml", *CPU_ONLY)
+    green_db = TEST_DB.replace("  - cases/case_basic.py::test_assert_fails\n", "").replace(
+        "case_params.py", "case_params.py::test_spaced"
+    )
+    (checkout / "test-db" / "l0_reuse.yml").write_text(green_db)
+    git(checkout, "commit", "-q", "-am", "green")
+    code, _ = ci_tool(capsys, "run", "/bot run", *green)
+    again, out = ci_tool(capsys, "run", "/bot reuse-pipeline", *green)
+    _, (second, stages) = runs(checkout)
+    assert (code, again, second.command, second.state, second.scope) == (0, 0, "/bot reuse-pipeline", "passed", "{}")
+    assert {stage.state for stage in stages} == {StageState.REUSED}
+    assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped"
+
+
+def test_reuse_pipeline_without_a_passed_run_is_an_error(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "/bot reuse-pipeline", "--catalog", "reuse.yml", *CPU_ONLY])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: expected an earlier run of this code that passed, found none (reuse: none (")
+
+
+def test_a_run_id_is_an_id_reuse_test_takes() -> None:
+    run_id = new_run_id()
+    assert parse_comment(f"/bot run --reuse-test {run_id}").selection_request().reuse_test == run_id
+
+
+def test_a_run_given_the_target_branch_runs_with_its_waives(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stale branch: main has waived the failing tests since; `--base main` merges main's waives in."""
+    git(checkout, "checkout", "-q", "-b", "pr")
+    git(checkout, "checkout", "-q", "main")
+    waives = checkout / "test-db" / "waives.txt"
+    waives.write_text("cases/case_basic.py::test_assert_fails SKIP (bug 1)\ncases/case_params.py::test_half SKIP (2)\n")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "main waives the failures")
+    git(checkout, "checkout", "-q", "pr")
+    mixed = ("run", '/bot run --disable-reuse-test --stage-list "CPU-Generic-Mixed-1"', *RUN[2:])
+    stale, _ = ci_tool(capsys, *mixed)
+    code, out = ci_tool(capsys, *mixed, "--base", "main")
+    assert (stale, code) == (1, 0)
+    assert "merged waives: 2 line(s) added from main, 0 left out that this change removes\n" in out
+    assert "- bug 1: `cases/case_basic.py::test_assert_fails`" in out

@@ -1,0 +1,94 @@
+"""gitinfo against real git repositories: the code a checkout holds, files at a revision, merge bases."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ci_tool import gitinfo
+from ci_tool.errors import GitError
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.txt").write_text("one\n")
+    (root / ".gitignore").write_text("ignored/\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+def test_a_clean_checkout_is_its_commit(repo: Path) -> None:
+    version = gitinfo.code_version(repo)
+    assert version == gitinfo.CodeVersion(git(repo, "rev-parse", "HEAD"), "")
+    assert version is not None and version.describe() == f"commit {version.commit[:12]} (clean)"
+
+
+EDITS = {
+    "tracked edit": lambda root: (root / "a.txt").write_text("two\n"),
+    "untracked file": lambda root: (root / "b.txt").write_text("new\n"),
+    "staged file": lambda root: ((root / "c.txt").write_text("c\n"), git(root, "add", "c.txt")),
+    "deletion": lambda root: (root / "a.txt").unlink(),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
+def test_an_uncommitted_change_has_its_own_hash(repo: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    clean = gitinfo.code_version(repo)
+    edit(repo)
+    changed, again = gitinfo.code_version(repo), gitinfo.code_version(repo)
+    assert clean is not None and changed is not None
+    assert (changed.commit, changed.clean, changed == again) == (clean.commit, False, True)
+
+
+def test_ignored_files_do_not_change_the_code(repo: Path) -> None:
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "x.log").write_text("results\n")
+    assert gitinfo.code_version(repo) == gitinfo.CodeVersion(git(repo, "rev-parse", "HEAD"), "")
+
+
+def test_two_different_changes_differ(repo: Path) -> None:
+    (repo / "a.txt").write_text("two\n")
+    first = gitinfo.code_version(repo)
+    (repo / "a.txt").write_text("three\n")
+    assert first != gitinfo.code_version(repo)
+
+
+def test_outside_a_checkout_there_is_no_code(tmp_path: Path) -> None:
+    assert (gitinfo.code_version(tmp_path), gitinfo.is_checkout(tmp_path)) == (None, False)
+
+
+def test_a_file_at_a_revision(repo: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("two\n")
+    git(repo, "commit", "-q", "-am", "second")
+    assert (gitinfo.file_at(repo, first, "a.txt"), gitinfo.file_at(repo, "HEAD", "a.txt")) == ("one\n", "two\n")
+    assert gitinfo.file_at(repo, first, "missing.txt") is None
+
+
+def test_an_unknown_revision_is_an_error(repo: Path) -> None:
+    with pytest.raises(GitError, match="git rev-parse --verify --quiet nope\\^\\{commit\\} failed in "):
+        gitinfo.file_at(repo, "nope", "a.txt")
+
+
+def test_the_merge_base_of_a_branch(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "topic")
+    (repo / "a.txt").write_text("topic\n")
+    git(repo, "commit", "-q", "-am", "topic")
+    git(repo, "checkout", "-q", "main")
+    (repo / "d.txt").write_text("main\n")
+    git(repo, "add", "d.txt")
+    git(repo, "commit", "-q", "-m", "main moves on")
+    git(repo, "checkout", "-q", "topic")
+    assert gitinfo.merge_base(repo, "main") == base
