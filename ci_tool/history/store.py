@@ -9,8 +9,9 @@ Concurrent stage processes write at once without losing rows: WAL journal, a bus
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
 deadlock upgrading a read lock); a write still locked out after the busy timeout is tried again
 (WRITE_ATTEMPTS in all, with a backoff). `schema_version` holds the version; a newer file is refused,
-and so is a SQLite file of someone else's (tables, but no `schema_version`). Version 2 added `dispatches`;
-an older file gains it when opened.
+and so is a SQLite file of someone else's (tables, but no `schema_version`). Version 2 added
+`dispatches`, version 3 `perf_results` (perf_results.py); an older file gains the tables it lacks when
+opened, one migration step at a time.
 
 Opening to read (`read_only=True`: `ci-tool history`, `report`, `durations export`) takes no write lock:
 a `mode=ro` connection (`immutable=1` where the folder is read-only, so SQLite cannot make its `-shm`
@@ -32,11 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import perf_results
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 2
+BASE_VERSION = 2  # what _SCHEMA creates; MIGRATION_STEPS take a file from there
+# Each step after the base: (version it brings a file to, its statements). Self-contained, in order.
+MIGRATION_STEPS: tuple[tuple[int, str], ...] = ((perf_results.SCHEMA_STEP, perf_results.SCHEMA),)
+SCHEMA_VERSION = MIGRATION_STEPS[-1][0] if MIGRATION_STEPS else BASE_VERSION
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -285,9 +290,11 @@ class HistoryStore:
         version = self._schema_version(db)  # again, under the write lock: another process may have done it
         if version == SCHEMA_VERSION:
             return
-        for statement in _SCHEMA.split(";"):  # executescript() would commit the open transaction
-            if statement.strip():
-                db.execute(statement)
+        if version is None or version < BASE_VERSION:
+            _execute(db, _SCHEMA)
+        for step, statements in MIGRATION_STEPS:
+            if version is None or version < step:
+                _execute(db, statements)
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -369,6 +376,12 @@ class HistoryStore:
                 _insert_stage(db, stage, tests, recorded_at)
 
         self._write(record)
+
+
+def _execute(db: sqlite3.Connection, statements: str) -> None:
+    for statement in statements.split(";"):  # executescript() would commit the open transaction
+        if statement.strip():
+            db.execute(statement)
 
 
 def _insert_run(db: sqlite3.Connection, run: RunRecord, *, upsert: bool) -> None:

@@ -194,7 +194,7 @@ NOT_A_HISTORY = {
     ),
     "newer-schema": (
         lambda path: (HistoryStore(path).close(), _write_sqlite(path, "UPDATE schema_version SET version = 99")),
-        "expected history schema version 2 or older, found 99 Hint: a newer ci-tool wrote this file; upgrade "
+        "expected history schema version 3 or older, found 99 Hint: a newer ci-tool wrote this file; upgrade "
         "ci-tool or pass another --history",
     ),
 }

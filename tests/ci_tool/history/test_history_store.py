@@ -57,7 +57,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HistoryError) as error:
         HistoryStore(tmp_path / "h.sqlite")
     assert str(error.value) == (
-        f"{tmp_path}/h.sqlite: expected history schema version 2 or older, found 99 "
+        f"{tmp_path}/h.sqlite: expected history schema version 3 or older, found 99 "
         "Hint: a newer ci-tool wrote this file; upgrade ci-tool or pass another --history"
     )
 
