@@ -212,6 +212,7 @@ class _Runner:
             flaky_signatures=config.flaky_signatures,
             rerun_flaky=config.rerun_flaky,
             detailed_log=config.detailed_log,
+            history=config.history,
         )
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
 

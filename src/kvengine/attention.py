@@ -17,6 +17,7 @@ place; elsewhere the blocks are gathered and attended with torch's fused attenti
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 import torch.nn.functional as F
@@ -83,7 +84,10 @@ def paged_decode_attention(
 
 @functools.cache
 def _triton_kernel():  # type: ignore[no-untyped-def]
-    """The Triton paged kernel, or None where Triton is not installed (CPU-only torch builds)."""
+    """The Triton paged kernel, or None where Triton is not installed (CPU-only torch builds) or
+    $KVENGINE_ATTENTION is `torch` (the torch path on a GPU too: benches compare the two)."""
+    if os.environ.get("KVENGINE_ATTENTION") == "torch":
+        return None
     try:
         from kvengine.triton_attention import triton_paged_decode
     except ImportError:
