@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "history": "ci_tool.commands.history:history",
     "durations": "ci_tool.commands.durations:durations",
     "report": "ci_tool.commands.report:report",
+    "perf": "ci_tool.commands.perf:perf",
     "site": "ci_tool.commands.site:site",
     "run": "ci_tool.commands.run:run",
     "generate": "ci_tool.commands.generate:generate",

@@ -179,3 +179,7 @@ def and_more(count: int, noun: str) -> str:
 def not_shown(count: int) -> str:
     """The line after capped errors: `and 12 more errors, not shown`, "" for none."""
     return f"{and_more(count, 'error')}, not shown" if count else ""
+
+
+class PerfError(CiToolError):
+    """A perf-sanity config, a baseline file or a perf command's input that is invalid."""

@@ -103,3 +103,23 @@ class DispatchState(enum.StrEnum):
     QUEUED = "queued"  # Jenkins holds a queue item
     STARTED = "started"  # the queue item named its build
     CANCELLED = "cancelled"  # the queue item was cancelled before it started a build
+
+
+class PerfVerdict(enum.StrEnum):
+    """What the perf gate said about one metric of one perf-sanity case (the history stores the value)."""
+
+    PASSED = "passed"  # within the threshold of its baseline
+    REGRESSED = "regressed"  # past the threshold, and the stage's gate fails
+    WARNED = "warned"  # past the threshold, and the stage's gate only warns (post-merge, FUNCTIONAL-ONLY)
+    SKIPPED = "skipped"  # past the threshold, but the target branch has regressed already: not gated
+    LOST_COVERAGE = "lost_coverage"  # a case that requires CUDA graphs ran steps eager: always fails
+    NO_BASELINE = "no_baseline"  # nothing to compare with (a new case, or a GPU without baselines)
+    RECORDED = "recorded"  # a metric that is kept, never gated (pool shares, eager step counts)
+
+    @property
+    def fails(self) -> bool:
+        return self in (PerfVerdict.REGRESSED, PerfVerdict.LOST_COVERAGE)
+
+    @property
+    def past_threshold(self) -> bool:
+        return self in (PerfVerdict.REGRESSED, PerfVerdict.WARNED, PerfVerdict.SKIPPED)

@@ -58,6 +58,7 @@ Map stagePhasesPart1() {
         'CPU-Generic-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-2': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H100-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
@@ -69,6 +70,7 @@ Map stagePhasesPart1() {
         'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Perf-1': [arch: 'x86_64', phase: 'Single-GPU'],
     ]
 }

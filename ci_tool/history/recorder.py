@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.store import (
     BUSY_TIMEOUT_MS,
     HistoryStore,
@@ -83,6 +84,15 @@ class RunRecorder:
             raise ValueError("report_input() before start_run()")
         run = dataclasses.replace(self.run, details=_as_stored(self.run.details))
         return run, [s for s, _, _ in self.stages.values()], {s.name: t for s, t, _ in self.stages.values()}
+
+    def perf_results(self) -> list[PerfResult]:
+        """The run's perf-sanity results, which its tests wrote to the history (none when it cannot be read)."""
+        if self.store is None or self.run is None:
+            return []
+        try:
+            return run_perf_results(self.store, self.run.run_id)
+        except HistoryError:
+            return []
 
     @property
     def unrecorded(self) -> HistoryError | None:

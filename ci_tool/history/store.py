@@ -5,6 +5,7 @@
     stages        one row per stage of a run (also stages that waited or were skipped, with why)
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
     dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
+    perf_results  one row per perf-sanity case, GPU type and metric of a stage (perf_results.py)
 
 Concurrent stage processes write at once without losing rows: WAL journal, a busy timeout, and every
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
@@ -35,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import perf_results
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 3
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -120,8 +121,10 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
         ),
     ),
+    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
 )
 CODE_VERSION = 3  # the first version whose runs hold their code and scope
+SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 @dataclass(frozen=True)

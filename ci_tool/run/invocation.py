@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ci_tool.history.store import HISTORY_ENV
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.stages.modes import PERF_GATE_ENV
@@ -45,6 +46,7 @@ class RunSettings:
     interrupt_grace_seconds: float = 10.0
     nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
+    history: Path | None = None  # the run's history, exported so perf-sanity tests record into it
 
 
 class Attempt(enum.StrEnum):
@@ -152,15 +154,18 @@ class PytestInvocation:
         return {**base, **self.variables}
 
 
-def stage_variables(plan: StagePlan, run_id: str) -> dict[str, str]:
+def stage_variables(plan: StagePlan, run_id: str, history: Path | None = None) -> dict[str, str]:
     """What a stage adds to its pytest processes' environment: its name (the reference exports
-    `stageName`), the run id, and its perf gate."""
-    return {
+    `stageName`), the run id, its perf gate, and the history perf results are recorded in."""
+    variables = {
         "CI_TOOL_STAGE": plan.name.name,
         "CI_TOOL_RUN_ID": run_id,
         "stageName": plan.name.name,
         PERF_GATE_ENV: plan.perf_gate.value,
     }
+    if history is not None:
+        variables[HISTORY_ENV] = str(history.absolute())
+    return variables
 
 
 def batches_of(plan: StagePlan) -> list[Batch]:
@@ -186,7 +191,7 @@ def isolated_file(settings: RunSettings) -> Path:
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The first process of each batch, in order: what a run of the plan starts when no test crashes and
     nothing is rerun."""
-    variables = {**stage_variables(plan, settings.run_id), **settings.variables}
+    variables = {**stage_variables(plan, settings.run_id, settings.history), **settings.variables}
     extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
     return [
         PytestInvocation(

@@ -16,9 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.history import queries
+from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.perf.report_lines import perf_section
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class CiReport:
     reruns: tuple[Mapping[str, object], ...]  # stage, test_id, signature, rerun
     waives: tuple[tuple[str, tuple[str, ...]], ...]  # reason, waived test ids
     uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
+    perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -58,10 +61,17 @@ class CiReport:
 def load_report(store: HistoryStore, run_id: str) -> CiReport:
     run = queries.get_run(store, run_id)
     stages = queries.run_stages(store, run_id)
-    return build_report(run, stages, {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages})
+    tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
+    return build_report(run, stages, tests, perf=run_perf_results(store, run_id))
 
 
-def build_report(run: RunRecord, stages: Sequence[StageRecord], tests: Mapping[str, Sequence[TestRecord]]) -> CiReport:
+def build_report(
+    run: RunRecord,
+    stages: Sequence[StageRecord],
+    tests: Mapping[str, Sequence[TestRecord]],
+    *,
+    perf: Sequence[PerfResult] = (),
+) -> CiReport:
     groups: dict[str, list[FailedTest]] = defaultdict(list)
     waives: dict[str, list[str]] = defaultdict(list)
     for stage in stages:
@@ -77,7 +87,8 @@ def build_report(run: RunRecord, stages: Sequence[StageRecord], tests: Mapping[s
     reruns = tuple({"stage": s.name, **r} for s in stages for r in _details_list(s, "reruns"))
     uncollected = tuple({"stage": s.name, **u} for s in stages for u in _details_list(s, "uncollected"))
     return CiReport(
-        run, tuple(stages), tuple(failures), reruns, tuple((r, tuple(ids)) for r, ids in waives.items()), uncollected
+        run, tuple(stages), tuple(failures), reruns, tuple((r, tuple(ids)) for r, ids in waives.items()), uncollected,
+        tuple(perf),
     )
 
 
@@ -163,7 +174,7 @@ def report_sections(report: CiReport) -> list[str]:
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
     lines += _prediction_section(report)
-    lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
+    lines += _failure_section(report) + perf_section(report.perf) + _rerun_section(report) + _waive_section(report)
     return lines + _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
 
 

@@ -198,7 +198,7 @@ def run_session(
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
-        markdown = report.render_markdown(report.build_report(*store.report_input()))
+        markdown = report.render_markdown(report.build_report(*store.report_input(), perf=store.perf_results()))
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
     return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
 
@@ -262,6 +262,7 @@ class _Runner:
             flaky_signatures=config.flaky_signatures,
             rerun_flaky=config.rerun_flaky,
             detailed_log=config.detailed_log,
+            history=config.history,
         )
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
 
