@@ -222,7 +222,7 @@ def failures_title(report: CiReport) -> str:
 
 
 KNOWN_FLAKY_TITLE = "Failures of known flaky tests"
-KNOWN_FLAKY_NOTE = "they failed as often before this run, on the same GPU type"
+KNOWN_FLAKY_NOTE = "flaky on the same GPU type before this run: likely not caused by this change"
 
 
 def known_flaky_words(flake: FlakeStats) -> str:
