@@ -71,7 +71,7 @@ def propose_command(
     failure signature, as a diff of the waives file; tests already waived are left out."""
     if issue is not None and parse_terms(issue).issue != issue:
         raise click.BadParameter(
-            f"expected a link such as https://tracker/issues/123, found {issue!r}", param_hint="--issue"
+            f"expected a link like https://tracker/issues/123, found {issue!r}", param_hint="'--issue'"
         )
     check_output(output, what=PROPOSED)
     text, waives = read_waives_text(waives_path)
