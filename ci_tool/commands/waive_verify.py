@@ -107,7 +107,7 @@ def _choose(
         families = named
     listing: list[tuple[Family, StagePlan]] = []
     for family in families:
-        if not any(w.applies_to(family.name.gpu) for t in test_ids for w in waives_of(t, waives)):
+        if not all(any(w.applies_to(family.name.gpu) for w in waives_of(t, waives)) for t in test_ids):
             continue
         try:
             plan = _plan(setup, family)

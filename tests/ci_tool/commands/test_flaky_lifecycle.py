@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.cli import main
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
+from tests.ci_tool.commands.test_flaky_cli import run
 
 CATALOG = "version: 1\nfamilies:\n- {name: CPU-Generic, platform: cpu, context: l0_planted, splits: 1}\n"
 TEST_DB = "version: 0.0.1\nl0_planted:\n- condition: {}\n  tests:\n  - cases/case_planted.py\n"
@@ -53,12 +53,6 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (root / name).write_text(text)
     monkeypatch.chdir(root)
     return root
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="applies the proposed diffs with git apply")

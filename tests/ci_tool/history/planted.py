@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 
+from ci_tool.history.flakiness import FlakeStats, SignatureCount
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
@@ -67,3 +68,20 @@ def plant(store: HistoryStore, runs: int = 6) -> None:
         rerun = failed(RERUN, RERUN_SIGNATURE, 6.0, rerun=PASSED) if number % 2 else TestRecord(RERUN, PASSED, 6.0)
         started = DAY_ONE + (number - 1) * HOUR
         record_run(store, f"r{number}", started, {A10: (600.0, a10), H100: (300.0, [rerun])})
+
+
+# What the history measures of the planted flake over r1..r6.
+PLANTED_STATS = FlakeStats(
+    test_id=PLANTED,
+    gpu="A10",
+    runs=6,
+    failures=2,
+    passed_on_rerun=0,
+    flips=3,
+    first_seen_run="r3",
+    first_seen_at=DAY_ONE + 2 * HOUR,
+    last_seen_run="r6",
+    last_seen_at=DAY_ONE + 5 * HOUR,
+    signatures=(SignatureCount(PLANTED_SIGNATURE, 2),),
+    lost_gpu_minutes=20.0,  # two red runs of a 600 s stage on one GPU: the stage runs again
+)

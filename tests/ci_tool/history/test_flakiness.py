@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ci_tool.history.flakiness import FlakeStats, SignatureCount, StageDevices, flake_stats, known_flaky, stage_devices
+from ci_tool.history.flakiness import StageDevices, flake_stats, known_flaky, stage_devices
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.history.planted import (
     A10,
@@ -15,38 +14,17 @@ from tests.ci_tool.history.planted import (
     HOUR,
     PASSED,
     PLANTED,
-    PLANTED_SIGNATURE,
+    PLANTED_STATS,
     RERUN,
     RERUN_SIGNATURE,
     failed,
-    plant,
     record_run,
 )
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[HistoryStore]:
-    with HistoryStore(tmp_path / "history.sqlite") as opened:
-        plant(opened)
-        yield opened
-
-
-def test_the_planted_flake_ranks_first_with_its_rate_and_cost(store: HistoryStore) -> None:
-    planted, rerun = flake_stats(store, since=DAY_ONE)
-    assert planted == FlakeStats(
-        test_id=PLANTED,
-        gpu="A10",
-        runs=6,
-        failures=2,
-        passed_on_rerun=0,
-        flips=3,
-        first_seen_run="r3",
-        first_seen_at=DAY_ONE + 2 * HOUR,
-        last_seen_run="r6",
-        last_seen_at=DAY_ONE + 5 * HOUR,
-        signatures=(SignatureCount(PLANTED_SIGNATURE, 2),),
-        lost_gpu_minutes=20.0,  # two red runs of a 600 s stage on one GPU: the stage runs again
-    )
+def test_the_planted_flake_ranks_first_with_its_rate_and_cost(planted_store: HistoryStore) -> None:
+    planted, rerun = flake_stats(planted_store, since=DAY_ONE)
+    assert planted == PLANTED_STATS
     assert (planted.rate, planted.rate_text()) == (1 / 3, "33% (2 of 6 runs on A10)")
     # a higher rate, but each flake costs only the failed attempt: 3 x 6 s on 4 GPUs
     assert (rerun.test_id, rerun.gpu, rerun.rate, rerun.passed_on_rerun, rerun.failures, rerun.flips) == (
@@ -55,33 +33,33 @@ def test_the_planted_flake_ranks_first_with_its_rate_and_cost(store: HistoryStor
     assert (rerun.lost_gpu_minutes, rerun.signature) == (1.2, RERUN_SIGNATURE)
 
 
-def test_broken_stable_and_waived_tests_are_not_flaky(store: HistoryStore) -> None:
-    assert {s.test_id for s in flake_stats(store, since=DAY_ONE)} == {PLANTED, RERUN}
+def test_broken_stable_and_waived_tests_are_not_flaky(planted_store: HistoryStore) -> None:
+    assert {s.test_id for s in flake_stats(planted_store, since=DAY_ONE)} == {PLANTED, RERUN}
 
 
-def test_the_window_reads_only_runs_started_inside_it(store: HistoryStore) -> None:
-    (rerun,) = flake_stats(store, since=DAY_ONE, before=DAY_ONE + 2 * HOUR)  # r1, r2: the planted flake not yet
+def test_the_window_reads_only_runs_started_inside_it(planted_store: HistoryStore) -> None:
+    (rerun,) = flake_stats(planted_store, since=DAY_ONE, before=DAY_ONE + 2 * HOUR)  # r1, r2: the planted flake not yet
     assert (rerun.test_id, rerun.runs, rerun.passed_on_rerun) == (RERUN, 2, 1)
-    assert flake_stats(store, since=DAY_ONE + 6 * HOUR) == []
+    assert flake_stats(planted_store, since=DAY_ONE + 6 * HOUR) == []
 
 
-def test_the_same_test_is_measured_per_gpu_type(store: HistoryStore) -> None:
+def test_the_same_test_is_measured_per_gpu_type(planted_store: HistoryStore) -> None:
     for number in (7, 8):  # the planted test on H100 passes twice: not flaky there
         record_run(
-            store,
+            planted_store,
             f"r{number}",
             DAY_ONE + number * HOUR,
             {"H100_PCIe-PyTorch-1": (60.0, [TestRecord(PLANTED, PASSED, 2.0)])},
         )
-    assert [(s.test_id, s.gpu, s.runs) for s in flake_stats(store, since=DAY_ONE)] == [
+    assert [(s.test_id, s.gpu, s.runs) for s in flake_stats(planted_store, since=DAY_ONE)] == [
         (PLANTED, "A10", 6),
         (RERUN, "DGX_H100", 6),
     ]
 
 
-def test_a_runs_own_failure_does_not_make_its_test_known_flaky(store: HistoryStore) -> None:
-    assert set(known_flaky(store, before=DAY_ONE + 6 * HOUR)) == {(PLANTED, "A10"), (RERUN, "DGX_H100")}
-    assert known_flaky(store, before=DAY_ONE + 2 * HOUR).keys() == {(RERUN, "DGX_H100")}  # r3 starts then
+def test_a_runs_own_failure_does_not_make_its_test_known_flaky(planted_store: HistoryStore) -> None:
+    assert set(known_flaky(planted_store, before=DAY_ONE + 6 * HOUR)) == {(PLANTED, "A10"), (RERUN, "DGX_H100")}
+    assert known_flaky(planted_store, before=DAY_ONE + 2 * HOUR).keys() == {(RERUN, "DGX_H100")}  # r3 starts then
 
 
 def test_a_test_that_fails_in_a_new_stage_family_counts_there(tmp_path: Path) -> None:

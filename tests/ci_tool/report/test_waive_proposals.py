@@ -9,25 +9,12 @@ import datetime
 import pytest
 
 from ci_tool.errors import Where
-from ci_tool.history.flakiness import FlakeStats, SignatureCount
 from ci_tool.report.waive_proposals import propose_waives, waive_line
 from ci_tool.testdb.waives import Waive, parse_waive_line
+from tests.ci_tool.history.planted import PLANTED_STATS
 
 FEB_9 = datetime.date(2027, 2, 9)
-PLANTED = FlakeStats(
-    test_id="a.py::test_planted",
-    gpu="A10",
-    runs=6,
-    failures=2,
-    passed_on_rerun=0,
-    flips=3,
-    first_seen_run="r3",
-    first_seen_at=0.0,
-    last_seen_run="r6",
-    last_seen_at=0.0,
-    signatures=(SignatureCount("AssertionError: planted flake on run <n>", 2),),
-    lost_gpu_minutes=20.0,
-)
+PLANTED = PLANTED_STATS
 RARE = dataclasses.replace(PLANTED, test_id="b.py::test_rare", runs=20, failures=1)
 
 

@@ -3,9 +3,6 @@ the rate measured before the run, a new failure is not (markdown, JSON, HTML).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from ci_tool.history.store import HistoryStore, TestRecord
@@ -19,22 +16,20 @@ from tests.ci_tool.history.planted import (
     PLANTED,
     PLANTED_SIGNATURE,
     failed,
-    plant,
     record_run,
 )
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[HistoryStore]:
-    with HistoryStore(tmp_path / "history.sqlite") as opened:
-        plant(opened)
-        tests = [
-            failed(PLANTED, PLANTED_SIGNATURE),
-            failed("a.py::test_new", "KeyError: 'x'"),
-            TestRecord("a.py::test_stable", PASSED, 1.0),
-        ]
-        record_run(opened, "r7", DAY_ONE + 6 * HOUR, {A10: (600.0, tests)})
-        yield opened
+def store(planted_store: HistoryStore) -> HistoryStore:
+    """The planted history and r7: the planted flake and a new test fail."""
+    tests = [
+        failed(PLANTED, PLANTED_SIGNATURE),
+        failed("a.py::test_new", "KeyError: 'x'"),
+        TestRecord("a.py::test_stable", PASSED, 1.0),
+    ]
+    record_run(planted_store, "r7", DAY_ONE + 6 * HOUR, {A10: (600.0, tests)})
+    return planted_store
 
 
 def test_markdown_sets_the_known_flaky_failure_apart(store: HistoryStore) -> None:
