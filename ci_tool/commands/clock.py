@@ -9,6 +9,8 @@ import re
 import click
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Days the arithmetic on them (a window of --days before, an expiry after) can never take out of range.
+FIRST_DAY, LAST_DAY = datetime.date(1970, 1, 1), datetime.date(9000, 12, 31)
 
 
 class Day(click.ParamType):
@@ -21,11 +23,14 @@ class Day(click.ParamType):
             return value
         text = str(value)
         try:
-            if _ISO_DAY.fullmatch(text):
-                return datetime.date.fromisoformat(text)
+            day = datetime.date.fromisoformat(text) if _ISO_DAY.fullmatch(text) else None
         except ValueError:
-            pass
-        self.fail(f"expected a real day as YYYY-MM-DD, found {text!r}", param, ctx)
+            day = None
+        if day is None:
+            self.fail(f"expected a real day as YYYY-MM-DD, found {text!r}", param, ctx)
+        if not FIRST_DAY <= day <= LAST_DAY:
+            self.fail(f"expected a day from {FIRST_DAY} to {LAST_DAY}, found {text!r}", param, ctx)
+        return day
 
 
 today_option = click.option(

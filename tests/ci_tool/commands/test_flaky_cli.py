@@ -102,8 +102,12 @@ def test_propose_refuses_a_malformed_waives_file(history: Path, capsys: pytest.C
             ("--today", "2027-02-30"),
             "Invalid value for '--today': expected a real day as YYYY-MM-DD, found '2027-02-30'",
         ),
+        (
+            ("--today", "0001-01-01"),  # 30 days before it is no day at all
+            "Invalid value for '--today': expected a day from 1970-01-01 to 9000-12-31, found '0001-01-01'",
+        ),
     ],
-    ids=["issue", "rate", "today"],
+    ids=["issue", "rate", "today", "today out of range"],
 )
 def test_propose_usage_errors(
     history: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
