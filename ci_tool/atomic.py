@@ -1,5 +1,6 @@
 """Writing files: atomically (a reader never sees a half-written file, a failed write leaves the old one),
-or appending in one write; making the folders they go in.
+atomically and only where no file is (`write_text_new`: a proposal never replaces the user's file), or
+appending in one write; making the folders they go in.
 
 An atomically written file keeps the mode of the file it replaces; a new file gets the umask's default
 (0o666 & ~umask), as `open(path, "w")` would give it.
@@ -38,6 +39,41 @@ def write_bytes_atomically(path: str | Path, data: bytes, *, what: str = "the fi
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+
+
+def write_text_new(path: str | Path, text: str, *, what: str = "the file", hint: str | None = None) -> None:
+    """Write `text` to `path` atomically, refusing when a file (or anything else) is already there: the
+    complete file is linked into place, and the link fails rather than replace what another process or
+    the user put there meanwhile."""
+    target = Path(path)
+    refuse_existing(target, what=what, hint=hint)
+    temporary = None
+    try:
+        fd, temporary = _create_temporary(target)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        os.link(temporary, target)
+    except FileExistsError:
+        raise _taken(target, what, hint) from None
+    except OSError as error:
+        raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def refuse_existing(path: str | Path, *, what: str = "the file", hint: str | None = None) -> None:
+    """Raise when something is at `path` (before work whose result `write_text_new` will put there)."""
+    if os.path.lexists(path):
+        raise _taken(Path(path), what, hint)
+
+
+def _taken(target: Path, what: str, hint: str | None) -> CiToolError:
+    return CiToolError(
+        f"expected no file at {str(target)!r} for {what}, found one; it is left as it is",
+        hint=hint or "pass another path, or move that file away first",
+    )
 
 
 def make_folder(folder: str | Path, *, what: str = "the folder") -> None:

@@ -16,6 +16,7 @@ from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, CaseResult
+from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run.report import CiReport, build_report, report_sections
@@ -56,8 +57,9 @@ def _test_record(case: CaseResult, stage: str) -> TestRecord:
     )
 
 
-def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str) -> CiReport:
-    """The run/report.py report of a finished build: one stage per planned stage (blocked ones too)."""
+def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: KnownFlaky | None = None) -> CiReport:
+    """The run/report.py report of a finished build: one stage per planned stage (blocked ones too);
+    failures of the `known` flaky tests are shown apart, with their rate."""
     selection = plan.selection
     names = [stage.name.name for stage in selection.selected]
     tests: dict[str, list[TestRecord]] = {name: [] for name in names}
@@ -70,7 +72,7 @@ def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str) -> CiRepo
     stages = [_stage(run_id, name, tests[name], blocked.get(name)) for name in names]
     result = finished.build.result
     run = RunRecord(run_id, command, result.run_state if result else RunState.FAILED, 0.0)
-    return build_report(run, stages, tests)
+    return build_report(run, stages, tests, known=known)
 
 
 def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | None) -> StageRecord:

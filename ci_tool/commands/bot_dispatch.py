@@ -55,6 +55,7 @@ from ci_tool.dispatch.trigger import (
     wait_for_end,
 )
 from ci_tool.errors import DispatchError, StageError
+from ci_tool.history.flakiness import known_flaky
 from ci_tool.history.ledger import DispatchKey
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
@@ -261,7 +262,8 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
         newer = next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
     finished = FinishedBuild(build, downstream, newer)
     click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
-    report = build_ci_report(finished, plan, command=command)
+    known = known_flaky(services.history, before=services.wall())  # measured on this history's runs
+    report = build_ci_report(finished, plan, command=command, known=known)
     html = services.report_url.for_build(job, build.number, build.url) if services.report_url else None
     services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
                                      more_at=build.console_url))  # fmt: skip

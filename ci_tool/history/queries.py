@@ -95,14 +95,14 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
 
 def run_record(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
     """A RunRecord from a row of `run_columns(store)`."""
-    state = _vocabulary(store, RunState, row[2])
+    state = vocabulary(store, RunState, row[2])
     return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]), *row[7:10])
 
 
 E = TypeVar("E", RunState, StageState, TestOutcome)
 
 
-def _vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
+def vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
     """A stored state or outcome as its enum; a value ci-tool never writes is a damaged history."""
     try:
         return kind(value)
@@ -119,7 +119,7 @@ def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
     )
     return [
         StageRecord(
-            run_id=r[0], name=r[1], state=_vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
+            run_id=r[0], name=r[1], state=vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
             duration_seconds=r[5], passed=r[6], failed=r[7], skipped=r[8], results_dir=r[9],
             details=_details(store, r[10]),
         )
@@ -136,9 +136,9 @@ def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord
     return [
         TestRecord(
             row[0],
-            _vocabulary(store, TestOutcome, row[1]),
+            vocabulary(store, TestOutcome, row[1]),
             row[2],
-            _vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
+            vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
             *row[4:],
         )
         for row in rows
@@ -244,8 +244,8 @@ def flaky_tests(store: HistoryStore, *, window_runs: int = 30) -> list[FlakyTest
     last_seen: dict[tuple[str, str], _Result] = {}
     for result in _window_rows(store, window_runs):
         key = (result.test_id, stage_family(result.stage))
-        first = _vocabulary(store, TestOutcome, result.outcome)
-        final = _vocabulary(store, TestOutcome, result.rerun_outcome) if result.rerun_outcome is not None else first
+        first = vocabulary(store, TestOutcome, result.outcome)
+        final = vocabulary(store, TestOutcome, result.rerun_outcome) if result.rerun_outcome is not None else first
         outcomes = history[key]
         if (final is TestOutcome.PASSED and first is not TestOutcome.PASSED) or (
             outcomes and outcomes[-1] != final.counted_as

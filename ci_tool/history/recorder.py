@@ -17,6 +17,8 @@ from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import flakiness
+from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.store import (
     BUSY_TIMEOUT_MS,
@@ -93,6 +95,16 @@ class RunRecorder:
             return run_perf_results(self.store, self.run.run_id)
         except HistoryError:
             return []
+
+    def known_flaky(self, *, before: float) -> KnownFlaky:
+        """The tests known flaky before the run started (none without a history: the report still comes)."""
+        if self.store is None:
+            return {}
+        try:
+            return flakiness.known_flaky(self.store, before=before)
+        except HistoryError as error:
+            self.warn(f"{error}; the report does not mark known flaky failures")
+            return {}
 
     @property
     def unrecorded(self) -> HistoryError | None:

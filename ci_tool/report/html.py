@@ -5,6 +5,7 @@ each run page of `ci-tool site` is). Pure: a CiReport and where the stages' fold
     stages        result, duration, shard, counts and reruns of every stage
     failures      grouped by signature, each group a `details` with its tests, a link to each test's log
                   (relative to the page), and the first lines of output of its first test
+    known flaky   failures of tests known flaky on that GPU type before the run, with their rate, apart
     reruns        known flaky failures run again, and how they ended
     waives        the waives that skipped tests, by reason
     not run       the stages that waited or were skipped, and why
@@ -22,7 +23,17 @@ from ci_tool.errors import StageError
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.report.page import page, state, table, text
-from ci_tool.run.report import CiReport, FailedTest, counted, run_state_words, seconds_text
+from ci_tool.run.report import (
+    KNOWN_FLAKY_NOTE,
+    KNOWN_FLAKY_TITLE,
+    CiReport,
+    FailedTest,
+    counted,
+    failures_title,
+    known_flaky_words,
+    run_state_words,
+    seconds_text,
+)
 from ci_tool.stages.names import parse_stage_name
 
 StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
@@ -38,6 +49,7 @@ def render_html(report: CiReport, *, stage_href: StageHref, nav: Sequence[tuple[
         _summary(report),
         *_stages(report, stage_href),
         *_failures(report, stages, stage_href),
+        *_known_flaky(report, stages, stage_href),
         *_reruns(report),
         *_waives(report),
         *_not_run(report),
@@ -91,7 +103,7 @@ def _failures(report: CiReport, stages: dict[str, StageRecord], stage_href: Stag
         return []
     count = sum(len(group.tests) for group in report.failures)
     signatures = counted(len(report.failures), "signature")
-    parts = [f'<h2 id="failures">Failures: {counted(count, "test")}, {signatures}</h2>']
+    parts = [f'<h2 id="failures">{failures_title(report)}: {counted(count, "test")}, {signatures}</h2>']
     for group in report.failures:
         items = "".join(f"<li>{_failed_test(test, stages.get(test.stage), stage_href)}</li>" for test in group.tests)
         excerpt = group.tests[0].excerpt or group.tests[0].message
@@ -101,6 +113,23 @@ def _failures(report: CiReport, stages: dict[str, StageRecord], stage_href: Stag
             f"<ul>{items}</ul>" + (f"<pre>{text(excerpt)}</pre>" if excerpt else "") + "</details>"
         )
     return parts
+
+
+def _known_flaky(report: CiReport, stages: dict[str, StageRecord], stage_href: StageHref) -> list[str]:
+    if not report.known_flaky:
+        return []
+    items = []
+    for test in report.known_flaky:
+        assert test.flake is not None  # the section holds only known flaky failures
+        signature = f", <code>{text(test.flake.signature)}</code>" if test.flake.signature else ""
+        line = _failed_test(test, stages.get(test.stage), stage_href)
+        items.append(f"<li>{line}: {text(known_flaky_words(test.flake))}{signature}</li>")
+    title = f"{KNOWN_FLAKY_TITLE}: {counted(len(report.known_flaky), 'test')}"
+    return [
+        f'<h2 id="known-flaky">{text(title)}</h2>',
+        f'<p class="muted">{text(KNOWN_FLAKY_NOTE)}.</p>',
+        f"<ul>{''.join(items)}</ul>",
+    ]
 
 
 def _failed_test(test: FailedTest, stage: StageRecord | None, stage_href: StageHref) -> str:

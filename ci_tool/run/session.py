@@ -198,7 +198,10 @@ def run_session(
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
-        markdown = report.render_markdown(report.build_report(*store.report_input(), perf=store.perf_results()))
+        run, stage_records, tests = store.report_input()
+        known = store.known_flaky(before=run.started_at)
+        built = report.build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
+        markdown = report.render_markdown(built)
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
     return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
 

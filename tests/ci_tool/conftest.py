@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.history.store import HistoryStore
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
@@ -58,6 +59,16 @@ def copy_suite(target: Path) -> Path:
     """Copy tests/fixtures/failing_suite to `target` (tests must not write into the repository)."""
     shutil.copytree(FAILING_SUITE, target)
     return target
+
+
+@pytest.fixture
+def planted_store(tmp_path: Path) -> Generator[HistoryStore, None, None]:
+    """A real history file holding tests/ci_tool/history/planted.py's runs (a flaky test among others)."""
+    from tests.ci_tool.history.planted import plant
+
+    with HistoryStore(tmp_path / "planted.sqlite") as store:
+        plant(store)
+        yield store
 
 
 @pytest.fixture
