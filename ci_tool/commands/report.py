@@ -15,8 +15,10 @@ from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands.history import history_option
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import queries
+from ci_tool.history.perf_results import perf_trends
+from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
-from ci_tool.report.html import render_html
+from ci_tool.report.html import PerfTrends, render_html
 from ci_tool.run.report import CiReport, load_report, render_markdown, report_json
 
 FORMATS = ("markdown", "json", "html")
@@ -32,12 +34,13 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     reruns, waives, stages not run and why."""
     with HistoryStore(history_path(history_file), read_only=True) as store:
         found = load_report(store, resolve_run_id(store, run_id))
+        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
     if output_format == "markdown":
         text = render_markdown(found)
     elif output_format == "json":
         text = json.dumps(report_json(found), indent=2) + "\n"
     else:
-        text = html_page(found, output.parent if output is not None else Path())
+        text = html_page(found, output.parent if output is not None else Path(), trends)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -49,12 +52,13 @@ def write_html_report(history: Path, run_id: str, output: Path) -> None:
     """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
     with HistoryStore(history, read_only=True) as store:
         found = load_report(store, run_id)
-    _write(output, html_page(found, output.parent))
+        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
+    _write(output, html_page(found, output.parent, trends))
 
 
-def html_page(found: CiReport, page_folder: Path) -> str:
+def html_page(found: CiReport, page_folder: Path, trends: PerfTrends) -> str:
     """The report as one page whose links to the stages' folders are relative to `page_folder`."""
-    return render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder))
+    return render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder), perf_trends=trends)
 
 
 def _write(output: Path, text: str) -> None:

@@ -19,6 +19,7 @@ from ci_tool.commands.history import history_option
 from ci_tool.commands.report import stage_folder_href
 from ci_tool.errors import ReportError, Where
 from ci_tool.history import overview, queries
+from ci_tool.history.perf_results import perf_overview, perf_trends
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.json_file import read_json
 from ci_tool.report import dashboard
@@ -35,7 +36,7 @@ from ci_tool.run.report import load_report
 @click.option("--window", default=30, show_default=True, type=bounds.count(), help="Runs the test pages read.")
 def site(output: Path, history_file: Path | None, limit: int, window: int) -> int:
     """Build a static dashboard in OUTPUT from the history: the newest runs (filterable), a report page per
-    run, flaky tests and slowest tests with their trend. A rebuild writes only what changed."""
+    run, flaky tests, slowest tests and perf cases with their trends. A rebuild writes only what changed."""
     previous = _previous_manifest(output)
     runs_folder = output / layout.RUNS_FOLDER
     make_folder(runs_folder, what="the site's folder")
@@ -44,18 +45,23 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         plan = layout.plan_site(summaries, previous, _renderer())
         hrefs = {summary.run.run_id: layout.run_page(summary.run.run_id) for summary in summaries}
         for summary in plan.render:
+            found = load_report(store, summary.run.run_id)
             page = render_html(
-                load_report(store, summary.run.run_id),
+                found,
                 stage_href=lambda stage: stage_folder_href(stage, runs_folder),
                 nav=layout.nav("../"),
+                perf_trends=perf_trends(store, found.perf, limit=window),
+                run_href=lambda run_id: _sibling(hrefs.get(run_id)),
             )
             write_text_atomically(output / hrefs[summary.run.run_id], page, what="a run page")
         flaky = queries.flaky_tests(store, window_runs=window)
         slowest = queries.slowest_tests(store, limit=50, window_runs=window)
+        perf = perf_overview(store, limit=window)
     pages = {
         layout.PAGES["index"]: dashboard.index_page(summaries, hrefs, nav=layout.nav()),
         layout.PAGES["flaky"]: dashboard.flaky_page(flaky, hrefs, window=window, nav=layout.nav()),
         layout.PAGES["slowest"]: dashboard.slowest_page(slowest, window=window, nav=layout.nav()),
+        layout.PAGES["perf"]: dashboard.perf_page(perf, hrefs, window=window, nav=layout.nav()),
     }
     changed = sum(_write_if_changed(output / name, text) for name, text in pages.items())
     for page in plan.remove:
@@ -67,6 +73,11 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         f"{changed} of {len(pages)} summary pages changed; open {output / layout.PAGES['index']}"
     )
     return 0
+
+
+def _sibling(page: str | None) -> str | None:
+    """Another run's page as a link from a run page (both in the runs folder)."""
+    return page.split("/", 1)[1] if page is not None else None
 
 
 def _previous_manifest(output: Path) -> Mapping[str, object] | None:

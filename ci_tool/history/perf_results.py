@@ -122,6 +122,38 @@ def perf_series(
     return [_result(store, row) for row in reversed(rows)]
 
 
+PerfKey = tuple[str, str, str]  # (case, GPU type, metric)
+
+
+def perf_trends(store: HistoryStore, results: Sequence[PerfResult], *, limit: int) -> dict[PerfKey, list[float]]:
+    """For each (case, GPU type, metric) of `results`: its newest `limit` values up to and including the
+    newest of `results`, oldest first. Bounded by the run's own time, so a run's trend never changes once
+    the run is recorded (the site's run pages are rebuilt only when their run changes)."""
+    until = max((r.recorded_at for r in results), default=0.0)
+    trends: dict[PerfKey, list[float]] = {}
+    for r in results:
+        key = (r.case_id, r.gpu, r.metric)
+        if key not in trends:
+            rows = store.rows(
+                "SELECT value FROM perf_results WHERE case_id = ? AND gpu = ? AND metric = ? AND recorded_at <= ? "
+                "ORDER BY recorded_at DESC, rowid DESC LIMIT ?",
+                (*key, until, limit),
+            )
+            trends[key] = [float(value) for (value,) in reversed(rows)]
+    return trends
+
+
+def perf_overview(store: HistoryStore, *, limit: int) -> list[tuple[PerfResult, list[float]]]:
+    """Every (case, GPU type, metric) recorded: its newest result and its newest `limit` values, oldest
+    first (the dashboard's perf page), sorted by case, GPU type and metric."""
+    keys = store.rows("SELECT DISTINCT case_id, gpu, metric FROM perf_results ORDER BY 1, 2, 3")
+    overview = []
+    for case_id, gpu, metric in keys:
+        series = perf_series(store, str(case_id), gpu=str(gpu), metric=str(metric), limit=limit)
+        overview.append((series[-1], [r.value for r in series]))
+    return overview
+
+
 def latest_post_merge(store: HistoryStore, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None:
     """The newest post-merge result of a (case, GPU type, metric) on `branch`: how the target branch does."""
     row = store.row(

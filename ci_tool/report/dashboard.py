@@ -1,4 +1,4 @@
-"""The dashboard's own pages (`ci-tool site`): the run list, flaky tests and slowest tests. Pure: history
+"""The dashboard's own pages (`ci-tool site`): the run list, flaky tests, slowest tests and perf cases. Pure: history
 rows in, HTML out. The run pages are the CI report (report/html.py); `site.py` says where each page lives.
 
 The run list works without JavaScript (every run is a row); the script only adds a filter (by text and by
@@ -11,8 +11,10 @@ import datetime
 from collections.abc import Mapping, Sequence
 
 from ci_tool.history.overview import RunSummary
+from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.queries import FlakyTest, SlowTest
 from ci_tool.outcomes import RunState
+from ci_tool.report.html import PERF_HEADERS, perf_cells
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
 from ci_tool.run.report import run_state_words, seconds_text
 
@@ -139,6 +141,25 @@ def slowest_page(slowest: Sequence[SlowTest], *, window: int, nav: Nav) -> str:
         else f"<p>No test results in the last {window} runs.</p>",
     ]
     return page("ci-tool: slowest tests", body, nav=nav)
+
+
+def perf_page(
+    overview: Sequence[tuple[PerfResult, Sequence[float]]], run_hrefs: Mapping[str, str], *, window: int, nav: Nav
+) -> str:
+    """Every perf-sanity case's metrics: the newest result against its baseline, with its trend."""
+    rows = []
+    for newest, values in overview:
+        href = run_hrefs.get(newest.run_id)
+        run = f"<code>{text(newest.run_id)}</code>"
+        rows.append([*perf_cells(newest, values), f'<a href="{attribute(href)}">{run}</a>' if href else run])
+    caption = f"Perf-sanity cases: the newest result of each metric and its last {window} results"
+    body = [
+        "<h1>Perf cases</h1>",
+        table(caption, (*PERF_HEADERS, "Newest run"), rows, numbers=(3, 4, 5))
+        if overview
+        else "<p>No perf-sanity results recorded yet.</p>",
+    ]
+    return page("ci-tool: perf cases", body, nav=nav)
 
 
 def _trend_words(test: SlowTest) -> str:

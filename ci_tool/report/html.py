@@ -8,6 +8,9 @@ each run page of `ci-tool site` is). Pure: a CiReport and where the stages' fold
     known flaky   failures of tests known flaky on that GPU type before the run, with their rate, apart
     reruns        known flaky failures run again, and how they ended
     waives        the waives that skipped tests, by reason
+    perf          every perf-sanity metric of the run: value, baseline, delta, verdict, and its trend up to
+                  this run (inline SVG, the baseline dashed)
+    reused        the stages not run again because they passed in an earlier run of the same code, and where
     not run       the stages that waited or were skipped, and why
     uncollected   list entries that selected no test
 """
@@ -16,13 +19,15 @@ from __future__ import annotations
 
 import datetime
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from ci_tool.errors import StageError
+from ci_tool.history.perf_results import PerfKey, PerfResult
+from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import StageRecord
-from ci_tool.outcomes import TestOutcome
-from ci_tool.report.page import page, state, table, text
+from ci_tool.outcomes import PerfVerdict, StageState, TestOutcome
+from ci_tool.report.page import attribute, page, sparkline, state, table, text
 from ci_tool.run.report import (
     KNOWN_FLAKY_NOTE,
     KNOWN_FLAKY_TITLE,
@@ -37,10 +42,23 @@ from ci_tool.run.report import (
 from ci_tool.stages.names import parse_stage_name
 
 StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
+RunHref = Callable[[str], str | None]  # another run's page as a URL from this one, if it has one
+PerfTrends = Mapping[PerfKey, Sequence[float]]  # (case, GPU type, metric) -> its values, oldest first
+# How a perf verdict is coloured: the state class whose colour it shares.
+_VERDICT_CLASS = {PerfVerdict.PASSED: "passed", PerfVerdict.REGRESSED: "failed", PerfVerdict.LOST_COVERAGE: "failed",
+                  PerfVerdict.WARNED: "unstable", PerfVerdict.SKIPPED: "unstable"}  # fmt: skip
 
 
-def render_html(report: CiReport, *, stage_href: StageHref, nav: Sequence[tuple[str, str]] = ()) -> str:
-    """The report page. `stage_href` gives each stage's folder relative to where the page is written."""
+def render_html(
+    report: CiReport,
+    *,
+    stage_href: StageHref,
+    nav: Sequence[tuple[str, str]] = (),
+    perf_trends: PerfTrends | None = None,
+    run_href: RunHref | None = None,
+) -> str:
+    """The report page. `stage_href` gives each stage's folder relative to where the page is written;
+    `run_href` links the runs reused stages passed in; `perf_trends` draws each perf metric's trend."""
     run = report.run
     words = run_state_words(run.state, report.waiting)
     stages = {stage.name: stage for stage in report.stages}
@@ -52,6 +70,8 @@ def render_html(report: CiReport, *, stage_href: StageHref, nav: Sequence[tuple[
         *_known_flaky(report, stages, stage_href),
         *_reruns(report),
         *_waives(report),
+        *_perf(report.perf, perf_trends or {}),
+        *_reused(report, run_href),
         *_not_run(report),
         *_uncollected(report),
     ]
@@ -176,8 +196,60 @@ def _waives(report: CiReport) -> list[str]:
     return [f'<h2 id="waives">Waives applied: {counted(total, "test")}</h2>', f"<ul>{items}</ul>"]
 
 
+def _perf(results: Sequence[PerfResult], trends: PerfTrends) -> list[str]:
+    if not results:
+        return []
+    rows = []
+    for r in results:
+        rows.append(perf_cells(r, trends.get((r.case_id, r.gpu, r.metric), ())))
+    cases = len({(r.stage, r.case_id) for r in results})
+    return [
+        f'<h2 id="perf">Perf: {counted(cases, "case")}</h2>',
+        table("Every perf-sanity metric of the run against its baseline", PERF_HEADERS, rows, numbers=(3, 4, 5)),
+    ]
+
+
+def perf_cells(r: PerfResult, values: Sequence[float]) -> list[str]:
+    """A perf metric's row: case, GPU, metric, value, baseline, delta, verdict and trend (`values`)."""
+    verdict = r.verdict.value.replace("_", " ") + (f": {r.note}" if r.note else "")
+    label = f"{r.metric} of {r.case_id} on {r.gpu} over {len(values)} results" + (
+        f", baseline {r.baseline:.4g}" if r.baseline is not None else ""
+    )
+    return [
+        f"<code>{text(r.case_id)}</code>",
+        text(r.gpu),
+        text(r.metric),
+        text(f"{r.value:.4g}"),
+        text(f"{r.baseline:.4g}") if r.baseline is not None else "–",
+        text(f"{r.delta:+.1%}") if r.delta is not None else "–",
+        f'<span class="{attribute(_VERDICT_CLASS.get(r.verdict, "muted"))}">{text(verdict)}</span>',
+        sparkline(values, label=label, reference=r.baseline) or '<span class="muted">one result</span>',
+    ]
+
+
+PERF_HEADERS = ("Case", "GPU", "Metric", "Value", "Baseline", "Delta", "Verdict", "Trend (oldest to newest)")
+
+
+def _reused(report: CiReport, run_href: RunHref | None) -> list[str]:
+    reused = [stage for stage in report.stages if stage.state is StageState.REUSED]
+    if not reused:
+        return []
+    items = []
+    for stage in reused:
+        origin = stage.details.get(REUSED_FROM)
+        if isinstance(origin, str) and origin:
+            href = run_href(origin) if run_href is not None else None
+            run = f"<code>{text(origin)}</code>"
+            where = "passed in run " + (f'<a href="{attribute(href)}">{run}</a>' if href is not None else run)
+        else:
+            where = text(stage.reason)
+        items.append(f"<li><code>{text(stage.name)}</code>: {where}</li>")
+    title = f"Stages reused: {counted(len(reused), 'stage')}, passed in an earlier run of the same code"
+    return [f'<h2 id="reused">{title}</h2>', f"<ul>{''.join(items)}</ul>"]
+
+
 def _not_run(report: CiReport) -> list[str]:
-    not_run = [stage for stage in report.stages if not stage.state.ran]
+    not_run = [stage for stage in report.stages if not stage.state.ran and stage.state is not StageState.REUSED]
     if not not_run:
         return []
     items = "".join(

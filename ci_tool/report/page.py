@@ -22,7 +22,7 @@ code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-si
 pre { background: rgba(127, 127, 127, .12); padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
 details { margin: .4rem 0 .8rem; } summary { cursor: pointer; }
 .state { font-weight: 700; }
-.passed { color: var(--ok); } .failed, .interrupted, .error { color: var(--bad); }
+.passed, .reused { color: var(--ok); } .failed, .interrupted, .error { color: var(--bad); }
 .unstable, .pending, .waiting, .skipped { color: var(--warn); }
 .muted { color: var(--muted); }
 label { margin-right: .5rem; } input[type=search] { font: inherit; padding: .2rem .4rem; min-width: 18rem; }
@@ -116,19 +116,30 @@ def state(value: str, words: str | None = None) -> str:
     return f'<span class="state {attribute(value)}">{text(words or value)}</span>'
 
 
-def sparkline(values: Sequence[float], *, label: str, width: int = 120, height: int = 24) -> str:
-    """A tiny inline-SVG line of `values` (oldest first), with `label` for screen readers."""
+def sparkline(
+    values: Sequence[float], *, label: str, reference: float | None = None, width: int = 120, height: int = 24
+) -> str:
+    """A tiny inline-SVG line of `values` (oldest first), with `label` for screen readers; `reference` (a
+    baseline) is drawn as a dashed level line."""
     if len(values) < 2:
         return ""
-    top, bottom = max(values), min(values)
+    levels = [*values, *([reference] if reference is not None else [])]
+    top, bottom = max(levels), min(levels)
     span = (top - bottom) or 1.0
+
+    def y(value: float) -> str:
+        return f"{height - 2 - (value - bottom) / span * (height - 4):.1f}"
+
     step = (width - 4) / (len(values) - 1)
-    points = " ".join(
-        f"{2 + index * step:.1f},{height - 2 - (value - bottom) / span * (height - 4):.1f}"
-        for index, value in enumerate(values)
+    points = " ".join(f"{2 + index * step:.1f},{y(value)}" for index, value in enumerate(values))
+    level = (
+        f'<line x1="2" x2="{width - 2}" y1="{y(reference)}" y2="{y(reference)}" stroke="currentColor" '
+        'stroke-opacity=".5" stroke-dasharray="3 2"/>'
+        if reference is not None
+        else ""
     )
     return (
         f'<svg class="trend" role="img" aria-label="{attribute(label)}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}"><polyline fill="none" stroke="currentColor" stroke-width="1.5" '
+        f'viewBox="0 0 {width} {height}">{level}<polyline fill="none" stroke="currentColor" stroke-width="1.5" '
         f'points="{points}"/></svg>'
     )

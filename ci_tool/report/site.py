@@ -5,6 +5,7 @@ manifest in, a plan out; `commands/site.py` reads the history and writes the fil
     runs/<run>.html     the CI report of each of those runs
     flaky.html          flaky tests: flips, reruns that passed, last seen
     slowest.html        slowest tests and their duration trend
+    perf.html           every perf-sanity case's metrics: newest value, baseline, verdict and trend
     ci-tool-site.json   the manifest: the renderer and the fingerprint of every run page written
 
 Incremental: a run page is made again only when its run's fingerprint or the renderer changed; the other
@@ -25,8 +26,8 @@ from ci_tool.history.overview import RunSummary
 MANIFEST = "ci-tool-site.json"
 MANIFEST_VERSION = 1
 RUNS_FOLDER = "runs"
-PAGES = {"index": "index.html", "flaky": "flaky.html", "slowest": "slowest.html"}
-NAV_LABELS = (("Runs", "index"), ("Flaky tests", "flaky"), ("Slowest tests", "slowest"))
+PAGES = {"index": "index.html", "flaky": "flaky.html", "slowest": "slowest.html", "perf": "perf.html"}
+NAV_LABELS = (("Runs", "index"), ("Flaky tests", "flaky"), ("Slowest tests", "slowest"), ("Perf", "perf"))
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 

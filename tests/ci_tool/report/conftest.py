@@ -5,7 +5,8 @@ reasons) carries markup, quotes and text no UTF-8 page can hold, to prove it ren
     r1  passed   CPU-Generic-1: test_ok, test_flip (passed), test_slow 10 s
     r2  failed   CPU-Generic-1: test_flip fails; a test named <script>; a waive; a rerun that passed;
                  A10-PyTorch-1 waits for a runner
-    r3  passed   CPU-Generic-2 (same family): test_flip passes again; test_slow 14 s
+    r3  passed   CPU-Generic-2 (same family): test_flip passes again; test_slow 14 s; CPU-Generic-1 reused
+                 from r1; a perf case regressed (r1 recorded it at its baseline)
     r4  running  nothing recorded yet
 """
 
@@ -15,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.history.perf_results import PerfResult, record_perf_results
+from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
-from ci_tool.outcomes import RunState, StageState, TestOutcome
+from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
 
 DAY = 1_790_000_000.0  # 2026-09-21, a fixed start
 # Bytes a test printed that were not UTF-8 reach the history as U+FFFD (the log reader replaces them);
@@ -74,11 +77,23 @@ def write_history(path: Path, results_root: Path) -> Path:
             (StageRecord("r2", "A10-PyTorch-1", StageState.WAITING, reason=f"needs 1 A10 GPU; {HOSTILE}"), []),
         )
         r3 = [TestRecord("t.py::test_flip", P, 2.0), TestRecord("t.py::test_slow", P, 14.0)]
+        reused = {REUSED_FROM: "r1"}
         record(
             store,
             RunRecord("r3", "ci-tool run", RunState.PASSED, DAY + 86400, DAY + 86430, ""),
             (_stage(results_root, "r3", "CPU-Generic-2", StageState.PASSED, r3), r3),
+            (StageRecord("r3", "CPU-Generic-1", StageState.REUSED, "reused from run r1", details=reused), []),
         )
+        case = "cpu-gemma_like-small-decode"
+        record_perf_results(
+            store,
+            [
+                PerfResult("r1", "CPU-Generic-1", case, "cpu", "tokens_per_second", 100.0, PerfVerdict.PASSED, DAY + 60,
+                           baseline=100.0, threshold=0.1),
+                PerfResult("r3", "CPU-Generic-2", case, "cpu", "tokens_per_second", 85.0, PerfVerdict.REGRESSED,
+                           DAY + 86460, baseline=100.0, threshold=0.1, note=f"15% below its baseline {HOSTILE}"),
+            ],
+        )  # fmt: skip
         store.start_run(RunRecord("r4", "ci-tool stage run CPU-Generic-1", RunState.RUNNING, DAY + 90000))
     log = stage_dir / "parts" / "p01-main.log"
     log.parent.mkdir(parents=True)

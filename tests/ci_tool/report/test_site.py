@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,13 +35,13 @@ def pages(folder: Path) -> dict[str, bytes]:
 def test_the_dashboard_pages(capsys: pytest.CaptureFixture[str], history: Path, tmp_path: Path, golden: Golden) -> None:
     code, out, err = build(capsys, history, tmp_path / "site")
     assert (code, err) == (0, "")
-    assert out.startswith("site: 4 run pages written, 0 unchanged, 0 removed, 3 of 3 summary pages changed; open ")
+    assert out.startswith("site: 4 run pages written, 0 unchanged, 0 removed, 4 of 4 summary pages changed; open ")
     built = pages(tmp_path / "site")
     assert sorted(built) == [
-        "ci-tool-site.json", "flaky.html", "index.html",
+        "ci-tool-site.json", "flaky.html", "index.html", "perf.html",
         "runs/r1.html", "runs/r2.html", "runs/r3.html", "runs/r4.html", "slowest.html",
     ]  # fmt: skip
-    for name in ("index.html", "flaky.html", "slowest.html", "runs/r2.html"):
+    for name in ("index.html", "flaky.html", "slowest.html", "perf.html", "runs/r2.html", "runs/r3.html"):
         golden(GOLDENS / name, built[name].decode())
 
 
@@ -52,6 +53,33 @@ def test_the_flaky_page_names_the_flip_and_the_rerun_with_where_they_were_last_s
     assert '<code>t.py::test_flip</code></td><td>CPU-Generic</td><td class="number">2</td>' in flaky
     assert '<a href="runs/r3.html"><code>r3</code></a>' in flaky  # test_flip last flipped back in r3
     assert '<a href="runs/r2.html"><code>r2</code></a>' in flaky  # test_oom passed on rerun in r2
+
+
+def test_a_run_page_links_the_run_its_reused_stage_passed_in_and_draws_its_perf_trend(
+    capsys: pytest.CaptureFixture[str], history: Path, tmp_path: Path
+) -> None:
+    build(capsys, history, tmp_path / "site")
+    r3 = (tmp_path / "site" / "runs" / "r3.html").read_text()
+    reused = r3[r3.index('id="reused"') :]
+    assert '<code>CPU-Generic-1</code>: passed in run <a href="r1.html"><code>r1</code></a>' in reused
+    assert 'id="not-run"' not in r3  # a reused stage is not "not run"
+    perf = r3[r3.index('id="perf"') : r3.index('id="reused"')]
+    assert '<td class="number">85</td><td class="number">100</td><td class="number">-15.0%</td>' in perf
+    assert '<span class="failed">regressed: 15% below its baseline &lt;script&gt;' in perf
+    trend = re.search(r'<svg class="trend" role="img" aria-label="([^"]*)"', perf)
+    assert trend and trend.group(1) == (
+        "tokens_per_second of cpu-gemma_like-small-decode on cpu over 2 results, baseline 100"
+    )
+    assert 'stroke-dasharray="3 2"' in perf  # the baseline, dashed
+
+
+def test_the_perf_page_shows_each_metric_newest_result_with_its_run(
+    capsys: pytest.CaptureFixture[str], history: Path, tmp_path: Path
+) -> None:
+    build(capsys, history, tmp_path / "site")
+    perf = (tmp_path / "site" / "perf.html").read_text()
+    assert perf.count("<tr>") == 2  # the header and the one (case, GPU, metric)
+    assert '<td class="number">85</td>' in perf and '<a href="runs/r3.html"><code>r3</code></a>' in perf
 
 
 def test_the_same_history_builds_the_same_bytes(
@@ -68,7 +96,7 @@ def test_a_rebuild_writes_only_the_pages_of_runs_that_changed(
     site = tmp_path / "site"
     build(capsys, history, site)
     stamps = {name: os.stat(site / name).st_mtime_ns for name in pages(site) if name.endswith(".html")}
-    assert build(capsys, history, site)[1].startswith("site: 0 run pages written, 4 unchanged, 0 removed, 0 of 3")
+    assert build(capsys, history, site)[1].startswith("site: 0 run pages written, 4 unchanged, 0 removed, 0 of 4")
     assert {name: os.stat(site / name).st_mtime_ns for name in stamps} == stamps
     with HistoryStore(history) as store:  # r4 finishes; r5 is new
         store.record_stage(StageRecord("r4", "CPU-Generic-1", StageState.PASSED, passed=1),
@@ -78,7 +106,7 @@ def test_a_rebuild_writes_only_the_pages_of_runs_that_changed(
     code, out, _ = build(capsys, history, site)
     assert (code, out.split(";")[0]) == (
         0,
-        "site: 2 run pages written, 3 unchanged, 0 removed, 2 of 3 summary pages changed",
+        "site: 2 run pages written, 3 unchanged, 0 removed, 2 of 4 summary pages changed",
     )
     assert "r5" in (site / "index.html").read_text() and "passed" in (site / "runs" / "r4.html").read_text()
     rewritten = [name for name in stamps if os.stat(site / name).st_mtime_ns != stamps[name]]
@@ -105,11 +133,11 @@ def test_runs_that_leave_the_site_lose_their_page_and_other_files_stay(
     code, out, _ = build(capsys, history, site, "--runs", "2")
     assert (code, out.split(";")[0]) == (
         0,
-        "site: 0 run pages written, 2 unchanged, 2 removed, 2 of 3 summary pages changed",
+        "site: 0 run pages written, 2 unchanged, 2 removed, 2 of 4 summary pages changed",
     )
     assert sorted(pages(site)) == [
-        "CNAME", "ci-tool-site.json", "flaky.html", "index.html", "runs/notes.txt", "runs/r3.html", "runs/r4.html",
-        "slowest.html",
+        "CNAME", "ci-tool-site.json", "flaky.html", "index.html", "perf.html", "runs/notes.txt", "runs/r3.html",
+        "runs/r4.html", "slowest.html",
     ]  # fmt: skip
 
 
