@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool.commands import bounds
 from ci_tool.commands.history import history_option
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult, perf_keys, perf_series, run_perf_results
@@ -48,7 +49,11 @@ def baseline() -> None:
 @baselines_option
 @click.option("--case", "cases", multiple=True, help="Only these cases (repeatable); others keep their baselines.")
 @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Newest runs in the median.")
-@click.option("--threshold", type=click.FloatRange(0, 1), help="Relative threshold [default: kept, else the metric's].")
+@click.option(
+    "--threshold",
+    type=bounds.FiniteFloatRange(min=0, max=1),
+    help="Relative threshold [default: kept, else the metric's].",
+)
 def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[str, ...], runs: int,
                 threshold: float | None) -> int:  # fmt: skip
     """Write GPU's baselines: for each gated metric, the median of its newest recorded runs."""

@@ -17,7 +17,6 @@ from ci_tool.errors import CiToolError, RunError, did_you_mean
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage
-from ci_tool.run.signals import sigterm_interrupts
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.run.verify import Verdict, lifted, verify_lines, verify_runs, waives_of
 from ci_tool.stages.catalog import Family
@@ -68,8 +67,7 @@ def verify_command(
         state = result.state if result is not None else "not run"
         click.echo(f"verify run {number} of {runs}: {run_id}: {state}", err=True)
 
-    with sigterm_interrupts():
-        found = verify_runs(plan, stage, test_ids, runs=runs, config=setup.config, progress=progress, on_run=on_run)
+    found = verify_runs(plan, stage, test_ids, runs=runs, config=setup.config, progress=progress, on_run=on_run)
     proven = [v for v in found if v.proven]
     for verdict in found:
         click.echo(verdict_line(verdict), err=True)
