@@ -27,8 +27,12 @@ COMMANDS: dict[str, str] = {
     "stages": "ci_tool.commands.stages:stages",
     "shard": "ci_tool.commands.shard:shard",
     "history": "ci_tool.commands.history:history",
+    "flaky": "ci_tool.commands.flaky:flaky",
+    "waive": "ci_tool.commands.waive:waive",
     "durations": "ci_tool.commands.durations:durations",
     "report": "ci_tool.commands.report:report",
+    "perf": "ci_tool.commands.perf:perf",
+    "site": "ci_tool.commands.site:site",
     "run": "ci_tool.commands.run:run",
     "generate": "ci_tool.commands.generate:generate",
 }

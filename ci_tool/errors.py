@@ -116,8 +116,16 @@ class RunError(CiToolError):
     """A local stage run that cannot start or whose results cannot be read."""
 
 
+class SlurmError(CiToolError):
+    """A Slurm command refused or failed a request (sbatch, squeue, scontrol, scancel, sacct)."""
+
+
 class HistoryError(CiToolError):
     """The SQLite history store cannot be opened or holds an unknown run."""
+
+
+class ReportError(CiToolError):
+    """A report or dashboard that cannot be written where it was asked for."""
 
 
 class DispatchError(CiToolError):
@@ -171,3 +179,7 @@ def and_more(count: int, noun: str) -> str:
 def not_shown(count: int) -> str:
     """The line after capped errors: `and 12 more errors, not shown`, "" for none."""
     return f"{and_more(count, 'error')}, not shown" if count else ""
+
+
+class PerfError(CiToolError):
+    """A perf-sanity config, a baseline file or a perf command's input that is invalid."""

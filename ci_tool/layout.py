@@ -7,7 +7,7 @@
     .github/ci-bot-allowlist.yml     who may run the bot besides members (read from the default branch)
     docs/bot.md                      the `/bot` reference (generated)
     .ci-tool/runs/<run id>/<stage>/  each local run's results
-    .ci-tool/history.sqlite          the local history
+    .ci-tool/history.sqlite          the local history (and the bot's dispatch ledger)
 
 Paths are relative to the repository root, where ci-tool runs.
 """
@@ -32,6 +32,7 @@ PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (the reference's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (the reference's)
+SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (the reference's cap)
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"
@@ -45,3 +46,33 @@ def waives_file_of(test_db: Path) -> Path:
 def durations_file_of(test_db: Path) -> Path:
     """The durations file of a test-db folder."""
     return test_db / DURATIONS_NAME
+
+
+# The bot's CI services (ci_tool/dispatch): each setting a flag with an environment variable; credentials
+# only ever from the environment, never in flags, output, logs or replies.
+JENKINS_URL_ENV = "CI_TOOL_JENKINS_URL"
+JENKINS_JOB_ENV = "CI_TOOL_JENKINS_JOB"
+JENKINS_USER_ENV = "JENKINS_USER"
+JENKINS_TOKEN_ENV = "JENKINS_API_TOKEN"
+MERGE_REQUEST_JOB = "L0_MergeRequest"  # the job the bot triggers (generated jenkins/L0_MergeRequest.groovy)
+TEST_JOB = "L0_Test"  # the job it starts per architecture and phase (generated jenkins/L0_Test.groovy)
+GITHUB_API_URL_ENV = "GITHUB_API_URL"  # GitHub's own variable in Actions
+GITHUB_API_URL = "https://api.github.com"
+GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
+REPORT_URL_ENV = "CI_TOOL_REPORT_URL"  # where builds' HTML reports are published (ci_tool/report/links.py)
+SELECTION_ARTIFACT = "selection.json"  # what L0_MergeRequest selected, archived with the build
+
+# The parameters the bot triggers L0_MergeRequest with, in declaration order: name -> description.
+BUILD_PARAMETERS: dict[str, str] = {
+    "REQUEST": "The parsed /bot run request (JSON).",
+    "LABELS": "The pull request's labels (JSON list); approval labels unblock stages.",
+    "PR_NUMBER": "The pull request the bot runs for (empty outside the bot).",
+    "HEAD_SHA": "The pull request's head commit the run tests (empty outside the bot).",
+    "COMMENT_ID": "The /bot comment that started the run: the bot never starts two builds for one.",
+}
+
+DISPATCH_POLL_SECONDS = 5.0  # between looks at a queue item or a running build
+DISPATCH_RETRY_SECONDS = 1.0  # the first pause before a retry (doubling), and between GitHub writes
+DISPATCH_ATTEMPTS = 4  # tries of a request that is safe to repeat
+QUEUE_TIMEOUT_SECONDS = 900  # how long a queue item may wait before naming its build
+HTTP_TIMEOUT_SECONDS = 30  # one HTTP request to Jenkins or GitHub

@@ -7,6 +7,9 @@
     RunState     running, passed, failed, unstable, interrupted,  a whole run; pending: every stage that
                  pending                                          ran is green, others wait for a runner
 
+    BuildResult  SUCCESS, UNSTABLE, FAILURE, ABORTED, NOT_BUILT   a Jenkins build's result (its own words)
+    DispatchState triggering, queued, started, cancelled          a ledger row: how far a trigger got
+
 A run's exit code is its state's (RunState.exit_code): 1 when a stage failed, 130 when interrupted,
 0 otherwise (a pending run is a healthy local run: the rest waits for CI's runners).
 """
@@ -73,3 +76,50 @@ class RunState(enum.StrEnum):
     @property
     def exit_code(self) -> int:
         return {RunState.FAILED: 1, RunState.INTERRUPTED: 130}.get(self, 0)
+
+
+class BuildResult(enum.StrEnum):
+    """A finished Jenkins build, in Jenkins's words."""
+
+    SUCCESS = "SUCCESS"
+    UNSTABLE = "UNSTABLE"  # a flaky test passed on rerun, or stages were blocked: not green
+    FAILURE = "FAILURE"
+    ABORTED = "ABORTED"  # stopped: a newer run, `/bot kill`, or a person in Jenkins
+    NOT_BUILT = "NOT_BUILT"
+
+    @property
+    def run_state(self) -> RunState:
+        return {
+            BuildResult.SUCCESS: RunState.PASSED,
+            BuildResult.UNSTABLE: RunState.UNSTABLE,
+            BuildResult.FAILURE: RunState.FAILED,
+        }.get(self, RunState.INTERRUPTED)
+
+
+class DispatchState(enum.StrEnum):
+    """How far the bot's trigger of one comment got (the ledger in the history)."""
+
+    TRIGGERING = "triggering"  # about to POST: after a crash, look in Jenkins before posting again
+    QUEUED = "queued"  # Jenkins holds a queue item
+    STARTED = "started"  # the queue item named its build
+    CANCELLED = "cancelled"  # the queue item was cancelled before it started a build
+
+
+class PerfVerdict(enum.StrEnum):
+    """What the perf gate said about one metric of one perf-sanity case (the history stores the value)."""
+
+    PASSED = "passed"  # within the threshold of its baseline
+    REGRESSED = "regressed"  # past the threshold, and the stage's gate fails
+    WARNED = "warned"  # past the threshold, and the stage's gate only warns (post-merge, FUNCTIONAL-ONLY)
+    SKIPPED = "skipped"  # past the threshold, but the target branch has regressed already: not gated
+    LOST_COVERAGE = "lost_coverage"  # a case that requires CUDA graphs ran steps eager: always fails
+    NO_BASELINE = "no_baseline"  # nothing to compare with (a new case, or a GPU without baselines)
+    RECORDED = "recorded"  # a metric that is kept, never gated (pool shares, eager step counts)
+
+    @property
+    def fails(self) -> bool:
+        return self in (PerfVerdict.REGRESSED, PerfVerdict.LOST_COVERAGE)
+
+    @property
+    def past_threshold(self) -> bool:
+        return self in (PerfVerdict.REGRESSED, PerfVerdict.WARNED, PerfVerdict.SKIPPED)

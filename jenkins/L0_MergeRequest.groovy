@@ -3,7 +3,9 @@
 // L0_MergeRequest: the entry job the PR bot triggers.
 //
 // Parameters: REQUEST (JSON), the parsed `/bot run` request, {"command": "run", "flags": {...}};
-// LABELS (JSON), the pull request's labels.
+// LABELS (JSON), the pull request's labels; PR_NUMBER, HEAD_SHA and COMMENT_ID, which pull request, commit
+// and comment the bot triggered the build for (it finds its own builds by them, and never starts two for
+// one comment).
 //
 // ci-tool resolves the request into a selection (the one stage selection the bot and GitHub Actions share;
 // this file decides nothing itself): the stages to run, the stages blocked until the pull request carries
@@ -19,6 +21,7 @@ import groovy.transform.Field
 @Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet .'
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
+@Field final String SELECTION_FILE = 'selection.json'
 @Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
 @Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt --base FETCH_HEAD'
 @Field final List ARCHES = ['x86_64']
@@ -29,7 +32,10 @@ import groovy.transform.Field
 properties([
     parameters([
         text(name: 'REQUEST', defaultValue: '{"command": "run", "flags": {}}', description: 'The parsed /bot run request (JSON).'),
-        text(name: 'LABELS', defaultValue: '[]', description: "The pull request's labels (JSON list); approval labels unblock stages."),
+        text(name: 'LABELS', defaultValue: '[]', description: 'The pull request\'s labels (JSON list); approval labels unblock stages.'),
+        text(name: 'PR_NUMBER', defaultValue: '', description: 'The pull request the bot runs for (empty outside the bot).'),
+        text(name: 'HEAD_SHA', defaultValue: '', description: 'The pull request\'s head commit the run tests (empty outside the bot).'),
+        text(name: 'COMMENT_ID', defaultValue: '', description: 'The /bot comment that started the run: the bot never starts two builds for one.'),
     ]),
 ])
 
@@ -52,6 +58,7 @@ Map stagePhasesPart1() {
         'CPU-Generic-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-2': [arch: 'x86_64', phase: 'Single-GPU'],
         'CPU-Generic-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H100-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
@@ -63,6 +70,7 @@ Map stagePhasesPart1() {
         'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Perf-1': [arch: 'x86_64', phase: 'Single-GPU'],
     ]
 }
@@ -81,8 +89,10 @@ Map selectStages(String requestJson) {
                 changedFiles = ' ' + CHANGED_FILES_OPTION
             }
             // ci-tool reads LABELS from the environment (Jenkins exports every parameter there).
-            sh "${SELECT_COMMAND}${changedFiles} > selection.json"
-            selection = readJSON(file: 'selection.json')
+            sh "${SELECT_COMMAND}${changedFiles} > ${SELECTION_FILE}"
+            selection = readJSON(file: SELECTION_FILE)
+            // What ran, kept with the build: `/bot reuse-pipeline` reuses it only for the same selection.
+            archiveArtifacts(artifacts: SELECTION_FILE)
         }
     }
     echo "Selected ${selection.stages.size()} stage(s): ${selection.stages.join(', ')}"

@@ -19,7 +19,8 @@ from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.stages.cbts import CbtsScope
 
-DRY_RUN_NOTE = "dry run: the dispatcher is not wired yet, so nothing was started"
+DRY_RUN_NOTE = "dry run: nothing was started"
+COMMENT_LIMIT = 65_536  # characters GitHub takes in one comment
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
 
 
@@ -237,3 +238,59 @@ def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
         f"{_errors_block(selection.unknown_names)}\n\nNothing was started. `ci-tool stages list` (or "
         "`jenkins/stages.yml`) lists every stage.\n"
     )
+
+
+def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
+    """`body` if GitHub takes it, else its first lines (an open code fence closed) and a summary of what was
+    left out: a long report is shortened, never refused."""
+    if len(body) <= limit:
+        return body
+    lines = body.splitlines()
+    where = f" The whole report is in the build's logs: {more_at}" if more_at else ""
+    kept: list[str] = []
+    size = 0
+    budget = limit - 400 - len(where)  # room for the fence and the summary
+    for line in lines:
+        if size + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    left = len(lines) - len(kept)
+    if sum(1 for line in kept if line.startswith("```")) % 2:
+        kept.append("```")
+    summary = (
+        f"**Shortened**: this reply had {len(body):,} characters, more than the {limit:,} GitHub takes; "
+        f"{left:,} of its {len(lines):,} lines are left out.{where}"
+    )
+    return "\n".join([*kept, "", summary]) + "\n"
+
+
+def triggered(reply: str, build_number: int, build_url: str, job: str) -> str:
+    """The plan reply once Jenkins named the build."""
+    return reply.rstrip("\n") + f"\n\ntriggered: build [{job} #{build_number}]({build_url})\n"
+
+
+def queued(reply: str, queue_url: str) -> str:
+    """The plan reply while Jenkins has not named the build yet."""
+    note = (
+        f"queued: [in Jenkins]({queue_url}), waiting for an executor; the bot follows it when the comment is "
+        "handled again."
+    )
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
+def cancelled_in_queue(reply: str, queue_url: str) -> str:
+    note = f"The [queued build]({queue_url}) was cancelled in Jenkins before it started: nothing ran."
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
+def stopped_lines(cancelled: list[tuple[int, str]], stopped: list[tuple[int, str]], *, reason: str) -> list[str]:
+    """One line per cancelled queue item (id, url) and stopped build (number, url)."""
+    lines = [f"- stopped build [#{number}]({url}): {reason}" for number, url in stopped]
+    return lines + [f"- cancelled queued item [{item}]({url}): {reason}" for item, url in cancelled]
+
+
+def with_lines(reply: str, lines: list[str], *, none: str) -> str:
+    """A reply with a list of what the command did appended (or `none` when it did nothing)."""
+    shown = "\n".join(lines) if lines else none
+    return reply.rstrip("\n") + "\n\n" + shown + "\n" if shown else reply

@@ -1,12 +1,13 @@
 """`ci-tool bot parse|plan|help|handle`: check a `/bot` comment's syntax; resolve it against the stage
 catalog (stages, shards, predicted minutes, stages left out and why, approvals, merge gate); print the
-help; answer a webhook event.
+help; answer a webhook event (bot_dispatch.py carries a dispatch out on Jenkins and GitHub).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -22,9 +23,11 @@ from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.changes import change_set
+from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
 from ci_tool.errors import BotError
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.stages.request import SelectionRequest
 from ci_tool.text_file import read_text
 
 
@@ -122,52 +125,70 @@ def help_() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Who may run besides members.",
 )
-@click.option("--dry-run", is_flag=True, help="Print what would be dispatched instead of dispatching.")
+@click.option("--dry-run", is_flag=True, help="Print what would be dispatched instead of dispatching (no network).")
 @click.option(
     "--reply-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the markdown reply here (nothing is written when the bot stays silent).",
+    help="Also write the first markdown reply here (nothing is written when the bot stays silent).",
+)
+@click.option(
+    "--github-output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append build=N and build_url=URL here when a /bot run has a build ($GITHUB_OUTPUT).",
 )
 @catalog_options
+@dispatch_options
 def handle(
     event_path: Path,
     allowlist_path: Path,
     dry_run: bool,
     reply_file: Path | None,
+    github_output: Path | None,
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
-) -> None:
-    """Decide what to do about one PR comment: ignore, help, refuse or dispatch. A `/bot run` is resolved
-    against the stage catalog first: unknown stage names get help, approvals are checked on the stages."""
+    settings: DispatchSettings,
+) -> int:
+    """Decide what to do about one PR comment (ignore, help, refuse or dispatch) and do it: replies and
+    statuses through GitHub, builds through Jenkins. A `/bot run` is resolved against the stage catalog with
+    the pull request's labels and changed files: unknown stage names get help, approvals are checked."""
     event = read_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
     allowlist_text = read_text(allowlist_path, name="the allowlist", error=BotError)
     allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
     decision = decide(event, allowlist)
-    run_plan: RunPlan | None = None
-    if decision.action is Action.DISPATCH and decision.request is not None and decision.request.command == "run":
+    request = decision.request
+    command = request.command if decision.action is Action.DISPATCH and request is not None else None
+    jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
+    github = None if dry_run or decision.action is Action.IGNORE else settings.github()
+    pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
+    if pr is not None and pr.state != "open":  # closed since the event was sent
+        decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
+        command = None
+    labels, changed = (pr.labels, pr.changed_files) if pr is not None else (event.labels, ())
+
+    def plan_for(selection_request: SelectionRequest) -> RunPlan:
         loaded = load(catalog_path, test_db, durations_path)
-        run_plan = plan_run(
-            decision.request.selection_request(),
-            catalog=loaded.catalog,
-            db=loaded.db,
-            durations=loaded.durations,
-            labels=event.labels,
-        )
+        return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
+                        labels=labels, changed_files=changed)  # fmt: skip
+
+    run_plan: RunPlan | None = None
+    if command == "run" and request is not None:
+        run_plan = plan_for(request.selection_request())
         decision = settle(decision, run_plan)
-    if decision.action is Action.DISPATCH and not dry_run:
-        raise BotError(
-            "cannot dispatch yet: the Jenkins dispatcher is not wired",
-            hint="pass --dry-run to print what would be dispatched",
-        )
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
-    if decision.action is Action.DISPATCH:
-        stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
-        click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
     reply = render_reply(decision, dry_run=dry_run, plan=run_plan)
-    if reply is None:
-        return
-    if reply_file is not None:
+    if reply is not None and reply_file is not None:
         write_text_atomically(reply_file, reply, what="the reply")
-    else:
-        click.echo("\n" + reply, nl=False)
+    if dry_run:
+        if decision.action is Action.DISPATCH:
+            stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
+            click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
+        if reply is not None and reply_file is None:
+            click.echo("\n" + reply, nl=False)
+        return 0
+    if github is None or reply is None or decision.action is Action.IGNORE:
+        return 0
+    from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
+
+    answer = bot_dispatch.Answer(decision, reply, pr, run_plan, plan_for)
+    return bot_dispatch.carry_out(answer, github, jenkins, settings, github_output=github_output)

@@ -1,20 +1,27 @@
-"""`ci-tool report RUN_ID`: the CI report of a recorded run, as the PR bot posts it."""
+"""`ci-tool report RUN_ID`: the CI report of a recorded run, as the PR bot posts it (markdown), as JSON, or
+as one self-contained HTML page whose links to the stages' folders and logs are relative to where it is
+written."""
 
 from __future__ import annotations
 
 import json
+import os
+import urllib.parse
 from pathlib import Path
 
 import click
 
-from ci_tool.atomic import write_text_atomically
+from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands.history import history_option
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import queries
-from ci_tool.history.store import HistoryStore, history_path
-from ci_tool.run.report import load_report, render_markdown, report_json
+from ci_tool.history.perf_results import perf_trends
+from ci_tool.history.queries import TREND_SAMPLES
+from ci_tool.history.store import HistoryStore, StageRecord, history_path
+from ci_tool.report.html import PerfTrends, render_html
+from ci_tool.run.report import CiReport, load_report, render_markdown, report_json
 
-FORMATS = ("markdown", "json")
+FORMATS = ("markdown", "json", "html")
 
 
 @click.command()
@@ -26,19 +33,58 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     """Render the report of RUN_ID (`latest` for the newest run): state, stages, failures by signature,
     reruns, waives, stages not run and why."""
     with HistoryStore(history_path(history_file), read_only=True) as store:
-        if run_id == "latest":
-            newest = queries.recent_runs(store, limit=1)
-            if not newest:
-                raise HistoryError(
-                    "expected a recorded run for `latest`, found a history without runs",
-                    where=Where(str(store.path)),
-                    hint="run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH",
-                )
-            run_id = newest[0].run_id
-        found = load_report(store, run_id)
-    text = render_markdown(found) if output_format == "markdown" else json.dumps(report_json(found), indent=2) + "\n"
+        found = load_report(store, resolve_run_id(store, run_id))
+        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
+    if output_format == "markdown":
+        text = render_markdown(found)
+    elif output_format == "json":
+        text = json.dumps(report_json(found), indent=2) + "\n"
+    else:
+        text = html_page(found, output.parent if output is not None else Path(), trends)
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_text_atomically(output, text, what="the report")
+        _write(output, text)
     return 0
+
+
+def write_html_report(history: Path, run_id: str, output: Path) -> None:
+    """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
+    with HistoryStore(history, read_only=True) as store:
+        found = load_report(store, run_id)
+        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
+    _write(output, html_page(found, output.parent, trends))
+
+
+def html_page(found: CiReport, page_folder: Path, trends: PerfTrends) -> str:
+    """The report as one page whose links to the stages' folders are relative to `page_folder`."""
+    return render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder), perf_trends=trends)
+
+
+def _write(output: Path, text: str) -> None:
+    make_folder(output.parent, what="the report's folder")
+    write_text_atomically(output, text, what="the report")
+
+
+def resolve_run_id(store: HistoryStore, run_id: str) -> str:
+    """`latest` is the newest recorded run; any other id is itself."""
+    if run_id != "latest":
+        return run_id
+    newest = queries.recent_runs(store, limit=1)
+    if not newest:
+        raise HistoryError(
+            "expected a recorded run for `latest`, found a history without runs",
+            where=Where(str(store.path)),
+            hint="run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH",
+        )
+    return newest[0].run_id
+
+
+def stage_folder_href(stage: StageRecord, page_folder: Path) -> str | None:
+    """The stage's results folder as a URL relative to `page_folder`, so the page keeps working when it
+    moves together with the runs folder (a Jenkins artifact, a copied folder). A folder recorded relative
+    is relative to the current directory, where `ci-tool run` wrote it."""
+    if not stage.results_dir:
+        return None
+    relative = os.path.relpath(Path(stage.results_dir).absolute(), page_folder.absolute())
+    return urllib.parse.quote(Path(relative).as_posix())

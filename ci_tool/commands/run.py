@@ -1,6 +1,7 @@
 """`ci-tool run [BOT_COMMAND]`: the main job. Plan the stages a `/bot run ...` comment selects, run here the
 ones this machine serves (CPU stages anywhere, GPU stages on a machine with that GPU), report the others
-as waiting for a runner, record everything in the SQLite history, and print the CI report.
+as waiting for a runner, record everything in the SQLite history, and print the CI report. With
+`--executor slurm` every test stage is a Slurm batch job instead, all submitted at once.
 
 Reuse is the default (run/reuse.py): the stages the newest run of the same code and request passed do not
 run again, and in the stages it failed, the tests that passed skip. `/bot reuse-pipeline` runs nothing: it
@@ -105,7 +106,7 @@ def run(
         [stage for stage in selection.candidates if stage.name.name in chosen],  # no label needed here
         db=setup.loaded.db,
         durations=setup.loaded.durations,
-        sysinfo=setup.facts,
+        sysinfo=setup.planning_facts,
         waives_file=setup.waives_file,
         reused_tests=reuse.passed_tests,
     )
@@ -121,7 +122,7 @@ def run(
     click.echo(result.report_markdown, nl=False)
     state = run_state_words(result.state, result.pipeline.waiting)
     click.echo(f"\nrun {result.run_id}: {state}; results in {result.results_dir}")
-    return finish(result)
+    return finish(result, options)
 
 
 def _check_revalidation(selection: Selection, reuse: ReusePlan, facts: Mapping[str, QueryValue]) -> None:

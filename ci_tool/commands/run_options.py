@@ -1,5 +1,5 @@
-"""What `ci-tool run` and `ci-tool stage run` share: their options as one typed value, and the local set-up
-they build from it (catalog, this machine's facts, waives, session settings)."""
+"""What `ci-tool run` and `ci-tool stage run` share: their options as one typed value (the executor among
+them), and the set-up they build from it (catalog, this machine's facts, waives, session settings)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
 from ci_tool.commands.changes import merged_waives
 from ci_tool.commands.history import history_option
+from ci_tool.commands.report import write_html_report
 from ci_tool.errors import RunError
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS, waives_file_of
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.session import SessionConfig, SessionResult
 from ci_tool.stages.catalog_load import LoadedCatalog
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.waives import load_waives
 
@@ -44,12 +46,15 @@ class RunOptions:
     results_dir: Path
     test_timeout_seconds: int
     rerun_flaky: bool
+    executor: Executor = Executor.LOCAL
+    slurm_partition: str | None = None  # every Slurm job's partition instead of its platform's pool
+    html_report: Path | None = None  # where the run's HTML report goes once it is recorded
     record_touches: bool = False
 
 
 _OPTION_KEYS = (
     "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
-    "test_timeout_seconds", "record_touches",
+    "test_timeout_seconds", "slurm_partition", "html_report", "record_touches",
 )  # fmt: skip
 
 
@@ -58,9 +63,12 @@ def run_options(command: F) -> F:
     keyword argument, `options: RunOptions`."""
 
     @functools.wraps(command)
-    def with_options(*args: Any, no_rerun: bool, **kwargs: Any) -> object:
+    def with_options(*args: Any, no_rerun: bool, executor: str, **kwargs: Any) -> object:
         values = {key: kwargs.pop(key) for key in _OPTION_KEYS}
-        return command(*args, options=RunOptions(**values, rerun_flaky=not no_rerun), **kwargs)
+        kind = Executor(executor)
+        if values["slurm_partition"] is not None and kind is not Executor.SLURM:
+            raise click.UsageError("--slurm-partition needs --executor slurm")
+        return command(*args, options=RunOptions(**values, rerun_flaky=not no_rerun, executor=kind), **kwargs)
 
     decorators = (
         catalog_options,
@@ -94,6 +102,24 @@ def run_options(command: F) -> F:
         ),
         click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),
         click.option(
+            "--executor",
+            type=click.Choice([e.value for e in Executor]),
+            default=Executor.LOCAL.value,
+            show_default=True,
+            help="Where stages run: this machine, or one Slurm batch job per stage on the cluster SLURM_CONF names.",
+        ),
+        click.option(
+            "--slurm-partition",
+            metavar="PARTITION",
+            help="Submit every stage to PARTITION [default: each stage's platform, auto:<pool> as <pool>].",
+        ),
+        click.option(
+            "--html-report",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Also write the run's HTML report to this file, its log links relative to it "
+            "(as `ci-tool report RUN --format html --output FILE`).",
+        ),
+        click.option(
             "--record-touches",
             is_flag=True,
             help="Record which test ran which file into the history (coverage.py; slower): change-based "
@@ -110,6 +136,12 @@ class LocalSetup:
     facts: dict[str, QueryValue]
     waives_file: str | None
     config: SessionConfig
+
+    @property
+    def planning_facts(self) -> dict[str, QueryValue] | None:
+        """What stages render with: this machine's facts, or stage-name keys only (None) for Slurm jobs,
+        whose nodes are not this machine (the reference's sbatch stages render the same way)."""
+        return None if self.config.executor is Executor.SLURM else self.facts
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
@@ -133,16 +165,22 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         rerun_flaky=options.rerun_flaky,
         detailed_log=detailed_log,
         output_dir=output_dir,
+        executor=options.executor,
+        slurm_partition=options.slurm_partition,
         record_touches=options.record_touches,
     )
     return LocalSetup(loaded, facts, waives_file, config)
 
 
-def finish(result: SessionResult) -> int:
-    """The closing line, and the exit code of the run's state (1 when the history could not take the run)."""
+def finish(result: SessionResult, options: RunOptions) -> int:
+    """The closing line, the HTML report when asked for, and the exit code of the run's state (1 when the
+    history could not take the run)."""
     click.echo(result.closing_line)
     if result.unrecorded is not None:
         raise result.unrecorded
+    if options.html_report is not None:
+        write_html_report(history_path(options.history_file), result.run_id, options.html_report)
+        click.echo(f"HTML report: {options.html_report}")
     return result.state.exit_code
 
 

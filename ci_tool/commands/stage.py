@@ -64,8 +64,10 @@ def describe(stage_name: StageName) -> str:
     parts.append(f"{stage_name.node_count} node{'s' if stage_name.node_count != 1 else ''}")
     if stage_name.backend is not None:
         parts.append(f"backend {stage_name.backend}")
-    if stage_name.tags:
-        parts.append(f"tags {' '.join(stage_name.tags)}")
+    if stage_name.selection_tags:
+        parts.append(f"tags {' '.join(stage_name.selection_tags)}")
+    if stage_name.topology:
+        parts.append(f"topology {stage_name.topology} (descriptive)")
     parts.append("post-merge" if stage_name.post_merge else "pre-merge")
     if stage_name.shard is not None:
         parts.append(f"shard {stage_name.shard}")

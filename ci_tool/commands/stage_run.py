@@ -7,6 +7,8 @@
 The list is rendered for the stage's query merged over this machine's sysinfo, waived tests skip with
 their reason, and pytest runs through ci-tool's plugin; the stage's folder (`--output-dir`, else
 `.ci-tool/runs/<run id>/<stage>/`) gets junit.xml, the lists, logs and result.json; the history records it.
+With `--executor slurm` the stage is one Slurm batch job (slurm_executor.py), rendered with stage-name keys
+only, and its folder gets the job's files under slurm/; the Jenkins L0_Test runs Slurm families this way.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import click
 from ci_tool.commands import bounds
 from ci_tool.commands.run_options import LocalSetup, RunOptions, finish, local_setup, run_options
 from ci_tool.errors import StageError
+from ci_tool.run.executor import ReadyStage
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, catalog_stages, run_session
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_stage
 
@@ -46,16 +50,16 @@ DRY_RUN_ID = "<run-id>"
 def run_command(
     name: str, shard: int | None, dry_run: bool, detailed_log: bool, output_dir: Path | None, options: RunOptions
 ) -> int:
-    """Run stage NAME on this machine: render, waive, shard, pytest; JUnit, logs and history."""
+    """Run stage NAME on this machine (or as a Slurm job): render, waive, shard, pytest; JUnit, logs, history."""
     setup = local_setup(options, detailed_log=detailed_log, output_dir=output_dir)
     stage = _resolve(name, shard, setup)
-    mismatch = runner_mismatch(stage.name, setup.facts)
+    mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None
     if mismatch is not None:
         click.echo(
             f"warning: this machine is not a runner for {stage.name.name} ({mismatch}); running anyway", err=True
         )
     if dry_run:
-        click.echo(_dry_run(stage.plan(), setup, output_dir), nl=False)
+        click.echo(_dry_run(stage, setup, output_dir), nl=False)
         return 0
     result = run_session(
         f"ci-tool stage run {stage.name.name}",
@@ -67,7 +71,7 @@ def run_command(
     for stage_result in result.results:
         click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.results_dir / 'junit.xml'}")
     click.echo(f"run {result.run_id}: `ci-tool report {result.run_id}` shows the CI report")
-    return finish(result)
+    return finish(result, options)
 
 
 def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
@@ -84,9 +88,18 @@ def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
     elif not family.name.is_test:  # a docs or package-sanity stage: its one stage is its family
         stages = list(catalog.stages_of(family))
     else:
-        return PlannedStage(family.name, lambda: _whole_family(family.name, family.context, family.arch, setup))
+        return PlannedStage(
+            family.name,
+            lambda: _whole_family(family.name, family.context, family.arch, setup),
+            family.platform,
+            family.timeout_minutes,
+        )
     planned = catalog_stages(
-        stages, db=setup.loaded.db, durations=setup.loaded.durations, sysinfo=setup.facts, waives_file=setup.waives_file
+        stages,
+        db=setup.loaded.db,
+        durations=setup.loaded.durations,
+        sysinfo=setup.planning_facts,
+        waives_file=setup.waives_file,
     )
     return planned[0]
 
@@ -100,22 +113,25 @@ def _whole_family(family: StageName, context: str, arch: str, setup: LocalSetup)
         context=context,
         splits=1,
         durations=setup.loaded.durations,
-        sysinfo=setup.facts,
+        sysinfo=setup.planning_facts,
         waives_file=setup.waives_file,
         arch=arch,
     )
 
 
-def _dry_run(plan: StagePlan, setup: LocalSetup, output_dir: Path | None) -> str:
+def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None) -> str:
     """The query, the lists each process reads and the exact commands with the variables the stage adds to
-    their environment, as the run would start them."""
+    their environment, as the run would start them (and, for Slurm, the sbatch command)."""
     config = setup.config
+    plan = stage.plan()
+    slurm = config.executor is Executor.SLURM
     settings = RunSettings(
         rootdir=config.rootdir,
         results_dir=output_dir or config.results_root / DRY_RUN_ID / plan.name.name,
         run_id=DRY_RUN_ID,
         test_timeout_seconds=config.test_timeout_seconds,
         detailed_log=config.detailed_log,
+        nodes=plan.name.node_count if slurm else 1,
     )
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "not sharded"
     lines = [
@@ -124,6 +140,12 @@ def _dry_run(plan: StagePlan, setup: LocalSetup, output_dir: Path | None) -> str
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
     ]
+    if slurm:
+        from ci_tool.run.slurm_executor import job_files, job_request  # the local path never imports Slurm's
+
+        ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
+        request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
+        lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
         lines += ["  " + line.raw for line in invocation.batch.lines]

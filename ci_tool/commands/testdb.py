@@ -3,6 +3,7 @@ test-db; merge a pull request's waives with the target branch's."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ import click
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
 from ci_tool.commands.changes import merged_waives
+from ci_tool.commands.clock import resolve_today, today_option
 from ci_tool.errors import CiToolError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
@@ -20,6 +22,7 @@ from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_ti
 from ci_tool.testdb.load import load_test_db, read_test_db
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
+from ci_tool.testdb.waive_terms import expired_waives, unlinked_waives
 from ci_tool.testdb.waives import read_waives
 
 test_db_option = click.option(
@@ -90,13 +93,26 @@ def render_command(
     help=f"Also check the test-db against this stage catalog [default: {CATALOG_PATH} when it exists and "
     f"--test-db is {TEST_DB_DIR}].",
 )
-def check_command(test_db: Path, waives: Path | None, collect: bool, catalog_path: Path | None) -> int:
+@click.option("--require-links", is_flag=True, help="Also fail waives whose reason links no issue.")
+@today_option
+def check_command(
+    test_db: Path,
+    waives: Path | None,
+    collect: bool,
+    catalog_path: Path | None,
+    require_links: bool,
+    today: datetime.date | None,
+) -> int:
     """Validate the test-db and its waives; print every problem, one per line. With a stage catalog,
-    also blocks no stage renders and stages whose context renders nothing."""
+    also blocks no stage renders and stages whose context renders nothing. Waives past their
+    `until YYYY-MM-DD` day always fail; with --require-links, so do waives without an issue link."""
     db, db_problems = read_test_db(test_db)
     waive_list, waive_problems = read_waives(waives or waives_file_of(test_db))
     problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *redundant_timeouts(db)]
     problems += [*duplicate_waives(waive_list), *stale_waives(db, waive_list)]
+    problems += expired_waives(waive_list, resolve_today(today))
+    if require_links:
+        problems += unlinked_waives(waive_list)
     if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
         catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
     if catalog_path is not None:

@@ -26,6 +26,7 @@ from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRe
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 DURATION_SAMPLES = 5
+TREND_SAMPLES = 30
 PROCESSES = "processes"  # a stage's details key: its pytest processes (run/recording.process_samples)
 PREDICTED_SECONDS = "predicted_seconds"  # a stage's details key: what planning predicted
 _STAGE_OF_FAMILY = re.compile(r"(.+)-\d+(?:-cbts)?(?:-attempt-\d+)?")
@@ -39,6 +40,8 @@ class FlakyTest:
     results: int  # final outcomes seen in the window (skips excluded)
     passed_on_rerun: int
     flips: int  # changes of final outcome between consecutive runs
+    last_seen_run: str = ""  # the newest run where it flipped or passed on rerun
+    last_seen_at: float = 0.0  # that run's start (seconds since the epoch)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class SlowTest:
     test_id: str
     median_seconds: float
     results: int
+    recent: tuple[float, ...] = ()  # its durations in the window, oldest first (TREND_SAMPLES at most)
 
 
 def _details(store: HistoryStore, text: str) -> dict[str, object]:
@@ -91,14 +95,14 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
 
 def run_record(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
     """A RunRecord from a row of `run_columns(store)`."""
-    state = _vocabulary(store, RunState, row[2])
+    state = vocabulary(store, RunState, row[2])
     return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]), *row[7:10])
 
 
 E = TypeVar("E", RunState, StageState, TestOutcome)
 
 
-def _vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
+def vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
     """A stored state or outcome as its enum; a value ci-tool never writes is a damaged history."""
     try:
         return kind(value)
@@ -115,7 +119,7 @@ def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
     )
     return [
         StageRecord(
-            run_id=r[0], name=r[1], state=_vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
+            run_id=r[0], name=r[1], state=vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
             duration_seconds=r[5], passed=r[6], failed=r[7], skipped=r[8], results_dir=r[9],
             details=_details(store, r[10]),
         )
@@ -132,30 +136,44 @@ def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord
     return [
         TestRecord(
             row[0],
-            _vocabulary(store, TestOutcome, row[1]),
+            vocabulary(store, TestOutcome, row[1]),
             row[2],
-            _vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
+            vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
             *row[4:],
         )
         for row in rows
     ]
 
 
-def _window_rows(store: HistoryStore, window_runs: int) -> list[tuple[str, str, str, str | None, float]]:
-    """(test_id, stage, outcome, rerun_outcome, duration) of non-skipped results, oldest first."""
-    return store.rows(
-        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds FROM test_results t "
-        f"JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
+@dataclass(frozen=True)
+class _Result:
+    """One non-skipped test result of the window, with the run it belongs to."""
+
+    test_id: str
+    stage: str
+    outcome: str
+    rerun_outcome: str | None
+    seconds: float
+    run_id: str
+    run_started_at: float
+
+
+def _window_rows(store: HistoryStore, window_runs: int) -> list[_Result]:
+    """The non-skipped results of the newest `window_runs` runs, oldest first."""
+    rows = store.rows(
+        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, r.run_id, r.started_at "
+        f"FROM test_results t JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
         "AND coalesce(t.rerun_outcome, t.outcome) != ? ORDER BY r.started_at, t.recorded_at, t.rowid",
         (window_runs, TestOutcome.SKIPPED.value),
     )
+    return [_Result(*row) for row in rows]
 
 
 def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
     """`.test_durations`: test id -> median seconds of its latest results, sorted by id."""
     samples: dict[str, list[float]] = defaultdict(list)
-    for test_id, _stage, _outcome, _rerun, seconds in _window_rows(store, window_runs):
-        samples[test_id].append(seconds)
+    for result in _window_rows(store, window_runs):
+        samples[result.test_id].append(result.seconds)
     return {
         test_id: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for test_id, found in sorted(samples.items())
     }
@@ -210,9 +228,12 @@ def merge_durations(existing: Mapping[str, float], recorded: Mapping[str, float]
 
 def slowest_tests(store: HistoryStore, *, limit: int = 10, window_runs: int = 50) -> list[SlowTest]:
     samples: dict[str, list[float]] = defaultdict(list)
-    for test_id, _stage, _outcome, _rerun, seconds in _window_rows(store, window_runs):
-        samples[test_id].append(seconds)
-    slow = [SlowTest(t, statistics.median(s[-DURATION_SAMPLES:]), len(s)) for t, s in samples.items()]
+    for result in _window_rows(store, window_runs):
+        samples[result.test_id].append(result.seconds)
+    slow = [
+        SlowTest(t, statistics.median(s[-DURATION_SAMPLES:]), len(s), tuple(s[-TREND_SAMPLES:]))
+        for t, s in samples.items()
+    ]
     return sorted(slow, key=lambda s: (-s.median_seconds, s.test_id))[:limit]
 
 
@@ -220,16 +241,23 @@ def flaky_tests(store: HistoryStore, *, window_runs: int = 30) -> list[FlakyTest
     """Tests that passed on rerun or flipped outcome within the window, most flips first."""
     history: dict[tuple[str, str], list[TestOutcome]] = defaultdict(list)
     reruns: dict[tuple[str, str], int] = defaultdict(int)
-    for test_id, stage, outcome, rerun, _seconds in _window_rows(store, window_runs):
-        key = (test_id, stage_family(stage))
-        first = _vocabulary(store, TestOutcome, outcome)
-        final = _vocabulary(store, TestOutcome, rerun) if rerun is not None else first
-        history[key].append(final.counted_as)
+    last_seen: dict[tuple[str, str], _Result] = {}
+    for result in _window_rows(store, window_runs):
+        key = (result.test_id, stage_family(result.stage))
+        first = vocabulary(store, TestOutcome, result.outcome)
+        final = vocabulary(store, TestOutcome, result.rerun_outcome) if result.rerun_outcome is not None else first
+        outcomes = history[key]
+        if (final is TestOutcome.PASSED and first is not TestOutcome.PASSED) or (
+            outcomes and outcomes[-1] != final.counted_as
+        ):
+            last_seen[key] = result
         if final is TestOutcome.PASSED and first is not TestOutcome.PASSED:
             reruns[key] += 1
+        outcomes.append(final.counted_as)
     found = []
     for key, outcomes in history.items():
         flips = sum(1 for before, after in itertools.pairwise(outcomes) if before != after)
-        if flips or reruns[key]:
-            found.append(FlakyTest(key[0], key[1], len(outcomes), reruns[key], flips))
+        if key in last_seen:
+            seen = last_seen[key]
+            found.append(FlakyTest(key[0], key[1], len(outcomes), reruns[key], flips, seen.run_id, seen.run_started_at))
     return sorted(found, key=lambda f: (-(f.flips + f.passed_on_rerun), f.test_id, f.family))

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import flakiness
+from ci_tool.history.flakiness import KnownFlaky
+from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.store import (
     BUSY_TIMEOUT_MS,
     HistoryStore,
@@ -92,6 +95,25 @@ class RunRecorder:
             raise ValueError("report_input() before start_run()")
         run = dataclasses.replace(self.run, details=_as_stored(self.run.details))
         return run, [s for s, _, _ in self.stages.values()], {s.name: t for s, t, _ in self.stages.values()}
+
+    def perf_results(self) -> list[PerfResult]:
+        """The run's perf-sanity results, which its tests wrote to the history (none when it cannot be read)."""
+        if self.store is None or self.run is None:
+            return []
+        try:
+            return run_perf_results(self.store, self.run.run_id)
+        except HistoryError:
+            return []
+
+    def known_flaky(self, *, before: float) -> KnownFlaky:
+        """The tests known flaky before the run started (none without a history: the report still comes)."""
+        if self.store is None:
+            return {}
+        try:
+            return flakiness.known_flaky(self.store, before=before)
+        except HistoryError as error:
+            self.warn(f"{error}; the report does not mark known flaky failures")
+            return {}
 
     @property
     def unrecorded(self) -> HistoryError | None:

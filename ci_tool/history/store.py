@@ -4,6 +4,8 @@
                   the hash of the uncommitted change) and its request scope: what reuse matches on
     stages        one row per stage of a run (also stages that waited or were skipped, with why)
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
+    dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
+    perf_results  one row per perf-sanity case, GPU type and metric of a stage (perf_results.py)
     touches       which test ran which file, as the latest touch-recording run of each test saw it
                   (history/touches.py; change-based selection's tier 2)
 
@@ -36,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import perf_results
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
-SCHEMA_VERSION = 3
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
@@ -94,7 +96,26 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 # stands alone, so steps written on other branches merge as further rows.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
-        2,  # the code a run tested and its request scope, which reuse matches on
+        2,  # the bot's ledger of the builds it triggered (ledger.py)
+        (
+            """CREATE TABLE IF NOT EXISTS dispatches (
+                jenkins_url TEXT NOT NULL,
+                job TEXT NOT NULL,
+                comment_id INTEGER NOT NULL,
+                request_json TEXT NOT NULL,
+                repository TEXT NOT NULL,
+                pull_request INTEGER NOT NULL,
+                head_sha TEXT NOT NULL,
+                state TEXT NOT NULL,
+                queue_id INTEGER,
+                build_number INTEGER,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (jenkins_url, job, comment_id, request_json)
+            )""",
+        ),
+    ),
+    (
+        3,  # the code a run tested and its request scope, which reuse matches on
         (
             "ALTER TABLE runs ADD COLUMN code_commit TEXT NOT NULL DEFAULT ''",
             "ALTER TABLE runs ADD COLUMN code_diff TEXT NOT NULL DEFAULT ''",
@@ -102,8 +123,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
         ),
     ),
+    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
     (
-        3,  # touch records: the tests that ran each file (history/touches.py)
+        5,  # touch records: the tests that ran each file (history/touches.py)
         (
             "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
             "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
@@ -111,7 +133,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
 )
-CODE_VERSION = 2  # the first version whose runs hold their code and scope
+CODE_VERSION = 3  # the first version whose runs hold their code and scope
+SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 @dataclass(frozen=True)
@@ -350,6 +373,11 @@ class HistoryStore:
                     self.db.execute("ROLLBACK")
             raise
 
+    def write(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """Run `work` in one write transaction with the store's retries (for the tables other modules own:
+        perf_results.py, touches.py)."""
+        self._write(work)
+
     def _write(self, work: Callable[[sqlite3.Connection], None]) -> None:
         """Run `work` in one write transaction, trying again (with a backoff) while the lock is held."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
@@ -365,10 +393,6 @@ class HistoryStore:
                 f"the history is locked; trying again in {delay:g} s (attempt {attempt + 1} of {WRITE_ATTEMPTS})"
             )
             time.sleep(delay)
-
-    def write(self, work: Callable[[sqlite3.Connection], None]) -> None:
-        """One write transaction of a module that owns its own table (history/touches.py), with retries."""
-        self._write(work)
 
     def start_run(self, run: RunRecord) -> None:
         self._write(lambda db: _insert_run(db, run, upsert=False))

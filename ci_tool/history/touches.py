@@ -1,4 +1,4 @@
-"""Touch records in the history (table `touches`, schema step 3): which test ran which file.
+"""Touch records in the history (table `touches`, schema step 5): which test ran which file.
 
 A touch-recording run (`ci-tool run --record-touches`, run/touches.py) replaces what the history holds of
 every test it recorded: a test that stopped running a file drops out of that file's record, and tests

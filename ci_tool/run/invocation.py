@@ -8,6 +8,10 @@
 `planned_invocations` is the one description of what a stage starts: `ci-tool stage show`, `ci-tool
 stage run --dry-run` and the runner itself read it (the runner derives resumes and reruns from it).
 Labels like `p03-main-resume` are spelled only for file names; nothing parses them back.
+
+A multi-node stage run inside a Slurm allocation (`RunSettings.nodes` > 1) launches each process under
+`srun` across the allocation, one task per node: the task of rank 0 runs pytest, the others hold their
+node for it until it ends (ci_tool.run.ranks), as the reference's launcher keeps its MPI workers.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ci_tool.history.store import HISTORY_ENV
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
@@ -41,7 +46,9 @@ class RunSettings:
     detailed_log: bool = False
     python: str = sys.executable
     interrupt_grace_seconds: float = 10.0
+    nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
+    history: Path | None = None  # the run's history, exported so perf-sanity tests record into it
     record_touches: bool = False  # which test ran which file (run/touches.py)
 
 
@@ -81,6 +88,7 @@ class PytestInvocation:
     exclude_entries: Path | None = None
     extra_args: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)  # what the stage adds to the environment
+    nodes: int = 1  # > 1: launched under srun, one task per node (see the module docstring)
     record_touches: bool = False
 
     @property
@@ -110,10 +118,25 @@ class PytestInvocation:
     def log_file(self) -> Path:
         return self.parts_dir / f"{self.label}.log"
 
+    @property
+    def done_file(self) -> Path:
+        """Rank 0 of a multi-node launch writes it when pytest ends; the other ranks wait for it."""
+        return self.parts_dir / f"{self.label}.done"
+
+    def launcher(self, python: str) -> list[str]:
+        """What the pytest command runs under: nothing on one node, `srun` across the nodes otherwise."""
+        if self.nodes <= 1:
+            return []
+        return [
+            "srun", f"--nodes={self.nodes}", f"--ntasks={self.nodes}", "--ntasks-per-node=1",
+            python, "-m", "ci_tool.run.ranks", f"--done={self.done_file}", "--",
+        ]  # fmt: skip
+
     def command(self, python: str) -> list[str]:
         """The exact command line (options as `--opt=value`: a separate value would count as a path when
         pytest picks its rootdir)."""
         command = [
+            *self.launcher(python),
             python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
             f"--test-list={self.list_file}",
             f"--test-list-report={self.report_file}",
@@ -141,15 +164,18 @@ class PytestInvocation:
         return {**base, **self.variables}
 
 
-def stage_variables(plan: StagePlan, run_id: str) -> dict[str, str]:
+def stage_variables(plan: StagePlan, run_id: str, history: Path | None = None) -> dict[str, str]:
     """What a stage adds to its pytest processes' environment: its name (the reference exports
-    `stageName`), the run id, and its perf gate."""
-    return {
+    `stageName`), the run id, its perf gate, and the history perf results are recorded in."""
+    variables = {
         "CI_TOOL_STAGE": plan.name.name,
         "CI_TOOL_RUN_ID": run_id,
         "stageName": plan.name.name,
         PERF_GATE_ENV: plan.perf_gate.value,
     }
+    if history is not None:
+        variables[HISTORY_ENV] = str(history.absolute())
+    return variables
 
 
 def batches_of(plan: StagePlan) -> list[Batch]:
@@ -175,7 +201,7 @@ def isolated_file(settings: RunSettings) -> Path:
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The first process of each batch, in order: what a run of the plan starts when no test crashes and
     nothing is rerun."""
-    variables = {**stage_variables(plan, settings.run_id), **settings.variables}
+    variables = {**stage_variables(plan, settings.run_id, settings.history), **settings.variables}
     extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
     return [
         PytestInvocation(
@@ -190,6 +216,7 @@ def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestIn
             exclude_entries=isolated_file(settings).resolve() if batch.number == 0 and plan.isolated else None,
             extra_args=extra,
             variables=variables,
+            nodes=settings.nodes,
             record_touches=settings.record_touches,
         )
         for sequence, batch in enumerate(batches_of(plan), start=1)

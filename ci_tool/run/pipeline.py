@@ -1,17 +1,22 @@
-"""Run a selected pipeline on this machine: the stages it can serve, in order, with fail-fast.
+"""Run a selected pipeline: the stages the executor can serve, in order, with fail-fast.
+
+The runner (a session over an executor, executor.py) starts stages while it has room: the local executor
+runs one at a time, the Slurm executor starts every stage at once. Outcomes keep the stages' order.
 
 Which stages this machine serves (`runner_mismatch`):
     CPU stages                        always (every machine has a CPU)
     GPU stages                        when sysinfo's GPU is the stage's GPU family and it has at least the
                                       stage's GPU count; one node only
-    non-test stages (docs, packages)  never: they need CI's build images
+    non-test stages                   the docs and package-sanity stages (JOB_KINDS) always; the others
+                                      need CI's build images
 The others wait for a runner. A GPU family matches when the GPU token (without a `DGX_` prefix) equals
 the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H100 80GB HBM3`,
 `RTXPro6000D` ~ `RTX PRO 6000D`), so `A10` never matches an `A100`.
 
 Fail-fast: after a stage fails, the stages not yet started are skipped (those that would wait for a
-runner too: CI would not dispatch them), unless fail-fast is off
-(`--disable-fail-fast`, or any post-merge run, as in the reference). Unstable stages do not stop it.
+runner too: CI would not dispatch them) and the ones still running are cancelled (as Jenkins' parallel
+failFast aborts its other branches), unless fail-fast is off (`--disable-fail-fast`, or any post-merge
+run, as in the reference). Unstable stages do not stop it.
 A reused stage (it passed in an earlier run of the same code) is recorded as reused and counts as passed.
 """
 
@@ -38,6 +43,7 @@ class NamedStage(Protocol):
 
 
 S = TypeVar("S", bound=NamedStage)
+S_contra = TypeVar("S_contra", bound=NamedStage, contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -110,36 +116,61 @@ def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str 
     return None
 
 
+class StageRunner(Protocol[S_contra]):
+    """What the pipeline drives (the session's runner over an executor; executor.py)."""
+
+    def can_start(self) -> bool: ...  # room for another stage now
+
+    def start(self, stage: S_contra) -> None: ...
+
+    def running(self) -> int: ...  # started, not reported yet
+
+    def next_finished(self) -> StageOutcome: ...  # waits for the next stage to end
+
+    def cancel(self, reason: str) -> None: ...  # the started stages end skipped, with `reason`
+
+
 def run_pipeline(
     stages: Sequence[S],
     *,
-    sysinfo: Mapping[str, QueryValue],
+    mismatch: Callable[[StageName], str | None],
     fail_fast: bool,
-    run_one: Callable[[S], StageOutcome],
+    runner: StageRunner[S],
     not_run: Callable[[StageOutcome], None],
     reused: Mapping[str, str] | None = None,
 ) -> PipelineResult:
-    """Run the servable stages in order; `not_run` hears about each waiting, skipped or reused stage
+    """Start the servable stages in order; `not_run` hears about each waiting, skipped or reused stage
     (`reused`: stage -> the run it passed in)."""
-    outcomes: list[StageOutcome] = []
-    stopped: str | None = None  # why the stages not started yet will not start
+    outcomes: dict[str, StageOutcome] = {}
+    stopped: list[str] = []  # why the stages not started yet will not start
+
+    def collect() -> None:
+        outcome = runner.next_finished()
+        outcomes[outcome.name] = outcome
+        if stopped:
+            return
+        if outcome.state is StageState.INTERRUPTED:
+            stopped.append("not started: the run was interrupted")
+        elif outcome.state is StageState.FAILED and fail_fast:
+            stopped.append(f"fail-fast: {outcome.name} failed")
+            runner.cancel(f"cancelled by fail-fast: {outcome.name} failed")
+
     for stage in stages:
+        while runner.running() and not runner.can_start():
+            collect()
         name = stage.name.name
-        mismatch = runner_mismatch(stage.name, sysinfo)
+        why = mismatch(stage.name)
         if reused and name in reused:
             outcome = StageOutcome(name, StageState.REUSED, reused_reason(reused[name]))
-        elif stopped is not None:
-            outcome = StageOutcome(name, StageState.SKIPPED, stopped)
-        elif mismatch is not None:
-            outcome = StageOutcome(name, StageState.WAITING, mismatch)
+        elif stopped:
+            outcome = StageOutcome(name, StageState.SKIPPED, stopped[0])
+        elif why is not None:
+            outcome = StageOutcome(name, StageState.WAITING, why)
         else:
-            outcome = run_one(stage)
-            outcomes.append(outcome)
-            if outcome.state is StageState.INTERRUPTED:
-                stopped = "not started: the run was interrupted"
-            elif outcome.state is StageState.FAILED and fail_fast:
-                stopped = f"fail-fast: {name} failed"
+            runner.start(stage)
             continue
-        outcomes.append(outcome)
+        outcomes[name] = outcome
         not_run(outcome)
-    return PipelineResult(tuple(outcomes))
+    while runner.running():
+        collect()
+    return PipelineResult(tuple(outcomes[stage.name.name] for stage in stages))

@@ -89,7 +89,7 @@ def run_pytest_process(
 ) -> ProcessOutcome:
     """Run one pytest process to its end (or until interrupted) and read what it left."""
     invocation.parts_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (invocation.junit_file, invocation.events_file, invocation.report_file):
+    for stale in (invocation.junit_file, invocation.events_file, invocation.report_file, invocation.done_file):
         stale.unlink(missing_ok=True)
     command = invocation.command(python)
     started = time.monotonic()

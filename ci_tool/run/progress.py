@@ -69,9 +69,13 @@ class Progress:
 
     def warning(self, text: str) -> None:
         """Something the run goes on despite (the history cannot take its records, say)."""
+        self.note(f"warning: {text}")
+
+    def note(self, text: str) -> None:
+        """A line of its own (`CPU-Generic-1: submitted as Slurm job 12 ...`)."""
         if self.tty:
             self.stream.write("\r\x1b[2K")
-        self._line(f"warning: {text}")
+        self._line(text)
 
     def _draw(self) -> None:
         now = time.monotonic()

@@ -4,6 +4,7 @@ the failure signature and the first lines of output the CI report shows."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from ci_tool.history.queries import PREDICTED_SECONDS, PROCESSES
 from ci_tool.history.reuse import REUSED_FROM
@@ -55,10 +56,24 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
                 for t in result.tests
                 if t.rerun is not None
             ],
+            # where each failure's output is, relative to the stage's folder (the reports link it)
+            "logs": {
+                t.first.nodeid: _relative(t.log_file, result.results_dir)
+                for t in result.tests
+                if t.final.is_failure and t.log_file is not None
+            },
             PROCESSES: process_samples(result),
             PREDICTED_SECONDS: round(result.predicted_seconds, 3),
+            **result.details,
         },
     )
+
+
+def _relative(path: Path, folder: Path) -> str:
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:  # not under the stage's folder: keep it whole
+        return str(path)
 
 
 def process_samples(result: StageResult) -> list[dict[str, object]]:

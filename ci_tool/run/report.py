@@ -4,6 +4,8 @@ overall state and totals
 per stage: result, duration, counts (stages not run: why; reused stages: the run they passed in)
 failed tests grouped by failure signature (exception type + normalized message), each group with
   its tests and the first lines of output of its first test
+failures of tests known to be flaky on that GPU type before the run (history/flakiness.py), apart,
+  each with its measured rate: an author sees at once which red is theirs
 reruns of known flaky failures and their outcome; waives applied, by reason
 list entries that collected nothing
 """
@@ -16,9 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.history import queries
+from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
+from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.perf.report_lines import perf_section
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class FailedTest:
     kind: str
     message: str
     excerpt: str
+    flake: FlakeStats | None = None  # how flaky it was known to be before the run; None: a new failure
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,8 @@ class CiReport:
     reruns: tuple[Mapping[str, object], ...]  # stage, test_id, signature, rerun
     waives: tuple[tuple[str, tuple[str, ...]], ...]  # reason, waived test ids
     uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
+    perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
+    known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -58,26 +66,49 @@ class CiReport:
 def load_report(store: HistoryStore, run_id: str) -> CiReport:
     run = queries.get_run(store, run_id)
     stages = queries.run_stages(store, run_id)
-    return build_report(run, stages, {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages})
+    tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
+    perf = run_perf_results(store, run_id)
+    return build_report(run, stages, tests, perf=perf, known=known_flaky(store, before=run.started_at))
 
 
-def build_report(run: RunRecord, stages: Sequence[StageRecord], tests: Mapping[str, Sequence[TestRecord]]) -> CiReport:
+def build_report(
+    run: RunRecord,
+    stages: Sequence[StageRecord],
+    tests: Mapping[str, Sequence[TestRecord]],
+    *,
+    perf: Sequence[PerfResult] = (),
+    known: KnownFlaky | None = None,
+) -> CiReport:
+    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type)."""
     groups: dict[str, list[FailedTest]] = defaultdict(list)
+    flaky: list[FailedTest] = []
     waives: dict[str, list[str]] = defaultdict(list)
     for stage in stages:
+        gpu = stage_devices(stage.name).gpu
         for test in tests.get(stage.name, ()):
             if test.final_outcome.is_failure:
+                flake = (known or {}).get((test.test_id, gpu))
                 failed = FailedTest(
-                    stage.name, test.test_id, test.final_outcome, test.kind, test.message, test.output_head
+                    stage.name, test.test_id, test.final_outcome, test.kind, test.message, test.output_head, flake
                 )
-                groups[test.signature or test.kind or "Failure"].append(failed)
+                if flake is not None:
+                    flaky.append(failed)
+                else:
+                    groups[test.signature or test.kind or "Failure"].append(failed)
             if test.waive_reason is not None:
                 waives[test.waive_reason].append(test.test_id)
     failures = sorted((FailureGroup(sig, tuple(found)) for sig, found in groups.items()), key=_group_order)
     reruns = tuple({"stage": s.name, **r} for s in stages for r in _details_list(s, "reruns"))
     uncollected = tuple({"stage": s.name, **u} for s in stages for u in _details_list(s, "uncollected"))
     return CiReport(
-        run, tuple(stages), tuple(failures), reruns, tuple((r, tuple(ids)) for r, ids in waives.items()), uncollected
+        run,
+        tuple(stages),
+        tuple(failures),
+        reruns,
+        tuple((r, tuple(ids)) for r, ids in waives.items()),
+        uncollected,
+        tuple(perf),
+        tuple(flaky),
     )
 
 
@@ -100,13 +131,21 @@ def report_json(report: CiReport) -> dict[str, object]:
         "duration_seconds": _run_seconds(run),
         "totals": report.totals,
         "stages": [_stage_json(s) for s in report.stages],
-        "failures": [
-            {"signature": g.signature, "tests": [dataclasses.asdict(t) for t in g.tests]} for g in report.failures
-        ],
+        "failures": [{"signature": g.signature, "tests": [_failed_json(t) for t in g.tests]} for g in report.failures],
+        "known_flaky": [_failed_json(t) for t in report.known_flaky],
         "reruns": [dict(r) for r in report.reruns],
         "waives": [{"reason": reason, "tests": list(ids)} for reason, ids in report.waives],
         "uncollected": [dict(u) for u in report.uncollected],
     }
+
+
+def _failed_json(test: FailedTest) -> dict[str, object]:
+    fields = {f.name: getattr(test, f.name) for f in dataclasses.fields(test) if f.name != "flake"}
+    if test.flake is None:
+        return fields
+    flake = test.flake
+    known = {"rate": round(flake.rate, 4), "flaky_runs": flake.flaky_runs, "runs": flake.runs, "gpu": flake.gpu}
+    return {**fields, "known_flaky": known}
 
 
 def _stage_json(stage: StageRecord) -> dict[str, object]:
@@ -118,7 +157,8 @@ def _run_seconds(run: RunRecord) -> float | None:
     return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
+    """`12.5 s`, `3 min 20 s`."""
     minutes, seconds = divmod(value, 60)
     return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
 
@@ -136,9 +176,18 @@ def render_markdown(report: CiReport) -> str:
     lines = [
         f"## ci-tool run `{run.run_id}`: **{run_state_words(run.state, report.waiting)}**",
         "",
-        f"`{run.command}` · {len(report.stages)} stages · {totals['passed']} passed, {totals['failed']} failed, "
-        f"{totals['skipped']} skipped" + (f" · {_seconds(took)}" if took is not None else ""),
+        f"`{run.command}` · {counted(len(report.stages), 'stage')} · {totals['passed']} passed, "
+        f"{totals['failed']} failed, {totals['skipped']} skipped"
+        + (f" · {seconds_text(took)}" if took is not None else ""),
         "",
+    ]
+    return "\n".join(lines + report_sections(report)) + "\n"
+
+
+def report_sections(report: CiReport) -> list[str]:
+    """The report's lines below its headline: the stage table, failures grouped by signature, reruns,
+    waives, stages not run and why, list entries that collected nothing (the bot's CI report reuses them)."""
+    lines = [
         "| Stage | Result | Duration | Passed | Failed | Skipped |",
         "|---|---|---|---:|---:|---:|",
     ]
@@ -146,16 +195,21 @@ def render_markdown(report: CiReport) -> str:
         if s.state.ran:
             result = f"**{s.state}**" + (f" ({s.reason})" if s.reason else "")
             lines.append(
-                f"| {s.name} | {result} | {_seconds(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
+                f"| {s.name} | {result} | {seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
             )
         elif s.state is StageState.REUSED:
             lines.append(f"| {s.name} | {s.state} ({s.reason}) | – | – | – | – |")
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
     lines += _prediction_section(report)
-    lines += _failure_section(report) + _rerun_section(report) + _waive_section(report)
-    lines += _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
-    return "\n".join(lines) + "\n"
+    lines += _failure_section(report) + _known_flaky_section(report) + perf_section(report.perf)
+    lines += _rerun_section(report) + _waive_section(report)
+    return lines + _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 test`, `3 tests`."""
+    return f"{count} {noun}" + ("s" if count != 1 else "")
 
 
 def _predicted(stage: StageRecord) -> float | None:
@@ -174,33 +228,61 @@ def _prediction_section(report: CiReport) -> list[str]:
     families: dict[str, list[float]] = defaultdict(list)
     for stage, predicted in ran:
         ratio = stage.duration_seconds / predicted
-        lines.append(f"| {stage.name} | {_seconds(predicted)} | {_seconds(stage.duration_seconds)} | {ratio:.2f} |")
+        actual = seconds_text(stage.duration_seconds)
+        lines.append(f"| {stage.name} | {seconds_text(predicted)} | {actual} | {ratio:.2f} |")
         families[queries.stage_family(stage.name)].append(stage.duration_seconds)
     spreads = [(family, max(found), min(found)) for family, found in families.items() if len(found) > 1]
     if spreads:
         lines.append("")
     for family, slowest, fastest in spreads:
         spread = f"{slowest / fastest:.2f}x" if fastest > 0 else "-"
-        lines.append(f"- {family}: slowest shard {_seconds(slowest)}, fastest {_seconds(fastest)} ({spread})")
+        lines.append(f"- {family}: slowest shard {seconds_text(slowest)}, fastest {seconds_text(fastest)} ({spread})")
     return lines
-
-
-def _tests(count: int) -> str:
-    return f"{count} test" + ("s" if count != 1 else "")
 
 
 def _failure_section(report: CiReport) -> list[str]:
     if not report.failures:
         return []
     count = sum(len(g.tests) for g in report.failures)
-    signatures = f"{len(report.failures)} signature" + ("s" if len(report.failures) != 1 else "")
-    lines = ["", f"### Failures: {_tests(count)}, {signatures}"]
+    signatures = counted(len(report.failures), "signature")
+    lines = ["", f"### {failures_title(report)}: {counted(count, 'test')}, {signatures}"]
     for group in report.failures:
-        lines += ["", f"#### `{group.signature}` ({_tests(len(group.tests))})", ""]
+        lines += ["", f"#### `{group.signature}` ({counted(len(group.tests), 'test')})", ""]
         lines += [_failed_line(test) for test in group.tests]
         excerpt = group.tests[0].excerpt or group.tests[0].message
         if excerpt:
             lines += ["", "```text", *excerpt.splitlines(), "```"]
+    return lines
+
+
+def failures_title(report: CiReport) -> str:
+    """`Failures`, or `New failures` beside failures of known flaky tests."""
+    return "New failures" if report.known_flaky else "Failures"
+
+
+KNOWN_FLAKY_TITLE = "Failures of known flaky tests"
+KNOWN_FLAKY_NOTE = "flaky on the same GPU type before this run: likely not caused by this change"
+
+
+def known_flaky_words(flake: FlakeStats) -> str:
+    """`flake rate 33% (1 of 3 runs on A10)`."""
+    return f"flake rate {flake.rate_text()}"
+
+
+def _known_flaky_section(report: CiReport) -> list[str]:
+    if not report.known_flaky:
+        return []
+    lines = [
+        "",
+        f"### {KNOWN_FLAKY_TITLE}: {counted(len(report.known_flaky), 'test')}",
+        "",
+        f"_{KNOWN_FLAKY_NOTE}._",
+        "",
+    ]
+    for test in report.known_flaky:
+        assert test.flake is not None  # the section holds only known flaky failures
+        signature = f", `{test.flake.signature}`" if test.flake.signature else ""
+        lines.append(f"{_failed_line(test)}: {known_flaky_words(test.flake)}{signature}")
     return lines
 
 
@@ -222,10 +304,10 @@ def _waive_section(report: CiReport) -> list[str]:
     if not report.waives:
         return []
     total = sum(len(ids) for _, ids in report.waives)
-    lines = ["", f"### Waives applied: {_tests(total)}", ""]
+    lines = ["", f"### Waives applied: {counted(total, 'test')}", ""]
     for reason, ids in report.waives:
         if reused_test_origin(reason) is not None:  # tests that passed with the same code: a count says it
-            lines.append(f"- {reason}: {_tests(len(ids))} that passed there")
+            lines.append(f"- {reason}: {counted(len(ids), 'test')} that passed there")
         else:
             lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
     return lines

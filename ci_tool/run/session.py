@@ -1,4 +1,5 @@
-"""A recorded run on this machine: a run id, its results folder, the pipeline of stages, the history.
+"""A recorded run: a run id, its results folder, the pipeline of stages on an executor (this machine, or
+one Slurm job per stage), the history.
 
     .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner); a stage that reuses
                                       tests of an earlier run gets its own waives.txt there: the waives
@@ -13,6 +14,7 @@ and the pipeline goes on (or stops, with fail-fast), as a CI stage would.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import errno
 import functools
@@ -34,13 +36,14 @@ from ci_tool.history.touches import read_touch_files
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report
+from ci_tool.run.executor import Executor, LocalExecutor, ReadyStage
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
-from ci_tool.run.jobs import run_job
 from ci_tool.run.progress import Progress
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.durations import Durations
+from ci_tool.stages.executors import Executor as ExecutorKind
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
 from ci_tool.stages.query import QueryValue
@@ -60,6 +63,8 @@ class SessionConfig:
     detailed_log: bool = False  # pytest streams all output (`--detailed-log`)
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
     history_busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    executor: ExecutorKind = ExecutorKind.LOCAL  # what runs the stages (executor.py)
+    slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
 
@@ -70,6 +75,8 @@ class PlannedStage:
 
     name: StageName
     plan: Callable[[], StagePlan]
+    platform: str = ""  # the catalog platform (a runner label, Slurm partition or auto:<pool>)
+    timeout_minutes: int | None = None  # the catalog timeout (a Slurm job's --time)
     reused_tests: ReusedTests | None = None
 
 
@@ -78,17 +85,20 @@ def catalog_stages(
     *,
     db: TestDb,
     durations: Durations,
-    sysinfo: Mapping[str, QueryValue],
+    sysinfo: Mapping[str, QueryValue] | None,
     waives_file: str | None,
     reused_tests: Mapping[str, ReusedTests] | None = None,
 ) -> list[PlannedStage]:
-    """Catalog stages planned on this machine: each stage's query merged over its sysinfo."""
+    """Catalog stages planned with each stage's query merged over `sysinfo` (None: stage-name keys only,
+    as the reference's sbatch stages render: a Slurm job's node is not this machine)."""
     return [
         PlannedStage(
             stage.name,
             functools.partial(
                 plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
             ),
+            stage.platform,
+            stage.timeout_minutes,
             (reused_tests or {}).get(stage.name.name),
         )
         for stage in stages
@@ -143,13 +153,12 @@ def run_session(
     run_id: str | None = None,
     identity: RunIdentity | None = None,
 ) -> SessionResult:
-    """Run the servable stages of `stages` (the reused ones are recorded, not run), record everything, and
-    write the run's CI report."""
+    """Run the servable stages of `stages` on the configured executor (the reused ones are recorded, not
+    run), record everything, and write the run's CI report."""
     run_id = run_id or new_run_id()
     identity = identity or RunIdentity()
     code = identity.code
     run_dir = config.results_root / run_id
-    results: list[StageResult] = []
     # Before the run is recorded: a run that cannot keep its results never starts.
     for folder in (run_dir, config.output_dir):
         if folder is not None:
@@ -169,59 +178,120 @@ def run_session(
                 scope=identity.scope,
             )
         )
-
-        def run_one(stage: PlannedStage) -> pipeline.StageOutcome:
-            try:
-                plan = stage.plan()
-                if stage.reused_tests:
-                    plan = _with_reused_tests(plan, stage.reused_tests, config.output_dir or run_dir / plan.name.name)
-            except CiToolError as error:
-                failed = pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
-                store.record_stage(recording.to_not_run_record(run_id, failed), recorded_at=time.time())
-                progress.stage_not_run(failed.name, failed.state, failed.reason)
-                return failed
-            progress.stage_started(plan.name.name, len(plan.lines))
-            settings = RunSettings(
-                rootdir=config.rootdir,
-                results_dir=config.output_dir or run_dir / plan.name.name,
-                run_id=run_id,
-                test_timeout_seconds=config.test_timeout_seconds,
-                flaky_signatures=config.flaky_signatures,
-                rerun_flaky=config.rerun_flaky,
-                detailed_log=config.detailed_log,
-                record_touches=config.record_touches,
-            )
-            result = run_job(plan, settings, on_event=progress.event)
-            results.append(result)
-            tests = [recording.to_test_record(test) for test in result.tests]
-            store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
-            if config.record_touches:
-                touches = read_touch_files(sorted((settings.results_dir / "parts").glob("*.touches.json")))
-                store.record_touches(run_id, touches, recorded_at=time.time())
-            progress.stage_finished(result.stage, result.state, result.duration_seconds, result.counts, result.reason)
-            return pipeline.StageOutcome(result.stage, result.state, result.reason, ran=True)
+        runner = _Runner(run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages)
 
         def not_run(outcome: pipeline.StageOutcome) -> None:
-            record = recording.to_not_run_record(run_id, outcome, reused_from=identity.reused_stages.get(outcome.name))
-            store.record_stage(record, recorded_at=time.time())
-            progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
+            runner.record_not_run(outcome)
 
         ran: pipeline.PipelineResult | None = None
         try:  # Ctrl-C outside a pytest process (while planning, say) still closes the run
             ran = pipeline.run_pipeline(
                 stages,
-                sysinfo=config.sysinfo,
+                mismatch=runner.executor.mismatch,
                 fail_fast=fail_fast,
-                run_one=run_one,
+                runner=runner,
                 not_run=not_run,
                 reused=identity.reused_stages,
             )
+        except BaseException:  # nothing the run started keeps running (a Slurm job submitted before Ctrl-C)
+            with contextlib.suppress(CiToolError):
+                runner.executor.cancel("interrupted")
+            raise
         finally:
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
-        markdown = report.render_markdown(report.build_report(*store.report_input()))
+        run, stage_records, tests = store.report_input()
+        known = store.known_flaky(before=run.started_at)
+        built = report.build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
+        markdown = report.render_markdown(built)
     write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
-    return SessionResult(run_id, ran.state, tuple(results), ran, markdown, run_dir, store.unrecorded)
+    return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
+
+
+def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> Executor:
+    """The executor `config` names, for one run."""
+    if config.executor is ExecutorKind.SLURM:
+        from ci_tool.run.slurm_executor import SlurmExecutor  # the local path never imports Slurm's
+
+        return SlurmExecutor(run_id=run_id, partition=config.slurm_partition, note=progress.note)
+    return LocalExecutor(config.sysinfo, on_event=progress.event)
+
+
+class _Runner:
+    """The pipeline's stage runner: plans each stage when it starts, hands it to the executor, and records
+    each stage as it ends (history and progress)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        run_dir: Path,
+        config: SessionConfig,
+        store: RunRecorder,
+        progress: Progress,
+        *,
+        reused_stages: Mapping[str, str],
+    ) -> None:
+        self.run_id, self.run_dir, self.config, self.store, self.progress = run_id, run_dir, config, store, progress
+        self.reused_stages = reused_stages  # stage -> the run it passed in
+        self.executor = make_executor(config, run_id, progress)
+        self.unplanned: list[pipeline.StageOutcome] = []  # stages that failed to plan, not reported yet
+        self.results: list[StageResult] = []
+
+    def can_start(self) -> bool:
+        return not self.unplanned and self.executor.can_start()
+
+    def running(self) -> int:
+        return len(self.unplanned) + self.executor.running()
+
+    def cancel(self, reason: str) -> None:
+        self.executor.cancel(reason)
+
+    def start(self, stage: PlannedStage) -> None:
+        try:
+            plan = stage.plan()
+            folder = self.config.output_dir or self.run_dir / plan.name.name
+            if stage.reused_tests:
+                plan = _with_reused_tests(plan, stage.reused_tests, folder)
+        except CiToolError as error:
+            self.unplanned.append(
+                pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
+            )
+            return
+        self.progress.stage_started(plan.name.name, len(plan.lines))
+        config = self.config
+        settings = RunSettings(
+            rootdir=config.rootdir,
+            results_dir=folder,
+            run_id=self.run_id,
+            test_timeout_seconds=config.test_timeout_seconds,
+            flaky_signatures=config.flaky_signatures,
+            rerun_flaky=config.rerun_flaky,
+            detailed_log=config.detailed_log,
+            history=config.history,
+            record_touches=config.record_touches,
+        )
+        self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
+
+    def next_finished(self) -> pipeline.StageOutcome:
+        finished = self.unplanned.pop(0) if self.unplanned else self.executor.next_finished()
+        if isinstance(finished, pipeline.StageOutcome):
+            self.record_not_run(finished)
+            return finished
+        self.results.append(finished)
+        tests = [recording.to_test_record(test) for test in finished.tests]
+        self.store.record_stage(recording.to_stage_record(self.run_id, finished), tests, recorded_at=time.time())
+        if self.config.record_touches:
+            touches = read_touch_files(sorted((finished.results_dir / "parts").glob("*.touches.json")))
+            self.store.record_touches(self.run_id, touches, recorded_at=time.time())
+        self.progress.stage_finished(
+            finished.stage, finished.state, finished.duration_seconds, finished.counts, finished.reason
+        )
+        return pipeline.StageOutcome(finished.stage, finished.state, finished.reason, ran=True)
+
+    def record_not_run(self, outcome: pipeline.StageOutcome) -> None:
+        record = recording.to_not_run_record(self.run_id, outcome, reused_from=self.reused_stages.get(outcome.name))
+        self.store.record_stage(record, recorded_at=time.time())
+        self.progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
 
 
 def _with_reused_tests(plan: StagePlan, reused: ReusedTests, folder: Path) -> StagePlan:

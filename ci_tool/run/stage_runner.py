@@ -54,6 +54,7 @@ class TestResult:
     first: junit.CaseResult
     rerun: junit.CaseResult | None = None
     flaky: str | None = None  # the name of the flaky signature that earned the rerun
+    log_file: Path | None = None  # the log of the process that ran the first attempt
 
     @property
     def final(self) -> junit.CaseResult:
@@ -79,6 +80,7 @@ class StageResult:
     started_at: float
     duration_seconds: float
     results_dir: Path
+    details: Mapping[str, object] = field(default_factory=dict)  # what its executor adds (Slurm: its jobs)
     predicted_seconds: float = 0.0  # what planning predicted for the stage (the report sets them side by side)
 
     @property
@@ -130,7 +132,7 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
     name = plan.name.name
     result = StageResult(
         name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder,
-        plan.predicted_seconds,
+        predicted_seconds=plan.predicted_seconds,
     )  # fmt: skip
     junit.write_junit(folder / "junit.xml", name, [test.final for test in tests])
     write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
@@ -158,7 +160,7 @@ def _run_batch(settings: RunSettings, batch: _BatchRun, processes: list[ProcessO
     for _ in range(MAX_RESUMES + 1):
         outcome = _launch(invocation, settings, processes, sink)
         finished = [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]
-        batch.tests.extend(TestResult(case) for case in finished)
+        batch.tests.extend(TestResult(case, log_file=outcome.log_file) for case in finished)
         done.extend(case.nodeid for case in finished)
         if outcome.interrupted:
             return True
@@ -188,7 +190,7 @@ def _rerun_flaky(
         for index, test in enumerate(batch.tests):
             if test.first.nodeid in flaky:
                 rerun = reruns.get(test.first.nodeid) or _missing_rerun(test.first, outcome)
-                batch.tests[index] = TestResult(test.first, rerun, flaky[test.first.nodeid])
+                batch.tests[index] = TestResult(test.first, rerun, flaky[test.first.nodeid], test.log_file)
         if outcome.interrupted:
             return True
     return False
@@ -272,4 +274,5 @@ def result_json(result: StageResult, plan: StagePlan) -> dict[str, object]:
             }
             for p in result.processes
         ],
+        **result.details,
     }

@@ -15,6 +15,8 @@
       platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
       context: l0_dgx_h100
       splits: 2                          the shard count, or `auto` with `budget_minutes`
+      executor: slurm                    optional: each stage a Slurm batch job (platform: a partition
+                                         or `auto:<pool>`); local (the default) runs on the agent
     - name: CPU-Build_Docs               a non-test stage: the docs stage, or a package-sanity stage
       platform: cpu                      (`CPU-PackageSanityCheck-KEY`, with the context of its smoke tests)
 
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 
 from ci_tool.errors import StageError, Where, did_you_mean
 from ci_tool.stages.changes import LineFilter
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName
 
@@ -81,14 +84,15 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def carries(name: StageName, token: str) -> bool:
-    """Whether a stage name carries a tag or backend token (`PerfSanity`, `PyTorch`)."""
-    return token in name.tags or (name.backend is not None and _BACKEND_TOKENS.get(name.backend) == token)
+    """Whether a stage name carries a tag or backend token (`PerfSanity`, `PyTorch`); topology tokens are
+    descriptive and never count."""
+    return token in name.selection_tags or (name.backend is not None and _BACKEND_TOKENS.get(name.backend) == token)
 
 
 def tokens_of(name: StageName) -> tuple[str, ...]:
     """The tags and backend token of a name (what a tag trigger can name)."""
     backend = (_BACKEND_TOKENS[name.backend],) if name.backend in _BACKEND_TOKENS else ()
-    return (*backend, *name.tags)
+    return (*backend, *name.selection_tags)
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,7 @@ class Family:
     predicted_minutes: float  # of the slowest stage: an upper bound (a greedy split), stage facts only
     arch: str
     where: Where
+    executor: Executor = Executor.LOCAL
     line_filter: LineFilter | None = None  # narrowed: the lines of its render it runs
 
 
@@ -166,6 +171,10 @@ class Stage:
     @property
     def arch(self) -> str:
         return self.family.arch
+
+    @property
+    def executor(self) -> Executor:
+        return self.family.executor
 
     @property
     def gpu_count(self) -> int:
@@ -210,6 +219,7 @@ class Stage:
             "on_demand": self.on_demand,
             "timeout_minutes": self.timeout_minutes,
             "arch": self.arch,
+            "executor": self.executor.value,
         }
 
 

@@ -146,4 +146,5 @@ def _resolve(
         predicted_minutes=slowest / 60,
         arch=written.arch,
         where=written.where(),
+        executor=written.executor,
     )

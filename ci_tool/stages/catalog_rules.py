@@ -6,6 +6,7 @@ found ...) and a hint with the exact fix. The loader (catalog_load.py) attaches 
     rule                         why
     CPU families on `cpu`,       a CPU stage needs no GPU machine, and a GPU stage on `cpu` would render
     GPU families elsewhere       its list and then find no GPU
+    `auto:<pool>` with slurm     `auto:` names a Slurm pool: no runner label is spelled that way
     `-x<N>` platforms >= GPUs    a 4-GPU stage on an 1-GPU pool never runs
     counts agree with the name   the name is the one source of GPU/node counts (Jenkins, GitHub, the bot
                                  and local runs read the name); the catalog may repeat them, not differ
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from ci_tool.stages.executors import AUTO_PREFIX, Executor, pool_of
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import CPU_GPU_TOKEN, ON_DEMAND_TAG, POST_MERGE, StageKind, StageName
 
@@ -32,23 +34,36 @@ _GPUS_TOKEN = re.compile(r"\d+_GPUs")
 _NODES_TOKEN = re.compile(r"\d+_Nodes")
 
 
-def platform_problem(name: StageName, platform: str) -> Problem | None:
+def platform_problem(name: StageName, platform: str, executor: Executor = Executor.LOCAL) -> Problem | None:
+    """A runner label, or for Slurm families a partition or `auto:<pool>`, that suits the family's GPUs."""
     example = f"e.g. {platform_for(name)!r}"
-    if not _PLATFORM.fullmatch(platform):
-        return f"expected a runner label of lower-case letters, digits, '-', '_' and '.', found {platform!r}", example
-    if name.gpu == CPU_GPU_TOKEN and platform != CPU_PLATFORM:
+    pool = pool_of(platform)
+    if not _PLATFORM.fullmatch(pool):
+        return (
+            f"expected a runner label of lower-case letters, digits, '-', '_' and '.' (or auto:<pool> for Slurm), "
+            f"found {platform!r}",
+            example,
+        )
+    if platform.startswith(AUTO_PREFIX) and executor is not Executor.SLURM:
+        return (
+            f"expected `executor: slurm` for the Slurm pool {platform!r} of {name.name!r} "
+            f"(auto: picks a Slurm cluster), found executor {executor}",
+            f"add `executor: slurm`, or use a runner label, {example}",
+        )
+    if name.gpu == CPU_GPU_TOKEN and pool != CPU_PLATFORM:
         return f"expected platform {CPU_PLATFORM!r} for the CPU family {name.name!r}, found {platform!r}", None
-    if name.gpu != CPU_GPU_TOKEN and platform == CPU_PLATFORM:
+    if name.gpu != CPU_GPU_TOKEN and pool == CPU_PLATFORM:
         return (
             f"expected a GPU runner label for {name.name!r}, found {platform!r} (no GPUs)",
             f"use the label of its GPU pool, {example}",
         )
-    match = _PLATFORM_GPUS.search(platform)
+    match = _PLATFORM_GPUS.search(pool)
     if match and int(match.group(1)) < name.gpu_count:
+        spelled = platform.removesuffix(pool) + platform_for(name)  # keeps an auto: prefix
         return (
             f"expected a runner with at least {name.gpu_count} GPUs for {name.name!r}, "
             f"found {platform!r} ({match.group(1)} GPU{'s' if match.group(1) != '1' else ''})",
-            example,
+            f"e.g. {spelled!r}",
         )
     return None
 

@@ -43,6 +43,7 @@ from ci_tool.stages.catalog_rules import (
     platform_problem,
     splits_problem,
 )
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
 from ci_tool.stages.query import ARCHES
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
@@ -65,6 +66,7 @@ class Kind(enum.Enum):
     WHOLE_MINUTES = "minutes >= 1"  # a whole number, at most a week
     COUNT = "a whole number"  # >= 0
     BOOL = "true or false"
+    EXECUTOR = "an executor"  # an Executor value
 
 
 Values = Mapping[str, object]  # a family's values read so far, by key
@@ -109,6 +111,12 @@ def _count_check(values: Values, key: str) -> Problem | None:
     return count_problem(_name(values), key, written)
 
 
+def _executor(values: Values) -> Executor:
+    executor = values.get("executor", Executor.LOCAL)
+    assert isinstance(executor, Executor)  # read by the EXECUTOR reader
+    return executor
+
+
 def _splits(values: Values) -> Splits:
     splits = values.get("splits", 1)  # a non-test family's default
     assert isinstance(splits, int | str)  # read by the SPLITS reader
@@ -123,7 +131,7 @@ FAMILY_FIELDS: tuple[Field, ...] = (
         "a runner label",
         required=True,
         example="a10",
-        check=lambda v: platform_problem(_name(v), str(v["platform"])),
+        check=lambda v: platform_problem(_name(v), str(v["platform"]), _executor(v)),
     ),
     Field("context", Kind.TEXT, "a test-db context", required=True, example="l0_a10", check=_context_problem),
     Field(
@@ -143,6 +151,7 @@ FAMILY_FIELDS: tuple[Field, ...] = (
     Field("on_demand", Kind.BOOL, "true or false", check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))),
     Field("timeout_minutes", Kind.WHOLE_MINUTES, "minutes >= 1"),
     Field("arch", Kind.TEXT, "an architecture", check=_arch_problem),
+    Field("executor", Kind.EXECUTOR, " or ".join(Executor), example=Executor.SLURM.value),
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
 REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
@@ -169,6 +178,7 @@ class FamilySpec:
     on_demand: bool | None = None
     timeout_minutes: int | None = None  # None: derived (TimeoutRule)
     arch: str = "x86_64"
+    executor: Executor = Executor.LOCAL  # what runs its stages (executors.py)
     wheres: Mapping[str, Where] = field(default_factory=dict, compare=False)  # key -> where it was written
 
     def where(self, key: str = "") -> Where:
@@ -394,7 +404,18 @@ class _CatalogReader(NodeReader):
             return self.integer(node, path, spec.what, minimum=1, maximum=MAX_TIMEOUT_MINUTES)
         if spec.kind is Kind.COUNT:
             return self.integer(node, path, spec.what, minimum=0)
+        if spec.kind is Kind.EXECUTOR:
+            return self.read_executor(node, path, spec.what)
         return self.boolean(node, path)
+
+    def read_executor(self, node: Node, path: str, what: str) -> Executor | None:
+        text = self.scalar(node, path, ("str",), what)
+        if text is None:
+            return None
+        if text in set(Executor):
+            return Executor(text)
+        self.problem(node, path, f"expected {what}, found {text!r}", did_you_mean(text, [e.value for e in Executor]))
+        return None
 
     def read_name(self, node: Node, path: str) -> StageName | None:
         text = self.scalar(node, path, ("str",), Kind.FAMILY_NAME.value)

@@ -39,7 +39,7 @@ class PerfGate(enum.Enum):
     FAIL = "fail"  # the stage fails
 
 
-# The runner exports the stage's gate to its pytest processes under this name (see ci_tool.perf_gate).
+# The runner exports the stage's gate to its pytest processes under this name (see ci_tool.perf.fixture).
 PERF_GATE_ENV = "CI_TOOL_PERF_GATE"
 
 # Perf mode's pytest options: log every numeric property a test records (ci_tool.run.perf_log). The

@@ -15,6 +15,10 @@
              never stand in for the full stage's)
     A        the attempt (2, 3, ...) of a stage run again after an infrastructure failure
 
+Topology tokens (TOPOLOGY_TOKEN: CTX<n>, GEN<n>, NODE<n>/Node<n>, GPU<n>) describe a disaggregated
+layout, `...-CTX1-NODE1-GPU4-GEN1-NODE1-GPU8-...`: they stay in `tags`, in name order and repeated as
+written, `topology` shows them joined, and no selection reads them (they are not `selection_tags`).
+
 Examples: `DGX_H100-4_GPUs-PyTorch-DeepSeek-1`, `DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3`,
 `GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-CTX1-NODE1-GPU4-GEN1-NODE2-GPU8-1`.
 
@@ -24,6 +28,8 @@ Decisions:
   `-` (`perf`, `Deepseek`, `post-merge`) is an error, never a silent descriptive tag.
 - A test stage must carry a backend token right after the GPU/count tokens: a typo there would otherwise
   select every backend's tests.
+- Every other tag appears once; only topology tokens repeat (a context and a generation server may
+  both sit on one node).
 - The old bracket spelling `A10-TensorRT-[Post-Merge]-1` parses as a post-merge stage;
   `canonical_name` gives today's spelling.
 - Every name must match NAME_CHARSET (the reference's rule, `[-+\\w\\[\\]]+`, ASCII).
@@ -80,6 +86,7 @@ _GPUS = re.compile(r"(\d+)_GPUs")
 _NODES = re.compile(r"(\d+)_Nodes")
 _MAX_DIGITS = 6  # of a shard index or count: int() of thousands of digits fails, and no pipeline is that big
 _TAG = re.compile(r"[+\w]+", re.ASCII)
+TOPOLOGY_TOKEN = re.compile(r"(?:CTX|GEN|NODE|Node|GPU)\d{1,6}")
 
 
 class StageKind(enum.Enum):
@@ -147,6 +154,17 @@ class StageName:
     def multi_gpu(self) -> bool:
         """More than one GPU (or node): held back from pre-merge unless asked for."""
         return self.gpu_count > 1 or self.node_count > 1
+
+    @property
+    def topology(self) -> str | None:
+        """The topology tokens joined (`CTX1-NODE1-GPU4-GEN1-NODE2-GPU8`), or None: descriptive only."""
+        tokens = [tag for tag in self.tags if TOPOLOGY_TOKEN.fullmatch(tag)]
+        return "-".join(tokens) if tokens else None
+
+    @property
+    def selection_tags(self) -> tuple[str, ...]:
+        """The tags a selection may read (tag triggers): every tag but the topology tokens."""
+        return tuple(tag for tag in self.tags if not TOPOLOGY_TOKEN.fullmatch(tag))
 
     @property
     def orchestrator(self) -> str:
@@ -455,7 +473,7 @@ def _tags(name: str, tokens: list[_Token], where: Where | None) -> tuple[bool, t
     for index, token in enumerate(tokens):
         following = tokens[index + 1].text if index + 1 < len(tokens) else None
         _check_tag(name, token, following, where)
-        if token.text in tags:
+        if token.text in tags and not TOPOLOGY_TOKEN.fullmatch(token.text):
             raise _error(name, token.col, "each tag once", f"{token.text!r} twice", where)
         tags.append(token.text)
     _check_conflicts(name, tokens, where)

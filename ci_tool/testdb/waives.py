@@ -1,6 +1,7 @@
 """The waives file: tests to skip, with a reason, optionally only on one GPU family.
 
     waive := ["full:" GPU "/"] test_id [test_id ...] " SKIP" [" (" reason ")"] [comment]
+    reason := text that may hold an issue link and end in `until YYYY-MM-DD` (waive_terms.py)
 
 `GPU` is a stage's GPU token (`A10` in `A10-PyTorch-1`) and must equal it exactly; the reference
 matched it as a substring, so `full:A100/` also applied to A10 stages. Several space-separated paths
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ci_tool.errors import TestDbError, Where
 from ci_tool.testdb.lines import parse_test_line, strip_comment
+from ci_tool.testdb.waive_terms import WaiveTerms, parse_terms
 from ci_tool.text_file import lines, read_text
 
 _GPU_SCOPE = re.compile(r"full:([^/\s]+)/")
@@ -31,6 +33,11 @@ class Waive:
 
     def applies_to(self, gpu_token: str | None) -> bool:
         return self.gpu is None or self.gpu == gpu_token
+
+    @property
+    def terms(self) -> WaiveTerms:
+        """The issue link and expiry its reason carries (checked when the line was parsed)."""
+        return parse_terms(self.reason)
 
 
 def parse_waive_line(text: str, where: Where) -> list[Waive]:
@@ -49,6 +56,7 @@ def parse_waive_line(text: str, where: Where) -> list[Waive]:
             where=where,
             hint="a waive skips a test: end the line with SKIP (https://your-tracker/123)",
         )
+    parse_terms(line.reason, where, line=text)  # a malformed `until` is this line's error, not a later one
     ids = [line.test_id] if _FILTER.search(f" {line.test_id} ") else line.test_id.split()
     return [Waive(test_id, gpu, line.reason, where) for test_id in ids]
 

@@ -8,11 +8,19 @@ sliding window only the blocks that can hold the window are gathered:
 
 Token p of logical block i sits at position i*B + p and is attended when p < seq_len and, for a window,
 when it is a sink token or p >= seq_len - W. All ops are shape-static, so the step can be CUDA-graphed.
+
+On a GPU with Triton the attention is one paged kernel (triton_attention.py) that reads live blocks in
+place; elsewhere the blocks are gathered and attended with torch's fused attention in the pool's dtype.
+`dense_attention`, the reference both are checked against, computes in float32.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+
 import torch
+import torch.nn.functional as F
 
 from kvengine.lifecycle import LifeCycle
 
@@ -52,6 +60,11 @@ def paged_decode_attention(
 ) -> torch.Tensor:
     """One query token per request ([B, q_heads, d]) against its paged KV ([slots, B_tok, kv_heads, d])."""
     slots, logical, usable = blocks
+    if q.is_cuda and _triton_kernel() is not None:
+        kernel = _triton_kernel()
+        assert kernel is not None
+        return kernel(q, k_pool, v_pool, torch.where(usable, slots, -1), logical, seq_lens,
+                      window_tokens=window_tokens, sink_tokens=sink_tokens)  # fmt: skip
     batch, num_blocks = slots.shape
     tpb, kv_heads, head_dim = k_pool.shape[1:]
     index = slots.clamp(min=0)
@@ -62,7 +75,24 @@ def paged_decode_attention(
     valid = usable[:, :, None].expand(batch, num_blocks, tpb).reshape(batch, -1) & (positions < limit)
     if window_tokens is not None:
         valid &= (positions >= limit - window_tokens) | (positions < sink_tokens)
-    return _attend(q, k, v, valid)
+    # one query token: [B, q_heads, 1, d] against [B, kv_heads, T, d], grouped heads shared (no repeat)
+    out = F.scaled_dot_product_attention(
+        q[:, :, None, :], k.transpose(1, 2), v.transpose(1, 2), attn_mask=valid[:, None, None, :], enable_gqa=True
+    )
+    return out[:, :, 0, :]
+
+
+@functools.cache
+def _triton_kernel():  # type: ignore[no-untyped-def]
+    """The Triton paged kernel, or None where Triton is not installed (CPU-only torch builds) or
+    $KVENGINE_ATTENTION is `torch` (the torch path on a GPU too: benches compare the two)."""
+    if os.environ.get("KVENGINE_ATTENTION") == "torch":
+        return None
+    try:
+        from kvengine.triton_attention import triton_paged_decode
+    except ImportError:
+        return None
+    return triton_paged_decode
 
 
 def dense_attention(

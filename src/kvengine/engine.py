@@ -30,6 +30,7 @@ class EngineOptions:
     budget_bytes: int | None = None  # None = free device memory x free_gpu_memory_fraction
     use_cuda_graphs: bool = True  # real graphs on CUDA; on CPU the same padded static-batch path runs
     hidden_size: int = 256
+    compute_dtype: str | None = None  # activations and weights; None = the KV dtype (float32 for fp8 KV)
     vocab_size: int = 512
     seed: int = 0
 
@@ -72,6 +73,8 @@ class DecodeEngine:
         self.pools = KvPools(layout, self.sizing.pools.num_slots, device=self.device)
         dtype = TORCH_DTYPES[spec.layers[0].dtype]
         compute = torch.float32 if dtype == torch.float8_e4m3fn else dtype
+        if options.compute_dtype is not None:
+            compute = TORCH_DTYPES[options.compute_dtype]
         self.model = TinyDecoder(spec.layers, layout, hidden_size=options.hidden_size,
                                  vocab_size=options.vocab_size, dtype=compute, device=self.device, seed=options.seed)
         self.max_blocks = -(-self.max_context_tokens // layout.tokens_per_block)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.atomic import write_text_atomically
+from ci_tool.atomic import write_text_atomically, write_text_new
 from ci_tool.errors import CiToolError
 
 
@@ -62,3 +62,25 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> 
         == f"cannot write the report to {str(tmp_path / 'missing' / 'x.txt')!r}: No such file or directory"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
+
+
+def test_a_new_file_is_written_whole(tmp_path: Path) -> None:
+    write_text_new(tmp_path / "p.diff", "diff\n", what="the proposal")
+    assert [p.name for p in tmp_path.iterdir()] == ["p.diff"] and (tmp_path / "p.diff").read_text() == "diff\n"
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_a_new_file_never_replaces_what_is_there(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "p.diff"
+    if kind == "file":
+        target.write_text("the user's notes\n")
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(CiToolError) as raised:
+        write_text_new(target, "diff\n", what="the proposal", hint="pass another --output")
+    assert str(raised.value) == (
+        f"expected no file at {str(target)!r} for the proposal, found one; it is left as it is "
+        "Hint: pass another --output"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.diff"]
+    assert target.is_symlink() if kind != "file" else target.read_text() == "the user's notes\n"

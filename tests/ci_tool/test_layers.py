@@ -14,12 +14,14 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts"}),
     frozenset({"sysinfo", "gitinfo"}),
     frozenset({"testdb"}),
-    frozenset({"stages", "perf_gate"}),
+    frozenset({"stages"}),
     frozenset({"history"}),
+    frozenset({"perf"}),
     frozenset({"run"}),
+    frozenset({"report"}),
+    frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
     frozenset({"bot"}),
     frozenset({"generate"}),
-    frozenset({"dispatch"}),
     frozenset({"commands"}),
     frozenset({"cli", "__main__", "__init__"}),
 )

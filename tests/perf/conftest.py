@@ -1,3 +1,3 @@
-"""Perf-sanity tests gate through ci-tool's `perf_gate` fixture: the stage's mode decides fail or warn."""
+"""Perf-sanity tests record and gate through ci-tool's `perf_sanity` fixture: the stage's mode decides."""
 
-from ci_tool.perf_gate import perf_gate  # noqa: F401  (a pytest fixture)
+from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture)

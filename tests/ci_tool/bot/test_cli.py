@@ -88,26 +88,44 @@ def test_handle_writes_the_reply_file_only_when_there_is_a_reply(
     reply = tmp_path / "reply.md"
     event = FIXTURES / "event_syntax_error.json"
     code, out, _ = run(
-        capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(reply)
+        capsys, "bot", "handle", "--dry-run", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file",
+        str(reply),
     )
     assert (code, out) == (0, "decision: help: syntax error at column 23\n")
     assert "column 23: unknown flag '-disable-fail-fast'" in reply.read_text(encoding="utf-8")
     quiet = tmp_path / "quiet.md"
     event = FIXTURES / "event_not_a_command.json"
     assert (
-        run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(quiet))[0]
+        run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, "--reply-file", str(quiet),
+            "--dry-run")[0]
         == 0
     )
     assert not quiet.exists()
 
 
-def test_handle_refuses_to_dispatch_without_a_dispatcher(capsys: pytest.CaptureFixture[str]) -> None:
+def test_handle_without_a_jenkins_url_says_where_to_give_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI_TOOL_JENKINS_URL", raising=False)
     event = FIXTURES / "event_run_listed_contributor.json"
     code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST, *CATALOG)
     assert (code, out) == (1, "")
     assert err == (
-        "error: cannot dispatch yet: the Jenkins dispatcher is not wired "
-        "Hint: pass --dry-run to print what would be dispatched\n"
+        "error: expected the Jenkins URL in --jenkins-url or CI_TOOL_JENKINS_URL, found neither "
+        "Hint: set it (the bot workflow passes a repository variable), or pass --dry-run\n"
+    )
+
+
+def test_handle_without_a_github_token_says_which_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    event = FIXTURES / "event_help.json"
+    code, out, err = run(capsys, "bot", "handle", "--event", str(event), "--allowlist", ALLOWLIST)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: expected a GitHub token in GITHUB_TOKEN to reply on the pull request, found none "
+        "Hint: in Actions pass `GITHUB_TOKEN: ${{ github.token }}`, or pass --dry-run\n"
     )
 
 

@@ -52,19 +52,37 @@ def test_runs_on_pr_comments_starting_with_bot_with_a_minimal_token() -> None:
     workflow = load()
     assert workflow["on"] == {"issue_comment": {"types": ["created", "edited"]}}
     assert workflow["permissions"] == {}
-    (job,) = workflow["jobs"].values()  # type: ignore[attr-defined]
-    assert job["if"] == "github.event.issue.pull_request && startsWith(github.event.comment.body, '/bot')"
-    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    handle, follow = workflow["jobs"].values()  # type: ignore[attr-defined]
+    assert handle["if"] == "github.event.issue.pull_request && startsWith(github.event.comment.body, '/bot')"
+    assert (follow["needs"], follow["if"]) == ("handle", "needs.handle.outputs.build != ''")
+    for job in (handle, follow):
+        assert job["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write"}
+
+
+@pytest.mark.parametrize(("job_id", "option"), [("handle", '--github-output "$GITHUB_OUTPUT"'), ("follow", "--wait")])
+def test_dispatches_with_the_jenkins_url_from_a_variable_and_credentials_from_secrets(job_id: str, option: str) -> None:
+    job = load()["jobs"][job_id]  # type: ignore[index]
+    (step,) = [step for step in job["steps"] if "bot handle" in step.get("run", "")]
+    assert "--dry-run" not in step["run"] and option in step["run"]
+    assert step["env"] == {
+        "GITHUB_TOKEN": "${{ github.token }}",
+        "CI_TOOL_JENKINS_URL": "${{ vars.CI_TOOL_JENKINS_URL }}",
+        "JENKINS_USER": "${{ secrets.JENKINS_USER }}",
+        "JENKINS_API_TOKEN": "${{ secrets.JENKINS_API_TOKEN }}",
+        # the follow job posts the CI report, which links the HTML report where the variable says
+        **({"CI_TOOL_REPORT_URL": "${{ vars.CI_TOOL_REPORT_URL }}"} if job_id == "follow" else {}),
+    }
 
 
 def test_no_expression_is_interpolated_into_a_shell_line() -> None:
-    (job,) = load()["jobs"].values()  # type: ignore[attr-defined]
-    runs = [step["run"] for step in job["steps"] if "run" in step]
+    jobs = load()["jobs"].values()  # type: ignore[attr-defined]
+    runs = [step["run"] for job in jobs for step in job["steps"] if "run" in step]
     assert runs and all("${{" not in run for run in runs)
     assert any('--event "$GITHUB_EVENT_PATH"' in run for run in runs)
 
 
-def test_checks_out_the_default_branch_without_persisted_credentials() -> None:
-    (job,) = load()["jobs"].values()  # type: ignore[attr-defined]
+@pytest.mark.parametrize("job_id", ["handle", "follow"])
+def test_checks_out_the_default_branch_without_persisted_credentials(job_id: str) -> None:
+    job = load()["jobs"][job_id]  # type: ignore[index]
     (checkout,) = [step for step in job["steps"] if str(step.get("uses", "")).startswith("actions/checkout@")]
     assert checkout["with"] == {"persist-credentials": False}  # no `ref:`: never the pull request's code

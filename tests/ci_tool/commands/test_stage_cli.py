@@ -92,6 +92,16 @@ def test_text_output_is_one_line_per_name(capsys: pytest.CaptureFixture[str]) ->
     ]
 
 
+def test_text_output_shows_a_topology_apart_from_the_tags(capsys: pytest.CaptureFixture[str]) -> None:
+    name = "GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-CTX1-NODE1-GPU1-GEN1-NODE1-GPU4-Post-Merge-1"
+    code, out, _ = run(capsys, "stage", "parse", name)
+    assert (code, out) == (
+        0,
+        f"{name}: test stage, gpu GB200 x8, 2 nodes, backend pytorch, tags Disagg PerfSanity, "
+        "topology CTX1-NODE1-GPU1-GEN1-NODE1-GPU4 (descriptive), post-merge, shard 1, mode perf_sanity\n",
+    )
+
+
 def test_an_unparseable_name_is_a_one_line_error_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "stage", "parse", "A10-PyTorch-1", "A10-Pytorch-1", "--json")
     assert (code, out) == (1, "")

@@ -46,7 +46,9 @@ Map runScenario(Map scenario) {
     binding.setVariable('scm', 'scm')
     binding.setVariable('env', scenario.env ?: [:])
     File workspace = scenario.workspace ? new File(scenario.workspace) : null
-    binding.setVariable('properties', { List properties -> record(step: 'properties') })
+    binding.setVariable('properties', { List properties ->
+        record(step: 'properties', parameters: properties.flatten().collect { it.name })
+    })
     binding.setVariable('parameters', { List parameters -> parameters })
     binding.setVariable('text', { Map parameter -> parameter })
     binding.setVariable('booleanParam', { Map parameter -> parameter })

@@ -61,7 +61,7 @@ def test_check_names_each_stale_file_with_its_diff_and_exits_1(repo: Path, capsy
     assert out.startswith("--- a/jenkins/L0_Test.groovy\n+++ b/jenkins/L0_Test.groovy\n@@ ")
     changed = [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert [line[:1] for line in changed] == ["-", "+"]
-    assert "timeoutMinutes: 90]" in changed[0] and "timeoutMinutes: 95]" in changed[1]
+    assert "timeoutMinutes: 90," in changed[0] and "timeoutMinutes: 95," in changed[1]
 
 
 def test_check_reports_a_hand_edit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

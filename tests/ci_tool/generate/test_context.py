@@ -20,6 +20,7 @@ from ci_tool.generate.context import (
     jenkins_test_context,
     stage_row,
 )
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName, parse_stage_name
 
 
@@ -33,14 +34,23 @@ class FakeStage:
     splits: int
     timeout_minutes: int
     arch: str
+    executor: Executor = Executor.LOCAL
 
 
 def source(*stages: FakeStage) -> GenerateInput:
     return GenerateInput(stages)
 
 
-def spec(name: str, platform: str = "a10", *, shards: int = 1, timeout: int = 60, arch: str = "x86_64") -> FakeStage:
-    return FakeStage(parse_stage_name(name), platform, "l0_x", shards, timeout, arch)
+def spec(
+    name: str,
+    platform: str = "a10",
+    *,
+    shards: int = 1,
+    timeout: int = 60,
+    arch: str = "x86_64",
+    executor: Executor = Executor.LOCAL,
+) -> FakeStage:
+    return FakeStage(parse_stage_name(name), platform, "l0_x", shards, timeout, arch, executor)
 
 
 def test_stage_row_carries_the_catalog_and_grammar_facts() -> None:
@@ -58,6 +68,7 @@ def test_stage_row_carries_the_catalog_and_grammar_facts() -> None:
         "arch": "x86_64",
         "phase": "Multi-GPU",
         "cpu": False,
+        "executor": "local",
     }
 
 
@@ -83,6 +94,15 @@ def test_a_shard_beyond_the_shard_count_is_an_error() -> None:
 )
 def test_runner_labels(name: str, platform: str, label: str, runs_on: object) -> None:
     assert (jenkins_label(spec(name, platform)), github_runs_on(spec(name, platform))) == (label, runs_on)
+
+
+def test_a_slurm_familys_stages_run_on_an_agent_that_submits_to_the_cluster() -> None:
+    stage = spec("GB200-8_GPUs-2_Nodes-PyTorch-1", "auto:gb200-flex", executor=Executor.SLURM)
+    assert (jenkins_label(stage), github_runs_on(stage), stage_row(stage)["executor"]) == (
+        "slurm",
+        ["self-hosted", "slurm"],
+        "slurm",
+    )
 
 
 def test_duplicate_stages_are_an_error() -> None:
@@ -129,12 +149,22 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
     specs += [spec("DGX_H100-4_GPUs-PyTorch-1", "dgx-h100-x4", timeout=90)]
     matrices = github_matrices(specs, {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"})
     assert matrices == {
-        "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30}],
+        "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}],
         "single_gpu_1": [
-            {"stage": "H100-PyTorch-Perf-1", "runs_on": ["self-hosted", "h100", "perf"], "timeout_minutes": 60}
+            {
+                "stage": "H100-PyTorch-Perf-1",
+                "runs_on": ["self-hosted", "h100", "perf"],
+                "timeout_minutes": 60,
+                "executor": "local",
+            }
         ],
         "multi_gpu_1": [
-            {"stage": "DGX_H100-4_GPUs-PyTorch-1", "runs_on": ["self-hosted", "dgx-h100-x4"], "timeout_minutes": 90}
+            {
+                "stage": "DGX_H100-4_GPUs-PyTorch-1",
+                "runs_on": ["self-hosted", "dgx-h100-x4"],
+                "timeout_minutes": 90,
+                "executor": "local",
+            }
         ],
     }
 

@@ -196,7 +196,8 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(
             "timeout_minutes": row["timeoutMinutes"],
         }
         assert (name, jenkins_facts) == (name, expected(spec))
-        assert row["label"].split(" && ")[0] == spec.platform
+        assert row["label"].split(" && ")[0] == ("slurm" if spec.executor == "slurm" else spec.platform)
+        assert row["executor"] == github[name]["executor"] == spec.executor
         assert phases[name] == {"arch": spec.arch, "phase": "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"}
         assert (github[name]["runs_on"], github[name]["timeout_minutes"]) == (
             github_runs_on(spec),

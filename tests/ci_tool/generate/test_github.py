@@ -87,7 +87,7 @@ POST_MERGE = {
         "DGX_B200-PyTorch-PerfSanity-Post-Merge-1",
         "GH200-PyTorch-1",
     ],
-    "multi_gpu_1": ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GB200-4_GPUs-PyTorch-1"],
+    "multi_gpu_1": ["DGX_H100-4_GPUs-PyTorch-DeepSeek-1", "GB200-4_GPUs-PyTorch-1", "GB200-8_GPUs-2_Nodes-PyTorch-1"],
 }
 NAMED = {
     "fail_fast": "true",
@@ -108,7 +108,7 @@ def request(**flags: object) -> str:
         ({"request": request(post_merge=True), "labels": '["ci: post-merge approved"]'}, POST_MERGE),
         ({"request": request(stage_list=["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-OnDemand-1"]), "labels": f'["{FULL}"]'},
          NAMED),
-        ({"request": request(stage_list=["A10-PyTorch-OnDemand-1", "GB200-*"]), "labels": f'["{FULL}"]'}, NAMED),
+        ({"request": request(stage_list=["A10-PyTorch-OnDemand-1", "GB200-4*"]), "labels": f'["{FULL}"]'}, NAMED),
         ({"request": request(disable_fail_fast=True)}, {**PRE_MERGE, "fail_fast": "false"}),
     ],
     ids=["pre-merge-default", "post-merge-labelled", "named", "glob", "disable-fail-fast"],
@@ -131,9 +131,16 @@ def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_
     inputs = {"request": request(stage_list=["H100_PCIe-PyTorch-Perf-1", "CPU-Generic-1"])}
     plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
     assert plan.matrix("single_gpu_1") == [
-        {"stage": "H100_PCIe-PyTorch-Perf-1", "runs_on": ["self-hosted", "h100-pcie", "perf"], "timeout_minutes": 90}
+        {
+            "stage": "H100_PCIe-PyTorch-Perf-1",
+            "runs_on": ["self-hosted", "h100-pcie", "perf"],
+            "timeout_minutes": 90,
+            "executor": "local",
+        }
     ]
-    assert plan.matrix("cpu_1") == [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30}]
+    assert plan.matrix("cpu_1") == [
+        {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}
+    ]
 
 
 def test_plan_blocks_the_stages_whose_label_is_missing_and_names_them(
@@ -203,13 +210,14 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
     stage = "CPU-Generic-1"
     assert run_step["env"] == {
         "STAGE": "${{ matrix.stage }}",
+        "EXECUTOR": "${{ matrix.executor }}",
         "STAGE_RUN_ARGS": "${{ needs.plan.outputs.stage_run_args }}",
     }
     workspace = make_workspace("github-stage")
     result = subprocess.run(
         ["bash", "-e", "-c", run_step["run"]],
         cwd=workspace,
-        env={**os.environ, "STAGE": stage, "STAGE_RUN_ARGS": stage_run_args},
+        env={**os.environ, "STAGE": stage, "EXECUTOR": "local", "STAGE_RUN_ARGS": stage_run_args},
         capture_output=True,
         text=True,
         timeout=120,

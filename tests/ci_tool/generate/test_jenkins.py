@@ -95,6 +95,7 @@ MULTI = "DGX_H100-4_GPUs-PyTorch-DeepSeek-1"
 SCENARIOS: dict[str, dict[str, object]] = {
     "test-passes": l0_test(["A10-PyTorch-1", "CPU-Generic-1"]),
     "test-perf-label": l0_test(["H100_PCIe-PyTorch-Perf-1"]),
+    "test-slurm": l0_test(["GB200-8_GPUs-2_Nodes-PyTorch-1"]),
     "test-fail-fast": l0_test(["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], failing_stages=["A10-PyTorch-2"]),
     "test-no-fail-fast": l0_test(
         ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], fail_fast=False, failing_stages=["A10-PyTorch-2"]
@@ -193,7 +194,11 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
         ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
-        ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1'"),
+        (
+            "sh",
+            ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
+            "--html-report 'results/A10-PyTorch-1/report.html' --executor local",
+        ),
         ("junit", "results/A10-PyTorch-1/**/*.xml"),
         ("archiveArtifacts", "results/A10-PyTorch-1/**"),
         ("node", "cpu"),
@@ -245,7 +250,25 @@ def test_the_selections_stage_run_options_reach_every_stage_command(runs: dict) 
     run = runs["test-run-args"]
     assert run["error"] is None
     ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
-    assert ran == [".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' --detailed-log"]
+    assert ran == [
+        ".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' "
+        "--html-report 'results/CPU-Generic-1/report.html' --executor local --detailed-log"
+    ]
+
+
+def test_a_slurm_familys_stage_is_submitted_from_a_slurm_agent_with_the_slurm_executor(runs: dict) -> None:
+    run = runs["test-slurm"]
+    assert run["error"] is None
+    assert steps(run, "node", "stage", "timeout")[1:4] == [
+        ("node", "slurm"),
+        ("stage", "GB200-8_GPUs-2_Nodes-PyTorch-1"),
+        ("timeout", 120),
+    ]
+    assert [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)] == [
+        ".venv/bin/ci-tool stage run 'GB200-8_GPUs-2_Nodes-PyTorch-1' --output-dir "
+        "'results/GB200-8_GPUs-2_Nodes-PyTorch-1' --html-report 'results/GB200-8_GPUs-2_Nodes-PyTorch-1/report.html' "
+        "--executor slurm"
+    ]
 
 
 def test_an_option_ci_tool_does_not_know_never_reaches_a_shell(runs: dict) -> None:
@@ -294,6 +317,13 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
     assert {
         (call["job"], call["propagate"], call["failFast"], json.dumps(call["stageRunArgs"])) for call in builds
     } == {("L0_Test", False, True, "[]")}
+
+
+def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(runs: dict) -> None:
+    run = runs["mr-passes"]
+    (declared,) = [call["parameters"] for call in run["calls"] if call["step"] == "properties"]
+    assert declared == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID"]
+    assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
 
 
 def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_other_arch(runs: dict) -> None:

@@ -282,15 +282,24 @@ def test_report_latest_of_a_history_without_runs(capsys: pytest.CaptureFixture[s
     )
 
 
-@pytest.mark.parametrize("output", ["missing/report.md", "afile/report.md"], ids=["folder-missing", "folder-is-a-file"])
-def test_report_output_that_cannot_be_written_is_a_located_error(
+def test_report_output_in_a_missing_folder_makes_the_folder(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "missing" / "report.md"
+    assert run(capsys, "report", "latest", "--history", str(history_file), "--output", str(target))[:2] == (0, "")
+    assert target.read_text().startswith("## ci-tool run")
+
+
+@pytest.mark.parametrize("output", ["afile/report.md", "afile/deeper/report.md"])
+def test_report_output_below_a_file_is_a_located_error(
     capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path, output: str
 ) -> None:
-    (tmp_path / "afile").write_text("")
+    (tmp_path / "afile").write_text("kept")
     target = tmp_path / output
-    reason = "No such file or directory" if output.startswith("missing") else "Not a directory"
+    reason = "a file is in the way" if output.count("/") == 1 else "Not a directory"
     code, out, err = run(capsys, "report", "latest", "--history", str(history_file), "--output", str(target))
-    assert (code, out, err) == (1, "", f"error: cannot write the report to {str(target)!r}: {reason}\n")
+    assert (code, out, err) == (1, "", f"error: cannot make the report's folder {str(target.parent)!r}: {reason}\n")
+    assert (tmp_path / "afile").read_text() == "kept"
 
 
 def test_a_history_path_with_uri_characters_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -138,7 +138,9 @@ def test_export_durations_takes_median_of_latest_non_skipped(store: HistoryStore
 
 def test_slowest_tests(store: HistoryStore) -> None:
     add_run(store, "r1", 1.0, "S-1", [TestRecord("fast", "passed", 0.1), TestRecord("slow", "passed", 9.0)])
-    assert [(s.test_id, s.median_seconds) for s in queries.slowest_tests(store, limit=1)] == [("slow", 9.0)]
+    add_run(store, "r2", 2.0, "S-1", [TestRecord("slow", "passed", 7.0)])
+    found = queries.slowest_tests(store, limit=1)
+    assert [(s.test_id, s.median_seconds, s.recent) for s in found] == [("slow", 8.0, (9.0, 7.0))]
 
 
 def test_flaky_tests_by_rerun_and_by_flips_within_a_family(store: HistoryStore) -> None:
@@ -147,9 +149,11 @@ def test_flaky_tests_by_rerun_and_by_flips_within_a_family(store: HistoryStore) 
     add_run(store, "r3", 3.0, "H100-PyTorch-1", [TestRecord("gpu", "passed", 1)])
     add_run(store, "r4", 4.0, "A10-PyTorch-1", [TestRecord("rerun", "failed", 1, rerun_outcome="passed")])
     assert queries.flaky_tests(store) == [
-        queries.FlakyTest("flip", "A10-PyTorch", results=2, passed_on_rerun=0, flips=1),
-        queries.FlakyTest("rerun", "A10-PyTorch", results=1, passed_on_rerun=1, flips=0),
-    ]
+        queries.FlakyTest("flip", "A10-PyTorch", results=2, passed_on_rerun=0, flips=1, last_seen_run="r2",
+                          last_seen_at=2.0),
+        queries.FlakyTest("rerun", "A10-PyTorch", results=1, passed_on_rerun=1, flips=0, last_seen_run="r4",
+                          last_seen_at=4.0),
+    ]  # fmt: skip
 
 
 def test_recent_runs_newest_first(store: HistoryStore) -> None:

@@ -82,17 +82,45 @@ class FakeStage:
     name: StageName
 
 
+class FakeRunner:
+    """Ends each stage in the state `states` gives it. `capacity` stages run at once (1: the local
+    executor; more: the Slurm executor, whose stages all start at once); a cancel ends the running ones."""
+
+    def __init__(self, states: dict[str, str], capacity: int) -> None:
+        self.states, self.capacity = states, capacity
+        self.started: list[str] = []
+        self.queue: list[StageOutcome] = []
+
+    def can_start(self) -> bool:
+        return len(self.queue) < self.capacity
+
+    def start(self, stage: FakeStage) -> None:
+        self.started.append(stage.name.name)
+        self.queue.append(StageOutcome(stage.name.name, StageState(self.states[stage.name.name]), ran=True))
+
+    def running(self) -> int:
+        return len(self.queue)
+
+    def next_finished(self) -> StageOutcome:
+        return self.queue.pop(0)
+
+    def cancel(self, reason: str) -> None:
+        self.queue = [StageOutcome(o.name, StageState.SKIPPED, reason) for o in self.queue]
+
+
 def _pipeline(
-    states: dict[str, str], *, fail_fast: bool, sysinfo: dict[str, object] = NO_GPU
+    states: dict[str, str], *, fail_fast: bool, sysinfo: dict[str, object] = NO_GPU, capacity: int = 1
 ) -> tuple[PipelineResult, list[str]]:
-    ran: list[str] = []
-
-    def run_one(stage: FakeStage) -> StageOutcome:
-        ran.append(stage.name.name)
-        return StageOutcome(stage.name.name, StageState(states[stage.name.name]), ran=True)
-
+    runner = FakeRunner(states, capacity)
     stages = [FakeStage(parse_stage_name(name)) for name in states]
-    return run_pipeline(stages, sysinfo=sysinfo, fail_fast=fail_fast, run_one=run_one, not_run=lambda o: None), ran  # type: ignore[arg-type]
+    result = run_pipeline(
+        stages,
+        mismatch=lambda name: runner_mismatch(name, sysinfo),  # type: ignore[arg-type]
+        fail_fast=fail_fast,
+        runner=runner,
+        not_run=lambda o: None,
+    )
+    return result, runner.started
 
 
 def test_fail_fast_skips_the_rest() -> None:
@@ -129,3 +157,20 @@ def test_interrupt_stops_the_pipeline() -> None:
         "interrupted",
         "not started: the run was interrupted",
     )
+
+
+def test_with_every_stage_started_at_once_fail_fast_cancels_the_others_and_keeps_the_order() -> None:
+    states = {
+        "CPU-Generic-1": "passed",
+        "CPU-Generic-2": "failed",
+        "CPU-Generic-3": "passed",
+        "A10-PyTorch-1": "passed",
+    }
+    result, ran = _pipeline(states, fail_fast=True, capacity=10)
+    assert ran == ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"]
+    assert [(o.name, o.state, o.reason) for o in result.stages] == [
+        ("CPU-Generic-1", "passed", ""),
+        ("CPU-Generic-2", "failed", ""),
+        ("CPU-Generic-3", "skipped", "cancelled by fail-fast: CPU-Generic-2 failed"),
+        ("A10-PyTorch-1", "waiting", "needs 1 A10 GPU; this machine has no GPU"),
+    ]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +145,23 @@ def test_stage_run_of_a_failing_stage_exits_1(in_suite: Path, capsys: pytest.Cap
     assert (code, out.splitlines()[-1]) == (1, "0 passed, 1 failed, 0 skipped")
 
 
+def test_stage_run_writes_its_html_report_beside_its_results_with_working_log_links(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_suite / "test-db" / "l0_fixture.yml").write_text(
+        "version: 0.0.1\nl0_fixture:\n- condition: {}\n  tests: [cases/case_basic.py::test_assert_fails]\n"
+        "l0_green:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass]\n"
+    )
+    argv = ["stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", *CPU_ONLY, "--output-dir", "results/x"]
+    code, out, _ = run(capsys, *argv, "--html-report", "results/x/report.html")
+    page = in_suite / "results" / "x" / "report.html"
+    assert (code, out.splitlines()[-1]) == (1, "HTML report: results/x/report.html")
+    text = page.read_text()
+    assert "CPU-Generic-1" in text and "test_assert_fails" in text
+    logs = re.findall(r'href="([^"#]+\.log)"', text)
+    assert logs and all((page.parent / urllib.parse.unquote(href)).is_file() for href in logs)
+
+
 def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", *CPU_ONLY, "--dry-run")
     lines = out.splitlines()
@@ -188,6 +208,44 @@ def test_bot_flags_given_as_an_option_get_a_hint(in_suite: Path, capsys: pytest.
         "Hint: put the flags after `--`: ci-tool run -- '--stage-list \"CPU-Generic-1\"', or write the whole "
         "command: ci-tool run '/bot run --stage-list \"CPU-Generic-1\"'"
     )
+
+
+SLURM_CATALOG = """\
+version: 1
+families:
+- {name: GB200-8_GPUs-2_Nodes-PyTorch, platform: 'auto:gb200-flex', context: l0_green, splits: 1, timeout_minutes: 90,
+   executor: slurm}
+"""
+
+
+def test_a_slurm_dry_run_prints_the_sbatch_line_and_the_srun_launch(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_suite / "slurm.yml").write_text(SLURM_CATALOG)
+    name = "GB200-8_GPUs-2_Nodes-PyTorch-1"
+    code, out, err = run(capsys, "stage", "run", name, "--catalog", "slurm.yml", "--executor", "slurm", "--dry-run")
+    lines = out.splitlines()
+    folder = in_suite / ".ci-tool" / "runs" / "<run-id>" / name / "slurm"
+    assert (code, err) == (0, "")  # no warning: the cluster, not this machine, runs it
+    assert lines[1] == (
+        'query: {"auto_trigger": "others", "backend": "pytorch", "gpu": "GB200", "orchestrator": "mpi", '
+        '"stage": "pre_merge", "system_gpu_count": "8"}'
+    )  # stage-name keys only, as the reference's sbatch stages render
+    assert lines[3] == "slurm job: " + shlex.join(
+        [
+            "sbatch", "--parsable", f"--job-name={name}", f"--chdir={in_suite}", f"--output={folder}/%j.out",
+            f"--error={folder}/%j.err", "--nodes=2", "--ntasks-per-node=1", "--no-requeue", "--partition=gb200-flex",
+            "--gres=gpu:4", "--time=90", "--comment=ci-tool run <run-id>", f"{folder}/job.sh",
+        ]
+    )  # fmt: skip
+    launches = [line for line in lines if " -m pytest " in line]
+    assert launches and all(" srun --nodes=2 --ntasks=2 --ntasks-per-node=1 " in line for line in launches)
+    assert not (in_suite / ".ci-tool").exists()
+
+
+def test_a_slurm_partition_needs_the_slurm_executor(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", "--slurm-partition", "x")
+    assert (code, err.splitlines()[-1]) == (2, "Error: --slurm-partition needs --executor slurm")
 
 
 def test_stage_run_warns_on_a_machine_that_is_no_runner_for_it(

@@ -108,7 +108,51 @@ def test_stage_json_has_the_documented_keys_in_order() -> None:
         "on_demand": False,
         "timeout_minutes": 90,
         "arch": "aarch64",
+        "executor": "local",
     }
+
+
+SLURM_FAMILY = """\
+version: 1
+families:
+- name: GB200-8_GPUs-2_Nodes-PyTorch
+  platform: auto:gb200-flex
+  context: l0_x
+  splits: 2
+  executor: slurm
+- name: CPU-Generic
+  platform: cpu
+  context: l0_x
+  splits: 1
+  executor: slurm
+"""
+
+
+def test_a_slurm_family_runs_its_stages_as_slurm_jobs_on_its_pool() -> None:
+    catalog = parse(SLURM_FAMILY)
+    assert [(s.name.name, s.platform, s.executor) for s in catalog.stages] == [
+        ("GB200-8_GPUs-2_Nodes-PyTorch-1", "auto:gb200-flex", "slurm"),
+        ("GB200-8_GPUs-2_Nodes-PyTorch-2", "auto:gb200-flex", "slurm"),
+        ("CPU-Generic-1", "cpu", "slurm"),
+    ]
+    assert parse(VALID).stages[0].executor == "local"
+
+
+def _reference_families() -> list[tuple[str, str, str]]:
+    """reference_stages.txt's families: (name, platform, dispatch)."""
+    rows = (Path(__file__).with_name("reference_stages.txt")).read_text(encoding="utf-8").splitlines()
+    return [(f[0], f[2], f[5]) for f in (row.split() for row in rows) if len(f) == 6 and not f[0].startswith("#")]
+
+
+REFERENCE_FAMILIES = _reference_families()
+
+
+@pytest.mark.parametrize(("family", "platform", "dispatch"), REFERENCE_FAMILIES, ids=[f[0] for f in REFERENCE_FAMILIES])
+def test_every_reference_family_is_a_valid_catalog_family(family: str, platform: str, dispatch: str) -> None:
+    executor = "slurm" if dispatch == "slurm" else "local"
+    family_yaml = f"{{name: {family}, platform: '{platform}', context: l0_x, splits: 1, executor: {executor}}}"
+    text = f"version: 1\nfamilies:\n- {family_yaml}\n"
+    assert [s.executor for s in parse(text).stages] == [executor]
 
 
 def test_auto_splits_take_the_fewest_shards_within_the_budget() -> None:

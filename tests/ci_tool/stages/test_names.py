@@ -100,6 +100,69 @@ def test_the_table_holds_every_stage_name_in_the_reference_notes() -> None:
     assert stage_like - set(REAL_STAGES) == set()
 
 
+def _reference_stages() -> dict[str, tuple[int, int]]:
+    """reference_stages.txt: stage name -> (GPUs, nodes) as the reference's configs say (the 7 non-test
+    stages: what their GPU token says)."""
+    stages: dict[str, tuple[int, int]] = {}
+    for line in (Path(__file__).with_name("reference_stages.txt")).read_text(encoding="utf-8").splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) == 1:
+            stages[fields[0]] = (0 if fields[0].startswith("CPU-") else 1, 1)
+            continue
+        family, splits, _platform, gpus, nodes, _dispatch = fields
+        stages.update({f"{family}-{k}": (int(gpus), int(nodes)) for k in range(1, int(splits) + 1)})
+    return stages
+
+
+REFERENCE_STAGES = _reference_stages()
+
+
+def test_the_reference_pipeline_has_189_stage_names() -> None:
+    assert (len(REFERENCE_STAGES), sum(parse_stage_name(n).is_test for n in REFERENCE_STAGES)) == (189, 182)
+
+
+@pytest.mark.parametrize(("name", "counts"), REFERENCE_STAGES.items(), ids=list(REFERENCE_STAGES))
+def test_every_reference_stage_name_parses_with_the_counts_its_config_gives(name: str, counts: tuple[int, int]) -> None:
+    parsed = parse_stage_name(name)
+    assert (parsed.gpu_count, parsed.node_count) == counts
+
+
+REPEATED = "GB300-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-CTX1-NODE1-GPU4-GEN1-NODE1-GPU4-Post-Merge-1"
+
+
+def test_topology_tokens_repeat_and_are_kept_in_the_tags() -> None:
+    parsed = parse_stage_name(REPEATED)
+    assert (parsed.tags, parsed.topology, parsed.selection_tags) == (
+        ("Disagg", "PerfSanity", "CTX1", "NODE1", "GPU4", "GEN1", "NODE1", "GPU4"),
+        "CTX1-NODE1-GPU4-GEN1-NODE1-GPU4",
+        ("Disagg", "PerfSanity"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "topology"),
+    [
+        (DISAGG, TOPOLOGY),
+        ("GB200-8_GPUs-2_Nodes-PyTorch-PerfSanity-Node2-GPU8-Post-Merge-1", "Node2-GPU8"),
+        ("A10-PyTorch-1", None),
+    ],
+    ids=["disagg", "node-gpu", "none"],
+)
+def test_topology_is_shown_joined(name: str, topology: str | None) -> None:
+    assert parse_stage_name(name).topology == topology
+
+
+def test_the_topology_never_changes_what_a_stage_selects() -> None:
+    with_topology = parse_stage_name(REPEATED)
+    without = parse_stage_name("GB300-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-Post-Merge-1")
+    facts = ("gpu", "gpu_count", "node_count", "backend", "post_merge", "mode", "functional_only")
+    assert [getattr(with_topology, f) for f in facts] == [getattr(without, f) for f in facts]
+    assert (with_topology.orchestrator, with_topology.auto_trigger, with_topology.on_demand) == ("mpi", "others", False)
+    assert with_topology.selection_tags == without.selection_tags
+
+
 @pytest.mark.parametrize(
     ("name", "kind"),
     [

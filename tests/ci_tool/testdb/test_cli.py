@@ -203,3 +203,21 @@ def test_match_json_nested_thousands_deep_is_a_one_line_error(
     match = '{"a":' * 5000
     code, _, err = run(capsys, "testdb", "render", "--context", "l0_x", "--match", match, "--test-db", str(test_db))
     assert (code, err) == (1, "error: --match:1:321: expected JSON nested at most 64 deep, found deeper nesting\n")
+
+
+@pytest.mark.parametrize(
+    ("options", "found"),
+    [
+        (("--today", "2027-01-31"), []),
+        (("--today", "2027-02-01"), ["waives.txt:1:1: expected an unexpired waive"]),
+        (("--today", "2027-01-01", "--require-links"), ["waives.txt:2:1: expected a waive reason with an issue link"]),
+    ],
+    ids=["on its last day", "the day after", "require links"],
+)
+def test_check_expired_and_unlinked_waives(
+    test_db: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...], found: list[str]
+) -> None:
+    (test_db / "waives.txt").write_text("a.py::t SKIP (https://bugs/1 until 2027-01-31)\ncpu.py SKIP (flaky)\n")
+    code, _, err = run(capsys, "testdb", "check", "--test-db", str(test_db), *options)
+    problems = [line.removeprefix(f"error: {test_db}/").split(", found")[0] for line in err.splitlines()[:-1]]
+    assert (code, problems) == (1 if found else 0, found)

@@ -7,15 +7,17 @@
 //   FAIL_FAST       whether the first failed stage stops the others
 //   STAGE_RUN_ARGS  the `ci-tool stage run` options every stage runs with (JSON list), e.g. ["--detailed-log"]
 //
-// Each stage allocates an agent by label, checks out, and runs `ci-tool stage run <name>`, which renders
-// the stage's test-db list, takes its shard and runs pytest; JUnit and results are archived even when the
-// stage fails or times out.
+// Each stage allocates an agent by label, checks out, and runs `ci-tool stage run <name> --executor E`, which
+// renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families as
+// one Slurm job on the family's partition); JUnit and results are archived even when the stage fails or
+// times out.
 
 import groovy.transform.Field
 
 @Field final String SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e \'.[engine,test]\''
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
+@Field final String HTML_REPORT = 'report.html'
 @Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
 
 properties([
@@ -30,7 +32,7 @@ List stageNames = parseStageNames(params.STAGES)
 String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS)
 runStages(stageNames, params.FAIL_FAST, stageRunArgs)
 
-// The stage table: name -> runner, test-db context, shard, shard count, GPUs, nodes, mode, timeout.
+// The stage table: name -> runner, test-db context, shard, shard count, GPUs, nodes, mode, timeout, executor.
 Map stageTable() {
     Map table = [:]
     table.putAll(stageTablePart1())
@@ -39,15 +41,16 @@ Map stageTable() {
 
 Map stageTablePart1() {
     return [
-        'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
-        'A10-PyTorch-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'A10-PyTorch-2': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'A10-PyTorch-OnDemand-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'H100_PCIe-PyTorch-Perf-1': [platform: 'h100-pcie', label: 'h100-pcie && perf', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 90],
-        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'b200', label: 'b200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 120],
-        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120],
-        'GH200-PyTorch-1': [platform: 'gh200', label: 'gh200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60],
-        'GB200-4_GPUs-PyTorch-1': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30],
+        'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'A10-PyTorch-2': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'A10-PyTorch-OnDemand-1': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'H100_PCIe-PyTorch-Perf-1': [platform: 'h100-pcie', label: 'h100-pcie && perf', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 90, executor: 'local'],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'b200', label: 'b200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 120, executor: 'local'],
+        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120, executor: 'local'],
+        'GH200-PyTorch-1': [platform: 'gh200', label: 'gh200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'GB200-4_GPUs-PyTorch-1': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'GB200-8_GPUs-2_Nodes-PyTorch-1': [platform: 'auto:gb200-flex', label: 'slurm', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 8, nodeCount: 2, mode: 'functional', timeoutMinutes: 120, executor: 'slurm'],
     ]
 }
 
@@ -116,7 +119,7 @@ void runStage(String stageName, Map row, String stageRunArgs) {
                     checkout scm
                     sh "rm -rf '${results}'"
                     sh SETUP_COMMAND
-                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}'${stageRunArgs}"
+                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
                 }
             } finally {
                 junit(testResults: "${results}/**/*.xml", allowEmptyResults: true)

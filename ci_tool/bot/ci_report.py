@@ -1,0 +1,128 @@
+"""The CI report the bot posts when a Jenkins build it started has ended. Pure: the build, the test
+reports of the L0_Test builds it started, and the plan in; markdown out.
+
+Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py). The
+stage table, failures grouped by signature and the stages not run are run/report.py's own sections over
+StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
+console, "Partly Tested" for a custom run, and a newer run that killed this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.reply import code
+from ci_tool.bot.status import counts
+from ci_tool.dispatch.model import Build, CaseResult
+from ci_tool.history.flakiness import KnownFlaky
+from ci_tool.history.store import RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.run.report import CiReport, build_report, report_sections
+from ci_tool.run.signatures import failure_excerpt, failure_signature
+
+NO_RESULTS = "no test results: it did not start (fail-fast, an abort, or an earlier failure)"
+
+
+@dataclass(frozen=True)
+class FinishedBuild:
+    """A build that ended, the L0_Test builds it started with their test cases, and the newer build that
+    killed it (None when none did)."""
+
+    build: Build
+    downstream: tuple[tuple[Build, tuple[CaseResult, ...]], ...] = ()
+    newer: Build | None = None
+
+    @property
+    def cases(self) -> tuple[CaseResult, ...]:
+        return tuple(case for _, cases in self.downstream for case in cases)
+
+
+def stage_of(case: CaseResult, stages: Sequence[str]) -> str | None:
+    """The stage a case ran in: the one its class name starts with (`A10-PyTorch-1.tests.a.TestC`)."""
+    return next((stage for stage in stages if case.class_name.startswith(stage + ".")), None)
+
+
+def _test_record(case: CaseResult, stage: str) -> TestRecord:
+    rest = case.class_name[len(stage) + 1 :]
+    signature = str(failure_signature("", case.message, case.output)) if case.outcome.is_failure else ""
+    return TestRecord(
+        test_id=f"{rest}::{case.name}" if rest else case.name,
+        outcome=case.outcome,
+        duration_seconds=case.duration_seconds,
+        message=case.message,
+        signature=signature,
+        output_head=failure_excerpt(case.output) if case.output else "",
+    )
+
+
+def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: KnownFlaky | None = None) -> CiReport:
+    """The run/report.py report of a finished build: one stage per planned stage (blocked ones too);
+    failures of the `known` flaky tests are shown apart, with their rate."""
+    selection = plan.selection
+    names = [stage.name.name for stage in selection.selected]
+    tests: dict[str, list[TestRecord]] = {name: [] for name in names}
+    for case in finished.cases:
+        stage = stage_of(case, names)
+        if stage is not None:
+            tests[stage].append(_test_record(case, stage))
+    blocked = {b.stage.name.name: b.label for b in selection.blocked}
+    run_id = f"{finished.build.job} #{finished.build.number}"
+    stages = [_stage(run_id, name, tests[name], blocked.get(name)) for name in names]
+    result = finished.build.result
+    run = RunRecord(run_id, command, result.run_state if result else RunState.FAILED, 0.0)
+    return build_report(run, stages, tests, known=known)
+
+
+def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | None) -> StageRecord:
+    if label is not None:
+        return StageRecord(run_id, name, StageState.SKIPPED, reason=f"blocked until the label {label!r}")
+    if not tests:
+        return StageRecord(run_id, name, StageState.SKIPPED, reason=NO_RESULTS)
+    tally = {outcome: sum(1 for t in tests if t.final_outcome.counted_as is outcome) for outcome in COUNTED}
+    failed = tally[TestOutcome.FAILED] > 0
+    return StageRecord(
+        run_id,
+        name,
+        StageState.FAILED if failed else StageState.PASSED,
+        duration_seconds=sum(t.duration_seconds for t in tests),
+        passed=tally[TestOutcome.PASSED],
+        failed=tally[TestOutcome.FAILED],
+        skipped=tally[TestOutcome.SKIPPED],
+    )
+
+
+def totals(report: CiReport) -> Mapping[TestOutcome, int]:
+    return {TestOutcome(key): value for key, value in report.totals.items()}
+
+
+def render_ci_report(
+    finished: FinishedBuild, plan: RunPlan, report: CiReport, *, login: str, html_report: str | None = None
+) -> str:
+    """The markdown of the final CI report comment (`report`: ci_report of the same build and plan;
+    `html_report`: where the build's HTML report is published, when that is configured)."""
+    build = finished.build
+    command = report.run.command
+    result = build.result.value if build.result else "ENDED"
+    lines = [
+        f"## CI report: [{build.job} #{build.number}]({build.url}) **{result}**",
+        "",
+        f"@{login}, {code(command)} ended: {counts(totals(report))}.",
+        "",
+    ]
+    if finished.newer is not None:
+        lines += [f"Killed by a newer pipeline run: [build {finished.newer.number}]({finished.newer.url}).", ""]
+    if plan.selection.custom_run:
+        flags = ", ".join(f"`{found.name}`" for found in plan.selection.request.given if found.custom_run)
+        lines += [
+            f"**Partly Tested**: a custom run ({flags}) selects part of the stages; it does not turn the merge "
+            "gate green.",
+            "",
+        ]
+    logs = [f"[{build.job} #{build.number}]({build.console_url})"]
+    logs += [f"[{down.job} #{down.number}]({down.console_url})" for down, _ in finished.downstream]
+    lines += ["Logs: " + " · ".join(logs), ""]
+    if html_report is not None:
+        lines += [f"HTML report: [{build.job} #{build.number}]({html_report})", ""]
+    return "\n".join(lines + report_sections(report)) + "\n"

@@ -1,0 +1,81 @@
+"""The commit statuses the bot sets on a pull request's head (reference §4.9). Pure.
+
+    context               set by
+    Jenkins Full Build    a `/bot run` that is no custom run (SelectionRequest.custom_run), `/bot skip`,
+                          `/bot reuse-pipeline` (carried from the build it reuses)
+    Custom Jenkins build  any other `/bot run` (--stage-list, --gpu-type, ...): never the merge gate
+
+    when                  state    description
+    triggered             pending  "build N started" (the link: the build)
+    ended                 success  "N passed, M failed, K skipped"        SUCCESS
+                          failure  "N passed, M failed, K skipped"        FAILURE
+                          failure  "unstable: N passed, ..."              UNSTABLE (flaky reruns, blocked stages)
+                          error    "aborted: N passed, ..."               ABORTED, NOT_BUILT
+    stopped by a newer    error    "killed by a newer pipeline run"       (the link: the newer build)
+    stopped by /bot kill  error    "killed by /bot kill"
+    cancelled in queue    error    "cancelled in the Jenkins queue before it started"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Build, Status, StatusState
+from ci_tool.outcomes import COUNTED, BuildResult, TestOutcome
+from ci_tool.stages.request import SelectionRequest
+
+FULL_BUILD_CONTEXT = "Jenkins Full Build"
+CUSTOM_BUILD_CONTEXT = "Custom Jenkins build"
+KILLED_BY_NEWER = "killed by a newer pipeline run"
+KILLED_BY_KILL = "killed by /bot kill"
+
+
+def context_for(request: SelectionRequest) -> str:
+    """The context a run posts on: a custom run never posts on the full build's (and so never turns it green)."""
+    return CUSTOM_BUILD_CONTEXT if request.custom_run else FULL_BUILD_CONTEXT
+
+
+def counts(totals: Mapping[TestOutcome, int]) -> str:
+    """ "N passed, M failed, K skipped" """
+    return ", ".join(f"{totals.get(outcome, 0)} {outcome.value}" for outcome in COUNTED)
+
+
+def pending(context: str, build: Build) -> Status:
+    return Status(context, StatusState.PENDING, f"build {build.number} started", build.url)
+
+
+def final(context: str, build: Build, totals: Mapping[TestOutcome, int]) -> Status:
+    """The status a finished build leaves on its context."""
+    text = counts(totals)
+    if build.result is BuildResult.SUCCESS:
+        return Status(context, StatusState.SUCCESS, text, build.url)
+    if build.result is BuildResult.FAILURE:
+        return Status(context, StatusState.FAILURE, text, build.url)
+    if build.result is BuildResult.UNSTABLE:
+        return Status(context, StatusState.FAILURE, f"unstable: {text}", build.url)
+    return Status(context, StatusState.ERROR, f"aborted: {text}", build.url)
+
+
+def killed(context: str, by: Build | None) -> Status:
+    """The status of a build stopped by a newer run (`by`, linked) or by `/bot kill` (None)."""
+    if by is None:
+        return Status(context, StatusState.ERROR, KILLED_BY_KILL)
+    return Status(context, StatusState.ERROR, f"{KILLED_BY_NEWER} (build {by.number})", by.url)
+
+
+def cancelled(context: str, queue_url: str) -> Status:
+    return Status(context, StatusState.ERROR, "cancelled in the Jenkins queue before it started", queue_url)
+
+
+def skipped(comment: str) -> Status:
+    """`/bot skip --comment "..."`: the full build's context green, the comment as description."""
+    return Status(FULL_BUILD_CONTEXT, StatusState.SUCCESS, _fit(f"skipped: {comment}"))
+
+
+def carried(status: Status, build: Build) -> Status:
+    """A status of a reused build, carried to a new head."""
+    return Status(status.context, status.state, _fit(f"reused build {build.number}: {status.description}"), build.url)
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"

@@ -1,0 +1,325 @@
+"""`ci-tool bot handle` without --dry-run: carry a dispatch decision out on Jenkins and GitHub.
+
+    /bot run             plan reply; stop the PR's older runs; trigger (idempotent, dispatch/trigger.py);
+                         the reply edited to "triggered: build N"; pending status; with --wait, the build
+                         followed to its end, the CI report posted and the final status set
+    /bot kill            stop the PR's runs; their statuses "killed by /bot kill"; a reply listing them
+    /bot skip            the full build's context green on the head, the comment as description
+    /bot reuse-pipeline  stop the PR's runs; the newest passing build's statuses carried to the head when
+                         the selection it archived is the one its request selects now
+
+A reply or status GitHub refuses is reported (a warning line, exit 1 at the end) and never undoes, loses or
+repeats the dispatch: handling the comment again finds the build instead of triggering one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from ci_tool.atomic import append_text
+from ci_tool.bot.ci_report import FinishedBuild, render_ci_report, totals
+from ci_tool.bot.ci_report import ci_report as build_ci_report
+from ci_tool.bot.event import Action, Decision
+from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.reply import (
+    cancelled_in_queue,
+    code,
+    queued,
+    shorten,
+    stopped_lines,
+    triggered,
+    with_lines,
+)
+from ci_tool.bot.status import KILLED_BY_KILL, KILLED_BY_NEWER, carried, context_for, final, killed, pending, skipped
+from ci_tool.bot.status import cancelled as cancelled_status
+from ci_tool.commands.dispatch_options import DispatchSettings
+from ci_tool.dispatch.github import GitHubClient
+from ci_tool.dispatch.jenkins import JenkinsClient
+from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
+from ci_tool.dispatch.trigger import (
+    Dispatch,
+    Pace,
+    QueueWait,
+    Started,
+    Stopped,
+    look,
+    resume,
+    stop_pull_request,
+    trigger,
+    wait_for_end,
+)
+from ci_tool.errors import DispatchError, StageError
+from ci_tool.history.flakiness import known_flaky
+from ci_tool.history.ledger import DispatchKey
+from ci_tool.history.store import HistoryStore
+from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
+from ci_tool.outcomes import BuildResult
+from ci_tool.report.links import ReportUrl
+from ci_tool.stages.request import SelectionRequest, request_from_json
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What `bot handle` decided about a comment, with what it read and planned."""
+
+    decision: Decision
+    reply: str
+    pr: PullRequest | None  # read for run, skip and reuse-pipeline
+    plan: RunPlan | None  # for a /bot run
+    plan_for: Callable[[SelectionRequest], RunPlan]  # plans another request the same way (reuse-pipeline)
+
+
+def carry_out(
+    answer: Answer,
+    github: GitHubClient,
+    jenkins: JenkinsClient | None,
+    settings: DispatchSettings,
+    *,
+    github_output: Path | None,
+) -> int:
+    """Post the reply, or act on Jenkins and GitHub for a dispatch; 1 when GitHub refused a post."""
+    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    event = decision.event
+    replies = Replies(github, event.repository, event.number)
+    if decision.action is not Action.DISPATCH or request is None:
+        replies.comment(reply)
+    elif request.command == "skip" and pr is not None:
+        skip(replies, pr, str(request.flags.get("comment", "")), reply)
+    elif jenkins is not None:
+        with settings.history() as history:
+            services = Services(jenkins, replies, settings.jenkins_job, history, settings.pace(), settings.report_url)
+            if request.command == "run" and answer.plan is not None and pr is not None:
+                started = run(services, decision, answer.plan, pr, reply, wait=settings.wait)
+                if github_output is not None and started.build is not None:
+                    outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
+                    append_text(github_output, outputs, what="the GitHub outputs")
+            elif request.command == "kill":
+                kill(services, event.number, reply)
+            elif request.command == "reuse-pipeline" and pr is not None:
+                reuse(services, pr, reply, answer.plan_for)
+    return 1 if replies.failures else 0
+
+
+@dataclass
+class Replies:
+    """Posts on one pull request; a refused post is a warning and counts as a failure (exit 1)."""
+
+    github: GitHubClient
+    repository: str
+    number: int
+    failures: int = 0
+    echo: Echo = field(default=click.echo)
+
+    def _warn(self, error: DispatchError) -> None:
+        self.failures += 1
+        click.echo(f"warning: {error}", err=True)
+
+    def comment(self, body: str) -> int | None:
+        try:
+            return self.github.comment(self.repository, self.number, shorten(body))
+        except DispatchError as error:
+            self._warn(error)
+            return None
+
+    def edit(self, comment_id: int | None, body: str) -> None:
+        if comment_id is None:  # the first post failed: post what there is now
+            self.comment(body)
+            return
+        try:
+            self.github.edit_comment(self.repository, self.number, comment_id, shorten(body))
+        except DispatchError as error:
+            self._warn(error)
+
+    def status(self, sha: str, status: Status) -> None:
+        if not sha:
+            return
+        try:
+            self.github.set_status(self.repository, sha, status)
+        except DispatchError as error:
+            self._warn(error)
+        else:
+            self.echo(f"status {status.context!r} on {sha[:12]}: {status.state.value}: {status.description}")
+
+    def current(self, sha: str, context: str) -> Status | None:
+        try:
+            return self.github.statuses(self.repository, sha).get(context)
+        except DispatchError as error:
+            self._warn(error)
+            return None
+
+
+@dataclass(frozen=True)
+class Services:
+    jenkins: JenkinsClient
+    replies: Replies
+    job: str
+    history: HistoryStore
+    pace: Pace
+    report_url: ReportUrl | None = None  # where the build's HTML report is, for the final CI report
+    wall: Callable[[], float] = field(default=time.time, compare=False)
+
+    @property
+    def test_job(self) -> str:
+        """L0_Test beside the triggered job (in its folder)."""
+        folder = self.job.rpartition("/")[0]
+        return f"{folder}/{TEST_JOB}" if folder else TEST_JOB
+
+
+def _request_of(parameters: Mapping[str, str]) -> SelectionRequest | None:
+    """The request a build (or queued item) was triggered with, None when it holds none ci-tool reads."""
+    try:
+        return request_from_json(json.loads(parameters.get("REQUEST", "")))
+    except (ValueError, StageError):
+        return None
+
+
+def _context_of(parameters: Mapping[str, str]) -> str:
+    request = _request_of(parameters)
+    return context_for(request if request is not None else SelectionRequest())
+
+
+def _mark_stopped(services: Services, runs: Stopped, by: Build | None) -> list[str]:
+    """Each stopped build's and cancelled item's status, "killed by ..." (linked to `by`); the reply lines."""
+    for parameters in [item.parameters for item in runs.cancelled] + [b.parameters for b in runs.stopped]:
+        services.replies.status(parameters.get("HEAD_SHA", ""), killed(_context_of(parameters), by))
+    reason = KILLED_BY_KILL if by is None else f"{KILLED_BY_NEWER} ([build {by.number}]({by.url}))"
+    return stopped_lines(
+        [(item.id, item.url) for item in runs.cancelled], [(b.number, b.url) for b in runs.stopped], reason=reason
+    )
+
+
+def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool) -> Started:
+    """/bot run: see the module docstring."""
+    request = plan.selection.request
+    request_json = json.dumps(request.to_json())
+    event = decision.event
+    parameters = {
+        "REQUEST": request_json,
+        "LABELS": json.dumps(list(pr.labels)),
+        "PR_NUMBER": str(pr.number),
+        "HEAD_SHA": pr.head_sha,
+        "COMMENT_ID": str(event.comment_id),
+    }
+    key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
+    dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
+    context = context_for(request)
+    seen = look(services.jenkins, services.job)
+    started = resume(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                     wall=services.wall, seen=seen)  # fmt: skip
+    if started is None:
+        reply_id = services.replies.comment(reply)
+        older = stop_pull_request(services.jenkins, services.job, pr.number, seen)
+        try:
+            started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                              wall=services.wall)  # fmt: skip
+        except QueueWait as waiting:  # say where it waits, then the error
+            services.replies.edit(reply_id, queued(reply, waiting.queue_url))
+            services.replies.status(pr.head_sha, Status(context, StatusState.PENDING, "queued in Jenkins",
+                                                        waiting.queue_url))  # fmt: skip
+            raise
+        lines = _mark_stopped(services, older, started.build)
+        if started.build is not None:
+            build = started.build
+            click.echo(f"triggered: build {build.number} {build.url}")
+            services.replies.edit(reply_id, with_lines(triggered(reply, build.number, build.url, services.job),
+                                                       lines, none=""))  # fmt: skip
+            services.replies.status(pr.head_sha, pending(context, build))
+        else:
+            queue_url = services.jenkins.url + f"queue/item/{started.queue_id}/"
+            click.echo(f"cancelled: queue item {started.queue_id} was cancelled before it started a build")
+            services.replies.edit(reply_id, cancelled_in_queue(reply, queue_url))
+            services.replies.status(pr.head_sha, cancelled_status(context, queue_url))
+    elif started.build is not None:
+        click.echo(f"already triggered: build {started.build.number} {started.build.url}")
+    else:
+        click.echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
+    if wait and started.build is not None:
+        follow(services, started, plan, login=event.login, command=decision.request.line if decision.request else "")
+    return started
+
+
+def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:
+    """--wait: the build to its end, then the CI report and the final status (unless a newer run owns it)."""
+    assert started.build is not None
+    jenkins, job = services.jenkins, services.job
+    build = wait_for_end(jenkins, started.build, services.pace, echo=click.echo)
+    downstream = tuple(
+        (down, jenkins.test_cases(services.test_job, down.number))
+        for down in jenkins.downstream(services.test_job, job, build.number)
+    )
+    newer = None
+    if build.result is BuildResult.ABORTED:
+        pr_number = build.parameters.get("PR_NUMBER")
+        later = [b for b in jenkins.builds(job) if b.number > build.number]
+        newer = next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
+    finished = FinishedBuild(build, downstream, newer)
+    click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
+    known = known_flaky(services.history, before=services.wall())  # measured on this history's runs
+    report = build_ci_report(finished, plan, command=command, known=known)
+    html = services.report_url.for_build(job, build.number, build.url) if services.report_url else None
+    services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
+                                     more_at=build.console_url))  # fmt: skip
+    sha = build.parameters.get("HEAD_SHA") or started.build.parameters.get("HEAD_SHA", "")
+    context = context_for(plan.selection.request)
+    current = services.replies.current(sha, context)
+    if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
+        click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
+        return
+    services.replies.status(sha, final(context, build, totals(report)))
+
+
+def kill(services: Services, pr_number: int, reply: str) -> None:
+    runs = stop_pull_request(services.jenkins, services.job, pr_number)
+    lines = _mark_stopped(services, runs, None)
+    click.echo(f"killed: {len(runs.stopped)} build(s) stopped, {len(runs.cancelled)} queued item(s) cancelled")
+    services.replies.comment(with_lines(reply, lines, none="Nothing was running for this pull request."))
+
+
+def skip(replies: Replies, pr: PullRequest, comment: str, reply: str) -> None:
+    status = skipped(comment)
+    replies.status(pr.head_sha, status)
+    replies.comment(with_lines(reply, [f"Set {code(status.context)} to success on {pr.head_sha[:12]}."], none=""))
+
+
+def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[SelectionRequest], RunPlan]) -> None:
+    """/bot reuse-pipeline: see the module docstring."""
+    jenkins, replies = services.jenkins, services.replies
+    lines = _mark_stopped(services, stop_pull_request(jenkins, services.job, pr.number), None)
+    passing = [
+        b
+        for b in jenkins.builds(services.job)
+        if b.parameters.get("PR_NUMBER") == str(pr.number) and b.result is BuildResult.SUCCESS
+    ]
+    if not passing:
+        click.echo("reuse: no passing build of this pull request")
+        none = "No passing build of this pull request to reuse: comment `/bot run`."
+        replies.comment(with_lines(reply, [*lines, none], none=""))
+        return
+    previous = passing[0]
+    request = _request_of(previous.parameters)
+    archived = jenkins.artifact(services.job, previous.number, SELECTION_ARTIFACT)
+    then = archived.get("stages") if isinstance(archived, dict) else None
+    now = list(plan_for(request).selection.names) if request is not None else None
+    if then is None or now != then:
+        why = "archived no selection" if then is None else "ran another selection than its request selects now"
+        click.echo(f"reuse: build {previous.number} {why}")
+        refusal = f"Build [#{previous.number}]({previous.url}) {why}: comment `/bot run` to test this commit."
+        replies.comment(with_lines(reply, [*lines, refusal], none=""))
+        return
+    sha = previous.parameters.get("HEAD_SHA", "")
+    statuses = services.replies.github.statuses(pr.repository, sha) if sha else {}
+    reused = [s for s in statuses.values() if s.target_url == previous.url and s.state is StatusState.SUCCESS]
+    for status in reused:
+        replies.status(pr.head_sha, carried(status, previous))
+    click.echo(f"reused: build {previous.number}: {len(reused)} status(es) carried to {pr.head_sha[:12]}")
+    carried_lines = [f"Carried {code(s.context)} from build [#{previous.number}]({previous.url})." for s in reused]
+    carried_lines = carried_lines or [f"Build #{previous.number} left no status."]
+    replies.comment(with_lines(reply, [*lines, *carried_lines], none=""))

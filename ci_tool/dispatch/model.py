@@ -1,0 +1,92 @@
+"""What the CI services answer, as frozen values (no HTTP here: the pure bot modules read these).
+
+    Build        a Jenkins build: number, URL, running or its result, its parameters
+    QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
+    CaseResult   one test case of a build's test report
+    Console      a piece of a build's console text and where the next one starts
+    PullRequest  what the bot reads of a pull request: head, base, author, labels, changed files
+    Status       a commit status: context, state, description, link
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ci_tool.outcomes import BuildResult, TestOutcome
+
+STATUS_DESCRIPTION_LIMIT = 140  # GitHub refuses longer commit status descriptions
+
+
+@dataclass(frozen=True)
+class Build:
+    job: str
+    number: int
+    url: str
+    building: bool
+    result: BuildResult | None  # None while building
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def console_url(self) -> str:
+        return self.url + "console"
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    id: int
+    url: str
+    build_number: int | None = None  # set once the item left the queue
+    build_url: str = ""
+    cancelled: bool = False
+    why: str = ""  # why it still waits
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One test case of a Jenkins test report; the stage is the class name's prefix (ci-tool's JUnit)."""
+
+    class_name: str
+    name: str
+    outcome: TestOutcome
+    duration_seconds: float = 0.0
+    message: str = ""
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class Console:
+    text: str
+    next_start: int
+    more: bool  # the build is still writing
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    repository: str
+    number: int
+    head_sha: str
+    base_ref: str
+    author: str
+    state: str
+    labels: tuple[str, ...]
+    changed_files: tuple[str, ...]
+
+
+class StatusState(enum.StrEnum):
+    """A GitHub commit status."""
+
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Status:
+    context: str
+    state: StatusState
+    description: str
+    target_url: str = ""

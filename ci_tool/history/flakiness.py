@@ -1,0 +1,167 @@
+"""Measured flakiness: per test and GPU type, how often it fails and what that costs, from the history.
+
+    runs              its results in the window (final outcomes; skips and waives excluded)
+    failures          results that stayed red
+    passed_on_rerun   results whose first attempt failed and whose one rerun passed
+    flips             changes of final outcome between consecutive results, oldest first
+    rate              (failures + passed_on_rerun) / runs: how often its first attempt fails
+    first/last seen   the oldest and newest run where its first attempt failed
+    signatures        the failure signatures of those attempts, most frequent first
+    lost_gpu_minutes  a rerun costs the failed attempt's minutes, a red result its whole stage's minutes
+                      (the stage runs again), each times the stage's GPUs (a CPU stage counts one device)
+
+A test is flaky when its first attempt failed at least once and it also passed at least once (on its
+first attempt or its rerun); a test that always fails is broken, not flaky, and is not listed. The GPU
+type is the stage name's GPU token (`A10` of `A10-PyTorch-2`), the token `full:A10/` waives are scoped by.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ci_tool.errors import StageError
+from ci_tool.history.queries import stage_family, vocabulary
+from ci_tool.history.store import HistoryStore
+from ci_tool.outcomes import TestOutcome
+from ci_tool.stages.names import parse_family_name, parse_stage_name
+
+FLAKE_WINDOW_DAYS = 30  # what "known flaky" and `ci-tool flaky report` read unless told otherwise
+SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True)
+class SignatureCount:
+    signature: str
+    count: int
+
+
+@dataclass(frozen=True)
+class FlakeStats:
+    test_id: str
+    gpu: str
+    runs: int
+    failures: int
+    passed_on_rerun: int
+    flips: int
+    first_seen_run: str
+    first_seen_at: float  # seconds since the epoch (the run's start)
+    last_seen_run: str
+    last_seen_at: float
+    signatures: tuple[SignatureCount, ...]
+    lost_gpu_minutes: float
+
+    @property
+    def flaky_runs(self) -> int:
+        """Results whose first attempt failed."""
+        return self.failures + self.passed_on_rerun
+
+    @property
+    def rate(self) -> float:
+        return self.flaky_runs / self.runs
+
+    @property
+    def signature(self) -> str:
+        """The most frequent failure signature."""
+        return self.signatures[0].signature if self.signatures else ""
+
+    def rate_text(self) -> str:
+        """`33% (1 of 3 runs on A10)`."""
+        return f"{self.rate:.0%} ({self.flaky_runs} of {self.runs} run{'s' if self.runs != 1 else ''} on {self.gpu})"
+
+
+@dataclass(frozen=True)
+class StageDevices:
+    gpu: str  # the GPU token; a name outside the grammar is its own family
+    devices: int  # GPUs the stage holds, at least one
+
+
+@functools.lru_cache(maxsize=4096)
+def stage_devices(stage: str) -> StageDevices:
+    """The GPU type and device count a stage name says (the stage-name grammar decides both)."""
+    for parse in (parse_stage_name, parse_family_name):  # a family name: its whole render ran as one stage
+        try:
+            name = parse(stage)
+        except StageError:
+            continue
+        return StageDevices(name.gpu or stage_family(stage), max(1, name.gpu_count))
+    return StageDevices(stage_family(stage), 1)
+
+
+@dataclass
+class _Tally:
+    """What is counted of one test on one GPU type while the rows stream by (oldest first)."""
+
+    finals: list[TestOutcome] = field(default_factory=list)
+    failures: int = 0
+    passed_on_rerun: int = 0
+    seen: list[tuple[str, float]] = field(default_factory=list)  # (run id, start) of each failed first attempt
+    signatures: Counter[str] = field(default_factory=Counter)
+    lost_seconds: float = 0.0  # device-seconds
+
+
+def flake_stats(store: HistoryStore, *, since: float, before: float | None = None) -> list[FlakeStats]:
+    """The flaky tests of runs started in [since, before), most GPU minutes lost first."""
+    rows = store.rows(
+        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, t.signature, t.kind, r.run_id, "
+        "r.started_at, s.duration_seconds FROM test_results t JOIN runs r ON r.run_id = t.run_id "
+        "LEFT JOIN stages s ON s.run_id = t.run_id AND s.name = t.stage "
+        "WHERE r.started_at >= ? AND r.started_at < ? AND coalesce(t.rerun_outcome, t.outcome) != ? "
+        "ORDER BY r.started_at, t.recorded_at, t.rowid",
+        (since, before if before is not None else float("inf"), TestOutcome.SKIPPED.value),
+    )
+    tallies: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
+    for test_id, stage, outcome, rerun, seconds, signature, kind, run_id, started_at, stage_seconds in rows:
+        where = stage_devices(stage)
+        tally = tallies[(test_id, where.gpu)]
+        first = vocabulary(store, TestOutcome, outcome)
+        final = vocabulary(store, TestOutcome, rerun) if rerun is not None else first
+        tally.finals.append(final.counted_as)
+        if not first.is_failure:
+            continue
+        tally.seen.append((run_id, started_at))
+        tally.signatures[signature or kind or "Failure"] += 1
+        if final.is_failure:
+            tally.failures += 1
+            tally.lost_seconds += (stage_seconds or seconds) * where.devices
+        else:
+            tally.passed_on_rerun += 1
+            tally.lost_seconds += seconds * where.devices
+    found = [_stats(key, tally) for key, tally in tallies.items() if _flaky(tally)]
+    return sorted(found, key=lambda s: (-s.lost_gpu_minutes, -s.rate, s.test_id, s.gpu))
+
+
+def _flaky(tally: _Tally) -> bool:
+    return bool(tally.seen) and tally.failures < len(tally.finals)
+
+
+def _stats(key: tuple[str, str], tally: _Tally) -> FlakeStats:
+    signatures = sorted(tally.signatures.items(), key=lambda item: (-item[1], item[0]))
+    (first_run, first_at), (last_run, last_at) = tally.seen[0], tally.seen[-1]
+    return FlakeStats(
+        test_id=key[0],
+        gpu=key[1],
+        runs=len(tally.finals),
+        failures=tally.failures,
+        passed_on_rerun=tally.passed_on_rerun,
+        flips=sum(1 for before, after in itertools.pairwise(tally.finals) if before != after),
+        first_seen_run=first_run,
+        first_seen_at=first_at,
+        last_seen_run=last_run,
+        last_seen_at=last_at,
+        signatures=tuple(SignatureCount(signature, count) for signature, count in signatures),
+        lost_gpu_minutes=round(tally.lost_seconds / 60, 3),
+    )
+
+
+KnownFlaky = Mapping[tuple[str, str], FlakeStats]  # (test id, GPU type) -> its measured flakiness
+
+
+def known_flaky(store: HistoryStore, *, before: float, days: int = FLAKE_WINDOW_DAYS) -> KnownFlaky:
+    """The tests known to be flaky when a run started at `before`: measured on the `days` before it, so a
+    run's own failures never make a test "known"."""
+    stats = flake_stats(store, since=before - days * SECONDS_PER_DAY, before=before)
+    return {(s.test_id, s.gpu): s for s in stats}

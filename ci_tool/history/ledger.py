@@ -1,0 +1,76 @@
+"""The bot's dispatch ledger: which /bot comment (and request) started which Jenkins queue item and build.
+
+A row is written before the trigger's POST (`triggering`), then when Jenkins names a queue item (`queued`),
+its build (`started`) or cancels it (`cancelled`). Jenkins itself is the other half of the record: the
+build carries COMMENT_ID and REQUEST, so a machine without this file finds the build there (dispatch/trigger.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from ci_tool.history.store import HistoryStore
+from ci_tool.outcomes import DispatchState
+
+
+@dataclass(frozen=True)
+class DispatchKey:
+    """One dispatch: the same comment asking for the same request of the same Jenkins job."""
+
+    jenkins_url: str
+    job: str
+    comment_id: int
+    request_json: str
+
+
+@dataclass(frozen=True)
+class DispatchRecord:
+    key: DispatchKey
+    repository: str
+    pull_request: int
+    head_sha: str
+    state: DispatchState
+    updated_at: float
+    queue_id: int | None = None
+    build_number: int | None = None
+
+
+_COLUMNS = (
+    "jenkins_url, job, comment_id, request_json, repository, pull_request, head_sha, state, queue_id, "
+    "build_number, updated_at"
+)
+
+
+def record_dispatch(store: HistoryStore, record: DispatchRecord) -> None:
+    """Write (or move on) the ledger row of a dispatch."""
+    key = record.key
+    values = (
+        key.jenkins_url, key.job, key.comment_id, key.request_json, record.repository, record.pull_request,
+        record.head_sha, record.state, record.queue_id, record.build_number, record.updated_at,
+    )  # fmt: skip
+
+    def write(db: sqlite3.Connection) -> None:
+        db.execute(f"INSERT OR REPLACE INTO dispatches ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+
+    store.write(write)
+
+
+def find_dispatch(store: HistoryStore, key: DispatchKey) -> DispatchRecord | None:
+    """The ledger row of a dispatch, or None when this history never triggered it."""
+    row = store.row(
+        f"SELECT {_COLUMNS} FROM dispatches WHERE jenkins_url = ? AND job = ? AND comment_id = ? AND request_json = ?",
+        (key.jenkins_url, key.job, key.comment_id, key.request_json),
+    )
+    if row is None:
+        return None
+    return DispatchRecord(
+        DispatchKey(*row[:4]),
+        repository=row[4],
+        pull_request=row[5],
+        head_sha=row[6],
+        state=DispatchState(row[7]),
+        queue_id=row[8],
+        build_number=row[9],
+        updated_at=row[10],
+    )

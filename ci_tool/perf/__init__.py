@@ -1,0 +1,1 @@
+"""Perf sanity: config-driven cases, their metrics, baselines per GPU type, the gate, trends."""

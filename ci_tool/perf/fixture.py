@@ -1,0 +1,171 @@
+"""The pytest side of perf sanity: a `perf_sanity` fixture that records a case's metrics and gates them.
+
+`perf_sanity.report(case, values)`: the case's metrics go into the history (keyed by case, GPU type and
+metric, with the run, stage, branch and commit), each is judged against this GPU type's committed baseline
+(gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
+warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
+always fails. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
+verdicts travel as one `ci_tool.perf` property for reports that only have the JUnit (the PR comment).
+
+    from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture, in a conftest.py)
+
+Where things come from: $CI_TOOL_HISTORY (else .ci-tool/history.sqlite), $CI_TOOL_PERF_BASELINES (else
+tests/scripts/perf-sanity/baselines under the rootdir), $CI_TOOL_RUN_ID and $CI_TOOL_STAGE (the runner's),
+$CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COMMIT or $GIT_COMMIT (else
+`git rev-parse HEAD`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ci_tool import sysinfo
+from ci_tool.errors import CiToolError
+from ci_tool.history.perf_results import PerfResult, latest_post_merge, record_perf_results
+from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
+from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
+from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
+from ci_tool.stages.modes import perf_gate_from_env
+from ci_tool.stages.names import parse_stage_name
+
+PERF_PROPERTY = "ci_tool.perf"
+BASELINES_ENV = "CI_TOOL_PERF_BASELINES"
+TARGET_BRANCH_ENV = "CI_TOOL_TARGET_BRANCH"
+DEFAULT_TARGET_BRANCH = "main"
+CPU_GPU_TYPE = "cpu"  # the GPU type of CPU-mode cases, whatever machine runs them
+
+
+class PerfRegressionWarning(UserWarning):
+    """A perf regression in a stage whose gate only warns."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    run_id: str
+    stage: str
+    post_merge: bool
+    branch: str
+    target_branch: str
+    commit: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], rootdir: Path) -> Provenance:
+        stage = environ.get("CI_TOOL_STAGE", "")
+        post_merge = False
+        if stage:
+            try:
+                post_merge = parse_stage_name(stage).post_merge
+            except CiToolError:  # a stage name from elsewhere: pre-merge, as the grammar's default
+                post_merge = False
+        target = environ.get(TARGET_BRANCH_ENV) or DEFAULT_TARGET_BRANCH
+        commit = environ.get("CI_TOOL_COMMIT") or environ.get("GIT_COMMIT") or _git_head(rootdir)
+        run_id = environ.get("CI_TOOL_RUN_ID") or f"pytest-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        return cls(run_id, stage, post_merge, environ.get("CI_TOOL_BRANCH") or target, target, commit)
+
+
+@functools.cache
+def _git_head(rootdir: Path) -> str:
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=rootdir, capture_output=True,
+                               text=True, timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
+@functools.cache
+def gpu_type(mode: Mode) -> str:
+    """sysinfo's GPU type (`H200`) for GPU cases; `cpu` for CPU cases and machines without a GPU."""
+    if mode is Mode.CPU:
+        return CPU_GPU_TYPE
+    return str(sysinfo.probe().get("gpu") or CPU_GPU_TYPE)
+
+
+class PerfSanity:
+    def __init__(self, request: pytest.FixtureRequest, environ: Mapping[str, str]) -> None:
+        self.request = request
+        self.environ = environ
+        self.rootdir = Path(request.config.rootpath)
+
+    def report(self, case: PerfCase, values: Mapping[str, float]) -> list[Judged]:
+        """Record, judge and gate one case's metrics; returns the verdicts (the test may assert more)."""
+        gpu = gpu_type(case.mode)
+        folder = Path(self.environ.get(BASELINES_ENV) or self.rootdir / BASELINE_DIR)
+        baselines = {m: b for (c, m), b in load_baselines(folder, gpu).items() if c == case.case_id}
+        origin = Provenance.from_env(self.environ, self.rootdir)
+        gate = perf_gate_from_env(self.environ)
+        store = self._store()
+        target = self._target_latest(store, case.case_id, gpu, origin, values) if store else {}
+        judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
+                       target_latest=target, target_branch=origin.target_branch)  # fmt: skip
+        rows = [self._row(case, gpu, origin, j) for j in judged]
+        if store is not None:
+            self._record(store, rows)
+        node = self.request.node
+        node.user_properties.append(("perf_gate", gate.value))
+        node.user_properties.extend((j.metric, round(j.value, 6)) for j in judged)
+        node.user_properties.append((PERF_PROPERTY, json.dumps([_transport(r) for r in rows], sort_keys=True)))
+        message = failure_message(case.case_id, gpu, judged)
+        if message:
+            pytest.fail(message, pytrace=False)
+        warned = warning_message(case.case_id, gpu, judged)
+        if warned:
+            warnings.warn(PerfRegressionWarning(f"{warned} (perf gate: {gate.value})"), stacklevel=2)
+        return judged
+
+    def _store(self) -> HistoryStore | None:
+        try:
+            return HistoryStore(history_path(None, self.environ))
+        except CiToolError as error:  # the results still gate; losing the record must not fail the case
+            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+            return None
+
+    def _target_latest(
+        self, store: HistoryStore, case_id: str, gpu: str, origin: Provenance, values: Mapping[str, float]
+    ) -> dict[str, float]:
+        latest = {}
+        for name in values:
+            found = latest_post_merge(store, case_id, gpu=gpu, metric=name, branch=origin.target_branch)
+            if found is not None and found.run_id != origin.run_id:
+                latest[name] = found.value
+        return latest
+
+    def _record(self, store: HistoryStore, rows: list[PerfResult]) -> None:
+        try:
+            with store:
+                record_perf_results(store, rows)
+        except CiToolError as error:
+            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+
+    def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged) -> PerfResult:
+        baseline = judged.baseline
+        return PerfResult(
+            origin.run_id, origin.stage, case.case_id, gpu, judged.metric, judged.value, judged.verdict, time.time(),
+            baseline.value if baseline else None, baseline.threshold if baseline else None, judged.note,
+            self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit,
+        )  # fmt: skip
+
+
+def _transport(row: PerfResult) -> dict[str, object]:
+    """What the `ci_tool.perf` JUnit property carries of a row (report_perf.py reads it back)."""
+    return {
+        "case": row.case_id, "gpu": row.gpu, "metric": row.metric, "value": row.value, "baseline": row.baseline,
+        "threshold": row.threshold, "verdict": row.verdict.value, "note": row.note,
+    }  # fmt: skip
+
+
+@pytest.fixture
+def perf_sanity(request: pytest.FixtureRequest) -> PerfSanity:
+    """`perf_sanity.report(case, {metric: value})`: record, judge against the baselines, fail or warn."""
+    return PerfSanity(request, os.environ)

@@ -1,0 +1,32 @@
+"""The perf section of a report, pure: every case's metric with value, baseline, delta and verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ci_tool.history.perf_results import PerfResult
+from ci_tool.outcomes import PerfVerdict
+
+_SHOWN = {PerfVerdict.REGRESSED: "**regressed**", PerfVerdict.LOST_COVERAGE: "**lost coverage**",
+          PerfVerdict.WARNED: "warned", PerfVerdict.SKIPPED: "skipped (target regressed)"}  # fmt: skip
+
+
+def perf_table(results: Sequence[PerfResult]) -> list[str]:
+    lines = ["| Case | GPU | Metric | Value | Baseline | Delta | Verdict |", "|---|---|---|---:|---:|---:|---|"]
+    for r in results:
+        baseline = f"{r.baseline:.4g}" if r.baseline is not None else "–"
+        delta = f"{r.delta:+.1%}" if r.delta is not None else "–"
+        verdict = _SHOWN.get(r.verdict, r.verdict.value) + (f": {r.note}" if r.note else "")
+        lines.append(f"| {r.case_id} | {r.gpu} | {r.metric} | {r.value:.4g} | {baseline} | {delta} | {verdict} |")
+    return lines
+
+
+def perf_section(results: Sequence[PerfResult]) -> list[str]:
+    """`### Perf` with the table (stage per case), and the post-merge warnings called out."""
+    if not results:
+        return []
+    warned = [r for r in results if r.verdict is PerfVerdict.WARNED]
+    lines = ["", f"### Perf: {len({(r.stage, r.case_id) for r in results})} case run(s)", ""]
+    if warned:
+        lines += [f"- warning in {r.stage or 'pytest'}: {r.note}" for r in warned] + [""]
+    return lines + perf_table(results)

@@ -1,0 +1,110 @@
+"""Fixtures for the dispatch tests: loopback Jenkins and GitHub (fakes.py), an environment holding only what
+these tests give ci-tool, comment events, and `bot(...)`, which runs `ci-tool bot handle` through the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ci_tool.cli import main
+from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, FakePull
+
+BOT_FIXTURES = Path(__file__).resolve().parents[1] / "bot" / "fixtures"
+CATALOG = ("--catalog", str(BOT_FIXTURES / "stages.yml"), "--test-db", str(BOT_FIXTURES / "test-db"))
+ALLOWLIST = str(BOT_FIXTURES / "allowlist.yml")
+REPOSITORY = "example/ci-tool"
+PR = 123
+# Every variable ci-tool reads: the tests set the ones they mean, and no value of the machine leaks in.
+VARIABLES = ("CI_TOOL_JENKINS_URL", "CI_TOOL_JENKINS_JOB", "JENKINS_USER", "JENKINS_API_TOKEN", "GITHUB_API_URL",
+             "GITHUB_TOKEN", "CI_TOOL_HISTORY", "JENKINS_API_EXTRA_HEADERS", "PYTHONHTTPSVERIFY", "HTTP_PROXY",
+             "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")  # fmt: skip
+
+
+@pytest.fixture
+def jenkins() -> Iterator[FakeJenkins]:
+    fake = FakeJenkins()
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    fake.add_pull(REPOSITORY, FakePull(PR))
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+@pytest.fixture
+def env(
+    monkeypatch: pytest.MonkeyPatch, jenkins: FakeJenkins, github: FakeGitHub, tmp_path: Path
+) -> pytest.MonkeyPatch:
+    """The bot's environment as the workflow sets it, pointing at the fakes."""
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("CI_TOOL_JENKINS_URL", jenkins.url)
+    monkeypatch.setenv("JENKINS_USER", jenkins.user)
+    monkeypatch.setenv("JENKINS_API_TOKEN", jenkins.token)
+    monkeypatch.setenv("GITHUB_API_URL", github.api_url)
+    monkeypatch.setenv("GITHUB_TOKEN", github.token)
+    monkeypatch.setenv("CI_TOOL_HISTORY", str(tmp_path / "history.sqlite"))
+    return monkeypatch
+
+
+MakeEvent = Callable[..., Path]
+
+
+@pytest.fixture
+def event(tmp_path: Path) -> MakeEvent:
+    """`event(body, login=..., comment_id=...)`: an issue_comment payload file for PR #123."""
+    made = iter(range(1, 1000))
+
+    def make(
+        body: str, *, login: str = "maintainer-amy", association: str = "MEMBER", comment_id: int = 987654321
+    ) -> Path:
+        payload = {
+            "action": "created",
+            "issue": {"number": PR, "state": "open", "labels": [], "pull_request": {"url": "x"}},
+            "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": "User"},
+                        "author_association": association},
+            "repository": {"full_name": REPOSITORY},
+            "sender": {"login": login, "type": "User"},
+        }  # fmt: skip
+        path = tmp_path / f"event-{next(made)}.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return path
+
+    return make
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+Bot = Callable[..., Result]
+
+
+@pytest.fixture
+def bot(capsys: pytest.CaptureFixture[str], env: pytest.MonkeyPatch) -> Bot:
+    """`bot(event_path, *options)`: `ci-tool bot handle` against the fakes, polling and retrying at once."""
+
+    def run(event_path: Path, *options: str) -> Result:
+        argv = ["bot", "handle", "--event", str(event_path), "--allowlist", ALLOWLIST, *CATALOG,
+                "--poll-seconds", "0", "--retry-seconds", "0", *options]  # fmt: skip
+        code = main(argv)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run

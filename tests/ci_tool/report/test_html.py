@@ -1,0 +1,95 @@
+"""The HTML report of one run: pure rendering (history rows in, HTML out) against a golden file, text from
+PR code rendered as text, nothing fetched from anywhere, and `ci-tool report --format html` linking the
+stage folders and logs relative to where it writes the page."""
+
+from __future__ import annotations
+
+import html.parser
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ci_tool.cli import main
+from ci_tool.history.store import HistoryStore
+from ci_tool.report.html import render_html
+from ci_tool.run.report import load_report
+from tests.ci_tool.report.conftest import HOSTILE
+
+if TYPE_CHECKING:
+    from tests.conftest import Golden
+
+GOLDENS = Path(__file__).parent / "goldens"
+
+
+class Elements(html.parser.HTMLParser):
+    """The start tags, attributes and text of a page, as a browser's parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parsed(page: str) -> Elements:
+    elements = Elements()
+    elements.feed(page)
+    elements.close()
+    return elements
+
+
+def report_page(history: Path, run_id: str) -> str:
+    with HistoryStore(history, read_only=True) as store:
+        return render_html(load_report(store, run_id), stage_href=lambda stage: f"stages/{stage.name}")
+
+
+def test_the_report_of_a_failed_run(history: Path, golden: Golden) -> None:
+    golden(GOLDENS / "r2.html", report_page(history, "r2"))
+
+
+def test_the_report_of_a_passed_run(history: Path, golden: Golden) -> None:
+    golden(GOLDENS / "r1.html", report_page(history, "r1"))
+
+
+def test_names_messages_output_and_reasons_from_pr_code_render_as_text(history: Path) -> None:
+    page = report_page(history, "r2")
+    elements = parsed(page)
+    assert [tag for tag, _ in elements.tags if tag == "script"] == []
+    text = "".join(elements.text)
+    # the test id, the signature, the excerpt, the command and the waiting stage's reason, each as text
+    assert text.count(HOSTILE) >= 5, text
+    assert all(not name.startswith("on") for _, attributes in elements.tags for name in attributes)
+    page.encode("utf-8")  # a page that can be written
+
+
+def test_the_page_is_self_contained(history: Path) -> None:
+    elements = parsed(report_page(history, "r2"))
+    fetched = [(tag, a) for tag, a in elements.tags if tag in {"link", "img", "iframe", "script", "object"}]
+    links = [a.get("href") or "" for tag, a in elements.tags if tag == "a"]
+    assert fetched == []
+    assert [href for href in links if href.startswith(("http:", "https:", "//"))] == []
+
+
+def test_a_run_page_shows_every_stage_and_its_state(history: Path) -> None:
+    text = "".join(parsed(report_page(history, "r2")).text)
+    assert "CPU-Generic-1" in text and "A10-PyTorch-1" in text
+    assert "waiting for a runner" in text and "Failures: 2 tests, 2 signatures" in text
+
+
+@pytest.mark.parametrize("where", ["out/report.html", "report.html"])
+def test_report_format_html_links_the_log_relative_to_the_page(
+    history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    output = tmp_path / where
+    code = main(["report", "r2", "--history", str(history), "--format", "html", "--output", str(output)])
+    assert (code, capsys.readouterr().err) == (0, "")
+    hrefs = [a["href"] for tag, a in parsed(output.read_text()).tags if tag == "a" and a.get("href")]
+    logs = [href for href in hrefs if href and href.endswith(".log")]
+    assert logs and all((output.parent / str(href)).read_text().startswith("the log of") for href in logs)
+    assert all(not str(href).startswith("/") for href in hrefs)

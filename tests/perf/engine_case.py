@@ -1,0 +1,67 @@
+"""A perf-sanity case on the real engine: the config's server part builds it, the client part loads it.
+
+On a GPU the engine captures CUDA graphs and runs the case's full sizes; in CPU mode the same code runs the
+client's CPU sizes, graphs off (the padded static-batch path still runs, so coverage means the same).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from ci_tool.perf.config import WARMUP_STEPS, GraphPolicy, Mode, PerfCase
+from ci_tool.perf.devices import peak_memory_bytes_per_s
+from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
+from kvengine.config import KvCacheConfig
+from kvengine.engine import DecodeEngine, EngineOptions
+from kvengine.loader import load_preset
+from kvengine.quota import GIB
+
+
+def build_engine(case: PerfCase) -> DecodeEngine:
+    spec = load_preset(case.model)
+    limits = dataclasses.replace(
+        spec.runtime, max_batch_size=case.max_batch_size, max_num_tokens=case.max_num_tokens,
+        max_seq_len=max(spec.runtime.max_seq_len, case.max_context_tokens),
+    )  # fmt: skip
+    spec = dataclasses.replace(spec, runtime=limits)
+    kv = case.kv_cache
+    config = KvCacheConfig(tokens_per_block=kv.tokens_per_block, avg_seq_len=kv.avg_seq_len, pool_ratio=kv.pool_ratio)
+    options = EngineOptions(
+        device="cuda" if case.mode is Mode.GPU else "cpu",
+        budget_bytes=int(kv.budget_gib * GIB),
+        max_context_tokens=case.max_context_tokens,
+        use_cuda_graphs=case.cuda_graphs is not GraphPolicy.OFF,
+        hidden_size=case.hidden_size,
+        # CPU mode checks coverage, not speed: float32 avoids bf16 matmuls, which are very slow on CPUs
+        compute_dtype="float32" if case.mode is Mode.CPU else None,
+    )
+    return DecodeEngine(spec, config, options)
+
+
+def measure(case: PerfCase) -> tuple[DecodeMeasurement, dict[str, float]]:
+    """Run the case; its measurement and the metrics the history keeps (names from ci_tool.perf.metrics)."""
+    engine = build_engine(case)
+    load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
+    found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
+    values: dict[str, float] = {
+        "decode_tokens_per_s": found.tokens_per_s,
+        "step_latency_p50_ms": found.percentile_ms(0.5),
+        "step_latency_p99_ms": found.percentile_ms(0.99),
+        "graph_coverage": found.coverage,
+        "graph_steps": float(found.graph_steps),
+        "eager_steps": float(found.eager_steps),
+        **{f"pool_share_{name}": share for name, share in found.pool_shares.items()},
+    }
+    if case.mode is Mode.GPU:
+        values["achieved_gb_per_s"] = found.achieved_bytes_per_s / 1e9
+        peak = peak_memory_bytes_per_s(torch.cuda.get_device_name().removeprefix("NVIDIA ").strip())
+        if peak is not None:
+            values["bandwidth_fraction"] = found.achieved_bytes_per_s / peak
+        if found.eager_step_ms is not None:
+            values["graph_speedup"] = found.eager_step_ms / found.device_step_ms
+    del engine
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return found, values
