@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -257,7 +258,7 @@ class HistoryStore:
             raise self.error(error, "open") from None
         try:
             version = self._schema_version(self.db)  # first: a foreign file is refused before any write
-            self.db.execute("PRAGMA journal_mode = WAL")
+            self._switch_to_wal()
             self.db.execute("PRAGMA synchronous = NORMAL")
             if version is None or version < SCHEMA_VERSION:
                 self._write(self._migrate)
@@ -268,6 +269,20 @@ class HistoryStore:
             self.db.close()
             raise
         return self.db
+
+    def _switch_to_wal(self) -> None:
+        """`journal_mode = WAL`, waiting out other processes that switch the same new file at once: SQLite
+        answers BUSY at once there, without its busy handler (each holds a shared lock and wants the
+        exclusive one), so the switch is tried again, with a short random pause, within the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.Error as error:
+                if not is_busy(error) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.005, 0.05))  # apart, so one of them wins the next try
 
     def _open_read_only(self) -> sqlite3.Connection:
         db, version = self._connect_read_only()
