@@ -8,12 +8,17 @@ For each commit (first-parent diff against its parent) with the catalog and test
               `fallback` when a file no rule claims ran the full set)
     safety    for up to --faults commits per rule, a planted fault: `raise AssertionError("planted fault")` as
               the first statement of a function the commit changed (the tests rule: a changed test function;
-              the test-db and waives rules: the first test function of an entry the commit added or unwaived;
-              fallback: a changed function of a source file). Caught when the narrowed selection holds a test
+              the waives rule: the test the commit unwaived, read from its diff of waives.txt; the test-db
+              rule: the test an entry the commit added names, or its file's first test function; fallback: a
+              changed function of a source file). Caught when the narrowed selection holds a test
               that fails with it, measured by running pytest at that commit (a git worktree, its own code on
               the import path): the selected lines that cover the test (tests, test-db, waives), or the
               selected test files that import the changed module (fallback; a subset of the selection, so a
               failure there is a failing selected test). A fault only GPU stages would run counts apart.
+    synthetic waives  this history has no commit that changes test-db/waives.txt, so the bench makes some on HEAD
+              in a temporary worktree (no branch moves): a base that waives --faults tests CPU stages render
+              (the control: adding waives must select nothing) and, per waive, a child of the base that
+              removes it; each unwaive is measured as a commit of the history is. Reported apart, as SYNTHETIC.
 
     .venv/bin/python bench/cbts_bench.py [--faults 5] [--json]
 """
@@ -44,6 +49,7 @@ from ci_tool.stages.plan import StagePlan, plan_stages
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
 from ci_tool.testdb.check import covers
+from ci_tool.testdb.waives import parse_waives
 
 ROOT = Path(__file__).resolve().parents[1]
 EXACT_RULES = ("waives", "test-db", "tests")
@@ -178,13 +184,13 @@ def functions(text: str, path: str) -> list[tuple[str, ast.FunctionDef | ast.Asy
     return found
 
 
-def target_in(commit: Commit, path: str, *, tests_only: bool, changed: bool) -> Target | None:
+def target_in(commit: Commit, path: str, *, tests_only: bool, changed: bool, named: str = "") -> Target | None:
     text = file_at(commit.sha, path)
     if text is None or not path.endswith(".py"):
         return None
     lines = changed_lines(commit, path) if changed else None
     for name, node in functions(text, path):
-        if tests_only and not name.split(".")[-1].startswith("test"):
+        if (tests_only and not name.split(".")[-1].startswith("test")) or (named and name != named):
             continue
         if lines is not None and not lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
             continue
@@ -205,11 +211,26 @@ def targets(commit: Commit) -> Iterator[Target]:
     for path in narrowing.claimed.get("tests", ()):
         if found := target_in(commit, path, tests_only=True, changed=True):
             yield found
+    for path in narrowing.claimed.get("waives", ()):  # the tests the commit unwaived, whatever was selected
+        for test in unwaived(commit, path):
+            file, _, node = split_filters(test)[0].partition("::")
+            named = node.split("[", 1)[0].replace("::", ".")
+            if found := target_in(commit, file, tests_only=True, changed=False, named=named):
+                yield found
     entries = {line.test_id for plan in commit.plans.values() for line in (*plan.lines, *plan.isolated)}
     for entry in sorted(entries):  # the test-db and waives rules run whole entries: a test of each
-        path = split_filters(entry)[0].split("::", 1)[0]
-        if path.endswith(".py") and (found := target_in(commit, path, tests_only=True, changed=False)):
+        path, _, node = split_filters(entry)[0].partition("::")  # an entry that names a test: that test
+        named = node.split("[", 1)[0].replace("::", ".")
+        if path.endswith(".py") and (found := target_in(commit, path, tests_only=True, changed=False,
+                                                        named=named)):  # fmt: skip
             yield found
+
+
+def unwaived(commit: Commit, path: str) -> list[str]:
+    """The test ids whose waives the commit removed from the waives file `path` (read apart from the rule)."""
+    before = parse_waives(file_at(commit.parent, path) or "", path)[0]
+    kept = {(waive.test_id, waive.gpu) for waive in parse_waives(file_at(commit.sha, path) or "", path)[0]}
+    return list(dict.fromkeys(waive.test_id for waive in before if (waive.test_id, waive.gpu) not in kept))
 
 
 def selected_lines(commit: Commit, target: Target) -> tuple[list[str], bool]:
@@ -315,6 +336,70 @@ def _args(test: str) -> list[str]:
     return [selector, f"-{marker.group(1)}", marker.group(2)] if marker else [selector]
 
 
+# ---------------------------------------------------------------- a synthetic waives case
+
+
+WAIVES = "test-db/waives.txt"
+_BENCH_GIT = ("-c", "user.name=cbts-bench", "-c", "user.email=cbts-bench@localhost", "-c", "commit.gpgsign=false")
+
+
+def waive_candidates(count: int) -> list[str]:
+    """Node ids of `count` test functions today's CPU stages render, from lines spread over the render (no
+    GPU-marked test: a CPU line's `-m "not gpu"` leaves those out)."""
+    full = select_for_change(TODAY, _request("/bot run --disable-cbts"), engine=Engine.LOCAL,
+                             changes=ChangeSet((WAIVES,)))  # fmt: skip
+    plans = plan_stages(full.selected, db=TODAY.db, durations=TODAY.durations, allow_empty=True)
+    lines = list(dict.fromkeys(split_filters(line.test_id)[0] for plan in plans.values() if plan.name.is_cpu
+                               for line in (*plan.lines, *plan.isolated)))  # fmt: skip
+    found: list[str] = []
+    for index in range(len(lines)):
+        selector = lines[(index * 7) % len(lines)]  # 7 is prime to a render of any other length: a spread
+        for path in git("ls-tree", "-r", "--name-only", "HEAD", "--", selector.split("::", 1)[0]).split():
+            text = file_at("HEAD", path) or ""
+            tests = [(name, node) for name, node in functions(text, path) if name.split(".")[-1].startswith("test")
+                     and "gpu" not in " ".join(ast.unparse(d) for d in node.decorator_list)]  # fmt: skip
+            if path.endswith(".py") and tests and "pytestmark" not in text:
+                found.append(f"{path}::{tests[-1][0].replace('.', '::')}")
+                break
+        if len(found) >= count:
+            break
+    return found
+
+
+def synthetic_waives(count: int) -> tuple[Commit | None, list[Commit]]:
+    """Commits the bench makes on HEAD in a temporary worktree (no branch moves; the objects stay unreferenced):
+    a base that adds a waive for each of `count` CPU-rendered tests (the control: an added waive runs nothing),
+    and per waive a child of the base that removes it (an unwaive, a waives-only change); each measured as a
+    commit of the history is."""
+    tests = waive_candidates(count)
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "tree"
+        git("worktree", "add", "--detach", "-q", str(tree), "HEAD")
+        try:
+            before = (tree / WAIVES).read_text()
+            waives = [f"{test} SKIP (synthetic: cbts_bench unwaive case)\n" for test in tests]
+
+            def commit(text: str, message: str) -> str:
+                (tree / WAIVES).write_text(text)
+                git("-C", str(tree), *_BENCH_GIT, "commit", "-q", "--no-verify", "-m", message, "--", WAIVES)
+                return git("-C", str(tree), "rev-parse", "HEAD").strip()
+
+            base = commit(before + "".join(waives), f"cbts_bench (synthetic): waive {len(tests)} tests")
+            unwaives = []
+            for index, test in enumerate(tests):
+                git("-C", str(tree), "checkout", "-q", "--detach", base)
+                text = before + "".join(waive for other, waive in enumerate(waives) if other != index)
+                unwaives.append((commit(text, f"cbts_bench (synthetic): unwaive {test}"), base))
+        finally:
+            git("worktree", "remove", "--force", str(tree), check=False)
+    head = git("rev-parse", "HEAD").strip()
+    return measure(base, head), [found for sha, parent in unwaives if (found := measure(sha, parent)) is not None]
+
+
+def selected_tests(commit: Commit) -> list[str]:
+    return [line.test_id for plan in commit.plans.values() for line in (*plan.lines, *plan.isolated)]
+
+
 # ---------------------------------------------------------------- the report
 
 
@@ -338,8 +423,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             faults[rule].append((commit.sha[:10], target, _verdict(commit, target)))
     rows = [_row(rule, found, faults.get(rule, [])) for rule, found in sorted(by_rule.items())]
     rows.append(_row("all", measured, [f for found in faults.values() for f in found]))
+    added, unwaived = synthetic_waives(options.faults) if options.faults else (None, [])
+    synthetic = [(commit.sha[:10], *_unwaive_verdict(commit)) for commit in unwaived]
+    control = (f"selects {len(selected_tests(added))} test line(s) (scope "
+               f"{added.narrowed.narrowing.scope.value if added.narrowed and added.narrowed.narrowing else '?'})"
+               if added else "not measured")  # fmt: skip
     if options.json:
-        print(json.dumps({"commits": len(measured), "rules": rows}, indent=2))
+        print(json.dumps({"commits": len(measured), "rules": rows, "synthetic_waives": {
+            "added_waive_control": control, "unwaive": _row("waives (synthetic)", [], synthetic)["caught"],
+            "faults": [f"{sha} {target.path}::{target.function}: {verdict}" for sha, target, verdict in synthetic],
+        }}, indent=2))  # fmt: skip
         return 0
     print(f"{len(measured)} commits of {ROOT.name} replayed (first parent, catalog and test-db of each commit)\n")
     print("| rule | commits | GPU-min full | GPU-min narrowed | median saving | total saving | stage-min saving "
@@ -351,11 +444,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nplanted faults per exact rule (commits whose files that rule claimed, with others or alone):")
     for exact in EXACT_RULES:
         found = [f for rule, listed in faults.items() if exact in rule.split("+") for f in listed]
-        print(f"- {exact}: {_row(exact, [], found)['caught'] if found else 'no commit of this history'}")
+        print(f"- {exact}: {_row(exact, [], found)['caught'] if found else 'no commit of this history'}"
+              + (f"; synthetic: {_row(exact, [], synthetic)['caught']}" if exact == "waives" and synthetic else ""))
     print()
     for rule, listed in sorted(faults.items()):
         for sha, target, verdict in listed:
             print(f"- {rule}: {sha} {target.path}::{target.function}: {verdict}")
+    if added or synthetic:
+        print("\nSYNTHETIC waives case (not this history: commits the bench made on HEAD in a temporary worktree, a"
+              " base that waives CPU-rendered tests and one child per waive that removes it):")
+        print(f"- added waives (control, {WAIVES} only): {control}")
+        for sha, target, verdict in synthetic:
+            print(f"- waives (synthetic unwaive): {sha} {target.path}::{target.function}: {verdict}")
+        print(f"- waives (synthetic): {_row('waives', [], synthetic)['caught']}")
     return 0
 
 
@@ -373,6 +474,13 @@ def _verdict(commit: Commit, target: Target) -> str:
     if ran is Ran.NOT_RUN and gpu:
         return "selected on GPU stages only (not run here)"
     return f"not caught ({'not selected' if not cpu and not gpu else ran.value})"
+
+
+def _unwaive_verdict(commit: Commit) -> tuple[Target, str]:
+    target = next(targets(commit), None) if commit.rule == "waives" else None
+    if target is None:  # the waives rule did not claim it, or it selected no test to plant into
+        return Target(WAIVES, "-", 0, 0), f"not caught (rule {commit.rule}, {len(selected_tests(commit))} line(s))"
+    return target, _verdict(commit, target)
 
 
 def _percent(saved: float, full: float) -> str:
