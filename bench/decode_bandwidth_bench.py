@@ -38,17 +38,10 @@ PATHS = ("triton", "torch", "fp32-einsum")
 
 def fp32_einsum_attention(q, k_pool, v_pool, blocks, seq_lens, *, window_tokens, sink_tokens):  # type: ignore[no-untyped-def]
     """The attention as it was: gather every table column, upcast to float32, einsum, softmax, einsum."""
-    slots, logical, usable = blocks
-    batch, num_blocks = slots.shape
-    tpb, kv_heads, head_dim = k_pool.shape[1:]
-    index = slots.clamp(min=0)
-    k = k_pool[index].reshape(batch, num_blocks * tpb, kv_heads, head_dim).to(q.dtype)
-    v = v_pool[index].reshape(batch, num_blocks * tpb, kv_heads, -1).to(q.dtype)
-    positions = (logical[:, :, None] * tpb + torch.arange(tpb, device=q.device)).reshape(batch, -1)
-    limit = seq_lens[:, None]
-    valid = usable[:, :, None].expand(batch, num_blocks, tpb).reshape(batch, -1) & (positions < limit)
-    if window_tokens is not None:
-        valid &= (positions >= limit - window_tokens) | (positions < sink_tokens)
+    k, v, valid = attention.gathered_kv(
+        q, k_pool, v_pool, blocks, seq_lens, window_tokens=window_tokens, sink_tokens=sink_tokens
+    )
+    batch, _, kv_heads, head_dim = k.shape
     q_heads = q.shape[1]
     grouped = q.reshape(batch, kv_heads, q_heads // kv_heads, head_dim)
     scores = torch.einsum("bkgd,btkd->bkgt", grouped.float(), k.float()) * head_dim**-0.5

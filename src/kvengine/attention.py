@@ -65,6 +65,27 @@ def paged_decode_attention(
         assert kernel is not None
         return kernel(q, k_pool, v_pool, torch.where(usable, slots, -1), logical, seq_lens,
                       window_tokens=window_tokens, sink_tokens=sink_tokens)  # fmt: skip
+    k, v, valid = gathered_kv(q, k_pool, v_pool, blocks, seq_lens, window_tokens=window_tokens, sink_tokens=sink_tokens)
+    # one query token: [B, q_heads, 1, d] against [B, kv_heads, T, d], grouped heads shared (no repeat)
+    out = F.scaled_dot_product_attention(
+        q[:, :, None, :], k.transpose(1, 2), v.transpose(1, 2), attn_mask=valid[:, None, None, :], enable_gqa=True
+    )
+    return out[:, :, 0, :]
+
+
+def gathered_kv(
+    q: torch.Tensor,
+    k_pool: torch.Tensor,
+    v_pool: torch.Tensor,
+    blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    seq_lens: torch.Tensor,
+    *,
+    window_tokens: int | None,
+    sink_tokens: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every table column's block gathered ([B, T, kv_heads, d], in q's dtype) and which positions each
+    request attends ([B, T]): the torch path's input (and the float32 path the decode bench compares)."""
+    slots, logical, usable = blocks
     batch, num_blocks = slots.shape
     tpb, kv_heads, head_dim = k_pool.shape[1:]
     index = slots.clamp(min=0)
@@ -75,11 +96,7 @@ def paged_decode_attention(
     valid = usable[:, :, None].expand(batch, num_blocks, tpb).reshape(batch, -1) & (positions < limit)
     if window_tokens is not None:
         valid &= (positions >= limit - window_tokens) | (positions < sink_tokens)
-    # one query token: [B, q_heads, 1, d] against [B, kv_heads, T, d], grouped heads shared (no repeat)
-    out = F.scaled_dot_product_attention(
-        q[:, :, None, :], k.transpose(1, 2), v.transpose(1, 2), attn_mask=valid[:, None, None, :], enable_gqa=True
-    )
-    return out[:, :, 0, :]
+    return k, v, valid
 
 
 @functools.cache
