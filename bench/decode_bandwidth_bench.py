@@ -77,6 +77,7 @@ def main() -> None:
             engine = build_engine(case)
             load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
             found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
+            assert found.device_step_ms is not None and found.achieved_bytes_per_s is not None  # timed by default
             speedup = found.eager_step_ms / found.device_step_ms if found.eager_step_ms else None
             row = {"case": case_id, "attention": path, "device_step_ms": round(found.device_step_ms, 3),
                    "step_gb": round(found.step_bytes / 1e9, 3), "gb_per_s": round(found.achieved_bytes_per_s / 1e9, 1),

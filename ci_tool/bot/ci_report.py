@@ -5,6 +5,11 @@ Test cases belong to the stage their class name starts with (ci-tool's JUnit pre
 stage table, failures grouped by signature and the stages not run are run/report.py's own sections over
 StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
 console, "Partly Tested" for a custom run, and a newer run that killed this one.
+
+The perf section (run/report.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
+(perf/transport.py), not the history: a Jenkins build records its history on the agent that ran it, where
+the bot cannot read it, while the test report, properties kept (`keepProperties: true`), is what Jenkins
+serves of every build, local or Slurm-run. The verdicts are the ones the stage gated with.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from ci_tool.bot.reply import code
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, CaseResult
 from ci_tool.history.flakiness import KnownFlaky
+from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.perf.transport import PERF_PROPERTY, from_property
 from ci_tool.run.report import CiReport, build_report, report_sections
 from ci_tool.run.signatures import failure_excerpt, failure_signature
 
@@ -62,17 +69,23 @@ def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: Kn
     failures of the `known` flaky tests are shown apart, with their rate."""
     selection = plan.selection
     names = [stage.name.name for stage in selection.selected]
+    post_merge = {stage.name.name: stage.name.post_merge for stage in selection.selected}
+    run_id = f"{finished.build.job} #{finished.build.number}"
     tests: dict[str, list[TestRecord]] = {name: [] for name in names}
+    perf: list[PerfResult] = []
     for case in finished.cases:
         stage = stage_of(case, names)
         if stage is not None:
-            tests[stage].append(_test_record(case, stage))
+            record = _test_record(case, stage)
+            tests[stage].append(record)
+            if PERF_PROPERTY in case.properties:
+                perf += from_property(case.properties[PERF_PROPERTY], run_id=run_id, stage=stage,
+                                      test_id=record.test_id, post_merge=post_merge[stage])  # fmt: skip
     blocked = {b.stage.name.name: b.label for b in selection.blocked}
-    run_id = f"{finished.build.job} #{finished.build.number}"
     stages = [_stage(run_id, name, tests[name], blocked.get(name)) for name in names]
     result = finished.build.result
     run = RunRecord(run_id, command, result.run_state if result else RunState.FAILED, 0.0)
-    return build_report(run, stages, tests, known=known)
+    return build_report(run, stages, tests, perf=perf, known=known)
 
 
 def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | None) -> StageRecord:

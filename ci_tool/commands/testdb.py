@@ -15,6 +15,7 @@ from ci_tool.commands.clock import resolve_today, today_option
 from ci_tool.errors import CiToolError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
+from ci_tool.perf.reach import perf_findings
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.reach import empty_families, unreachable_blocks
@@ -152,14 +153,17 @@ def merge_waives_command(test_db: Path, waives: Path | None, base: str, output: 
 
 
 def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiToolError]:
-    """Blocks no catalog stage renders and families that render nothing (or the catalog's load error)."""
+    """Blocks no catalog stage renders, families that render nothing, perf cases outside a gated stage or
+    without their config, perf-gated families without a case (or the catalog's load error)."""
     durations_file = durations_file_of(test_db)
     try:
         durations = load_durations(durations_file) if durations_file.is_file() else {}
         catalog = load_catalog(catalog_file, db=db, durations=durations)
     except CiToolError as error:
         return [error]
-    return unreachable_blocks(catalog, db) + empty_families(catalog, db)
+    # the test-db folder sits at the repository root, where the perf-sanity configs' folder is too
+    perf = perf_findings(catalog, db, root=test_db.parent)
+    return unreachable_blocks(catalog, db) + empty_families(catalog, db) + perf
 
 
 def _query_from(match_json: str | None, system_info: Path | None, probe: bool) -> dict[str, object]:

@@ -254,6 +254,12 @@ class JenkinsClient:
                         duration_seconds=float(case.get("duration") or 0.0),
                         message=str(case.get("errorDetails") or case.get("skippedMessage") or ""),
                         output=str(case.get("errorStackTrace") or ""),
+                        properties=_properties(case.get("properties")),
                     )
                 )
         return tuple(cases)
+
+
+def _properties(found: object) -> dict[str, str]:
+    """A case's `properties` (the junit step's keepProperties: a JSON object); {} without any."""
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}

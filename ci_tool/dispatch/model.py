@@ -54,6 +54,7 @@ class CaseResult:
     duration_seconds: float = 0.0
     message: str = ""
     output: str = ""
+    properties: Mapping[str, str] = field(default_factory=dict)  # its JUnit testcase properties (keepProperties)
 
 
 @dataclass(frozen=True)

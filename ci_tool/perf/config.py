@@ -36,6 +36,7 @@ from ci_tool.text_file import read_text
 from ci_tool.yaml_nodes import NodeReader, compose, kind
 
 CONFIG_DIR = Path("tests/scripts/perf-sanity")  # relative to the repository root
+CASE_TEST = "tests/perf/test_perf_sanity.py::test_e2e"  # parametrized with the case ids
 CONFIG_VERSION = 1
 WARMUP_STEPS = 2  # untimed decode steps before a case's output_len timed ones
 _NAME = re.compile(r"[a-z0-9_]+")  # no dashes: they separate the parts of a case id

@@ -5,7 +5,8 @@ metric, with the run, stage, branch and commit), each is judged against this GPU
 (gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
 warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
 always fails. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
-verdicts travel as one `ci_tool.perf` property for reports that only have the JUnit (the PR comment).
+verdicts travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR
+comment).
 
     from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture, in a conftest.py)
 
@@ -18,7 +19,6 @@ $CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COM
 from __future__ import annotations
 
 import functools
-import json
 import os
 import subprocess
 import time
@@ -36,10 +36,10 @@ from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
+from ci_tool.perf.transport import PERF_PROPERTY, to_property
 from ci_tool.stages.modes import perf_gate_from_env
 from ci_tool.stages.names import parse_stage_name
 
-PERF_PROPERTY = "ci_tool.perf"
 BASELINES_ENV = "CI_TOOL_PERF_BASELINES"
 TARGET_BRANCH_ENV = "CI_TOOL_TARGET_BRANCH"
 DEFAULT_TARGET_BRANCH = "main"
@@ -115,7 +115,7 @@ class PerfSanity:
         node = self.request.node
         node.user_properties.append(("perf_gate", gate.value))
         node.user_properties.extend((j.metric, round(j.value, 6)) for j in judged)
-        node.user_properties.append((PERF_PROPERTY, json.dumps([_transport(r) for r in rows], sort_keys=True)))
+        node.user_properties.append((PERF_PROPERTY, to_property(rows)))
         message = failure_message(case.case_id, gpu, judged)
         if message:
             pytest.fail(message, pytrace=False)
@@ -155,14 +155,6 @@ class PerfSanity:
             baseline.value if baseline else None, baseline.threshold if baseline else None, judged.note,
             self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit,
         )  # fmt: skip
-
-
-def _transport(row: PerfResult) -> dict[str, object]:
-    """What the `ci_tool.perf` JUnit property carries of a row (report_perf.py reads it back)."""
-    return {
-        "case": row.case_id, "gpu": row.gpu, "metric": row.metric, "value": row.value, "baseline": row.baseline,
-        "threshold": row.threshold, "verdict": row.verdict.value, "note": row.note,
-    }  # fmt: skip
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@
     admit `concurrency` sequences of `input_len` prefilled tokens, decode `warmup_steps + output_len` steps
     step latency = each timed `engine.step` (bookkeeping included), synchronized on a GPU
     device step  = the graph replay (or eager forward) of the final batch alone, timed with CUDA events, and
-                   the bytes it must move (weights, the KV blocks its rows attend, the new K/V written)
+                   the bytes it must move (weights, the KV blocks its rows attend, the new K/V written);
+                   `time_device_step=False` leaves it out (CPU perf sanity checks coverage, not speed)
 
 A pool too small for the load is an error with numbers (`BenchError`): the case cannot run as configured.
 """
@@ -48,7 +49,7 @@ class DecodeMeasurement:
     graph_steps: int
     eager_steps: int
     pool_shares: dict[str, float]  # pool name (`window1024`, `full`) -> share of the KV budget
-    device_step_ms: float  # the final batch's step alone (graph replay when captured)
+    device_step_ms: float | None  # the final batch's step alone (graph replay when captured); None: not timed
     eager_step_ms: float | None  # the same batch's eager forward, when a graph ran the device step
     step_bytes: int  # what the device step must move
 
@@ -61,11 +62,13 @@ class DecodeMeasurement:
         return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
 
     @property
-    def achieved_bytes_per_s(self) -> float:
-        return self.step_bytes / (self.device_step_ms / 1000)
+    def achieved_bytes_per_s(self) -> float | None:
+        return self.step_bytes / (self.device_step_ms / 1000) if self.device_step_ms is not None else None
 
 
-def run_decode(engine: DecodeEngine, spec: ModelSpec, load: DecodeLoad, *, hidden_size: int) -> DecodeMeasurement:
+def run_decode(
+    engine: DecodeEngine, spec: ModelSpec, load: DecodeLoad, *, hidden_size: int, time_device_step: bool = True
+) -> DecodeMeasurement:
     sequences = _admit(engine, load)
     tokens = torch.zeros(load.concurrency, dtype=torch.int64, device=engine.device)
     steps_ms = []
@@ -88,7 +91,7 @@ def run_decode(engine: DecodeEngine, spec: ModelSpec, load: DecodeLoad, *, hidde
             steps_ms.append((time.perf_counter() - begin) * 1000)
     total_s = time.perf_counter() - started
     metrics = engine.metrics()
-    device_ms, eager_ms = _device_step(engine, load.concurrency)
+    device_ms, eager_ms = _device_step(engine, load.concurrency) if time_device_step else (None, None)
     lengths = [s.length_tokens for s in sequences]
     return DecodeMeasurement(
         tokens_per_s=load.concurrency * load.output_len / total_s,

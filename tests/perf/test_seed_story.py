@@ -3,8 +3,9 @@ config fails the perf gate, default sizing passes.
 
 Each side is a real pytest run of test_perf_sanity.py on a copy of tests/scripts/perf-sanity/gemma_like.yaml
 (avg_seq_len left unset, or set to max_seq_len, 32768), with its own history. On CPU the coverage part
-decides: the starved window pool cannot capture the 128 graph, the batch of 80 runs eager, and the case
-requires graphs. On a GPU (the `gpu` case) the old sizing is also slower, read back from the history.
+decides: at the client's CPU sizes the starved window pool cannot capture the 72 graph, the batch of 66
+runs eager, and the case requires graphs. On a GPU (the `gpu` case) the old sizing is also slower, read back
+from the history.
 """
 
 from __future__ import annotations

@@ -126,8 +126,8 @@ def test_stage_show_json(capsys: pytest.CaptureFixture[str]) -> None:
         "name": "DGX_H200-PyTorch-Perf-1",
         "mode": "perf",
         "sharded": False,
-        "lines": ["tests/a_test.py", "tests/b_test.py ISOLATION", "tests/c_test.py"],
-        "predicted_minutes": 35.0,
+        "lines": ["tests/a_test.py", "tests/b_test.py ISOLATION", "tests/c_test.py", "tests/perf"],
+        "predicted_minutes": 46.667,
         "pytest_args": ["--perf", "--perf-log-formats", "csv", "--perf-log-formats", "yaml"],
     }
     (command,) = shown["commands"]  # perf mode: one process, no ISOLATION handling
@@ -314,4 +314,4 @@ def test_testdb_check_reports_a_catalog_that_does_not_load(capsys: pytest.Captur
 
 def test_testdb_check_passes_with_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "testdb", "check", *CATALOG)
-    assert (code, out) == (0, "test-db OK: 1 contexts, 4 test lines, 1 waives\n")
+    assert (code, out) == (0, "test-db OK: 1 contexts, 5 test lines, 1 waives\n")

@@ -80,17 +80,52 @@ def test_baseline_set_takes_the_median_of_recorded_runs(tmp_path: Path, capsys: 
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+S = ("version: 1\nmodel: gemma-like\nserver_configs:\n- name: a\n  max_batch_size: 8\n"
+     "  kv_cache_config: {budget_gib: 1}\n")
+CLIENTS = "  client_configs:\n"
+ONE = "  - {name: b, concurrency: 1, input_len: 1, output_len: 1}\n"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("version: 1\nmodel: gemma-like\nserver_configs:\n- name: a\n  max_batch_size: 0\n"
-                     "  kv_cache_config: {budget_gib: 1}\n  client_configs: [{name: b, concurrency: 1, input_len: 1,"
-                     " output_len: 1}]\n",
+        pytest.param("", "c.yaml: expected a perf-sanity config (version, model, server_configs), found an empty file "
+                     "Hint: copy an existing config in the same folder", id="empty"),
+        pytest.param("version: 2\n" + S.split("\n", 1)[1] + CLIENTS + ONE,
+                     "c.yaml:1:10 (version): expected version 1, found 2", id="wrong-version"),
+        pytest.param("version: 1\nmodel: gemma-lik\nserver_configs: []\n",
+                     "c.yaml:2:8 (model): expected a model preset, found 'gemma-lik' Hint: did you mean "
+                     "'gemma-like' or 'llama-like'? (1 more problem(s) in {dir}/c.yaml)", id="unknown-model"),
+        pytest.param(S.replace("max_batch_size: 8", "max_batch_size: 0") + CLIENTS + ONE,
                      "c.yaml:5:19 (server_configs[0].max_batch_size): expected an integer >= 1, found 0",
                      id="bad-batch"),
-        pytest.param("version: 1\nmodel: gemma-lik\nserver_configs: []\n",
-                     "c.yaml:2:8 (model): expected a model preset, found 'gemma-lik' Hint: did you mean 'gemma-like'",
-                     id="unknown-model"),
+        pytest.param(S.replace("name: a", "name: a-b") + CLIENTS + ONE,
+                     "c.yaml:4:9 (server_configs[0].name): expected a name of [a-z0-9_]+, found 'a-b' Hint: use "
+                     "underscores: a dash separates the parts of a case id", id="dash-in-name"),
+        pytest.param(S + "  cuda_graphs: requird\n" + CLIENTS + ONE,
+                     "c.yaml:7:16 (server_configs[0].cuda_graphs): expected required, enabled or off, found 'requird' "
+                     "Hint: did you mean 'required'?", id="bad-graph-policy"),
+        pytest.param(S.replace("budget_gib: 1", "budget_gib: 0") + CLIENTS + ONE,
+                     "c.yaml:6:33 (server_configs[0].kv_cache_config.budget_gib): expected a budget in GiB > 0, "
+                     "found 0", id="zero-budget"),
+        pytest.param(S + CLIENTS + ONE.replace("concurrency: 1", "concurrency: 9"),
+                     "c.yaml:8:28 (server_configs[0].client_configs[0].concurrency): expected a concurrency <= "
+                     "max_batch_size 8, found 9 Hint: raise max_batch_size or lower the concurrency",
+                     id="concurrency-over-batch"),
+        pytest.param(S + CLIENTS + ONE + ONE,
+                     "c.yaml:9:12 (server_configs[0].client_configs[1].name): expected each name once, found 'b' "
+                     "again Hint: rename one of them", id="duplicate-client"),
+        pytest.param(S + CLIENTS + "  - {name: b, concurrency: 1, input_len: 1}\n",
+                     "c.yaml:8:5 (server_configs[0].client_configs[0]): expected the key 'output_len', found none "
+                     "Hint: add `output_len:`", id="missing-output-len"),
+        pytest.param(S + CLIENTS + ONE.replace("}", ", cpu: {hiden_size: 64}}"),
+                     "c.yaml:8:66 (server_configs[0].client_configs[0].cpu.hiden_size): expected one of hidden_size, "
+                     "budget_gib, max_batch_size, concurrency, input_len, output_len, found key 'hiden_size' Hint: "
+                     "did you mean 'hidden_size'?", id="unknown-cpu-key"),
+        pytest.param(S + CLIENTS + "  - {name: b, concurrency: 4, input_len: 1, output_len: 1, "
+                     "cpu: {max_batch_size: 2}}\n",
+                     "c.yaml:8:65 (server_configs[0].client_configs[0].cpu): expected a concurrency <= max_batch_size "
+                     "2, found 4 Hint: raise max_batch_size or lower the concurrency", id="cpu-concurrency-over-batch"),
     ],
 )  # fmt: skip
 def test_config_errors_are_located(tmp_path: Path, text: str, message: str) -> None:
@@ -98,4 +133,4 @@ def test_config_errors_are_located(tmp_path: Path, text: str, message: str) -> N
     path.write_text(text)
     with pytest.raises(PerfError) as error:
         load_config(path, models=("gemma-like", "llama-like"))
-    assert str(error.value).startswith(f"{tmp_path}/{message}")
+    assert str(error.value) == f"{tmp_path}/{message.format(dir=tmp_path)}"

@@ -402,7 +402,8 @@ void runStage(String stageName, Map row, String stageRunArgs) {
                     sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
                 }
             } finally {
-                junit(testResults: "${results}/**/*.xml", allowEmptyResults: true)
+                // keepProperties: the PR comment reads the perf verdicts from the testcase properties (ci_tool/perf/transport.py)
+                junit(testResults: "${results}/**/*.xml", allowEmptyResults: true, keepProperties: true)
                 archiveArtifacts(artifacts: "${results}/**", allowEmptyArchive: true)
             }
         }
