@@ -256,8 +256,9 @@ def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
         kept.append(line)
         size += len(line) + 1
     left = len(lines) - len(kept)
-    if sum(1 for line in kept if line.startswith("```")) % 2:
-        kept.append("```")
+    fence = open_fence(kept)
+    if fence:
+        kept.append(fence)
     summary = (
         f"**Shortened**: this reply had {len(body):,} characters, more than the {limit:,} GitHub takes; "
         f"{left:,} of its {len(lines):,} lines are left out.{where}"
@@ -294,3 +295,17 @@ def with_lines(reply: str, lines: list[str], *, none: str) -> str:
     """A reply with a list of what the command did appended (or `none` when it did nothing)."""
     shown = "\n".join(lines) if lines else none
     return reply.rstrip("\n") + "\n\n" + shown + "\n" if shown else reply
+
+
+def open_fence(lines: Sequence[str]) -> str:
+    """The fence of a code block `lines` leave open ("" when none): a block closes only on a fence of its
+    own backticks, at least as long (report.code_block makes fences longer than any line inside)."""
+    fence = ""
+    for line in lines:
+        stripped = line.lstrip(" ")
+        ticks = len(stripped) - len(stripped.lstrip("`"))
+        if not fence and ticks >= 3:
+            fence = "`" * ticks
+        elif fence and ticks >= len(fence) and not stripped.strip("`").strip():
+            fence = ""
+    return fence

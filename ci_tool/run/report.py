@@ -13,6 +13,7 @@ list entries that collected nothing
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -157,6 +158,27 @@ def _run_seconds(run: RunRecord) -> float | None:
     return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
 
 
+def code(value: object) -> str:
+    """`value` as one markdown code span whatever it holds (a test id or command from PR code): fenced by
+    one backtick more than its longest run of them (CommonMark), on one line."""
+    text = " ".join(str(value).splitlines())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_block(text: str, info: str = "text") -> list[str]:
+    """`text` as a fenced block that no line of it closes: the fence is longer than any fence-like line."""
+    longest = max((len(run) for run in re.findall(r"^ {0,3}(`{3,})", text, re.MULTILINE)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{info}", *text.splitlines(), fence]
+
+
+def cell(value: object) -> str:
+    """Text for a markdown table cell: a `|` in it would end the cell."""
+    return " ".join(str(value).splitlines()).replace("|", "\\|")
+
+
 def seconds_text(value: float) -> str:
     """`12.5 s`, `3 min 20 s`."""
     minutes, seconds = divmod(value, 60)
@@ -174,9 +196,9 @@ def render_markdown(report: CiReport) -> str:
     run, totals = report.run, report.totals
     took = _run_seconds(run)
     lines = [
-        f"## ci-tool run `{run.run_id}`: **{run_state_words(run.state, report.waiting)}**",
+        f"## ci-tool run {code(run.run_id)}: **{run_state_words(run.state, report.waiting)}**",
         "",
-        f"`{run.command}` · {counted(len(report.stages), 'stage')} · {totals['passed']} passed, "
+        f"{code(run.command)} · {counted(len(report.stages), 'stage')} · {totals['passed']} passed, "
         f"{totals['failed']} failed, {totals['skipped']} skipped"
         + (f" · {seconds_text(took)}" if took is not None else ""),
         "",
@@ -193,12 +215,12 @@ def report_sections(report: CiReport) -> list[str]:
     ]
     for s in report.stages:
         if s.state.ran:
-            result = f"**{s.state}**" + (f" ({s.reason})" if s.reason else "")
+            result = f"**{s.state}**" + (f" ({cell(s.reason)})" if s.reason else "")
             lines.append(
                 f"| {s.name} | {result} | {seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
             )
         elif s.state is StageState.REUSED:
-            lines.append(f"| {s.name} | {s.state} ({s.reason}) | – | – | – | – |")
+            lines.append(f"| {s.name} | {s.state} ({cell(s.reason)}) | – | – | – | – |")
         else:
             lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
     lines += _prediction_section(report)
@@ -247,11 +269,11 @@ def _failure_section(report: CiReport) -> list[str]:
     signatures = counted(len(report.failures), "signature")
     lines = ["", f"### {failures_title(report)}: {counted(count, 'test')}, {signatures}"]
     for group in report.failures:
-        lines += ["", f"#### `{group.signature}` ({counted(len(group.tests), 'test')})", ""]
+        lines += ["", f"#### {code(group.signature)} ({counted(len(group.tests), 'test')})", ""]
         lines += [_failed_line(test) for test in group.tests]
         excerpt = group.tests[0].excerpt or group.tests[0].message
         if excerpt:
-            lines += ["", "```text", *excerpt.splitlines(), "```"]
+            lines += ["", *code_block(excerpt)]
     return lines
 
 
@@ -281,13 +303,13 @@ def _known_flaky_section(report: CiReport) -> list[str]:
     ]
     for test in report.known_flaky:
         assert test.flake is not None  # the section holds only known flaky failures
-        signature = f", `{test.flake.signature}`" if test.flake.signature else ""
+        signature = f", {code(test.flake.signature)}" if test.flake.signature else ""
         lines.append(f"{_failed_line(test)}: {known_flaky_words(test.flake)}{signature}")
     return lines
 
 
 def _failed_line(test: FailedTest) -> str:
-    return f"- `{test.test_id}` in {test.stage}" + (" (error)" if test.outcome is TestOutcome.ERROR else "")
+    return f"- {code(test.test_id)} in {test.stage}" + (" (error)" if test.outcome is TestOutcome.ERROR else "")
 
 
 def _rerun_section(report: CiReport) -> list[str]:
@@ -296,7 +318,8 @@ def _rerun_section(report: CiReport) -> list[str]:
     lines = ["", "### Reruns of known flaky failures", ""]
     for rerun in report.reruns:
         verdict = "passed on rerun (unstable, not green)" if rerun.get("rerun") == "passed" else "failed again"
-        lines.append(f"- `{rerun.get('test_id')}` in {rerun.get('stage')}: `{rerun.get('signature')}`, {verdict}")
+        test, signature = code(rerun.get("test_id")), code(rerun.get("signature"))
+        lines.append(f"- {test} in {rerun.get('stage')}: {signature}, {verdict}")
     return lines
 
 
@@ -309,7 +332,7 @@ def _waive_section(report: CiReport) -> list[str]:
         if reused_test_origin(reason) is not None:  # tests that passed with the same code: a count says it
             lines.append(f"- {reason}: {counted(len(ids), 'test')} that passed there")
         else:
-            lines.append(f"- {reason}: " + ", ".join(f"`{test_id}`" for test_id in ids))
+            lines.append(f"- {reason}: " + ", ".join(code(test_id) for test_id in ids))
     return lines
 
 
@@ -332,4 +355,4 @@ def _uncollected_section(report: CiReport) -> list[str]:
     if not report.uncollected:
         return []
     lines = ["", "### List entries that collected nothing", ""]
-    return lines + [f"- `{u.get('id')}` in {u.get('stage')}: {u.get('reason')}" for u in report.uncollected]
+    return lines + [f"- {code(u.get('id'))} in {u.get('stage')}: {u.get('reason')}" for u in report.uncollected]

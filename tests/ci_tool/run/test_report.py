@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ci_tool.bot.reply import open_fence
 from ci_tool.history import queries
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
-from ci_tool.outcomes import RunState, StageState
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.run.progress import Progress
 from ci_tool.run.report import build_report, load_report, render_markdown, report_json
 from ci_tool.run.session import PlannedStage, run_session
@@ -113,3 +114,28 @@ def test_the_report_sets_predicted_beside_actual_and_each_familys_shard_spread()
         "| CPU-Generic-1 | 26.0 s | 25.0 s | 0.96 |\n| CPU-Generic-2 | 26.0 s | 41.0 s | 1.58 |\n\n"
         "- CPU-Generic: slowest shard 41.0 s, fastest 25.0 s (1.64x)\n"
     ) in markdown
+
+
+def test_backticks_fences_and_bars_from_pr_code_stay_inside_their_markdown() -> None:
+    """A test id with backticks, output with a ``` line and a reason with `|` (all from PR code) cannot
+    close their code span, fence or table cell early."""
+    test_id = "t.py::test_x[a`b``c]"
+    output = "E   before\n```\nE   after the fence"
+    run = RunRecord("r1", "/bot run", RunState.FAILED, 1.0, 2.0)
+    stages = [
+        StageRecord("r1", "CPU-Generic-1", StageState.FAILED, reason="exit 1 | see log", failed=1),
+        StageRecord("r1", "A10-PyTorch-1", StageState.WAITING, reason="needs | a runner"),
+    ]
+    tests = {"CPU-Generic-1": [TestRecord(test_id, TestOutcome.FAILED, 0.1, kind="E", message="m", signature="E: m",
+                                          output_head=output)]}  # fmt: skip
+    text = render_markdown(build_report(run, stages, tests))
+    assert f"- ```{test_id}``` in CPU-Generic-1" in text
+    assert "\n````text\nE   before\n```\nE   after the fence\n````\n" in text
+    assert "| CPU-Generic-1 | **failed** (exit 1 \\| see log) |" in text
+    assert "| A10-PyTorch-1 | waiting |" in text
+
+
+def test_a_shortened_reply_closes_the_fence_it_cut_inside() -> None:
+    assert open_fence(["text", "````text", "```", "inside"]) == "````"
+    assert open_fence(["```text", "x", "```"]) == ""
+    assert open_fence(["````text", "x", "````", "```text", "y"]) == "```"
