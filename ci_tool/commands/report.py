@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -18,8 +19,8 @@ from ci_tool.history import queries
 from ci_tool.history.perf_results import perf_trends
 from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
-from ci_tool.report.html import PerfTrends, render_html
-from ci_tool.run.report import CiReport, load_report, render_markdown, report_json
+from ci_tool.report.html import RunHref, render_html
+from ci_tool.run.report import load_report, render_markdown, report_json
 
 FORMATS = ("markdown", "json", "html")
 
@@ -33,14 +34,13 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     """Render the report of RUN_ID (`latest` for the newest run): state, stages, failures by signature,
     reruns, waives, stages not run and why."""
     with HistoryStore(history_path(history_file), read_only=True) as store:
-        found = load_report(store, resolve_run_id(store, run_id))
-        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
-    if output_format == "markdown":
-        text = render_markdown(found)
-    elif output_format == "json":
-        text = json.dumps(report_json(found), indent=2) + "\n"
-    else:
-        text = html_page(found, output.parent if output is not None else Path(), trends)
+        found_id = resolve_run_id(store, run_id)
+        if output_format == "html":
+            text = html_page(store, found_id, output.parent if output is not None else Path())
+        else:
+            found = load_report(store, found_id)
+            markdown = output_format == "markdown"
+            text = render_markdown(found) if markdown else json.dumps(report_json(found), indent=2) + "\n"
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -51,14 +51,29 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
 def write_html_report(history: Path, run_id: str, output: Path) -> None:
     """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
     with HistoryStore(history, read_only=True) as store:
-        found = load_report(store, run_id)
-        trends = perf_trends(store, found.perf, limit=TREND_SAMPLES)
-    _write(output, html_page(found, output.parent, trends))
+        text = html_page(store, run_id, output.parent)
+    _write(output, text)
 
 
-def html_page(found: CiReport, page_folder: Path, trends: PerfTrends) -> str:
-    """The report as one page whose links to the stages' folders are relative to `page_folder`."""
-    return render_html(found, stage_href=lambda stage: stage_folder_href(stage, page_folder), perf_trends=trends)
+def html_page(
+    store: HistoryStore,
+    run_id: str,
+    page_folder: Path,
+    *,
+    trend_samples: int = TREND_SAMPLES,
+    nav: Sequence[tuple[str, str]] = (),
+    run_href: RunHref | None = None,
+) -> str:
+    """The report of `run_id` as one page, with its perf trends (the latest `trend_samples` values), whose
+    links to the stages' folders are relative to `page_folder` (a site's pages add `nav` and `run_href`)."""
+    found = load_report(store, run_id)
+    return render_html(
+        found,
+        stage_href=lambda stage: stage_folder_href(stage, page_folder),
+        nav=nav,
+        perf_trends=perf_trends(store, found.perf, limit=trend_samples),
+        run_href=run_href,
+    )
 
 
 def _write(output: Path, text: str) -> None:

@@ -16,17 +16,15 @@ from ci_tool import report as report_package
 from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands import bounds
 from ci_tool.commands.history import history_option
-from ci_tool.commands.report import stage_folder_href
+from ci_tool.commands.report import html_page
 from ci_tool.errors import ReportError, Where
 from ci_tool.history import overview, queries
-from ci_tool.history.perf_results import perf_overview, perf_trends
+from ci_tool.history.perf_results import perf_overview
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.json_file import read_json
 from ci_tool.report import dashboard
 from ci_tool.report import site as layout
-from ci_tool.report.html import render_html
 from ci_tool.run import report as run_report
-from ci_tool.run.report import load_report
 
 
 @click.command()
@@ -45,12 +43,12 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         plan = layout.plan_site(summaries, previous, _renderer())
         hrefs = {summary.run.run_id: layout.run_page(summary.run.run_id) for summary in summaries}
         for summary in plan.render:
-            found = load_report(store, summary.run.run_id)
-            page = render_html(
-                found,
-                stage_href=lambda stage: stage_folder_href(stage, runs_folder),
+            page = html_page(
+                store,
+                summary.run.run_id,
+                runs_folder,
+                trend_samples=window,
                 nav=layout.nav("../"),
-                perf_trends=perf_trends(store, found.perf, limit=window),
                 run_href=lambda run_id: _sibling(hrefs.get(run_id)),
             )
             write_text_atomically(output / hrefs[summary.run.run_id], page, what="a run page")
