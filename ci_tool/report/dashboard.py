@@ -111,13 +111,8 @@ def flaky_page(flaky: Sequence[FlakyTest], run_hrefs: Mapping[str, str], *, wind
         )
     headers = ("Test", "Stage family", "Flips", "Passed on rerun", "Results", "Last seen")
     caption = f"Flaky tests of the last {window} runs: a rerun passed, or the outcome changed between runs"
-    body = [
-        "<h1>Flaky tests</h1>",
-        table(caption, headers, rows, numbers=(2, 3, 4))
-        if flaky
-        else f"<p>No flaky test in the last {window} runs.</p>",
-    ]
-    return page("ci-tool: flaky tests", body, nav=nav)
+    empty = f"No flaky test in the last {window} runs."
+    return _table_page("Flaky tests", caption, headers, rows, numbers=(2, 3, 4), empty=empty, nav=nav)
 
 
 def slowest_page(slowest: Sequence[SlowTest], *, window: int, nav: Nav) -> str:
@@ -134,13 +129,8 @@ def slowest_page(slowest: Sequence[SlowTest], *, window: int, nav: Nav) -> str:
     ]
     headers = ("Test", "Median", "Latest", "Results", "Trend (oldest to newest)")
     caption = f"The slowest tests of the last {window} runs, by the median of their latest results"
-    body = [
-        "<h1>Slowest tests</h1>",
-        table(caption, headers, rows, numbers=(1, 2, 3))
-        if slowest
-        else f"<p>No test results in the last {window} runs.</p>",
-    ]
-    return page("ci-tool: slowest tests", body, nav=nav)
+    empty = f"No test results in the last {window} runs."
+    return _table_page("Slowest tests", caption, headers, rows, numbers=(1, 2, 3), empty=empty, nav=nav)
 
 
 def perf_page(
@@ -153,13 +143,24 @@ def perf_page(
         run = f"<code>{text(newest.run_id)}</code>"
         rows.append([*perf_cells(newest, values), f'<a href="{attribute(href)}">{run}</a>' if href else run])
     caption = f"Perf-sanity cases: the newest result of each metric and its last {window} results"
-    body = [
-        "<h1>Perf cases</h1>",
-        table(caption, (*PERF_HEADERS, "Newest run"), rows, numbers=(3, 4, 5))
-        if overview
-        else "<p>No perf-sanity results recorded yet.</p>",
-    ]
-    return page("ci-tool: perf cases", body, nav=nav)
+    headers = (*PERF_HEADERS, "Newest run")
+    empty = "No perf-sanity results recorded yet."
+    return _table_page("Perf cases", caption, headers, rows, numbers=(3, 4, 5), empty=empty, nav=nav)
+
+
+def _table_page(
+    heading: str,
+    caption: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    numbers: Sequence[int],
+    empty: str,
+    nav: Nav,
+) -> str:
+    """A dashboard page of one table under its heading, or the `empty` sentence when there are no rows."""
+    body = [f"<h1>{text(heading)}</h1>", table(caption, headers, rows, numbers=numbers) if rows else f"<p>{empty}</p>"]
+    return page(f"ci-tool: {heading.lower()}", body, nav=nav)
 
 
 def _trend_words(test: SlowTest) -> str:
