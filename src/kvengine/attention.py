@@ -60,9 +60,8 @@ def paged_decode_attention(
 ) -> torch.Tensor:
     """One query token per request ([B, q_heads, d]) against its paged KV ([slots, B_tok, kv_heads, d])."""
     slots, logical, usable = blocks
-    if q.is_cuda and _triton_kernel() is not None:
-        kernel = _triton_kernel()
-        assert kernel is not None
+    kernel = _triton_kernel() if q.is_cuda else None
+    if kernel is not None:
         return kernel(q, k_pool, v_pool, torch.where(usable, slots, -1), logical, seq_lens,
                       window_tokens=window_tokens, sink_tokens=sink_tokens)  # fmt: skip
     k, v, valid = gathered_kv(q, k_pool, v_pool, blocks, seq_lens, window_tokens=window_tokens, sink_tokens=sink_tokens)
