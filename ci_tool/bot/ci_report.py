@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.bot.plan import RunPlan
-from ci_tool.bot.reply import code
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, CaseResult
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
+from ci_tool.markdown import code
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
 from ci_tool.run.report import CiReport, build_report, report_sections

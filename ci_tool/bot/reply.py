@@ -17,6 +17,7 @@ from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
 from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.markdown import cell, code, code_block
 from ci_tool.stages.cbts import CbtsScope
 
 DRY_RUN_NOTE = "dry run: nothing was started"
@@ -24,28 +25,9 @@ COMMENT_LIMIT = 65_536  # characters GitHub takes in one comment
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
 
 
-def code(text: str) -> str:
-    """An inline code span holding `text` verbatim, whatever backticks it contains."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    return f"{fence} {text} {fence}" if "`" in text else f"{fence}{text}{fence}"
-
-
-def code_block(text: str) -> str:
-    """A fenced code block holding `text` verbatim."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
-
-
 def plain(text: str) -> str:
     """`text` with markdown punctuation escaped, for sentences that quote rule reasons."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def _cell(text: str) -> str:
-    """Text for a table cell: GitHub splits cells at `|` even inside code spans."""
-    return text.replace("|", "\\|")
 
 
 def _and(words: list[str]) -> str:
@@ -134,7 +116,7 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
                 if isinstance(value, tuple)
                 else code(str(value))
             )
-            lines.append(f"| `{flag_by_key(key).name}` | {_cell(shown)} |")
+            lines.append(f"| `{flag_by_key(key).name}` | {cell(shown)} |")
         lines.append("")
     elif request.command == "run":
         lines += ["No flags: the default pre-merge selection.", ""]
@@ -182,7 +164,7 @@ def render_plan(plan: RunPlan) -> str:
             why = f"**blocked** until `{waiting[name]}`; {why}" if name in waiting else why
             lines.append(
                 f"| {code(name)} | {code(stage.platform)} | {stage.shard}/{stage.splits} | {len(stage_plan.lines)} "
-                f"| {_minutes(stage_plan.predicted_seconds)} | {_cell(why)} |"
+                f"| {_minutes(stage_plan.predicted_seconds)} | {cell(why)} |"
             )
         lines.append("")
     else:
@@ -191,7 +173,7 @@ def render_plan(plan: RunPlan) -> str:
         excluded = len(selection.excluded)
         lines += [f"<details><summary>{excluded} stage{'s' if excluded != 1 else ''} not run</summary>", ""]
         lines += ["| Stage | Why |", "|---|---|"]
-        lines += [f"| {code(v.stage)} | {_cell(_why(v.step, v.reason))} |" for v in selection.excluded]
+        lines += [f"| {code(v.stage)} | {cell(_why(v.step, v.reason))} |" for v in selection.excluded]
         lines += ["", "</details>", ""]
     narrowing = selection.narrowing
     if narrowing is not None and narrowing.scope is not CbtsScope.OFF:  # why the changed files run what they run
@@ -299,7 +281,7 @@ def with_lines(reply: str, lines: list[str], *, none: str) -> str:
 
 def open_fence(lines: Sequence[str]) -> str:
     """The fence of a code block `lines` leave open ("" when none): a block closes only on a fence of its
-    own backticks, at least as long (report.code_block makes fences longer than any line inside)."""
+    own backticks, at least as long (markdown.code_block makes fences longer than any backtick run inside)."""
     fence = ""
     for line in lines:
         stripped = line.lstrip(" ")

@@ -13,7 +13,6 @@ list entries that collected nothing
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.markdown import cell, code, code_block
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.report_lines import perf_section
 
@@ -158,27 +158,6 @@ def _run_seconds(run: RunRecord) -> float | None:
     return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
 
 
-def code(value: object) -> str:
-    """`value` as one markdown code span whatever it holds (a test id or command from PR code): fenced by
-    one backtick more than its longest run of them (CommonMark), on one line."""
-    text = " ".join(str(value).splitlines())
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def code_block(text: str, info: str = "text") -> list[str]:
-    """`text` as a fenced block that no line of it closes: the fence is longer than any fence-like line."""
-    longest = max((len(run) for run in re.findall(r"^ {0,3}(`{3,})", text, re.MULTILINE)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [f"{fence}{info}", *text.splitlines(), fence]
-
-
-def cell(value: object) -> str:
-    """Text for a markdown table cell: a `|` in it would end the cell."""
-    return " ".join(str(value).splitlines()).replace("|", "\\|")
-
-
 def seconds_text(value: float) -> str:
     """`12.5 s`, `3 min 20 s`."""
     minutes, seconds = divmod(value, 60)
@@ -273,7 +252,7 @@ def _failure_section(report: CiReport) -> list[str]:
         lines += [_failed_line(test) for test in group.tests]
         excerpt = group.tests[0].excerpt or group.tests[0].message
         if excerpt:
-            lines += ["", *code_block(excerpt)]
+            lines += ["", *code_block("\n".join(excerpt.splitlines())).splitlines()]
     return lines
 
 

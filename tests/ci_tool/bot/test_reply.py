@@ -9,7 +9,8 @@ import pytest
 
 from ci_tool.bot.authorize import Allowlist
 from ci_tool.bot.event import Action, decide, read_event
-from ci_tool.bot.reply import code, code_block, plain, render_reply
+from ci_tool.bot.reply import plain, render_reply
+from ci_tool.markdown import code, code_block
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

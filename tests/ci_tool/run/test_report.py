@@ -129,7 +129,7 @@ def test_backticks_fences_and_bars_from_pr_code_stay_inside_their_markdown() -> 
     tests = {"CPU-Generic-1": [TestRecord(test_id, TestOutcome.FAILED, 0.1, kind="E", message="m", signature="E: m",
                                           output_head=output)]}  # fmt: skip
     text = render_markdown(build_report(run, stages, tests))
-    assert f"- ```{test_id}``` in CPU-Generic-1" in text
+    assert f"- ``` {test_id} ``` in CPU-Generic-1" in text
     assert "\n````text\nE   before\n```\nE   after the fence\n````\n" in text
     assert "| CPU-Generic-1 | **failed** (exit 1 \\| see log) |" in text
     assert "| A10-PyTorch-1 | waiting |" in text
