@@ -107,8 +107,8 @@ def test_history_import_twice_replaces_and_reads_the_outer_history_option(
     (in_suite / "notes.txt").write_text("not a history\n" * 20)
     assert stage_run(capsys, "--history", "notes.txt")[0] == 1
     run_dir = unrecorded_run_dir(in_suite)
-    for _ in range(2):
-        assert run(capsys, "history", "--history", "new.sqlite", "import", str(run_dir))[0] == 0
+    codes = [run(capsys, "history", "--history", "new.sqlite", "import", str(run_dir))[0] for _ in range(2)]
+    assert codes == [0, 0]
     with HistoryStore("new.sqlite", read_only=True) as store:
         assert [(r.run_id, r.state) for r in queries.recent_runs(store)] == [(run_dir.name, "passed")]
         assert [s.name for s in queries.run_stages(store, run_dir.name)] == [STAGE]
