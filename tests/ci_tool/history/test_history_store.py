@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
-import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from ci_tool.errors import HistoryError
 from ci_tool.history import queries
 from ci_tool.history import store as store_module
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
+from tests.ci_tool.file_modes import TIMEOUT_SECONDS, where_modes_bind
 
 
 @pytest.fixture
@@ -272,19 +275,31 @@ def test_a_version_1_file_gains_the_code_of_its_runs_and_keeps_them(tmp_path: Pa
     assert (found, version) == ([("new", "abc", "{}"), ("old", "", "")], [(SCHEMA_VERSION,)])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes: the OS cannot make it read-only")
+# Opens the history in argv[1] read-only and prints its runs: run in a child where the file modes bind root too.
+READ_RUNS = """
+import json, sys
+from ci_tool.history import queries
+from ci_tool.history.store import HistoryStore
+with HistoryStore(sys.argv[1], read_only=True) as store:
+    print(json.dumps([(r.run_id, r.code_commit, store.version) for r in queries.recent_runs(store)]))
+"""
+
+
 def test_a_version_1_file_that_cannot_be_written_is_read_as_it_is(tmp_path: Path) -> None:
+    """In a child where the modes bind root too (tests/ci_tool/file_modes.py), so every host runs it."""
     folder = tmp_path / "ro"
     folder.mkdir()
     _version_1_file(folder / "h.sqlite")
     (folder / "h.sqlite").chmod(0o444)
     folder.chmod(0o555)
     try:
-        with HistoryStore(folder / "h.sqlite", read_only=True) as store:
-            found = [(r.run_id, r.code_commit, store.version) for r in queries.recent_runs(store)]
+        command = where_modes_bind([sys.executable, "-c", READ_RUNS, str(folder / "h.sqlite")])
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+        left = sorted(path.name for path in folder.iterdir())
     finally:
         folder.chmod(0o755)
-    assert found == [("old", "", 1)]
+    assert (done.returncode, done.stderr, json.loads(done.stdout or "null")) == (0, "", [["old", "", 1]])
+    assert left == ["h.sqlite"]
 
 
 def add_processes(store: HistoryStore, run_id: str, started_at: float, processes: list[dict[str, object]]) -> None:
