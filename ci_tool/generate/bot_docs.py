@@ -18,9 +18,9 @@ from ci_tool.bot.request import BotSyntaxError
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.stages.approvals import LABEL_RULES
 from ci_tool.stages.engines import UNSUPPORTED
-from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, flag_name
+from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, Step, flag_name
 
-# Comments shown in docs/bot.md with what they parse to (the real ones of reference §5.5 among them).
+# Comments shown in docs/bot.md with what they parse to; among them comments posted on TensorRT-LLM pull requests.
 EXAMPLES: tuple[str, ...] = (
     "/bot run",
     '/bot run --disable-fail-fast --stage-list "DGX_H100-PyTorch-1, A30-AutoDeploy-1"',
@@ -39,10 +39,11 @@ def bot_docs_context(_source: object = None) -> dict[str, object]:
     """The rows of every table of docs/bot.md. `_source` (the catalog a target renders from) is unused:
     the bot's tables are the same for every catalog."""
     return {
-        "commands": [
-            {"usage": c.usage, "permission": c.permission or "anyone", "help": c.help} for c in COMMANDS
-        ],
+        "commands": [{"usage": c.usage, "permission": c.permission or "anyone", "help": c.help} for c in COMMANDS],
         "flags": [_flag_row(flag) for flag in FLAGS],
+        "stage_list_step": Step.STAGE_LIST.value,
+        "steps_before_stage_list": Step.STAGE_LIST.value - 1,
+        "extra_stage_step": Step.EXTRA_STAGE.value,
         "value_rules": value_rules(),
         "conflicts": [{"first": c.first, "second": c.second, "reason": c.reason} for c in CONFLICTS],
         "moot_flags": ", ".join(f"`{flag_name(key)}`" for key in REPLACED_BY_STAGE_LIST),

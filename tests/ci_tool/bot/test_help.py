@@ -41,3 +41,8 @@ def test_help_lists_commands_and_labels() -> None:
 def test_docs_list_every_flag_with_its_json_key() -> None:
     docs = render_docs()
     assert all(f"`{flag.key}`" in docs for flag in FLAGS)
+
+
+def test_the_docs_cite_no_document_outside_the_repository() -> None:
+    """Users read docs/bot.md on its own: it speaks in plain words, not in sections of notes it does not hold."""
+    assert [line for line in render_docs().splitlines() if "reference" in line or "§" in line] == []
