@@ -1,7 +1,7 @@
 """Slurm executor: what ci-tool adds around each Slurm job, and the CPU stages' wall time on 1 vs 2 fake nodes.
 
-Runs on a real one-machine cluster (tests/ci_tool/run/slurm/fake_cluster.py: Debian's Slurm, installed when
-missing; root needed), in one run, side by side:
+Runs on a real one-machine cluster (tests/ci_tool/run/slurm/fake_cluster.py: Debian's Slurm, which .ci/run
+installs; root needed), in one run, side by side:
 
     per job          trivial one-test stages (`ci-tool run --executor slurm`) on 2 nodes: one at a time
                      (REPEATS runs of one stage), and JOBS at once (one run; they start together, so on a
@@ -158,7 +158,7 @@ def main() -> int:
     parser.add_argument("--stages", default="CPU-Generic-*", help="the stage-list glob of the CPU stages timed")
     parser.add_argument("--skip-stages", action="store_true", help="only the per-job overhead")
     args = parser.parse_args()
-    reason = fake_cluster.install_slurm()
+    reason = fake_cluster.missing_slurm()
     if reason is not None or os.geteuid() != 0:
         print(f"cannot start a Slurm cluster here: {reason or 'needs root'}", file=sys.stderr)
         return 1

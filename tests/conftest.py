@@ -1,5 +1,6 @@
 """Suite-wide options and fixtures: `golden` compares output with a golden file (`--update-goldens`
-rewrites it); `gpu` tests skip cleanly without CUDA; hypothesis runs without its per-example deadline."""
+rewrites it); `gpu` tests skip cleanly without CUDA; hypothesis runs without its per-example deadline; the
+session's skips go to a file when .ci/run asks (tests/skip_report.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# The session's skips for .ci/run, when it asks (tests/skip_report.py); hooks, so imported by name.
+from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytest_sessionfinish  # noqa: F401
 
 # A deadline (200 ms an example) and the too-slow health check measure the machine, not the code: on a busy
 # one they fail at random. No property test here is about speed. (Built on the current default, so that

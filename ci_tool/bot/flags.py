@@ -176,7 +176,7 @@ FLAGS: tuple[Flag, ...] = (
 _MULTI_GPU = ("--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test")
 
 # --stage-list with a flag it makes moot is not a conflict: the selection runs it and notes the other
-# flag had no effect, as the reference runs it (stages/request.py REPLACED_BY_STAGE_LIST).
+# flag had no effect, as TensorRT-LLM's bot does (stages/request.py REPLACED_BY_STAGE_LIST).
 CONFLICTS: tuple[Conflict, ...] = (
     Conflict("--reuse-test", "--disable-reuse-test", "reuse is either on or off"),
     Conflict(

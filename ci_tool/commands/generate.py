@@ -9,18 +9,11 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.bot.help import render_docs
 from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.errors import GenerateError
 from ci_tool.generate.context import generate_input
 from ci_tool.generate.freshness import stale_files
-from ci_tool.generate.targets import TARGETS as CI_TARGETS
-from ci_tool.generate.targets import Target, generate_files
-from ci_tool.layout import BOT_DOCS_PATH
-
-# Every file `ci-tool generate` writes: the CI files from the catalog, and the `/bot` reference from the
-# bot's flag table.
-TARGETS: tuple[Target, ...] = (*CI_TARGETS, Target(BOT_DOCS_PATH, lambda _source: render_docs()))
+from ci_tool.generate.targets import TARGETS, generate_files
 
 
 @click.command()

@@ -124,7 +124,8 @@ def test_random_resizes_keep_invariants(make_layout, ops, windows, sinks, slots)
     layout = make_layout(windows, tokens_per_block=4, sink_tokens=sinks)
     storage = KvStorage(layout, slots[: len(layout.groups)])
     caches = [storage.new_cache() for _ in range(4)]
-    for index, kind, amount in ops:
+    broken: list[tuple[int, str]] = []  # (op index, what broke): empty when every step kept its promises
+    for step, (index, kind, amount) in enumerate(ops):
         cache = caches[index]
         if cache.closed:
             caches[index] = cache = storage.new_cache()
@@ -138,15 +139,20 @@ def test_random_resizes_keep_invariants(make_layout, ops, windows, sinks, slots)
                 "shrink": (max(hist, cap - amount), hist),
             }[kind]
             free_before = storage.num_free_slots()
-            if not cache.resize(*new):
-                assert storage.num_free_slots() == free_before and (cache.capacity_tokens, cache.history_tokens) == (
-                    cap,
-                    hist,
-                )
-        storage.check_invariants()
-        for lc_id, cycle in enumerate(layout.life_cycles):
-            if not cache.closed:
-                assert len(cache.held_slots(lc_id)) == cycle.live_blocks(cache.capacity_tokens, cache.history_tokens, 4)
+            refused = not cache.resize(*new)
+            if refused and (storage.num_free_slots(), cache.capacity_tokens, cache.history_tokens) != (
+                free_before,
+                cap,
+                hist,
+            ):
+                broken.append((step, f"a refused {kind} changed the cache or the free slots"))
+        storage.check_invariants()  # raises, naming the broken invariant, after the step that broke it
+        if not cache.closed:
+            held = [len(cache.held_slots(lc_id)) for lc_id in range(len(layout.life_cycles))]
+            live = [c.live_blocks(cache.capacity_tokens, cache.history_tokens, 4) for c in layout.life_cycles]
+            if held != live:
+                broken.append((step, f"{kind} left the cache holding {held} blocks per life cycle, not {live}"))
+    assert broken == []
     for cache in caches:
         if not cache.closed:
             cache.close()

@@ -55,8 +55,8 @@ def test_runs_on_pr_comments_starting_with_bot_with_a_minimal_token() -> None:
     handle, follow = workflow["jobs"].values()  # type: ignore[attr-defined]
     assert handle["if"] == "github.event.issue.pull_request && startsWith(github.event.comment.body, '/bot')"
     assert (follow["needs"], follow["if"]) == ("handle", "needs.handle.outputs.build != ''")
-    for job in (handle, follow):
-        assert job["permissions"] == {"contents": "read", "pull-requests": "write", "statuses": "write"}
+    minimal = {"contents": "read", "pull-requests": "write", "statuses": "write"}
+    assert [handle["permissions"], follow["permissions"]] == [minimal, minimal]
 
 
 @pytest.mark.parametrize(("job_id", "option"), [("handle", '--github-output "$GITHUB_OUTPUT"'), ("follow", "--wait")])

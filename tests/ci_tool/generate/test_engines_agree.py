@@ -183,10 +183,15 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(
     github = {row["stage"]: row for key in plan.outputs if key[-1].isdigit() for row in plan.matrix(key)}
     names = [spec.name.name for spec in specs]
     assert (list(jenkins), list(phases), sorted(github)) == (names, names, sorted(names))
-    for spec in specs:
-        name = spec.name.name
-        row = jenkins[name]
-        jenkins_facts = {
+    found = {spec.name.name: engines_facts(jenkins, phases, github, spec.name.name) for spec in specs}
+    assert found == {spec.name.name: catalog_facts(spec) for spec in specs}
+
+
+def engines_facts(jenkins: dict, phases: dict, github: dict, name: str) -> dict[str, object]:  # type: ignore[type-arg]
+    """What the generated Jenkins table, its phases and the GitHub plan say of stage `name`."""
+    row = jenkins[name]
+    return {
+        "jenkins": {
             "platform": row["platform"],
             "context": row["context"],
             "gpu_count": row["gpuCount"],
@@ -194,12 +199,20 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(
             "shard_count": row["shardCount"],
             "mode": row["mode"],
             "timeout_minutes": row["timeoutMinutes"],
-        }
-        assert (name, jenkins_facts) == (name, expected(spec))
-        assert row["label"].split(" && ")[0] == ("slurm" if spec.executor == "slurm" else spec.platform)
-        assert row["executor"] == github[name]["executor"] == spec.executor
-        assert phases[name] == {"arch": spec.arch, "phase": "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"}
-        assert (github[name]["runs_on"], github[name]["timeout_minutes"]) == (
-            github_runs_on(spec),
-            spec.timeout_minutes,
-        )
+        },
+        "jenkins_label": row["label"].split(" && ")[0],
+        "executor": (row["executor"], github[name]["executor"]),
+        "phase": phases[name],
+        "github": (github[name]["runs_on"], github[name]["timeout_minutes"]),
+    }
+
+
+def catalog_facts(spec: CatalogStage) -> dict[str, object]:
+    """What the catalog says the engines must say of `spec`."""
+    return {
+        "jenkins": expected(spec),
+        "jenkins_label": "slurm" if spec.executor == "slurm" else spec.platform,
+        "executor": (spec.executor, spec.executor),
+        "phase": {"arch": spec.arch, "phase": "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"},
+        "github": (github_runs_on(spec), spec.timeout_minutes),
+    }

@@ -53,14 +53,23 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     assert set(workflow["on"]) == {"workflow_dispatch", "workflow_call"}
     assert [s["uses"] for s in workflow["jobs"]["plan"]["steps"] if "uses" in s] == [CHECKOUT_ACTION.split(" #")[0]]
     assert workflow["jobs"]["plan"]["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}
-    for job_id, job in workflow["jobs"].items():
-        if job_id in ("plan", "blocked"):
-            continue
-        uses = [step["uses"] for step in job["steps"] if "uses" in step]
-        assert uses == [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]]
-        assert job["steps"][0]["with"] == {"persist-credentials": False}
-        assert job["timeout-minutes"] == "${{ matrix.timeout_minutes }}"
-        assert job["strategy"]["fail-fast"] == "${{ needs.plan.outputs.fail_fast == 'true' }}"
+    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")}
+    found = {
+        job_id: (
+            [step["uses"] for step in job["steps"] if "uses" in step],
+            job["steps"][0]["with"],
+            job["timeout-minutes"],
+            job["strategy"]["fail-fast"],
+        )
+        for job_id, job in stage_jobs.items()
+    }
+    expected = (
+        [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]],
+        {"persist-credentials": False},
+        "${{ matrix.timeout_minutes }}",
+        "${{ needs.plan.outputs.fail_fast == 'true' }}",
+    )
+    assert stage_jobs and found == dict.fromkeys(stage_jobs, expected)
 
 
 def test_no_expression_is_interpolated_into_a_script(generated: dict) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ci_tool.generate.targets import TARGETS
+from ci_tool.generate.targets import CATALOG_TARGETS
 
 if TYPE_CHECKING:
     from tests.conftest import Golden
@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 CATALOG_NAMES = sorted(path.parent.name for path in (HERE / "catalogs").glob("*/stages.yml"))
 
 
-@pytest.mark.parametrize("target", [target.path for target in TARGETS], ids=lambda path: Path(path).name)
+@pytest.mark.parametrize("target", [target.path for target in CATALOG_TARGETS], ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("catalog", CATALOG_NAMES)
 def test_generated_file_matches_its_golden_copy(generated: dict, catalog: str, target: str, golden: Golden) -> None:
     golden(HERE / "catalogs" / catalog / "expected" / Path(target).name, generated[catalog].files[target])

@@ -89,8 +89,8 @@ def test_the_report_of_a_run_with_a_planted_failure(page: Page, fixture_run: Any
     page.goto(report.as_uri())
     screenshot(page, tmp_path, "report")
     stages = page.get_by_role("table", name="Every stage of the run, in order")
-    for stage in ("CPU-Generic-1", "A10-PyTorch-1", "CPU-Generic-Post-Merge-1"):
-        assert stages.get_by_role("row").filter(has_text=stage).count() == 1
+    names = ("CPU-Generic-1", "A10-PyTorch-1", "CPU-Generic-Post-Merge-1")
+    assert {name: stages.get_by_role("row").filter(has_text=name).count() for name in names} == dict.fromkeys(names, 1)
     failure = page.locator("details.failure").filter(has_text="arithmetic is broken")
     excerpt = failure.locator("pre")
     assert not excerpt.is_visible()

@@ -299,7 +299,17 @@ def test_the_real_b200_perf_sanity_rows_match_the_reference(real: Catalog) -> No
 
 
 def test_stages_list_json_is_valid_json_for_every_real_stage(real: Catalog) -> None:
-    assert json.loads(json.dumps([stage.to_json() for stage in real.stages]))
+    """Each stage's object survives JSON unchanged (no tuples, enums or NaN), with the documented keys."""
+    objects = [stage.to_json() for stage in real.stages]
+    assert json.loads(json.dumps(objects, allow_nan=False)) == objects
+    assert {tuple(o) for o in objects} == {JSON_KEYS}
+    assert [o["name"] for o in objects] == list(real.names)
+
+
+JSON_KEYS = (
+    *("name", "family", "platform", "context", "shard", "splits", "gpu", "gpu_count", "node_count", "backend"),
+    *("mode", "post_merge", "multi_gpu", "on_demand", "timeout_minutes", "arch", "executor"),
+)
 
 
 FAMILY = "- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 1%s}\n"

@@ -1,8 +1,6 @@
-"""TensorRT-LLM's real test-db files load, validate and render unchanged (../shared/corpus/trtllm)."""
+"""TensorRT-LLM's real test-db files load, validate and render unchanged (where: tests/ci_tool/testdb/corpus.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -10,11 +8,9 @@ from ci_tool.testdb.load import load_test_db, read_test_db_file, yaml_files
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.testdb.waives import read_waives, waives_for_gpu
+from tests.ci_tool.testdb.corpus import TEST_DB, WAIVES, needs_corpus
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "trtllm"
-TEST_DB = CORPUS / "test-db"
-
-pytestmark = pytest.mark.skipif(not TEST_DB.is_dir(), reason=f"corpus not found at {CORPUS}")
+pytestmark = needs_corpus(TEST_DB)
 
 # The facts a stage of each kind sends (stage-name keys over a probe of its runner), as in the reference CI.
 A10_PRE_MERGE_PYTORCH = {
@@ -157,7 +153,7 @@ def test_dgx_h100_4_gpus_stage_filters_by_count_and_auto_trigger(corpus_db: Test
 
 
 def test_corpus_waives_parse() -> None:
-    waives, problems = read_waives(CORPUS / "waives.txt")
+    waives, problems = read_waives(WAIVES)
     assert problems == []
     assert len(waives) == 464  # 455 lines, one of them holding ten paths
     a10 = waives_for_gpu(waives, "A10")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,8 +11,8 @@ from hypothesis import strategies as st
 from ci_tool.errors import TestDbError, Where
 from ci_tool.testdb.waive_terms import WaiveTerms, expired_waives, parse_terms, unlinked_waives
 from ci_tool.testdb.waives import parse_waive_line, parse_waives, read_waives
+from tests.ci_tool.testdb.corpus import WAIVES, needs_corpus
 
-CORPUS_WAIVES = Path("/work/shared/corpus/trtllm/waives.txt")
 HERE = Where("waives.txt", 4, 1)
 JAN_31 = datetime.date(2027, 1, 31)
 
@@ -79,9 +78,9 @@ def test_waives_without_a_link_are_named_with_what_they_hold() -> None:
     ]
 
 
-@pytest.mark.skipif(not CORPUS_WAIVES.is_file(), reason="the TensorRT-LLM corpus is not on this machine")
+@needs_corpus(WAIVES)
 def test_tensorrt_llms_waives_load_unchanged_and_never_expire() -> None:
-    waives, problems = read_waives(CORPUS_WAIVES)
+    waives, problems = read_waives(WAIVES)
     assert (len(waives), problems) == (464, [])
     assert expired_waives(waives, datetime.date(9999, 12, 31)) == []
     assert sum(1 for w in waives if w.terms.issue) == 403  # the `SKIP (https://nvbugs/N)` lines

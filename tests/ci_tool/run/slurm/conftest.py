@@ -1,6 +1,7 @@
-"""A real Slurm cluster for the whole session (fake_cluster.py): installed from Debian's packages when
-missing, started in a fresh temporary folder, stopped by pid at the end; every test here skips, saying why,
-where that cannot be. And a project of stages that report where and how they ran."""
+"""A real Slurm cluster for the whole session (fake_cluster.py) from Debian's packages, which .ci/run
+installs: started in a fresh temporary folder, stopped by pid at the end; every test here skips, saying
+why, where the packages are missing or the suite does not run as root. And a project of stages that report
+where and how they ran."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class _Shared:
         if self.skip_reason is not None:
             pytest.skip(self.skip_reason)
         if self.cluster is None:
-            self.skip_reason = fake_cluster.install_slurm()
+            self.skip_reason = fake_cluster.missing_slurm()
             if self.skip_reason is None and os.geteuid() != 0:
                 self.skip_reason = "a fake Slurm cluster needs root (slurmd and munged run as root and munge)"
             if self.skip_reason is not None:

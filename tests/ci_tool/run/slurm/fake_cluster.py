@@ -1,15 +1,16 @@
 """A real Slurm cluster on this machine, for tests and benches: Debian's slurmctld, slurmd and munge, several
 fake nodes (one slurmd each, on free ports) with fake GPUs (character devices), in a fresh folder.
 
-    install_slurm()                      None when the commands are there (installed now if need be),
-                                         else why they cannot be
+    missing_slurm()                      None when the commands are there, else which are missing and
+                                         what installs them (nothing here installs packages: .ci/run does)
     start_cluster(folder, partitions=...)  munged, slurmctld, one slurmd per node; returns once every node
                                          is idle and `srun` runs on all of them
     cluster.stop()                       every daemon stopped by the pid in its pid file
 
-The facts it relies on: ../shared/reference/slurm-on-one-machine.md. Each cluster has its own munge
-socket and key, its own ports and state folder, so it never meets another cluster on the machine, and
-the environment it gives its clients holds no SLURM_* variable of an allocation the tests may run in.
+Each cluster has its own munge socket and key, its own ports and state folder, so it never meets another
+cluster on the machine, and the environment it gives its clients holds no SLURM_* variable of an allocation
+the tests may run in. Several slurmd daemons share one host by each taking `-N <node>`, its own port and its
+own spool and pid file (`%n` in slurm.conf); the daemons run as root, munged as the munge user.
 """
 
 from __future__ import annotations
@@ -31,25 +32,15 @@ READY_SECONDS = 60.0
 STOP_SECONDS = 10.0
 
 
-def install_slurm() -> str | None:
-    """Install Slurm from Debian's packages when a command is missing; None when ready, else why not."""
-    if all(shutil.which(command) for command in COMMANDS):
+def missing_slurm() -> str | None:
+    """None when every command a cluster needs is on PATH, else which are missing and what installs them."""
+    missing = [command for command in COMMANDS if shutil.which(command) is None]
+    if not missing:
         return None
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return "Slurm is not installed, and only root with apt-get can install it here"
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]
-    result = _apt(install)
-    if result.returncode != 0:  # the package lists may be missing or stale
-        _apt(["apt-get", "update", "-qq"])
-        result = _apt(install)
-    if result.returncode != 0 or not all(shutil.which(command) for command in COMMANDS):
-        return f"installing {' '.join(PACKAGES)} failed: {(result.stderr or result.stdout).strip()[-300:]}"
-    return None
-
-
-def _apt(command: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=600, env=env)
+    return (
+        f"Slurm is not installed: no {', '.join(missing)} on PATH "
+        f"(Debian's {' '.join(PACKAGES)}; .ci/run installs them)"
+    )
 
 
 def _free_ports(count: int) -> list[int]:

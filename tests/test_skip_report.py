@@ -1,0 +1,115 @@
+"""tests/skip_report.py: a real pytest session writes its skips, each with whether it is `gpu`-marked, and the
+summary .ci/run prints fails on any other skip."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.skip_report import HINT, SKIPS_FILE_ENV, main, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = {
+    "conftest.py": "from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytest_sessionfinish\n",
+    "test_cases.py": f"""\
+import os
+
+import pytest
+
+
+@pytest.mark.gpu
+@pytest.mark.skip(reason="needs a CUDA device")
+def test_on_gpu():
+    pass
+
+
+def test_skipped_in_its_body():
+    pytest.skip("no chromium")
+
+
+@pytest.mark.xfail(reason="known bug")
+def test_expected_to_fail():
+    assert False
+
+
+def test_runs_without_the_variable():
+    assert {SKIPS_FILE_ENV!r} not in os.environ
+""",
+}
+
+
+def test_a_session_writes_its_skips_and_hides_the_variable_from_its_tests(tmp_path: Path) -> None:
+    for name, text in SUITE.items():
+        (tmp_path / name).write_text(text)
+    skips_file = tmp_path / "skips.json"
+    env = {**os.environ, SKIPS_FILE_ENV: str(skips_file), "PYTHONPATH": str(ROOT)}
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestUnknownMarkWarning",
+    ]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(skips_file.read_text()) == [
+        {"test": "test_cases.py::test_on_gpu", "reason": "needs a CUDA device", "gpu": True},
+        {"test": "test_cases.py::test_skipped_in_its_body", "reason": "no chromium", "gpu": False},
+    ]
+
+
+GPU_SKIP = {"test": "t.py::test_a", "reason": "needs a CUDA device", "gpu": True}
+OTHER_SKIP = {"test": "t.py::test_b", "reason": "no chromium", "gpu": False}
+
+
+@pytest.mark.parametrize(
+    ("skips", "lines", "errors"),
+    [
+        ([], ["skipped: 0 tests, 0 of them gpu-marked"], []),
+        (
+            [GPU_SKIP, {**GPU_SKIP, "test": "t.py::test_c"}],
+            ["skipped: 2 tests, 2 of them gpu-marked", "     2 gpu: needs a CUDA device"],
+            [],
+        ),
+        (
+            [GPU_SKIP, OTHER_SKIP],
+            [
+                "skipped: 2 tests, 1 of them gpu-marked",
+                "     1 gpu: needs a CUDA device",
+                "     1 NOT gpu: no chromium",
+            ],
+            [f"error: t.py::test_b skipped and is not gpu-marked: no chromium {HINT}"],
+        ),
+    ],
+    ids=["none", "only-gpu", "one-not-gpu"],
+)
+def test_the_summary_lists_skips_by_reason_and_errs_on_each_one_not_gpu_marked(
+    skips: list[dict[str, object]], lines: list[str], errors: list[str]
+) -> None:
+    assert summary(skips) == (lines, errors)
+
+
+@pytest.mark.parametrize(
+    ("skips", "code"), [([GPU_SKIP], 0), ([GPU_SKIP, OTHER_SKIP], 1)], ids=["only-gpu", "one-not-gpu"]
+)
+def test_the_exit_code_is_1_when_a_skip_is_not_gpu_marked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], skips: list[dict[str, object]], code: int
+) -> None:
+    (tmp_path / "skips.json").write_text(json.dumps(skips))
+    assert main([str(tmp_path / "skips.json")]) == code
+
+
+def test_a_missing_file_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "none.json")]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'none.json'}: expected the skips the test session wrote, found "
+        f"[Errno 2] No such file or directory: '{tmp_path / 'none.json'}'\n"
+    )
