@@ -155,16 +155,18 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         load_waives(waives_file)
     if options.record_touches and importlib.util.find_spec("coverage") is None:
         raise RunError("--record-touches needs coverage.py, found none", hint="pip install coverage")
+    # Absolute once, here: the stages hand these paths to processes that run in other folders (pip in the
+    # package-sanity work folder, pytest in the rootdir, Slurm jobs on other nodes).
     config = SessionConfig(
         rootdir=Path.cwd(),
-        results_root=options.results_dir,
-        history=history_path(options.history_file),
+        results_root=options.results_dir.absolute(),
+        history=history_path(options.history_file).absolute(),
         sysinfo=facts,
         flaky_signatures=load_flaky_signatures(),
         test_timeout_seconds=options.test_timeout_seconds,
         rerun_flaky=options.rerun_flaky,
         detailed_log=detailed_log,
-        output_dir=output_dir,
+        output_dir=output_dir.absolute() if output_dir is not None else None,
         executor=options.executor,
         slurm_partition=options.slurm_partition,
         record_touches=options.record_touches,
@@ -190,6 +192,6 @@ def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> 
     content under the results folder, so runs of the same merge share it and none overwrites another's."""
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
     digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
-    path = options.results_dir / f"waives-merged-{digest}.txt"
+    path = (setup.config.output_dir or setup.config.results_root) / f"waives-merged-{digest}.txt"
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)
