@@ -155,18 +155,16 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         load_waives(waives_file)
     if options.record_touches and importlib.util.find_spec("coverage") is None:
         raise RunError("--record-touches needs coverage.py, found none", hint="pip install coverage")
-    # Absolute once, here: the stages hand these paths to processes that run in other folders (pip in the
-    # package-sanity work folder, pytest in the rootdir, Slurm jobs on other nodes).
     config = SessionConfig(
         rootdir=Path.cwd(),
-        results_root=options.results_dir.absolute(),
-        history=history_path(options.history_file).absolute(),
+        results_root=options.results_dir,
+        history=history_path(options.history_file),
         sysinfo=facts,
         flaky_signatures=load_flaky_signatures(),
         test_timeout_seconds=options.test_timeout_seconds,
         rerun_flaky=options.rerun_flaky,
         detailed_log=detailed_log,
-        output_dir=output_dir.absolute() if output_dir is not None else None,
+        output_dir=output_dir,
         executor=options.executor,
         slurm_partition=options.slurm_partition,
         record_touches=options.record_touches,

@@ -105,7 +105,7 @@ def broken_links(path: Path, root: Path) -> list[str]:
 def package_sanity(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | None = None) -> StageResult:
     """Build, install into a fresh environment, check the import, run the list there (module docstring)."""
     started_at, clock = time.time(), time.monotonic()
-    work = settings.results_dir.absolute() / "package"  # pip runs in it: a relative path would name another
+    work = settings.results_dir / "package"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:

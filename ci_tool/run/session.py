@@ -67,13 +67,6 @@ class SessionConfig:
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
-    def __post_init__(self) -> None:
-        # The stages hand these to processes in other folders: a relative one would name another file there.
-        for name in ("rootdir", "results_root", "history", "output_dir"):
-            path = getattr(self, name)
-            if path is not None and not path.is_absolute():
-                raise ValueError(f"SessionConfig.{name} must be absolute, found {str(path)!r}")
-
 
 @dataclass(frozen=True)
 class PlannedStage:
