@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -72,7 +71,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkout]:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             main(["run", "/bot run --skip-test"])
-        with contextlib.redirect_stdout(open("request.json", "w")):  # noqa: SIM115  # closed by the exit below
+        with contextlib.redirect_stdout(open("request.json", "w")):  # closed by the exit below
             assert main(["bot", "parse", "/bot run", "--json"]) == 0
         Path("cpu.txt").write_text("tests/ci_tool/test_layout.py\ntests/ci_tool/test_atomic.py\n")
         yield Checkout(root, printed.getvalue())
