@@ -32,7 +32,8 @@ def crashing_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_crash_says_where_its_traceback_is(crashing_cli: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["boom"]) == 1
     (log,) = Path(".ci-tool/crash").iterdir()
-    assert capsys.readouterr().err == f"error: unexpected RuntimeError: a bug (traceback written to .ci-tool/crash/{log.name})\n"
+    where = f".ci-tool/crash/{log.name}"
+    assert capsys.readouterr().err == f"error: unexpected RuntimeError: a bug (traceback written to {where})\n"
     assert 'raise RuntimeError("a bug")' in log.read_text()
 
 
