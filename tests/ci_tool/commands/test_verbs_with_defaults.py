@@ -11,6 +11,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Checkout]:
             main(["run", "/bot run --skip-test"])
         with contextlib.redirect_stdout(open("request.json", "w")):  # closed by the exit below
             assert main(["bot", "parse", "/bot run", "--json"]) == 0
+        Path("bad-sysinfo.json").write_text('{"gpu": 5, "system_gpu_count": -1}')
         Path("cpu.txt").write_text("tests/ci_tool/test_layout.py\ntests/ci_tool/test_atomic.py\n")
         yield Checkout(root, printed.getvalue())
 
@@ -106,6 +108,7 @@ def _leaf_verbs() -> list[str]:
 # (argv, exit code, the error line's start when it exits non-zero)
 VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("testdb", "check"), 0, ""),
+    (("testdb", "check", "--collect"), 0, ""),
     (("testdb", "merge-waives", "--base", "HEAD"), 0, ""),
     (("testdb", "render", "--context", "l0_cpu", "--match", '{"stage": "pre_merge"}'), 0, ""),
     (("sysinfo",), 0, ""),
@@ -117,6 +120,7 @@ VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("stage", "run", "CPU-Build_Docs"), 0, ""),
     (("stage", "select", "--request", "request.json"), 0, ""),
     (("stage", "show", "CPU-Generic-1"), 0, ""),
+    (("stage", "show", "A10-PyTorch-1", "--system-info", "bad-sysinfo.json"), 1, "error: bad-sysinfo.json:1:9 (gpu)"),
     (("stages", "list"), 0, ""),
     (("shard", "--durations", "test-db/.test_durations", "--splits", "2", "cpu.txt"), 0, ""),
     (("history",), 0, ""),
@@ -161,10 +165,12 @@ def test_the_non_test_stages_pass_from_the_default_results_folder(checkout: Chec
     ], checkout.skip_test_run
 
 
-def test_a_relative_output_dir_is_the_runs_only_folder(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_relative_output_dir_is_the_runs_only_folder(scratch: Path) -> None:
+    """As the generated pipelines run a stage (`--output-dir results/<stage>`), in a process of its own."""
     runs_before = sorted((scratch / ".ci-tool" / "runs").iterdir())
-    ran = _ci_tool(capsys, "stage", "run", "CPU-PackageSanityCheck-PY311", "--output-dir", "results/sanity")
-    assert (ran.code, ran.err) == (0, ""), ran.out
+    command = [sys.executable, "-m", "ci_tool", "stage", "run", "CPU-PackageSanityCheck-PY311"]
+    ran = subprocess.run([*command, "--output-dir", "results/sanity"], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stderr) == (0, ""), ran.stdout
     assert sorted((scratch / ".ci-tool" / "runs").iterdir()) == runs_before
     written = {path.name for path in (scratch / "results" / "sanity").iterdir()}
     assert {"junit.xml", "result.json", "report.md"} <= written, written
