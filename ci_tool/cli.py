@@ -8,14 +8,12 @@ for SIGTERM and SIGHUP, which take the Ctrl-C path: ci_tool.interrupts).
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-import tempfile
-import traceback
 
 import click
 
 from ci_tool import __version__, interrupts
+from ci_tool.crash_log import write_crash_log
 from ci_tool.errors import CiToolError
 
 # verb -> "module:attribute" of its click command; `ci-tool --help` lists them in this order.
@@ -59,14 +57,6 @@ def cli() -> None:
     """CI orchestration and test-list management for GPU projects."""
 
 
-def _write_crash_log() -> str:
-    """Write the current traceback to a log file and return its path."""
-    fd, path = tempfile.mkstemp(prefix="ci-tool-crash-", suffix=".log")
-    with os.fdopen(fd, "w") as log:
-        traceback.print_exc(file=log)
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (the console script passes it to sys.exit)."""
     try:
@@ -87,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as bug:  # a bug of ours: keep the user's terminal clean, keep the evidence
-        log_path = _write_crash_log()
+        log_path = write_crash_log()
         click.echo(f"error: unexpected {type(bug).__name__}: {bug} (traceback written to {log_path})", err=True)
         return 1
     return result if isinstance(result, int) else 0

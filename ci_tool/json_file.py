@@ -2,6 +2,7 @@
 
     read_json(path, name=..., error=...)    the file as text (ci_tool.text_file: UTF-8, BOM dropped), parsed
     parse_json(text, file=..., error=...)   the value, or `error` with the position of the first problem
+    key_value_position(text, key)           where a top-level key's value starts, for errors about the value
 
 Refused besides JSON syntax errors, so that no caller meets a value it cannot hold, print or walk:
 - nesting deeper than MAX_DEPTH (json recurses; so would every walk over the value);
@@ -68,6 +69,26 @@ def parse_json(text: str, *, file: str, error: type[CiToolError], hint: str | No
     offset, message, found_hint = found
     line = text.count("\n", 0, offset) + 1
     raise error(message, where=Where(file, line, offset - text.rfind("\n", 0, offset)), hint=found_hint)
+
+
+def key_value_position(text: str, key: str) -> tuple[int, int] | None:
+    """The 1-based (line, column) of the value of `key` in the top-level object of valid JSON `text`."""
+    depth, expect_key, after_key = 0, False, False
+    for token in _TOKEN.finditer(text):
+        word = token.group()
+        if after_key and word != ":":
+            line = text.count("\n", 0, token.start()) + 1
+            return line, token.start() - (text.rfind("\n", 0, token.start()) + 1) + 1
+        if word in ("[", "{"):
+            depth += 1
+            expect_key = depth == 1 and word == "{"
+        elif word in ("]", "}"):
+            depth -= 1
+        elif word == ",":
+            expect_key = depth == 1
+        elif expect_key and word.startswith('"'):
+            after_key, expect_key = json.loads(word) == key, False
+    return None
 
 
 def describe_json(value: object) -> str:

@@ -8,6 +8,7 @@
     docs/bot.md                      the `/bot` reference (generated)
     .ci-tool/runs/<run id>/<stage>/  each local run's results
     .ci-tool/history.sqlite          the local history (and the bot's dispatch ledger)
+    .ci-tool/crash/                  tracebacks of unexpected errors, the newest CRASH_LOGS_KEPT
 
 Paths are relative to the repository root, where ci-tool runs.
 """
@@ -26,6 +27,8 @@ BOT_DOCS_PATH = "docs/bot.md"
 STATE_DIR = Path(".ci-tool")
 RESULTS_ROOT = STATE_DIR / "runs"
 HISTORY_PATH = STATE_DIR / "history.sqlite"
+CRASH_DIR = STATE_DIR / "crash"
+CRASH_LOGS_KEPT = 10
 
 # What the wheel is built from (pyproject.toml's package finder reads ci_tool/ and src/).
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")

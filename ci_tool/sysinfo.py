@@ -11,11 +11,13 @@ import ctypes
 import platform
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ci_tool.errors import SysinfoError, Where
-from ci_tool.json_file import read_json
+from ci_tool.json_file import describe_json, key_value_position, parse_json
+from ci_tool.text_file import read_text
 
 NA = "na"
 SysInfo = dict[str, Any]
@@ -39,15 +41,72 @@ def probe() -> SysInfo:
 
 
 def load_sysinfo_file(path: str | Path) -> SysInfo:
-    """Read a system-info JSON file written by `ci-tool sysinfo --json` (or by hand)."""
-    data = read_json(path, name="the system-info file", error=SysinfoError)
+    """Read a system-info JSON file written by `ci-tool sysinfo --json` (or by hand): an object whose keys
+    probe() reports hold what it would (KEY_KINDS); other keys are the file's own facts, taken as they are."""
+    text = read_text(path, name="the system-info file", error=SysinfoError)
+    data = parse_json(text, file=str(path), error=SysinfoError)
     if not isinstance(data, dict):
-        raise SysinfoError(
-            f"expected a JSON object, found {type(data).__name__}",
-            where=Where(str(path)),
-            hint="write `ci-tool sysinfo --json > FILE` to get the expected shape",
-        )
+        raise SysinfoError(f"expected a JSON object, found {type(data).__name__}", where=Where(str(path)), hint=_HINT)
+    for key, value in data.items():
+        kind = KEY_KINDS.get(key)
+        if kind is not None and not kind.holds(value):
+            line, col = key_value_position(text, key) or (None, None)
+            raise SysinfoError(
+                f"expected {kind.description}, found {describe_json(value)}",
+                where=Where(str(path), line, col, yaml_path=key),
+                hint=_HINT,
+            )
     return data
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a key of the system info holds; "na" (a probe that failed) is always allowed."""
+
+    description: str
+    types: tuple[type, ...]
+    nullable: bool = False
+    non_negative: bool = False
+
+    def holds(self, value: object) -> bool:
+        if value == NA or (value is None and self.nullable):
+            return True
+        if isinstance(value, bool) and bool not in self.types:  # JSON true is no count
+            return False
+        if not isinstance(value, self.types):
+            return False
+        return not (self.non_negative and isinstance(value, int | float) and value < 0)
+
+
+_HINT = "write `ci-tool sysinfo --json > FILE` to get the expected shape"
+_TEXT = _Kind('a string (or "na")', (str,))
+_FLAG = _Kind('true or false (or "na")', (bool,))
+_MIB = _Kind('a whole number of MiB, 0 or more (or "na")', (int,), non_negative=True)
+KEY_KINDS: dict[str, _Kind] = {
+    "sysname": _TEXT,
+    "hostname": _TEXT,
+    "cpu": _TEXT,
+    "is_aarch64": _FLAG,
+    "is_linux": _FLAG,
+    "is_power": _FLAG,
+    "is_wsl": _FLAG,
+    "linux_distribution_name": _TEXT,
+    "linux_version": _TEXT,
+    "linux_codename": _TEXT,
+    "host_mem_total_mib": _MIB,
+    "host_mem_available_mib": _MIB,
+    "gpu": _Kind('a GPU name such as "H100" (or null for none, or "na")', (str,), nullable=True),
+    "system_gpu_count": _Kind('a GPU count, a whole number 0 or more (or "na")', (int,), non_negative=True),
+    "gpu_memory": _Kind(
+        'a whole number of MiB, 0 or more (or null, or "na")', (int,), nullable=True, non_negative=True
+    ),
+    "compute_capability": _Kind(
+        'a compute capability such as 9.0 (or null, or "na")', (int, float), nullable=True, non_negative=True
+    ),
+    "supports_tf32": _FLAG,
+    "supports_int8": _FLAG,
+    "supports_fp8": _FLAG,
+}
 
 
 def _safe(read: Callable[[], Any]) -> Any:

@@ -22,7 +22,9 @@ conflicting pairs come from flags.CONFLICTS; `--debug` needs exactly one exact n
 Prose may not hold a later word that starts with `-`, and its first word may not be a flag missing
 its dashes (`disable-fail-fast`): both are errors, not silently ignored flags. Likewise a closing
 quote must be followed by a blank (`"A","B"` is an error, not the list A), and a word after
-`--reuse-test` that starts with a digit or `#` must be an id (`123abc` is an error, not a remark).
+`--reuse-test` that starts with a digit or `#`, or is the line's last word, must be an id (`123abc` and
+`--reuse-test abc` are errors; `--reuse-test to save time` is the flag alone and a remark). A remark may
+not mention anyone (`@everyone`, `@team`): the bot notifies no one, so a mention would be a silent no-op.
 
 The command line holds no invisible character (zero-width spaces and joiners, U+FEFF, bidi and other
 format or control characters; see is_invisible): each is an error that names its code point at its
@@ -247,6 +249,14 @@ class _Parser:
         bare = [name.lstrip("-") for name in names]
         if token.text in bare or ("-" in token.text and difflib.get_close_matches(token.text, bare, cutoff=0.8)):
             self._unknown_flag(token)
+        mention = next((word for word in _words(self.tokens.rest(token), token.col) if _is_mention(word[1])), None)
+        if mention is not None:
+            col, word = mention
+            raise self.error(
+                col,
+                f"expected a flag or a remark, found the mention {word!r}",
+                "the bot notifies no one: mention people in a comment of their own",
+            )
         later = self.tokens.rest(token).split()[1:]
         dashed = next((w for w in later if _dashed(w)), None)
         if dashed is not None:
@@ -302,7 +312,11 @@ class _Parser:
         if flag.arg is Arg.OPTIONAL_ID:
             if following is None or not is_pipeline_id(following.text):
                 # a string, or a word that starts like an id (`123abc`, `#123`), is a bad id, not a remark
-                if following is not None and (following.kind is TokenKind.STRING or _looks_like_an_id(following.text)):
+                if following is not None and (
+                    following.kind is TokenKind.STRING
+                    or _looks_like_an_id(following.text)
+                    or (self.tokens.rest(following).rstrip() == following.raw and not _dashed(following.text))
+                ):  # the line's last word, no flag: meant as the id
                     raise self.error(
                         following.col,
                         f"expected a pipeline id (digits) or a run id after {flag.name}, found {following.raw!r}",
@@ -418,6 +432,20 @@ class _Parser:
             raise self.error(
                 col, f"{DEBUG_FLAG} needs one exact stage name in {DEBUG_NEEDS}, found the glob {stages[0]!r}", hint
             )
+
+
+def _is_mention(word: str) -> bool:
+    """A GitHub mention: `@` then a letter or digit (`@everyone`, `@org/team`; not `@` alone)."""
+    return word.startswith("@") and word[1:2].isalnum()
+
+
+def _words(text: str, col: int) -> Iterator[tuple[int, str]]:
+    """The blank-separated words of `text`, which starts at column `col`, with their columns."""
+    index = 0
+    for word in text.split():
+        index = text.index(word, index)
+        yield col + index, word
+        index += len(word)
 
 
 def _looks_like_an_id(word: str) -> bool:

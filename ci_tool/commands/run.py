@@ -10,14 +10,13 @@ records a run of this code that passes by reuse, when an earlier run of it passe
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Mapping
 
 import click
 
 from ci_tool import gitinfo
-from ci_tool.bot.flags import flag_by_name
+from ci_tool.bot.flags import Arg, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.changes import change_set
@@ -39,22 +38,37 @@ REUSE_PIPELINE = "reuse-pipeline"
 
 
 class _RunCommand(click.Command):
-    """`ci-tool run '--stage-list "X"'` reads as an unknown ci-tool option: say how to pass /bot flags."""
+    """`ci-tool run --post-merge` and `ci-tool run '--stage-list "X"'` mean the /bot run flags, not
+    unknown options of ci-tool run: bot_flags_as_comment makes them the comment before click parses."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.NoSuchOption as error:
-            word = error.option_name.split()[0] if error.option_name.split() else error.option_name
-            if flag_by_name(word) is None:
-                raise
-            raise click.UsageError(
-                f"{error.format_message().rstrip('.')}: a /bot run flag, not an option of ci-tool run. "
-                f"Hint: put the flags after `--`: ci-tool run -- {shlex.quote(error.option_name)}, or write the "
-                "whole command: "
-                f"ci-tool run {shlex.quote('/bot run ' + error.option_name)}",
-                ctx=ctx,
-            ) from None
+        own = {name for param in self.get_params(ctx) for name in [*param.opts, *param.secondary_opts]}
+        return super().parse_args(ctx, bot_flags_as_comment(args, own_options=own))
+
+
+def bot_flags_as_comment(args: list[str], *, own_options: set[str]) -> list[str]:
+    """The arguments with the /bot run flags among them as the BOT_COMMAND argument (after `--`): from the
+    first argument whose first word is a /bot flag up to the next option of ci-tool run. The shell has
+    taken the double quotes off a list or text value given as its own argument (`--stage-list A,B`): they
+    go back on. Arguments after a `--` of the user's are left alone."""
+    start = next((i for i, arg in enumerate(args) if arg == "--" or _is_bot_flag(arg, own_options)), None)
+    if start is None or args[start] == "--":
+        return args
+    end = next(
+        (i for i in range(start, len(args)) if args[i] == "--" or args[i].split("=")[0] in own_options), len(args)
+    )
+    words: list[str] = []
+    for word in args[start:end]:
+        previous = flag_by_name(words[-1]) if words else None
+        takes_string = previous is not None and previous.arg in (Arg.LIST, Arg.TEXT)
+        quoted = takes_string and not word.startswith('"')
+        words.append('"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"' if quoted else word)
+    return [*args[:start], *args[end:], "--", " ".join(words)]
+
+
+def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
+    first = arg.split(maxsplit=1)[0] if arg.strip() else ""
+    return arg.split("=")[0] not in own_options and flag_by_name(first) is not None
 
 
 @click.command(cls=_RunCommand)
@@ -64,9 +78,9 @@ class _RunCommand(click.Command):
 def run(
     bot_command: str, changed_files: tuple[str, ...], base: str | None, labels: tuple[str, ...], options: RunOptions
 ) -> int:
-    """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; flags alone also work
-    after `--`: ci-tool run -- '--stage-list "CPU-Generic-1"'. Prints progress, the CI report and
-    `N passed, M failed, K skipped`; exits 1 when a stage failed."""
+    """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; the /bot run flags
+    alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Prints progress,
+    the CI report and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
     if request.command not in ("run", REUSE_PIPELINE):

@@ -190,6 +190,6 @@ def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> 
     content under the results folder, so runs of the same merge share it and none overwrites another's."""
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
     digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
-    path = options.results_dir / f"waives-merged-{digest}.txt"
+    path = (setup.config.output_dir or setup.config.results_root) / f"waives-merged-{digest}.txt"
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)

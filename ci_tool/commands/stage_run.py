@@ -6,7 +6,8 @@
 
 The list is rendered for the stage's query merged over this machine's sysinfo, waived tests skip with
 their reason, and pytest runs through ci-tool's plugin; the stage's folder (`--output-dir`, else
-`.ci-tool/runs/<run id>/<stage>/`) gets junit.xml, the lists, logs and result.json; the history records it.
+`.ci-tool/runs/<run id>/<stage>/`) gets junit.xml, the lists, logs and result.json, and with `--output-dir` the
+run's report.md too (nothing goes under `.ci-tool/runs/` then); the history records it.
 With `--executor slurm` the stage is one Slurm batch job (slurm_executor.py), rendered with stage-name keys
 only, and its folder gets the job's files under slurm/; the Jenkins L0_Test runs Slurm families this way.
 """
@@ -44,7 +45,8 @@ DRY_RUN_ID = "<run-id>"
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="The stage's results folder [default: RESULTS_DIR/<run id>/<stage>].",
+    help="The stage's results folder, and the run's (its report.md): nothing goes under RESULTS_DIR then "
+    "[default: RESULTS_DIR/<run id>/<stage>].",
 )
 @run_options
 def run_command(

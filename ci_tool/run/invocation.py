@@ -51,6 +51,15 @@ class RunSettings:
     history: Path | None = None  # the run's history, exported so perf-sanity tests record into it
     record_touches: bool = False  # which test ran which file (run/touches.py)
 
+    def __post_init__(self) -> None:
+        # Absolute from here on: a stage hands these to processes that run in other folders (pip in the
+        # package-sanity work folder, pytest in the rootdir, a Slurm job on another node), where a path
+        # relative to ci-tool's working directory names another file or none.
+        for name in ("rootdir", "results_dir", "history"):
+            path = getattr(self, name)
+            if path is not None and not path.is_absolute():
+                object.__setattr__(self, name, path.absolute())
+
 
 class Attempt(enum.StrEnum):
     FIRST = "first"

@@ -158,11 +158,10 @@ def run_session(
     run_id = run_id or new_run_id()
     identity = identity or RunIdentity()
     code = identity.code
-    run_dir = config.results_root / run_id
+    # `--output-dir` (one stage, as CI runs it) is the whole run's folder: nothing goes to RESULTS_ROOT then.
+    run_dir = config.output_dir or config.results_root / run_id
     # Before the run is recorded: a run that cannot keep its results never starts.
-    for folder in (run_dir, config.output_dir):
-        if folder is not None:
-            make_results_folder(folder)
+    make_results_folder(run_dir)
     with RunRecorder(
         config.history, run_dir, busy_timeout_ms=config.history_busy_timeout_ms, warn=progress.warning
     ) as store:

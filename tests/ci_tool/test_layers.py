@@ -12,7 +12,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ci_tool"
 # Lowest first. A top-level module is its own layer: `ci_tool.errors` is "errors".
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts", "markdown"}
+        {
+            "errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts",
+            "crash_log", "markdown",
+        }
     ),
     frozenset({"sysinfo", "gitinfo"}),
     frozenset({"testdb"}),

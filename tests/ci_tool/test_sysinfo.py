@@ -96,3 +96,38 @@ def test_a_system_info_file_may_start_with_a_bom(tmp_path: Path) -> None:
     path = tmp_path / "info.json"
     path.write_bytes(b'\xef\xbb\xbf{"gpu": "A10"}')
     assert sysinfo.load_sysinfo_file(path) == {"gpu": "A10"}
+
+
+WRONG_VALUES = [
+    ("gpu a number", '{"gpu": 5}',
+     '1:9 (gpu): expected a GPU name such as "H100" (or null for none, or "na"), found 5'),
+    ("negative gpu count", '{\n  "gpu": "A10",\n  "system_gpu_count": -1\n}',
+     '3:23 (system_gpu_count): expected a GPU count, a whole number 0 or more (or "na"), found -1'),
+    ("gpu count a flag", '{"system_gpu_count": true}',
+     '1:22 (system_gpu_count): expected a GPU count, a whole number 0 or more (or "na"), found True'),
+    ("gpu count a string", '{"system_gpu_count": "2"}',
+     "1:22 (system_gpu_count): expected a GPU count, a whole number 0 or more (or \"na\"), found '2'"),
+    ("fractional memory", '{"gpu_memory": 1.5}',
+     '1:16 (gpu_memory): expected a whole number of MiB, 0 or more (or null, or "na"), found 1.5'),
+    ("flag a list", '{"hostname": "gpu", "supports_fp8": [1]}',
+     '1:37 (supports_fp8): expected true or false (or "na"), found a JSON list'),
+    ("key named in a value first", '{"cpu": "gpu", "gpu": {}}',
+     '1:23 (gpu): expected a GPU name such as "H100" (or null for none, or "na"), found a JSON object'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "message"), [r[1:] for r in WRONG_VALUES], ids=[r[0] for r in WRONG_VALUES])
+def test_a_probed_key_with_a_wrong_value_is_a_located_error(tmp_path: Path, data: str, message: str) -> None:
+    path = tmp_path / "info.json"
+    path.write_text(data)
+    with pytest.raises(SysinfoError) as raised:
+        sysinfo.load_sysinfo_file(path)
+    hint = "Hint: write `ci-tool sysinfo --json > FILE` to get the expected shape"
+    assert str(raised.value) == f"{path}:{message} {hint}"
+
+
+def test_what_probe_reports_reads_back_and_other_keys_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "info.json"
+    facts = {**sysinfo.probe(), "gpu": "na", "gpu_memory": None, "rack": 7}
+    path.write_text(json.dumps(facts))
+    assert sysinfo.load_sysinfo_file(path) == facts

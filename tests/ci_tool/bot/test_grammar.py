@@ -117,6 +117,8 @@ PARSES = [
     ('/bot skip --comment "a "nested" b"', "skip", {"comment": 'a "nested" b'}),
     ('/bot skip --comment "say "hi"" as asked', "skip", {"comment": 'say "hi"'}),
     ("/bot run --reuse-test to save time", "run", {"reuse_test": True}),
+    ("/bot run --reuse-test --post-merge", "run", {"reuse_test": True, "post_merge": True}),
+    ("/bot run --post-merge for alice@example.com", "run", {"post_merge": True}),
     ("/bot\u00a0run\u2009--post-merge", "run", {"post_merge": True}),
     ("/bot kill", "kill", {}),
     ("/bot kill because it hangs", "kill", {}),
@@ -228,6 +230,25 @@ ERRORS = [
         "expected a pipeline id (digits) or a run id after --reuse-test, found '123abc' "
         "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
         "or --reuse-test alone",
+    ),
+    (
+        "/bot run --reuse-test abc",
+        23,
+        "expected a pipeline id (digits) or a run id after --reuse-test, found 'abc' "
+        "Hint: write --reuse-test 1234, --reuse-test 20261130-054838-3f2a (a run `ci-tool history` lists), "
+        "or --reuse-test alone",
+    ),
+    (
+        "/bot run @everyone",
+        10,
+        "expected a flag or a remark, found the mention '@everyone' "
+        "Hint: the bot notifies no one: mention people in a comment of their own",
+    ),
+    (
+        "/bot run --post-merge to check, cc @org/ci-team",
+        36,
+        "expected a flag or a remark, found the mention '@org/ci-team' "
+        "Hint: the bot notifies no one: mention people in a comment of their own",
     ),
     (
         "/bot run --reuse-test #4711",

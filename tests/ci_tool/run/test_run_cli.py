@@ -200,14 +200,22 @@ def test_a_stage_whose_tests_all_skip_fails_and_says_so(in_suite: Path, capsys: 
     )
 
 
-def test_bot_flags_given_as_an_option_get_a_hint(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "run", '--stage-list "CPU-Generic-1"', "--catalog", "stages.yml", *CPU_ONLY)
-    assert code == 2
-    assert err.splitlines()[-1] == (
-        "Error: No such option '--stage-list \"CPU-Generic-1\"': a /bot run flag, not an option of ci-tool run. "
-        "Hint: put the flags after `--`: ci-tool run -- '--stage-list \"CPU-Generic-1\"', or write the whole "
-        "command: ci-tool run '/bot run --stage-list \"CPU-Generic-1\"'"
-    )
+BOT_FLAG_ARGS = [
+    ("flags in one argument", ('--stage-list "CPU-Generic-Post-Merge-1"',)),
+    ("a list the shell unquoted", ("--stage-list", "CPU-Generic-Post-Merge-1")),
+    ("after --", ("--", '--stage-list "CPU-Generic-Post-Merge-1"')),
+]
+
+
+@pytest.mark.parametrize("args", [a[1] for a in BOT_FLAG_ARGS], ids=[a[0] for a in BOT_FLAG_ARGS])
+def test_bot_flags_given_as_arguments_are_the_comment(
+    in_suite: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    code, _, err = run(capsys, "run", "--catalog", "stages.yml", *CPU_ONLY, *args)  # `--` ends the options
+    assert (code, err) == (0, "")
+    assert recorded_runs(in_suite) == [
+        ('/bot run --stage-list "CPU-Generic-Post-Merge-1"', "passed", ["CPU-Generic-Post-Merge-1"])
+    ]
 
 
 SLURM_CATALOG = """\
