@@ -27,7 +27,7 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.layout import PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import junit, parent_death
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventSink
 from ci_tool.run.stage_runner import StageResult, TestResult, result_json, run_stage
@@ -173,8 +173,9 @@ def _ask(python: str | Path, code: str, cwd: Path | None = None) -> str:
 def _run(command: Sequence[str], *, cwd: Path | None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            list(command), cwd=cwd, capture_output=True, text=True, timeout=_JOB_TIMEOUT_SECONDS, check=False
-        )
+            list(command), cwd=cwd, capture_output=True, text=True, timeout=_JOB_TIMEOUT_SECONDS, check=False,
+            preexec_fn=parent_death.child_preparation(),  # a build or install does not outlive ci-tool
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         return subprocess.CompletedProcess(list(command), 1, "", f"{error}")
 

@@ -17,7 +17,9 @@ Without `--test-list` it does nothing. With it:
   FILE` leaves out what other list lines select (the ISOLATION lines, which run in their own processes);
 - `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
   `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
-  finished results and the name of the test it died in. ISOLATION is the stage runner's business.
+  finished results and the name of the test it died in. ISOLATION is the stage runner's business;
+- as ci-tool's child (`--events`, the leader of its own process group) SIGTERM ends the whole group,
+  so a dead ci-tool (whose death sends it) takes the tests' processes down too (ci_tool.run.parent_death).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from _pytest.mark.expression import Expression
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import junit, parent_death
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
@@ -76,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGINT ignored by whoever started ci-tool (a script's background job) must not make it deaf to it.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if config.getoption("events", None) and os.getpgrp() == os.getpid():  # ci-tool's child, its group's leader
+        parent_death.end_group_on_sigterm()
     try:
         plugin = TestListPlugin(config, Path(list_file))
     except CiToolError as error:

@@ -3,7 +3,9 @@ back what it left (finished testcases, the test it died in, what it collected).
 
 The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
 reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
-SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts).
+SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts). However the child ends, what is
+left of its group (processes its tests started) is killed, and a ci-tool that dies takes the child
+down with it (ci_tool.run.parent_death).
 A child that stops reporting for longer than the running test's timeout (or the default one) plus a
 margin is killed: a hang pytest-timeout cannot see (collection, session teardown, a stuck plugin).
 """
@@ -23,7 +25,7 @@ from typing import IO
 
 from ci_tool import interrupts
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import junit, parent_death
 from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
@@ -107,12 +109,16 @@ def run_pytest_process(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=parent_death.child_preparation(),
         )
         try:
             stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
         except KeyboardInterrupt as interrupt:
             interrupted_by = interrupts.cause(interrupt)
             _stop(child, interrupt_grace_seconds)
+        finally:  # what the tests started and left running ends with the stage
+            _signal_group(child, signal.SIGKILL)
+            child.wait()
     for event in reader.read():
         events.append(event)
         on_event(event)
