@@ -40,7 +40,7 @@ from _pytest.mark.expression import Expression
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit, parent_death
+from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
@@ -60,6 +60,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--waive-gpu", metavar="TOKEN", help="The GPU token `full:TOKEN/` waives apply to.")
     group.addoption("--junit-stream", metavar="FILE", help="Write JUnit XML as each test finishes.")
     group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
+    group.addoption(
+        "--output-log", metavar="FILE", help="Where this process's output goes (named where long texts are cut)."
+    )
     group.addoption("--only-nodeids", metavar="FILE", help="Of the selected tests, run only these node ids.")
     group.addoption("--exclude-nodeids", metavar="FILE", help="Of the selected tests, skip these node ids.")
     group.addoption(
@@ -162,6 +165,8 @@ class TestListPlugin:
         self.config = config
         self.root = config.rootpath
         self.stage = config.getoption("stage_name", None)
+        output_log = config.getoption("output_log", None)
+        self.log_name = Path(output_log).name if output_log else ""  # where a cut failure's whole text is
         self.invalid: list[dict[str, object]] = []
         self.entries = self._read_entries(list_file)
         self.waives = self._read_waives(config.getoption("waives_file", None))
@@ -214,15 +219,16 @@ class TestListPlugin:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.collection_errors[report.nodeid] = report.longreprtext
+            text = bounds.cut_text(report.longreprtext, full_text_in=self.log_name)
+            self.collection_errors[report.nodeid] = text
             if self.junit is not None:
-                message = report.longreprtext.strip().splitlines()[-1:] or ["collection failed"]
+                message = text.strip().splitlines()[-1:] or ["collection failed"]
                 self.junit.add(
                     junit.CaseResult(
                         report.nodeid,
                         TestOutcome.ERROR,
-                        message=message[0],
-                        text=report.longreprtext,
+                        message=bounds.cut_line(message[0]),
+                        text=text,
                         kind="CollectionError",
                         stage=self.stage,
                     )
@@ -333,7 +339,7 @@ class TestListPlugin:
         self.reports[report.nodeid].append(report)
         if report.when != "teardown":
             return
-        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage)
+        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage, log_name=self.log_name)
         if self.junit is not None:
             self.junit.add(case)
         self._event(
@@ -368,8 +374,12 @@ def _read_nodeids(path: str | None) -> frozenset[str] | None:
     return frozenset(line.strip() for line in lines(text) if line.strip())
 
 
-def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str | None) -> junit.CaseResult:
-    """One test's setup/call/teardown reports as one JUnit testcase."""
+def case_from_reports(
+    nodeid: str, reports: list[pytest.TestReport], stage: str | None, *, log_name: str = ""
+) -> junit.CaseResult:
+    """One test's setup/call/teardown reports as one JUnit testcase, its texts cut to their bounds (a
+    failure's whole report and captured output stay in the process's log, `log_name`, where pytest
+    prints them)."""
     duration = sum(r.duration for r in reports)
     failing = next((r for r in reports if r.failed), None)
     skipping = next((r for r in reports if r.skipped), None)
@@ -390,10 +400,15 @@ def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str 
     else:
         outcome = TestOutcome.PASSED
     last = reports[-1]  # its sections and properties accumulate those of the earlier phases
-    properties = tuple((str(k), str(v)) for k, v in last.user_properties)
+    properties = tuple((bounds.cut_line(str(k)), bounds.cut_line(str(v))) for k, v in last.user_properties)
     stdout = "".join(content for title, content in last.sections if "stdout" in title)
     stderr = "".join(content for title, content in last.sections if "stderr" in title)
-    return junit.CaseResult(nodeid, outcome, duration, message, text, kind, stdout, stderr, properties, stage)
+    shown_in = log_name if failing is not None else ""  # pytest prints a failure's output, not a pass's
+    return junit.CaseResult(
+        nodeid, outcome, duration, bounds.cut_line(message), bounds.cut_text(text, full_text_in=shown_in), kind,
+        bounds.cut_text(stdout, full_text_in=shown_in), bounds.cut_text(stderr, full_text_in=shown_in),
+        properties, stage,
+    )  # fmt: skip
 
 
 def _exception_type(message: str) -> str:

@@ -25,7 +25,7 @@ from typing import IO
 
 from ci_tool import interrupts
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit, parent_death
+from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
@@ -233,14 +233,12 @@ def _unfinished_case(
 
 
 def _log_tail(path: Path, nodeid: str, *, max_lines: int = 60) -> str:
-    """The log from the progress line of the test's file on (at most the last `max_lines` lines)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
+    """The log from the progress line of the test's file on (at most the last `max_lines` lines, read from
+    the log's end: a test that printed 1.5 GB costs one seek)."""
+    lines = bounds.read_tail(path).splitlines()
     file_path = nodeid.split("::", 1)[0]
     starts = [index for index, line in enumerate(lines) if line.startswith((nodeid + " ", file_path + " "))]
-    return "\n".join(lines[starts[-1] if starts else 0 :][-max_lines:])
+    return bounds.cut_text("\n".join(lines[starts[-1] if starts else 0 :][-max_lines:]))
 
 
 def write_nodeids(path: Path, nodeids: Sequence[str]) -> Path:
