@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -24,13 +23,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ci_tool.atomic import write_text_atomically
 from ci_tool.layout import PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run import junit, parent_death
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventSink
-from ci_tool.run.stage_runner import StageResult, TestResult, result_json, run_stage
+from ci_tool.run.stage_runner import StageResult, TestResult, run_stage, write_stage_files
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import StagePlan
 
@@ -194,7 +192,6 @@ def _finish(
 ) -> StageResult:
     """A stage whose results are its job's checks: junit.xml and result.json, as a test stage writes them."""
     folder = settings.results_dir
-    folder.mkdir(parents=True, exist_ok=True)
     stage = plan.name.name
     cases = [replace(case, stage=stage) for case in cases]
     failed = any(case.is_failure for case in cases)
@@ -203,6 +200,4 @@ def _finish(
         stage, state, "", tuple(TestResult(case) for case in cases), (), (), started_at,
         time.monotonic() - clock, folder,
     )  # fmt: skip
-    junit.write_junit(folder / "junit.xml", stage, cases)
-    write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
-    return result
+    return write_stage_files(result, plan, settings.run_id)

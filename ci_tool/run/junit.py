@@ -29,6 +29,7 @@ from ci_tool.run import bounds
 # Kinds ci-tool gives a test that never finished (the failure `type` attribute).
 TIMEOUT_KIND = "Timeout"
 CRASH_KIND = "Crash"
+INTERRUPTED_KIND = "Interrupted"  # stopped by Ctrl-C or a signal, or its result lost to a full results folder
 
 # Testcase property names.
 NODEID_PROPERTY = "nodeid"

@@ -219,7 +219,7 @@ def _unfinished_case(
     seconds = max(0.0, time.time() - float(started_at)) if isinstance(started_at, int | float) else 0.0
     log_tail = _log_tail(invocation.log_file, nodeid)
     if interrupted_by:
-        outcome, kind = TestOutcome.SKIPPED, "Interrupted"
+        outcome, kind = TestOutcome.SKIPPED, junit.INTERRUPTED_KIND
         message = f"interrupted ({interrupted_by}) before the test finished"
     elif stalled or _TIMEOUT_BANNER in log_tail:
         outcome, kind = TestOutcome.FAILED, junit.TIMEOUT_KIND
