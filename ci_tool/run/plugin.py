@@ -363,8 +363,11 @@ class TestListPlugin:
             self.events_fd = None
 
     def _event(self, record: dict[str, object]) -> None:
-        if self.events_fd is not None:
-            os.write(self.events_fd, (json.dumps(record) + "\n").encode())
+        if self.events_fd is None:
+            return
+        data = (json.dumps(record) + "\n").encode()
+        while data:  # a nearly full disk may take part of a write: the rest follows, or the error is raised
+            data = data[os.write(self.events_fd, data) :]
 
 
 def _read_nodeids(path: str | None) -> frozenset[str] | None:

@@ -59,8 +59,9 @@ class ProcessOutcome:
         return self.invocation.log_file
 
 
-class _EventReader:
-    """Reads the complete lines appended to the events file since the last call."""
+class EventReader:
+    """Reads the complete lines appended to the events file since the last call. A line that is no JSON
+    object (a write torn by a full disk, with the next one appended to it) is skipped, not trusted."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -74,11 +75,19 @@ class _EventReader:
             self.handle = open(self.path, encoding="utf-8")  # noqa: SIM115 - kept open while tailing
         self.buffer += self.handle.read()
         *complete, self.buffer = self.buffer.split("\n")
-        return [json.loads(line) for line in complete if line.strip()]
+        return [event for line in complete if line.strip() and (event := _event(line)) is not None]
 
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
+
+
+def _event(line: str) -> dict[str, object] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def run_pytest_process(
@@ -95,7 +104,7 @@ def run_pytest_process(
         stale.unlink(missing_ok=True)
     command = invocation.command(python)
     started = time.monotonic()
-    reader = _EventReader(invocation.events_file)
+    reader = EventReader(invocation.events_file)
     events: list[dict[str, object]] = []
     stalled = False
     interrupted_by = ""
@@ -129,7 +138,7 @@ def run_pytest_process(
 
 def _watch(
     child: subprocess.Popen[bytes],
-    reader: _EventReader,
+    reader: EventReader,
     events: list[dict[str, object]],
     on_event: EventSink,
     stall_seconds: float,
