@@ -24,6 +24,7 @@ from __future__ import annotations
 import codecs
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 MAX_TEXT_CHARS = 64 * 1024
 MAX_LINE_CHARS = 4 * 1024
@@ -90,13 +91,24 @@ class BoundedText:
 def read_tail(path: Path, limit: int = MAX_TEXT_CHARS) -> str:
     """The last `limit` characters (about) of a file, read from its end: a 1.5 GB log costs one seek.
     Undecodable bytes read as U+FFFD; a file that cannot be read reads as ""."""
-    max_bytes = limit * 4  # a UTF-8 character is at most 4 bytes
     try:
         with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - max_bytes))
-            data = handle.read(max_bytes)
+            return tail_of(handle, limit)[1]
     except OSError:
         return ""
-    text = codecs.decode(data, "utf-8", errors="replace")
-    return text[-limit:]
+
+
+def tail_of(handle: BinaryIO, limit: int = MAX_TEXT_CHARS) -> tuple[int, str]:
+    """(the file's size in bytes, its last `limit` characters), read from the end of an open binary file."""
+    max_bytes = limit * 4  # a UTF-8 character is at most 4 bytes
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - max_bytes))
+    text = codecs.decode(handle.read(max_bytes), "utf-8", errors="replace")
+    return size, text[-limit:]
+
+
+def output_tail(handle: BinaryIO, limit: int = MAX_TEXT_CHARS) -> str:
+    """A child's whole output when it is short, else its end after a cut note (`… [cut N bytes]`)."""
+    size, text = tail_of(handle, limit)
+    kept = len(text.encode("utf-8", errors="replace"))
+    return text if size <= kept else f"{cut_note(size - kept).replace('characters', 'bytes')}\n{text}"

@@ -15,6 +15,7 @@ from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import bounds, junit
+from ci_tool.run.jobs import run_command
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, run_session
 from ci_tool.stages.names import parse_stage_name
@@ -192,3 +193,11 @@ def test_junit_with_huge_texts_reads_them_cut(tmp_path: Path) -> None:
     assert (case.text, case.stdout) == (bounds.cut_text(huge.text), bounds.cut_text(huge.stdout))
     assert case.message == bounds.cut_line(huge.message)
     assert case.properties == (("note", bounds.cut_line("p" * 10_000)),)
+
+
+def test_a_jobs_output_is_read_back_bounded_from_its_end() -> None:
+    code = "import sys; sys.stdout.write('a' * 10_000_000 + 'the end'); sys.stderr.write('why'); sys.exit(3)"
+    done = run_command([sys.executable, "-c", code], cwd=None)
+    cut = 10_000_007 - bounds.MAX_TEXT_CHARS
+    assert (done.returncode, done.stderr) == (3, "why")
+    assert done.stdout == f"… [cut {cut} bytes]\n" + "a" * (bounds.MAX_TEXT_CHARS - 7) + "the end"
