@@ -26,6 +26,7 @@ linux_only = pytest.mark.skipif(not parent_death.supported(), reason="the parent
 # A test that starts a grandchild and leaves it running; the pid goes to a file written in one step.
 LEAKY_CASES = """\
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -45,6 +46,8 @@ def test_slow_with_a_sleeper():
     _start_sleeper()
     Path("slow.pid.part").write_text(str(os.getpid()))
     os.replace("slow.pid.part", "slow.pid")
+    if os.environ.get("KILL_CI_TOOL") == "1":  # the test kills its parent, ci-tool
+        os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(600)
 """
 
@@ -97,15 +100,20 @@ def test_a_process_a_test_leaves_running_ends_with_the_stage(leaky_suite: Path) 
 
 
 @linux_only
-def test_a_sigkilled_ci_tool_leaves_no_pytest_and_no_grandchild_behind(slow_leaky_suite: Any) -> None:
+@pytest.mark.parametrize("killer", ["from-outside", "by-its-test"])
+def test_a_sigkilled_ci_tool_leaves_no_pytest_and_no_grandchild_behind(
+    slow_leaky_suite: Any, monkeypatch: pytest.MonkeyPatch, killer: str
+) -> None:
     slow_suite = slow_leaky_suite
+    monkeypatch.setenv("KILL_CI_TOOL", "1" if killer == "by-its-test" else "0")
     slow_suite.start([sys.executable, "-m", "ci_tool", "stage", "run", "CPU-Generic-1", "--catalog", "slow.yml"])
     pytest_pid = slow_suite.wait_for_slow_test()
     sleeper = pid_in(slow_suite.root / "sleeper.pid")
-    assert running(pytest_pid) and running(sleeper)
-    os.kill(slow_suite.process.pid, signal.SIGKILL)
+    if killer == "from-outside":
+        assert running(pytest_pid) and running(sleeper)
+        os.kill(slow_suite.process.pid, signal.SIGKILL)
     slow_suite.process.communicate(timeout=WAIT_SECONDS)
-    assert wait_until_gone(pytest_pid, sleeper) == []
+    assert (slow_suite.process.returncode, wait_until_gone(pytest_pid, sleeper)) == (-signal.SIGKILL, [])
 
 
 @linux_only

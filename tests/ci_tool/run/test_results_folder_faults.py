@@ -137,6 +137,30 @@ def test_a_results_folder_that_breaks_mid_run_keeps_the_finished_tests(
     assert (kept / "report.md").read_text().startswith("#")
 
 
+def test_a_results_folder_full_before_the_stage_starts_interrupts_it_with_nothing_run(
+    breaking_suite: Path, small_tmpfs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fd = os.open(small_tmpfs / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                os.write(fd, b"\0" * 65536)
+    finally:
+        os.close(fd)
+    code = main(["stage", "run", STAGE, "--catalog", "break.yml", "--results-dir", str(small_tmpfs),
+                 "--history", "h.sqlite"])  # fmt: skip
+    out = capsys.readouterr().out
+    [run_dir] = [path for path in small_tmpfs.iterdir() if path.is_dir()]
+    kept = breaking_suite / "state" / "ci-tool" / "results" / run_dir.name / STAGE
+    line = f"results folder {run_dir / STAGE} is not writable (No space left on device); results kept in {kept}"
+    assert code == 130
+    assert f"(0 passed, 0 failed, 0 skipped): {line}\n" in out
+    assert json.loads((kept / "result.json").read_text())["reason"] == line
+    with HistoryStore("h.sqlite", read_only=True) as store:
+        [run] = queries.recent_runs(store)
+        assert [(s.state, s.reason) for s in queries.run_stages(store, run.run_id)] == [("interrupted", line)]
+
+
 def test_a_probe_finds_a_read_only_folder(small_tmpfs: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(small_tmpfs)], check=True)
     assert results_folder.refusal(small_tmpfs) == "Read-only file system"
