@@ -65,9 +65,12 @@ def refusal(folder: Path) -> str | None:
 
 
 def fallback_roots(environ: Mapping[str, str] = os.environ) -> list[Path]:
-    """Where results go when their folder refuses them, in order (see the module docstring)."""
-    state = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".local" / "state")
-    return [Path(state) / "ci-tool" / "results", Path(tempfile.gettempdir()) / "ci-tool-results"]
+    """Where results go when their folder refuses them, in order (see the module docstring). A relative
+    $XDG_STATE_HOME is ignored, as the XDG base directory specification says."""
+    state = Path(environ.get("XDG_STATE_HOME", ""))
+    home = environ.get("HOME", "")
+    roots = [state] if state.is_absolute() else [Path(home) / ".local" / "state"] if home else []
+    return [*(root / "ci-tool" / "results" for root in roots), Path(tempfile.gettempdir()) / "ci-tool-results"]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,3 +167,20 @@ def test_a_probe_finds_a_read_only_folder(small_tmpfs: Path) -> None:
     assert results_folder.refusal(small_tmpfs) == "Read-only file system"
     assert results_folder.refusal(small_tmpfs.parent) is None
     assert os.listdir(small_tmpfs.parent) == ["results"]  # the probe leaves nothing behind
+
+
+TEMP = Path(tempfile.gettempdir()) / "ci-tool-results"
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"XDG_STATE_HOME": "/state", "HOME": "/home/u"}, [Path("/state/ci-tool/results"), TEMP]),
+        ({"HOME": "/home/u"}, [Path("/home/u/.local/state/ci-tool/results"), TEMP]),
+        ({"XDG_STATE_HOME": "relative", "HOME": "/home/u"}, [Path("/home/u/.local/state/ci-tool/results"), TEMP]),
+        ({}, [TEMP]),
+    ],
+    ids=["xdg-state-home", "home", "relative-xdg-is-ignored", "no-home"],
+)
+def test_the_fallback_folders(environ: dict[str, str], expected: list[Path]) -> None:
+    assert results_folder.fallback_roots(environ) == expected
