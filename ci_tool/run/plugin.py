@@ -17,8 +17,8 @@ Without `--test-list` it does nothing. With it:
   FILE` leaves out what other list lines select (the ISOLATION lines, which run in their own processes);
 - `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
   `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
-  finished results and the name of the test it died in. ISOLATION is the stage runner's business;
-- as ci-tool's child (`--events`, the leader of its own process group) SIGTERM ends the whole group,
+  finished results and the name of the test it died in. ISOLATION is the stage runner's business.
+- As ci-tool's child (`--events`, the leader of its own process group) SIGTERM ends the whole group,
   so a dead ci-tool (whose death sends it) takes the tests' processes down too (ci_tool.run.parent_death).
 """
 
