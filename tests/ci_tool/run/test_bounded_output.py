@@ -131,7 +131,7 @@ def test_twenty_failures_with_2_mb_messages_make_a_small_history(suite: Path, ma
     with HistoryStore(config.history, read_only=True) as store:
         tests = queries.stage_tests(store, session.run_id, "CPU-Generic-1")
     assert [t.outcome for t in tests] == [TestOutcome.FAILED] * 20
-    assert config.history.stat().st_size < 2 * 1024 * 1024
+    assert config.history.stat().st_size < 2 * 1024 * 1024, config.history.stat().st_size
     first = tests[0]
     assert first.message == bounds.cut_line("AssertionError: " + "y" * 2_000_000)
     assert "characters; full text in p01-main.log]" in first.output_head

@@ -21,7 +21,10 @@ from ci_tool.testdb.load import load_test_db
 
 WAIT_SECONDS = 300  # a safety net for a busy machine, not a measure: the waits end when /proc says so
 
-linux_only = pytest.mark.skipif(not parent_death.supported(), reason="the parent-death signal is Linux's")
+linux_only = pytest.mark.skipif(
+    not parent_death.supported() or not Path("/proc/self/stat").exists(),
+    reason="the parent-death signal and /proc are Linux's",
+)
 
 # A test that starts a grandchild and leaves it running; the pid goes to a file written in one step.
 LEAKY_CASES = """\
@@ -91,6 +94,7 @@ def slow_leaky_suite(slow_suite: Any, leaky_suite: Path) -> Any:
     return slow_suite
 
 
+@linux_only  # the check reads /proc
 def test_a_process_a_test_leaves_running_ends_with_the_stage(leaky_suite: Path) -> None:
     db = load_test_db(leaky_suite / "test-db")
     plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_leaky", splits=1, durations={})
