@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from ci_tool import interrupts
+from ci_tool.errors import RunError
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.invocation import PytestInvocation
@@ -192,7 +193,7 @@ def _outcome(
     stalled: bool,
     seconds: float,
 ) -> ProcessOutcome:
-    cases = junit.parse_junit(invocation.junit_file).cases if invocation.junit_file.exists() else ()
+    cases = _finished_cases(invocation.junit_file)
     collected: tuple[str, ...] | None = None
     uncollected: tuple[Mapping[str, object], ...] = ()
     if invocation.report_file.exists():
@@ -217,6 +218,15 @@ def _outcome(
         seconds,
         interrupted_by=interrupted_by,
     )
+
+
+def _finished_cases(path: Path) -> tuple[junit.CaseResult, ...]:
+    """The testcases of a process's JUnit stream; none when it never wrote one, or died (of a full disk, at
+    start-up) before the stream had its suite."""
+    try:
+        return junit.parse_junit(path).cases if path.exists() else ()
+    except RunError:
+        return ()
 
 
 def _unfinished_case(

@@ -57,6 +57,23 @@ def test_after_prints():
 """
 
 
+# Fills the folder as pytest starts, before ci-tool's plugin writes its first byte.
+FILLING_CONFTEST = """\
+import os
+from pathlib import Path
+
+if os.environ.get("BREAK_HOW") == "full-at-start":
+    fd = os.open(Path(os.environ["BREAK_FOLDER"]) / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\\0" * 65536)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+"""
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A fresh tmpfs of TMPFS_SIZE, unmounted after the test."""
@@ -82,6 +99,7 @@ def breaking_suite(suite: Path, small_tmpfs: Path, monkeypatch: pytest.MonkeyPat
     (suite / "break.yml").write_text(
         "version: 1\nfamilies:\n- {name: CPU-Generic, platform: cpu, context: l0_break, splits: 1}\n"
     )
+    (suite / "conftest.py").write_text(FILLING_CONFTEST)
     monkeypatch.chdir(suite)
     monkeypatch.setenv("BREAK_FOLDER", str(small_tmpfs))
     monkeypatch.setenv("XDG_STATE_HOME", str(suite / "state"))
@@ -102,8 +120,9 @@ AFTER = ("cases/case_break.py::test_after_prints", TestOutcome.PASSED, "")
                                                               "(No space left on device)")],
         ),
         ("read-only", "Read-only file system", [BEFORE, BREAKS, AFTER]),
+        ("full-at-start", "No space left on device", []),
     ],
-    ids=["full", "read-only"],
+    ids=["full", "read-only", "full-as-pytest-starts"],
 )  # fmt: skip
 def test_a_results_folder_that_breaks_mid_run_keeps_the_finished_tests(
     breaking_suite: Path, small_tmpfs: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
