@@ -5,6 +5,8 @@
 - Each pytest process asks the kernel (Linux `prctl(PR_SET_PDEATHSIG)`) for SIGTERM when ci-tool dies,
   SIGKILL included; it is set between fork and exec, so no instant of the child's life goes without it
   (a ci-tool that died before it was set is caught by comparing the parent pid). Elsewhere it is a no-op.
+  The kernel sends it when the *thread* that started the child ends: start children from a thread that
+  lives as long as they should (ci-tool starts them from its main thread).
 - Under ci-tool (the test-list plugin) pytest takes SIGTERM as "the stage is over": it SIGKILLs its whole
   group, the processes its tests started with it. pytest never handled SIGTERM (its default was to die
   at once, without reports), so CI cancels and ci-tool's own escalation lose nothing by it.
