@@ -18,6 +18,15 @@ from ci_tool.errors import CiToolError
 _NEW_FILE_MODE = 0o666  # the kernel takes the umask off, as for any new file
 
 
+class WriteError(CiToolError):
+    """A file that could not be written; `errno` says why (ENOSPC: the disk is full, EROFS: read-only)."""
+
+    def __init__(self, message: str, *, errno: int | None, strerror: str) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = strerror
+
+
 def write_text_atomically(path: str | Path, text: str, *, what: str = "the file") -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`."""
     write_bytes_atomically(path, text.encode("utf-8"), what=what)
@@ -38,7 +47,12 @@ def write_bytes_atomically(path: str | Path, data: bytes, *, what: str = "the fi
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
-        raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+        raise _not_written(what, target, error) from None
+
+
+def _not_written(what: str, target: Path, error: OSError) -> WriteError:
+    strerror = error.strerror or str(error)
+    return WriteError(f"cannot write {what} to {str(target)!r}: {strerror}", errno=error.errno, strerror=strerror)
 
 
 def write_text_new(path: str | Path, text: str, *, what: str = "the file", hint: str | None = None) -> None:
@@ -56,7 +70,7 @@ def write_text_new(path: str | Path, text: str, *, what: str = "the file", hint:
     except FileExistsError:
         raise _taken(target, what, hint) from None
     except OSError as error:
-        raise CiToolError(f"cannot write {what} to {str(target)!r}: {error.strerror}") from None
+        raise _not_written(what, target, error) from None
     finally:
         if temporary is not None:
             with contextlib.suppress(OSError):

@@ -71,7 +71,7 @@ def run_command(
         progress=Progress(sys.stdout),
     )
     for stage_result in result.results:
-        click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.results_dir / 'junit.xml'}")
+        click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.files_dir / 'junit.xml'}")
     click.echo(f"run {result.run_id}: `ci-tool report {result.run_id}` shows the CI report")
     return finish(result, options)
 

@@ -152,6 +152,7 @@ class PytestInvocation:
             f"--stage-name={self.stage}",
             f"--junit-stream={self.junit_file}",
             f"--events={self.events_file}",
+            f"--output-log={self.log_file}",
             f"--timeout={self.test_timeout_seconds}",
             "--timeout-method=thread",
         ]  # fmt: skip

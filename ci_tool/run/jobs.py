@@ -15,22 +15,21 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ci_tool.atomic import write_text_atomically
 from ci_tool.layout import PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventSink
-from ci_tool.run.stage_runner import StageResult, TestResult, result_json, run_stage
+from ci_tool.run.stage_runner import StageResult, TestResult, run_stage, write_stage_files
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import StagePlan
 
@@ -58,7 +57,7 @@ def run_job(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | Non
 def docs_checks(settings: RunSettings) -> Iterator[junit.CaseResult]:
     """The docs stage's results: generated files fresh, then each markdown file's links."""
     started = time.monotonic()
-    done = _run([settings.python, "-m", "ci_tool", "generate", "--check"], cwd=settings.rootdir)
+    done = run_command([settings.python, "-m", "ci_tool", "generate", "--check"], cwd=settings.rootdir)
     message = _first_line(done.stderr or done.stdout).removeprefix("error: ") if done.returncode else ""
     yield _case("docs::generated", message, time.monotonic() - started, done.stdout + done.stderr)
     for path in markdown_files(settings.rootdir):
@@ -155,13 +154,13 @@ def install_fresh(settings: RunSettings, work: Path) -> Path:
 
 
 def _step(what: str, command: Sequence[str], cwd: Path) -> None:
-    done = _run(command, cwd=cwd)
+    done = run_command(command, cwd=cwd)
     if done.returncode:
         raise _JobFailed(f"cannot {what}: {_first_line(done.stderr or done.stdout)}", done.stdout + done.stderr)
 
 
 def _ask(python: str | Path, code: str, cwd: Path | None = None) -> str:
-    done = _run([str(python), "-I", "-c", code], cwd=cwd)
+    done = run_command([str(python), "-I", "-c", code], cwd=cwd)
     if done.returncode:
         raise _JobFailed(f"cannot run {python}: {_first_line(done.stderr)}", done.stderr)
     return done.stdout.strip()
@@ -170,13 +169,18 @@ def _ask(python: str | Path, code: str, cwd: Path | None = None) -> str:
 # ---------------------------------------------------------------- shared
 
 
-def _run(command: Sequence[str], *, cwd: Path | None) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(command), cwd=cwd, capture_output=True, text=True, timeout=_JOB_TIMEOUT_SECONDS, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return subprocess.CompletedProcess(list(command), 1, "", f"{error}")
+def run_command(command: Sequence[str], *, cwd: Path | None) -> subprocess.CompletedProcess[str]:
+    """A job's command to its end, its output kept in temporary files and read back bounded (the end of
+    each stream: a build that prints 1 GB costs ci-tool 64 KiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run(
+                list(command), cwd=cwd, stdout=out, stderr=err, timeout=_JOB_TIMEOUT_SECONDS, check=False,
+                preexec_fn=parent_death.child_preparation(),  # a build or install does not outlive ci-tool
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return subprocess.CompletedProcess(list(command), 1, "", f"{error}")
+        return subprocess.CompletedProcess(done.args, done.returncode, bounds.output_tail(out), bounds.output_tail(err))
 
 
 def _first_line(text: str) -> str:
@@ -193,7 +197,6 @@ def _finish(
 ) -> StageResult:
     """A stage whose results are its job's checks: junit.xml and result.json, as a test stage writes them."""
     folder = settings.results_dir
-    folder.mkdir(parents=True, exist_ok=True)
     stage = plan.name.name
     cases = [replace(case, stage=stage) for case in cases]
     failed = any(case.is_failure for case in cases)
@@ -202,6 +205,4 @@ def _finish(
         stage, state, "", tuple(TestResult(case) for case in cases), (), (), started_at,
         time.monotonic() - clock, folder,
     )  # fmt: skip
-    junit.write_junit(folder / "junit.xml", stage, cases)
-    write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
-    return result
+    return write_stage_files(result, plan, settings.run_id)

@@ -11,6 +11,7 @@ testcase, which `parse_junit` drops (everything before it is kept).
 
 from __future__ import annotations
 
+import codecs
 import datetime
 import re
 import socket
@@ -23,10 +24,12 @@ from typing import IO
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import RunError, Where
 from ci_tool.outcomes import TestOutcome
+from ci_tool.run import bounds
 
 # Kinds ci-tool gives a test that never finished (the failure `type` attribute).
 TIMEOUT_KIND = "Timeout"
 CRASH_KIND = "Crash"
+INTERRUPTED_KIND = "Interrupted"  # stopped by Ctrl-C or a signal, or its result lost to a full results folder
 
 # Testcase property names.
 NODEID_PROPERTY = "nodeid"
@@ -193,70 +196,129 @@ class JunitStream:
 
 
 def parse_junit(path: str | Path) -> JunitReport:
-    """Read a JUnit file (ours or pytest's); a torn file loses only its unfinished last testcase."""
+    """Read a JUnit file (ours or pytest's); a torn file loses only its unfinished last testcase.
+
+    The file is read in chunks and parsed as it streams (no tree, no whole text in memory): each
+    testcase's texts keep at most MAX_TEXT_CHARS (bounds.BoundedText) and its attributes MAX_LINE_CHARS,
+    so a test that printed 1.5 GB costs a few KiB here."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise RunError(f"cannot read the JUnit report: {error.strerror}", where=Where(str(file))) from None
+    target = _CaseCollector()
+    parser = ET.XMLParser(target=target)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     repaired = False
     try:
-        root = ET.fromstring(text)
+        with open(file, "rb") as handle:
+            while chunk := handle.read(bounds.READ_CHUNK_CHARS):
+                parser.feed(decoder.decode(chunk))
+            parser.feed(decoder.decode(b"", final=True))
+        parser.close()
+    except OSError as error:
+        raise RunError(f"cannot read the JUnit report: {error.strerror}", where=Where(str(file))) from None
     except ET.ParseError:
-        root, repaired = _repair(text, file), True
-    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    cases = tuple(_case(element) for suite in suites for element in suite.iter("testcase"))
-    return JunitReport(str(file), cases, tuple(s.get("name", "") for s in suites), repaired)
+        if not target.suite_names:
+            raise RunError("expected a JUnit XML document, found no <testsuite>", where=Where(str(file))) from None
+        repaired = True  # a killed writer's torn end: the testcases before it are whole
+    return JunitReport(str(file), tuple(target.cases), tuple(target.suite_names), repaired)
 
 
-def _repair(text: str, file: Path) -> ET.Element:
-    cut = text.rfind("</testcase>")
-    if cut < 0:
-        head = text.find("<testsuite ")
-        close = text.find(">", head)
-        if head < 0 or close < 0:
-            raise RunError("expected a JUnit XML document, found no <testsuite>", where=Where(str(file)))
-        fixed = text[: close + 1] + _CLOSING
-    else:
-        fixed = text[: cut + len("</testcase>")] + "\n" + _CLOSING
+class _CaseCollector:
+    """The XML parser's target: builds each testcase as its end tag arrives (see parse_junit)."""
+
+    def __init__(self) -> None:
+        self.cases: list[CaseResult] = []
+        self.suite_names: list[str] = []
+        self.depth = 0
+        self.case: _CaseParts | None = None
+        self.text: bounds.BoundedText | None = None  # the element whose character data is being kept
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.depth += 1
+        if tag == "testsuite":
+            self.suite_names.append(_line(attrib.get("name", "")))
+        elif tag == "testcase":
+            self.case = _CaseParts(self.depth, {k: _line(v) for k, v in attrib.items()})
+        elif self.case is not None:
+            self.text = self.case.child(tag, self.depth, attrib)
+
+    def data(self, text: str) -> None:
+        if self.text is not None:
+            self.text.add(text)
+
+    def end(self, tag: str) -> None:
+        self.depth -= 1
+        self.text = None
+        if self.case is not None and tag == "testcase" and self.depth < self.case.depth:
+            self.cases.append(self.case.build())
+            self.case = None
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class _CaseParts:
+    """What a testcase's elements said so far."""
+
+    depth: int
+    attrib: dict[str, str]
+    properties: list[tuple[str, str]] = field(default_factory=list)
+    details: dict[str, tuple[dict[str, str], bounds.BoundedText]] = field(default_factory=dict)  # failure, ...
+    output: dict[str, bounds.BoundedText] = field(default_factory=dict)  # system-out, system-err
+
+    def child(self, tag: str, depth: int, attrib: dict[str, str]) -> bounds.BoundedText | None:
+        """Take an element inside the testcase; the text to keep its character data in, if any."""
+        if tag == "property" and depth == self.depth + 2 and attrib.get("name"):
+            self.properties.append((_line(attrib["name"]), _line(attrib.get("value", ""))))
+        elif depth != self.depth + 1:
+            return None
+        elif tag in _TAGS.values() and tag not in self.details:
+            self.details[tag] = ({k: _line(v) for k, v in attrib.items()}, bounds.BoundedText())
+            return self.details[tag][1]
+        elif tag in ("system-out", "system-err") and tag not in self.output:
+            self.output[tag] = bounds.BoundedText()
+            return self.output[tag]
+        return None
+
+    def build(self) -> CaseResult:
+        props = dict(self.properties)
+        outcome, detail = TestOutcome.PASSED, None
+        for result, tag in _TAGS.items():
+            if tag in self.details:
+                outcome, detail = result, self.details[tag]
+                break
+        stage = props.get(STAGE_PROPERTY)
+        nodeid = props.get(NODEID_PROPERTY) or _guess_nodeid(self.attrib, stage)
+        kept = tuple((k, v) for k, v in self.properties if k not in (NODEID_PROPERTY, STAGE_PROPERTY))
+        out, err = self.output.get("system-out"), self.output.get("system-err")
+        return CaseResult(
+            nodeid=nodeid,
+            outcome=outcome,
+            duration_seconds=_seconds(self.attrib.get("time")),
+            message=detail[0].get("message", "") if detail is not None else "",
+            text=detail[1].text() if detail is not None else "",
+            kind=detail[0].get("type", "") if detail is not None else "",
+            stdout=out.text() if out is not None else "",
+            stderr=err.text() if err is not None else "",
+            properties=kept,
+            stage=stage,
+        )
+
+
+def _line(value: str) -> str:
+    return bounds.cut_line(value)
+
+
+def _seconds(value: str | None) -> float:
     try:
-        return ET.fromstring(fixed)
-    except ET.ParseError as error:
-        raise RunError(f"expected JUnit XML, found malformed XML ({error})", where=Where(str(file))) from None
+        return float(value or 0.0)
+    except ValueError:
+        return 0.0
 
 
-def _case(element: ET.Element) -> CaseResult:
-    properties = tuple(
-        (p.get("name", ""), p.get("value", "")) for p in element.findall("properties/property") if p.get("name")
-    )
-    props = dict(properties)
-    outcome, detail = TestOutcome.PASSED, None
-    for result, tag in _TAGS.items():
-        found = element.find(tag)
-        if found is not None:
-            outcome, detail = result, found
-            break
-    stage = props.get(STAGE_PROPERTY)
-    nodeid = props.get(NODEID_PROPERTY) or _guess_nodeid(element, stage)
-    kept = tuple((k, v) for k, v in properties if k not in (NODEID_PROPERTY, STAGE_PROPERTY))
-    return CaseResult(
-        nodeid=nodeid,
-        outcome=outcome,
-        duration_seconds=float(element.get("time") or 0.0),
-        message=(detail.get("message") or "") if detail is not None else "",
-        text=(detail.text or "") if detail is not None else "",
-        kind=(detail.get("type") or "") if detail is not None else "",
-        stdout=element.findtext("system-out") or "",
-        stderr=element.findtext("system-err") or "",
-        properties=kept,
-        stage=stage,
-    )
-
-
-def _guess_nodeid(element: ET.Element, stage: str | None) -> str:
+def _guess_nodeid(attrib: dict[str, str], stage: str | None) -> str:
     """pytest's classname+name back to a node id-like text (pytest's XML does not keep the node id)."""
-    classname = element.get("classname", "")
+    classname = attrib.get("classname", "")
     if stage and classname.startswith(stage + "."):
         classname = classname[len(stage) + 1 :]
-    name = element.get("name", "")
+    name = attrib.get("name", "")
     return f"{classname}::{name}" if classname else name

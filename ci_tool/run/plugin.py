@@ -18,6 +18,8 @@ Without `--test-list` it does nothing. With it:
 - `--junit-stream FILE` writes JUnit as tests finish, stage-prefixed (ci_tool.run.junit), and
   `--events FILE` appends one JSON line per test start and finish, so a killed process leaves the
   finished results and the name of the test it died in. ISOLATION is the stage runner's business.
+- As ci-tool's child (`--events`, the leader of its own process group) SIGTERM ends the whole group,
+  so a dead ci-tool (whose death sends it) takes the tests' processes down too (ci_tool.run.parent_death).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from _pytest.mark.expression import Expression
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import bounds, junit, parent_death
+from ci_tool.run.case_reports import case_from_reports
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
@@ -58,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--waive-gpu", metavar="TOKEN", help="The GPU token `full:TOKEN/` waives apply to.")
     group.addoption("--junit-stream", metavar="FILE", help="Write JUnit XML as each test finishes.")
     group.addoption("--events", metavar="FILE", help="Append a JSON line per test start and finish.")
+    group.addoption(
+        "--output-log", metavar="FILE", help="Where this process's output goes (named where long texts are cut)."
+    )
     group.addoption("--only-nodeids", metavar="FILE", help="Of the selected tests, run only these node ids.")
     group.addoption("--exclude-nodeids", metavar="FILE", help="Of the selected tests, skip these node ids.")
     group.addoption(
@@ -76,6 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGINT ignored by whoever started ci-tool (a script's background job) must not make it deaf to it.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if config.getoption("events", None) and os.getpgrp() == os.getpid():  # ci-tool's child, its group's leader
+        parent_death.end_group_on_sigterm()
     try:
         plugin = TestListPlugin(config, Path(list_file))
     except CiToolError as error:
@@ -158,6 +166,8 @@ class TestListPlugin:
         self.config = config
         self.root = config.rootpath
         self.stage = config.getoption("stage_name", None)
+        output_log = config.getoption("output_log", None)
+        self.log_name = Path(output_log).name if output_log else ""  # where a cut failure's whole text is
         self.invalid: list[dict[str, object]] = []
         self.entries = self._read_entries(list_file)
         self.waives = self._read_waives(config.getoption("waives_file", None))
@@ -210,15 +220,16 @@ class TestListPlugin:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            self.collection_errors[report.nodeid] = report.longreprtext
+            text = bounds.cut_text(report.longreprtext, full_text_in=self.log_name)
+            self.collection_errors[report.nodeid] = text
             if self.junit is not None:
-                message = report.longreprtext.strip().splitlines()[-1:] or ["collection failed"]
+                message = text.strip().splitlines()[-1:] or ["collection failed"]
                 self.junit.add(
                     junit.CaseResult(
                         report.nodeid,
                         TestOutcome.ERROR,
-                        message=message[0],
-                        text=report.longreprtext,
+                        message=bounds.cut_line(message[0]),
+                        text=text,
                         kind="CollectionError",
                         stage=self.stage,
                     )
@@ -329,7 +340,7 @@ class TestListPlugin:
         self.reports[report.nodeid].append(report)
         if report.when != "teardown":
             return
-        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage)
+        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage, log_name=self.log_name)
         if self.junit is not None:
             self.junit.add(case)
         self._event(
@@ -353,8 +364,11 @@ class TestListPlugin:
             self.events_fd = None
 
     def _event(self, record: dict[str, object]) -> None:
-        if self.events_fd is not None:
-            os.write(self.events_fd, (json.dumps(record) + "\n").encode())
+        if self.events_fd is None:
+            return
+        data = (json.dumps(record) + "\n").encode()
+        while data:  # a nearly full disk may take part of a write: the rest follows, or the error is raised
+            data = data[os.write(self.events_fd, data) :]
 
 
 def _read_nodeids(path: str | None) -> frozenset[str] | None:
@@ -362,37 +376,3 @@ def _read_nodeids(path: str | None) -> frozenset[str] | None:
         return None
     text = read_text(path, name="the node id file", error=CiToolError)
     return frozenset(line.strip() for line in lines(text) if line.strip())
-
-
-def case_from_reports(nodeid: str, reports: list[pytest.TestReport], stage: str | None) -> junit.CaseResult:
-    """One test's setup/call/teardown reports as one JUnit testcase."""
-    duration = sum(r.duration for r in reports)
-    failing = next((r for r in reports if r.failed), None)
-    skipping = next((r for r in reports if r.skipped), None)
-    text = message = kind = ""
-    if failing is not None:
-        outcome = TestOutcome.FAILED if failing.when == "call" else TestOutcome.ERROR
-        text = failing.longreprtext
-        crash = getattr(failing.longrepr, "reprcrash", None)
-        message = crash.message if crash is not None else (text.strip().splitlines() or [""])[-1]
-        kind = _exception_type(message)
-    elif skipping is not None:
-        outcome = TestOutcome.SKIPPED
-        if hasattr(skipping, "wasxfail"):
-            message, kind = f"xfail: {skipping.wasxfail}".rstrip(": "), "pytest.xfail"
-        elif isinstance(skipping.longrepr, tuple):
-            message, kind = str(skipping.longrepr[2]).removeprefix("Skipped: "), "pytest.skip"
-        text = message
-    else:
-        outcome = TestOutcome.PASSED
-    last = reports[-1]  # its sections and properties accumulate those of the earlier phases
-    properties = tuple((str(k), str(v)) for k, v in last.user_properties)
-    stdout = "".join(content for title, content in last.sections if "stdout" in title)
-    stderr = "".join(content for title, content in last.sections if "stderr" in title)
-    return junit.CaseResult(nodeid, outcome, duration, message, text, kind, stdout, stderr, properties, stage)
-
-
-def _exception_type(message: str) -> str:
-    """`ValueError: bad` -> `ValueError`; '' when the message does not start with a type name."""
-    head = message.split(":", 1)[0].strip()
-    return head if head and head.replace(".", "").replace("_", "").isalnum() and " " not in head else ""

@@ -3,7 +3,9 @@ back what it left (finished testcases, the test it died in, what it collected).
 
 The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
 reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
-SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts).
+SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts). However the child ends, what is
+left of its group (processes its tests started) is killed, and a ci-tool that dies takes the child
+down with it (ci_tool.run.parent_death).
 A child that stops reporting for longer than the running test's timeout (or the default one) plus a
 margin is killed: a hang pytest-timeout cannot see (collection, session teardown, a stuck plugin).
 """
@@ -22,8 +24,9 @@ from pathlib import Path
 from typing import IO
 
 from ci_tool import interrupts
+from ci_tool.errors import RunError
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
@@ -57,8 +60,9 @@ class ProcessOutcome:
         return self.invocation.log_file
 
 
-class _EventReader:
-    """Reads the complete lines appended to the events file since the last call."""
+class EventReader:
+    """Reads the complete lines appended to the events file since the last call. A line that is no JSON
+    object (a write torn by a full disk, with the next one appended to it) is skipped, not trusted."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -72,11 +76,19 @@ class _EventReader:
             self.handle = open(self.path, encoding="utf-8")  # noqa: SIM115 - kept open while tailing
         self.buffer += self.handle.read()
         *complete, self.buffer = self.buffer.split("\n")
-        return [json.loads(line) for line in complete if line.strip()]
+        return [event for line in complete if line.strip() and (event := _event(line)) is not None]
 
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
+
+
+def _event(line: str) -> dict[str, object] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def run_pytest_process(
@@ -93,7 +105,7 @@ def run_pytest_process(
         stale.unlink(missing_ok=True)
     command = invocation.command(python)
     started = time.monotonic()
-    reader = _EventReader(invocation.events_file)
+    reader = EventReader(invocation.events_file)
     events: list[dict[str, object]] = []
     stalled = False
     interrupted_by = ""
@@ -107,12 +119,16 @@ def run_pytest_process(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=parent_death.child_preparation(),
         )
         try:
             stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
         except KeyboardInterrupt as interrupt:
             interrupted_by = interrupts.cause(interrupt)
             _stop(child, interrupt_grace_seconds)
+        finally:  # what the tests started and left running ends with the stage
+            _signal_group(child, signal.SIGKILL)
+            child.wait()
     for event in reader.read():
         events.append(event)
         on_event(event)
@@ -123,7 +139,7 @@ def run_pytest_process(
 
 def _watch(
     child: subprocess.Popen[bytes],
-    reader: _EventReader,
+    reader: EventReader,
     events: list[dict[str, object]],
     on_event: EventSink,
     stall_seconds: float,
@@ -177,7 +193,7 @@ def _outcome(
     stalled: bool,
     seconds: float,
 ) -> ProcessOutcome:
-    cases = junit.parse_junit(invocation.junit_file).cases if invocation.junit_file.exists() else ()
+    cases = _finished_cases(invocation.junit_file)
     collected: tuple[str, ...] | None = None
     uncollected: tuple[Mapping[str, object], ...] = ()
     if invocation.report_file.exists():
@@ -204,6 +220,15 @@ def _outcome(
     )
 
 
+def _finished_cases(path: Path) -> tuple[junit.CaseResult, ...]:
+    """The testcases of a process's JUnit stream; none when it never wrote one, or died (of a full disk, at
+    start-up) before the stream had its suite."""
+    try:
+        return junit.parse_junit(path).cases if path.exists() else ()
+    except RunError:
+        return ()
+
+
 def _unfinished_case(
     invocation: PytestInvocation, start: Mapping[str, object], exit_code: int | None, interrupted_by: str, stalled: bool
 ) -> junit.CaseResult:
@@ -213,7 +238,7 @@ def _unfinished_case(
     seconds = max(0.0, time.time() - float(started_at)) if isinstance(started_at, int | float) else 0.0
     log_tail = _log_tail(invocation.log_file, nodeid)
     if interrupted_by:
-        outcome, kind = TestOutcome.SKIPPED, "Interrupted"
+        outcome, kind = TestOutcome.SKIPPED, junit.INTERRUPTED_KIND
         message = f"interrupted ({interrupted_by}) before the test finished"
     elif stalled or _TIMEOUT_BANNER in log_tail:
         outcome, kind = TestOutcome.FAILED, junit.TIMEOUT_KIND
@@ -227,14 +252,12 @@ def _unfinished_case(
 
 
 def _log_tail(path: Path, nodeid: str, *, max_lines: int = 60) -> str:
-    """The log from the progress line of the test's file on (at most the last `max_lines` lines)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
+    """The log from the progress line of the test's file on (at most the last `max_lines` lines, read from
+    the log's end: a test that printed 1.5 GB costs one seek)."""
+    lines = bounds.read_tail(path).splitlines()
     file_path = nodeid.split("::", 1)[0]
     starts = [index for index, line in enumerate(lines) if line.startswith((nodeid + " ", file_path + " "))]
-    return "\n".join(lines[starts[-1] if starts else 0 :][-max_lines:])
+    return bounds.cut_text("\n".join(lines[starts[-1] if starts else 0 :][-max_lines:]))
 
 
 def write_nodeids(path: Path, nodeids: Sequence[str]) -> Path:

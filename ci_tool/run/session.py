@@ -35,7 +35,7 @@ from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.history.touches import read_touch_files
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
-from ci_tool.run import pipeline, recording, report
+from ci_tool.run import pipeline, recording, report, results_folder
 from ci_tool.run.executor import Executor, LocalExecutor, ReadyStage
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
@@ -203,7 +203,11 @@ def run_session(
         known = store.known_flaky(before=run.started_at)
         built = report.build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
         markdown = report.render_markdown(built)
-    write_text_atomically(run_dir / "report.md", markdown, what="the CI report")
+    kept = results_folder.write_results(
+        run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"
+    )
+    if kept is not None:
+        progress.warning(kept.line)
     return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
 
 

@@ -12,6 +12,10 @@ Processes: the regular lines in one, each ISOLATION line in its own. When a proc
 hang stopped by pytest-timeout, a crash), that test is recorded as a timeout or crash and a new process
 runs the tests it had not reached. Failures whose output matches a known flaky signature run once
 more; a pass then makes the stage unstable, not green.
+
+A results folder that fills up or turns read-only stops the stage (interrupted, with the tests that
+finished): its junit.xml and result.json go to a fallback folder, and its reason says where
+(ci_tool.run.results_folder).
 """
 
 from __future__ import annotations
@@ -22,10 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_tool.atomic import write_text_atomically
 from ci_tool.interrupts import CTRL_C
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
-from ci_tool.run import junit
+from ci_tool.run import junit, results_folder
 from ci_tool.run.flaky import match_flaky
 from ci_tool.run.invocation import (
     Attempt,
@@ -82,6 +85,12 @@ class StageResult:
     results_dir: Path
     details: Mapping[str, object] = field(default_factory=dict)  # what its executor adds (Slurm: its jobs)
     predicted_seconds: float = 0.0  # what planning predicted for the stage (the report sets them side by side)
+    kept_in: Path | None = None  # where junit.xml and result.json went when results_dir refused them
+
+    @property
+    def files_dir(self) -> Path:
+        """The folder holding the stage's junit.xml and result.json."""
+        return self.kept_in or self.results_dir
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -107,36 +116,70 @@ class _BatchRun:
 def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | None = None) -> StageResult:
     """Run a planned stage and write its results folder."""
     started_at, clock = time.time(), time.monotonic()
-    folder = settings.results_dir
-    lists_dir(settings).mkdir(parents=True, exist_ok=True)
-    _write_lines(folder / "rendered.txt", plan.rendered)
-    _write_lines(folder / "shard.txt", plan.lines)
     sink = on_event or (lambda event: None)
     processes: list[ProcessOutcome] = []
     batches: list[_BatchRun] = []
-    interrupted = False
-    if plan.isolated:
-        _write_lines(isolated_file(settings), plan.isolated)
-    for first in planned_invocations(plan, settings):
-        _write_lines(first.list_file, first.batch.lines)
-        batch = _BatchRun(first)
-        batches.append(batch)
-        interrupted = _run_batch(settings, batch, processes, sink)
-        if interrupted:
-            break
-    if not interrupted and settings.rerun_flaky:
-        interrupted = _rerun_flaky(settings, batches, processes, sink)
+    refusal: str | None = None
+    try:
+        interrupted = _run_batches(plan, settings, batches, processes, sink)
+    except results_folder.FolderRefused as refused:
+        interrupted, refusal = True, refused.strerror
     tests = tuple(test for batch in batches for test in batch.tests)
     uncollected = _uncollected(processes)
     state, reason = _state(tests, processes, interrupted)
-    name = plan.name.name
     result = StageResult(
-        name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock, folder,
-        predicted_seconds=plan.predicted_seconds,
+        plan.name.name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock,
+        settings.results_dir, predicted_seconds=plan.predicted_seconds,
     )  # fmt: skip
-    junit.write_junit(folder / "junit.xml", name, [test.final for test in tests])
-    write_text_atomically(folder / "result.json", json.dumps(result_json(result, plan), indent=1) + "\n")
-    return result
+    return write_stage_files(result, plan, settings.run_id, refusal=refusal)
+
+
+def _run_batches(
+    plan: StagePlan, settings: RunSettings, batches: list[_BatchRun], processes: list[ProcessOutcome], sink: EventSink
+) -> bool:
+    """Every batch, then the rerun of known flaky failures; True when interrupted. A write the results
+    folder refuses raises FolderRefused (the tests that finished are in `batches`)."""
+    folder = settings.results_dir
+    try:
+        lists_dir(settings).mkdir(parents=True, exist_ok=True)
+        _write_lines(folder / "rendered.txt", plan.rendered)
+        _write_lines(folder / "shard.txt", plan.lines)
+        if plan.isolated:
+            _write_lines(isolated_file(settings), plan.isolated)
+        for first in planned_invocations(plan, settings):
+            _write_lines(first.list_file, first.batch.lines)
+            batch = _BatchRun(first)
+            batches.append(batch)
+            if _run_batch(settings, batch, processes, sink):
+                return True
+        return settings.rerun_flaky and _rerun_flaky(settings, batches, processes, sink)
+    except OSError as error:
+        why = results_folder.refused(error)
+        if why is None:
+            raise
+        raise results_folder.FolderRefused(why) from None
+
+
+def write_stage_files(
+    result: StageResult, plan: StagePlan, run_id: str, *, refusal: str | None = None
+) -> StageResult:
+    """Write the stage's junit.xml and result.json into its folder, or, when the folder refuses them (or
+    refused a write earlier: `refusal`), into a fallback folder: the stage is then interrupted, and says
+    where its results are."""
+
+    def files(line: str) -> dict[str, str]:
+        shown = _refused(result, line, None) if line else result
+        return {
+            "junit.xml": junit.junit_document(shown.stage, [test.final for test in shown.tests]),
+            "result.json": json.dumps(result_json(shown, plan), indent=1) + "\n",
+        }
+
+    kept = results_folder.write_results(result.results_dir, files, run_id=run_id, stage=result.stage, why=refusal)
+    return result if kept is None else _refused(result, kept.line, kept.kept_in)
+
+
+def _refused(result: StageResult, line: str, kept_in: Path | None) -> StageResult:
+    return replace(result, state=StageState.INTERRUPTED, reason=line, kept_in=kept_in)
 
 
 def _launch(
@@ -159,9 +202,12 @@ def _run_batch(settings: RunSettings, batch: _BatchRun, processes: list[ProcessO
     invocation = replace(batch.first, sequence=len(processes) + 1)
     for _ in range(MAX_RESUMES + 1):
         outcome = _launch(invocation, settings, processes, sink)
-        finished = [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]
+        refusal = _folder_refusal(outcome)
+        finished = [*outcome.cases, *([_unfinished(outcome.unfinished, refusal)] if outcome.unfinished else [])]
         batch.tests.extend(TestResult(case, log_file=outcome.log_file) for case in finished)
         done.extend(case.nodeid for case in finished)
+        if refusal is not None:
+            raise results_folder.FolderRefused(refusal)
         if outcome.interrupted:
             return True
         if outcome.completed or outcome.unfinished is None or outcome.collected is None:
@@ -186,14 +232,39 @@ def _rerun_flaky(
         only = write_nodeids(batch.list_file.with_suffix(".rerun.txt"), list(flaky))
         invocation = next_attempt(batch.first, len(processes) + 1, Attempt.RERUN, only_nodeids=only)
         outcome = _launch(invocation, settings, processes, sink)
-        reruns = {c.nodeid: c for c in [*outcome.cases, *([outcome.unfinished] if outcome.unfinished else [])]}
+        refusal = _folder_refusal(outcome)
+        ended = [*outcome.cases, *([_unfinished(outcome.unfinished, refusal)] if outcome.unfinished else [])]
+        reruns = {c.nodeid: c for c in ended}
         for index, test in enumerate(batch.tests):
             if test.first.nodeid in flaky:
                 rerun = reruns.get(test.first.nodeid) or _missing_rerun(test.first, outcome)
                 batch.tests[index] = TestResult(test.first, rerun, flaky[test.first.nodeid], test.log_file)
+        if refusal is not None:
+            raise results_folder.FolderRefused(refusal)
         if outcome.interrupted:
             return True
     return False
+
+
+def _folder_refusal(outcome: ProcessOutcome) -> str | None:
+    """Why the results folder refuses writes, when a process ended before its session did (it may have
+    died of a refused write: its JUnit, events or log), else None."""
+    if outcome.completed or outcome.interrupted:
+        return None
+    return results_folder.refusal(outcome.invocation.parts_dir)
+
+
+def _unfinished(case: junit.CaseResult, refusal: str | None) -> junit.CaseResult:
+    """The test a process ended in; when the folder refused writes, its result was lost, not a crash."""
+    if refusal is None:
+        return case
+    return replace(
+        case,
+        outcome=TestOutcome.SKIPPED,
+        message=f"not recorded: the results folder refused its result ({refusal})",
+        text="",
+        kind=junit.INTERRUPTED_KIND,
+    )
 
 
 def _missing_rerun(first: junit.CaseResult, outcome: ProcessOutcome) -> junit.CaseResult:
