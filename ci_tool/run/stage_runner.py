@@ -13,7 +13,7 @@ hang stopped by pytest-timeout, a crash), that test is recorded as a timeout or 
 runs the tests it had not reached. Failures whose output matches a known flaky signature run once
 more; a pass then makes the stage unstable, not green.
 
-A results folder that fills up or turns read-only stops the stage (interrupted, with the tests that
+A results folder that fills up or turns read-only stops the stage (failed, with the tests that
 finished): its junit.xml and result.json go to a fallback folder, and its reason says where
 (ci_tool.run.results_folder).
 """
@@ -164,7 +164,7 @@ def write_stage_files(
     result: StageResult, plan: StagePlan, run_id: str, *, refusal: str | None = None
 ) -> StageResult:
     """Write the stage's junit.xml and result.json into its folder, or, when the folder refuses them (or
-    refused a write earlier: `refusal`), into a fallback folder: the stage is then interrupted, and says
+    refused a write earlier: `refusal`), into a fallback folder: the stage then fails, and says
     where its results are."""
 
     def files(line: str) -> dict[str, str]:
@@ -179,7 +179,9 @@ def write_stage_files(
 
 
 def _refused(result: StageResult, line: str, kept_in: Path | None) -> StageResult:
-    return replace(result, state=StageState.INTERRUPTED, reason=line, kept_in=kept_in)
+    # failed, not interrupted: nobody stopped the run (exit 1, not the 130 of a signal), and nothing passed
+    # that could be reused
+    return replace(result, state=StageState.FAILED, reason=line, kept_in=kept_in)
 
 
 def _launch(
