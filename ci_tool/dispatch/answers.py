@@ -74,7 +74,9 @@ class Answer:
                 if page
                 else None
             )
-            raise AnswerError(f"{self.what}: expected JSON in the answer of {self.url}, found {found}", hint=hint) from None
+            raise AnswerError(
+                f"{self.what}: expected JSON in the answer of {self.url}, found {found}", hint=hint
+            ) from None
 
     def obj(self, value: object, path: str = "") -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -161,7 +163,9 @@ def upstream_causes(build_data: Mapping[str, Any]) -> list[tuple[object, object]
 
 def parameters_lists(actions: object, key: str) -> list[list[Any]]:
     return [
-        a[key] for a in (actions if isinstance(actions, list) else []) if isinstance(a, Mapping) and isinstance(a.get(key), list)
+        a[key]
+        for a in (actions if isinstance(actions, list) else [])
+        if isinstance(a, Mapping) and isinstance(a.get(key), list)
     ]
 
 
@@ -226,7 +230,9 @@ def test_cases(answer: Answer, value: object) -> tuple[CaseResult, ...]:
                     duration_seconds=seconds(found.get("duration")),
                     message=_loose_text(found.get("errorDetails") or found.get("skippedMessage")),
                     output=_loose_text(found.get("errorStackTrace")),
-                    properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, Mapping) else {},
+                    properties={str(k): str(v) for k, v in properties.items()}
+                    if isinstance(properties, Mapping)
+                    else {},
                 )
             )
     return tuple(cases)
