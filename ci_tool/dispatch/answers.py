@@ -46,8 +46,9 @@ def kind(value: object) -> str:
         return "a list"
     if value is None:
         return "null"
-    text = repr(value)
-    return text if len(text) <= _SHOWN_CHARACTERS else text[:_SHOWN_CHARACTERS] + "…"
+    if isinstance(value, str) and len(value) > _SHOWN_CHARACTERS:
+        return repr(value[:_SHOWN_CHARACTERS]) + "…"
+    return repr(value)
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def queue(answer: Answer, jenkins_url: str, value: object, job_url_suffix: str) 
     found = []
     for k, item in enumerate(answer.items(data, "items")):
         path = f"items[{k}]"
-        task = answer.obj(answer.obj(item, path).get("task") or {}, f"{path}.task")
+        task = answer.obj(answer.obj(item, path).get("task", {}), f"{path}.task")
         if answer.text(task, "url", f"{path}.task").endswith(job_url_suffix):
             found.append(queue_item(answer, jenkins_url, item, path))
     return found

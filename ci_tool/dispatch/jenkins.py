@@ -89,7 +89,7 @@ class JenkinsClient:
 
         def read_fault(error: Exception) -> Fault | None:
             if isinstance(error, json.JSONDecodeError):  # python-jenkins read a crumb or an answer that is no JSON
-                answers.Answer(what, self.url).parse(error.doc)
+                answers.Answer(what, urljoin(self.url, "crumbIssuer/api/json")).parse(error.doc)
             if isinstance(error, jenkins.JenkinsException | requests.RequestException):
                 return classify(error, waited)
             return None

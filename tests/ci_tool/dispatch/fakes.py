@@ -49,6 +49,7 @@ class Fault:
     after: bool = False  # drop or answer `status` only after the fake acted on the request
     hang: bool = False  # answer only when the test ends (a timeout)
     times: int = 1
+    headers: dict[str, str] = field(default_factory=dict)  # with status 200 and a body: an answer of another shape
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,11 @@ class Loopback:
             if fault is not None and fault.hang:
                 pass
             elif fault is not None and not fault.after:
-                return None if fault.drop else (fault.status or 500, {}, fault.body.encode())
+                return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
             else:
                 answer = self.answer(request)
                 if fault is not None:
-                    return None if fault.drop else (fault.status or 500, {}, fault.body.encode())
+                    return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
                 return answer
         self.release.wait(60)  # a hung answer: the client times out first
         return None
