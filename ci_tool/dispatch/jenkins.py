@@ -125,11 +125,13 @@ class JenkinsClient:
         return refused_access(what, fault, service="Jenkins", accepting=f"the credentials in {variables}",
                               given=self.has_credentials, hints=hints)  # fmt: skip
 
-    def _get(self, what: str, path: str, params: Mapping[str, object] | None = None) -> requests.Response:
+    def _get(self, what: str, path: str, params: Mapping[str, str | int] | None = None) -> requests.Response:
         request = requests.Request("GET", urljoin(self.url, path), params=dict(params or {}))
         return self._call(what, lambda: self.server.jenkins_request(request))
 
-    def _json(self, what: str, path: str, params: Mapping[str, object] | None = None) -> tuple[answers.Answer, object]:
+    def _json(
+        self, what: str, path: str, params: Mapping[str, str | int] | None = None
+    ) -> tuple[answers.Answer, object]:
         """A GET's JSON, with the Answer that reads it (named by the request and its URL as shown)."""
         response = self._get(what, path, params)
         answer = answers.Answer(what, urljoin(self.url, path))

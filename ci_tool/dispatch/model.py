@@ -76,6 +76,13 @@ class PullRequest:
     changed_files: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree_sha: str  # equal trees: the same code, whatever the history
+    committed_at: float  # the committer date (seconds since the epoch), as the commit itself says
+
+
 class StatusState(enum.StrEnum):
     """A GitHub commit status."""
 

@@ -16,6 +16,9 @@ call for the bot, with faults injected per request.
              POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
              POST repos/O/R/statuses/SHA                 a commit status
              GET  repos/O/R/commits/SHA/status           the latest status per context
+             GET  repos/O/R/commits/SHA                  the commit's tree and committer date
+             POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
+             DELETE .../comments/C/reactions/ID          the reaction taken back
 
 A queue item names its build after `polls_to_start` looks; a build ends after `polls_to_end` looks at it,
 as its Script says (result, console lines, the L0_Test builds it starts with their test cases). Nothing waits
@@ -25,6 +28,7 @@ on the clock: the client's polls move the fakes on.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import threading
@@ -100,7 +104,7 @@ class Loopback:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = do_PATCH = _serve
+            do_GET = do_POST = do_PATCH = do_DELETE = _serve
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -125,7 +129,11 @@ class Loopback:
                 return fault
         return None
 
+    def before(self, request: Request) -> None:
+        """Called outside the lock before a request is answered (a barrier that lines up concurrent handlers)."""
+
     def handle(self, request: Request) -> Answer | None:
+        self.before(request)
         with self.lock:
             self.requests.append(request)
             fault = self._fault_for(request)
@@ -398,6 +406,15 @@ class FakePull:
     files: list[str] = field(default_factory=list)
 
 
+EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does not set: before any comment
+
+
+@dataclass
+class FakeCommit:
+    tree: str
+    committed_at: str = EARLY
+
+
 class FakeGitHub(Loopback):
     def __init__(self, *, token: str = "ghs_fake") -> None:
         super().__init__()
@@ -406,6 +423,17 @@ class FakeGitHub(Loopback):
         self.comments: dict[int, dict[str, object]] = {}
         self.statuses: list[dict[str, object]] = []  # oldest first
         self.next_comment_id = 5000
+        self.commits: dict[str, FakeCommit] = {}  # others: their own tree (the sha reversed), committed EARLY
+        self.reactions: dict[tuple[int, str], int] = {}  # (comment id, content) -> reaction id
+        self.claim_barrier: threading.Barrier | None = None  # reactions wait here until all parties arrived
+
+    def before(self, request: Request) -> None:
+        if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.claim_barrier.wait(timeout=60)
+
+    def commit(self, sha: str) -> FakeCommit:
+        return self.commits.get(sha) or FakeCommit(sha[::-1])
 
     @property
     def api_url(self) -> str:
@@ -469,6 +497,25 @@ class FakeGitHub(Loopback):
         self.statuses.append(status)
         return _json({"id": len(self.statuses), **status}, 201)
 
+    def _commit(self, request: Request, repo: str, sha: str) -> Answer:
+        commit = self.commit(sha)
+        person = {"name": "A", "email": "a@example.com", "date": commit.committed_at}
+        return _json({"sha": sha, "url": f"{self.api_url}/repos/{repo}/commits/{sha}",
+                      "commit": {"tree": {"sha": commit.tree}, "committer": person, "author": person}})  # fmt: skip
+
+    def _react(self, request: Request, repo: str, comment_id: str) -> Answer:
+        key = (int(comment_id), json.loads(request.body)["content"])
+        created = key not in self.reactions
+        if created:
+            self.reactions[key] = 9000 + len(self.reactions)
+        return _json({"id": self.reactions[key], "content": key[1]}, 201 if created else 200)
+
+    def _unreact(self, request: Request, repo: str, comment_id: str, reaction_id: str) -> Answer:
+        for key, found in list(self.reactions.items()):
+            if key[0] == int(comment_id) and found == int(reaction_id):
+                del self.reactions[key]
+        return 204, {}, b""
+
     def _combined(self, request: Request, repo: str, sha: str) -> Answer:
         latest: dict[str, dict[str, object]] = {}
         for status in self.statuses:
@@ -483,6 +530,13 @@ class FakeGitHub(Loopback):
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/status", _combined),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)", _commit),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions", _react),
+        (
+            "DELETE",
+            r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions/(?P<reaction_id>\d+)",
+            _unreact,
+        ),
     )
 
 
