@@ -148,6 +148,19 @@ class Replies:
             self._warn(error)
             return None
 
+    def reply_once(self, marker: str, body: str) -> int | None:
+        """Post `body` (which holds the hidden `marker`), or edit the earlier reply holding it (a comment handled
+        again): one reply per comment, however often it is handled."""
+        try:
+            earlier = self.github.find_comment(self.repository, self.number, marker)
+        except DispatchError as error:
+            self._warn(error)
+            earlier = None
+        if earlier is None:
+            return self.comment(body)
+        self.edit(earlier, body)
+        return earlier
+
     def edit(self, comment_id: int | None, body: str) -> None:
         if comment_id is None:  # the first post failed: post what there is now
             self.comment(body)
@@ -256,7 +269,8 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
             event.comment_id))  # fmt: skip
         if isinstance(found, Claimed):
             claim = found.claim
-            reply_id = services.replies.comment(reply)
+            reply = reply.rstrip("\n") + f"\n{reply_marker(event.comment_id)}\n"
+            reply_id = services.replies.reply_once(reply_marker(event.comment_id), reply)
             started = _trigger(services, dispatch, pr, reply, reply_id, context)
         else:
             started = found
@@ -301,6 +315,11 @@ def _resume_or_await(
     else:
         click.echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
     return started
+
+
+def reply_marker(comment_id: int) -> str:
+    """An invisible line in the reply to a comment, by which handling the comment again finds that reply."""
+    return f"<!-- ci-tool: the reply to comment {comment_id} -->"
 
 
 def _in_jenkins(services: Services, dispatch: Dispatch) -> bool:

@@ -198,6 +198,15 @@ class GitHubClient:
         )
         return int(created.id)
 
+    def find_comment(self, repository: str, number: int, marker: str) -> int | None:
+        """The newest comment on the pull request whose body holds `marker` (the bot's earlier reply), or None."""
+
+        def read() -> int | None:
+            found = [c for c in self._repo(repository).get_issue(number).get_comments() if marker in (c.body or "")]
+            return int(found[-1].id) if found else None
+
+        return self._call(f"read the comments on #{number} of {repository}", read)
+
     def edit_comment(self, repository: str, number: int, comment_id: int, body: str) -> None:
         self._call(
             f"edit comment {comment_id} on #{number} of {repository}",

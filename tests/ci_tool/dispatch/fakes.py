@@ -14,6 +14,7 @@ call for the bot, with faults injected per request.
              GET  job/J/N/artifact/PATH                  an archived JSON artifact (404 when none)
     GitHub   GET  repos/O/R/pulls/N, .../pulls/N/files   the pull request and its changed files (paged)
              POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
+             GET  repos/O/R/issues/N/comments            the comments (one page)
              POST repos/O/R/statuses/SHA                 a commit status
              GET  repos/O/R/commits/SHA/status           the latest status per context
              GET  repos/O/R/commits/SHA                  the commit's tree and committer date
@@ -484,6 +485,9 @@ class FakeGitHub(Loopback):
         self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": int(number)}
         return _json(self.comments[comment_id], 201)
 
+    def _comments(self, request: Request, repo: str, number: str) -> Answer:
+        return _json([c for c in self.comments.values() if c["issue"] == int(number)])
+
     def _edit(self, request: Request, repo: str, comment_id: str) -> Answer:
         comment = self.comments.get(int(comment_id))
         if comment is None:
@@ -527,6 +531,7 @@ class FakeGitHub(Loopback):
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)", _pull),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)/files", _files),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comment),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comments),
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/status", _combined),
