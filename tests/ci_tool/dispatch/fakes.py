@@ -55,6 +55,7 @@ class Fault:
     hang: bool = False  # answer only when the test ends (a timeout)
     times: int = 1
     headers: dict[str, str] = field(default_factory=dict)  # with status 200 and a body: an answer of another shape
+    slow_seconds: float = 0.0  # with after: the answer (the fake's own, when no status) leaves this much later
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,15 @@ class Loopback:
                 return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
             else:
                 answer = self.answer(request)
-                if fault is not None:
+                if fault is not None and fault.slow_seconds:
+                    pass  # answered below, outside the lock
+                elif fault is not None:
                     return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
-                return answer
+                else:
+                    return answer
+        if fault is not None and fault.slow_seconds:
+            self.release.wait(fault.slow_seconds)
+            return answer
         self.release.wait(60)  # a hung answer: the client times out first
         return None
 
@@ -222,6 +229,7 @@ class FakeQueueItem:
     job: str
     parameters: dict[str, str]
     polls_left: int
+    hidden_looks: int = 0  # looks at the queue before the item shows (Jenkins still working on the POST)
     cancelled: bool = False
     build: FakeBuild | None = None
 
@@ -241,6 +249,7 @@ class FakeJenkins(Loopback):
         self.hold = False  # builds never end while set (a run that a newer one kills)
         self.cancel_in_queue = False  # someone cancels each item in Jenkins before it starts
         self.before_start: Callable[[], None] | None = None  # runs as an item leaves the queue (another build)
+        self.shown_after_looks = 0  # a new item shows in the queue only after this many looks at it (a slow Jenkins)
 
     def expire_crumb(self) -> None:
         self.crumb = f"crumb-{int(self.crumb.split('-')[1]) + 1}"
@@ -269,7 +278,8 @@ class FakeJenkins(Loopback):
         return _json({"crumb": self.crumb, "crumbRequestField": "Jenkins-Crumb"})
 
     def _trigger(self, request: Request, job: str) -> Answer:
-        item = FakeQueueItem(self.next_queue_id, job, dict(request.query), self.polls_to_start)
+        item = FakeQueueItem(self.next_queue_id, job, dict(request.query), self.polls_to_start,
+                             hidden_looks=self.shown_after_looks)  # fmt: skip
         self.queue[item.id] = item
         self.next_queue_id += 1
         return 201, {"Location": f"{self.url}queue/item/{item.id}/"}, b""
@@ -292,7 +302,9 @@ class FakeJenkins(Loopback):
         return data
 
     def _queue(self, request: Request) -> Answer:
-        waiting = [i for i in self.queue.values() if i.build is None and not i.cancelled]
+        for item in self.queue.values():
+            item.hidden_looks -= 1
+        waiting = [i for i in self.queue.values() if i.build is None and not i.cancelled and i.hidden_looks < 0]
         return _json({"items": [self._item_json(item) for item in waiting]})
 
     def _queue_item(self, request: Request, number: str) -> Answer:
