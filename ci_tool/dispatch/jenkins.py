@@ -88,8 +88,11 @@ class JenkinsClient:
         waited = timeout_seconds or self.timeout_seconds
 
         def read_fault(error: Exception) -> Fault | None:
-            if isinstance(error, json.JSONDecodeError):  # python-jenkins read a crumb or an answer that is no JSON
-                answers.Answer(what, urljoin(self.url, "crumbIssuer/api/json")).parse(error.doc)
+            crumb = answers.Answer(what, urljoin(self.url, "crumbIssuer/api/json"))
+            if isinstance(error, json.JSONDecodeError):  # python-jenkins read a crumb that is no JSON
+                crumb.parse(error.doc)
+            if isinstance(error, TypeError | KeyError):  # python-jenkins read a crumb of another shape
+                raise crumb.error("", "an object with crumb and crumbRequestField", self.server.crumb) from None
             if isinstance(error, jenkins.JenkinsException | requests.RequestException):
                 return classify(error, waited)
             return None

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from ci_tool.dispatch import answers
 from ci_tool.dispatch.faults import RetryPolicy
+from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.fakes import FakeJenkins
+from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
 
 JOB = "L0_MergeRequest"
 JSON = {"Content-Type": "application/json"}
@@ -159,3 +160,26 @@ def test_any_json_answer_gives_a_value_or_our_error(value: object) -> None:
     ):
         with contextlib.suppress(DispatchError):  # our error is a fine answer; any other exception fails
             read()
+
+
+@pytest.mark.parametrize("crumb", [["c"], {"crumb": "c"}], ids=["a list", "no crumbRequestField"])
+def test_a_crumb_of_another_shape_is_one_line(jenkins: FakeJenkins, crumb: object) -> None:
+    jenkins.fail("GET", "/crumbIssuer/", status=200, body=json.dumps(crumb), headers=JSON)
+    with pytest.raises(answers.AnswerError) as raised:
+        client(jenkins).trigger(JOB, {"PR_NUMBER": "1"})
+    assert str(raised.value) == (
+        f"trigger {JOB}: expected an object with crumb and crumbRequestField in the answer of "
+        f"{jenkins.url}crumbIssuer/api/json, found {answers.kind(crumb)}"
+    )
+    assert jenkins.triggered() == []
+
+
+def test_a_github_sign_in_page_is_one_line(github: FakeGitHub) -> None:
+    github.fail("GET", r"/pulls/123$", status=200, body=SIGN_IN, headers={"Content-Type": "text/html"})
+    api = GitHubClient(github.api_url, token=github.token, retry=RetryPolicy(1, 0.0))
+    with pytest.raises(DispatchError) as raised:
+        api.pull_request("example/ci-tool", 123)
+    assert str(raised.value).startswith(
+        f"read pull request #123 of example/ci-tool: expected GitHub's JSON answer at {github.api_url}, found one "
+        "that could not be read ("
+    )
