@@ -56,25 +56,25 @@ from ci_tool.bot.status import (
 )
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
-from ci_tool.dispatch.github import Claim, GitHubClient
+from ci_tool.dispatch.github import Claim, GitHubClient, utc_text
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
+    Claimed,
     Dispatch,
     Pace,
     QueueWait,
     Started,
     Stopped,
-    await_claimer,
     find_in_jenkins,
-    resume,
+    resume_or_claim,
     stop_pull_request,
     trigger,
     wait_for_end,
 )
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.flakiness import known_flaky
-from ci_tool.history.ledger import DispatchKey
+from ci_tool.history.ledger import DispatchKey, find_dispatch
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
 from ci_tool.outcomes import BuildResult, TestOutcome
@@ -262,59 +262,51 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
     command = decision.request.line if decision.request else "/bot run"
     if _pushed_after(services, decision, pr, command):
         return Started(None, None)
+    marker = reply_marker(event.comment_id)
+    reply = reply.rstrip("\n") + f"\n{marker}\n"
     reply_id: int | None = None
     claim: Claim | None = None
     try:
-        found = _resume_or_await(services, dispatch, event.comment_id, claims=lambda: services.replies.claim(
-            event.comment_id))  # fmt: skip
+        found = resume_or_claim(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                                wall=services.wall, claim=lambda: services.replies.claim(event.comment_id))  # fmt: skip
         if isinstance(found, Claimed):
             claim = found.claim
-            reply = reply.rstrip("\n") + f"\n{reply_marker(event.comment_id)}\n"
-            reply_id = services.replies.reply_once(reply_marker(event.comment_id), reply)
+            reply_id = services.replies.reply_once(marker, reply)
             started = _trigger(services, dispatch, pr, reply, reply_id, context)
         else:
             started = found
     except QueueWait:
         raise
     except DispatchError as error:
-        services.replies.edit(reply_id, could_not_start(reply, error))
-        services.replies.status(pr.head_sha, not_started(context, str(error)))
-        if not _in_jenkins(services, dispatch):
-            services.replies.release(event.comment_id, claim)  # nothing started: handling it again may trigger
+        _not_started(services, dispatch, error, reply=reply, reply_id=reply_id, claim=claim, context=context)
         raise
     if wait and started.build is not None:
         follow(services, started, plan, login=event.login, command=command)
     return started
 
 
-@dataclass(frozen=True)
-class Claimed:
-    """This handling won the comment's claim (or could not ask for it) and triggers."""
-
-    claim: Claim | None
-
-
-def _resume_or_await(
-    services: Services, dispatch: Dispatch, comment_id: int, *, claims: Callable[[], Claim | None]
-) -> Started | Claimed:
-    """The comment's build when the ledger or Jenkins knows it, or once the handling holding its claim starts it;
-    Claimed when this handling is to trigger."""
-    jenkins, pace = services.jenkins, services.pace
-    started = resume(jenkins, services.history, dispatch, pace, echo=click.echo, wall=services.wall)
-    if started is None:
-        claim = claims()
-        if claim is None or claim.won:
-            return Claimed(claim)
-        click.echo(f"comment {comment_id} is being handled elsewhere: waiting for its build")
-        started = await_claimer(jenkins, services.history, dispatch, pace, echo=click.echo, wall=services.wall)
-        if started is None:
-            click.echo(f"warning: the handling holding comment {comment_id} started nothing: triggering here")
-            return Claimed(None)
-    if started.build is not None:
-        click.echo(f"already triggered: build {started.build.number} {started.build.url}")
+def _not_started(
+    services: Services,
+    dispatch: Dispatch,
+    error: DispatchError,
+    *,
+    reply: str,
+    reply_id: int | None,
+    claim: Claim | None,
+    context: str,
+) -> None:
+    """The reply says why no build started, the status is an error, and the claim is given back; unless an
+    earlier handling of the comment started a build (the ledger or Jenkins knows it): that one is left alone."""
+    known = find_dispatch(services.history, dispatch.key)
+    if (known is not None and (known.queue_id or known.build_number)) or _in_jenkins(services, dispatch):
+        return
+    marker = reply_marker(dispatch.key.comment_id)
+    if reply_id is None:
+        services.replies.reply_once(marker, could_not_start(reply, error))
     else:
-        click.echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
-    return started
+        services.replies.edit(reply_id, could_not_start(reply, error))
+    services.replies.status(dispatch.head_sha, not_started(context, str(error)))
+    services.replies.release(dispatch.key.comment_id, claim)  # nothing started: handling it again may trigger
 
 
 def reply_marker(comment_id: int) -> str:
@@ -372,14 +364,10 @@ def _pushed_after(services: Services, decision: Decision, pr: PullRequest, comma
     head = services.replies.github.commit(pr.repository, pr.head_sha)
     if head.committed_at <= approved_at:
         return False
-    committed, commented = _utc(head.committed_at), _utc(approved_at)
+    committed, commented = utc_text(head.committed_at), utc_text(approved_at)
     click.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
     services.replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
     return True
-
-
-def _utc(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
 
 
 def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:

@@ -54,7 +54,8 @@ def rate_limit_wait(status: int, headers: Mapping[str, Any], *, now: float) -> f
     return 0.0 if status == 429 else None
 
 
-def _clock_time(epoch: float) -> str:
+def utc_text(epoch: float) -> str:
+    """A moment as GitHub's users read it in replies and messages: `2026-06-01 12:00:00 UTC`."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -107,7 +108,7 @@ class GitHubClient:
         def judge(fault: Fault, attempt: int) -> None:
             if fault.rate_limit_seconds is not None:
                 if fault.rate_limit_seconds > RATE_LIMIT_WAIT_SECONDS or attempt == self.retry.attempts:
-                    reset = _clock_time(self.wall() + fault.rate_limit_seconds)
+                    reset = utc_text(self.wall() + fault.rate_limit_seconds)
                     raise DispatchError(
                         f"{what}: expected GitHub to answer, found {fault.words}: rate limited until {reset}",
                         hint=f"comment again after {reset}",

@@ -4,8 +4,9 @@ builds stopped. Built on dispatch/jenkins.py and the ledger (history/ledger.py);
     resume(...)    the ledger, then Jenkins (queued items, then the newest builds) for a build whose
                    COMMENT_ID and REQUEST are this dispatch's: found, it is followed, never triggered again;
                    a ledger row with a queue item (another handler on this machine) is followed too
-    await_claimer  for a handling that lost the comment's claim (GitHub reaction, dispatch/github.py): the
-                   winner's item or build, looked for until Pace.claim_wait_seconds passed
+    resume_or_claim  resume, else the comment's claim (the bot's reaction, dispatch/github.py): won, this
+                   handling triggers; lost, the winner's item or build is looked for until
+                   Pace.claim_wait_seconds passed (then the winner is taken for dead and this one triggers)
     trigger(...)   ledger `triggering`, one POST, ledger `queued`. A lost answer (5xx, a dropped
                    connection, a read timeout after the POST) is looked for in Jenkins, again and again for
                    Pace.lost_answer_grace_seconds (a slow Jenkins queues it late), before any retry.
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.jenkins import JenkinsClient, NotFound, TriggerLost
 from ci_tool.dispatch.model import Build, QueueItem
 from ci_tool.errors import DispatchError
@@ -167,17 +169,44 @@ def look_until(client: JenkinsClient, dispatch: Dispatch, pace: Pace, seconds: f
         pace.sleep(pace.poll_seconds)
 
 
-def await_claimer(
-    client: JenkinsClient, store: HistoryStore, dispatch: Dispatch, pace: Pace, *, echo: Echo, wall: Callable[[], float]
-) -> Started | None:
-    """Another handling holds the comment's claim: its build once the ledger or Jenkins shows it; None when it
-    started nothing within Pace.claim_wait_seconds (it died: the caller triggers)."""
-    deadline = pace.clock() + pace.claim_wait_seconds
-    while True:
-        started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
-        if started is not None or pace.clock() >= deadline:
-            return started
-        pace.sleep(pace.poll_seconds)
+@dataclass(frozen=True)
+class Claimed:
+    """This handling won the comment's claim (or could not ask for it: None) and is to trigger."""
+
+    claim: Claim | None
+
+
+def resume_or_claim(
+    client: JenkinsClient,
+    store: HistoryStore,
+    dispatch: Dispatch,
+    pace: Pace,
+    *,
+    echo: Echo,
+    wall: Callable[[], float],
+    claim: Callable[[], Claim | None],
+) -> Started | Claimed:
+    """The comment's build when the ledger or Jenkins knows it, or once the handling holding its claim starts it;
+    Claimed when this handling is to trigger."""
+    started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+    if started is None:
+        claimed = claim()
+        if claimed is None or claimed.won:
+            return Claimed(claimed)
+        comment = dispatch.key.comment_id
+        echo(f"comment {comment} is being handled elsewhere: waiting for its build")
+        deadline = pace.clock() + pace.claim_wait_seconds
+        while started is None and pace.clock() < deadline:
+            pace.sleep(pace.poll_seconds)
+            started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+        if started is None:
+            echo(f"warning: the handling holding comment {comment} started nothing: triggering here")
+            return Claimed(None)
+    if started.build is not None:
+        echo(f"already triggered: build {started.build.number} {started.build.url}")
+    else:
+        echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
+    return started
 
 
 def trigger(

@@ -78,3 +78,16 @@ def test_handling_a_failed_comment_again_edits_its_one_reply(
     assert reply.endswith(f"\n\ntriggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n")
     assert "Could not start" not in reply
     assert "<!-- ci-tool: the reply to comment 987654321 -->\n" in reply
+
+
+def test_jenkins_down_when_a_started_comment_is_handled_again_leaves_its_reply_and_status(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    comment = event("/bot run")
+    assert bot(comment).code == 0
+    before = (github.bodies(), statuses(github))
+    jenkins.fail("GET", "/", status=503, times=999)  # every read
+    again = bot(comment)
+    assert again.code == 1
+    assert again.err.startswith("error: read build 1 of L0_MergeRequest: expected Jenkins to answer at ")
+    assert (github.bodies(), statuses(github)) == before
