@@ -249,6 +249,7 @@ class FakeJenkins(Loopback):
         self.hold = False  # builds never end while set (a run that a newer one kills)
         self.cancel_in_queue = False  # someone cancels each item in Jenkins before it starts
         self.before_start: Callable[[], None] | None = None  # runs as an item leaves the queue (another build)
+        self.unlisted: set[int] = set()  # builds of the triggered job not listed yet (Jenkins still starting them)
         self.shown_after_looks = 0  # a new item shows in the queue only after this many looks at it (a slow Jenkins)
 
     def expire_crumb(self) -> None:
@@ -334,7 +335,8 @@ class FakeJenkins(Loopback):
         if job not in self.builds and job != self.TEST_JOB and job != "L0_MergeRequest":
             return NOT_FOUND
         assert "tree" in request.query, "the clients ask for the fields they read"
-        builds = sorted(self.builds.get(job, {}).values(), key=lambda b: -b.number)
+        listed = [b for b in self.builds.get(job, {}).values() if job == self.TEST_JOB or b.number not in self.unlisted]
+        builds = sorted(listed, key=lambda b: -b.number)
         return _json({"builds": [b.json() for b in builds]})
 
     def _found(self, job: str, number: str) -> FakeBuild | None:

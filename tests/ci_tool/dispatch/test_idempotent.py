@@ -60,3 +60,21 @@ def test_handlers_running_at_once_start_one_build_and_post_one_reply(
     followers = [out for _, out, _ in results if out.splitlines()[-1] == f"already triggered: build 1 {build.url}"]
     assert (len(winners), len(followers)) == (1, HANDLERS - 1), results
     assert [err for _, _, err in results] == [""] * HANDLERS
+
+
+def test_a_comment_handled_again_while_its_item_becomes_a_build_follows_the_item_of_the_ledger(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    jenkins.polls_to_start = 99
+    comment = event("/bot run")
+    assert bot(comment, "--queue-timeout-seconds", "0").code == 1  # the ledger: queue item 40
+    item = jenkins.queue[40]
+    item.build = jenkins.add_build("L0_MergeRequest", item.parameters)  # it left the queue ...
+    jenkins.unlisted.add(item.build.number)  # ... and Jenkins does not list its build yet
+    again = bot(comment)
+    assert (again.code, again.err) == (0, "")
+    assert again.out.splitlines()[1:] == [
+        "already triggered by comment 987654321: following queue item 40",
+        f"already triggered: build 1 {item.build.url}",
+    ]
+    assert (jenkins.count("POST", "buildWithParameters"), len(github.bodies())) == (1, 1)
