@@ -303,9 +303,9 @@ def could_not_start(reply: str, error: CiToolError) -> str:
 
 
 def pushed_after_comment(login: str, command: str, head_sha: str, committed: str, commented: str) -> str:
-    """The refusal when the pull request's head was committed after the comment that asked for the run."""
+    """The refusal when the pull request's head was committed after the comment (a run, skip, reuse-pipeline)."""
     return (
         f"@{login}, the head of this pull request, {code(head_sha[:12])}, was committed at {committed}, after "
-        f"your {code(command)} at {commented}: nothing was started, so that no commit you did not see is tested.\n\n"
-        f"Comment {code(command)} again to test {code(head_sha[:12])}.\n"
+        f"your {code(command)} at {commented}: nothing was done, so that it never applies to a commit you did not "
+        f"see.\n\nComment {code(command)} again to apply it to {code(head_sha[:12])}.\n"
     )

@@ -110,6 +110,8 @@ def carry_out(
     replies = Replies(github, event.repository, event.number)
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
+    elif pr is not None and _pushed_after(replies, decision, pr):
+        pass  # the command was written for an older head: the reply says so
     elif request.command == "skip" and pr is not None:
         skip(replies, pr, str(request.flags.get("comment", "")), reply)
     elif jenkins is not None:
@@ -260,8 +262,6 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
     context = context_for(request)
     command = decision.request.line if decision.request else "/bot run"
-    if _pushed_after(services, decision, pr, command):
-        return Started(None, None)
     marker = reply_marker(event.comment_id)
     reply = reply.rstrip("\n") + f"\n{marker}\n"
     reply_id: int | None = None
@@ -350,8 +350,9 @@ def _trigger(
     return started
 
 
-def _pushed_after(services: Services, decision: Decision, pr: PullRequest, command: str) -> bool:
-    """Refuse (replying why) when the head was committed after the comment.
+def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool:
+    """Refuse (replying why) when the head was committed after the comment: a run, skip or reuse-pipeline
+    applies to the head the commenter saw, never to one pushed since.
 
     GitHub's REST API tells no push time for an ordinary push; what it tells is the head commit's committer
     date, which the committer's machine writes. A date after the comment proves the head is newer than what
@@ -361,12 +362,13 @@ def _pushed_after(services: Services, decision: Decision, pr: PullRequest, comma
     approved_at = decision.event.approved_at
     if approved_at is None:
         return False
-    head = services.replies.github.commit(pr.repository, pr.head_sha)
+    head = replies.github.commit(pr.repository, pr.head_sha)
     if head.committed_at <= approved_at:
         return False
+    command = decision.request.line if decision.request else ""
     committed, commented = utc_text(head.committed_at), utc_text(approved_at)
     click.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
-    services.replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
+    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
     return True
 
 

@@ -13,20 +13,23 @@ from tests.ci_tool.dispatch.fakes import FakeCommit, FakeGitHub, FakeJenkins, Sc
 from tests.ci_tool.dispatch.test_bot_dispatch import DEFAULT_STAGES, FULL, OLD_SHA, SHA, statuses
 
 
+@pytest.mark.parametrize(
+    "command", ["/bot run --disable-fail-fast", '/bot skip --comment "docs only"', "/bot reuse-pipeline"]
+)
 def test_a_head_committed_after_the_comment_is_refused_with_why_and_what_to_do(
-    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, command: str
 ) -> None:
     github.commits[SHA] = FakeCommit("e" * 40, committed_at="2026-06-01T12:05:00Z")  # the comment: 12:00
-    result = bot(event("/bot run --disable-fail-fast"))
+    result = bot(event(command))
     assert (result.code, result.err) == (0, "")
     assert result.out.splitlines()[-1] == (
         f"refused: head {SHA[:12]} committed at 2026-06-01 12:05:00 UTC, after the comment at 2026-06-01 12:00:00 UTC"
     )
     assert github.bodies() == [
         f"@maintainer-amy, the head of this pull request, `{SHA[:12]}`, was committed at 2026-06-01 12:05:00 UTC, "
-        "after your `/bot run --disable-fail-fast` at 2026-06-01 12:00:00 UTC: nothing was started, so that no "
-        "commit you did not see is tested.\n\n"
-        f"Comment `/bot run --disable-fail-fast` again to test `{SHA[:12]}`.\n"
+        f"after your `{command}` at 2026-06-01 12:00:00 UTC: nothing was done, so that it never applies to a "
+        "commit you did not see.\n\n"
+        f"Comment `{command}` again to apply it to `{SHA[:12]}`.\n"
     ]
     assert (jenkins.requests, github.statuses) == ([], [])
 
