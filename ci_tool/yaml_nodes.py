@@ -63,6 +63,7 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
             where=Where(file, text.count("\n", 0, problem.start) + 1),
         ) from None
 
+
     if document is not None and _depth(document) > MAX_DEPTH:
         raise _too_deep_error(text, file, error)
     return document

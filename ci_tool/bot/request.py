@@ -9,7 +9,6 @@ from ci_tool.stages.request import RequestSource, SelectionRequest
 
 FlagValue = bool | str | tuple[str, ...]
 
-
 class BotSyntaxError(ColumnError, BotError):
     """A `/bot` comment that does not parse: a message, a 1-based column and the line to echo."""
 

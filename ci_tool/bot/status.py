@@ -1,21 +1,21 @@
 """The commit statuses the bot sets on a pull request's head (reference §4.9). Pure.
 
-context               set by
-Jenkins Full Build    a `/bot run` that is no custom run (SelectionRequest.custom_run), `/bot skip`,
-                      `/bot reuse-pipeline` (carried from the build it reuses)
-Custom Jenkins build  any other `/bot run` (--stage-list, --gpu-type, ...): never the merge gate
+    context               set by
+    Jenkins Full Build    a `/bot run` that is no custom run (SelectionRequest.custom_run), `/bot skip`,
+                          `/bot reuse-pipeline` (carried from the build it reuses)
+    Custom Jenkins build  any other `/bot run` (--stage-list, --gpu-type, ...): never the merge gate
 
-when                  state    description
-triggered             pending  "build N started" (the link: the build)
-ended                 success  "N passed, M failed, K skipped"        SUCCESS
-                      failure  "N passed, M failed, K skipped"        FAILURE
-                      failure  "unstable: N passed, ..."              UNSTABLE (flaky reruns, blocked stages)
-                      error    "aborted: N passed, ..."               ABORTED, NOT_BUILT
-stopped by a newer    error    "killed by a newer pipeline run"       (the link: the newer build)
-stopped by /bot kill  error    "killed by /bot kill"
-cancelled in queue    error    "cancelled in the Jenkins queue before it started"
-not started           error    "could not start the build: ..." (Jenkins down, refused, answered oddly)
-ended, nothing found  error    "no L0_Test build found ..." / "no test report found ..." (never success)
+    when                  state    description
+    triggered             pending  "build N started" (the link: the build)
+    ended                 success  "N passed, M failed, K skipped"        SUCCESS
+                          failure  "N passed, M failed, K skipped"        FAILURE
+                          failure  "unstable: N passed, ..."              UNSTABLE (flaky reruns, blocked stages)
+                          error    "aborted: N passed, ..."               ABORTED, NOT_BUILT
+    stopped by a newer    error    "killed by a newer pipeline run"       (the link: the newer build)
+    stopped by /bot kill  error    "killed by /bot kill"
+    cancelled in queue    error    "cancelled in the Jenkins queue before it started"
+    not started           error    "could not start the build: ..." (Jenkins down, refused, answered oddly)
+    ended, nothing found  error    "no L0_Test build found ..." / "no test report found ..." (never success)
 """
 
 from __future__ import annotations

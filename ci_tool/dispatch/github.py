@@ -218,15 +218,13 @@ class GitHubClient:
         description = status.description[:STATUS_DESCRIPTION_LIMIT]
         self._call(
             f"set the status {status.context!r} of {sha[:12]} in {repository}",
-            lambda: (
-                self._repo(repository)
-                .get_commit(sha)
-                .create_status(
-                    state=status.state.value,
-                    target_url=status.target_url or github.GithubObject.NotSet,
-                    description=description,
-                    context=status.context,
-                )
+            lambda: self._repo(repository)
+            .get_commit(sha)
+            .create_status(
+                state=status.state.value,
+                target_url=status.target_url or github.GithubObject.NotSet,
+                description=description,
+                context=status.context,
             ),
         )
 

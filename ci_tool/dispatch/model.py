@@ -1,11 +1,12 @@
 """What the CI services answer, as frozen values (no HTTP here: the pure bot modules read these).
 
-Build        a Jenkins build: number, URL, running or its result, its parameters
-QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
-CaseResult   one test case of a build's test report
-Console      a piece of a build's console text and where the next one starts
-PullRequest  what the bot reads of a pull request: head, base, author, labels, changed files
-Status       a commit status: context, state, description, link
+    Build        a Jenkins build: number, URL, running or its result, its parameters
+    QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
+    CaseResult   one test case of a build's test report
+    Console      a piece of a build's console text and where the next one starts
+    PullRequest  what the bot reads of a pull request: head, base, author, labels, changed files
+    Commit       a commit's tree (the code it holds) and committer date
+    Status       a commit status: context, state, description, link
 """
 
 from __future__ import annotations

@@ -92,13 +92,7 @@ class Dispatch:
 
     def record(self, state: DispatchState, *, at: float, **ids: int | None) -> DispatchRecord:
         return DispatchRecord(
-            self.key,
-            self.repository,
-            self.pull_request,
-            self.head_sha,
-            state,
-            updated_at=at,
-            **ids,  # type: ignore[arg-type]
+            self.key, self.repository, self.pull_request, self.head_sha, state, updated_at=at, **ids  # type: ignore[arg-type]
         )
 
 

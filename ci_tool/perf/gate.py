@@ -1,12 +1,12 @@
 """The perf gate, pure: a case's measured metrics, its baselines and the stage's gate in; a verdict per metric.
 
-lost coverage   the case requires CUDA graphs and a capture size was skipped or a step ran eager:
-                LOST_COVERAGE, whatever the stage (a sizing bug, not noise)
-past threshold  worse than its baseline by more than the threshold:
-                  the target branch's newest post-merge result is past it too -> SKIPPED, with a note
-                  (the regression is not this change's: the reference learned to skip then)
-                  else the stage's gate: FAIL -> REGRESSED, WARN -> WARNED, NONE -> RECORDED
-otherwise       PASSED; NO_BASELINE when the metric is gated but has no baseline; RECORDED when not gated
+    lost coverage   the case requires CUDA graphs and a capture size was skipped or a step ran eager:
+                    LOST_COVERAGE, whatever the stage (a sizing bug, not noise)
+    past threshold  worse than its baseline by more than the threshold:
+                      the target branch's newest post-merge result is past it too -> SKIPPED, with a note
+                      (the regression is not this change's: the reference learned to skip then)
+                      else the stage's gate: FAIL -> REGRESSED, WARN -> WARNED, NONE -> RECORDED
+    otherwise       PASSED; NO_BASELINE when the metric is gated but has no baseline; RECORDED when not gated
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """What a planned stage runs, by its kind (the stage-name grammar's), and the one entry that runs any stage.
 
-test stage        <family>-<K>: its pytest processes (stage_runner.run_stage)
-docs stage        <GPU>-Build_Docs: each check one result, the stage fails when one fails:
-                    docs::generated         every generated file is fresh (`ci-tool generate --check`)
-                    docs::links[<file>]     every relative link of README.md and docs/**/*.md names a file
-package sanity    <GPU>-PackageSanityCheck-KEY: build the wheel from the package sources, install it into
-                  a fresh virtual environment, check that environment imports ci_tool and kvengine from
-                  the wheel, then run the stage's list (l0_sanity_check) with that environment's python
-                  and the checkout off its import path (PYTHONSAFEPATH), so the tests see what a user
-                  installs. The environment installs the wheel alone and reads its dependencies from the
-                  running environment (a `.pth` file): the check needs no package index, so it runs on an
-                  offline runner too.
+    test stage        <family>-<K>: its pytest processes (stage_runner.run_stage)
+    docs stage        <GPU>-Build_Docs: each check one result, the stage fails when one fails:
+                        docs::generated         every generated file is fresh (`ci-tool generate --check`)
+                        docs::links[<file>]     every relative link of README.md and docs/**/*.md names a file
+    package sanity    <GPU>-PackageSanityCheck-KEY: build the wheel from the package sources, install it into
+                      a fresh virtual environment, check that environment imports ci_tool and kvengine from
+                      the wheel, then run the stage's list (l0_sanity_check) with that environment's python
+                      and the checkout off its import path (PYTHONSAFEPATH), so the tests see what a user
+                      installs. The environment installs the wheel alone and reads its dependencies from the
+                      running environment (a `.pth` file): the check needs no package index, so it runs on an
+                      offline runner too.
 """
 
 from __future__ import annotations

@@ -39,7 +39,9 @@ class _Recorder:
         try:
             import coverage
         except ImportError:  # the runner checks before it starts; a hand-run pytest gets a usage error
-            raise pytest.UsageError(f"{OPTION} needs coverage.py, found none Hint: pip install coverage") from None
+            raise pytest.UsageError(
+                f"{OPTION} needs coverage.py, found none Hint: pip install coverage"
+            ) from None
         self.target, self.root = target, root.resolve()
         self.coverage = coverage.Coverage(data_file=None, source=[str(self.root)], omit=["*/.venv/*"])
         self.coverage.start()

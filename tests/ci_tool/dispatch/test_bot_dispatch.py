@@ -97,10 +97,8 @@ def test_a_queued_item_of_the_comment_is_followed_not_triggered_again(
         "next available executor) Hint: handling the comment again follows the same item; it never triggers a "
         "second build\n",
     )
-    assert github.bodies()[0].endswith(
-        f"queued: [in Jenkins]({jenkins.url}queue/item/40/), waiting for an executor; "
-        "the bot follows it when the comment is handled again.\n"
-    )
+    assert github.bodies()[0].endswith(f"queued: [in Jenkins]({jenkins.url}queue/item/40/), waiting for an executor; "
+                                       "the bot follows it when the comment is handled again.\n")
     assert statuses(github) == [(SHA[:7], FULL, "pending", "queued in Jenkins")]
     env.setenv("CI_TOOL_HISTORY", str(tmp_path / "other.sqlite"))  # a fresh machine: found in Jenkins' queue
     again = bot(comment)
@@ -215,7 +213,8 @@ def test_kill_stops_the_pull_requests_builds_and_starts_nothing(
     assert jenkins.count("POST", "buildWithParameters") == 0
     assert statuses(github) == [(OLD_SHA[:7], FULL, "error", "killed by /bot kill")]
     assert github.bodies() == [
-        f"@maintainer-amy, running `/bot kill`.\n\n- stopped build [#1]({running.url}): killed by /bot kill\n"
+        "@maintainer-amy, running `/bot kill`.\n\n"
+        f"- stopped build [#1]({running.url}): killed by /bot kill\n"
     ]
 
 
@@ -338,7 +337,9 @@ def test_a_build_killed_by_a_newer_run_reports_it_and_leaves_the_status_to_the_n
     )
 
 
-def test_a_build_that_disappears_while_followed_is_one_error(bot: Bot, event: MakeEvent, jenkins: FakeJenkins) -> None:
+def test_a_build_that_disappears_while_followed_is_one_error(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins
+) -> None:
     jenkins.fail("GET", r"/job/L0_MergeRequest/1/logText", status=404)
     result = bot(event("/bot run"), "--wait")
     assert (result.code, result.err) == (
@@ -355,7 +356,9 @@ def test_a_reply_github_refuses_is_reported_and_the_dispatch_still_happens_once(
     comment = event("/bot run")
     result = bot(comment)
     assert result.code == 1
-    assert result.err == ("warning: comment on #123 of example/ci-tool: expected GitHub to answer, found HTTP 502\n")
+    assert result.err == (
+        "warning: comment on #123 of example/ci-tool: expected GitHub to answer, found HTTP 502\n"
+    )
     assert (len(jenkins.triggered()), github.count("POST", r"/issues/\d+/comments")) == (1, 2)  # the edit: a new post
     assert github.bodies()[0].endswith(f"triggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n")
     assert statuses(github) == [(SHA[:7], FULL, "pending", "build 1 started")]
