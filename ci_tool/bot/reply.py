@@ -302,6 +302,15 @@ def could_not_start(reply: str, error: CiToolError) -> str:
     return reply.rstrip("\n") + f"\n\n{note}\n"
 
 
+def could_not_reach(reply: str, command: str, error: CiToolError) -> str:
+    """The reply of a `/bot kill` or `/bot reuse-pipeline` that Jenkins did not let finish."""
+    note = (
+        f"**Could not finish {code(command)}**: {code(str(error))}\n\n"
+        f"Comment {code(command)} again once Jenkins answers."
+    )
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
 def pushed_after_comment(login: str, command: str, head_sha: str, committed: str, commented: str) -> str:
     """The refusal when the pull request's head was committed after the comment (a run, skip, reuse-pipeline)."""
     return (

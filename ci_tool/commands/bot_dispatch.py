@@ -34,6 +34,7 @@ from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
     code,
+    could_not_reach,
     could_not_start,
     pushed_after_comment,
     queued,
@@ -122,10 +123,15 @@ def carry_out(
                 if github_output is not None and started.build is not None:
                     outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
                     append_text(github_output, outputs, what="the GitHub outputs")
-            elif request.command == "kill":
-                kill(services, event.number, reply)
-            elif request.command == "reuse-pipeline" and pr is not None:
-                reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+            elif request.command in ("kill", "reuse-pipeline"):
+                try:
+                    if request.command == "kill":
+                        kill(services, event.number, reply)
+                    elif pr is not None:
+                        reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+                except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
+                    replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
+                    raise
     return 1 if replies.failures else 0
 
 

@@ -91,3 +91,21 @@ def test_jenkins_down_when_a_started_comment_is_handled_again_leaves_its_reply_a
     assert again.code == 1
     assert again.err.startswith("error: read build 1 of L0_MergeRequest: expected Jenkins to answer at ")
     assert (github.bodies(), statuses(github)) == before
+
+
+@pytest.mark.parametrize("command", ["/bot kill", "/bot reuse-pipeline"])
+def test_a_kill_or_reuse_jenkins_does_not_let_finish_is_said_on_the_pull_request(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, command: str
+) -> None:
+    jenkins.fail("GET", "/queue/api/json", status=503, times=99)
+    result = bot(event(command))
+    message = (
+        f"read the queue: expected Jenkins to answer at {jenkins.url}, found HTTP 503 Service Unavailable (4 attempts) "
+        "Hint: check CI_TOOL_JENKINS_URL (or --jenkins-url) and that Jenkins is up, then comment again"
+    )
+    assert (result.code, result.err) == (1, f"error: {message}\n")
+    (reply,) = github.bodies()
+    assert reply == (
+        f"@maintainer-amy, running `{command}`.\n\n**Could not finish `{command}`**: `{message}`\n\n"
+        f"Comment `{command}` again once Jenkins answers.\n"
+    )
