@@ -30,7 +30,7 @@ def test_a_trigger_jenkins_answers_after_the_client_gave_up_is_found_not_trigger
 
 
 def handle_in_a_process(event_path: Path, history: Path) -> subprocess.Popen[str]:
-    argv = ["bot", "handle", "--event", str(event_path), "--allowlist", ALLOWLIST, *CATALOG, "--poll-seconds", "0",
+    argv = ["bot", "handle", "--event", str(event_path), "--allowlist", ALLOWLIST, *CATALOG, "--poll-seconds", "0.1",
             "--retry-seconds", "0", "--lost-answer-seconds", "600"]  # fmt: skip
     code = "import sys; from ci_tool.cli import main; sys.exit(main(sys.argv[1:]))"
     environment = {**os.environ, "CI_TOOL_HISTORY": str(history)}
