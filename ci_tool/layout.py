@@ -79,3 +79,6 @@ DISPATCH_RETRY_SECONDS = 1.0  # the first pause before a retry (doubling), and b
 DISPATCH_ATTEMPTS = 4  # tries of a request that is safe to repeat
 QUEUE_TIMEOUT_SECONDS = 900  # how long a queue item may wait before naming its build
 HTTP_TIMEOUT_SECONDS = 30  # one HTTP request to Jenkins or GitHub
+TRIGGER_TIMEOUT_SECONDS = 120  # the trigger POST: a busy Jenkins answers late; one given up on costs a look
+LOST_ANSWER_GRACE_SECONDS = 120  # after a lost trigger answer: how long Jenkins may take to show its item
+RATE_LIMIT_WAIT_SECONDS = 300  # the longest wait for a GitHub rate limit to reset before giving up with its time

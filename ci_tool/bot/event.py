@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
@@ -55,6 +56,7 @@ class CommentEvent:
     labels: tuple[str, ...]
     comment_id: int
     previous_body: str | None = None  # for edits: the body before the edit, when GitHub sends it
+    approved_at: float | None = None  # when the comment said what it says (its creation, or its edit): epoch s
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,10 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
     reader = _Reader(payload, file)
     labels = reader.get("issue.labels", list, default=[])
     changes = reader.get("changes.body.from", str, default=None)
+    action = reader.get("action", str)
+    stamp = "comment.updated_at" if action == "edited" else "comment.created_at"
     return CommentEvent(
-        action=reader.get("action", str),
+        action=action,
         body=reader.get("comment.body", str, default="") or "",
         login=reader.get("comment.user.login", str),
         association=reader.get("comment.author_association", str, default="NONE"),
@@ -89,6 +93,7 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
         labels=tuple(reader.get(f"issue.labels[{i}].name", str) for i in range(len(labels))),
         comment_id=reader.get("comment.id", int, default=0),
         previous_body=changes,
+        approved_at=reader.time(stamp),
     )
 
 
@@ -100,6 +105,19 @@ class _Reader:
         self.file = file
 
     _MISSING = object()
+
+    def time(self, path: str) -> float | None:
+        """An ISO 8601 time (GitHub's `2026-06-01T12:00:00Z`) as seconds since the epoch; None when absent."""
+        text = self.get(path, str, default=None)
+        if text is None:
+            return None
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise BotError(
+                f"expected an ISO 8601 time at {path!r}, found {text!r}", where=Where(self.file, yaml_path=path)
+            ) from None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
     def get(self, path: str, kind: type, default: object = _MISSING) -> Any:
         value: object = self.payload

@@ -291,3 +291,30 @@ def open_fence(lines: Sequence[str]) -> str:
         elif fence and ticks >= len(fence) and not stripped.strip("`").strip():
             fence = ""
     return fence
+
+
+def could_not_start(reply: str, error: CiToolError) -> str:
+    """The plan reply when Jenkins could not be reached or refused: what failed, and what to do."""
+    note = (
+        f"**Could not start the build**: {code(str(error))}\n\n"
+        "Nothing is running for this comment: comment `/bot run` again once Jenkins answers."
+    )
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
+def could_not_reach(reply: str, command: str, error: CiToolError) -> str:
+    """The reply of a `/bot kill` or `/bot reuse-pipeline` that Jenkins did not let finish."""
+    note = (
+        f"**Could not finish {code(command)}**: {code(str(error))}\n\n"
+        f"Comment {code(command)} again once Jenkins answers."
+    )
+    return reply.rstrip("\n") + f"\n\n{note}\n"
+
+
+def pushed_after_comment(login: str, command: str, head_sha: str, committed: str, commented: str) -> str:
+    """The refusal when the pull request's head was committed after the comment (a run, skip, reuse-pipeline)."""
+    return (
+        f"@{login}, the head of this pull request, {code(head_sha[:12])}, was committed at {committed}, after "
+        f"your {code(command)} at {commented}: nothing was done, so that it never applies to a commit you did not "
+        f"see.\n\nComment {code(command)} again to apply it to {code(head_sha[:12])}.\n"
+    )

@@ -14,6 +14,8 @@
     stopped by a newer    error    "killed by a newer pipeline run"       (the link: the newer build)
     stopped by /bot kill  error    "killed by /bot kill"
     cancelled in queue    error    "cancelled in the Jenkins queue before it started"
+    not started           error    "could not start the build: ..." (Jenkins down, refused, answered oddly)
+    ended, nothing found  error    "no L0_Test build found ..." / "no test report found ..." (never success)
 """
 
 from __future__ import annotations
@@ -79,3 +81,13 @@ def carried(status: Status, build: Build) -> Status:
 
 def _fit(text: str) -> str:
     return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[: STATUS_DESCRIPTION_LIMIT - 1] + "…"
+
+
+def not_started(context: str, error: str) -> Status:
+    return Status(context, StatusState.ERROR, _fit(f"could not start the build: {error}"))
+
+
+def untested(context: str, build: Build, missing: str) -> Status:
+    """A build that ended well without any test result to show for it: never success."""
+    return Status(context, StatusState.ERROR, _fit(f"{missing} found for build {build.number}: nothing was tested"),
+                  build.url)  # fmt: skip

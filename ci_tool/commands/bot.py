@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.bot.authorize import parse_allowlist
+from ci_tool.bot.authorize import authorize, parse_allowlist
 from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import flag_by_key
 from ci_tool.bot.grammar import parse_comment
@@ -190,5 +190,6 @@ def handle(
         return 0
     from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
 
-    answer = bot_dispatch.Answer(decision, reply, pr, run_plan, plan_for)
+    may_skip = authorize(allowlist, command_name="skip", login=event.login, association=event.association).allowed
+    answer = bot_dispatch.Answer(decision, reply, pr, run_plan, plan_for, may_skip=may_skip)
     return bot_dispatch.carry_out(answer, github, jenkins, settings, github_output=github_output)

@@ -1,12 +1,16 @@
 """`ci-tool bot handle` without --dry-run: carry a dispatch decision out on Jenkins and GitHub.
 
-    /bot run             plan reply; stop the PR's older runs; trigger (idempotent, dispatch/trigger.py);
-                         the reply edited to "triggered: build N"; pending status; with --wait, the build
-                         followed to its end, the CI report posted and the final status set
+    /bot run             refused when the head was committed after the comment; the comment claimed (the
+                         bot's reaction: one handling wins, the others follow its build); plan reply; stop
+                         the PR's older runs; trigger (idempotent, dispatch/trigger.py); the reply edited to
+                         "triggered: build N", or to why Jenkins could not start it (error status); pending
+                         status; with --wait, the build followed to its end, the CI report posted and the
+                         final status set (never success without a test report)
     /bot kill            stop the PR's runs; their statuses "killed by /bot kill"; a reply listing them
     /bot skip            the full build's context green on the head, the comment as description
     /bot reuse-pipeline  stop the PR's runs; the newest passing build's statuses carried to the head when
-                         the selection it archived is the one its request selects now
+                         the selection it archived is the one its request selects now, and its commit holds
+                         the head's code (the same git tree) unless the commenter may `/bot skip`
 
 A reply or status GitHub refuses is reported (a warning line, exit 1 at the end) and never undoes, loses or
 repeats the dispatch: handling the comment again finds the build instead of triggering one.
@@ -30,36 +34,51 @@ from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
     code,
+    could_not_reach,
+    could_not_start,
+    pushed_after_comment,
     queued,
     shorten,
     stopped_lines,
     triggered,
     with_lines,
 )
-from ci_tool.bot.status import KILLED_BY_KILL, KILLED_BY_NEWER, carried, context_for, final, killed, pending, skipped
+from ci_tool.bot.status import (
+    KILLED_BY_KILL,
+    KILLED_BY_NEWER,
+    carried,
+    context_for,
+    final,
+    killed,
+    not_started,
+    pending,
+    skipped,
+    untested,
+)
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
-from ci_tool.dispatch.github import GitHubClient
+from ci_tool.dispatch.github import Claim, GitHubClient, utc_text
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
+    Claimed,
     Dispatch,
     Pace,
     QueueWait,
     Started,
     Stopped,
-    look,
-    resume,
+    find_in_jenkins,
+    resume_or_claim,
     stop_pull_request,
     trigger,
     wait_for_end,
 )
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.flakiness import known_flaky
-from ci_tool.history.ledger import DispatchKey
+from ci_tool.history.ledger import DispatchKey, find_dispatch
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
-from ci_tool.outcomes import BuildResult
+from ci_tool.outcomes import BuildResult, TestOutcome
 from ci_tool.report.links import ReportUrl
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
@@ -75,6 +94,7 @@ class Answer:
     pr: PullRequest | None  # read for run, skip and reuse-pipeline
     plan: RunPlan | None  # for a /bot run
     plan_for: Callable[[SelectionRequest], RunPlan]  # plans another request the same way (reuse-pipeline)
+    may_skip: bool = False  # the commenter holds kill_skip (reuse-pipeline of a build of other code)
 
 
 def carry_out(
@@ -91,6 +111,8 @@ def carry_out(
     replies = Replies(github, event.repository, event.number)
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
+    elif pr is not None and _pushed_after(replies, decision, pr):
+        pass  # the command was written for an older head: the reply says so
     elif request.command == "skip" and pr is not None:
         skip(replies, pr, str(request.flags.get("comment", "")), reply)
     elif jenkins is not None:
@@ -101,10 +123,15 @@ def carry_out(
                 if github_output is not None and started.build is not None:
                     outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
                     append_text(github_output, outputs, what="the GitHub outputs")
-            elif request.command == "kill":
-                kill(services, event.number, reply)
-            elif request.command == "reuse-pipeline" and pr is not None:
-                reuse(services, pr, reply, answer.plan_for)
+            elif request.command in ("kill", "reuse-pipeline"):
+                try:
+                    if request.command == "kill":
+                        kill(services, event.number, reply)
+                    elif pr is not None:
+                        reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+                except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
+                    replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
+                    raise
     return 1 if replies.failures else 0
 
 
@@ -129,6 +156,19 @@ class Replies:
             self._warn(error)
             return None
 
+    def reply_once(self, marker: str, body: str) -> int | None:
+        """Post `body` (which holds the hidden `marker`), or edit the earlier reply holding it (a comment handled
+        again): one reply per comment, however often it is handled."""
+        try:
+            earlier = self.github.find_comment(self.repository, self.number, marker)
+        except DispatchError as error:
+            self._warn(error)
+            earlier = None
+        if earlier is None:
+            return self.comment(body)
+        self.edit(earlier, body)
+        return earlier
+
     def edit(self, comment_id: int | None, body: str) -> None:
         if comment_id is None:  # the first post failed: post what there is now
             self.comment(body)
@@ -147,6 +187,22 @@ class Replies:
             self._warn(error)
         else:
             self.echo(f"status {status.context!r} on {sha[:12]}: {status.state.value}: {status.description}")
+
+    def claim(self, comment_id: int) -> Claim | None:
+        """The comment's claim (None when GitHub refused the reaction: the handling goes on unclaimed)."""
+        try:
+            return self.github.claim(self.repository, comment_id)
+        except DispatchError as error:
+            self._warn(error)
+            return None
+
+    def release(self, comment_id: int, claim: Claim | None) -> None:
+        if claim is None or not claim.won:
+            return
+        try:
+            self.github.release(self.repository, comment_id, claim)
+        except DispatchError as error:
+            self._warn(error)
 
     def current(self, sha: str, context: str) -> Status | None:
         try:
@@ -211,39 +267,115 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
     key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
     context = context_for(request)
-    seen = look(services.jenkins, services.job)
-    started = resume(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
-                     wall=services.wall, seen=seen)  # fmt: skip
-    if started is None:
-        reply_id = services.replies.comment(reply)
-        older = stop_pull_request(services.jenkins, services.job, pr.number, seen)
-        try:
-            started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
-                              wall=services.wall)  # fmt: skip
-        except QueueWait as waiting:  # say where it waits, then the error
-            services.replies.edit(reply_id, queued(reply, waiting.queue_url))
-            services.replies.status(pr.head_sha, Status(context, StatusState.PENDING, "queued in Jenkins",
-                                                        waiting.queue_url))  # fmt: skip
-            raise
-        lines = _mark_stopped(services, older, started.build)
-        if started.build is not None:
-            build = started.build
-            click.echo(f"triggered: build {build.number} {build.url}")
-            services.replies.edit(reply_id, with_lines(triggered(reply, build.number, build.url, services.job),
-                                                       lines, none=""))  # fmt: skip
-            services.replies.status(pr.head_sha, pending(context, build))
+    command = decision.request.line if decision.request else "/bot run"
+    marker = reply_marker(event.comment_id)
+    reply = reply.rstrip("\n") + f"\n{marker}\n"
+    reply_id: int | None = None
+    claim: Claim | None = None
+    try:
+        found = resume_or_claim(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                                wall=services.wall, claim=lambda: services.replies.claim(event.comment_id))  # fmt: skip
+        if isinstance(found, Claimed):
+            claim = found.claim
+            reply_id = services.replies.reply_once(marker, reply)
+            started = _trigger(services, dispatch, pr, reply, reply_id, context)
         else:
-            queue_url = services.jenkins.url + f"queue/item/{started.queue_id}/"
-            click.echo(f"cancelled: queue item {started.queue_id} was cancelled before it started a build")
-            services.replies.edit(reply_id, cancelled_in_queue(reply, queue_url))
-            services.replies.status(pr.head_sha, cancelled_status(context, queue_url))
-    elif started.build is not None:
-        click.echo(f"already triggered: build {started.build.number} {started.build.url}")
-    else:
-        click.echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
+            started = found
+    except QueueWait:
+        raise
+    except DispatchError as error:
+        _not_started(services, dispatch, error, reply=reply, reply_id=reply_id, claim=claim, context=context)
+        raise
     if wait and started.build is not None:
-        follow(services, started, plan, login=event.login, command=decision.request.line if decision.request else "")
+        follow(services, started, plan, login=event.login, command=command)
     return started
+
+
+def _not_started(
+    services: Services,
+    dispatch: Dispatch,
+    error: DispatchError,
+    *,
+    reply: str,
+    reply_id: int | None,
+    claim: Claim | None,
+    context: str,
+) -> None:
+    """The reply says why no build started, the status is an error, and the claim is given back; unless an
+    earlier handling of the comment started a build (the ledger or Jenkins knows it): that one is left alone."""
+    known = find_dispatch(services.history, dispatch.key)
+    if (known is not None and (known.queue_id or known.build_number)) or _in_jenkins(services, dispatch):
+        return
+    marker = reply_marker(dispatch.key.comment_id)
+    if reply_id is None:
+        services.replies.reply_once(marker, could_not_start(reply, error))
+    else:
+        services.replies.edit(reply_id, could_not_start(reply, error))
+    services.replies.status(dispatch.head_sha, not_started(context, str(error)))
+    services.replies.release(dispatch.key.comment_id, claim)  # nothing started: handling it again may trigger
+
+
+def reply_marker(comment_id: int) -> str:
+    """An invisible line in the reply to a comment, by which handling the comment again finds that reply."""
+    return f"<!-- ci-tool: the reply to comment {comment_id} -->"
+
+
+def _in_jenkins(services: Services, dispatch: Dispatch) -> bool:
+    """Whether Jenkins shows the dispatch's item or build (False when Jenkins cannot be asked either)."""
+    try:
+        return find_in_jenkins(services.jenkins, dispatch) is not None
+    except DispatchError:
+        return False
+
+
+def _trigger(
+    services: Services, dispatch: Dispatch, pr: PullRequest, reply: str, reply_id: int | None, context: str
+) -> Started:
+    """Stop the older runs, trigger, and edit the reply and the status to say where the build is."""
+    older = stop_pull_request(services.jenkins, services.job, pr.number)
+    try:
+        started = trigger(services.jenkins, services.history, dispatch, services.pace, echo=click.echo,
+                          wall=services.wall)  # fmt: skip
+    except QueueWait as waiting:  # say where it waits, then the error
+        services.replies.edit(reply_id, queued(reply, waiting.queue_url))
+        services.replies.status(pr.head_sha, Status(context, StatusState.PENDING, "queued in Jenkins",
+                                                    waiting.queue_url))  # fmt: skip
+        raise
+    lines = _mark_stopped(services, older, started.build)
+    if started.build is not None:
+        build = started.build
+        click.echo(f"triggered: build {build.number} {build.url}")
+        services.replies.edit(reply_id, with_lines(triggered(reply, build.number, build.url, services.job),
+                                                   lines, none=""))  # fmt: skip
+        services.replies.status(pr.head_sha, pending(context, build))
+    else:
+        queue_url = services.jenkins.url + f"queue/item/{started.queue_id}/"
+        click.echo(f"cancelled: queue item {started.queue_id} was cancelled before it started a build")
+        services.replies.edit(reply_id, cancelled_in_queue(reply, queue_url))
+        services.replies.status(pr.head_sha, cancelled_status(context, queue_url))
+    return started
+
+
+def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool:
+    """Refuse (replying why) when the head was committed after the comment: a run, skip or reuse-pipeline
+    applies to the head the commenter saw, never to one pushed since.
+
+    GitHub's REST API tells no push time for an ordinary push; what it tells is the head commit's committer
+    date, which the committer's machine writes. A date after the comment proves the head is newer than what
+    the commenter saw; a date before it proves nothing (a back-dated commit pushed later), so the build is
+    also pinned to the head read here (HEAD_SHA) and never to what a branch holds when Jenkins gets to it.
+    """
+    approved_at = decision.event.approved_at
+    if approved_at is None:
+        return False
+    head = replies.github.commit(pr.repository, pr.head_sha)
+    if head.committed_at <= approved_at:
+        return False
+    command = decision.request.line if decision.request else ""
+    committed, commented = utc_text(head.committed_at), utc_text(approved_at)
+    click.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
+    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
+    return True
 
 
 def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:
@@ -273,7 +405,20 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
     if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
         click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
         return
-    services.replies.status(sha, final(context, build, totals(report)))
+    services.replies.status(sha, _final_status(context, build, downstream, totals(report)))
+
+
+def _final_status(
+    context: str,
+    build: Build,
+    downstream: tuple[tuple[Build, tuple[object, ...]], ...],
+    counted: Mapping[TestOutcome, int],
+) -> Status:
+    """The final status, which never says success when there is no test result to show for it."""
+    status = final(context, build, counted)
+    if status.state is not StatusState.SUCCESS or any(cases for _, cases in downstream):
+        return status
+    return untested(context, build, f"no {TEST_JOB} build" if not downstream else "no test report")
 
 
 def kill(services: Services, pr_number: int, reply: str) -> None:
@@ -289,7 +434,14 @@ def skip(replies: Replies, pr: PullRequest, comment: str, reply: str) -> None:
     replies.comment(with_lines(reply, [f"Set {code(status.context)} to success on {pr.head_sha[:12]}."], none=""))
 
 
-def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[SelectionRequest], RunPlan]) -> None:
+def reuse(
+    services: Services,
+    pr: PullRequest,
+    reply: str,
+    plan_for: Callable[[SelectionRequest], RunPlan],
+    *,
+    may_skip: bool,
+) -> None:
     """/bot reuse-pipeline: see the module docstring."""
     jenkins, replies = services.jenkins, services.replies
     lines = _mark_stopped(services, stop_pull_request(jenkins, services.job, pr.number), None)
@@ -315,6 +467,15 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
         replies.comment(with_lines(reply, [*lines, refusal], none=""))
         return
     sha = previous.parameters.get("HEAD_SHA", "")
+    other_code = _other_code(services, pr, sha)
+    if other_code and not may_skip:  # carrying green to code no build tested is what /bot skip does
+        click.echo(f"reuse: build {previous.number} {other_code}; the commenter may not /bot skip")
+        refusal = (
+            f"Build [#{previous.number}]({previous.url}) {other_code}: reusing it for other code needs the "
+            "`kill_skip` permission, as `/bot skip` does. Comment `/bot run` to test this commit."
+        )
+        replies.comment(with_lines(reply, [*lines, refusal], none=""))
+        return
     statuses = services.replies.github.statuses(pr.repository, sha) if sha else {}
     reused = [s for s in statuses.values() if s.target_url == previous.url and s.state is StatusState.SUCCESS]
     for status in reused:
@@ -323,3 +484,16 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
     carried_lines = [f"Carried {code(s.context)} from build [#{previous.number}]({previous.url})." for s in reused]
     carried_lines = carried_lines or [f"Build #{previous.number} left no status."]
     replies.comment(with_lines(reply, [*lines, *carried_lines], none=""))
+
+
+def _other_code(services: Services, pr: PullRequest, build_sha: str) -> str:
+    """Why a build's commit holds other code than the head ("" when the git trees are the same)."""
+    if not build_sha:
+        return "names no commit"
+    if build_sha == pr.head_sha:
+        return ""
+    head = services.replies.github.commit(pr.repository, pr.head_sha)
+    tested = services.replies.github.commit(pr.repository, build_sha)
+    if tested.tree_sha == head.tree_sha:
+        return ""
+    return f"tested {code(build_sha[:12])}, whose code (git tree) differs from the head {code(pr.head_sha[:12])}'s"

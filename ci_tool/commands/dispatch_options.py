@@ -26,9 +26,11 @@ from ci_tool.layout import (
     JENKINS_TOKEN_ENV,
     JENKINS_URL_ENV,
     JENKINS_USER_ENV,
+    LOST_ANSWER_GRACE_SECONDS,
     MERGE_REQUEST_JOB,
     QUEUE_TIMEOUT_SECONDS,
     REPORT_URL_ENV,
+    TRIGGER_TIMEOUT_SECONDS,
 )
 from ci_tool.report.links import PLACEHOLDERS, ReportUrl, parse_report_url
 
@@ -54,6 +56,7 @@ class DispatchSettings:
     retry_seconds: float
     queue_timeout_seconds: float
     report_url: ReportUrl | None
+    lost_answer_seconds: float
 
     def retry(self) -> RetryPolicy:
         from ci_tool.dispatch.faults import RetryPolicy
@@ -89,7 +92,12 @@ class DispatchSettings:
     def pace(self) -> Pace:
         from ci_tool.dispatch.trigger import Pace
 
-        return Pace(poll_seconds=self.poll_seconds, queue_timeout_seconds=self.queue_timeout_seconds)
+        return Pace(
+            poll_seconds=self.poll_seconds,
+            queue_timeout_seconds=self.queue_timeout_seconds,
+            lost_answer_grace_seconds=self.lost_answer_seconds,
+            claim_wait_seconds=TRIGGER_TIMEOUT_SECONDS + self.lost_answer_seconds,
+        )
 
     def history(self) -> HistoryStore:
         return HistoryStore(history_path(self.history_option))
@@ -164,6 +172,12 @@ def dispatch_options(command: F) -> F:
             QUEUE_TIMEOUT_SECONDS,
             7 * 24 * 3600,
             "How long a queued build may wait for Jenkins to name its build number.",
+        ),
+        _seconds(
+            "--lost-answer-seconds",
+            LOST_ANSWER_GRACE_SECONDS,
+            3600,
+            "After a trigger whose answer was lost: how long to look for its build in Jenkins before triggering again.",
         ),
     )
     wrapped: F = with_settings  # type: ignore[assignment]  # same signature to click

@@ -36,6 +36,7 @@ class Fault:
     status: int | None = None
     sent: bool = True  # False: the request never reached the server, so repeating it is always safe
     crumb: bool = False  # Jenkins refused an expired or missing CSRF crumb
+    rate_limit_seconds: float | None = None  # a rate limit that lifts in this many seconds
 
     @property
     def retryable_when_sent(self) -> bool:
@@ -90,7 +91,7 @@ def retrying(
             if fault is None:
                 raise
         judge(fault, attempt)
-        policy.sleep(policy.delay(attempt))
+        policy.sleep(max(policy.delay(attempt), fault.rate_limit_seconds or 0.0))
         attempt += 1
 
 

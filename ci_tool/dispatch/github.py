@@ -3,23 +3,60 @@
 Reads, edits and statuses are safe to repeat and are retried (bounded, doubling pauses) on connection
 faults, 5xx and 429; a new comment is not (a repeat after a lost answer would post it twice). PyGithub's own
 retries are off so that this policy is the only one. 401 and 403 name GITHUB_TOKEN, never its value.
+A rate limit (403 or 429 with Retry-After or X-RateLimit-Reset) is waited out when it resets within
+RATE_LIMIT_WAIT_SECONDS, and otherwise one line saying when it resets.
+
+`claim` is the one atomic step GitHub offers a handler on any machine: the bot's reaction on a comment is
+created once (201) and only found (200) by every later request, so exactly one handling of a comment
+wins it, whatever the timing (dispatch/trigger.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import github
 import requests
 from github import Auth, Github, GithubException
 
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
-from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, PullRequest, Status, StatusState
+from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, PullRequest, Status, StatusState
+from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
-from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS
+from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS, RATE_LIMIT_WAIT_SECONDS
 
 T = TypeVar("T")
+CLAIM_REACTION = "eyes"  # the bot's reaction on a comment it handles: the claim
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The bot's reaction on a comment: `won` when this request created it (no other handling did before)."""
+
+    won: bool
+    reaction_id: int
+
+
+def rate_limit_wait(status: int, headers: Mapping[str, Any], *, now: float) -> float | None:
+    """Seconds until a rate limit lifts (Retry-After, else X-RateLimit-Reset), None when this is no rate limit."""
+    lowered = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+    if status not in (403, 429):
+        return None
+    if lowered.get("retry-after", "").isdigit():
+        return float(lowered["retry-after"])
+    if lowered.get("x-ratelimit-remaining") == "0" and lowered.get("x-ratelimit-reset", "").isdigit():
+        return max(0.0, float(lowered["x-ratelimit-reset"]) - now)
+    return 0.0 if status == 429 else None
+
+
+def utc_text(epoch: float) -> str:
+    """A moment as GitHub's users read it in replies and messages: `2026-06-01 12:00:00 UTC`."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class GitHubClient:
@@ -34,7 +71,7 @@ class GitHubClient:
         retry: RetryPolicy | None = None,
         seconds_between_writes: float | None = None,
     ) -> None:
-        self.api_url = api_url.rstrip("/")
+        self.api_url = shown(api_url).rstrip("/")
         self.timeout_seconds = timeout_seconds
         self.retry = retry or RetryPolicy()
         self.github = Github(
@@ -49,18 +86,35 @@ class GitHubClient:
             lazy=True,
         )
         self.has_token = bool(token)
+        self.wall: Callable[[], float] = time.time
 
     def _call(self, what: str, work: Callable[[], T], *, safe: bool = True) -> T:
         def read_fault(error: Exception) -> Fault | None:
             if isinstance(error, GithubException):
                 message = error.data.get("message") if isinstance(error.data, dict) else None
-                return Fault(f"HTTP {error.status}" + (f" ({message})" if message else ""), error.status)
+                words = f"HTTP {error.status}" + (f" ({message})" if message else "")
+                wait = rate_limit_wait(error.status, error.headers or {}, now=self.wall())
+                return Fault(words, error.status, rate_limit_seconds=wait)
             if isinstance(error, requests.RequestException):
                 return classify(error, self.timeout_seconds)
+            if isinstance(error, ValueError | KeyError | TypeError | AttributeError):  # an answer of another shape
+                raise DispatchError(
+                    f"{what}: expected GitHub's JSON answer at {self.api_url}, found one that could not be read "
+                    f"({type(error).__name__}: {str(error)[:80]})",
+                    hint=f"check {GITHUB_API_URL_ENV} (or --github-api-url) points at the GitHub API itself",
+                ) from None
             return None
 
         def judge(fault: Fault, attempt: int) -> None:
-            if fault.status in (401, 403, 404) and not (fault.status == 403 and "rate limit" in fault.words):
+            if fault.rate_limit_seconds is not None:
+                if fault.rate_limit_seconds > RATE_LIMIT_WAIT_SECONDS or attempt == self.retry.attempts:
+                    reset = utc_text(self.wall() + fault.rate_limit_seconds)
+                    raise DispatchError(
+                        f"{what}: expected GitHub to answer, found {fault.words}: rate limited until {reset}",
+                        hint=f"comment again after {reset}",
+                    )
+                return  # retrying() waits it out
+            if fault.status in (401, 403, 404):
                 raise self._access_error(what, fault)
             if fault.sent and not (safe and fault.retryable_when_sent):
                 raise DispatchError(f"{what}: expected GitHub to answer, found {fault.words}")
@@ -93,7 +147,7 @@ class GitHubClient:
             return PullRequest(
                 repository=repository,
                 number=number,
-                head_sha=pull.head.sha,
+                head_sha=_text(pull.head.sha, "head.sha"),
                 base_ref=pull.base.ref,
                 author=pull.user.login,
                 state=pull.state,
@@ -103,6 +157,39 @@ class GitHubClient:
 
         return self._call(f"read pull request #{number} of {repository}", read)
 
+    def commit(self, repository: str, sha: str) -> Commit:
+        """A commit's tree and committer date (the git object's: see bot_dispatch for what that proves)."""
+
+        def read() -> Commit:
+            found = self._repo(repository).get_commit(sha).commit
+            committed = found.committer.date
+            return Commit(sha, _text(found.tree.sha, "commit.tree.sha"), committed.timestamp())
+
+        return self._call(f"read commit {sha[:12]} of {repository}", read)
+
+    def claim(self, repository: str, comment_id: int) -> Claim:
+        """React to the comment; won when this request created the reaction. Never repeated once sent: a repeat
+        would find its own reaction and take it for another handler's."""
+        requester = self.github.requester
+        url = f"/repos/{repository}/issues/comments/{comment_id}/reactions"
+
+        def post() -> Claim:
+            status, headers, output = requester.requestJson("POST", url, input={"content": CLAIM_REACTION})
+            data = json.loads(output) if output else {}
+            if status >= 400:
+                raise requester.createException(status, headers, data)
+            return Claim(won=status == 201, reaction_id=int(data["id"]))
+
+        return self._call(f"react to comment {comment_id} on {repository}", post, safe=False)
+
+    def release(self, repository: str, comment_id: int, claim: Claim) -> None:
+        """Take the reaction back (the handling started nothing): handling the comment again may trigger."""
+        url = f"/repos/{repository}/issues/comments/{comment_id}/reactions/{claim.reaction_id}"
+        self._call(
+            f"remove the reaction on comment {comment_id} on {repository}",
+            lambda: self.github.requester.requestJsonAndCheck("DELETE", url),
+        )
+
     def comment(self, repository: str, number: int, body: str) -> int:
         """Post a comment on the pull request; its id (for edits). Not retried once sent."""
         created = self._call(
@@ -111,6 +198,15 @@ class GitHubClient:
             safe=False,
         )
         return int(created.id)
+
+    def find_comment(self, repository: str, number: int, marker: str) -> int | None:
+        """The newest comment on the pull request whose body holds `marker` (the bot's earlier reply), or None."""
+
+        def read() -> int | None:
+            found = [c for c in self._repo(repository).get_issue(number).get_comments() if marker in (c.body or "")]
+            return int(found[-1].id) if found else None
+
+        return self._call(f"read the comments on #{number} of {repository}", read)
 
     def edit_comment(self, repository: str, number: int, comment_id: int, body: str) -> None:
         self._call(
@@ -145,3 +241,9 @@ class GitHubClient:
             }
 
         return self._call(f"read the statuses of {sha[:12]} in {repository}", read)
+
+
+def _text(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a string at {path}, found {value!r}")
+    return value

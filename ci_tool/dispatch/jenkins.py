@@ -12,38 +12,37 @@ text, test reports. Every answer becomes a value of dispatch/model.py; every fau
 
 Retries are bounded (RetryPolicy.attempts) with a doubling pause. python-jenkins wraps requests' errors in
 its own (and says "does not exist" for a 502 of a queue item), so the fault is read from the chain of causes.
+python-jenkins sends the requests (auth, crumbs, timeouts); the JSON of every answer is read by
+dispatch/answers.py, which turns an answer of another shape into one line. The URL is kept and shown
+without userinfo (dispatch/urls.py): `user:token@` in it becomes the client's credentials.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import urljoin
 
 import jenkins
 import requests
 
+from ci_tool.dispatch import answers
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import Build, CaseResult, Console, QueueItem
+from ci_tool.dispatch.urls import split_userinfo
 from ci_tool.errors import DispatchError
 from ci_tool.layout import (
     HTTP_TIMEOUT_SECONDS,
     JENKINS_TOKEN_ENV,
     JENKINS_URL_ENV,
     JENKINS_USER_ENV,
+    TRIGGER_TIMEOUT_SECONDS,
 )
-from ci_tool.outcomes import BuildResult, TestOutcome
 
 T = TypeVar("T")
 BUILDS_LOOKED_AT = 100  # the newest builds of a job searched for a comment's or a pull request's builds
 _PARAMETERS_TREE = "actions[parameters[name,value]]"
-_CASE_OUTCOMES = {
-    "PASSED": TestOutcome.PASSED,
-    "FIXED": TestOutcome.PASSED,
-    "FAILED": TestOutcome.FAILED,
-    "REGRESSION": TestOutcome.FAILED,
-    "SKIPPED": TestOutcome.SKIPPED,
-}
 
 
 class NotFound(DispatchError):
@@ -59,32 +58,9 @@ def job_path(job: str) -> str:
     return "/".join(f"job/{part}" for part in job.split("/"))
 
 
-def _parameters(actions: object) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for action in actions if isinstance(actions, list) else []:
-        for parameter in action.get("parameters", []) if isinstance(action, dict) else []:
-            if isinstance(parameter, dict) and "name" in parameter:
-                value = parameter.get("value")
-                values[str(parameter["name"])] = "" if value is None else str(value).lower() if isinstance(
-                    value, bool
-                ) else str(value)
-    return values
-
-
-def _build(job: str, data: Mapping[str, Any]) -> Build:
-    result = data.get("result")
-    return Build(
-        job=job,
-        number=int(data["number"]),
-        url=str(data.get("url", "")),
-        building=bool(data.get("building", False)),
-        result=BuildResult(str(result)) if result in BuildResult.__members__ else None,
-        parameters=_parameters(data.get("actions")),
-    )
-
-
 class JenkinsClient:
-    """One Jenkins server. Credentials come from the caller (the environment), never from flags."""
+    """One Jenkins server. Credentials come from the caller (the environment), or from the URL's userinfo
+    when the caller has none; `url` never holds them."""
 
     def __init__(
         self,
@@ -93,20 +69,32 @@ class JenkinsClient:
         user: str | None,
         token: str | None,
         timeout_seconds: float = HTTP_TIMEOUT_SECONDS,
+        trigger_timeout_seconds: float = TRIGGER_TIMEOUT_SECONDS,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.url = url.rstrip("/") + "/"
+        split = split_userinfo(url)
+        if not (user and token):
+            user, token = split.user, split.password
+        self.url = split.url.rstrip("/") + "/"
         self.has_credentials = bool(user and token)
         self.timeout_seconds = timeout_seconds
+        self.trigger_timeout_seconds = max(trigger_timeout_seconds, timeout_seconds)
         self.retry = retry or RetryPolicy()
         self.server = jenkins.Jenkins(self.url, username=user or None, password=token or None, timeout=timeout_seconds)
 
     # -- the fault policy ------------------------------------------------------------------------
 
-    def _call(self, what: str, work: Callable[[], T], *, safe: bool = True) -> T:
+    def _call(self, what: str, work: Callable[[], T], *, safe: bool = True, timeout_seconds: float | None = None) -> T:
+        waited = timeout_seconds or self.timeout_seconds
+
         def read_fault(error: Exception) -> Fault | None:
+            crumb = answers.Answer(what, urljoin(self.url, "crumbIssuer/api/json"))
+            if isinstance(error, json.JSONDecodeError):  # python-jenkins read a crumb that is no JSON
+                crumb.parse(error.doc)
+            if isinstance(error, TypeError | KeyError):  # python-jenkins read a crumb of another shape
+                raise crumb.error("", "an object with crumb and crumbRequestField", self.server.crumb) from None
             if isinstance(error, jenkins.JenkinsException | requests.RequestException):
-                return classify(error, self.timeout_seconds)
+                return classify(error, waited)
             return None
 
         def judge(fault: Fault, attempt: int) -> None:
@@ -140,6 +128,18 @@ class JenkinsClient:
         return refused_access(what, fault, service="Jenkins", accepting=f"the credentials in {variables}",
                               given=self.has_credentials, hints=hints)  # fmt: skip
 
+    def _get(self, what: str, path: str, params: Mapping[str, str | int] | None = None) -> requests.Response:
+        request = requests.Request("GET", urljoin(self.url, path), params=dict(params or {}))
+        return self._call(what, lambda: self.server.jenkins_request(request))
+
+    def _json(
+        self, what: str, path: str, params: Mapping[str, str | int] | None = None
+    ) -> tuple[answers.Answer, object]:
+        """A GET's JSON, with the Answer that reads it (named by the request and its URL as shown)."""
+        response = self._get(what, path, params)
+        answer = answers.Answer(what, urljoin(self.url, path))
+        return answer, answer.parse(response.text, response.headers.get("Content-Type", ""))
+
     # -- requests --------------------------------------------------------------------------------
 
     def trigger(self, job: str, parameters: Mapping[str, str]) -> int:
@@ -147,71 +147,59 @@ class JenkinsClient:
         TriggerLost when the answer was lost: the caller looks for the build before trying again."""
 
         def post() -> int:
+            # the trigger waits longer than a read: an answer given up on is a lost one, looked for before a retry
+            self.server.timeout = self.trigger_timeout_seconds
             try:
                 return int(self.server.build_job(job, dict(parameters)))
             except jenkins.EmptyResponseException:  # accepted, but no Location: as good as a lost answer
                 raise TriggerLost(
                     f"trigger {job}: expected a Location header naming the queue item, found none"
                 ) from None
+            except ValueError:  # a Location that names no queue item number
+                raise TriggerLost(
+                    f"trigger {job}: expected a Location header naming the queue item, found another one"
+                ) from None
+            finally:
+                self.server.timeout = self.timeout_seconds
 
-        return self._call(f"trigger {job}", post, safe=False)
+        return self._call(f"trigger {job}", post, safe=False, timeout_seconds=self.trigger_timeout_seconds)
 
     def queue_item(self, queue_id: int) -> QueueItem | None:
         """The queue item, or None once Jenkins has forgotten it (minutes after it left the queue)."""
         try:
-            data = self._call(f"read queue item {queue_id}", lambda: self.server.get_queue_item(queue_id))
+            answer, data = self._json(f"read queue item {queue_id}", f"queue/item/{queue_id}/api/json")
         except NotFound:
             return None
-        return self._queue_item(data)
-
-    def _queue_item(self, data: Mapping[str, Any]) -> QueueItem:
-        executable = data.get("executable") or {}
-        return QueueItem(
-            id=int(data["id"]),
-            url=urljoin(self.url, f"queue/item/{data['id']}/"),
-            build_number=int(executable["number"]) if "number" in executable else None,
-            build_url=str(executable.get("url", "")),
-            cancelled=bool(data.get("cancelled", False)),
-            why=str(data.get("why") or ""),
-            parameters=_parameters(data.get("actions")),
-        )
+        return answers.queue_item(answer, self.url, data)
 
     def queued(self, job: str) -> list[QueueItem]:
         """The job's items waiting in the queue."""
-        items = self._call("read the queue", self.server.get_queue_info)
-        path = job_path(job) + "/"
-        return [
-            self._queue_item(item)
-            for item in items
-            if isinstance(item, dict) and str((item.get("task") or {}).get("url", "")).endswith(path)
-        ]
+        answer, data = self._json("read the queue", "queue/api/json")
+        return answers.queue(answer, self.url, data, job_path(job) + "/")
 
     def builds(self, job: str) -> list[Build]:
         """The job's newest builds (BUILDS_LOOKED_AT), newest first, with their parameters."""
-        return self._job_builds(job, _PARAMETERS_TREE)
+        return [build for build, _ in self._builds(job, _PARAMETERS_TREE)]
 
-    def _job_builds(self, job: str, actions_tree: str) -> list[Build]:
-        return [_build(job, build) for build in self._builds_json(job, actions_tree)]
-
-    def _builds_json(self, job: str, actions_tree: str) -> list[dict[str, Any]]:
-        """The newest builds of a job as Jenkins' JSON, with the `actions` fields `actions_tree` names."""
-        query = f"?tree=builds[number,url,building,result,{actions_tree}]{{0,{BUILDS_LOOKED_AT}}}"
-        data = self._call(f"read the builds of {job}", lambda: self.server.get_info(job_path(job), query))
-        builds = data.get("builds", []) if isinstance(data, dict) else []
-        return [build for build in builds if isinstance(build, dict)]
+    def _builds(self, job: str, actions_tree: str) -> list[tuple[Build, Mapping[str, object]]]:
+        """The newest builds of a job, with the `actions` fields `actions_tree` names (and their raw JSON)."""
+        tree = f"builds[number,url,building,result,{actions_tree}]{{0,{BUILDS_LOOKED_AT}}}"
+        answer, data = self._json(f"read the builds of {job}", f"{job_path(job)}/api/json", {"tree": tree})
+        return answers.builds(answer, job, data)
 
     def downstream(self, test_job: str, job: str, number: int) -> list[Build]:
         """The builds of `test_job` that build `number` of `job` started, oldest first."""
-        found = []
-        for build in self._builds_json(test_job, "actions[causes[upstreamProject,upstreamBuild]]"):
-            causes = [c for a in build.get("actions", []) if isinstance(a, dict) for c in a.get("causes", [])]
-            if any(c.get("upstreamProject") == job and c.get("upstreamBuild") == number for c in causes):
-                found.append(_build(test_job, build))
+        found = [
+            build
+            for build, raw in self._builds(test_job, "actions[causes[upstreamProject,upstreamBuild]]")
+            if (job, number) in answers.upstream_causes(raw)
+        ]
         return sorted(found, key=lambda b: b.number)
 
     def build(self, job: str, number: int) -> Build:
         """One build; NotFound when it is not (or no longer) there."""
-        return _build(job, self._call(f"read build {number} of {job}", lambda: self.server.get_build_info(job, number)))
+        answer, data = self._json(f"read build {number} of {job}", f"{job_path(job)}/{number}/api/json")
+        return answers.build(answer, job, data)
 
     def stop(self, job: str, number: int) -> None:
         self._call(f"stop build {number} of {job}", lambda: self.server.stop_build(job, number))
@@ -220,46 +208,31 @@ class JenkinsClient:
         self._call(f"cancel queue item {queue_id}", lambda: self.server.cancel_queue(queue_id))
 
     def console(self, job: str, number: int, start: int) -> Console:
-        """The console text from `start` on (Jenkins' progressive text), and where the next piece starts."""
-        url = urljoin(self.url, f"{job_path(job)}/{number}/logText/progressiveText")
-        request = requests.Request("GET", url, params={"start": start})
+        """The console text from `start` on (Jenkins' progressive text), and where the next piece starts.
+        An X-Text-Size that is no number is replaced by what it stands for: where this piece ends."""
         what = f"read the console of build {number} of {job}"
-        response = self._call(what, lambda: self.server.jenkins_request(request))
+        response = self._get(what, f"{job_path(job)}/{number}/logText/progressiveText", {"start": start})
         text = response.text
+        size = response.headers.get("X-Text-Size", "")
         return Console(
             text,
-            next_start=int(response.headers.get("X-Text-Size", start + len(text.encode()))),
+            next_start=int(size) if size.isdigit() else start + len(text.encode()),
             more=response.headers.get("X-More-Data", "").lower() == "true",
         )
 
     def artifact(self, job: str, number: int, path: str) -> object | None:
         """A JSON artifact of a build, or None when the build archived none by that name."""
-        return self._call(
-            f"read {path} of build {number} of {job}", lambda: self.server.get_build_artifact(job, number, path)
-        )
+        try:
+            _, data = self._json(f"read {path} of build {number} of {job}", f"{job_path(job)}/{number}/artifact/{path}")
+        except NotFound:
+            return None
+        return data
 
     def test_cases(self, job: str, number: int) -> tuple[CaseResult, ...]:
         """The build's test report (the JUnit files its stages recorded); () when it has none."""
-        report = self._call(
-            f"read the test report of build {number} of {job}", lambda: self.server.get_build_test_report(job, number)
-        )
-        cases = []
-        for suite in (report or {}).get("suites", []):
-            for case in suite.get("cases", []):
-                cases.append(
-                    CaseResult(
-                        class_name=str(case.get("className", "")),
-                        name=str(case.get("name", "")),
-                        outcome=_CASE_OUTCOMES.get(str(case.get("status")), TestOutcome.ERROR),
-                        duration_seconds=float(case.get("duration") or 0.0),
-                        message=str(case.get("errorDetails") or case.get("skippedMessage") or ""),
-                        output=str(case.get("errorStackTrace") or ""),
-                        properties=_properties(case.get("properties")),
-                    )
-                )
-        return tuple(cases)
-
-
-def _properties(found: object) -> dict[str, str]:
-    """A case's `properties` (the junit step's keepProperties: a JSON object); {} without any."""
-    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
+        what = f"read the test report of build {number} of {job}"
+        try:
+            answer, data = self._json(what, f"{job_path(job)}/{number}/testReport/api/json")
+        except NotFound:
+            return ()
+        return answers.test_cases(answer, data)

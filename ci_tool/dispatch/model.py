@@ -5,6 +5,7 @@
     CaseResult   one test case of a build's test report
     Console      a piece of a build's console text and where the next one starts
     PullRequest  what the bot reads of a pull request: head, base, author, labels, changed files
+    Commit       a commit's tree (the code it holds) and committer date
     Status       a commit status: context, state, description, link
 """
 
@@ -74,6 +75,13 @@ class PullRequest:
     state: str
     labels: tuple[str, ...]
     changed_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree_sha: str  # equal trees: the same code, whatever the history
+    committed_at: float  # the committer date (seconds since the epoch), as the commit itself says
 
 
 class StatusState(enum.StrEnum):

@@ -2,9 +2,14 @@
 builds stopped. Built on dispatch/jenkins.py and the ledger (history/ledger.py); no HTTP of its own.
 
     resume(...)    the ledger, then Jenkins (queued items, then the newest builds) for a build whose
-                   COMMENT_ID and REQUEST are this dispatch's: found, it is followed, never triggered again
+                   COMMENT_ID and REQUEST are this dispatch's: found, it is followed, never triggered again;
+                   a ledger row with a queue item (another handler on this machine) is followed too
+    resume_or_claim  resume, else the comment's claim (the bot's reaction, dispatch/github.py): won, this
+                   handling triggers; lost, the winner's item or build is looked for until
+                   Pace.claim_wait_seconds passed (then the winner is taken for dead and this one triggers)
     trigger(...)   ledger `triggering`, one POST, ledger `queued`. A lost answer (5xx, a dropped
-                   connection, a read timeout after the POST) is looked for in Jenkins before any retry.
+                   connection, a read timeout after the POST) is looked for in Jenkins, again and again for
+                   Pace.lost_answer_grace_seconds (a slow Jenkins queues it late), before any retry.
     follow_queue   the queue item until it names its build (never a guess from nextBuildNumber), or was
                    cancelled (an outcome), or QUEUE_TIMEOUT_SECONDS passed (an error; the ledger keeps it)
     stop_pull_request   cancel the PR's queued items, then stop its running builds
@@ -21,12 +26,19 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.jenkins import JenkinsClient, NotFound, TriggerLost
 from ci_tool.dispatch.model import Build, QueueItem
 from ci_tool.errors import DispatchError
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.store import HistoryStore
-from ci_tool.layout import DISPATCH_POLL_SECONDS, PIPELINE_TIMEOUT_HOURS, QUEUE_TIMEOUT_SECONDS
+from ci_tool.layout import (
+    DISPATCH_POLL_SECONDS,
+    LOST_ANSWER_GRACE_SECONDS,
+    PIPELINE_TIMEOUT_HOURS,
+    QUEUE_TIMEOUT_SECONDS,
+    TRIGGER_TIMEOUT_SECONDS,
+)
 from ci_tool.outcomes import DispatchState
 
 Echo = Callable[[str], None]
@@ -37,6 +49,8 @@ class Pace:
     poll_seconds: float = DISPATCH_POLL_SECONDS
     queue_timeout_seconds: float = QUEUE_TIMEOUT_SECONDS
     wait_timeout_seconds: float = (PIPELINE_TIMEOUT_HOURS + 1) * 3600  # the pipeline's own limit, and some
+    lost_answer_grace_seconds: float = LOST_ANSWER_GRACE_SECONDS
+    claim_wait_seconds: float = TRIGGER_TIMEOUT_SECONDS + LOST_ANSWER_GRACE_SECONDS  # the winner's trigger, and some
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
@@ -132,13 +146,61 @@ def resume(
     if found is not None:
         echo(f"already triggered by comment {dispatch.key.comment_id}: not triggering again")
         return _continue(client, store, dispatch, found, pace, wall=wall, already=True)
-    if known is not None and known.queue_id is not None:  # triggered here, and Jenkins forgot the item
-        raise DispatchError(
-            f"comment {dispatch.key.comment_id}: expected queue item {known.queue_id} of {job} or its build, "
-            "found neither in Jenkins",
-            hint=f"the build may be older than the newest builds of {job} searched; nothing was triggered again",
-        )
+    if known is not None and known.queue_id is not None:  # triggered here (maybe by a handler running now)
+        echo(f"already triggered by comment {dispatch.key.comment_id}: following queue item {known.queue_id}")
+        started = follow_queue(client, store, dispatch, known.queue_id, pace, wall=wall)
+        return Started(started.queue_id, started.build, started.cancelled, already=True)
     return None
+
+
+def look_until(client: JenkinsClient, dispatch: Dispatch, pace: Pace, seconds: float) -> QueueItem | Build | None:
+    """The dispatch's item or build in Jenkins, looked for every poll until `seconds` passed."""
+    deadline = pace.clock() + seconds
+    while True:
+        found = find_in_jenkins(client, dispatch)
+        if found is not None or pace.clock() >= deadline:
+            return found
+        pace.sleep(pace.poll_seconds)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """This handling won the comment's claim (or could not ask for it: None) and is to trigger."""
+
+    claim: Claim | None
+
+
+def resume_or_claim(
+    client: JenkinsClient,
+    store: HistoryStore,
+    dispatch: Dispatch,
+    pace: Pace,
+    *,
+    echo: Echo,
+    wall: Callable[[], float],
+    claim: Callable[[], Claim | None],
+) -> Started | Claimed:
+    """The comment's build when the ledger or Jenkins knows it, or once the handling holding its claim starts it;
+    Claimed when this handling is to trigger."""
+    started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+    if started is None:
+        claimed = claim()
+        if claimed is None or claimed.won:
+            return Claimed(claimed)
+        comment = dispatch.key.comment_id
+        echo(f"comment {comment} is being handled elsewhere: waiting for its build")
+        deadline = pace.clock() + pace.claim_wait_seconds
+        while started is None and pace.clock() < deadline:
+            pace.sleep(pace.poll_seconds)
+            started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+        if started is None:
+            echo(f"warning: the handling holding comment {comment} started nothing: triggering here")
+            return Claimed(None)
+    if started.build is not None:
+        echo(f"already triggered: build {started.build.number} {started.build.url}")
+    else:
+        echo(f"already handled: queue item {started.queue_id} was cancelled before it started a build")
+    return started
 
 
 def trigger(
@@ -153,7 +215,7 @@ def trigger(
             queue_id = client.trigger(job, dispatch.parameters)
         except TriggerLost as lost:
             echo(f"warning: {lost}; looking for the build in Jenkins before triggering again")
-            found = find_in_jenkins(client, dispatch)
+            found = look_until(client, dispatch, pace, pace.lost_answer_grace_seconds)
             if found is not None:
                 return _continue(client, store, dispatch, found, pace, wall=wall, already=False)
             if attempt == attempts:

@@ -18,6 +18,7 @@ CATALOG = ("--catalog", str(BOT_FIXTURES / "stages.yml"), "--test-db", str(BOT_F
 ALLOWLIST = str(BOT_FIXTURES / "allowlist.yml")
 REPOSITORY = "example/ci-tool"
 PR = 123
+COMMENTED = "2026-06-01T12:00:00Z"  # when the test comments were written (the fakes' commits are older)
 # Every variable ci-tool reads: the tests set the ones they mean, and no value of the machine leaks in.
 VARIABLES = ("CI_TOOL_JENKINS_URL", "CI_TOOL_JENKINS_JOB", "JENKINS_USER", "JENKINS_API_TOKEN", "GITHUB_API_URL",
              "GITHUB_TOKEN", "CI_TOOL_HISTORY", "JENKINS_API_EXTRA_HEADERS", "PYTHONHTTPSVERIFY", "HTTP_PROXY",
@@ -69,13 +70,18 @@ def event(tmp_path: Path) -> MakeEvent:
     made = iter(range(1, 1000))
 
     def make(
-        body: str, *, login: str = "maintainer-amy", association: str = "MEMBER", comment_id: int = 987654321
+        body: str,
+        *,
+        login: str = "maintainer-amy",
+        association: str = "MEMBER",
+        comment_id: int = 987654321,
+        created_at: str = COMMENTED,
     ) -> Path:
         payload = {
             "action": "created",
             "issue": {"number": PR, "state": "open", "labels": [], "pull_request": {"url": "x"}},
             "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": "User"},
-                        "author_association": association},
+                        "author_association": association, "created_at": created_at, "updated_at": created_at},
             "repository": {"full_name": REPOSITORY},
             "sender": {"login": login, "type": "User"},
         }  # fmt: skip
@@ -102,7 +108,7 @@ def bot(capsys: pytest.CaptureFixture[str], env: pytest.MonkeyPatch) -> Bot:
 
     def run(event_path: Path, *options: str) -> Result:
         argv = ["bot", "handle", "--event", str(event_path), "--allowlist", ALLOWLIST, *CATALOG,
-                "--poll-seconds", "0", "--retry-seconds", "0", *options]  # fmt: skip
+                "--poll-seconds", "0", "--retry-seconds", "0", "--lost-answer-seconds", "0", *options]  # fmt: skip
         code = main(argv)
         captured = capsys.readouterr()
         return Result(code, captured.out, captured.err)

@@ -14,8 +14,12 @@ call for the bot, with faults injected per request.
              GET  job/J/N/artifact/PATH                  an archived JSON artifact (404 when none)
     GitHub   GET  repos/O/R/pulls/N, .../pulls/N/files   the pull request and its changed files (paged)
              POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
+             GET  repos/O/R/issues/N/comments            the comments (one page)
              POST repos/O/R/statuses/SHA                 a commit status
              GET  repos/O/R/commits/SHA/status           the latest status per context
+             GET  repos/O/R/commits/SHA                  the commit's tree and committer date
+             POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
+             DELETE .../comments/C/reactions/ID          the reaction taken back
 
 A queue item names its build after `polls_to_start` looks; a build ends after `polls_to_end` looks at it,
 as its Script says (result, console lines, the L0_Test builds it starts with their test cases). Nothing waits
@@ -25,6 +29,7 @@ on the clock: the client's polls move the fakes on.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import threading
@@ -49,6 +54,8 @@ class Fault:
     after: bool = False  # drop or answer `status` only after the fake acted on the request
     hang: bool = False  # answer only when the test ends (a timeout)
     times: int = 1
+    headers: dict[str, str] = field(default_factory=dict)  # with status 200 and a body: an answer of another shape
+    slow_seconds: float = 0.0  # with after: the answer (the fake's own, when no status) leaves this much later
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class Loopback:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = do_PATCH = _serve
+            do_GET = do_POST = do_PATCH = do_DELETE = _serve
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -124,19 +131,29 @@ class Loopback:
                 return fault
         return None
 
+    def before(self, request: Request) -> None:
+        """Called outside the lock before a request is answered (a barrier that lines up concurrent handlers)."""
+
     def handle(self, request: Request) -> Answer | None:
+        self.before(request)
         with self.lock:
             self.requests.append(request)
             fault = self._fault_for(request)
             if fault is not None and fault.hang:
                 pass
             elif fault is not None and not fault.after:
-                return None if fault.drop else (fault.status or 500, {}, fault.body.encode())
+                return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
             else:
                 answer = self.answer(request)
-                if fault is not None:
-                    return None if fault.drop else (fault.status or 500, {}, fault.body.encode())
-                return answer
+                if fault is not None and fault.slow_seconds:
+                    pass  # answered below, outside the lock
+                elif fault is not None:
+                    return None if fault.drop else (fault.status or 500, fault.headers, fault.body.encode())
+                else:
+                    return answer
+        if fault is not None and fault.slow_seconds:
+            self.release.wait(fault.slow_seconds)
+            return answer
         self.release.wait(60)  # a hung answer: the client times out first
         return None
 
@@ -212,6 +229,7 @@ class FakeQueueItem:
     job: str
     parameters: dict[str, str]
     polls_left: int
+    hidden_looks: int = 0  # looks at the queue before the item shows (Jenkins still working on the POST)
     cancelled: bool = False
     build: FakeBuild | None = None
 
@@ -231,6 +249,8 @@ class FakeJenkins(Loopback):
         self.hold = False  # builds never end while set (a run that a newer one kills)
         self.cancel_in_queue = False  # someone cancels each item in Jenkins before it starts
         self.before_start: Callable[[], None] | None = None  # runs as an item leaves the queue (another build)
+        self.unlisted: set[int] = set()  # builds of the triggered job not listed yet (Jenkins still starting them)
+        self.shown_after_looks = 0  # a new item shows in the queue only after this many looks at it (a slow Jenkins)
 
     def expire_crumb(self) -> None:
         self.crumb = f"crumb-{int(self.crumb.split('-')[1]) + 1}"
@@ -259,7 +279,8 @@ class FakeJenkins(Loopback):
         return _json({"crumb": self.crumb, "crumbRequestField": "Jenkins-Crumb"})
 
     def _trigger(self, request: Request, job: str) -> Answer:
-        item = FakeQueueItem(self.next_queue_id, job, dict(request.query), self.polls_to_start)
+        item = FakeQueueItem(self.next_queue_id, job, dict(request.query), self.polls_to_start,
+                             hidden_looks=self.shown_after_looks)  # fmt: skip
         self.queue[item.id] = item
         self.next_queue_id += 1
         return 201, {"Location": f"{self.url}queue/item/{item.id}/"}, b""
@@ -282,7 +303,9 @@ class FakeJenkins(Loopback):
         return data
 
     def _queue(self, request: Request) -> Answer:
-        waiting = [i for i in self.queue.values() if i.build is None and not i.cancelled]
+        for item in self.queue.values():
+            item.hidden_looks -= 1
+        waiting = [i for i in self.queue.values() if i.build is None and not i.cancelled and i.hidden_looks < 0]
         return _json({"items": [self._item_json(item) for item in waiting]})
 
     def _queue_item(self, request: Request, number: str) -> Answer:
@@ -312,7 +335,8 @@ class FakeJenkins(Loopback):
         if job not in self.builds and job != self.TEST_JOB and job != "L0_MergeRequest":
             return NOT_FOUND
         assert "tree" in request.query, "the clients ask for the fields they read"
-        builds = sorted(self.builds.get(job, {}).values(), key=lambda b: -b.number)
+        listed = [b for b in self.builds.get(job, {}).values() if job == self.TEST_JOB or b.number not in self.unlisted]
+        builds = sorted(listed, key=lambda b: -b.number)
         return _json({"builds": [b.json() for b in builds]})
 
     def _found(self, job: str, number: str) -> FakeBuild | None:
@@ -397,6 +421,15 @@ class FakePull:
     files: list[str] = field(default_factory=list)
 
 
+EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does not set: before any comment
+
+
+@dataclass
+class FakeCommit:
+    tree: str
+    committed_at: str = EARLY
+
+
 class FakeGitHub(Loopback):
     def __init__(self, *, token: str = "ghs_fake") -> None:
         super().__init__()
@@ -405,6 +438,17 @@ class FakeGitHub(Loopback):
         self.comments: dict[int, dict[str, object]] = {}
         self.statuses: list[dict[str, object]] = []  # oldest first
         self.next_comment_id = 5000
+        self.commits: dict[str, FakeCommit] = {}  # others: their own tree (the sha reversed), committed EARLY
+        self.reactions: dict[tuple[int, str], int] = {}  # (comment id, content) -> reaction id
+        self.claim_barrier: threading.Barrier | None = None  # reactions wait here until all parties arrived
+
+    def before(self, request: Request) -> None:
+        if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.claim_barrier.wait(timeout=60)
+
+    def commit(self, sha: str) -> FakeCommit:
+        return self.commits.get(sha) or FakeCommit(sha[::-1])
 
     @property
     def api_url(self) -> str:
@@ -455,6 +499,9 @@ class FakeGitHub(Loopback):
         self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": int(number)}
         return _json(self.comments[comment_id], 201)
 
+    def _comments(self, request: Request, repo: str, number: str) -> Answer:
+        return _json([c for c in self.comments.values() if c["issue"] == int(number)])
+
     def _edit(self, request: Request, repo: str, comment_id: str) -> Answer:
         comment = self.comments.get(int(comment_id))
         if comment is None:
@@ -468,6 +515,25 @@ class FakeGitHub(Loopback):
         self.statuses.append(status)
         return _json({"id": len(self.statuses), **status}, 201)
 
+    def _commit(self, request: Request, repo: str, sha: str) -> Answer:
+        commit = self.commit(sha)
+        person = {"name": "A", "email": "a@example.com", "date": commit.committed_at}
+        return _json({"sha": sha, "url": f"{self.api_url}/repos/{repo}/commits/{sha}",
+                      "commit": {"tree": {"sha": commit.tree}, "committer": person, "author": person}})  # fmt: skip
+
+    def _react(self, request: Request, repo: str, comment_id: str) -> Answer:
+        key = (int(comment_id), json.loads(request.body)["content"])
+        created = key not in self.reactions
+        if created:
+            self.reactions[key] = 9000 + len(self.reactions)
+        return _json({"id": self.reactions[key], "content": key[1]}, 201 if created else 200)
+
+    def _unreact(self, request: Request, repo: str, comment_id: str, reaction_id: str) -> Answer:
+        for key, found in list(self.reactions.items()):
+            if key[0] == int(comment_id) and found == int(reaction_id):
+                del self.reactions[key]
+        return 204, {}, b""
+
     def _combined(self, request: Request, repo: str, sha: str) -> Answer:
         latest: dict[str, dict[str, object]] = {}
         for status in self.statuses:
@@ -479,9 +545,17 @@ class FakeGitHub(Loopback):
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)", _pull),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)/files", _files),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comment),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comments),
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/status", _combined),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)", _commit),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions", _react),
+        (
+            "DELETE",
+            r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions/(?P<reaction_id>\d+)",
+            _unreact,
+        ),
     )
 
 

@@ -141,7 +141,7 @@ def test_a_read_that_never_answers_is_one_line(jenkins: FakeJenkins) -> None:
 def test_a_trigger_timeout_is_a_lost_answer_never_a_blind_retry(jenkins: FakeJenkins) -> None:
     jenkins.fail("POST", "buildWithParameters", hang=True)
     with pytest.raises(TriggerLost) as raised:
-        client(jenkins, timeout_seconds=1.0).trigger("L0_MergeRequest", {"PR_NUMBER": "1"})
+        client(jenkins, timeout_seconds=1.0, trigger_timeout_seconds=1.0).trigger("L0_MergeRequest", {"PR_NUMBER": "1"})
     assert str(raised.value) == "trigger L0_MergeRequest: expected Jenkins to answer, found no answer within 1 s"
     assert jenkins.count("POST", "buildWithParameters") == 1
 
