@@ -1,0 +1,51 @@
+"""A real git repository served as a pull request by the GitHub fake: its pulls/N/files rows, compare and
+contents computed by git itself (not by ci-tool), so a test can set what GitHub says against what ci-tool's
+own git reading says."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.ci_tool.dispatch.fakes import FakeGitHub, FakePull
+
+_STATUS = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
+
+
+def _git(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True).stdout
+
+
+def _rev(root: Path, ref: str) -> str:
+    return _git(root, "rev-parse", f"{ref}^{{commit}}").decode().strip()
+
+
+def file_rows(root: Path, merge_base: str, head: str) -> list[dict[str, str]]:
+    """GitHub's pulls/N/files rows for `merge_base..head`, as `git diff -M --name-status` finds them."""
+    fields = _git(root, "diff", "--name-status", "-M", "-z", merge_base, head).decode().split("\0")
+    rows: list[dict[str, str]] = []
+    index = 0
+    while index < len(fields) and fields[index]:
+        letter = fields[index][0]
+        if letter == "R":
+            rows.append({"filename": fields[index + 2], "status": "renamed", "previous_filename": fields[index + 1]})
+            index += 3
+        else:
+            rows.append({"filename": fields[index + 1], "status": _STATUS[letter]})
+            index += 2
+    return rows
+
+
+def serve_pull(github: FakeGitHub, repository: str, number: int, root: Path, *, base: str, head: str) -> FakePull:
+    """Pull request `number` of `repository` on the fake: `head` of the git repository at `root` proposed
+    for branch `base`, with every blob of the merge base and the head readable through contents/."""
+    base_sha, head_sha = _rev(root, base), _rev(root, head)
+    merge_base = _git(root, "merge-base", base_sha, head_sha).decode().strip()
+    github.compares[(repository, base_sha, head_sha)] = merge_base
+    for sha in (merge_base, head_sha):
+        for path in _git(root, "ls-tree", "-r", "-z", "--name-only", sha).decode().split("\0"):
+            if path:
+                github.contents[(repository, sha, path)] = _git(root, "show", f"{sha}:{path}")
+    pull = FakePull(number, head_sha=head_sha, base_ref=base, base_sha=base_sha)
+    pull.files = list(file_rows(root, merge_base, head_sha))
+    return github.add_pull(repository, pull)
