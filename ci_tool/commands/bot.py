@@ -24,9 +24,11 @@ from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.changes import change_set, repository_path
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
-from ci_tool.errors import BotError
+from ci_tool.errors import BotError, TestDbError
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.text_file import read_text
 
@@ -106,6 +108,20 @@ def plan(
     return 1 if run_plan.selection.errors else 0
 
 
+def _load_at_head(
+    catalog_path: Path, test_db: Path, durations_path: Path | None, changes: ChangeSet | None
+) -> LoadedCatalog:
+    """The catalog with the test-db lists as the pull request's head has them (this checkout is the default
+    branch's). Lists the head breaks load as this checkout has them: the test-db rule then says it cannot
+    decide, and the build's own selection reports the error."""
+    if changes is not None and changes.head_lists():
+        try:
+            return open_catalog(catalog_path, test_db, durations_path, test_db_texts=changes.head_lists())
+        except TestDbError:
+            pass
+    return load(catalog_path, test_db, durations_path)
+
+
 @bot.command("help")
 def help_() -> None:
     """Print the markdown the bot posts for `/bot help`."""
@@ -170,14 +186,14 @@ def handle(
         decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
         command = None
     labels = pr.labels if pr is not None else event.labels
-    changes = None
+    changes: ChangeSet | None = None
     if github is not None and pr is not None and command in PLANNED_COMMANDS:
         from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
 
         changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
 
     def plan_for(selection_request: SelectionRequest) -> RunPlan:
-        loaded = load(catalog_path, test_db, durations_path)
+        loaded = _load_at_head(catalog_path, test_db, durations_path, changes)
         return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
                         labels=labels, changes=changes)  # fmt: skip
 

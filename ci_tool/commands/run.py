@@ -61,8 +61,16 @@ class _RunCommand(click.Command):
 @click.argument("bot_command", required=False, default="/bot run")
 @run_options
 @pull_request_options
+@click.option(
+    "--plan-only", is_flag=True, help="Print the stages the run would start (`+ NAME`, one a line); run nothing."
+)
 def run(
-    bot_command: str, changed_files: tuple[str, ...], base: str | None, labels: tuple[str, ...], options: RunOptions
+    bot_command: str,
+    changed_files: tuple[str, ...],
+    base: str | None,
+    labels: tuple[str, ...],
+    plan_only: bool,
+    options: RunOptions,
 ) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; flags alone also work
     after `--`: ci-tool run -- '--stage-list "CPU-Generic-1"'. Prints progress, the CI report and
@@ -101,6 +109,9 @@ def run(
     if revalidate:
         _check_revalidation(selection, reuse, setup.facts)
     click.echo(reuse.note)
+    if plan_only:
+        click.echo("".join(f"+ {name}\n" for name in selection.names), nl=False)
+        return 0
     chosen = {stage.name.name for stage in selection.selected} | set(reused)
     stages = catalog_stages(
         [stage for stage in selection.candidates if stage.name.name in chosen],  # no label needed here

@@ -69,6 +69,15 @@ class ChangeSet:
             return FileStatus.REMOVED
         return FileStatus.ADDED if path in self.added else FileStatus.MODIFIED
 
+    def head_lists(self) -> dict[str, str | None]:
+        """The changed test-db lists as the head has them, by file name (None: gone at the head), so a
+        checkout of the base branch can render the lists the pull request proposes."""
+        return {
+            posixpath.basename(path): text
+            for path, text in self.now.items()
+            if posixpath.dirname(path) == self.test_db_dir and path.endswith((".yml", ".yaml"))
+        }
+
     @property
     def span(self) -> str:
         """`1a2b3c4d5e6f..7f8e9d0c1b2a`, the commits it was read between ("" when it names none)."""

@@ -399,6 +399,7 @@ class FakePull:
     labels: list[str] = field(default_factory=list)
     files: list[str | dict[str, str]] = field(default_factory=list)  # a name (modified) or a pulls/N/files row
     base_sha: str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"  # the base branch's tip
+    changed_files: int | None = None  # what pulls/N says it changes (None: len(files)); more: a cut-short list
 
 
 def _file_row(found: str | dict[str, str]) -> dict[str, str]:
@@ -441,10 +442,11 @@ class FakeGitHub(Loopback):
         if pull is None:
             return _json({"message": "Not Found"}, 404)
         base = f"{self.api_url}/repos/{repo}"
+        changed = len(pull.files) if pull.changed_files is None else pull.changed_files
         return _json({
             "url": f"{base}/pulls/{number}", "issue_url": f"{base}/issues/{number}", "number": pull.number,
             "state": pull.state, "head": {"sha": pull.head_sha, "ref": "feature"},
-            "base": {"ref": pull.base_ref, "sha": pull.base_sha}, "changed_files": len(pull.files),
+            "base": {"ref": pull.base_ref, "sha": pull.base_sha}, "changed_files": changed,
             "user": {"login": pull.author}, "labels": [{"name": name} for name in pull.labels],
         })  # fmt: skip
 

@@ -4,6 +4,7 @@ own git reading says."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -49,3 +50,41 @@ def serve_pull(github: FakeGitHub, repository: str, number: int, root: Path, *, 
     pull = FakePull(number, head_sha=head_sha, base_ref=base, base_sha=base_sha)
     pull.files = list(file_rows(root, merge_base, head_sha))
     return github.add_pull(repository, pull)
+
+
+CBTS_CATALOG = Path(__file__).resolve().parents[1] / "stages" / "catalogs" / "cbts"
+# Waived on `main`: a pull request that removes it unwaives a GPU test.
+A10_WAIVE = "full:A10/tests/gpu_only SKIP (https://bugs.example/2)\n"
+TEMPLATE_FILES = {
+    ".gitignore": ".ci-tool/\n",
+    "request.json": '{"command": "run", "flags": {}}\n',
+    "docs/guide.md": "# Guide\n",
+    "src/pool.py": "def alloc():\n    return 1\n",
+    "tests/unit/test_a.py": "def test_one():\n    pass\n",
+    "tests/engine/test_attention.py": "def test_attention():\n    pass\n",
+    "tests/tools/test_cli.py": "def test_cli():\n    pass\n",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def make_repository(root: Path) -> Path:
+    """The small change-based-selection catalog with a few tests, docs and sources, committed on `main`."""
+    shutil.copytree(CBTS_CATALOG, root)
+    for path, text in TEMPLATE_FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    waives = root / "test-db" / "waives.txt"
+    waives.write_text(waives.read_text() + A10_WAIVE)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def commit_all(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
