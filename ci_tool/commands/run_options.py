@@ -3,6 +3,7 @@ them), and the set-up they build from it (catalog, this machine's facts, waives,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -191,5 +192,7 @@ def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> 
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
     digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
     path = options.results_dir / f"waives-merged-{digest}.txt"
+    with contextlib.suppress(OSError):  # a fresh checkout has no results folder yet; else the write says why
+        path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)
