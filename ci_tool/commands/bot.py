@@ -80,6 +80,7 @@ def plan(
     durations_path: Path | None,
     changed_files: tuple[str, ...],
     base: str | None,
+    head: str | None,
     labels: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -98,7 +99,7 @@ def plan(
         db=loaded.db,
         durations=loaded.durations,
         labels=labels,
-        changes=change_set(changed_files, base=base, test_db=test_db),
+        changes=change_set(changed_files, base=base, head=head, test_db=test_db),
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

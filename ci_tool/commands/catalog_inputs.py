@@ -61,11 +61,13 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
 
 def pull_request_options(command: F) -> F:
     """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), --base (base,
-    the target branch; commands/changes.py reads the change from both), and --label and --labels-json
-    (both into labels, a tuple): the pull-request facts selection reads."""
+    the target branch) and --head (head; commands/changes.py reads the change from these), and --label and
+    --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
 
     @functools.wraps(command)
     def with_labels(*args: Any, labels: tuple[str, ...], labels_json: tuple[str, ...], **kwargs: Any) -> object:
+        if kwargs["head"] is not None and kwargs["base"] is None:
+            raise click.UsageError("--head needs --base: the change is measured from the merge base with it")
         return command(*args, labels=(*labels, *labels_json), **kwargs)
 
     decorators = (
@@ -80,6 +82,12 @@ def pull_request_options(command: F) -> F:
             metavar="REF",
             help="The target branch: change-based selection compares the test-db and waives with their text "
             "at its merge base (and, without --changed-files, takes the changed paths from git).",
+        ),
+        click.option(
+            "--head",
+            metavar="REF",
+            help="With --base: the pull request's head commit (CI passes HEAD) [default: the work tree, "
+            "uncommitted and untracked files included].",
         ),
         click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
         click.option(

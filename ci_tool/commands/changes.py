@@ -2,6 +2,8 @@
 stage select, bot plan; they pass it to stages.select.select_for_change):
 
     --changed-files FILE   the changed paths (`git diff --name-only BASE...HEAD`), one per line
+    --head REF             with --base: the commit the change ends at (CI: HEAD, so files the job writes
+                           in the checkout are no change) instead of the work tree
     --base REF             the target branch: the test-db files are compared with their text at the merge
                            base of REF and HEAD (without it, the waives and test-db rules cannot decide);
                            without --changed-files, the whole change comes from git (`from_git`: since
@@ -30,16 +32,18 @@ def change_set(
     changed_files: tuple[str, ...],
     *,
     base: str | None,
+    head: str | None = None,
     test_db: Path,
     root: Path | None = None,
     history: Path | None = None,
 ) -> ChangeSet | None:
     """The change the options describe (None: no changed files, so no path-based step runs), with the touch
-    records `history` holds of its files (none when there is no such file)."""
+    records `history` holds of its files (none when there is no such file). `head`: the commit the change
+    ends at (None: the work tree); a --changed-files list is always read against the work tree."""
     root = root or Path.cwd()
     folder = repository_path(test_db, root)
     if base is not None and not changed_files:
-        found = from_git(root, base, test_db_dir=folder)
+        found = from_git(root, base, head, test_db_dir=folder)
         return replace(found, touched_by=_touched_by(history, found.files)) if found.files else None
     if not changed_files:
         return None

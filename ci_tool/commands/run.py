@@ -68,6 +68,7 @@ def run(
     bot_command: str,
     changed_files: tuple[str, ...],
     base: str | None,
+    head: str | None,
     labels: tuple[str, ...],
     plan_only: bool,
     options: RunOptions,
@@ -92,7 +93,8 @@ def run(
         setup.loaded,
         wanted,
         engine=Engine.LOCAL,
-        changes=change_set(changed_files, base=base, test_db=options.test_db, history=setup.config.history),
+        changes=change_set(changed_files, base=base, head=head, test_db=options.test_db,
+                           history=setup.config.history),
         labels=labels,
         passed_stages=reuse.passed_stages,
     )

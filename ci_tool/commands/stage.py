@@ -198,6 +198,7 @@ def select_command(
     durations_path: Path | None,
     changed_files: tuple[str, ...],
     base: str | None,
+    head: str | None,
     labels: tuple[str, ...],
     engine: str,
     as_json: bool,
@@ -211,7 +212,8 @@ def select_command(
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     loaded = load(catalog_path, test_db, durations_path)
     catalog = loaded.catalog
-    changes = change_set(changed_files, base=base, test_db=test_db, history=history_path(history_file))
+    changes = change_set(changed_files, base=base, head=head, test_db=test_db,
+                         history=history_path(history_file))
     selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
     echo_errors(selection.errors)
     if as_json:
