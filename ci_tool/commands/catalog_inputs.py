@@ -119,6 +119,20 @@ def read_changed_files(path: Path) -> tuple[str, ...]:
     return tuple(line.strip() for line in lines(text) if line.strip())
 
 
+def facts_line(system_info: Path | None, *, slurm: bool = False) -> str:
+    """The one line `stage show` and `stage run --dry-run` print about the facts they rendered with: the
+    stage name's (what CI knows before a runner starts; a condition on a fact only the runner knows
+    matches), or a sysinfo file's under them."""
+    if slurm:
+        return "facts: the stage name's only, as its Slurm job renders"
+    if system_info is None:
+        return (
+            "facts: the stage name's only (conditions on machine facts match); "
+            "--system-info FILE renders for a machine"
+        )
+    return f"facts: {system_info} (--system-info) under the stage name's"
+
+
 def echo_errors(errors: Sequence[CiToolError]) -> None:
     """The first errors in full on stderr, then the count of the rest (see errors.MAX_SHOWN_ERRORS)."""
     shown, rest = capped(errors)

@@ -138,11 +138,14 @@ class LocalSetup:
     waives_file: str | None
     config: SessionConfig
 
+    stage_name_facts: bool = False  # render with the stage name's facts only (a dry run without --system-info)
+
     @property
     def planning_facts(self) -> dict[str, QueryValue] | None:
         """What stages render with: this machine's facts, or stage-name keys only (None) for Slurm jobs,
-        whose nodes are not this machine (the reference's sbatch stages render the same way)."""
-        return None if self.config.executor is Executor.SLURM else self.facts
+        whose nodes are not this machine (sbatch stages render the same way), and for a dry run that
+        shows what the stage's runner will render."""
+        return None if self.config.executor is Executor.SLURM or self.stage_name_facts else self.facts
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
