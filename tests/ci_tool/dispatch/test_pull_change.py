@@ -218,3 +218,15 @@ def test_any_change_reads_the_same_from_git_and_github_and_selects_the_same(
                       for changes in (from_git_, from_github_)]  # fmt: skip
         assert selections[0].names == selections[1].names
         assert selections[0].narrowing == selections[1].narrowing
+
+
+def test_a_long_file_list_is_read_page_by_page(served: Served, template: Path, tmp_path: Path) -> None:
+    root = fresh(template, tmp_path)
+    for index in range(70):
+        write(root, f"docs/page_{index:02}.md", f"# Page {index}\n")
+    commit_all(root, "the pull request")
+    before = served.github.count("GET", r"/pulls/\d+/files")
+    from_git_, from_github_ = both(served, root)
+    assert from_git_ == from_github_
+    assert len(from_github_.files) == 70
+    assert served.github.count("GET", r"/pulls/\d+/files") - before == 3  # 30 a page
