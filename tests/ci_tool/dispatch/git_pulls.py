@@ -4,10 +4,15 @@ own git reading says."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+from ci_tool.generate.context import generate_input
+from ci_tool.generate.targets import generate_files
+from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.dispatch.fakes import FakeGitHub, FakePull
 
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
@@ -56,8 +61,8 @@ CBTS_CATALOG = Path(__file__).resolve().parents[1] / "stages" / "catalogs" / "cb
 # Waived on `main`: a pull request that removes it unwaives a GPU test.
 A10_WAIVE = "full:A10/tests/gpu_only SKIP (https://bugs.example/2)\n"
 TEMPLATE_FILES = {
-    ".gitignore": ".ci-tool/\n",
-    "request.json": '{"command": "run", "flags": {}}\n',
+    ".gitignore": ".ci-tool/\n.venv/\n",
+    "request.json": '{"command": "run", "flags": {}}',
     "docs/guide.md": "# Guide\n",
     "src/pool.py": "def alloc():\n    return 1\n",
     "tests/unit/test_a.py": "def test_one():\n    pass\n",
@@ -72,16 +77,30 @@ def git(root: Path, *args: str) -> str:
 
 
 def make_repository(root: Path) -> Path:
-    """The small change-based-selection catalog with a few tests, docs and sources, committed on `main`."""
-    shutil.copytree(CBTS_CATALOG, root)
+    """A checkout as the bot and CI see one, committed on `main`: the small change-based-selection catalog at
+    its default place (jenkins/stages.yml) with the pipelines `ci-tool generate` writes for it, its test-db,
+    a few tests, docs and sources, and (ignored) a `.venv/bin/ci-tool` that runs this ci-tool."""
+    shutil.copytree(CBTS_CATALOG / "test-db", root / "test-db")
+    (root / "jenkins").mkdir()
+    shutil.copy(CBTS_CATALOG / "stages.yml", root / "jenkins" / "stages.yml")
     for path, text in TEMPLATE_FILES.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     waives = root / "test-db" / "waives.txt"
     waives.write_text(waives.read_text() + A10_WAIVE)
+    for target, text in generate_files(generate_input(open_catalog(root / "jenkins" / "stages.yml",
+                                                                   root / "test-db").catalog)).items():  # fmt: skip
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        (root / target).write_text(text)
+    script = root / ".venv" / "bin" / "ci-tool"
+    script.parent.mkdir(parents=True)
+    history = shlex.quote(str(root.parent / "history.sqlite"))  # never the developer's history
+    script.write_text(f'#!/bin/sh\nCI_TOOL_HISTORY={history} exec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
+    script.chmod(0o755)
     git(root, "init", "-q")
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "base")
+    git(root, "remote", "add", "origin", str(root))  # what the pipelines fetch the target branch from
     return root
 
 

@@ -1,13 +1,17 @@
 """What the bot announces is what CI selects: one real git pull request per kind of change, and the bot's
 reply to `/bot run` (`bot handle` against the GitHub and Jenkins fakes, from a checkout of the base branch as
-the bot workflow runs it), `stage select --base` for the Jenkins and the GitHub engine, and a local
+the bot workflow runs it), the generated Jenkins pipeline's selection commands (as L0_MergeRequest.groovy
+runs them in a pull request build), the generated GitHub workflow's plan job, and a local
 `ci-tool run --base --plan-only` (from the pull request's checkout) all name the same stages. The local run
 narrows a family's list (`<family>-<K>-cbts` stages), the pipelines run its whole shards: they agree on
 the families."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,11 +21,13 @@ from ci_tool.cli import main
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
 from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
 from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
+from tests.ci_tool.generate.conftest import run_plan_job
 
 _STAGE_ROW = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| \d+/\d+ \|")
 _NARROWED = re.compile(r"(-\d+)?(-cbts)?$")
 ALL_PRE_MERGE = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3", "A10-PyTorch-1", "A10-PyTorch-2",
                  "DGX_H100-PyTorch-1", "CPU-Build_Docs"]  # fmt: skip
+ALL_STAGES = [*ALL_PRE_MERGE[:5], "A10-PyTorch-Post-Merge-1", *ALL_PRE_MERGE[5:]]  # the catalog's order
 
 
 def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
@@ -42,6 +48,8 @@ CHANGES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
                             ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
     "test file changed": (_edit("tests/tools/test_cli.py", "pass", "assert True"),
                           ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
+    "test file renamed": (lambda root: git(root, "mv", "tests/unit/test_a.py", "tests/unit/test_c.py"),
+                          ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
     "docs only": (_edit("docs/guide.md", "# Guide", "# The guide"), ["CPU-Build_Docs"], ["CPU-Build_Docs"]),
     "source file": (_edit("src/pool.py", "return 1", "return 2"), ALL_PRE_MERGE,
                     ["CPU-Generic", "A10-PyTorch", "DGX_H100-PyTorch", "CPU-Build_Docs"]),
@@ -54,6 +62,31 @@ def selected(out: str) -> list[str]:
 
 def families(names: list[str]) -> list[str]:
     return list(dict.fromkeys(_NARROWED.sub("", name) for name in names))
+
+
+_GROOVY_STRING = re.compile(r"^@Field final String (\w+) = '(.*)'$", re.MULTILINE)
+
+
+def jenkins_selection(root: Path) -> list[str]:
+    """The stages L0_MergeRequest selects in a pull request build (CHANGE_TARGET set): its own commands,
+    read from the generated pipeline, run in the checkout as its `Select Stages` stage runs them."""
+    fields = dict(_GROOVY_STRING.findall((root / "jenkins" / "L0_MergeRequest.groovy").read_text()))
+    script = (f"{fields['CHANGED_FILES_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGED_FILES_OPTION']}"
+              f" > {fields['SELECTION_FILE']}")  # fmt: skip
+    environment = {**os.environ, "CHANGE_TARGET": "main", "LABELS": "[]"}
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=root, env=environment, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return list(json.loads((root / fields["SELECTION_FILE"]).read_text())["stages"])
+
+
+def github_selection(root: Path) -> list[str]:
+    """The stages the generated workflow's plan job puts into its matrices for a pull request into main."""
+    plan = run_plan_job((root / ".github" / "workflows" / "l0-test.yml").read_text(), root, base_ref="main")
+    assert plan.code == 0, plan.log
+    rows = [row for key, value in plan.outputs.items() if key.endswith(tuple("0123456789")) for row in
+            json.loads(value)]  # fmt: skip
+    return sorted((str(row["stage"]) for row in rows), key=ALL_STAGES.index)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -83,7 +116,7 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
 
     env.chdir(tmp_path / "default-branch")  # the bot workflow checks out the default branch, never the PR
     cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
-        "--catalog", "stages.yml", "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
     (reply,) = github.bodies()
     bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
     head = git(root, "rev-parse", "pr").strip()
@@ -91,10 +124,13 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
     assert f"**Preview** from the pull request's change {fork[:12]}..{head[:12]} read from GitHub: " in reply
 
     env.chdir(root)  # CI checks out the pull request's head
-    select = ("stage", "select", "--request", "request.json", "--catalog", "stages.yml", "--base", "main")
-    on_jenkins = selected(cli(capsys, *select, "--engine", "jenkins"))
-    on_github = selected(cli(capsys, *select, "--engine", "github"))
-    local = selected(cli(capsys, "run", "--base", "main", "--catalog", "stages.yml", "--plan-only"))
+    # First by hand, in the clean checkout (without --head, files the pipelines leave behind are changes).
+    select = ("stage", "select", "--request", "request.json", "--base", "main")
+    by_hand = {engine: selected(cli(capsys, *select, "--engine", engine)) for engine in ("jenkins", "github")}
+    local = selected(cli(capsys, "run", "--base", "main", "--plan-only"))
+    on_jenkins = jenkins_selection(root)
+    on_github = github_selection(root)
 
     assert (bot, on_jenkins, on_github) == (stages, stages, stages)
+    assert by_hand == {"jenkins": stages, "github": stages}
     assert families(local) == local_families

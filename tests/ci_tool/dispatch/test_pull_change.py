@@ -212,7 +212,7 @@ def test_any_change_reads_the_same_from_git_and_github_and_selects_the_same(
         git(root, "checkout", "-q", "pr")
     from_git_, from_github_ = both(served, root)
     assert from_git_ == from_github_
-    loaded = open_catalog(template / "stages.yml", template / "test-db")  # the base's: the head may lack a list
+    loaded = open_catalog(template / "jenkins" / "stages.yml", template / "test-db")  # the head may lack a list
     for engine in (Engine.JENKINS, Engine.LOCAL):
         selections = [select_for_change(loaded, SelectionRequest(), engine=engine, changes=changes)
                       for changes in (from_git_, from_github_)]  # fmt: skip
