@@ -134,3 +134,29 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
     assert (bot, on_jenkins, on_github) == (stages, stages, stages)
     assert by_hand == {"jenkins": stages, "github": stages}
     assert families(local) == local_families
+
+
+def test_a_pull_request_that_breaks_a_list_gets_a_full_set_preview_and_the_error(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The bot plans from the lists as this checkout has them when the head's do not load: the test-db rule
+    cannot decide, so the preview is the full set; the build's own selection then stops on the error."""
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    _edit("test-db/l0_cpu.yml", "", "  - {not: a test line}\n")(root)
+    commit_all(root, "the pull request")
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    (reply,) = github.bodies()
+    assert [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))] == ALL_PRE_MERGE
+    assert "- test-db/l0\\_cpu.yml: test-db rule: cannot decide (" in reply
+    env.chdir(root)
+    assert main(["stage", "select", "--request", "request.json", "--base", "main", "--head", "HEAD"]) == 1
