@@ -6,12 +6,15 @@ git (commands/changes.py from_git), so the bot's preview selects what CI selects
     GET pulls/N/files (paged)           each changed path with its status (a rename with its old path)
     GET contents/PATH?ref=SHA           the rule inputs' texts (test-db lists, waives) at the merge base
                                         and at the head, only where the status says the file exists
+    GET git/blobs/SHA                   the text of such a file over 1 MB (contents/ leaves it out)
 
 pulls/N/files lists at most 3000 files; a longer list would be a change only partly known, which would
 narrow the selection wrongly, so it is an error instead.
 """
 
 from __future__ import annotations
+
+import base64
 
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.errors import DispatchError
@@ -53,6 +56,8 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
             found = repo.get_contents(path, ref=sha)
             if isinstance(found, list):  # a folder where the list says a file: not a rule input after all
                 raise DispatchError(f"read {path} at {sha[:12]} of {repository}: expected a file, found a folder")
+            if found.encoding != "base64":  # over 1 MB contents/ leaves the text out; the blob has it
+                return base64.b64decode(repo.get_git_blob(found.sha).content).decode("utf-8", "replace")
             return found.decoded_content.decode("utf-8", "replace")
 
         inputs = [found for found in changed if rule_input(found.path, test_db_dir)]

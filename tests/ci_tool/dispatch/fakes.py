@@ -15,7 +15,9 @@ call for the bot, with faults injected per request.
     GitHub   GET  repos/O/R/pulls/N, .../pulls/N/files   the pull request and its changed files (paged, with
                                                          status and a rename's previous_filename)
              GET  repos/O/R/compare/BASE...HEAD          the merge base of two commits (`compares`)
-             GET  repos/O/R/contents/PATH?ref=SHA        a file's text at a commit, base64 (`contents`)
+             GET  repos/O/R/contents/PATH?ref=SHA        a file's text at a commit, base64 (`contents`; over
+                                                         `contents_limit_bytes` without it, as GitHub's 1 MB)
+             GET  repos/O/R/git/blobs/SHA                a blob contents/ named, base64
              POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
              POST repos/O/R/statuses/SHA                 a commit status
              GET  repos/O/R/commits/SHA/status           the latest status per context
@@ -28,6 +30,7 @@ on the clock: the client's polls move the fakes on.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import threading
@@ -416,6 +419,8 @@ class FakeGitHub(Loopback):
         self.next_comment_id = 5000
         self.compares: dict[tuple[str, str, str], str] = {}  # (repository, base, head) -> their merge base
         self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
+        self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
+        self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
 
     @property
     def api_url(self) -> str:
@@ -469,8 +474,19 @@ class FakeGitHub(Loopback):
         found = self.contents.get((repo, request.query.get("ref", ""), path))
         if found is None:
             return _json({"message": "Not Found"}, 404)
-        return _json({"type": "file", "name": path.rsplit("/", 1)[-1], "path": path, "size": len(found),
-                      "encoding": "base64", "content": base64.b64encode(found).decode()})  # fmt: skip
+        sha = hashlib.sha1(b"blob %d\0" % len(found) + found).hexdigest()
+        self.blobs[sha] = found
+        large = len(found) > self.contents_limit_bytes
+        return _json({"type": "file", "name": path.rsplit("/", 1)[-1], "path": path, "size": len(found), "sha": sha,
+                      "encoding": "none" if large else "base64",
+                      "content": "" if large else base64.b64encode(found).decode()})  # fmt: skip
+
+    def _blob(self, request: Request, repo: str, sha: str) -> Answer:
+        found = self.blobs.get(sha)
+        if found is None:
+            return _json({"message": "Not Found"}, 404)
+        content = base64.b64encode(found).decode()
+        return _json({"sha": sha, "size": len(found), "encoding": "base64", "content": content})
 
     def _comment(self, request: Request, repo: str, number: str) -> Answer:
         comment_id = self.next_comment_id
@@ -505,6 +521,7 @@ class FakeGitHub(Loopback):
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)/files", _files),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/compare/(?P<base>[0-9a-f]+)\.\.\.(?P<head>[0-9a-f]+)", _compare),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/contents/(?P<path>.+)", _content),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/git/blobs/(?P<sha>[0-9a-f]+)", _blob),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comment),
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),

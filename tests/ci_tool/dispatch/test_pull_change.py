@@ -174,6 +174,21 @@ def test_a_file_list_github_cuts_short_is_an_error_not_a_narrower_change(served:
     )
 
 
+def test_a_rule_input_over_the_contents_limit_is_read_as_its_blob(
+    served: Served, template: Path, tmp_path: Path
+) -> None:
+    root = fresh(template, tmp_path)
+    append(root, "test-db/waives.txt", "tests/unit SKIP (x)\n")
+    commit_all(root, "the pull request")
+    served.github.contents_limit_bytes = 16  # the waives file is larger, at the base and at the head
+    try:
+        from_git_, from_github_ = both(served, root)
+    finally:
+        served.github.contents_limit_bytes = 1024 * 1024
+    assert from_git_ == from_github_
+    assert from_github_.now["test-db/waives.txt"] == (root / "test-db" / "waives.txt").read_text()
+
+
 # ---------------------------------------------------------------- any change: the same value, the same stages
 
 EDITS: dict[str, Callable[[Path], None]] = {
