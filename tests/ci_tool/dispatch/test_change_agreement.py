@@ -19,7 +19,7 @@ import pytest
 
 from ci_tool.cli import main
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
+from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
 from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
 from tests.ci_tool.generate.conftest import run_plan_job
 
@@ -160,3 +160,33 @@ def test_a_pull_request_that_breaks_a_list_gets_a_full_set_preview_and_the_error
     assert "- test-db/l0\\_cpu.yml: test-db rule: cannot decide (" in reply
     env.chdir(root)
     assert main(["stage", "select", "--request", "request.json", "--base", "main", "--head", "HEAD"]) == 1
+
+
+def test_reuse_pipeline_carries_a_build_that_ran_what_the_change_selects(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """/bot reuse-pipeline compares a passing build's archived selection with what its request selects now:
+    for an unwaive both are the A10 stages, as the bot reads the change from GitHub like the build did."""
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    CHANGES["unwaive"][0](root)
+    commit_all(root, "the pull request")
+    pull = serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    env.chdir(root)
+    archived = {"stages": jenkins_selection(root)}
+    passed = jenkins.add_build("L0_MergeRequest", {"REQUEST": '{"command": "run", "flags": {}}', "PR_NUMBER": str(PR),
+                                                   "HEAD_SHA": pull.head_sha}, Script(selection=archived),
+                               building=False, result="SUCCESS")  # fmt: skip
+    github.statuses.append({"sha": pull.head_sha, "context": "Jenkins Full Build", "state": "success",
+                            "description": "2 passed, 0 failed, 0 skipped", "target_url": passed.url})  # fmt: skip
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot reuse-pipeline")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    assert archived == {"stages": ["A10-PyTorch-1", "A10-PyTorch-2"]}
+    assert github.bodies()[0].endswith(f"\n\nCarried `Jenkins Full Build` from build [#1]({passed.url}).\n")
