@@ -5,6 +5,9 @@
                               files git does not ignore, by path and content); None outside a checkout
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
     changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
+    name_status(root, rev, head)  what `head` (None: the work tree) changes since `rev`, path by path:
+                              A, M, D or R (a rename, with its old path), as GitHub's pulls/N/files says
+    commit_of(root, ref)      the commit a ref names
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
 
 Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
@@ -96,10 +99,10 @@ def _content_hash(path: Path) -> bytes:
         return b""
 
 
-def merge_base(root: Path, ref: str) -> str:
-    """The commit HEAD's change is measured from: `git merge-base REF HEAD` (a GitError for an unknown REF)."""
+def merge_base(root: Path, ref: str, head: str = "HEAD") -> str:
+    """The commit `head`'s change is measured from: `git merge-base REF HEAD` (a GitError for an unknown REF)."""
     try:
-        return _git(root, "merge-base", ref, "HEAD").stdout.decode().strip()
+        return _git(root, "merge-base", ref, head).stdout.decode().strip()
     except GitError as error:
         error.hint = "fetch the target branch first (git fetch origin BRANCH) or name an existing ref"
         raise
@@ -113,6 +116,46 @@ def changed_since(root: Path, rev: str) -> tuple[str, ...]:
     top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()  # `root` below the top: relative
     names = {os.fsdecode(name) for name in (*tracked.split(b"\0"), *untracked.split(b"\0")) if name}
     return tuple(sorted(name.removeprefix(top) for name in names))
+
+
+@dataclass(frozen=True)
+class NameStatus:
+    """One changed path: git's status letter (A, M, D, R; a copy counts as A, a type change as M)."""
+
+    letter: str
+    path: str
+    previous: str | None = None  # R: the old path
+
+
+def name_status(root: Path, rev: str, head: str | None = None) -> tuple[NameStatus, ...]:
+    """What `head` (None: the work tree, untracked files git does not ignore added) changes since `rev`,
+    renames found as `git diff -M` finds them; repository-relative paths, sorted."""
+    listed = _git(root, "diff", "--name-status", "-M", "-z", rev, *([head] if head else []), "--", ".").stdout
+    fields = [os.fsdecode(field) for field in listed.split(b"\0")]
+    found: list[NameStatus] = []
+    index = 0
+    while index < len(fields) and fields[index]:
+        letter = fields[index][0]
+        if letter in "RC":  # R100\0old\0new
+            old, new = fields[index + 1], fields[index + 2]
+            found.append(NameStatus("R", new, old) if letter == "R" else NameStatus("A", new))
+            index += 3
+        else:
+            found.append(NameStatus(letter if letter in "ADM" else "M", fields[index + 1]))
+            index += 2
+    if head is None:
+        untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ".").stdout
+        found += [NameStatus("A", os.fsdecode(name)) for name in untracked.split(b"\0") if name]
+    top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()
+    if top:  # `root` below the top: git diff names paths from the top, relative to `root` they read
+        found = [NameStatus(f.letter, f.path.removeprefix(top), f.previous and f.previous.removeprefix(top))
+                 for f in found]  # fmt: skip
+    return tuple(sorted(found, key=lambda f: f.path))
+
+
+def commit_of(root: Path, ref: str) -> str:
+    """The commit `ref` names (a GitError for an unknown ref)."""
+    return _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
 
 
 def file_at(root: Path, rev: str, path: str) -> str | None:

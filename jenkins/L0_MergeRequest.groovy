@@ -22,7 +22,7 @@ import groovy.transform.Field
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
 @Field final String SELECTION_FILE = 'selection.json'
-@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
+@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
 @Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt --base FETCH_HEAD'
 @Field final List ARCHES = ['x86_64']
 @Field final String SINGLE_GPU = 'Single-GPU'

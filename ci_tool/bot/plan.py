@@ -32,6 +32,7 @@ DISPATCH_ENGINE = Engine.JENKINS  # where the bot's runs go
 class RunPlan:
     selection: Selection
     plans: Mapping[str, StagePlan]  # stage name -> plan, for each selected stage (blocked ones too), in order
+    changes: ChangeSet | None = None  # the change it was planned for (None: no changed files were read)
 
     @property
     def slowest_seconds(self) -> float:
@@ -75,19 +76,17 @@ def plan_run(
     durations: Durations,
     engine: Engine = DISPATCH_ENGINE,
     labels: Collection[str] = (),
-    changed_files: Collection[str] = (),
     passed_stages: Mapping[str, str] | None = None,
     changes: ChangeSet | None = None,
 ) -> RunPlan:
     """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known).
-    `changes` (with base texts) or just `changed_files` feed the path-based steps and change-based selection."""
-    changes = changes or (ChangeSet(tuple(changed_files)) if changed_files else None)
+    `changes` feeds the path-based steps and change-based selection."""
     loaded = LoadedCatalog(catalog, db, durations)
     selection = select_for_change(
         loaded, request, engine=engine, changes=changes, labels=labels, passed_stages=passed_stages
     )
     plans = plan_stages(selection.selected, db=db, durations=durations, allow_empty=True)
-    return RunPlan(selection, plans)
+    return RunPlan(selection, plans, changes)
 
 
 def settle(decision: Decision, plan: RunPlan) -> Decision:

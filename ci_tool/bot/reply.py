@@ -121,8 +121,19 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
     elif request.command == "run":
         lines += ["No flags: the default pre-merge selection.", ""]
     if plan is not None:
-        return "\n".join(lines) + "\n" + render_plan(plan)
+        return "\n".join([*lines, preview_line(plan), ""]) + "\n" + render_plan(plan)
     return "\n".join(lines)
+
+
+def preview_line(plan: RunPlan) -> str:
+    """What the plan below was previewed from: the reply is a preview, the build's CI report says what ran."""
+    changes = plan.changes
+    source = (
+        f"from {plain(changes.origin)}" if changes is not None and changes.origin
+        else "from its changed files" if changes is not None
+        else "without the pull request's change (none was read)"
+    )  # fmt: skip
+    return f"**Preview** {source}: the build selects again on the pull request's commit; its CI report says what ran."
 
 
 def _merge_gate(plan: RunPlan) -> list[str]:

@@ -22,13 +22,18 @@ from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
-from ci_tool.commands.changes import change_set
+from ci_tool.commands.changes import change_set, repository_path
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
-from ci_tool.errors import BotError
+from ci_tool.errors import BotError, TestDbError
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.text_file import read_text
+
+# The commands `bot handle` plans stages for, with the pull request's change read from GitHub.
+PLANNED_COMMANDS = ("run", "reuse-pipeline")
 
 
 @click.group()
@@ -75,6 +80,7 @@ def plan(
     durations_path: Path | None,
     changed_files: tuple[str, ...],
     base: str | None,
+    head: str | None,
     labels: tuple[str, ...],
     as_json: bool,
 ) -> int:
@@ -93,7 +99,7 @@ def plan(
         db=loaded.db,
         durations=loaded.durations,
         labels=labels,
-        changes=change_set(changed_files, base=base, test_db=test_db),
+        changes=change_set(changed_files, base=base, head=head, test_db=test_db),
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))
@@ -101,6 +107,20 @@ def plan(
         click.echo(_describe(request) + "\n")
         click.echo(render_plan(run_plan), nl=False)
     return 1 if run_plan.selection.errors else 0
+
+
+def _load_at_head(
+    catalog_path: Path, test_db: Path, durations_path: Path | None, changes: ChangeSet | None
+) -> LoadedCatalog:
+    """The catalog with the test-db lists as the pull request's head has them (this checkout is the default
+    branch's). Lists the head breaks load as this checkout has them: the test-db rule then says it cannot
+    decide, and the build's own selection reports the error."""
+    if changes is not None and changes.head_lists():
+        try:
+            return open_catalog(catalog_path, test_db, durations_path, test_db_texts=changes.head_lists())
+        except TestDbError:
+            pass
+    return load(catalog_path, test_db, durations_path)
 
 
 @bot.command("help")
@@ -151,7 +171,9 @@ def handle(
 ) -> int:
     """Decide what to do about one PR comment (ignore, help, refuse or dispatch) and do it: replies and
     statuses through GitHub, builds through Jenkins. A `/bot run` is resolved against the stage catalog with
-    the pull request's labels and changed files: unknown stage names get help, approvals are checked."""
+    the pull request's labels and its change read from GitHub (its files, and the test-db and waives at the
+    merge base and the head), as `ci-tool stage select --base` reads it from git: unknown stage names get
+    help, approvals are checked. The reply is a preview; the build selects again on the PR's commit."""
     event = read_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
     allowlist_text = read_text(allowlist_path, name="the allowlist", error=BotError)
     allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
@@ -164,12 +186,17 @@ def handle(
     if pr is not None and pr.state != "open":  # closed since the event was sent
         decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
         command = None
-    labels, changed = (pr.labels, pr.changed_files) if pr is not None else (event.labels, ())
+    labels = pr.labels if pr is not None else event.labels
+    changes: ChangeSet | None = None
+    if github is not None and pr is not None and command in PLANNED_COMMANDS:
+        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
+
+        changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
 
     def plan_for(selection_request: SelectionRequest) -> RunPlan:
-        loaded = load(catalog_path, test_db, durations_path)
+        loaded = _load_at_head(catalog_path, test_db, durations_path, changes)
         return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                        labels=labels, changed_files=changed)  # fmt: skip
+                        labels=labels, changes=changes)  # fmt: skip
 
     run_plan: RunPlan | None = None
     if command == "run" and request is not None:

@@ -61,11 +61,13 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
 
 def pull_request_options(command: F) -> F:
     """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), --base (base,
-    the target branch; commands/changes.py reads the change from both), and --label and --labels-json
-    (both into labels, a tuple): the pull-request facts selection reads."""
+    the target branch) and --head (head; commands/changes.py reads the change from these), and --label and
+    --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
 
     @functools.wraps(command)
     def with_labels(*args: Any, labels: tuple[str, ...], labels_json: tuple[str, ...], **kwargs: Any) -> object:
+        if kwargs["head"] is not None and kwargs["base"] is None:
+            raise click.UsageError("--head needs --base: the change is measured from the merge base with it")
         return command(*args, labels=(*labels, *labels_json), **kwargs)
 
     decorators = (
@@ -80,6 +82,12 @@ def pull_request_options(command: F) -> F:
             metavar="REF",
             help="The target branch: change-based selection compares the test-db and waives with their text "
             "at its merge base (and, without --changed-files, takes the changed paths from git).",
+        ),
+        click.option(
+            "--head",
+            metavar="REF",
+            help="With --base: the pull request's head commit (CI passes HEAD) [default: the work tree, "
+            "uncommitted and untracked files included].",
         ),
         click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
         click.option(
@@ -109,6 +117,20 @@ def read_changed_files(path: Path) -> tuple[str, ...]:
     """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
     text = read_text(path, name="the changed-files list", error=StageError)
     return tuple(line.strip() for line in lines(text) if line.strip())
+
+
+def facts_line(system_info: Path | None, *, slurm: bool = False) -> str:
+    """The one line `stage show` and `stage run --dry-run` print about the facts they rendered with: the
+    stage name's (what CI knows before a runner starts; a condition on a fact only the runner knows
+    matches), or a sysinfo file's under them."""
+    if slurm:
+        return "facts: the stage name's only, as its Slurm job renders"
+    if system_info is None:
+        return (
+            "facts: the stage name's only (conditions on machine facts match); "
+            "--system-info FILE renders for a machine"
+        )
+    return f"facts: {system_info} (--system-info) under the stage name's"
 
 
 def echo_errors(errors: Sequence[CiToolError]) -> None:

@@ -2,10 +2,13 @@
 stage select, bot plan; they pass it to stages.select.select_for_change):
 
     --changed-files FILE   the changed paths (`git diff --name-only BASE...HEAD`), one per line
+    --head REF             with --base: the commit the change ends at (CI: HEAD, so files the job writes
+                           in the checkout are no change) instead of the work tree
     --base REF             the target branch: the test-db files are compared with their text at the merge
                            base of REF and HEAD (without it, the waives and test-db rules cannot decide);
-                           without --changed-files, the paths come from git too (since the merge base,
-                           uncommitted and untracked files included)
+                           without --changed-files, the whole change comes from git (`from_git`: since
+                           the merge base, uncommitted and untracked files included, renames found),
+                           the same value the bot reads through the GitHub API (dispatch/pull_change.py)
 
 and the pull request's effective waives (`merged_waives`): its waives file merged with the target branch
 tip's (testdb/waive_merge.py), for `ci-tool testdb merge-waives` and `ci-tool run --base`.
@@ -13,14 +16,14 @@ tip's (testdb/waive_merge.py), for `ci-tool testdb merge-waives` and `ci-tool ru
 
 from __future__ import annotations
 
-import posixpath
+from dataclasses import replace
 from pathlib import Path
 
 from ci_tool import gitinfo
 from ci_tool.errors import TestDbError
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import touched_by
-from ci_tool.stages.changes import ChangeSet
+from ci_tool.stages.changes import ChangedPath, ChangeSet, FileStatus, change_of, rule_input
 from ci_tool.testdb.waive_merge import MergedWaives, merge_waives
 from ci_tool.text_file import read_text
 
@@ -29,27 +32,60 @@ def change_set(
     changed_files: tuple[str, ...],
     *,
     base: str | None,
+    head: str | None = None,
     test_db: Path,
     root: Path | None = None,
     history: Path | None = None,
 ) -> ChangeSet | None:
     """The change the options describe (None: no changed files, so no path-based step runs), with the touch
-    records `history` holds of its files (none when there is no such file)."""
+    records `history` holds of its files (none when there is no such file). `head`: the commit the change
+    ends at (None: the work tree); a --changed-files list is always read against the work tree."""
     root = root or Path.cwd()
-    merge_base = gitinfo.merge_base(root, base) if base is not None else None
-    files = changed_files or (gitinfo.changed_since(root, merge_base) if merge_base is not None else ())
-    if not files:
-        return None
     folder = repository_path(test_db, root)
-    in_test_db = [path for path in files if posixpath.dirname(path) == folder]
+    if base is not None and not changed_files:
+        found = from_git(root, base, head, test_db_dir=folder)
+        return replace(found, touched_by=_touched_by(history, found.files)) if found.files else None
+    if not changed_files:
+        return None
+    merge_base = gitinfo.merge_base(root, base) if base is not None else None
+    in_test_db = [path for path in changed_files if rule_input(path, folder)]
     base_texts = {path: gitinfo.file_at(root, merge_base, path) for path in in_test_db} if merge_base else None
     return ChangeSet(
-        files=tuple(files),
+        files=tuple(changed_files),
         test_db_dir=folder,
-        deleted=frozenset(path for path in files if not (root / path).exists()),
+        deleted=frozenset(path for path in changed_files if not (root / path).exists()),
         base=base_texts,
         now={path: _text(root / path) for path in in_test_db},
-        touched_by=_touched_by(history, files),
+        touched_by=_touched_by(history, changed_files),
+        base_sha=merge_base,
+        origin=f"the changed-files list and git (merge base {merge_base[:12]})" if merge_base else "",
+    )
+
+
+_STATUS = {"A": FileStatus.ADDED, "M": FileStatus.MODIFIED, "D": FileStatus.REMOVED, "R": FileStatus.RENAMED}
+
+
+def from_git(root: Path, base_ref: str, head_ref: str | None = None, *, test_db_dir: str) -> ChangeSet:
+    """What `head_ref` (None: the work tree, uncommitted and untracked files included) changes since its
+    merge base with `base_ref`: the value dispatch/pull_change.from_github reads for a pull request."""
+    merge_base = gitinfo.merge_base(root, base_ref, head_ref or "HEAD")
+    head_sha = gitinfo.commit_of(root, head_ref or "HEAD")
+    listed = gitinfo.name_status(root, merge_base, head_ref)
+    changed = [ChangedPath(found.path, _STATUS[found.letter], found.previous) for found in listed]
+    inputs = {path for f in changed for path in (f.path, f.previous) if path and rule_input(path, test_db_dir)}
+    if head_ref is None:
+        now = {path: _text(root / path) for path in inputs}
+    else:
+        now = {path: gitinfo.file_at(root, head_ref, path) for path in inputs}
+    head = head_ref or "the work tree"
+    return change_of(
+        changed,
+        test_db_dir=test_db_dir,
+        base_sha=merge_base,
+        head_sha=head_sha,
+        base={path: gitinfo.file_at(root, merge_base, path) for path in inputs},
+        now=now,
+        origin=f"the change {merge_base[:12]}..{head_sha[:12]} read from git ({head} against {base_ref})",
     )
 
 

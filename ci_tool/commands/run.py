@@ -75,8 +75,17 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 @click.argument("bot_command", required=False, default="/bot run")
 @run_options
 @pull_request_options
+@click.option(
+    "--plan-only", is_flag=True, help="Print the stages the run would start (`+ NAME`, one a line); run nothing."
+)
 def run(
-    bot_command: str, changed_files: tuple[str, ...], base: str | None, labels: tuple[str, ...], options: RunOptions
+    bot_command: str,
+    changed_files: tuple[str, ...],
+    base: str | None,
+    head: str | None,
+    labels: tuple[str, ...],
+    plan_only: bool,
+    options: RunOptions,
 ) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; the /bot run flags
     alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Prints progress,
@@ -98,7 +107,8 @@ def run(
         setup.loaded,
         wanted,
         engine=Engine.LOCAL,
-        changes=change_set(changed_files, base=base, test_db=options.test_db, history=setup.config.history),
+        changes=change_set(changed_files, base=base, head=head, test_db=options.test_db,
+                           history=setup.config.history),
         labels=labels,
         passed_stages=reuse.passed_stages,
     )
@@ -115,6 +125,9 @@ def run(
     if revalidate:
         _check_revalidation(selection, reuse, setup.facts)
     click.echo(reuse.note)
+    if plan_only:
+        click.echo("".join(f"+ {name}\n" for name in selection.names), nl=False)
+        return 0
     chosen = {stage.name.name for stage in selection.selected} | set(reused)
     stages = catalog_stages(
         [stage for stage in selection.candidates if stage.name.name in chosen],  # no label needed here

@@ -3,6 +3,7 @@ them), and the set-up they build from it (catalog, this machine's facts, waives,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -137,11 +138,14 @@ class LocalSetup:
     waives_file: str | None
     config: SessionConfig
 
+    stage_name_facts: bool = False  # render with the stage name's facts only (a dry run without --system-info)
+
     @property
     def planning_facts(self) -> dict[str, QueryValue] | None:
         """What stages render with: this machine's facts, or stage-name keys only (None) for Slurm jobs,
-        whose nodes are not this machine (the reference's sbatch stages render the same way)."""
-        return None if self.config.executor is Executor.SLURM else self.facts
+        whose nodes are not this machine (sbatch stages render the same way), and for a dry run that
+        shows what the stage's runner will render."""
+        return None if self.config.executor is Executor.SLURM or self.stage_name_facts else self.facts
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
@@ -191,5 +195,7 @@ def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> 
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
     digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
     path = (setup.config.output_dir or setup.config.results_root) / f"waives-merged-{digest}.txt"
+    with contextlib.suppress(OSError):  # a fresh checkout has no results folder yet; else the write says why
+        path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)

@@ -12,7 +12,7 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import append_text
-from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, load, pull_request_options
+from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
 from ci_tool.commands.changes import change_set
 from ci_tool.commands.history import history_option
 from ci_tool.errors import StageError
@@ -83,7 +83,8 @@ def describe(stage_name: StageName) -> str:
     "--system-info",
     "system_info",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Merge this machine's facts (`ci-tool sysinfo --json`) under the stage's query, as a run does.",
+    help="Render for the machine these facts (`ci-tool sysinfo --json`) describe, under the stage's query "
+    "[default: the stage name's facts only].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 def show_command(
@@ -111,7 +112,7 @@ def show_command(
     if as_json:
         click.echo(json.dumps(_show_json(found, plan, commands), indent=2))
         return 0
-    click.echo(_show_text(found, plan, commands, loaded.durations, with_sysinfo=facts is not None), nl=False)
+    click.echo(_show_text(found, plan, commands, loaded.durations, facts=facts_line(system_info)), nl=False)
     return 0
 
 
@@ -130,7 +131,7 @@ def _minutes(seconds: float) -> str:
 
 
 def _show_text(
-    found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, with_sysinfo: bool
+    found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, facts: str
 ) -> str:
     family = found.family
     timeout = f"{found.timeout_minutes} min" + (" (derived)" if family.timeout_derived else "")
@@ -139,7 +140,8 @@ def _show_text(
     unknown = len(estimates.unknown)
     lines = [
         f"{found.name.name}: {shard}, on {found.platform} ({found.arch}), mode {found.mode.value}, timeout {timeout}",
-        f"query ({'sysinfo under the stage facts' if with_sysinfo else 'stage facts only; add --system-info'}):",
+        facts,
+        "query:",
         "  " + " ".join(f"{key}={value}" for key, value in plan.query.items()),
         f"rendered {plan.context}: {len(plan.rendered)} line(s)",
         *(f"  {line.raw}" for line in plan.rendered),
@@ -198,6 +200,7 @@ def select_command(
     durations_path: Path | None,
     changed_files: tuple[str, ...],
     base: str | None,
+    head: str | None,
     labels: tuple[str, ...],
     engine: str,
     as_json: bool,
@@ -211,7 +214,8 @@ def select_command(
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     loaded = load(catalog_path, test_db, durations_path)
     catalog = loaded.catalog
-    changes = change_set(changed_files, base=base, test_db=test_db, history=history_path(history_file))
+    changes = change_set(changed_files, base=base, head=head, test_db=test_db,
+                         history=history_path(history_file))
     selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
     echo_errors(selection.errors)
     if as_json:

@@ -4,7 +4,9 @@
     NAME --shard K         a family (`CPU-Generic`) and a shard index: the same as `CPU-Generic-K`
     NAME (a family)        the family's whole render as one stage, unsharded
 
-The list is rendered for the stage's query merged over this machine's sysinfo, waived tests skip with
+The list is rendered for the stage's query merged over this machine's sysinfo (a --dry-run: over the
+stage name's facts only, what CI knows before a runner starts, unless --system-info is given; it prints
+which), waived tests skip with
 their reason, and pytest runs through ci-tool's plugin; the stage's folder (`--output-dir`, else
 `.ci-tool/runs/<run id>/<stage>/`) gets junit.xml, the lists, logs and result.json, and with `--output-dir` the
 run's report.md too (nothing goes under `.ci-tool/runs/` then); the history records it.
@@ -18,11 +20,13 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from ci_tool.commands import bounds
+from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import LocalSetup, RunOptions, finish, local_setup, run_options
 from ci_tool.errors import StageError
 from ci_tool.run.executor import ReadyStage
@@ -54,6 +58,8 @@ def run_command(
 ) -> int:
     """Run stage NAME on this machine (or as a Slurm job): render, waive, shard, pytest; JUnit, logs, history."""
     setup = local_setup(options, detailed_log=detailed_log, output_dir=output_dir)
+    if dry_run and options.system_info is None:  # show the runner's view, not this machine's
+        setup = replace(setup, stage_name_facts=True)
     stage = _resolve(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None
     if mismatch is not None:
@@ -61,7 +67,7 @@ def run_command(
             f"warning: this machine is not a runner for {stage.name.name} ({mismatch}); running anyway", err=True
         )
     if dry_run:
-        click.echo(_dry_run(stage, setup, output_dir), nl=False)
+        click.echo(_dry_run(stage, setup, output_dir, system_info=options.system_info), nl=False)
         return 0
     result = run_session(
         f"ci-tool stage run {stage.name.name}",
@@ -121,7 +127,7 @@ def _whole_family(family: StageName, context: str, arch: str, setup: LocalSetup)
     )
 
 
-def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None) -> str:
+def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None, *, system_info: Path | None) -> str:
     """The query, the lists each process reads and the exact commands with the variables the stage adds to
     their environment, as the run would start them (and, for Slurm, the sbatch command)."""
     config = setup.config
@@ -148,6 +154,7 @@ def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None) ->
         ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
         request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
         lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
+    lines.append(facts_line(system_info, slurm=slurm))
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
         lines += ["  " + line.raw for line in invocation.batch.lines]

@@ -140,7 +140,7 @@ class GitHubClient:
         return self.github.get_repo(repository)
 
     def pull_request(self, repository: str, number: int) -> PullRequest:
-        """The pull request's head, base, author, state, labels and changed files."""
+        """The pull request's head, base, author, state and labels (its change: pull_change.from_github)."""
 
         def read() -> PullRequest:
             pull = self._repo(repository).get_pull(number)
@@ -152,7 +152,6 @@ class GitHubClient:
                 author=pull.user.login,
                 state=pull.state,
                 labels=tuple(label.name for label in pull.labels),
-                changed_files=tuple(changed.filename for changed in pull.get_files()),
             )
 
         return self._call(f"read pull request #{number} of {repository}", read)

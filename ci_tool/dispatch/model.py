@@ -4,7 +4,8 @@
     QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
     CaseResult   one test case of a build's test report
     Console      a piece of a build's console text and where the next one starts
-    PullRequest  what the bot reads of a pull request: head, base, author, labels, changed files
+    PullRequest  what the bot reads of a pull request: head, base, author, labels (its change is a
+                 stages.changes.ChangeSet, dispatch/pull_change.py)
     Commit       a commit's tree (the code it holds) and committer date
     Status       a commit status: context, state, description, link
 """
@@ -74,7 +75,6 @@ class PullRequest:
     author: str
     state: str
     labels: tuple[str, ...]
-    changed_files: tuple[str, ...]
 
 
 @dataclass(frozen=True)

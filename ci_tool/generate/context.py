@@ -75,14 +75,23 @@ SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet .
 SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json'
 SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
 # In a pull request build the changed files feed selection steps 2, 3 and 11; the target branch reaches
-# git through the environment (Jenkins sets CHANGE_TARGET, the GitHub workflow BASE_REF).
+# git through the environment (Jenkins sets CHANGE_TARGET). A rename lists its old path too (--no-renames),
+# as `--base` alone reads the change: a test the pull request moves away is a changed path.
 CHANGED_FILES_COMMAND = (
-    'git fetch --no-tags origin "{ref}" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
+    'git fetch --no-tags origin "{ref}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
 )
 CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
 # Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
-# rules compare those files with their merge-base text (the GitHub plan job fetches only for a PR).
+# rules compare those files with their merge-base text.
 JENKINS_BASE_OPTION = "--base FETCH_HEAD"
+# The GitHub plan job fetches the target branch (BASE_REF) of a pull request and passes the commit it
+# fetched as --base and HEAD as --head: ci-tool reads the whole change between the two commits from git (not
+# the files the job writes in the checkout), as the bot reads it from the GitHub API. The commit reaches
+# the select step as a step output in the environment (BASE_SHA), empty for no pull request.
+GITHUB_FETCH_BASE_COMMAND = (
+    'git fetch --no-tags origin "$BASE_REF" && echo "sha=$(git rev-parse FETCH_HEAD)" >> "$GITHUB_OUTPUT"'
+)
+GITHUB_BASE_OPTION = '${BASE_SHA:+--base "$BASE_SHA" --head HEAD}'
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
 MERGE_REQUEST_DEFAULTS = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
 # `ci-tool stage run` options a selection may pass to each stage (the Option table's).
@@ -272,8 +281,8 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         **_common(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f'{SELECT_COMMAND} --engine {Engine.GITHUB.value} --github-output "$GITHUB_OUTPUT"',
-        "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$BASE_REF"),
-        "changed_files_option": CHANGED_FILES_OPTION,
+        "fetch_base_command": GITHUB_FETCH_BASE_COMMAND,
+        "base_option": GITHUB_BASE_OPTION,
         "hosted_runner": HOSTED_RUNNER,
         "checkout_action": CHECKOUT_ACTION,
         "upload_artifact_action": UPLOAD_ARTIFACT_ACTION,

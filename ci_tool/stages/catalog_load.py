@@ -15,6 +15,7 @@ collected and the first raised, like parse_catalog's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +41,15 @@ class LoadedCatalog:
 
 
 def open_catalog(
-    catalog_path: str | Path, test_db_path: str | Path, durations_path: str | Path | None = None
+    catalog_path: str | Path,
+    test_db_path: str | Path,
+    durations_path: str | Path | None = None,
+    *,
+    test_db_texts: Mapping[str, str | None] | None = None,
 ) -> LoadedCatalog:
-    """Load the test-db, the durations (`<test-db>/.test_durations` when it exists) and the catalog."""
-    db = load_test_db(test_db_path)
+    """Load the test-db (`test_db_texts` in place of its files: load_test_db), the durations
+    (`<test-db>/.test_durations` when it exists) and the catalog."""
+    db = load_test_db(test_db_path, texts=test_db_texts)
     if durations_path is None:
         default = durations_file_of(Path(test_db_path))
         durations: Durations = load_durations(default) if default.is_file() else {}

@@ -7,6 +7,7 @@ errors because a typo such as `wildcard:` would otherwise silently select every 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
@@ -37,9 +38,10 @@ def yaml_files(root: Path) -> list[Path]:
     return sorted([*root.glob("*.yml"), *root.glob("*.yaml")])
 
 
-def load_test_db(root: str | Path) -> TestDb:
-    """Load and validate a test-db folder; raise the first problem found."""
-    db, problems = read_test_db(root)
+def load_test_db(root: str | Path, *, texts: Mapping[str, str | None] | None = None) -> TestDb:
+    """Load and validate a test-db folder; raise the first problem found. `texts`: file name -> the text to
+    read instead of the folder's file (None: as if it were gone), e.g. a pull request's lists at its head."""
+    db, problems = read_test_db(root, texts=texts)
     if problems:
         first = problems[0]
         if len(problems) > 1:
@@ -50,8 +52,11 @@ def load_test_db(root: str | Path) -> TestDb:
     return db
 
 
-def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
-    """Load a test-db folder, keeping every valid context and collecting every problem."""
+def read_test_db(
+    root: str | Path, *, texts: Mapping[str, str | None] | None = None
+) -> tuple[TestDb, list[TestDbError]]:
+    """Load a test-db folder (with `texts` in place of its files, as load_test_db says), keeping every valid
+    context and collecting every problem."""
     folder = Path(root)
     if not folder.is_dir():
         raise TestDbError(
@@ -60,8 +65,16 @@ def read_test_db(root: str | Path) -> tuple[TestDb, list[TestDbError]]:
         )
     contexts: dict[str, Context] = {}
     problems: list[TestDbError] = []
-    for path in yaml_files(folder):
-        file_contexts, file_problems = read_test_db_file(path)
+    instead = dict(texts or {})
+    names = sorted({path.name for path in yaml_files(folder)} | {name for name, text in instead.items() if text})
+    for path in (folder / name for name in names):
+        if path.name in instead:
+            text = instead[path.name]
+            if text is None:
+                continue
+            file_contexts, file_problems = parse_test_db_file(text, str(path))
+        else:
+            file_contexts, file_problems = read_test_db_file(path)
         problems.extend(file_problems)
         for context in file_contexts:
             earlier = contexts.get(context.name)

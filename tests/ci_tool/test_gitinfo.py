@@ -92,3 +92,23 @@ def test_the_merge_base_of_a_branch(repo: Path) -> None:
     git(repo, "commit", "-q", "-m", "main moves on")
     git(repo, "checkout", "-q", "topic")
     assert gitinfo.merge_base(repo, "main") == base
+
+
+def test_name_status_of_the_work_tree_and_of_a_commit(repo: Path) -> None:
+    (repo / "sub").mkdir()
+    (repo / "sub" / "long.txt").write_text("".join(f"line {n}\n" for n in range(20)))
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "second")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "mv", "sub/long.txt", "sub/moved.txt")
+    (repo / "a.txt").unlink()
+    git(repo, "commit", "-q", "-am", "third")
+    (repo / "sub" / "new.txt").write_text("untracked\n")
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "x.txt").write_text("ignored\n")
+    status = gitinfo.NameStatus
+    committed = (status("D", "a.txt"), status("R", "sub/moved.txt", "sub/long.txt"))
+    assert gitinfo.name_status(repo, base, "HEAD") == committed
+    assert gitinfo.name_status(repo, base) == (*committed, status("A", "sub/new.txt"))  # untracked, not ignored
+    # Below the top: the folder's changes only, relative to it (as changed_since names them).
+    assert gitinfo.name_status(repo / "sub", base) == (status("R", "moved.txt", "long.txt"), status("A", "new.txt"))

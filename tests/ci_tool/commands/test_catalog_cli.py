@@ -84,7 +84,8 @@ def test_stages_list_reports_a_bad_catalog(capsys: pytest.CaptureFixture[str], t
 
 SHOW_HEAD = """\
 A10-PyTorch-2: shard 2 of 2, on a10 (x86_64), mode functional, timeout 40 min (derived)
-query (stage facts only; add --system-info):
+facts: the stage name's only (conditions on machine facts match); --system-info FILE renders for a machine
+query:
   stage=pre_merge backend=pytorch orchestrator=mpi auto_trigger=others system_gpu_count=1 gpu=A10
 rendered l0_x: 3 line(s)
   tests/a_test.py

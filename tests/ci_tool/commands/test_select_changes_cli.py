@@ -116,3 +116,20 @@ def test_disable_cbts_runs_the_full_set(checkout: Path, capsys: pytest.CaptureFi
     assert code == 0
     assert set(GPU_STAGES) <= set(selected(out))
     assert "step 16" not in out
+
+
+def test_head_reads_the_committed_change_not_the_work_tree(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CI writes files into its checkout before it selects: with --head HEAD they are no change."""
+    commit_change(checkout, "docs/guide.md", "# Guide, again\n")
+    (checkout / "selection.json").write_text("{}\n")  # what a pipeline writes beside the checkout's files
+    _, out = select(capsys, checkout)
+    assert "step 16: selection.json: no rule claims it\n" in out
+    code, out = select(capsys, checkout, "--head", "HEAD")
+    assert (code, selected(out)) == (0, ["CPU-Build_Docs"])
+
+
+def test_head_needs_base(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["stage", "select", "--request", "request.json", "--catalog", "stages.yml", "--head", "HEAD"])
+    err = capsys.readouterr().err
+    assert (code, err.splitlines()[-1]) == (2, "Error: --head needs --base: the change is measured from the merge "
+                                               "base with it")  # fmt: skip

@@ -12,7 +12,12 @@ call for the bot, with faults injected per request.
              POST job/J/N/stop                           302 to the build page
              GET  job/J/N/testReport/api/json            suites of cases (404 when none)
              GET  job/J/N/artifact/PATH                  an archived JSON artifact (404 when none)
-    GitHub   GET  repos/O/R/pulls/N, .../pulls/N/files   the pull request and its changed files (paged)
+    GitHub   GET  repos/O/R/pulls/N, .../pulls/N/files   the pull request and its changed files (paged, with
+                                                         status and a rename's previous_filename)
+             GET  repos/O/R/compare/BASE...HEAD          the merge base of two commits (`compares`)
+             GET  repos/O/R/contents/PATH?ref=SHA        a file's text at a commit, base64 (`contents`; over
+                                                         `contents_limit_bytes` without it, as GitHub's 1 MB)
+             GET  repos/O/R/git/blobs/SHA                a blob contents/ named, base64
              POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
              GET  repos/O/R/issues/N/comments            the comments (one page)
              POST repos/O/R/statuses/SHA                 a commit status
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import re
 import threading
@@ -37,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -418,7 +424,13 @@ class FakePull:
     author: str = "pr-author"
     state: str = "open"
     labels: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
+    files: list[str | dict[str, str]] = field(default_factory=list)  # a name (modified) or a pulls/N/files row
+    base_sha: str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"  # the base branch's tip
+    changed_files: int | None = None  # what pulls/N says it changes (None: len(files)); more: a cut-short list
+
+
+def _file_row(found: str | dict[str, str]) -> dict[str, str]:
+    return {"filename": found, "status": "modified"} if isinstance(found, str) else found
 
 
 EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does not set: before any comment
@@ -449,6 +461,10 @@ class FakeGitHub(Loopback):
 
     def commit(self, sha: str) -> FakeCommit:
         return self.commits.get(sha) or FakeCommit(sha[::-1])
+        self.compares: dict[tuple[str, str, str], str] = {}  # (repository, base, head) -> their merge base
+        self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
+        self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
+        self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
 
     @property
     def api_url(self) -> str:
@@ -475,9 +491,11 @@ class FakeGitHub(Loopback):
         if pull is None:
             return _json({"message": "Not Found"}, 404)
         base = f"{self.api_url}/repos/{repo}"
+        changed = len(pull.files) if pull.changed_files is None else pull.changed_files
         return _json({
             "url": f"{base}/pulls/{number}", "issue_url": f"{base}/issues/{number}", "number": pull.number,
-            "state": pull.state, "head": {"sha": pull.head_sha, "ref": "feature"}, "base": {"ref": pull.base_ref},
+            "state": pull.state, "head": {"sha": pull.head_sha, "ref": "feature"},
+            "base": {"ref": pull.base_ref, "sha": pull.base_sha}, "changed_files": changed,
             "user": {"login": pull.author}, "labels": [{"name": name} for name in pull.labels],
         })  # fmt: skip
 
@@ -489,7 +507,30 @@ class FakeGitHub(Loopback):
         if page * per_page < len(pull.files):
             link = f"{self.api_url}/repos/{repo}/pulls/{number}/files?per_page={per_page}&page={page + 1}"
             headers["Link"] = f'<{link}>; rel="next"'
-        return _json([{"filename": name, "status": "modified"} for name in chunk], headers=headers)
+        return _json([_file_row(found) for found in chunk], headers=headers)
+
+    def _compare(self, request: Request, repo: str, base: str, head: str) -> Answer:
+        merge_base = self.compares.get((repo, base, head), base)  # unless told: branched off the base's tip
+        return _json({"merge_base_commit": {"sha": merge_base}, "base_commit": {"sha": base}, "files": []})
+
+    def _content(self, request: Request, repo: str, path: str) -> Answer:
+        path = unquote(path)  # PyGithub quotes the path
+        found = self.contents.get((repo, request.query.get("ref", ""), path))
+        if found is None:
+            return _json({"message": "Not Found"}, 404)
+        sha = hashlib.sha1(b"blob %d\0" % len(found) + found).hexdigest()
+        self.blobs[sha] = found
+        large = len(found) > self.contents_limit_bytes
+        return _json({"type": "file", "name": path.rsplit("/", 1)[-1], "path": path, "size": len(found), "sha": sha,
+                      "encoding": "none" if large else "base64",
+                      "content": "" if large else base64.b64encode(found).decode()})  # fmt: skip
+
+    def _blob(self, request: Request, repo: str, sha: str) -> Answer:
+        found = self.blobs.get(sha)
+        if found is None:
+            return _json({"message": "Not Found"}, 404)
+        content = base64.b64encode(found).decode()
+        return _json({"sha": sha, "size": len(found), "encoding": "base64", "content": content})
 
     def _comment(self, request: Request, repo: str, number: str) -> Answer:
         comment_id = self.next_comment_id
@@ -544,6 +585,9 @@ class FakeGitHub(Loopback):
     ROUTES: tuple[tuple[str, str, Callable[..., Answer]], ...] = (
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)", _pull),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)/files", _files),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/compare/(?P<base>[0-9a-f]+)\.\.\.(?P<head>[0-9a-f]+)", _compare),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/contents/(?P<path>.+)", _content),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/git/blobs/(?P<sha>[0-9a-f]+)", _blob),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comment),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments", _comments),
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),

@@ -168,20 +168,21 @@ class PlanJob:
 
 
 GITHUB_INPUT = re.compile(r"\$\{\{ inputs\.(\w+) \}\}")
+GITHUB_STEP_OUTPUT = re.compile(r"\$\{\{ steps\.(\w+)\.outputs\.(\w+) \}\}")
 RUNS_WHEN_BASE_REF = "${{ inputs.base_ref != '' }}"
 
 
 def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
     """Run the plan job's shell steps as GitHub would, in `workspace` (a checkout with `.venv/bin/ci-tool`):
-    `inputs.*` expressions take the given inputs (the workflow's defaults otherwise), the checkout and
-    set-up steps are what the workspace already is, and the outputs land in a real $GITHUB_OUTPUT file."""
+    `inputs.*` expressions take the given inputs (the workflow's defaults otherwise), `steps.ID.outputs.*`
+    what step ID wrote to its own $GITHUB_OUTPUT file ("" when it was skipped), the checkout and set-up steps
+    are what the workspace already is, and the job's outputs are the plan step's."""
     workflow = yaml.safe_load(workflow_text)
     trigger = workflow[True]["workflow_dispatch"]["inputs"]  # YAML 1.1 reads the key `on` as true
     values = {name: str(spec["default"]) for name, spec in trigger.items()} | inputs
-    output = workspace / "github_output"
-    output.write_text("")
+    step_outputs: dict[str, dict[str, str]] = {}
     log = []
-    for step in workflow["jobs"]["plan"]["steps"]:
+    for index, step in enumerate(workflow["jobs"]["plan"]["steps"]):
         if "uses" in step or step["name"] == "Set up ci-tool":
             continue
         if "if" in step:
@@ -189,10 +190,15 @@ def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
             if not values["base_ref"]:
                 continue
         env = {
-            key: GITHUB_INPUT.sub(lambda m: values[m.group(1)], str(value))
+            key: GITHUB_STEP_OUTPUT.sub(
+                lambda m: step_outputs.get(m.group(1), {}).get(m.group(2), ""),
+                GITHUB_INPUT.sub(lambda m: values[m.group(1)], str(value)),
+            )
             for key, value in step.get("env", {}).items()
         }
         assert "${{" not in step["run"], "expressions never reach a shell line"
+        output = workspace / f"github_output_{index}"
+        output.write_text("")
         result = subprocess.run(
             ["bash", "-e", "-c", step["run"]],
             cwd=workspace,
@@ -204,8 +210,9 @@ def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
         log.append(result.stdout + result.stderr)
         if result.returncode != 0:
             return PlanJob(result.returncode, {}, "".join(log))
-    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    return PlanJob(0, outputs, "".join(log))
+        if "id" in step:
+            step_outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return PlanJob(0, step_outputs.get("plan", {}), "".join(log))
 
 
 PlanJobRunner = Callable[..., PlanJob]

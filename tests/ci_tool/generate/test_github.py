@@ -236,3 +236,28 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
     assert (uploaded / "junit.xml").is_file()
     (process,) = json.loads((uploaded / "result.json").read_text())["processes"]
     assert ("-s" in process["command"]) is bool(stage_run_args)  # --detailed-log reached pytest
+
+
+def _git(workspace: Path, *args: str) -> None:
+    identity = ["-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
+    subprocess.run(["git", *identity, *args], cwd=workspace, check=True, capture_output=True, timeout=60)
+
+
+def test_the_plan_job_reads_a_pull_requests_change_from_its_base(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
+    """A pull request that only removes an A10 waive runs the A10 stages alone: the plan job passes the
+    fetched target branch as --base, so the waives rule compares the file with its merge-base text."""
+    workspace = make_workspace("plan-unwaive")
+    waives = workspace / "test-db" / "waives.txt"
+    waives.write_text("full:A10/tests/b.py SKIP (https://bugs.example/1)\n")
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-q", "-m", "base")
+    _git(workspace, "checkout", "-q", "-b", "pull-request")
+    waives.write_text("")
+    _git(workspace, "commit", "-q", "-am", "unwaive tests/b.py on A10")
+    _git(workspace, "remote", "add", "origin", str(workspace))
+    plan = plan_job(generated["small"].files[WORKFLOW], workspace, request=request(), base_ref="main")
+    assert plan.code == 0, plan.log
+    assert (plan.stages("cpu_1"), plan.stages("single_gpu_1"), plan.stages("multi_gpu_1")) == (
+        [], ["A10-PyTorch-1", "A10-PyTorch-2"], []
+    )

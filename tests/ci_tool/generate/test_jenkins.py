@@ -392,7 +392,8 @@ def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: di
     assert steps(run, "sh")[1:] == [
         (
             "sh",
-            'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt',
+            'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only --no-renames FETCH_HEAD...HEAD'
+            " > changed-files.txt",
         ),
         (
             "sh",

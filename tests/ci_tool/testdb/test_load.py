@@ -156,3 +156,26 @@ def test_a_test_line_with_a_control_character_is_refused_at_its_entry(tmp_path: 
 def test_a_leading_bom_is_ignored(tmp_path: Path) -> None:
     write(tmp_path, "l0_x.yml", "").write_bytes(b"\xef\xbb\xbfversion: 0.0.1\nl0_x:\n- tests: [a.py]\n")
     assert [e.line.test_id for e in load_test_db(tmp_path).contexts["l0_x"].blocks[0].entries] == ["a.py"]
+
+
+LIST_A = "version: 0.0.1\nl0_a:\n- condition: {}\n  tests: [tests/a.py]\n"
+LIST_B = "version: 0.0.1\nl0_b:\n- condition: {}\n  tests: [tests/b.py]\n"
+LIST_A2 = "version: 0.0.1\nl0_a:\n- condition: {}\n  tests: [tests/a.py, tests/a2.py]\n"
+
+
+@pytest.mark.parametrize(
+    ("texts", "contexts"),
+    [
+        ({}, {"l0_a": 1}),
+        ({"a.yml": LIST_A2}, {"l0_a": 2}),
+        ({"a.yml": None}, {}),
+        ({"b.yml": LIST_B}, {"l0_a": 1, "l0_b": 1}),
+    ],
+    ids=["the folder's", "a file's text replaced", "a file gone", "a file added"],
+)
+def test_texts_stand_in_for_the_folders_files(
+    tmp_path: Path, texts: dict[str, str | None], contexts: dict[str, int]
+) -> None:
+    write(tmp_path, "a.yml", LIST_A)
+    db = load_test_db(tmp_path, texts=texts)
+    assert {name: len(context.blocks[0].entries) for name, context in db.contexts.items()} == contexts

@@ -1,0 +1,192 @@
+"""What the bot announces is what CI selects: one real git pull request per kind of change, and the bot's
+reply to `/bot run` (`bot handle` against the GitHub and Jenkins fakes, from a checkout of the base branch as
+the bot workflow runs it), the generated Jenkins pipeline's selection commands (as L0_MergeRequest.groovy
+runs them in a pull request build), the generated GitHub workflow's plan job, and a local
+`ci-tool run --base --plan-only` (from the pull request's checkout) all name the same stages. The local run
+narrows a family's list (`<family>-<K>-cbts` stages), the pipelines run its whole shards: they agree on
+the families."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ci_tool.cli import main
+from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
+from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
+from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
+from tests.ci_tool.generate.conftest import run_plan_job
+
+_STAGE_ROW = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| \d+/\d+ \|")
+_NARROWED = re.compile(r"(-\d+)?(-cbts)?$")
+ALL_PRE_MERGE = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3", "A10-PyTorch-1", "A10-PyTorch-2",
+                 "DGX_H100-PyTorch-1", "CPU-Build_Docs"]  # fmt: skip
+ALL_STAGES = [*ALL_PRE_MERGE[:5], "A10-PyTorch-Post-Merge-1", *ALL_PRE_MERGE[5:]]  # the catalog's order
+
+
+def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        text = (root / path).read_text() if (root / path).exists() else ""
+        assert old in text, f"{path} lacks {old!r}"
+        (root / path).write_text(text.replace(old, new, 1) if old else text + new)
+
+    return change
+
+
+# id -> (the pull request's change, the stages the pipelines and the bot run, the families a local run runs)
+CHANGES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
+    "unwaive": (_edit("test-db/waives.txt", A10_WAIVE, ""), ["A10-PyTorch-1", "A10-PyTorch-2"], ["A10-PyTorch"]),
+    "new waive": (_edit("test-db/waives.txt", "", "tests/engine/test_attention.py SKIP (https://bugs.example/3)\n"),
+                  [], []),
+    "test-db entry added": (_edit("test-db/l0_cpu.yml", "", "  - tests/tools/test_new.py\n"),
+                            ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
+    "test file changed": (_edit("tests/tools/test_cli.py", "pass", "assert True"),
+                          ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
+    "test file renamed": (lambda root: git(root, "mv", "tests/unit/test_a.py", "tests/unit/test_c.py"),
+                          ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
+    "docs only": (_edit("docs/guide.md", "# Guide", "# The guide"), ["CPU-Build_Docs"], ["CPU-Build_Docs"]),
+    "source file": (_edit("src/pool.py", "return 1", "return 2"), ALL_PRE_MERGE,
+                    ["CPU-Generic", "A10-PyTorch", "DGX_H100-PyTorch", "CPU-Build_Docs"]),
+}  # fmt: skip
+
+
+def selected(out: str) -> list[str]:
+    return [line.split()[1] for line in out.splitlines() if line.startswith("+ ")]
+
+
+def families(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(_NARROWED.sub("", name) for name in names))
+
+
+_GROOVY_STRING = re.compile(r"^@Field final String (\w+) = '(.*)'$", re.MULTILINE)
+
+
+def jenkins_selection(root: Path) -> list[str]:
+    """The stages L0_MergeRequest selects in a pull request build (CHANGE_TARGET set): its own commands,
+    read from the generated pipeline, run in the checkout as its `Select Stages` stage runs them."""
+    fields = dict(_GROOVY_STRING.findall((root / "jenkins" / "L0_MergeRequest.groovy").read_text()))
+    script = (f"{fields['CHANGED_FILES_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGED_FILES_OPTION']}"
+              f" > {fields['SELECTION_FILE']}")  # fmt: skip
+    environment = {**os.environ, "CHANGE_TARGET": "main", "LABELS": "[]"}
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=root, env=environment, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return list(json.loads((root / fields["SELECTION_FILE"]).read_text())["stages"])
+
+
+def github_selection(root: Path) -> list[str]:
+    """The stages the generated workflow's plan job puts into its matrices for a pull request into main."""
+    plan = run_plan_job((root / ".github" / "workflows" / "l0-test.yml").read_text(), root, base_ref="main")
+    assert plan.code == 0, plan.log
+    rows = [row for key, value in plan.outputs.items() if key.endswith(tuple("0123456789")) for row in
+            json.loads(value)]  # fmt: skip
+    return sorted((str(row["stage"]) for row in rows), key=ALL_STAGES.index)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    return captured.out
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pull_request(
+    change: tuple[Callable[[Path], None], list[str], list[str]],
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    edit, stages, local_families = change
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    edit(root)
+    commit_all(root, "the pull request")
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+
+    env.chdir(tmp_path / "default-branch")  # the bot workflow checks out the default branch, never the PR
+    cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    (reply,) = github.bodies()
+    bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
+    head = git(root, "rev-parse", "pr").strip()
+    fork = git(root, "rev-parse", "main").strip()
+    assert f"**Preview** from the pull request's change {fork[:12]}..{head[:12]} read from GitHub: " in reply
+
+    env.chdir(root)  # CI checks out the pull request's head
+    # First by hand, in the clean checkout (without --head, files the pipelines leave behind are changes).
+    select = ("stage", "select", "--request", "request.json", "--base", "main")
+    by_hand = {engine: selected(cli(capsys, *select, "--engine", engine)) for engine in ("jenkins", "github")}
+    local = selected(cli(capsys, "run", "--base", "main", "--plan-only"))
+    on_jenkins = jenkins_selection(root)
+    on_github = github_selection(root)
+
+    assert (bot, on_jenkins, on_github) == (stages, stages, stages)
+    assert by_hand == {"jenkins": stages, "github": stages}
+    assert families(local) == local_families
+
+
+def test_a_pull_request_that_breaks_a_list_gets_a_full_set_preview_and_the_error(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The bot plans from the lists as this checkout has them when the head's do not load: the test-db rule
+    cannot decide, so the preview is the full set; the build's own selection then stops on the error."""
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    _edit("test-db/l0_cpu.yml", "", "  - {not: a test line}\n")(root)
+    commit_all(root, "the pull request")
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    (reply,) = github.bodies()
+    assert [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))] == ALL_PRE_MERGE
+    assert "- test-db/l0\\_cpu.yml: test-db rule: cannot decide (" in reply
+    env.chdir(root)
+    assert main(["stage", "select", "--request", "request.json", "--base", "main", "--head", "HEAD"]) == 1
+
+
+def test_reuse_pipeline_carries_a_build_that_ran_what_the_change_selects(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """/bot reuse-pipeline compares a passing build's archived selection with what its request selects now:
+    for an unwaive both are the A10 stages, as the bot reads the change from GitHub like the build did."""
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    CHANGES["unwaive"][0](root)
+    commit_all(root, "the pull request")
+    pull = serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    env.chdir(root)
+    archived = {"stages": jenkins_selection(root)}
+    passed = jenkins.add_build("L0_MergeRequest", {"REQUEST": '{"command": "run", "flags": {}}', "PR_NUMBER": str(PR),
+                                                   "HEAD_SHA": pull.head_sha}, Script(selection=archived),
+                               building=False, result="SUCCESS")  # fmt: skip
+    github.statuses.append({"sha": pull.head_sha, "context": "Jenkins Full Build", "state": "success",
+                            "description": "2 passed, 0 failed, 0 skipped", "target_url": passed.url})  # fmt: skip
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot reuse-pipeline")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    assert archived == {"stages": ["A10-PyTorch-1", "A10-PyTorch-2"]}
+    assert github.bodies()[0].endswith(f"\n\nCarried `Jenkins Full Build` from build [#1]({passed.url}).\n")
