@@ -453,6 +453,10 @@ class FakeGitHub(Loopback):
         self.commits: dict[str, FakeCommit] = {}  # others: their own tree (the sha reversed), committed EARLY
         self.reactions: dict[tuple[int, str], int] = {}  # (comment id, content) -> reaction id
         self.claim_barrier: threading.Barrier | None = None  # reactions wait here until all parties arrived
+        self.compares: dict[tuple[str, str, str], str] = {}  # (repository, base, head) -> their merge base
+        self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
+        self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
+        self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
 
     def before(self, request: Request) -> None:
         if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
@@ -461,10 +465,6 @@ class FakeGitHub(Loopback):
 
     def commit(self, sha: str) -> FakeCommit:
         return self.commits.get(sha) or FakeCommit(sha[::-1])
-        self.compares: dict[tuple[str, str, str], str] = {}  # (repository, base, head) -> their merge base
-        self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
-        self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
-        self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
 
     @property
     def api_url(self) -> str:
