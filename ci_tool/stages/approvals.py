@@ -129,9 +129,12 @@ def is_full_post_merge(request: SelectionRequest) -> bool:
 
 def label_for(request: SelectionRequest, stage: Stage, *, catalog: Sequence[Stage]) -> str | None:
     """The approval label a selected stage needs (see the module docstring), or None."""
+    return _label(request, stage, broad_selection(request, catalog))
+
+
+def _label(request: SelectionRequest, stage: Stage, broad: BroadSelection | None) -> str | None:
     if is_full_post_merge(request) and (stage.post_merge or stage.multi_gpu):
         return POST_MERGE_APPROVED
-    broad = broad_selection(request, catalog)
     if broad is not None and stage.name.name in broad.stages:
         return POST_MERGE_APPROVED
     return FULL_PRE_MERGE_APPROVED if stage.multi_gpu else None
@@ -145,9 +148,9 @@ def blocked_stages(
     request: SelectionRequest, stages: Sequence[Stage], labels: Collection[str], *, catalog: Sequence[Stage]
 ) -> tuple[BlockedStage, ...]:
     """The selected stages whose label the PR lacks, in the given order (`catalog`: all of its stages)."""
-    found = []
+    found, broad = [], broad_selection(request, catalog)
     for stage in stages:
-        label = label_for(request, stage, catalog=catalog)
+        label = _label(request, stage, broad)
         if label is not None and not _granted(label, labels):
             found.append(BlockedStage(stage, label))
     return tuple(found)
