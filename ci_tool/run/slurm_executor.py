@@ -6,8 +6,9 @@
     the job      `python -m ci_tool.run.slurm_job`: ci-tool's stage runner on the plan made here, its
                  processes under srun across the allocation when M > 1 (invocation.py)
     watching     squeue (every POLL_SECONDS); a job's result file is read only once Slurm says the job
-                 ended, and taken only with the token of that submission (slurm_job.py): its tests,
-                 which can write any file the job can, cannot hand back a result of their own
+                 ended (COMPLETED, CANCELLED or TIMEOUT: the ends its job program exits on its own), and
+                 taken only with the token of that submission (slurm_job.py): its tests, which can write
+                 any file the job can, cannot hand back a result of their own
 
 How a job that ended is read (`verdict`):
     infra fault  NODE_FAIL, BOOT_FAIL, PREEMPTED, or a job that failed before its runner started (a
@@ -55,6 +56,9 @@ INTERRUPT_WAIT_SECONDS = 120.0  # for cancelled jobs to end (Slurm's KillWait is
 SLURM_SILENCE_SECONDS = 300.0  # squeue failing this long ends the run (its error is raised)
 INFRA_STATES = frozenset({JobState.NODE_FAIL, JobState.BOOT_FAIL, JobState.PREEMPTED})
 NON_ZERO_EXIT = "NonZeroExitCode"  # the reason of a job whose script exited non-zero: it ran
+# The ends after which a result file can be the job program's: it exits 0 once the result is written, also
+# when scancel or the time limit interrupt it (SIGTERM); after another end the file is something else's.
+RESULT_STATES = frozenset({JobState.COMPLETED, JobState.CANCELLED, JobState.TIMEOUT})
 
 
 class Verdict(Enum):
@@ -265,6 +269,8 @@ class SlurmExecutor:
     def _ended_job(self, stage: _Stage, job: Job) -> None:
         self.active.remove(stage)
         report, refused = self._report(stage)
+        if report is not None and job.state not in RESULT_STATES:  # its job program never exited on its own
+            report, refused = None, f"Slurm job {job.job_id} ended {job.state}, so its job program did not write it"
         found = verdict(job, started=stage.files.started(job.job_id).exists(), report=report)
         if stage.cancelled is not None:
             self.done.append(StageOutcome(stage.name, StageState.SKIPPED, stage.cancelled))
