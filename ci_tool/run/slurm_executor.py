@@ -377,10 +377,12 @@ class SlurmExecutor:
         self.note(f"interrupted: cancelled Slurm job{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
         deadline = time.monotonic() + INTERRUPT_WAIT_SECONDS
         ended: set[int] = set()
+        trusted: set[int] = set()  # the ended jobs whose result file can be their job program's
         try:
             while time.monotonic() < deadline:
                 known = slurm.jobs(ids)
                 ended = {i for i in ids if known.get(i) is None or known[i].ended}
+                trusted = {i for i in ended if known.get(i) is None or known[i].state in RESULT_STATES}
                 if len(ended) == len(ids):
                     break
                 time.sleep(STOP_POLL_SECONDS)
@@ -389,7 +391,7 @@ class SlurmExecutor:
         for stage in list(self.active):
             self.active.remove(stage)
             job_id = stage.current.job_id
-            report, refused = self._report(stage) if job_id in ended else (None, "")  # a running job's tests may write
+            report, refused = self._report(stage) if job_id in trusted else (None, "")
             started = stage.files.started(job_id).exists()
             why = "ended without results" if started else "cancelled before it started"
             why = why if job_id in ended else f"did not end within {INTERRUPT_WAIT_SECONDS:.0f} s of scancel"
