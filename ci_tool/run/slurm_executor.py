@@ -81,6 +81,11 @@ def verdict(job: Job, *, started: bool, report: JobReport | None) -> Verdict:
     return Verdict.RESULTS if report is not None else Verdict.FAILED
 
 
+def job_program_exited(job: Job) -> bool:
+    """Whether the job ended as its job program does once it has written its result (RESULT_STATES)."""
+    return job.state in RESULT_STATES
+
+
 def gpus_per_node(name: StageName) -> int:
     """N/M of N_GPUs-M_Nodes: `--gres=gpu:K` asks for K on each node."""
     if name.gpu_count % name.node_count:
@@ -269,7 +274,7 @@ class SlurmExecutor:
     def _ended_job(self, stage: _Stage, job: Job) -> None:
         self.active.remove(stage)
         report, refused = self._report(stage)
-        if report is not None and job.state not in RESULT_STATES:  # its job program never exited on its own
+        if report is not None and not job_program_exited(job):
             report, refused = None, f"Slurm job {job.job_id} ended {job.state}, so its job program did not write it"
         found = verdict(job, started=stage.files.started(job.job_id).exists(), report=report)
         if stage.cancelled is not None:
@@ -382,7 +387,7 @@ class SlurmExecutor:
             while time.monotonic() < deadline:
                 known = slurm.jobs(ids)
                 ended = {i for i in ids if known.get(i) is None or known[i].ended}
-                trusted = {i for i in ended if known.get(i) is None or known[i].state in RESULT_STATES}
+                trusted = {i for i in ended if known.get(i) is None or job_program_exited(known[i])}
                 if len(ended) == len(ids):
                     break
                 time.sleep(STOP_POLL_SECONDS)
