@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_tool.bot.authorize import parse_allowlist
+from ci_tool.cli import main
 from ci_tool.errors import CiToolError, StageError
 from ci_tool.perf.baselines import load_baselines
 from ci_tool.perf.config import load_config
@@ -182,3 +183,17 @@ def test_any_alias_graph_loads_or_is_our_error_in_bounded_time(reader: str, text
         READERS[reader](text)
     except CiToolError as error:
         assert error.where is not None
+
+
+def test_the_cli_refuses_the_three_line_file_at_once_with_exit_code_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file from the issue, which made `ci-tool testdb check` run until memory ran out."""
+    (tmp_path / "test-db").mkdir()
+    (tmp_path / "test-db" / "l0_evil.yml").write_text("version: 0.0.1\nl0_evil: &a [ {tests: *a} ]\n")
+    assert main(["testdb", "check", "--test-db", str(tmp_path / "test-db")]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"error: {tmp_path}/test-db/l0_evil.yml:2:10: expected an alias outside the node its anchor names, found "
+        "an alias inside it Hint: a node that holds an alias to itself never ends: move the alias out of the "
+        "anchored node"
+    )
