@@ -7,6 +7,11 @@ Numbers are read here and nowhere else (`int_value`, `float_value`, `NodeReader.
 what YAML 1.1 (libyaml's resolver) says, except for forms that read differently elsewhere or hold more
 than a program can: `07` (octal in YAML 1.1, decimal in YAML 1.2 and to people), `1:30` (base 60, 90),
 integers beyond 64 bits, and `.inf`, `.nan` or `1.0e+400` (not finite). Those are refused with a hint.
+
+Aliases cost every reader at most what `_walk_problem` allows, whatever their graph: an alias inside the
+node its anchor names (`&a [*a]`, which no walk leaves), aliases that repeat more than MAX_ALIAS_REPEATS
+nodes and characters (billion laughs, merge keys `<<` taking a mapping twice per level) and nesting deeper
+than MAX_DEPTH once aliases are expanded are refused at compose time, at the node where they show.
 """
 
 from __future__ import annotations
