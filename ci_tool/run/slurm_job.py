@@ -102,7 +102,7 @@ class JobReport:
 
 def write_spec(spec: JobSpec) -> None:
     spec.files.folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(spec.files.spec, typed_json.dump(spec), what="the Slurm job's plan")
+    write_text_atomically(spec.files.spec, typed_json.dump(spec), what="the Slurm job's plan", mode=0o600)
 
 
 def read_spec(path: Path) -> JobSpec:
