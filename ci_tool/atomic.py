@@ -27,20 +27,24 @@ class WriteError(CiToolError):
         self.strerror = strerror
 
 
-def write_text_atomically(path: str | Path, text: str, *, what: str = "the file") -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
-    write_bytes_atomically(path, text.encode("utf-8"), what=what)
+def write_text_atomically(path: str | Path, text: str, *, what: str = "the file", mode: int | None = None) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path` (`mode`: see below)."""
+    write_bytes_atomically(path, text.encode("utf-8"), what=what, mode=mode)
 
 
-def write_bytes_atomically(path: str | Path, data: bytes, *, what: str = "the file") -> None:
-    """Write `data` to a temporary file beside `path`, then rename it over `path`."""
+def write_bytes_atomically(path: str | Path, data: bytes, *, what: str = "the file", mode: int | None = None) -> None:
+    """Write `data` to a temporary file beside `path`, then rename it over `path`. `mode` (0o600 for a
+    secret) is set before anything is written; without it the file keeps the mode of the one it replaces."""
     target = Path(path)
     temporary = None
     try:
         fd, temporary = _create_temporary(target)
         with os.fdopen(fd, "wb") as handle:
-            with contextlib.suppress(FileNotFoundError):
-                os.fchmod(handle.fileno(), os.stat(target).st_mode & 0o7777)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.fchmod(handle.fileno(), os.stat(target).st_mode & 0o7777)
             handle.write(data)
         os.replace(temporary, target)
     except OSError as error:

@@ -7,6 +7,11 @@ Numbers are read here and nowhere else (`int_value`, `float_value`, `NodeReader.
 what YAML 1.1 (libyaml's resolver) says, except for forms that read differently elsewhere or hold more
 than a program can: `07` (octal in YAML 1.1, decimal in YAML 1.2 and to people), `1:30` (base 60, 90),
 integers beyond 64 bits, and `.inf`, `.nan` or `1.0e+400` (not finite). Those are refused with a hint.
+
+Aliases cost every reader at most what `_walk_problem` allows, whatever their graph: an alias inside the
+node its anchor names (`&a [*a]`, which no walk leaves), aliases that repeat more than MAX_ALIAS_REPEATS
+nodes and characters (billion laughs, merge keys `<<` taking a mapping twice per level) and nesting deeper
+than MAX_DEPTH once aliases are expanded are refused at compose time, at the node where they show.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ TRUE_WORDS = ("true", "yes", "on", "y")
 FALSE_WORDS = ("false", "no", "off", "n")
 INT_MAX = 2**63 - 1  # the largest integer SQLite, JSON readers and most tools hold
 MAX_DEPTH = 1000  # libyaml's own limit; the pure-Python loader recurses instead
+MAX_ALIAS_REPEATS = 1_000_000  # nodes and characters that aliases may repeat in one document, in all
+_TOO_DEEP = f"expected YAML nested at most {MAX_DEPTH} deep, found deeper nesting"
+_RECURSIVE_ALIAS = "expected an alias outside the node its anchor names, found an alias inside it"
+_RECURSIVE_ALIAS_HINT = "a node that holds an alias to itself never ends: move the alias out of the anchored node"
+_TOO_MANY_REPEATS = f"expected aliases that repeat at most {MAX_ALIAS_REPEATS} nodes and characters, found more"
+_TOO_MANY_REPEATS_HINT = "each alias repeats all of its anchor's node: write the repeated part out, or alias less"
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _NESTING_STARTS: tuple[type[yaml.Token], ...] = (yaml.BlockSequenceStartToken, yaml.BlockMappingStartToken)
 _NESTING_STARTS += (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken)
@@ -62,10 +73,10 @@ def compose(text: str, *, file: str, error: type[CiToolError]) -> Node | None:
             f"expected printable text, found character {problem.object[problem.start]!r}",
             where=Where(file, text.count("\n", 0, problem.start) + 1),
         ) from None
-
-
-    if document is not None and _depth(document) > MAX_DEPTH:
-        raise _too_deep_error(text, file, error)
+    too_costly = None if document is None else _walk_problem(document)
+    if too_costly is not None:
+        message, node, hint = too_costly
+        raise error(message, where=Where(file, node.start_mark.line + 1, node.start_mark.column + 1), hint=hint)
     return document
 
 
@@ -83,21 +94,63 @@ def _pure_python_problem(text: str) -> yaml.MarkedYAMLError | None:
     return None
 
 
-def _depth(root: Node) -> int:
-    """How deep collections nest in a node tree (walked without recursion)."""
-    deepest, stack = 0, [(root, 1)]
+def _walk_problem(root: Node) -> tuple[str, Node, str | None] | None:
+    """What makes walking `root` too costly, and the node where it shows: (message, node, hint), or None.
+
+    An alias is the very node its anchor names, so a walk that follows aliases can repeat a node any
+    number of times (`&a [*a]` forever, ten aliases of ten aliases of ... exponentially). Here each distinct
+    node is visited once, in document order, and remembers what walking it costs (its nodes and characters,
+    aliases expanded) and how deep it nests: a node met again is an alias, and what it repeats counts
+    against MAX_ALIAS_REPEATS. A document accepted costs any walk over it at most its text's own size plus
+    MAX_ALIAS_REPEATS, and nests at most MAX_DEPTH deep, whatever its aliases."""
+    weight: dict[int, int] = {}  # id(node) -> its nodes and characters, aliases expanded
+    depth: dict[int, int] = {}  # id(node) -> how many collections deep it nests, aliases expanded
+    on_path: set[int] = {id(root)}
+    stack: list[tuple[Node, list[Node]]] = [(root, _children(root))]  # the path: collections (and one leaf)
+    repeated = 0
     while stack:
-        node, depth = stack.pop()
-        if isinstance(node, SequenceNode | MappingNode):
-            deepest = max(deepest, depth)
-            children = node.value if isinstance(node, SequenceNode) else [item for pair in node.value for item in pair]
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
+        node, pending = stack[-1]
+        if not pending:
+            stack.pop()
+            on_path.discard(id(node))
+            children = _children(node)
+            weight[id(node)] = _weight(node) + sum(weight[id(child)] for child in children)
+            nested = max((depth[id(child)] for child in children), default=0)
+            depth[id(node)] = 0 if isinstance(node, ScalarNode) else 1 + nested
+            continue
+        child = pending.pop()
+        if id(child) in on_path:
+            return _RECURSIVE_ALIAS, child, _RECURSIVE_ALIAS_HINT
+        if id(child) in weight:  # met before: an alias
+            repeated += weight[id(child)]
+            if repeated > MAX_ALIAS_REPEATS:
+                return _TOO_MANY_REPEATS, node, _TOO_MANY_REPEATS_HINT
+            if len(stack) + depth[id(child)] > MAX_DEPTH:
+                return _TOO_DEEP, node, None
+            continue
+        if not isinstance(child, ScalarNode) and len(stack) + 1 > MAX_DEPTH:
+            return _TOO_DEEP, child, None
+        on_path.add(id(child))
+        stack.append((child, _children(child)))
+    return None
+
+
+def _children(node: Node) -> list[Node]:
+    """A collection's nodes in reverse document order (a stack pops them in order); none for a scalar."""
+    if isinstance(node, SequenceNode):
+        return node.value[::-1]
+    if isinstance(node, MappingNode):
+        return [item for pair in node.value for item in pair][::-1]
+    return []
+
+
+def _weight(node: Node) -> int:
+    """What walking one node costs on its own: one, plus a scalar's characters (a reader may copy them)."""
+    return 1 + len(node.value) if isinstance(node, ScalarNode) else 1
 
 
 def _too_deep_error(text: str, file: str, error: type[CiToolError]) -> CiToolError:
-    message = f"expected YAML nested at most {MAX_DEPTH} deep, found deeper nesting"
-    return error(message, where=_too_deep(text, file))
+    return error(_TOO_DEEP, where=_too_deep(text, file))
 
 
 def _too_deep(text: str, file: str) -> Where:

@@ -7,7 +7,6 @@ cannot inject markdown, links or @-mentions into the reply.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
@@ -22,12 +21,6 @@ from ci_tool.stages.cbts import CbtsScope
 
 DRY_RUN_NOTE = "dry run: nothing was started"
 COMMENT_LIMIT = 65_536  # characters GitHub takes in one comment
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~@])")  # what can format text in the middle of a line
-
-
-def plain(text: str) -> str:
-    """`text` with markdown punctuation escaped, for sentences that quote rule reasons."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def _and(words: list[str]) -> str:
@@ -91,7 +84,7 @@ def _missing_labels(decision: Decision) -> str:
         "",
     ]
     for missing in decision.missing:
-        lines.append(f"- `{missing.label}`, for " + "; ".join(plain(reason) for reason in missing.reasons))
+        lines.append(f"- `{missing.label}`, for " + "; ".join(code(reason) for reason in missing.reasons))
     lines += [
         "",
         "A CI approver can add the label; then comment the command again. To run without it, narrow "
@@ -189,12 +182,12 @@ def render_plan(plan: RunPlan) -> str:
     narrowing = selection.narrowing
     if narrowing is not None and narrowing.scope is not CbtsScope.OFF:  # why the changed files run what they run
         lines += [f"**Change-based selection:** {narrowing.scope.value}.", ""]
-        lines += [f"- {plain(reason)}" for reason in narrowing.reasons] + [""]
+        lines += [f"- {code(reason)}" for reason in narrowing.reasons] + [""]
     for missing in selection.missing:
-        lines.append(f"Needs the label `{missing.label}`, for " + "; ".join(plain(r) for r in missing.reasons) + ".")
+        lines.append(f"Needs the label `{missing.label}`, for " + "; ".join(code(r) for r in missing.reasons) + ".")
     if selection.missing:
         lines.append("")
-    lines += [f"Note: {plain(note)}." for note in selection.notes] + ([""] if selection.notes else [])
+    lines += [f"Note: {code(note)}." for note in selection.notes] + ([""] if selection.notes else [])
     if selection.refused:
         lines += [f"Flags the {selection.engine.value} engine cannot honour:", "", _errors_block(selection.refused), ""]
     if selection.unknown_names:
@@ -204,7 +197,7 @@ def render_plan(plan: RunPlan) -> str:
 
 
 def _why(step: int, reason: str) -> str:
-    return f"step {step}: {plain(reason)}"
+    return f"step {step}: {code(reason)}"
 
 
 def _error_text(error: CiToolError) -> str:

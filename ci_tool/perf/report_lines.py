@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ci_tool.history.perf_results import PerfResult
+from ci_tool.markdown import code, code_cell
 from ci_tool.outcomes import PerfVerdict
 
 _SHOWN = {PerfVerdict.REGRESSED: "**regressed**", PerfVerdict.LOST_COVERAGE: "**lost coverage**",
@@ -16,8 +17,9 @@ def perf_table(results: Sequence[PerfResult]) -> list[str]:
     for r in results:
         baseline = f"{r.baseline:.4g}" if r.baseline is not None else "–"
         delta = f"{r.delta:+.1%}" if r.delta is not None else "–"
-        verdict = _SHOWN.get(r.verdict, r.verdict.value) + (f": {r.note}" if r.note else "")
-        lines.append(f"| {r.case_id} | {r.gpu} | {r.metric} | {r.value:.4g} | {baseline} | {delta} | {verdict} |")
+        verdict = _SHOWN.get(r.verdict, r.verdict.value) + (f": {code_cell(r.note)}" if r.note else "")
+        case = f"{code_cell(r.case_id)} | {code_cell(r.gpu)} | {code_cell(r.metric)}"  # from the PR's configs
+        lines.append(f"| {case} | {r.value:.4g} | {baseline} | {delta} | {verdict} |")
     return lines
 
 
@@ -28,5 +30,5 @@ def perf_section(results: Sequence[PerfResult]) -> list[str]:
     warned = [r for r in results if r.verdict is PerfVerdict.WARNED]
     lines = ["", f"### Perf: {len({(r.stage, r.case_id) for r in results})} case run(s)", ""]
     if warned:
-        lines += [f"- warning in {r.stage or 'pytest'}: {r.note}" for r in warned] + [""]
+        lines += [f"- warning in {code(r.stage or 'pytest')}: {code(r.note)}" for r in warned] + [""]
     return lines + perf_table(results)

@@ -17,6 +17,7 @@ import yaml
 from ci_tool.errors import RunError, Where, did_you_mean
 from ci_tool.run.junit import CaseResult
 from ci_tool.text_file import read_text
+from ci_tool.yaml_nodes import compose
 
 DEFAULT_SIGNATURES = Path(__file__).with_name("flaky_signatures.yml")
 _KEYS = ("name", "pattern", "why")
@@ -34,14 +35,13 @@ def load_flaky_signatures(path: str | Path = DEFAULT_SIGNATURES) -> tuple[FlakyS
     """Read and validate a signature file."""
     file = Path(path)
     text = read_text(file, name="the flaky signatures", error=RunError)
+    node = compose(text, file=str(file), error=RunError)  # bounded whatever its aliases (yaml_nodes)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
+        data = None if node is None else yaml.SafeLoader("").construct_document(node)
+    except yaml.MarkedYAMLError as error:  # a value YAML cannot build (`? [a]: 1`, a bad `!!binary`)
+        mark = error.problem_mark
         where = Where(str(file), mark.line + 1, mark.column + 1) if mark else Where(str(file))
-        raise RunError(
-            f"expected YAML, found a syntax error: {getattr(error, 'problem', error)}", where=where
-        ) from None
+        raise RunError(f"expected YAML values, found: {error.problem}", where=where) from None
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("signatures"), list):
         raise RunError(
             "expected a mapping with `version: 1` and a `signatures:` list",

@@ -22,7 +22,7 @@ from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.reuse import reused_test_origin
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
-from ci_tool.markdown import cell, code, code_block
+from ci_tool.markdown import code, code_block, code_cell
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.report_lines import perf_section
 
@@ -194,14 +194,13 @@ def report_sections(report: CiReport) -> list[str]:
     ]
     for s in report.stages:
         if s.state.ran:
-            result = f"**{s.state}**" + (f" ({cell(s.reason)})" if s.reason else "")
-            lines.append(
-                f"| {s.name} | {result} | {seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped} |"
-            )
+            result = f"**{s.state}**" + (f" ({code_cell(s.reason)})" if s.reason else "")
+            counts = f"{seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped}"
+            lines.append(f"| {code_cell(s.name)} | {result} | {counts} |")
         elif s.state is StageState.REUSED:
-            lines.append(f"| {s.name} | {s.state} ({cell(s.reason)}) | – | – | – | – |")
+            lines.append(f"| {code_cell(s.name)} | {s.state} ({code_cell(s.reason)}) | – | – | – | – |")
         else:
-            lines.append(f"| {s.name} | {s.state} | – | – | – | – |")
+            lines.append(f"| {code_cell(s.name)} | {s.state} | – | – | – | – |")
     lines += _prediction_section(report)
     lines += _failure_section(report) + _known_flaky_section(report) + perf_section(report.perf)
     lines += _rerun_section(report) + _waive_section(report)
@@ -230,14 +229,15 @@ def _prediction_section(report: CiReport) -> list[str]:
     for stage, predicted in ran:
         ratio = stage.duration_seconds / predicted
         actual = seconds_text(stage.duration_seconds)
-        lines.append(f"| {stage.name} | {seconds_text(predicted)} | {actual} | {ratio:.2f} |")
+        lines.append(f"| {code_cell(stage.name)} | {seconds_text(predicted)} | {actual} | {ratio:.2f} |")
         families[queries.stage_family(stage.name)].append(stage.duration_seconds)
     spreads = [(family, max(found), min(found)) for family, found in families.items() if len(found) > 1]
     if spreads:
         lines.append("")
     for family, slowest, fastest in spreads:
         spread = f"{slowest / fastest:.2f}x" if fastest > 0 else "-"
-        lines.append(f"- {family}: slowest shard {seconds_text(slowest)}, fastest {seconds_text(fastest)} ({spread})")
+        shards = f"slowest shard {seconds_text(slowest)}, fastest {seconds_text(fastest)} ({spread})"
+        lines.append(f"- {code(family)}: {shards}")
     return lines
 
 
@@ -288,7 +288,7 @@ def _known_flaky_section(report: CiReport) -> list[str]:
 
 
 def _failed_line(test: FailedTest) -> str:
-    return f"- {code(test.test_id)} in {test.stage}" + (" (error)" if test.outcome is TestOutcome.ERROR else "")
+    return f"- {code(test.test_id)} in {code(test.stage)}" + (" (error)" if test.outcome is TestOutcome.ERROR else "")
 
 
 def _rerun_section(report: CiReport) -> list[str]:
@@ -298,7 +298,7 @@ def _rerun_section(report: CiReport) -> list[str]:
     for rerun in report.reruns:
         verdict = "passed on rerun (unstable, not green)" if rerun.get("rerun") == "passed" else "failed again"
         test, signature = code(rerun.get("test_id")), code(rerun.get("signature"))
-        lines.append(f"- {test} in {rerun.get('stage')}: {signature}, {verdict}")
+        lines.append(f"- {test} in {code(rerun.get('stage'))}: {signature}, {verdict}")
     return lines
 
 
@@ -309,9 +309,9 @@ def _waive_section(report: CiReport) -> list[str]:
     lines = ["", f"### Waives applied: {counted(total, 'test')}", ""]
     for reason, ids in report.waives:
         if reused_test_origin(reason) is not None:  # tests that passed with the same code: a count says it
-            lines.append(f"- {reason}: {counted(len(ids), 'test')} that passed there")
+            lines.append(f"- {code(reason)}: {counted(len(ids), 'test')} that passed there")
         else:
-            lines.append(f"- {reason}: " + ", ".join(code(test_id) for test_id in ids))
+            lines.append(f"- {code(reason)}: " + ", ".join(code(test_id) for test_id in ids))
     return lines
 
 
@@ -320,18 +320,26 @@ def _reused_section(report: CiReport) -> list[str]:
     if not reused:
         return []
     lines = ["", "### Stages reused (passed in an earlier run of the same code; not run again)", ""]
-    return lines + [f"- {s.name}: {s.reason}" for s in reused]
+    return lines + [f"- {code(s.name)}{_because(s.reason)}" for s in reused]
 
 
 def _not_run_section(report: CiReport) -> list[str]:
     not_run = [s for s in report.stages if not s.state.ran and s.state is not StageState.REUSED]
     if not not_run:
         return []
-    return ["", "### Stages not run", ""] + [f"- {s.name}: {s.state.words}: {s.reason}" for s in not_run]
+    return ["", "### Stages not run", ""] + [f"- {code(s.name)}: {s.state.words}{_because(s.reason)}" for s in not_run]
 
 
 def _uncollected_section(report: CiReport) -> list[str]:
     if not report.uncollected:
         return []
     lines = ["", "### List entries that collected nothing", ""]
-    return lines + [f"- {code(u.get('id'))} in {u.get('stage')}: {u.get('reason')}" for u in report.uncollected]
+    return lines + [
+        f"- {code(u.get('id'))} in {code(u.get('stage'))}{_because(str(u.get('reason') or ''))}"
+        for u in report.uncollected
+    ]
+
+
+def _because(reason: str) -> str:
+    """`: ` and the reason in a code span (it may quote the PR's files), or nothing for no reason."""
+    return f": {code(reason)}" if reason else ""

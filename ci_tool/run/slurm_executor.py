@@ -5,7 +5,10 @@
                  --no-requeue; stdout and stderr in <stage folder>/slurm/<job id>.out|.err
     the job      `python -m ci_tool.run.slurm_job`: ci-tool's stage runner on the plan made here, its
                  processes under srun across the allocation when M > 1 (invocation.py)
-    watching     each job's result file (every FILE_POLL_SECONDS) and squeue (every POLL_SECONDS)
+    watching     squeue (every POLL_SECONDS); a job's result file is read only once Slurm says the job
+                 ended (COMPLETED, CANCELLED or TIMEOUT: the ends its job program exits on its own), and
+                 taken only with the token of that submission (slurm_job.py): its tests, which can write
+                 any file the job can, cannot hand back a result of their own
 
 How a job that ended is read (`verdict`):
     infra fault  NODE_FAIL, BOOT_FAIL, PREEMPTED, or a job that failed before its runner started (a
@@ -15,7 +18,8 @@ How a job that ended is read (`verdict`):
                  A stage that passed only after one is UNSTABLE, never green, and its reason says why.
     timeout      TIMEOUT: the stage fails, its reason names the limit; the tests that finished are kept
     cancelled    a job someone else scancelled (`/bot kill`): the stage is interrupted
-    otherwise    the job's results, as its runner wrote them; none: the stage fails, naming the job's log
+    otherwise    the job's results, as its runner wrote them; none (or a file its runner did not write):
+                 the stage fails, naming the job's log (or what is wrong with the file)
 A job pending for a reason it can never leave (NEVER_STARTS: more nodes than its partition has) is
 cancelled and its stage fails. Ctrl-C (or SIGTERM) scancels every job of the run, waits for them to
 end and keeps what each finished; fail-fast scancels the running ones, which end skipped.
@@ -41,17 +45,20 @@ from ci_tool.run.executor import Finished, ReadyStage
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.pipeline import StageOutcome
 from ci_tool.run.slurm import Job, JobRequest, JobState
-from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, read_report, read_started, write_spec
+from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report, write_spec
 from ci_tool.run.stage_runner import StageResult, result_json
 from ci_tool.stages.executors import pool_of
 from ci_tool.stages.names import StageName
 
 POLL_SECONDS = 1.0  # between two squeue calls
-FILE_POLL_SECONDS = 0.05  # between two looks for a job's result file
+STOP_POLL_SECONDS = 0.2  # between two squeue calls while cancelled jobs end
 INTERRUPT_WAIT_SECONDS = 120.0  # for cancelled jobs to end (Slurm's KillWait is 30 s by default)
 SLURM_SILENCE_SECONDS = 300.0  # squeue failing this long ends the run (its error is raised)
 INFRA_STATES = frozenset({JobState.NODE_FAIL, JobState.BOOT_FAIL, JobState.PREEMPTED})
 NON_ZERO_EXIT = "NonZeroExitCode"  # the reason of a job whose script exited non-zero: it ran
+# The ends after which a result file can be the job program's: it exits 0 once the result is written, also
+# when scancel or the time limit interrupt it (SIGTERM); after another end the file is something else's.
+RESULT_STATES = frozenset({JobState.COMPLETED, JobState.CANCELLED, JobState.TIMEOUT})
 
 
 class Verdict(Enum):
@@ -72,6 +79,11 @@ def verdict(job: Job, *, started: bool, report: JobReport | None) -> Verdict:
     if job.state is JobState.CANCELLED:
         return Verdict.CANCELLED
     return Verdict.RESULTS if report is not None else Verdict.FAILED
+
+
+def job_program_exited(job: Job) -> bool:
+    """Whether the job ended as its job program does once it has written its result (RESULT_STATES)."""
+    return job.state in RESULT_STATES
 
 
 def gpus_per_node(name: StageName) -> int:
@@ -120,6 +132,7 @@ def job_script(spec: JobSpec) -> str:
 class _Attempt:
     job_id: int
     submitted_at: float
+    token: str  # what its job program's report carries (slurm_job.JobSpec)
     job: Job | None = None  # as Slurm last reported it
 
 
@@ -177,19 +190,21 @@ class SlurmExecutor:
         except SlurmError as error:
             self.done.append(StageOutcome(name.name, StageState.FAILED, str(error)))
             return
-        spec = JobSpec(ready.plan, replace(ready.settings, nodes=name.node_count), files)
-        write_spec(spec)
-        write_text_atomically(files.script, job_script(spec), what="the Slurm job script")
         self._submit(_Stage(ready, files, request))
 
     def _submit(self, stage: _Stage) -> None:
+        """Submit the stage's job, with a new token (the job deletes its plan file once it has read it)."""
+        settings = replace(stage.ready.settings, nodes=stage.ready.plan.name.node_count)
+        spec = JobSpec(stage.ready.plan, settings, stage.files, new_token())
+        write_spec(spec)
+        write_text_atomically(stage.files.script, job_script(spec), what="the Slurm job script")
         try:
             job_id = slurm.submit(stage.request)
         except SlurmError as error:
             reason = str(error) + (f" (after {self._faults(stage)})" if stage.faults else "")
             self.done.append(StageOutcome(stage.name, StageState.FAILED, reason))
             return
-        stage.attempts.append(_Attempt(job_id, time.time()))
+        stage.attempts.append(_Attempt(job_id, time.time(), spec.token))
         if stage not in self.active:
             self.active.append(stage)
         self.note(f"{stage.name}: Slurm job {job_id} submitted ({stage.request.describe()})")
@@ -209,11 +224,10 @@ class SlurmExecutor:
         slurm.cancel([stage.current.job_id for stage in self.active])
 
     def _wait(self) -> None:
-        """Until a job's result file appears, or it is time to ask squeue again."""
-        while time.monotonic() - self.polled_at < POLL_SECONDS:
-            if any(stage.files.result(stage.current.job_id).exists() for stage in self.active):
-                return
-            time.sleep(FILE_POLL_SECONDS)
+        """Until it is time to ask Slurm again (a result file that appears says nothing: a test may write it)."""
+        remaining = POLL_SECONDS - (time.monotonic() - self.polled_at)
+        if remaining > 0:
+            time.sleep(remaining)
 
     def _poll(self) -> None:
         self.polled_at = time.monotonic()
@@ -229,16 +243,13 @@ class SlurmExecutor:
         for stage in list(self.active):
             attempt = stage.current
             attempt.job = known.get(attempt.job_id, attempt.job) if known is not None else attempt.job
-            report = read_report(stage.files.result(attempt.job_id))
             job = attempt.job
-            if report is not None and report.result.state is not StageState.INTERRUPTED and not self._ended(job):
-                job = Job(attempt.job_id, stage.name, JobState.COMPLETED)  # its runner is done; the job exits
             if job is None and known is None:
                 continue  # Slurm did not answer: nothing is known of this job yet
             if job is None:
                 job = Job(attempt.job_id, stage.name, JobState.FAILED, reason="Slurm no longer knows the job")
             if job.ended:
-                self._ended_job(stage, job, report)
+                self._ended_job(stage, job)
             elif job.state is JobState.PENDING and job.reason in slurm.NEVER_STARTS:
                 slurm.cancel([job.job_id])
                 self.active.remove(stage)
@@ -252,11 +263,19 @@ class SlurmExecutor:
                 )
 
     @staticmethod
-    def _ended(job: Job | None) -> bool:
-        return job is not None and job.ended
+    def _report(stage: _Stage) -> tuple[JobReport | None, str]:
+        """The report of the stage's ended job, or None and, for a file its job program did not write, why."""
+        try:
+            attempt = stage.current
+            return read_report(stage.files.result(attempt.job_id), job_id=attempt.job_id, token=attempt.token), ""
+        except SlurmError as error:
+            return None, str(error)
 
-    def _ended_job(self, stage: _Stage, job: Job, report: JobReport | None) -> None:
+    def _ended_job(self, stage: _Stage, job: Job) -> None:
         self.active.remove(stage)
+        report, refused = self._report(stage)
+        if report is not None and not job_program_exited(job):
+            report, refused = None, f"Slurm job {job.job_id} ended {job.state}, so its job program did not write it"
         found = verdict(job, started=stage.files.started(job.job_id).exists(), report=report)
         if stage.cancelled is not None:
             self.done.append(StageOutcome(stage.name, StageState.SKIPPED, stage.cancelled))
@@ -275,6 +294,7 @@ class SlurmExecutor:
             self.done.append(self._result(stage, report, state, reason))
             return
         state, reason = self._failure(stage, job, found)
+        reason = f"{reason}; its result file was refused: {refused}" if refused else reason
         self.done.append(
             StageOutcome(stage.name, state, reason) if report is None else self._result(stage, report, state, reason)
         )
@@ -361,20 +381,26 @@ class SlurmExecutor:
             self.note(f"warning: {error}")
         self.note(f"interrupted: cancelled Slurm job{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}")
         deadline = time.monotonic() + INTERRUPT_WAIT_SECONDS
+        ended: set[int] = set()
+        trusted: set[int] = set()  # the ended jobs whose result file can be their job program's
         try:
-            while self.active and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
                 known = slurm.jobs(ids)
-                if all(known.get(i) is None or known[i].ended for i in ids):
+                ended = {i for i in ids if known.get(i) is None or known[i].ended}
+                trusted = {i for i in ended if known.get(i) is None or job_program_exited(known[i])}
+                if len(ended) == len(ids):
                     break
-                time.sleep(FILE_POLL_SECONDS * 4)
+                time.sleep(STOP_POLL_SECONDS)
         except (KeyboardInterrupt, SlurmError):
             pass  # a second Ctrl-C, or Slurm not answering: stop waiting and keep what is there
         for stage in list(self.active):
             self.active.remove(stage)
             job_id = stage.current.job_id
-            report = read_report(stage.files.result(job_id))
-            started = read_started(stage.files.started(job_id)) is not None
+            report, refused = self._report(stage) if job_id in trusted else (None, "")
+            started = stage.files.started(job_id).exists()
             why = "ended without results" if started else "cancelled before it started"
+            why = why if job_id in ended else f"did not end within {INTERRUPT_WAIT_SECONDS:.0f} s of scancel"
+            why = f"{why}; its result file was refused: {refused}" if refused else why
             if report is None:
                 outcome = StageOutcome(stage.name, StageState.INTERRUPTED, f"interrupted: Slurm job {job_id} {why}")
                 self.done.append(outcome)

@@ -1,24 +1,31 @@
 """The program a Slurm stage job runs: `python -m ci_tool.run.slurm_job JOB_FILE`.
 
-The submitting ci-tool (slurm_executor.py) planned the stage and wrote the plan and its run settings to
-JOB_FILE; the job runs ci-tool's own stage runner on them, so its results folder (JUnit, events, reruns,
-waives, result.json) is a local run's. It leaves, beside JOB_FILE (JobFiles):
+The submitting ci-tool (slurm_executor.py) planned the stage and wrote the plan, its run settings and a
+secret token to JOB_FILE (`job.json`); the job reads and deletes it, then runs ci-tool's own stage runner
+on them, so its results folder (JUnit, events, reruns, waives, result.json) is a local run's. It leaves,
+beside JOB_FILE (JobFiles):
 
     <job id>.started.json   the job id, its node and when it started, as soon as it starts
-    <job id>.result.pickle  the StageResult, when and where it ended: what the submitter records
+    <job id>.result.json    the JobReport (the StageResult, when and where it ended, the token), written
+                            atomically once the tests ended: what the submitter records
 
-Both sides are one program (one checkout and venv, on a file system the nodes share), so the hand-off is a
-pickle of the frozen values the runner already has, written and read only by ci-tool. SIGTERM (scancel, the
-time limit, a node set down) interrupts the runner as Ctrl-C does: the tests that finished are kept and the
-result says interrupted. The exit status is 0 once the result is written; another one means the runner
-never got that far.
+Both files are plain JSON (typed_json.py), since the job's tests run as the same user and can write any
+file here: the submitter builds only the declared values from them, reads the result only once Slurm
+says the job ended, and takes it only with the token of that submission. The tests never see the token:
+the job file is gone before they start, it is in no environment or command line, and this process is
+made undumpable (no same-user ptrace or /proc/<pid>/mem). SIGTERM (scancel, the time limit, a node set
+down) interrupts the runner as Ctrl-C does: the tests that finished are kept and the result says
+interrupted. The exit status is 0 once the result is written; another one means the runner never got
+that far.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
-import pickle
+import secrets
 import socket
 import sys
 import time
@@ -26,14 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool import interrupts
-from ci_tool.atomic import write_bytes_atomically, write_text_atomically
+from ci_tool.atomic import write_text_atomically
+from ci_tool.errors import SlurmError, Where
+from ci_tool.run import typed_json
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.plan import StagePlan
+from ci_tool.text_file import read_text
 
 JOB_ID_ENV = "SLURM_JOB_ID"
 NODE_ENV = "SLURMD_NODENAME"
+_PR_SET_DUMPABLE = 4  # prctl(2)
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,7 @@ class JobFiles:
 
     @property
     def spec(self) -> Path:
-        return self.folder / "job.pickle"
+        return self.folder / "job.json"
 
     @property
     def script(self) -> Path:
@@ -60,7 +71,7 @@ class JobFiles:
         return self.folder / f"{job_id}.started.json"
 
     def result(self, job_id: int | str) -> Path:
-        return self.folder / f"{job_id}.result.pickle"
+        return self.folder / f"{job_id}.result.json"
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,11 @@ class JobSpec:
     plan: StagePlan
     settings: RunSettings
     files: JobFiles
+    token: str  # new for each submission: the job's report carries it back
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
 
 
 @dataclass(frozen=True)
@@ -81,29 +97,39 @@ class JobReport:
     node: str
     started_at: float  # when the job's runner started (time.time())
     finished_at: float  # when it had written the stage's results
+    token: str  # its JobSpec's: what tells the job program's report from one a test wrote
 
 
 def write_spec(spec: JobSpec) -> None:
     spec.files.folder.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomically(spec.files.spec, pickle.dumps(spec), what="the Slurm job's plan")
+    write_text_atomically(spec.files.spec, typed_json.dump(spec), what="the Slurm job's plan", mode=0o600)
 
 
-def read_report(path: Path) -> JobReport | None:
-    """The report a job wrote, or None when there is none (yet)."""
-    try:
-        report = pickle.loads(path.read_bytes())
-    except FileNotFoundError:
+def read_spec(path: Path) -> JobSpec:
+    text = read_text(path, name="the Slurm job's plan", error=SlurmError)
+    return typed_json.load(text, JobSpec, file=str(path), error=SlurmError)
+
+
+def read_report(path: Path, *, job_id: int, token: str) -> JobReport | None:
+    """The report the job program of Slurm job `job_id` wrote, or None when there is none; a SlurmError
+    when the file holds anything else: no JobReport, or one without that submission's token."""
+    if not path.is_file():
         return None
-    assert isinstance(report, JobReport)  # written by this program (write_bytes_atomically: whole or absent)
+    report = typed_json.load(read_text(path, name="the job's result", error=SlurmError), JobReport,
+                             file=str(path), error=SlurmError)  # fmt: skip
+    if not secrets.compare_digest(report.token, token) or report.job_id != str(job_id):
+        raise SlurmError(
+            f"expected the result of Slurm job {job_id} from its job program, found a result without its token",
+            where=Where(str(path)),
+            hint="something else wrote this file (a test of the stage?): the stage's results are not taken",
+        )
     return report
 
 
-def read_started(path: Path) -> dict[str, object] | None:
-    try:
-        started: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    return started
+def _undumpable() -> None:
+    """Keep this process's memory (the token) from same-user processes: no ptrace, no /proc/<pid>/mem."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: nothing to do
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,21 +138,24 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m ci_tool.run.slurm_job JOB_FILE", file=sys.stderr)
         return 2
     started_at = time.time()
-    spec = pickle.loads(Path(args[0]).read_bytes())
-    assert isinstance(spec, JobSpec)  # written by slurm_executor
+    try:
+        spec = read_spec(Path(args[0]))
+    except SlurmError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    Path(args[0]).unlink()  # the token stays out of reach of the tests, which start below
+    _undumpable()
     job_id = os.environ.get(JOB_ID_ENV, "local")
     node = os.environ.get(NODE_ENV, socket.gethostname())
     started = {"job_id": job_id, "node": node, "started_at": started_at, "pid": os.getpid()}
     write_text_atomically(spec.files.started(job_id), json.dumps(started) + "\n", what="the job's start")
     with interrupts.terminating_signals_interrupt():
         result = run_job(spec.plan, spec.settings)
-    report = JobReport(result, job_id, node, started_at, time.time())
-    write_bytes_atomically(spec.files.result(job_id), pickle.dumps(report), what="the job's result")
+    report = JobReport(result, job_id, node, started_at, time.time(), spec.token)
+    write_text_atomically(spec.files.result(job_id), typed_json.dump(report), what="the job's result")
     print(f"{result.stage}: {result.state}" + (f": {result.reason}" if result.reason else ""))
     return 0
 
 
-if __name__ == "__main__":  # run as the module itself, so the pickles name its classes, not __main__'s
-    from ci_tool.run.slurm_job import main as job_main
-
-    sys.exit(job_main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -215,7 +215,7 @@ def select_stages(
         if not rule.fed or rule.always or present:
             rule.run(state, inputs, present)
     selected = tuple(state.selected())
-    blocked = blocked_stages(request, selected, labels)
+    blocked = blocked_stages(request, selected, labels, catalog=catalog.stages)
     return Selection(
         request=request,
         engine=engine,
@@ -224,7 +224,7 @@ def select_stages(
         unknown_names=tuple(state.errors),
         refused=tuple(refusals(request, engine)),
         blocked=blocked,
-        missing=missing_approvals(request, blocked),
+        missing=missing_approvals(request, blocked, catalog=catalog.stages),
         notes=tuple(state.notes),
         narrowing=narrowing,
         candidates=tuple(state.stages()),

@@ -52,6 +52,19 @@ def test_a_replaced_file_keeps_its_mode(tmp_path: Path, umask: None, mode: int, 
     assert (mode_of(target), target.read_text()) == (mode, "new\n")
 
 
+@pytest.mark.parametrize("existing", [None, 0o644], ids=["new file", "replacing an open file"])
+def test_a_secret_gets_the_mode_asked_for_whatever_the_umask_or_the_old_file(
+    tmp_path: Path, umask: None, existing: int | None
+) -> None:
+    target = tmp_path / "job.json"
+    if existing is not None:
+        target.write_text("old\n")
+        target.chmod(existing)
+    os.umask(0o000)
+    write_text_atomically(target, "token\n", mode=0o600)
+    assert (mode_of(target), target.read_text()) == (0o600, "token\n")
+
+
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
     target = tmp_path / "kept.txt"
     target.write_text("old\n")

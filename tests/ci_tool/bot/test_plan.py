@@ -40,6 +40,8 @@ PLAN_CASES = {
     "changed_multi_gpu_path": ("/bot run", ("--changed-files", str(FIXTURES / "changed_multi_gpu.txt")), 0),
     "stage_list_unknown": ('/bot run --stage-list "A10-PyTorch-\\*, A30-*, DGX_H100-Pytorch-1"', (), 1),
     "gpu_type": ('/bot run --gpu-type "A10"', (), 0),
+    "stage_list_spelt_broad": ('/bot run --stage-list "*erfSanity*"', (), 0),  # selects what *PerfSanity* does
+    "stage_list_broad_share": ('/bot run --stage-list "CPU-*, A10-*, DGX_H100-*"', (), 0),  # 5 of the 6 stages
     "kill": ("/bot kill", (), 0),
 }
 

@@ -9,7 +9,8 @@ import pytest
 
 from ci_tool.bot.authorize import Allowlist
 from ci_tool.bot.event import Action, decide, read_event
-from ci_tool.bot.reply import plain, render_reply
+from ci_tool.bot.reply import render_reply
+from ci_tool.cli import main
 from ci_tool.markdown import code, code_block
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -34,8 +35,16 @@ def test_code_block_fence_outgrows_the_backticks_inside() -> None:
     assert code_block("x ```` y") == "`````text\nx ```` y\n`````"
 
 
-def test_plain_escapes_what_formats_mid_line() -> None:
-    assert plain("'*x*' in a_b @team [l](u) <b>") == "'\\*x\\*' in a\\_b \\@team \\[l\\](u) \\<b\\>"
+def test_a_changed_files_name_in_a_rule_reason_stays_in_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PR's file names reach the plan's reasons: escaping would still leave the mention and the links
+    live on GitHub; a code span leaves none."""
+    name = "src/@NVIDIA/team www.evil.example <b>x</b> ![i](http://e/x.png).py"
+    (tmp_path / "changed.txt").write_text(name + "\n", encoding="utf-8")
+    catalog = ("--catalog", str(FIXTURES / "stages.yml"), "--test-db", str(FIXTURES / "test-db"))
+    assert main(["bot", "plan", "/bot run", "--changed-files", str(tmp_path / "changed.txt"), *catalog]) == 0
+    assert f"- `{name}: no rule claims it`\n" in capsys.readouterr().out
 
 
 def test_skip_reason_is_quoted_as_code_with_table_pipes_escaped() -> None:

@@ -308,13 +308,13 @@ def test_end_to_end_comment_to_plan_build_report_and_status(
         f"Logs: [L0_MergeRequest #1]({build.url}console) · [L0_Test #1]({test_build.url}console)\n\n"
         "| Stage | Result | Duration | Passed | Failed | Skipped |\n"
         "|---|---|---|---:|---:|---:|\n"
-        "| CPU-Generic-1 | **passed** | 2.0 s | 1 | 0 | 0 |\n"
-        "| A10-PyTorch-1 | **passed** | 2.0 s | 1 | 0 | 0 |\n"
-        "| A10-PyTorch-2 | **passed** | 2.0 s | 0 | 0 | 1 |\n"
-        "| DGX_H100-PyTorch-1 | **failed** | 2.0 s | 0 | 1 | 0 |\n\n"
+        "| `CPU-Generic-1` | **passed** | 2.0 s | 1 | 0 | 0 |\n"
+        "| `A10-PyTorch-1` | **passed** | 2.0 s | 1 | 0 | 0 |\n"
+        "| `A10-PyTorch-2` | **passed** | 2.0 s | 0 | 0 | 1 |\n"
+        "| `DGX_H100-PyTorch-1` | **failed** | 2.0 s | 0 | 1 | 0 |\n\n"
         "### Failures: 1 test, 1 signature\n\n"
         "#### `AssertionError: pool leaked <n> blocks` (1 test)\n\n"
-        "- `tests.kv.test_pool.TestPool::test_d` in DGX_H100-PyTorch-1\n\n"
+        "- `tests.kv.test_pool.TestPool::test_d` in `DGX_H100-PyTorch-1`\n\n"
         "```text\nE   AssertionError: pool leaked 3 blocks\n```\n"
     )
     assert [s["target_url"] for s in github.statuses] == [build.url, build.url]

@@ -33,10 +33,10 @@ def test_a_known_flaky_failure_is_shown_apart_with_its_rate(
     assert report.endswith(
         "### New failures: 1 test, 1 signature\n\n"
         "#### `AssertionError: off by one` (1 test)\n\n"
-        "- `tests.kv.test_pool.TestPool::test_new` in CPU-Generic-1\n\n"
+        "- `tests.kv.test_pool.TestPool::test_new` in `CPU-Generic-1`\n\n"
         "```text\nE   AssertionError: off by one\n```\n\n"
         "### Failures of known flaky tests: 1 test\n\n"
         "_flaky on the same GPU type before this run: likely not caused by this change._\n\n"
-        f"- `{FLAKY}` in DGX_H100-PyTorch-1: flake rate 33% (1 of 3 runs on DGX_H100), "
+        f"- `{FLAKY}` in `DGX_H100-PyTorch-1`: flake rate 33% (1 of 3 runs on DGX_H100), "
         "`AssertionError: pool leaked <n> blocks`\n"
     )

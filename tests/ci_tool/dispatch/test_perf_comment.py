@@ -35,12 +35,12 @@ def test_the_ci_report_shows_the_perf_verdicts_the_build_recorded(
     assert handled.code == 0, handled.err
     assert (
         "\n### Perf: 1 case run(s)\n\n"
-        f"- warning in {STAGE}: {NOTE}\n\n"
+        f"- warning in `{STAGE}`: `{NOTE}`\n\n"
         "| Case | GPU | Metric | Value | Baseline | Delta | Verdict |\n"
         "|---|---|---|---:|---:|---:|---|\n"
-        f"| {CASE} | B200 | decode_tokens_per_s | 3.4e+04 | 4e+04 | -15.0% | warned: {NOTE} |\n"
-        f"| {CASE} | B200 | step_latency_p50_ms | 2 | 2.1 | -4.8% | passed |\n"
-        f"| {CASE} | B200 | graph_coverage | 1 | – | – | recorded |\n"
+        f"| `{CASE}` | `B200` | `decode_tokens_per_s` | 3.4e+04 | 4e+04 | -15.0% | warned: `{NOTE}` |\n"
+        f"| `{CASE}` | `B200` | `step_latency_p50_ms` | 2 | 2.1 | -4.8% | passed |\n"
+        f"| `{CASE}` | `B200` | `graph_coverage` | 1 | – | – | recorded |\n"
     ) in github.bodies()[-1]
 
 

@@ -73,7 +73,7 @@ def test_baseline_set_takes_the_median_of_recorded_runs(tmp_path: Path, capsys: 
     assert (baseline.value, baseline.threshold, baseline.runs, baseline.commit) == (1000.0, 0.10, 3, "cr3")
     diff = ["perf", "baseline", "diff", "--gpu", "H200", "--history", str(history), "--baselines", str(folder)]
     assert main(diff) == 1
-    assert "| 850 | 1000 | -15.0% | **regressed**: decode_tokens_per_s 850" in capsys.readouterr().out
+    assert "| 850 | 1000 | -15.0% | **regressed**: `decode_tokens_per_s 850" in capsys.readouterr().out
     png = tmp_path / "trend.png"
     trend = ["perf", "trend", CASE, "--gpu", "H200", "--history", str(history), "--baselines", str(folder), "--png"]
     assert main([*trend, str(png)]) == 0

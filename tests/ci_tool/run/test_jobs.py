@@ -90,7 +90,7 @@ def test_the_docs_stage_fails_on_a_stale_generated_file_and_a_broken_link(
     code, out = docs_stage(docs_checkout, capsys)
     assert code == 1
     assert "1 passed, 2 failed, 0 skipped" in out
-    assert "- `docs::generated` in CPU-Build_Docs" in out
+    assert "- `docs::generated` in `CPU-Build_Docs`" in out
     assert "#### `` Failure: <path> is stale; run `ci-tool generate` `` (1 test)" in out
     assert "README.md:1:17: expected the link 'docs/guide.md' to name a file of the checkout, found none" in out
 

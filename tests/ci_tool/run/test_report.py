@@ -111,8 +111,8 @@ def test_the_report_sets_predicted_beside_actual_and_each_familys_shard_spread()
     assert (
         "### Shards: predicted and actual\n\n"
         "| Stage | Predicted | Actual | Actual / predicted |\n|---|---:|---:|---:|\n"
-        "| CPU-Generic-1 | 26.0 s | 25.0 s | 0.96 |\n| CPU-Generic-2 | 26.0 s | 41.0 s | 1.58 |\n\n"
-        "- CPU-Generic: slowest shard 41.0 s, fastest 25.0 s (1.64x)\n"
+        "| `CPU-Generic-1` | 26.0 s | 25.0 s | 0.96 |\n| `CPU-Generic-2` | 26.0 s | 41.0 s | 1.58 |\n\n"
+        "- `CPU-Generic`: slowest shard 41.0 s, fastest 25.0 s (1.64x)\n"
     ) in markdown
 
 
@@ -129,10 +129,10 @@ def test_backticks_fences_and_bars_from_pr_code_stay_inside_their_markdown() -> 
     tests = {"CPU-Generic-1": [TestRecord(test_id, TestOutcome.FAILED, 0.1, kind="E", message="m", signature="E: m",
                                           output_head=output)]}  # fmt: skip
     text = render_markdown(build_report(run, stages, tests))
-    assert f"- ``` {test_id} ``` in CPU-Generic-1" in text
+    assert f"- ``` {test_id} ``` in `CPU-Generic-1`" in text
     assert "\n````text\nE   before\n```\nE   after the fence\n````\n" in text
-    assert "| CPU-Generic-1 | **failed** (exit 1 \\| see log) |" in text
-    assert "| A10-PyTorch-1 | waiting |" in text
+    assert "| `CPU-Generic-1` | **failed** (`exit 1 \\| see log`) |" in text
+    assert "| `A10-PyTorch-1` | waiting |" in text
 
 
 def test_a_shortened_reply_closes_the_fence_it_cut_inside() -> None:

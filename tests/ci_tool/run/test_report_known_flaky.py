@@ -37,10 +37,10 @@ def test_markdown_sets_the_known_flaky_failure_apart(store: HistoryStore) -> Non
     assert markdown.endswith(
         "### New failures: 1 test, 1 signature\n\n"
         "#### `KeyError: 'x'` (1 test)\n\n"
-        "- `a.py::test_new` in A10-PyTorch-1\n\n"
+        "- `a.py::test_new` in `A10-PyTorch-1`\n\n"
         "### Failures of known flaky tests: 1 test\n\n"
         "_flaky on the same GPU type before this run: likely not caused by this change._\n\n"
-        f"- `{PLANTED}` in A10-PyTorch-1: flake rate 33% (2 of 6 runs on A10), `{PLANTED_SIGNATURE}`\n"
+        f"- `{PLANTED}` in `A10-PyTorch-1`: flake rate 33% (2 of 6 runs on A10), `{PLANTED_SIGNATURE}`\n"
     )
 
 

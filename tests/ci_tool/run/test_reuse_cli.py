@@ -118,9 +118,9 @@ def test_a_second_identical_run_reuses_every_passed_stage_and_the_passed_tests_o
         ("cases/case_params.py::test_spaced[a b]", TestOutcome.SKIPPED, reused),
         ("cases/case_params.py::test_spaced[c d]", TestOutcome.SKIPPED, reused),
     ]
-    assert f"- {reused}: 5 tests that passed there" in out
-    assert f"| CPU-Generic-1 | reused (reused from run {first.run_id}) | – | – | – | – |" in out
-    assert f"- CPU-Generic-1: reused from run {first.run_id}" in out
+    assert f"- `{reused}`: 5 tests that passed there" in out
+    assert f"| `CPU-Generic-1` | reused (`reused from run {first.run_id}`) | – | – | – | – |" in out
+    assert f"- `CPU-Generic-1`: `reused from run {first.run_id}`" in out
     assert not (checkout / ".ci-tool" / "runs" / second.run_id / "CPU-Generic-1").exists()  # nothing ran
     assert "CPU-Generic-1: passed in " in first_out
 
@@ -222,4 +222,4 @@ def test_a_run_given_the_target_branch_runs_with_its_waives(
     code, out = ci_tool(capsys, *mixed, "--base", "main")
     assert (stale, code) == (1, 0)
     assert "merged waives: 2 line(s) added from main, 0 left out that this change removes\n" in out
-    assert "- bug 1: `cases/case_basic.py::test_assert_fails`" in out
+    assert "- `bug 1`: `cases/case_basic.py::test_assert_fails`" in out

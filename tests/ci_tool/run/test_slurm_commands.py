@@ -18,7 +18,7 @@ from ci_tool.run.slurm import (
     parse_scontrol_job,
     parse_squeue_json,
 )
-from ci_tool.run.slurm_executor import Verdict, gpus_per_node, verdict
+from ci_tool.run.slurm_executor import Verdict, gpus_per_node, job_program_exited, verdict
 from ci_tool.stages.names import parse_stage_name
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
@@ -161,3 +161,19 @@ def test_what_an_ended_job_means_for_its_stage(
 ) -> None:
     report = object() if has_report else None
     assert verdict(Job(1, "s", state), started=started, report=report) is expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("state", "taken"),
+    [
+        (JobState.COMPLETED, True),
+        (JobState.CANCELLED, True),  # scancel: SIGTERM, the job program writes what finished and exits
+        (JobState.TIMEOUT, True),
+        (JobState.FAILED, False),  # the job program exits 0 once its result is written: something killed it
+        (JobState.OUT_OF_MEMORY, False),
+        (JobState.NODE_FAIL, False),
+    ],
+    ids=lambda value: str(value),
+)
+def test_a_result_file_is_taken_only_after_an_end_its_job_program_exits_on(state: JobState, taken: bool) -> None:
+    assert job_program_exited(Job(7, "CPU-Generic-1", state)) is taken

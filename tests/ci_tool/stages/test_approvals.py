@@ -13,7 +13,7 @@ from ci_tool.stages.approvals import (
     POST_MERGE_APPROVED,
     MissingApproval,
     blocked_stages,
-    is_broad_selector,
+    broad_selection,
     label_for,
     missing_approvals,
 )
@@ -31,23 +31,43 @@ def request(comment: str) -> SelectionRequest:
     return parse_comment(comment).selection_request()
 
 
-@pytest.mark.parametrize(
-    ("pattern", "broad"),
-    [
-        ("*", True),
-        ("**", True),
-        ("*Post-Merge*", True),
-        ("*-Post-Merge-*", True),
-        ("\\*PerfSanity\\*", True),
-        ("***PerfSanity**", True),
-        ("*GB300*PerfSanity*", False),
-        ("DGX_B200-*", False),
-        ("*-Post-Merge-1", False),
-        ("A10-PyTorch-1", False),
-    ],
-)
-def test_broad_selectors(pattern: str, broad: bool) -> None:
-    assert is_broad_selector(pattern) is broad
+# (stage patterns, what they select in select.yml, the stages that need the label); 19 stages, 4 PerfSanity
+BROAD = [
+    ("*", "every stage", 19),
+    ("**", "every stage", 19),
+    ("\\*PerfSanity\\*", "every PerfSanity stage", 4),
+    ("***PerfSanity**", "every PerfSanity stage", 4),
+    ("*erfSanity*", "every PerfSanity stage", 4),  # spelt unlike any broad selector, selects as much
+    ("*Sanity*", "every PerfSanity stage", 4),
+    ("*Post-Merge*", "every Post-Merge stage", 6),
+    ("*-Post-Merge-*", "every Post-Merge stage", 6),
+    ("*-Post-Merge*, A10-*", "every Post-Merge stage", 10),  # A10-* takes part: it matches A10-FMHA-Post-Merge-1
+    ("*-Post-Merge*, A30-*", "every Post-Merge stage", 6),  # A30-* matches no Post-Merge stage: it is narrow
+    ("*PerfSanity-Post-Merge-*, *GB300*", "every PerfSanity stage", 4),  # together, not one by one
+    ("*-*", "every stage", 19),
+    ("*PyTorch*", "every PerfSanity stage", 13),
+    ("A*, DGX_H100-*", "12 of the 19 stages", 12),  # more than half of the catalog
+]
+
+
+@pytest.mark.parametrize(("patterns", "selects", "count"), BROAD, ids=[row[0] for row in BROAD])
+def test_a_broad_selector_is_decided_by_what_it_selects(patterns: str, selects: str, count: int) -> None:
+    broad = broad_selection(request(f'/bot run --stage-list "{patterns}"'), CATALOG.stages)
+    assert broad is not None
+    assert (broad.selects, len(broad.stages)) == (selects, count)
+
+
+NARROW = ["*GB300*PerfSanity*", "DGX_H100-*", "*-Post-Merge-1", "A*, CPU-*", "A10-PyTorch-1", "A10-FMHA-Post-Merge-1"]
+
+
+@pytest.mark.parametrize("patterns", NARROW, ids=NARROW)
+def test_globs_that_select_part_of_a_guarded_set_are_narrow(patterns: str) -> None:
+    assert broad_selection(request(f'/bot run --stage-list "{patterns}"'), CATALOG.stages) is None
+
+
+def test_the_stages_named_exactly_are_never_broad() -> None:
+    names = ", ".join(stage.name.name for stage in CATALOG.stages)
+    assert broad_selection(request(f'/bot run --stage-list "{names}"'), CATALOG.stages) is None
 
 
 LABELS = [
@@ -68,7 +88,7 @@ LABELS = [
 
 @pytest.mark.parametrize(("comment", "stage", "label"), LABELS, ids=[f"{c} {s}" for c, s, _ in LABELS])
 def test_the_label_a_selected_stage_needs(comment: str, stage: str, label: str | None) -> None:
-    assert label_for(request(comment), CATALOG.stage(stage)) == label
+    assert label_for(request(comment), CATALOG.stage(stage), catalog=CATALOG.stages) == label
 
 
 BLOCKED = [
@@ -91,7 +111,7 @@ def test_the_labels_leave_exactly_the_stages_that_need_a_missing_one_blocked(
     comment: str, labels: list[str], blocked: dict[str, str]
 ) -> None:
     stages = [CATALOG.stage(name) for name in ("A10-PyTorch-1", "A10-FMHA-Post-Merge-1", "DGX_H100-4_GPUs-PyTorch-1")]
-    found = blocked_stages(request(comment), stages, labels)
+    found = blocked_stages(request(comment), stages, labels, catalog=CATALOG.stages)
     assert {b.stage.name.name: b.label for b in found} == blocked
 
 
@@ -104,12 +124,16 @@ MISSING = [
     (
         '/bot run --stage-list "*"',
         ("A10-PyTorch-1",),
-        [MissingApproval(POST, ("the broad selector '*' in --stage-list",))],
+        [MissingApproval(POST, ("the broad selector '*' in --stage-list (it selects every stage)",))],
     ),
     (
         '/bot run --extra-stage "A10-PyTorch-1, \\*PerfSanity\\*"',
         ("GB300-PyTorch-PerfSanity-1",),
-        [MissingApproval(POST, ("the broad selector '*PerfSanity*' in --extra-stage",))],
+        [
+            MissingApproval(
+                POST, ("the broad selector '*PerfSanity*' in --extra-stage (it selects every PerfSanity stage)",)
+            )
+        ],
     ),
     (
         "/bot run --only-multi-gpu-test",
@@ -130,12 +154,13 @@ def test_a_missing_label_says_why_the_run_needs_it(
     comment: str, blocked: tuple[str, ...], missing: list[MissingApproval]
 ) -> None:
     wanted = request(comment)
-    found = blocked_stages(wanted, [CATALOG.stage(name) for name in blocked], labels=())
-    assert list(missing_approvals(wanted, found)) == missing
+    found = blocked_stages(wanted, [CATALOG.stage(name) for name in blocked], labels=(), catalog=CATALOG.stages)
+    assert list(missing_approvals(wanted, found, catalog=CATALOG.stages)) == missing
 
 
 def test_more_than_five_blocked_stages_are_counted() -> None:
     stages = [s for s in CATALOG.stages if s.multi_gpu and not s.post_merge] * 3  # 9 blocked stages
     wanted = request("/bot run --add-multi-gpu-test")
-    (missing,) = missing_approvals(wanted, blocked_stages(wanted, stages, labels=()))
+    blocked = blocked_stages(wanted, stages, labels=(), catalog=CATALOG.stages)
+    (missing,) = missing_approvals(wanted, blocked, catalog=CATALOG.stages)
     assert missing.reasons[-1].endswith(" and 4 more")

@@ -129,6 +129,7 @@ families:
 - {name: CPU-Generic-Down, platform: cpu, context: l0_down, splits: 1, executor: slurm}
 - {name: CPU-Generic-Hold, platform: cpu, context: l0_hold, splits: 1, executor: slurm}
 - {name: CPU-Generic-Slow, platform: cpu, context: l0_slow, splits: 1, timeout_minutes: 1, executor: slurm}
+- {name: CPU-Generic-Plant, platform: cpu, context: l0_plant, splits: 1, executor: slurm}
 - {name: GB200-8_GPUs-2_Nodes-PyTorch, platform: 'auto:gb200-flex', context: l0_nodes, splits: 1, executor: slurm}
 - {name: DGX_B200-8_GPUs-PyTorch, platform: 'auto:dgx-b200-flex', context: l0_nodes, splits: 1, executor: slurm}
 """
@@ -146,6 +147,7 @@ TEST_DB = "version: 0.0.1\n" + "".join(
         _context("l0_hold", "test_done", "test_hold"),
         _context("l0_slow", "test_quick", "test_sleeps_past_the_limit"),
         _context("l0_nodes", "test_where_it_runs"),
+        _context("l0_plant", "test_plants_a_result_for_its_own_job"),
     )
 )
 
@@ -214,6 +216,28 @@ def test_sleeps_past_the_limit():
 
 def test_where_it_runs():
     record("where")
+
+
+class RunsCode:  # unpickled, it creates out/pwned, in whichever process loads it
+
+    def __reduce__(self):
+        return (open, (str(OUT / "pwned"), "w"))
+
+
+def test_plants_a_result_for_its_own_job():
+    # A hostile test: before its job ends it writes the job's result file, as a pickle that runs code and as a
+    # report that says the stage passed, then kills the job program so that no genuine result replaces it.
+    import pickle, signal
+    facts = record("plant")
+    job_id = facts["SLURM_JOB_ID"]
+    (folder,) = {path.parent for path in Path.cwd().glob("**/slurm/job.sh")}
+    (folder / f"{job_id}.result.pickle").write_bytes(pickle.dumps(RunsCode()))
+    passed = {"stage": "CPU-Generic-Plant-1", "state": "passed", "reason": "", "tests": [], "uncollected": [],
+              "processes": [], "started_at": 0, "duration_seconds": 0, "results_dir": str(folder.parent),
+              "details": {}, "predicted_seconds": 0}
+    report = {"result": passed, "job_id": job_id, "node": "n1", "started_at": 0, "finished_at": 0, "token": "0" * 32}
+    (folder / f"{job_id}.result.json").write_text(json.dumps(report))
+    os.kill(os.getppid(), signal.SIGKILL)  # the job program
 """
 
 

@@ -2,7 +2,8 @@
 stage, spread over the nodes; a multi-node stage under srun on two nodes; a GPU request no node can hold
 refused at submission; a node set down under a job retried elsewhere, the stage UNSTABLE; Ctrl-C and
 SIGTERM leave no job behind and keep what finished; a job past its time limit fails its stage naming the
-limit; and `ci-tool run --executor slurm` reports what the local run of the same request reports."""
+limit; `ci-tool run --executor slurm` reports what the local run of the same request reports; and a result
+file a test plants is neither run nor taken."""
 
 from __future__ import annotations
 
@@ -224,3 +225,23 @@ def test_a_job_past_its_time_limit_fails_its_stage_naming_the_limit_and_keeps_wh
         ("cases/case_slurm.py::test_quick", "passed"),
         ("cases/case_slurm.py::test_sleeps_past_the_limit", "skipped"),
     ]
+
+
+def test_a_result_file_a_test_plants_runs_no_code_and_is_refused(
+    slurm_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's test writes `<job id>.result.*` early (it knows $SLURM_JOB_ID) and kills its job program: the
+    submitter neither runs the planted pickle nor takes the planted report, and the stage fails saying so."""
+    name = "CPU-Generic-Plant-1"
+    code, _ = ci_tool_here(capsys, "stage", "run", name, "--catalog", "stages.yml", "--executor", "slurm")
+    assert not (slurm_project / "out" / "pwned").exists()
+    _, (stage,), _ = last_run(slurm_project)
+    (folder,) = slurm_project.glob(f".ci-tool/runs/*/{name}/slurm")  # a stage without results records none
+    (job_id,) = job_ids(folder.parent)
+    assert (code, stage.state) == (1, "failed")
+    assert stage.reason == (
+        f"Slurm job {job_id} ended FAILED (signal 9) without the stage's results; see {folder}/{job_id}.err; "
+        f"its result file was refused: {folder}/{job_id}.result.json: expected the result of Slurm job {job_id} "
+        "from its job program, found a result without its token Hint: something else wrote this file (a test of "
+        "the stage?): the stage's results are not taken"
+    )

@@ -1,0 +1,155 @@
+"""Frozen dataclasses as plain JSON and back, each value checked against its declared type on the way in.
+
+The Slurm hand-off (slurm_job.py) crosses files that the tests of a job can write as well: reading one
+must build nothing but the declared values (a pickle would run whatever code the file names). `dump`
+turns a dataclass into JSON text; `load` reads it back into the given class, and anything else is one
+located error: `<file> (result.tests[3].first.outcome): expected one of passed, failed, ..., found 'x'`.
+
+    dataclass          an object with exactly its fields (`__test__` and properties are not fields)
+    str int float bool the JSON value itself (a float also takes a whole number; bool is never an int)
+    Path               a string
+    Enum               its value
+    re.Pattern         its pattern (compiled again)
+    tuple[X, ...]      an array; tuple[X, Y] an array of two
+    Mapping[str, X]    an object
+    X | None           null or an X
+    object             any JSON value, kept as it is (the `details` a stage's executor adds)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+import re
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ci_tool.errors import CiToolError, Where, shown
+from ci_tool.json_file import parse_json
+
+T = TypeVar("T")
+_SCALARS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
+
+
+def dump(value: object) -> str:
+    """The JSON text of a dataclass value (refused: NaN, infinities and types the table above lacks)."""
+    return json.dumps(_plain(value), allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def load(text: str, kind: type[T], *, file: str, error: type[CiToolError]) -> T:
+    """The `kind` value that `text` holds; JSON that is not one raises `error` at the value's path."""
+    return typing.cast(T, _build(parse_json(text, file=file, error=error), kind, _Place(file, error, "")))
+
+
+def _plain(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, re.Pattern):
+        return value.pattern
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"typed_json cannot write a {type(value).__name__}")  # a new field type: extend the table
+
+
+@dataclasses.dataclass(frozen=True)
+class _Place:
+    """Where in the file a value sits, for the error."""
+
+    file: str
+    error: type[CiToolError]
+    path: str
+
+    def at(self, part: str | int) -> _Place:
+        step = f"[{part}]" if isinstance(part, int) else (f".{part}" if self.path else part)
+        return _Place(self.file, self.error, self.path + step)
+
+    def wrong(self, expected: str, data: object) -> CiToolError:
+        found = shown(data) if isinstance(data, str) else json.dumps(data)[:80]
+        return self.error(f"expected {expected}, found {found}", where=Where(self.file, yaml_path=self.path or None))
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    return typing.get_type_hints(kind)
+
+
+def _build(data: object, kind: Any, place: _Place) -> object:
+    """The value of `kind` that `data` (parsed JSON) holds."""
+    origin, arguments = typing.get_origin(kind), typing.get_args(kind)
+    if origin is typing.Union or origin is types.UnionType:
+        others = [argument for argument in arguments if argument is not type(None)]
+        if len(others) != 1 or len(arguments) != 2:
+            raise TypeError(f"typed_json reads only `X | None` unions, not {kind}")
+        return None if data is None else _build(data, others[0], place)
+    if origin is tuple:
+        return _tuple(data, arguments, place)
+    if origin in (Mapping, dict) or kind is dict:
+        if not isinstance(data, dict):
+            raise place.wrong("an object", data)
+        value_kind = arguments[1] if arguments else object
+        return {key: _build(item, value_kind, place.at(key)) for key, item in data.items()}
+    if origin is re.Pattern or kind is re.Pattern:
+        try:
+            return re.compile(_scalar(data, str, place))
+        except re.error as problem:
+            raise place.wrong(f"a regular expression ({problem})", data) from None
+    if kind is object:
+        return data
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return _dataclass(data, kind, place)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        values = [member.value for member in kind]
+        if data not in values:
+            raise place.wrong(f"one of {', '.join(map(str, values))}", data)
+        return kind(data)
+    if kind is Path:
+        return Path(_scalar(data, str, place))
+    if kind in (str, int, float, bool):
+        return _scalar(data, kind, place)
+    raise TypeError(f"typed_json cannot read a {kind}")  # a new field type: extend the table
+
+
+def _tuple(data: object, arguments: tuple[Any, ...], place: _Place) -> tuple[object, ...]:
+    if not isinstance(data, list):
+        raise place.wrong("an array", data)
+    if len(arguments) == 2 and arguments[1] is Ellipsis:
+        return tuple(_build(item, arguments[0], place.at(index)) for index, item in enumerate(data))
+    if len(data) != len(arguments):
+        raise place.wrong(f"an array of {len(arguments)}", data)
+    pairs = enumerate(zip(data, arguments, strict=True))
+    return tuple(_build(item, part, place.at(index)) for index, (item, part) in pairs)
+
+
+def _dataclass(data: object, kind: type, place: _Place) -> object:
+    names = [field.name for field in dataclasses.fields(kind)]
+    if not isinstance(data, dict):
+        raise place.wrong(f"an object with {', '.join(names)}", data)
+    unknown = [key for key in data if key not in names]
+    missing = [name for name in names if name not in data]
+    if missing:
+        raise place.wrong(f"an object with {', '.join(missing)} too ({kind.__name__})", sorted(data))
+    if unknown:
+        raise place.wrong(f"only the keys of {kind.__name__}", unknown[0])
+    hints = _hints(kind)
+    return kind(**{name: _build(data[name], hints[name], place.at(name)) for name in names})
+
+
+def _scalar(data: object, kind: type, place: _Place) -> Any:
+    if kind is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    if not isinstance(data, kind) or (kind is int and isinstance(data, bool)):
+        raise place.wrong(_SCALARS[kind], data)
+    return data

@@ -1,0 +1,91 @@
+"""The Slurm hand-off as typed JSON: a real stage's plan and result survive the round trip; a file that is
+not one (a test may write it) is one located error, and a report without its submission's token is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ci_tool.errors import SlurmError
+from ci_tool.run import typed_json
+from ci_tool.run.flaky import load_flaky_signatures
+from ci_tool.run.invocation import RunSettings
+from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report
+from tests.ci_tool.conftest import planned
+
+TOKEN = "a" * 32
+
+
+def report_of(fixture_run: Any, *, token: str = TOKEN, job_id: str = "17") -> JobReport:
+    """The report of the fixture run's CPU-Generic-1 (every kind of failure, a rerun, a crash, a hang)."""
+    return JobReport(fixture_run.stage("CPU-Generic-1"), job_id, "n1", 1.5, 2.5, token)
+
+
+def test_a_real_stage_result_comes_back_equal(fixture_run: Any) -> None:
+    report = report_of(fixture_run)
+    assert typed_json.load(typed_json.dump(report), JobReport, file="r.json", error=SlurmError) == report
+
+
+def test_a_real_plan_and_its_settings_come_back_equal(suite: Path) -> None:
+    plan = planned(suite, ("CPU-Generic-1",))[0].plan()
+    settings = RunSettings(suite, suite / "out", "r1", flaky_signatures=load_flaky_signatures(), variables={"A": "1"})
+    spec = JobSpec(plan, settings, JobFiles(suite / "out" / "slurm"), new_token())
+    assert typed_json.load(typed_json.dump(spec), JobSpec, file="job.json", error=SlurmError) == spec
+
+
+def _report_json(fixture_run: Any) -> dict[str, Any]:
+    return json.loads(typed_json.dump(report_of(fixture_run)))
+
+
+def _set(data: dict[str, Any], path: tuple[str | int, ...], value: object) -> dict[str, Any]:
+    target: Any = data
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return data
+
+
+BAD = [
+    ("not an object", (), "expected an object with result, job_id, node, started_at, finished_at, token, found []"),
+    ("bad state", ("result", "state"), "(result.state): expected one of passed, failed, unstable, interrupted, "
+     "waiting, skipped, reused, found 'exploited'"),
+    ("bad outcome", ("result", "tests", 0, "first", "outcome"), "(result.tests[0].first.outcome): expected one "
+     "of passed, failed, error, skipped, found 'exploited'"),
+    ("string for a number", ("started_at",), "(started_at): expected a number, found 'exploited'"),
+    ("unknown key", ("result", "__reduce__"), "(result): expected only the keys of StageResult, found '__reduce__'"),
+]
+
+
+@pytest.mark.parametrize(("case", "path", "message"), BAD, ids=[row[0] for row in BAD])
+def test_anything_but_a_job_report_is_one_located_error(
+    fixture_run: Any, tmp_path: Path, case: str, path: tuple[str | int, ...], message: str
+) -> None:
+    data: object = [] if not path else _set(_report_json(fixture_run), path, "exploited")
+    file = tmp_path / "17.result.json"
+    file.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(SlurmError) as raised:
+        read_report(file, job_id=17, token=TOKEN)
+    assert str(raised.value) == f"{file}{' ' if path else ': '}{message}"
+
+
+REFUSED = "expected the result of Slurm job 17 from its job program, found a result without its token Hint: something else wrote this file (a test of the stage?): the stage's results are not taken"  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("token", "job_id"), [("b" * 32, "17"), (TOKEN, "18")], ids=["another token", "another job's report"]
+)
+def test_a_report_without_the_submissions_token_is_refused(
+    fixture_run: Any, tmp_path: Path, token: str, job_id: str
+) -> None:
+    file = tmp_path / "17.result.json"
+    file.write_text(typed_json.dump(report_of(fixture_run, token=token, job_id=job_id)), encoding="utf-8")
+    with pytest.raises(SlurmError) as raised:
+        read_report(file, job_id=17, token=TOKEN)
+    assert str(raised.value) == f"{file}: {REFUSED}"
+
+
+def test_no_file_is_no_report(tmp_path: Path) -> None:
+    assert read_report(tmp_path / "17.result.json", job_id=17, token=TOKEN) is None
