@@ -122,7 +122,7 @@ def preview_line(plan: RunPlan) -> str:
     """What the plan below was previewed from: the reply is a preview, the build's CI report says what ran."""
     changes = plan.changes
     source = (
-        f"from {plain(changes.origin)}" if changes is not None and changes.origin
+        f"from {changes.origin}" if changes is not None and changes.origin
         else "from its changed files" if changes is not None
         else "without the pull request's change (none was read)"
     )  # fmt: skip

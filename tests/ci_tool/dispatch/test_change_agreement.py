@@ -157,7 +157,7 @@ def test_a_pull_request_that_breaks_a_list_gets_a_full_set_preview_and_the_error
         "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
     (reply,) = github.bodies()
     assert [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))] == ALL_PRE_MERGE
-    assert "- test-db/l0\\_cpu.yml: test-db rule: cannot decide (" in reply
+    assert "- `test-db/l0_cpu.yml: test-db rule: cannot decide (" in reply
     env.chdir(root)
     assert main(["stage", "select", "--request", "request.json", "--base", "main", "--head", "HEAD"]) == 1
 

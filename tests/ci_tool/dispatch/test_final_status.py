@@ -34,4 +34,4 @@ def test_a_case_duration_that_is_no_number_does_not_cost_the_final_status(
     result = bot(event("/bot run"), "--wait")
     assert (result.code, result.err) == (0, "")
     assert statuses(github)[-1] == (SHA[:7], FULL, "success", "1 passed, 0 failed, 0 skipped")
-    assert "| CPU-Generic-1 | **passed** | 0.0 s | 1 | 0 | 0 |" in github.bodies()[-1]
+    assert "| `CPU-Generic-1` | **passed** | 0.0 s | 1 | 0 | 0 |" in github.bodies()[-1]
