@@ -11,8 +11,8 @@ import click
 
 from ci_tool.commands import bounds
 from ci_tool.history import queries
-from ci_tool.history.recorder import load_unrecorded
 from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.history.unrecorded import load_unrecorded
 
 history_option = click.option(
     "--history",

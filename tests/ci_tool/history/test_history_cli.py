@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ci_tool.cli import main
-from ci_tool.history.recorder import unrecorded_json
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.unrecorded import unrecorded_json
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
