@@ -70,6 +70,13 @@ def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
     return rows.read(store, raw, lambda row: rows.run_record(store, row), skip=True)
 
 
+def newest_run_id(store: HistoryStore) -> str | None:
+    """The id of the newest run (`report latest`), None without runs; a bad row is an error, not skipped:
+    the newest run is the one asked for."""
+    row = store.row("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1")
+    return rows.view(store, "runs", "run_id", row).key_text("run_id") if row is not None else None
+
+
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
     """One named run; a bad row is an error (whatever shows the run would be wrong)."""
     row = store.row(f"SELECT {run_columns(store)} FROM runs WHERE run_id = ?", (run_id,))

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 MAX_SECONDS = 10 * 365 * 86_400.0  # no test or stage takes ten years: a larger duration was not measured
 MAX_TIMESTAMP = 32_503_680_000.0  # the year 3000: later "times" were not written by a clock
+_JOIN_ALIASES = {"r": "runs", "s": "stages", "t": "test_results"}  # how the readers' joins name the tables
 E = TypeVar("E", bound=enum.Enum)
 T = TypeVar("T")
 
@@ -63,7 +64,9 @@ class RowView:
     def bad(self, column: str, expected: str) -> BadRowError:
         found = self.raw(column)
         shown = repr(found) if not isinstance(found, str) or len(found) <= 80 else repr(found[:80]) + "..."
-        place = ", ".join(part for part in (f"table {self.table}", self.key, f"column {column}") if part)
+        alias, _, name = column.rpartition(".")  # `r.started_at` of a join is column started_at of table runs
+        table = _JOIN_ALIASES.get(alias, self.table)
+        place = ", ".join(part for part in (f"table {table}", self.key, f"column {name}") if part)
         aside = shlex.join(["mv", self.path, f"{self.path}.damaged"])
         return BadRowError(
             f"{place}: expected {expected}, found {shown}",
@@ -165,15 +168,19 @@ def view(store: HistoryStore, table: str, columns: str, row: Sequence[Any]) -> R
 def read(
     store: HistoryStore, rows: Sequence[Sequence[Any]], parse: Callable[[Sequence[Any]], T], *, skip: bool
 ) -> list[T]:
-    """`parse` of each row; a bad row raises, or (`skip`) is left out and heard by `store.warn`."""
-    found = []
+    """`parse` of each row; a bad row raises, or (`skip`) is left out and heard by `store.warn` (the first
+    in full, then how many more: one bad run spoils each of its test rows a join reads)."""
+    found, bad = [], []
     for row in rows:
         try:
             found.append(parse(row))
         except BadRowError as error:
             if not skip:
                 raise
-            store.warn(f"{error}; the row is left out")
+            bad.append(error)
+    if bad:
+        more = f", and {len(bad) - 1} more bad row{'s' if len(bad) > 2 else ''} of that read" if len(bad) > 1 else ""
+        store.warn(f"{bad[0]}; the row is left out{more}")
     return found
 
 
