@@ -3,7 +3,7 @@ its type and range before a reader sees it, because the file is anyone's to edit
 script, another tool) and SQLite's column types are advisory (text fits in a REAL column).
 
     text          a str; a key column also non-empty
-    count         an int >= 0
+    count         an int in [0, MAX_COUNT]
     seconds       a finite int or float in [0, MAX_SECONDS]: a duration
     timestamp     a finite int or float in [0, MAX_TIMESTAMP]: seconds since the epoch
     number        a finite int or float (perf values, baselines, thresholds)
@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     from ci_tool.history.store import HistoryStore
 
 MAX_SECONDS = 10 * 365 * 86_400.0  # no test or stage takes ten years: a larger duration was not measured
+MAX_COUNT = 2**63 - 1  # what an SQL INTEGER (SQLite's, PostgreSQL's BIGINT) holds
 MAX_TIMESTAMP = 32_503_680_000.0  # the year 3000: later "times" were not written by a clock
+COUNT_EXPECTED = f"a count (an integer from 0 to {MAX_COUNT})"
 _JOIN_ALIASES = {"r": "runs", "s": "stages", "t": "test_results"}  # how the readers' joins name the tables
 E = TypeVar("E", bound=enum.Enum)
 T = TypeVar("T")
@@ -101,8 +103,8 @@ class RowView:
 
     def count(self, column: str) -> int:
         value = self.raw(column)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.bad(column, "a count (an integer of 0 or more)")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+            raise self.bad(column, COUNT_EXPECTED)
         return value
 
     def flag(self, column: str) -> bool:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history.records import RunRecord, StageRecord, TestRecord
-from ci_tool.history.rows import MAX_SECONDS, MAX_TIMESTAMP
+from ci_tool.history.rows import COUNT_EXPECTED, MAX_COUNT, MAX_SECONDS, MAX_TIMESTAMP
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 UNRECORDED = "unrecorded.json"
@@ -105,8 +105,8 @@ class _At:
         return None if self.value is None else self.text()
 
     def count(self) -> int:
-        if not isinstance(self.value, int) or isinstance(self.value, bool) or self.value < 0:
-            raise self.error("a count (an integer of 0 or more)")
+        if not isinstance(self.value, int) or isinstance(self.value, bool) or not 0 <= self.value <= MAX_COUNT:
+            raise self.error(COUNT_EXPECTED)
         return self.value
 
     def seconds(self) -> float:

@@ -109,7 +109,7 @@ def test_a_listing_leaves_a_bad_run_out_and_says_which(capsys: pytest.CaptureFix
     ("corruption", "message"),
     [
         ("stage-count-text", "table stages, run id 'r6', stage 'A10-PyTorch-1', column passed: expected a count "
-         "(an integer of 0 or more), found 'many'"),
+         "(an integer from 0 to 9223372036854775807), found 'many'"),
         ("test-outcome-unknown", "table test_results, run id 'r6', stage 'A10-PyTorch-1', test 'a.py::test_planted', "
          "column outcome: expected a TestOutcome (passed, failed, error, skipped), found 'exploded'"),
         ("run-details-cut", "table runs, run id 'r6', column details_json: expected a JSON object of details, "
