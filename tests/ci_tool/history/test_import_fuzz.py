@@ -70,7 +70,8 @@ def test_a_mutated_record_imports_or_is_our_error(
         (("run", "details"), {"x": float("nan")}, ": expected the run's records as JSON, found NaN, which JSON does "
          "not have"),
     ],
-    ids=["count-past-an-sql-integer", "started-at-nan-text", "started-at-huge", "interrupted-edited-to-passed", "failed-stage-edited-to-passed",
+    ids=["count-past-an-sql-integer",
+         "started-at-nan-text", "started-at-huge", "interrupted-edited-to-passed", "failed-stage-edited-to-passed",
          "stage-of-another-run", "duration-a-list", "unknown-outcome", "details-nan"],
 )  # fmt: skip
 def test_a_bad_record_is_located_by_its_json_path(

@@ -16,8 +16,8 @@ from ci_tool.outcomes import RunState, StageState, TestOutcome
 # What replaces a value: every JSON type, the numbers JSON cannot hold, the wrong nesting, other vocabularies.
 REPLACEMENTS: tuple[Any, ...] = (
     None, True, False, 0, -1, 1, 2**63, -(2**63), 10**400, 1e300, -1e300, float("nan"), float("inf"),
-    float("-inf"), 0.5, "", "NaN", "Infinity", "1e300", "passed", "running", "interrupted", "exploded", "\0", "x" * 5000,
-    [], [None], [[[]]], {}, {"": None}, {"stage": {}}, [{"stage": {}, "tests": [], "recorded_at": 1.0}],
+    float("-inf"), 0.5, "", "NaN", "Infinity", "1e300", "passed", "running", "interrupted", "exploded", "\0",
+    "x" * 5000, [], [None], [[[]]], {}, {"": None}, {"stage": {}}, [{"stage": {}, "tests": [], "recorded_at": 1.0}],
 )  # fmt: skip
 
 
