@@ -36,7 +36,7 @@ _PROC = Path("/proc")
 
 @dataclass(frozen=True)
 class Owner:
-    host: str
+    host: str  # the run's host column
     pid: int
     start: str  # `<boot id>|<pid namespace>|<start ticks>`; "" where /proc cannot tell (the pid alone decides)
 
@@ -68,19 +68,22 @@ def _start_ticks(pid: int) -> str | None:
 
 
 def is_stale(owner: Owner | None, *, started_at: float, now: float) -> bool:
-    """Whether a `running` run with this owner has died (see the module docstring)."""
-    if owner is None or owner.host != socket.gethostname():
-        return now - started_at > FOREIGN_STALE_SECONDS
+    """Whether a `running` run with this owner has died (see the module docstring). The boot id and pid
+    namespace say whether the owner's pid can be looked at from here; the host column (the run's) says
+    whether a run of another boot was this host's."""
+    old = now - started_at > FOREIGN_STALE_SECONDS
+    if owner is None:
+        return old
+    this_host = owner.host == socket.gethostname()
     if not owner.start:  # recorded without /proc (another OS): the pid existing is all we can know
-        return not _pid_exists(owner.pid)
-    boot, _, namespace_ticks = owner.start.partition("|")
-    namespace, _, ticks = namespace_ticks.rpartition("|")
+        return not _pid_exists(owner.pid) if this_host else old
+    place, _, ticks = owner.start.rpartition("|")
     here = _place()
-    if f"{boot}|{namespace}" != here:
-        if here.startswith(f"{boot}|"):  # another pid namespace on this host: its pids cannot be seen from here
-            return now - started_at > FOREIGN_STALE_SECONDS
-        return True  # recorded before this host's last boot: nothing of that boot still runs
-    return not _pid_exists(owner.pid) or _start_ticks(owner.pid) != ticks
+    if place == here:
+        return not _pid_exists(owner.pid) or _start_ticks(owner.pid) != ticks
+    if place.split("|")[0] == here.split("|")[0]:  # this boot, another pid namespace (a container)
+        return old
+    return True if this_host else old  # this host before its last boot: nothing of that boot still runs
 
 
 def _pid_exists(pid: int) -> bool:
