@@ -113,7 +113,8 @@ def test_the_sweep_decides_by_owner_and_age(
     HistoryStore(history).close()
     db = sqlite3.connect(history, isolation_level=None)
     db.execute(
-        "INSERT INTO runs (run_id, command, state, started_at, host, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (run_id, command, state, started_at, host, owner_pid, owner_start) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
         ("r", "x", "running", time.time() - age_hours * 3600, socket.gethostname() if host == "here" else host,
          os.getpid() if owner_pid == "me" else owner_pid, owner_start),
     )  # fmt: skip
