@@ -21,7 +21,8 @@ from typing import Any
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
 from ci_tool.history import rows
-from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.schema import CODE_VERSION
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
 
 DURATION_SAMPLES = 5

@@ -12,10 +12,13 @@
 Concurrent stage processes write at once without losing rows: WAL journal, a busy timeout, and every
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
 deadlock upgrading a read lock); a write still locked out after the busy timeout is tried again
-(WRITE_ATTEMPTS in all, with a backoff). `schema_version` holds the version; a newer file is refused,
-and so is a SQLite file of someone else's (tables, but no `schema_version`). An older file is brought up
-to date by MIGRATIONS, one small step per version, under the write lock; a new file gets the version 1
-tables and then every step.
+(WRITE_ATTEMPTS in all, with a backoff). SQLite waits for a lock in BUSY_SLICE_MS slices, so a SIGTERM
+or Ctrl-C is acted on between them, not after the whole busy timeout; the transaction it interrupts rolls
+back. `schema_version` holds the version; a newer file is refused, and so is an unreadable version ('abc',
+two rows) and a SQLite file of someone else's (tables, but no `schema_version`). An older file is brought
+up to date by schema.MIGRATIONS, one small idempotent step per version, in one write transaction; a new
+file gets the version 1 tables and then every step. Every open for writing then sweeps the runs whose
+owner died (owners.py). Rows read back become typed values in rows.py.
 
 Opening to read (`read_only=True`: `ci-tool history`, `report`, `durations export`) takes no write lock:
 a `mode=ro` connection (`immutable=1` where the folder is read-only, so SQLite cannot make its `-shm`
@@ -35,13 +38,13 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
-from ci_tool.history import owners, perf_results
+from ci_tool.history import owners
 from ci_tool.history.records import RunRecord, StageRecord, TestRecord
+from ci_tool.history.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, apply
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
 from ci_tool.outcomes import RunState
@@ -55,111 +58,6 @@ HURRIED_BUSY_TIMEOUT_MS = 2_000  # closing an interrupted run: one short try, th
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
 TABLES = ("runs", "stages", "test_results")
 T = TypeVar("T")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    command TEXT NOT NULL,
-    state TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    finished_at REAL,
-    host TEXT NOT NULL DEFAULT '',
-    details_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS stages (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    started_at REAL,
-    duration_seconds REAL NOT NULL DEFAULT 0,
-    passed INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0,
-    results_dir TEXT NOT NULL DEFAULT '',
-    details_json TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (run_id, name)
-);
-CREATE TABLE IF NOT EXISTS test_results (
-    run_id TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    test_id TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    rerun_outcome TEXT,
-    duration_seconds REAL NOT NULL,
-    waive_reason TEXT,
-    kind TEXT NOT NULL DEFAULT '',
-    message TEXT NOT NULL DEFAULT '',
-    signature TEXT NOT NULL DEFAULT '',
-    output_head TEXT NOT NULL DEFAULT '',
-    recorded_at REAL NOT NULL,
-    PRIMARY KEY (run_id, stage, test_id)
-);
-CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
-CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
-"""
-
-
-@dataclass(frozen=True)
-class AddColumn:
-    """`ALTER TABLE <table> ADD COLUMN <column> <declaration>`, skipped where the column is there already:
-    a step met again (a version row edited back, a step half-applied by hand) does not fail on it."""
-
-    table: str
-    column: str
-    declaration: str
-
-
-Statement = str | AddColumn  # a plain statement must be idempotent itself (`IF NOT EXISTS`)
-
-# Version -> the statements that take a file of the version before it there. Each step is small and
-# stands alone, so steps written on other branches merge as further rows.
-MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
-    (
-        2,  # the bot's ledger of the builds it triggered (ledger.py)
-        (
-            """CREATE TABLE IF NOT EXISTS dispatches (
-                jenkins_url TEXT NOT NULL,
-                job TEXT NOT NULL,
-                comment_id INTEGER NOT NULL,
-                request_json TEXT NOT NULL,
-                repository TEXT NOT NULL,
-                pull_request INTEGER NOT NULL,
-                head_sha TEXT NOT NULL,
-                state TEXT NOT NULL,
-                queue_id INTEGER,
-                build_number INTEGER,
-                updated_at REAL NOT NULL,
-                PRIMARY KEY (jenkins_url, job, comment_id, request_json)
-            )""",
-        ),
-    ),
-    (
-        3,  # the code a run tested and its request scope, which reuse matches on
-        (
-            AddColumn("runs", "code_commit", "TEXT NOT NULL DEFAULT ''"),
-            AddColumn("runs", "code_diff", "TEXT NOT NULL DEFAULT ''"),
-            AddColumn("runs", "scope", "TEXT NOT NULL DEFAULT ''"),
-            "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
-        ),
-    ),
-    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
-    (
-        5,  # touch records: the tests that ran each file (history/touches.py)
-        (
-            "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
-            "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
-            "CREATE INDEX IF NOT EXISTS touches_by_test ON touches (test_id)",
-        ),
-    ),
-    (
-        6,  # who owns a running run: the stale-run sweep closes those whose owner died (owners.py)
-        (AddColumn("runs", "owner_pid", "INTEGER"), AddColumn("runs", "owner_start", "TEXT NOT NULL DEFAULT ''")),
-    ),
-)
-CODE_VERSION = 3  # the first version whose runs hold their code and scope
-SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 def history_path(option: str | Path | None, environ: Mapping[str, str] = os.environ) -> Path:
@@ -348,13 +246,13 @@ class HistoryStore:
         if version == SCHEMA_VERSION:
             return
         if version is None:
-            for table in _SCHEMA.split(";"):  # executescript() would commit the open transaction
+            for table in SCHEMA.split(";"):  # executescript() would commit the open transaction
                 if table.strip():
                     db.execute(table)
         for step, statements in MIGRATIONS:
             if step > (version or 1):
                 for statement in statements:
-                    _apply(db, statement)
+                    apply(db, statement)
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -496,15 +394,6 @@ def _insert_stage(db: sqlite3.Connection, stage: StageRecord, tests: Sequence[Te
             for t in tests
         ],
     )  # fmt: skip
-
-
-def _apply(db: sqlite3.Connection, statement: Statement) -> None:
-    if not isinstance(statement, AddColumn):
-        db.execute(statement)
-        return
-    found = {row[1] for row in db.execute(f"PRAGMA table_info({statement.table})").fetchall()}
-    if statement.column not in found:
-        db.execute(f"ALTER TABLE {statement.table} ADD COLUMN {statement.column} {statement.declaration}")
 
 
 def _warn_on_stderr(message: str) -> None:
