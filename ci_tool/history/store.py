@@ -340,9 +340,11 @@ class HistoryStore:
 
         self._write(finish, hurry=hurry)
 
-    def record_stage(self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float) -> None:
+    def record_stage(
+        self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float, hurry: bool = False
+    ) -> None:
         """Store a stage and its tests in one transaction (replacing an earlier record of the same stage)."""
-        self._write(lambda db: _insert_stage(db, stage, tests, recorded_at))
+        self._write(lambda db: _insert_stage(db, stage, tests, recorded_at), hurry=hurry)
 
     def record_run(self, run: RunRecord, stages: Sequence[StageRecords]) -> None:
         """Store a whole run in one transaction, replacing what is recorded of it (an import)."""
