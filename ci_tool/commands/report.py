@@ -85,14 +85,14 @@ def resolve_run_id(store: HistoryStore, run_id: str) -> str:
     """`latest` is the newest recorded run; any other id is itself."""
     if run_id != "latest":
         return run_id
-    newest = queries.recent_runs(store, limit=1)
-    if not newest:
+    newest = queries.newest_run_id(store)
+    if newest is None:
         raise HistoryError(
             "expected a recorded run for `latest`, found a history without runs",
             where=Where(str(store.path)),
             hint="run `ci-tool run` or `ci-tool stage run` first, or pass --history PATH",
         )
-    return newest[0].run_id
+    return newest
 
 
 def stage_folder_href(stage: StageRecord, page_folder: Path) -> str | None:

@@ -20,6 +20,7 @@ from ci_tool.commands.report import html_page
 from ci_tool.errors import ReportError, Where
 from ci_tool.history import overview, queries
 from ci_tool.history.perf_results import perf_overview
+from ci_tool.history.rows import BadRowError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.json_file import read_json
 from ci_tool.report import dashboard
@@ -43,14 +44,18 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         plan = layout.plan_site(summaries, previous, _renderer())
         hrefs = {summary.run.run_id: layout.run_page(summary.run.run_id) for summary in summaries}
         for summary in plan.render:
-            page = html_page(
-                store,
-                summary.run.run_id,
-                runs_folder,
-                trend_samples=window,
-                nav=layout.nav("../"),
-                run_href=lambda run_id: _sibling(hrefs.get(run_id)),
-            )
+            try:
+                page = html_page(
+                    store,
+                    summary.run.run_id,
+                    runs_folder,
+                    trend_samples=window,
+                    nav=layout.nav("../"),
+                    run_href=lambda run_id: _sibling(hrefs.get(run_id)),
+                )
+            except BadRowError as error:  # one run's bad row: the rest of the site still builds
+                store.warn(f"{error}; the page of run {summary.run.run_id} is left out")
+                continue
             write_text_atomically(output / hrefs[summary.run.run_id], page, what="a run page")
         flaky = queries.flaky_tests(store, window_runs=window)
         slowest = queries.slowest_tests(store, limit=50, window_runs=window)

@@ -20,11 +20,13 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ci_tool.errors import StageError
-from ci_tool.history.queries import stage_family, vocabulary
+from ci_tool.history import rows
+from ci_tool.history.queries import stage_family
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.stages.names import parse_family_name, parse_stage_name
@@ -103,33 +105,65 @@ class _Tally:
     lost_seconds: float = 0.0  # device-seconds
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One non-skipped result of the window, as the tally reads it."""
+
+    test_id: str
+    stage: str
+    first: TestOutcome
+    final: TestOutcome
+    seconds: float
+    signature: str
+    run_id: str
+    run_started_at: float
+    stage_seconds: float | None  # None: the stage has no row
+
+
+_COLUMNS = (
+    "t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, t.signature, t.kind, r.run_id, "
+    "r.started_at, s.duration_seconds"
+)
+
+
+def _attempt(store: HistoryStore, row: Sequence[Any]) -> _Attempt:
+    r = rows.view(store, "test_results", _COLUMNS, row).keyed(**{"r.run_id": "run id", "t.stage": "stage"})
+    first = r.vocabulary("t.outcome", TestOutcome)
+    stage_seconds = None if r.raw("s.duration_seconds") is None else r.seconds("s.duration_seconds")
+    return _Attempt(
+        r.key_text("t.test_id"), r.key_text("t.stage"), first,
+        r.optional_vocabulary("t.rerun_outcome", TestOutcome) or first, r.seconds("t.duration_seconds"),
+        r.text("t.signature") or r.text("t.kind") or "Failure", r.key_text("r.run_id"), r.timestamp("r.started_at"),
+        stage_seconds,
+    )  # fmt: skip
+
+
 def flake_stats(store: HistoryStore, *, since: float, before: float | None = None) -> list[FlakeStats]:
-    """The flaky tests of runs started in [since, before), most GPU minutes lost first."""
-    rows = store.rows(
-        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, t.signature, t.kind, r.run_id, "
-        "r.started_at, s.duration_seconds FROM test_results t JOIN runs r ON r.run_id = t.run_id "
+    """The flaky tests of runs started in [since, before), most GPU minutes lost first. A bad row is left
+    out with a warning: the measure sums over many runs, and `stage run` reads it for its report."""
+    raw = store.rows(
+        f"SELECT {_COLUMNS} FROM test_results t JOIN runs r ON r.run_id = t.run_id "
         "LEFT JOIN stages s ON s.run_id = t.run_id AND s.name = t.stage "
         "WHERE r.started_at >= ? AND r.started_at < ? AND coalesce(t.rerun_outcome, t.outcome) != ? "
         "ORDER BY r.started_at, t.recorded_at, t.rowid",
         (since, before if before is not None else float("inf"), TestOutcome.SKIPPED.value),
     )
     tallies: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
-    for test_id, stage, outcome, rerun, seconds, signature, kind, run_id, started_at, stage_seconds in rows:
-        where = stage_devices(stage)
-        tally = tallies[(test_id, where.gpu)]
-        first = vocabulary(store, TestOutcome, outcome)
-        final = vocabulary(store, TestOutcome, rerun) if rerun is not None else first
+    for attempt in rows.read(store, raw, lambda row: _attempt(store, row), skip=True):
+        where = stage_devices(attempt.stage)
+        tally = tallies[(attempt.test_id, where.gpu)]
+        first, final = attempt.first, attempt.final
         tally.finals.append(final.counted_as)
         if not first.is_failure:
             continue
-        tally.seen.append((run_id, started_at))
-        tally.signatures[signature or kind or "Failure"] += 1
+        tally.seen.append((attempt.run_id, attempt.run_started_at))
+        tally.signatures[attempt.signature] += 1
         if final.is_failure:
             tally.failures += 1
-            tally.lost_seconds += (stage_seconds or seconds) * where.devices
+            tally.lost_seconds += (attempt.stage_seconds or attempt.seconds) * where.devices
         else:
             tally.passed_on_rerun += 1
-            tally.lost_seconds += seconds * where.devices
+            tally.lost_seconds += attempt.seconds * where.devices
     found = [_stats(key, tally) for key, tally in tallies.items() if _flaky(tally)]
     return sorted(found, key=lambda s: (-s.lost_gpu_minutes, -s.rate, s.test_id, s.gpu))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from ci_tool.history import rows
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import DispatchState
 
@@ -64,13 +65,14 @@ def find_dispatch(store: HistoryStore, key: DispatchKey) -> DispatchRecord | Non
     )
     if row is None:
         return None
-    return DispatchRecord(
-        DispatchKey(*row[:4]),
-        repository=row[4],
-        pull_request=row[5],
-        head_sha=row[6],
-        state=DispatchState(row[7]),
-        queue_id=row[8],
-        build_number=row[9],
-        updated_at=row[10],
+    r = rows.view(store, "dispatches", _COLUMNS, row).keyed(f"job {key.job!r}", f"comment {key.comment_id}")
+    return DispatchRecord(  # a bad row is an error: whether to trigger again must not be guessed
+        DispatchKey(r.key_text("jenkins_url"), r.key_text("job"), r.count("comment_id"), r.text("request_json")),
+        repository=r.text("repository"),
+        pull_request=r.count("pull_request"),
+        head_sha=r.text("head_sha"),
+        state=r.vocabulary("state", DispatchState),
+        queue_id=None if r.raw("queue_id") is None else r.count("queue_id"),
+        build_number=None if r.raw("build_number") is None else r.count("build_number"),
+        updated_at=r.timestamp("updated_at"),
     )

@@ -5,14 +5,15 @@ Three queries, whatever the number of runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ci_tool.history import queries
-from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.history import queries, rows
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
 from ci_tool.outcomes import StageState
 
 
@@ -32,31 +33,32 @@ def run_summaries(store: HistoryStore, *, limit: int) -> list[RunSummary]:
     runs = queries.recent_runs(store, limit=limit)
     window = "SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?"
     stage_rows = store.rows(
-        "SELECT run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
-        f"details_json FROM stages WHERE run_id IN ({window}) ORDER BY rowid",
-        (limit,),
+        f"SELECT {rows.STAGE_COLUMNS} FROM stages WHERE run_id IN ({window}) ORDER BY rowid", (limit,)
     )
     test_rows = store.rows(
         "SELECT run_id, count(*), max(recorded_at), total(duration_seconds), group_concat(outcome || rerun_outcome) "
         f"FROM test_results WHERE run_id IN ({window}) GROUP BY run_id",
         (limit,),
     )
-    stages: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-    for row in stage_rows:
-        stages[row[0]].append(tuple(row[1:]))
+    stages: dict[str, list[StageRecord]] = defaultdict(list)
+    for stage in rows.read(store, stage_rows, lambda row: rows.stage_record(store, row), skip=True):  # a list
+        stages[stage.run_id].append(stage)
     tests = {row[0]: tuple(row[1:]) for row in test_rows}
     return [_summary(run, stages.get(run.run_id, []), tests.get(run.run_id, ())) for run in runs]
 
 
-def _summary(run: RunRecord, stages: list[tuple[Any, ...]], tests: tuple[Any, ...]) -> RunSummary:
+def _summary(run: RunRecord, stages: list[StageRecord], tests: tuple[Any, ...]) -> RunSummary:
     recorded = [run.run_id, run.command, run.state, run.started_at, run.finished_at, run.host, run.details]
-    digest = hashlib.sha256(json.dumps([recorded, stages, tests], sort_keys=True, default=str).encode()).hexdigest()
+    stage_fields = [dataclasses.astuple(stage)[1:] for stage in stages]
+    digest = hashlib.sha256(
+        json.dumps([recorded, stage_fields, tests], sort_keys=True, default=str).encode()
+    ).hexdigest()
     return RunSummary(
         run,
         stages=len(stages),
-        waiting=sum(1 for stage in stages if stage[1] == StageState.WAITING.value),
-        passed=sum(stage[5] for stage in stages),
-        failed=sum(stage[6] for stage in stages),
-        skipped=sum(stage[7] for stage in stages),
+        waiting=sum(1 for stage in stages if stage.state is StageState.WAITING),
+        passed=sum(stage.passed for stage in stages),
+        failed=sum(stage.failed for stage in stages),
+        skipped=sum(stage.skipped for stage in stages),
         fingerprint=digest[:16],
     )

@@ -13,13 +13,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ci_tool.history.sqlite_errors import damaged
+from ci_tool.history import rows
 from ci_tool.outcomes import PerfVerdict
 
 if TYPE_CHECKING:  # store.py imports SCHEMA from here
-    from ci_tool.history.store import HistoryStore, Row
+    from ci_tool.history.store import HistoryStore
 
 SCHEMA_STEP = 4
 SCHEMA = """
@@ -81,7 +81,7 @@ class PerfResult:
 
 def record_perf_results(store: HistoryStore, results: Sequence[PerfResult]) -> None:
     """Store a case's metrics in one transaction (a case run again in the same run replaces its rows)."""
-    rows = [
+    values = [
         (
             r.run_id, r.stage, r.case_id, r.gpu, r.metric, r.value, r.baseline, r.threshold, r.verdict.value,
             r.note, r.test_id, int(r.post_merge), r.branch, r.commit, r.recorded_at,
@@ -92,16 +92,17 @@ def record_perf_results(store: HistoryStore, results: Sequence[PerfResult]) -> N
     def insert(db: sqlite3.Connection) -> None:
         db.executemany(
             f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            values,
         )
 
     store.write(insert)
 
 
 def run_perf_results(store: HistoryStore, run_id: str) -> list[PerfResult]:
-    """A run's perf results, in the order they were recorded (stage, then case, then metric)."""
-    rows = store.rows(f"SELECT {_COLUMNS} FROM perf_results WHERE run_id = ? ORDER BY recorded_at, rowid", (run_id,))
-    return [_result(store, row) for row in rows]
+    """A run's perf results, in the order they were recorded (stage, then case, then metric); a bad row is an
+    error (the run's report would be wrong)."""
+    raw = store.rows(f"SELECT {_COLUMNS} FROM perf_results WHERE run_id = ? ORDER BY recorded_at, rowid", (run_id,))
+    return rows.read(store, raw, lambda row: _result(store, row), skip=False)
 
 
 def perf_series(
@@ -109,17 +110,18 @@ def perf_series(
 ) -> list[PerfResult]:
     """The newest `limit` results of one (case, GPU type, metric), oldest first: a trend.
 
-    `post_merge` True/False keeps only post-merge / pre-merge stages' results; None keeps both."""
+    `post_merge` True/False keeps only post-merge / pre-merge stages' results; None keeps both. A bad row
+    is left out with a warning: a trend and a median still stand without it."""
     where = "case_id = ? AND gpu = ? AND metric = ?"
     parameters: list[object] = [case_id, gpu, metric]
     if post_merge is not None:
         where += " AND post_merge = ?"
         parameters.append(int(post_merge))
-    rows = store.rows(
+    raw = store.rows(
         f"SELECT {_COLUMNS} FROM perf_results WHERE {where} ORDER BY recorded_at DESC, rowid DESC LIMIT ?",
         (*parameters, limit),
     )
-    return [_result(store, row) for row in reversed(rows)]
+    return rows.read(store, list(reversed(raw)), lambda row: _result(store, row), skip=True)
 
 
 PerfKey = tuple[str, str, str]  # (case, GPU type, metric)
@@ -134,57 +136,74 @@ def perf_trends(store: HistoryStore, results: Sequence[PerfResult], *, limit: in
     for r in results:
         key = (r.case_id, r.gpu, r.metric)
         if key not in trends:
-            rows = store.rows(
-                "SELECT value FROM perf_results WHERE case_id = ? AND gpu = ? AND metric = ? AND recorded_at <= ? "
-                "ORDER BY recorded_at DESC, rowid DESC LIMIT ?",
+            raw = store.rows(
+                "SELECT run_id, value FROM perf_results WHERE case_id = ? AND gpu = ? AND metric = ? "
+                "AND recorded_at <= ? ORDER BY recorded_at DESC, rowid DESC LIMIT ?",
                 (*key, until, limit),
             )
-            trends[key] = [float(value) for (value,) in reversed(rows)]
+            trends[key] = rows.read(store, list(reversed(raw)), lambda row: _value(store, row), skip=True)
     return trends
 
 
 def perf_overview(store: HistoryStore, *, limit: int) -> list[tuple[PerfResult, list[float]]]:
     """Every (case, GPU type, metric) recorded: its newest result and its newest `limit` values, oldest
     first (the dashboard's perf page), sorted by case, GPU type and metric."""
-    keys = store.rows("SELECT DISTINCT case_id, gpu, metric FROM perf_results ORDER BY 1, 2, 3")
+    raw = store.rows("SELECT DISTINCT case_id, gpu, metric FROM perf_results ORDER BY 1, 2, 3")
     overview = []
-    for case_id, gpu, metric in keys:
-        series = perf_series(store, str(case_id), gpu=str(gpu), metric=str(metric), limit=limit)
-        overview.append((series[-1], [r.value for r in series]))
+    for case_id, gpu, metric in rows.read(store, raw, lambda row: _key(store, "case_id, gpu, metric", row), skip=True):
+        series = perf_series(store, case_id, gpu=gpu, metric=metric, limit=limit)
+        if series:  # none when every row of the key is bad
+            overview.append((series[-1], [r.value for r in series]))
     return overview
 
 
 def latest_post_merge(store: HistoryStore, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None:
-    """The newest post-merge result of a (case, GPU type, metric) on `branch`: how the target branch does."""
-    row = store.row(
+    """The newest post-merge result of a (case, GPU type, metric) on `branch`: how the target branch does.
+    A bad row reads as none (with a warning): the case is then gated, never waved through."""
+    raw = store.rows(
         f"SELECT {_COLUMNS} FROM perf_results WHERE case_id = ? AND gpu = ? AND metric = ? AND post_merge = 1 "
         "AND branch = ? ORDER BY recorded_at DESC, rowid DESC LIMIT 1",
         (case_id, gpu, metric, branch),
     )
-    return _result(store, row) if row is not None else None
+    found = rows.read(store, raw, lambda row: _result(store, row), skip=True)
+    return found[0] if found else None
+
+
+def newest_perf_run(store: HistoryStore, *, gpu: str) -> str | None:
+    """The run that recorded the newest perf result on a GPU type (None: none did); a bad id is an error."""
+    row = store.row("SELECT run_id FROM perf_results WHERE gpu = ? ORDER BY recorded_at DESC LIMIT 1", (gpu,))
+    return rows.view(store, "perf_results", "run_id", row).key_text("run_id") if row is not None else None
 
 
 def perf_keys(store: HistoryStore, *, gpu: str) -> list[tuple[str, str]]:
     """Every (case, metric) recorded for a GPU type, sorted."""
-    rows = store.rows("SELECT DISTINCT case_id, metric FROM perf_results WHERE gpu = ? ORDER BY 1, 2", (gpu,))
-    return [(str(case), str(metric)) for case, metric in rows]
+    raw = store.rows("SELECT DISTINCT case_id, metric FROM perf_results WHERE gpu = ? ORDER BY 1, 2", (gpu,))
+    keys = rows.read(store, raw, lambda row: _key(store, "case_id, metric", row), skip=True)
+    return [(case, metric) for case, metric in keys]
 
 
 def perf_cases(store: HistoryStore) -> list[tuple[str, str]]:
     """Every (case, GPU type) recorded, sorted: what `perf trend` can draw."""
-    rows = store.rows("SELECT DISTINCT case_id, gpu FROM perf_results ORDER BY 1, 2")
-    return [(str(case), str(gpu)) for case, gpu in rows]
+    raw = store.rows("SELECT DISTINCT case_id, gpu FROM perf_results ORDER BY 1, 2")
+    return [(case, gpu) for case, gpu in rows.read(store, raw, lambda r: _key(store, "case_id, gpu", r), skip=True)]
 
 
-def _result(store: HistoryStore, row: Row) -> PerfResult:
-    (run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch,
-     commit, recorded_at) = row  # fmt: skip
-    try:
-        parsed = PerfVerdict(verdict)
-    except ValueError:
-        raise damaged(store.path, "a perf verdict", repr(verdict)) from None
+def _result(store: HistoryStore, row: Sequence[Any]) -> PerfResult:
+    """A row of _COLUMNS (see rows.py for what each check means)."""
+    r = rows.view(store, "perf_results", _COLUMNS, row).keyed(run_id="run id", stage="stage", case_id="case")
     return PerfResult(
-        run_id, stage, case_id, gpu, metric, float(value), parsed, float(recorded_at),
-        None if baseline is None else float(baseline), None if threshold is None else float(threshold),
-        note, test_id, bool(post_merge), branch, commit,
+        r.key_text("run_id"), r.key_text("stage"), r.key_text("case_id"), r.key_text("gpu"), r.key_text("metric"),
+        r.number("value"), r.vocabulary("verdict", PerfVerdict), r.timestamp("recorded_at"),
+        r.optional_number("baseline"), r.optional_number("threshold"), r.text("note"), r.text("test_id"),
+        r.flag("post_merge"), r.text("branch"), r.text("commit_sha"),
     )  # fmt: skip
+
+
+def _value(store: HistoryStore, row: Sequence[Any]) -> float:
+    return rows.view(store, "perf_results", "run_id, value", row).keyed(run_id="run id").number("value")
+
+
+def _key(store: HistoryStore, columns: str, row: Sequence[Any]) -> tuple[str, ...]:
+    """The key columns of a DISTINCT row, each a non-empty text."""
+    r = rows.view(store, "perf_results", columns, row)
+    return tuple(r.key_text(column) for column in r.columns)

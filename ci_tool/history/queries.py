@@ -12,18 +12,18 @@ they will take that long again).
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ci_tool.errors import HistoryError, Where, did_you_mean
-from ci_tool.history.sqlite_errors import damaged
-from ci_tool.history.store import CODE_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
-from ci_tool.outcomes import RunState, StageState, TestOutcome
+from ci_tool.history import rows
+from ci_tool.history.schema import CODE_VERSION
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import TestOutcome
 
 DURATION_SAMPLES = 5
 TREND_SAMPLES = 30
@@ -52,17 +52,6 @@ class SlowTest:
     recent: tuple[float, ...] = ()  # its durations in the window, oldest first (TREND_SAMPLES at most)
 
 
-def _details(store: HistoryStore, text: str) -> dict[str, object]:
-    """A `details_json` column: a JSON object, else the file is damaged (SQLite found no fault)."""
-    try:
-        details = json.loads(text)
-    except (TypeError, ValueError):
-        details = None
-    if not isinstance(details, dict):
-        raise damaged(store.path, "a JSON object of details", repr(str(text)[:80]))
-    return details
-
-
 def stage_family(stage: str) -> str:
     """`A10-PyTorch-3` (and `A10-PyTorch-3-cbts`, `A10-PyTorch-3-attempt-2`) -> `A10-PyTorch`; names
     without a shard index are their own family."""
@@ -71,17 +60,26 @@ def stage_family(stage: str) -> str:
 
 
 def run_columns(store: HistoryStore) -> str:
-    """The runs columns a RunRecord is read from (a file older than CODE_VERSION has no code: empty)."""
+    """The SQL of rows.RUN_COLUMNS (a file older than CODE_VERSION has no code: empty)."""
     code = "code_commit, code_diff, scope" if store.version >= CODE_VERSION else "'', '', ''"
     return f"run_id, command, state, started_at, finished_at, host, details_json, {code}"
 
 
 def recent_runs(store: HistoryStore, *, limit: int = 10) -> list[RunRecord]:
-    rows = store.rows(f"SELECT {run_columns(store)} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
-    return [run_record(store, r) for r in rows]
+    """The newest runs; a bad row is left out (with a warning): the list of the others still helps."""
+    raw = store.rows(f"SELECT {run_columns(store)} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+    return rows.read(store, raw, lambda row: rows.run_record(store, row), skip=True)
+
+
+def newest_run_id(store: HistoryStore) -> str | None:
+    """The id of the newest run (`report latest`), None without runs; a bad row is an error, not skipped:
+    the newest run is the one asked for."""
+    row = store.row("SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1")
+    return rows.view(store, "runs", "run_id", row).key_text("run_id") if row is not None else None
 
 
 def get_run(store: HistoryStore, run_id: str) -> RunRecord:
+    """One named run; a bad row is an error (whatever shows the run would be wrong)."""
     row = store.row(f"SELECT {run_columns(store)} FROM runs WHERE run_id = ?", (run_id,))
     if row is None:
         known = [run.run_id for run in recent_runs(store, limit=50)]
@@ -90,59 +88,21 @@ def get_run(store: HistoryStore, run_id: str) -> RunRecord:
             where=Where(str(store.path)),
             hint=did_you_mean(run_id, known) or "`ci-tool history` lists recent runs",
         )
-    return run_record(store, row)
-
-
-def run_record(store: HistoryStore, row: tuple[Any, ...]) -> RunRecord:
-    """A RunRecord from a row of `run_columns(store)`."""
-    state = vocabulary(store, RunState, row[2])
-    return RunRecord(row[0], row[1], state, row[3], row[4], row[5], _details(store, row[6]), *row[7:10])
-
-
-E = TypeVar("E", RunState, StageState, TestOutcome)
-
-
-def vocabulary(store: HistoryStore, kind: type[E], value: str) -> E:
-    """A stored state or outcome as its enum; a value ci-tool never writes is a damaged history."""
-    try:
-        return kind(value)
-    except ValueError:
-        raise damaged(store.path, f"a {kind.__name__} ({', '.join(kind)})", repr(value)) from None
+    return rows.run_record(store, row)
 
 
 def run_stages(store: HistoryStore, run_id: str) -> list[StageRecord]:
-    """The stages of a run in the order they were recorded."""
-    rows = store.rows(
-        "SELECT run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
-        "details_json FROM stages WHERE run_id = ? ORDER BY rowid",
-        (run_id,),
-    )
-    return [
-        StageRecord(
-            run_id=r[0], name=r[1], state=vocabulary(store, StageState, r[2]), reason=r[3], started_at=r[4],
-            duration_seconds=r[5], passed=r[6], failed=r[7], skipped=r[8], results_dir=r[9],
-            details=_details(store, r[10]),
-        )
-        for r in rows
-    ]  # fmt: skip
+    """The stages of a run in the order they were recorded; a bad row is an error (a report of the run)."""
+    raw = store.rows(f"SELECT {rows.STAGE_COLUMNS} FROM stages WHERE run_id = ? ORDER BY rowid", (run_id,))
+    return rows.read(store, raw, lambda row: rows.stage_record(store, row), skip=False)
 
 
 def stage_tests(store: HistoryStore, run_id: str, stage: str) -> list[TestRecord]:
-    rows = store.rows(
-        "SELECT test_id, outcome, duration_seconds, rerun_outcome, waive_reason, kind, message, signature, "
-        "output_head FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid",
-        (run_id, stage),
+    """The tests of one stage of a run; a bad row is an error (a report of the run)."""
+    raw = store.rows(
+        f"SELECT {rows.TEST_COLUMNS} FROM test_results WHERE run_id = ? AND stage = ? ORDER BY rowid", (run_id, stage)
     )
-    return [
-        TestRecord(
-            row[0],
-            vocabulary(store, TestOutcome, row[1]),
-            row[2],
-            vocabulary(store, TestOutcome, row[3]) if row[3] is not None else None,
-            *row[4:],
-        )
-        for row in rows
-    ]
+    return rows.read(store, raw, lambda row: rows.test_record(store, row, run_id=run_id, stage=stage), skip=False)
 
 
 @dataclass(frozen=True)
@@ -151,22 +111,39 @@ class _Result:
 
     test_id: str
     stage: str
-    outcome: str
-    rerun_outcome: str | None
+    outcome: TestOutcome
+    rerun_outcome: TestOutcome | None
     seconds: float
     run_id: str
     run_started_at: float
 
+    @property
+    def final_outcome(self) -> TestOutcome:
+        return self.rerun_outcome or self.outcome
+
 
 def _window_rows(store: HistoryStore, window_runs: int) -> list[_Result]:
-    """The non-skipped results of the newest `window_runs` runs, oldest first."""
-    rows = store.rows(
-        "SELECT t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, r.run_id, r.started_at "
-        f"FROM test_results t JOIN runs r ON r.run_id = t.run_id WHERE t.run_id IN ({_WINDOW}) "
-        "AND coalesce(t.rerun_outcome, t.outcome) != ? ORDER BY r.started_at, t.recorded_at, t.rowid",
+    """The non-skipped results of the newest `window_runs` runs, oldest first; a bad row is left out (with a
+    warning): durations, slowest and flaky tests sum over many results."""
+    raw = store.rows(
+        f"SELECT {_WINDOW_COLUMNS} FROM test_results t JOIN runs r ON r.run_id = t.run_id "
+        f"WHERE t.run_id IN ({_WINDOW}) AND coalesce(t.rerun_outcome, t.outcome) != ? "
+        "ORDER BY r.started_at, t.recorded_at, t.rowid",
         (window_runs, TestOutcome.SKIPPED.value),
     )
-    return [_Result(*row) for row in rows]
+    return rows.read(store, raw, lambda row: _window_result(store, row), skip=True)
+
+
+_WINDOW_COLUMNS = "t.test_id, t.stage, t.outcome, t.rerun_outcome, t.duration_seconds, r.run_id, r.started_at"
+
+
+def _window_result(store: HistoryStore, row: Sequence[Any]) -> _Result:
+    r = rows.view(store, "test_results", _WINDOW_COLUMNS, row).keyed(**{"r.run_id": "run id", "t.stage": "stage"})
+    return _Result(
+        r.key_text("t.test_id"), r.key_text("t.stage"), r.vocabulary("t.outcome", TestOutcome),
+        r.optional_vocabulary("t.rerun_outcome", TestOutcome), r.seconds("t.duration_seconds"),
+        r.key_text("r.run_id"), r.timestamp("r.started_at"),
+    )  # fmt: skip
 
 
 def export_durations(store: HistoryStore, *, window_runs: int = 50) -> dict[str, float]:
@@ -184,13 +161,18 @@ def export_process_costs(store: HistoryStore, *, window_runs: int = 50) -> dict[
     own, shared equally by the entries it ran (an entry run alone, ISOLATION, gets its process's cost
     exactly). Sorted by entry; `durations.process_cost_key` names them in the durations file."""
     samples: dict[str, list[float]] = defaultdict(list)
-    rows = store.rows(
-        f"SELECT s.details_json FROM stages s JOIN runs r ON r.run_id = s.run_id WHERE s.run_id IN ({_WINDOW}) "
-        "ORDER BY r.started_at, s.started_at",
+    raw = store.rows(
+        f"SELECT s.run_id, s.name, s.details_json FROM stages s JOIN runs r ON r.run_id = s.run_id "
+        f"WHERE s.run_id IN ({_WINDOW}) ORDER BY r.started_at, s.started_at",
         (window_runs,),
     )
-    for (text,) in rows:
-        processes = _details(store, text).get(PROCESSES)
+
+    def details(row: Sequence[Any]) -> dict[str, object]:
+        stage = rows.view(store, "stages", "run_id, name, details_json", row).keyed(run_id="run id", name="stage")
+        return stage.details("details_json")
+
+    for found_details in rows.read(store, raw, details, skip=True):  # a sum over many stages: a bad one is left out
+        processes = found_details.get(PROCESSES)
         for process in processes if isinstance(processes, list) else []:
             if not isinstance(process, dict):
                 continue
@@ -244,8 +226,7 @@ def flaky_tests(store: HistoryStore, *, window_runs: int = 30) -> list[FlakyTest
     last_seen: dict[tuple[str, str], _Result] = {}
     for result in _window_rows(store, window_runs):
         key = (result.test_id, stage_family(result.stage))
-        first = vocabulary(store, TestOutcome, result.outcome)
-        final = vocabulary(store, TestOutcome, result.rerun_outcome) if result.rerun_outcome is not None else first
+        first, final = result.outcome, result.final_outcome
         outcomes = history[key]
         if (final is TestOutcome.PASSED and first is not TestOutcome.PASSED) or (
             outcomes and outcomes[-1] != final.counted_as

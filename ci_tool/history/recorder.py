@@ -29,10 +29,8 @@ from ci_tool.history.store import (
     TestRecord,
 )
 from ci_tool.history.touches import Touches, record_touches
-from ci_tool.outcomes import RunState, StageState, TestOutcome
-
-UNRECORDED = "unrecorded.json"
-UNRECORDED_VERSION = 1
+from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
+from ci_tool.outcomes import RunState, StageState
 
 
 class RunRecorder:
@@ -54,6 +52,9 @@ class RunRecorder:
         self.stages: dict[str, StageRecords] = {}
         self.failure: HistoryError | None = None
         self.store: HistoryStore | None = None
+        # Once the run is interrupted every write tries once, briefly: a CI cancel sends SIGKILL soon after
+        # SIGTERM, and what the history misses stays in unrecorded.json (the stale-run sweep closes the run).
+        self.hurry = False
         try:
             self.store = HistoryStore(history, busy_timeout_ms=busy_timeout_ms, on_retry=warn)
         except HistoryError as error:
@@ -74,7 +75,9 @@ class RunRecorder:
         kept = dataclasses.replace(stage, details=_as_stored(stage.details))
         self.stages.pop(stage.name, None)  # a stage recorded again moves to the end, as in the history
         self.stages[stage.name] = (kept, tuple(tests), recorded_at)
-        self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at))
+        self.hurry = self.hurry or stage.state == StageState.INTERRUPTED
+        hurry = self.hurry
+        self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at, hurry=hurry))
 
     def record_touches(self, run_id: str, touches: Touches, *, recorded_at: float) -> None:
         """Store a stage's touch records; without the history they stay in its folder (parts/*.touches.json)."""
@@ -87,7 +90,9 @@ class RunRecorder:
     def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
         if self.run is not None:
             self.run = dataclasses.replace(self.run, state=state, finished_at=finished_at)
-        self._write(lambda store: store.finish_run(run_id, state=state, finished_at=finished_at))
+        self.hurry = self.hurry or state == RunState.INTERRUPTED
+        hurry = self.hurry
+        self._write(lambda store: store.finish_run(run_id, state=state, finished_at=finished_at, hurry=hurry))
 
     def report_input(self) -> tuple[RunRecord, list[StageRecord], dict[str, Sequence[TestRecord]]]:
         """The run, its stages in recording order and their tests: what the report is built from."""
@@ -155,59 +160,3 @@ def _as_stored(details: Mapping[str, object]) -> dict[str, object]:
     """Details as the history gives them back (JSON with sorted keys), so the report reads the same."""
     stored: dict[str, object] = json.loads(json.dumps(details, sort_keys=True))
     return stored
-
-
-def unrecorded_json(run: RunRecord, stages: Sequence[StageRecords]) -> str:
-    """The text of `unrecorded.json`."""
-    data = {
-        "version": UNRECORDED_VERSION,
-        "run": dataclasses.asdict(run),
-        "stages": [
-            {"stage": dataclasses.asdict(stage), "tests": [dataclasses.asdict(t) for t in tests], "recorded_at": at}
-            for stage, tests, at in stages
-        ],
-    }
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
-
-
-def load_unrecorded(run_dir: Path) -> tuple[RunRecord, list[StageRecords]]:
-    """The run and stages of `RUN_DIR/unrecorded.json`, for `ci-tool history import`."""
-    path = run_dir / UNRECORDED
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise HistoryError(
-            "expected the records of a run the history could not take, found no such file",
-            where=Where(str(path)),
-            hint="a run writes it only when its history fails; `ci-tool history` lists the recorded runs",
-        ) from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise HistoryError(f"expected the run's records as JSON, found {error}", where=Where(str(path))) from None
-    try:
-        if data["version"] != UNRECORDED_VERSION:
-            raise ValueError(f"version {data['version']!r}, not {UNRECORDED_VERSION}")
-        run = RunRecord(**{**data["run"], "state": RunState(data["run"]["state"])})
-        stages: list[StageRecords] = [
-            (
-                StageRecord(**{**s["stage"], "state": StageState(s["stage"]["state"])}),
-                [_test_record(t) for t in s["tests"]],
-                float(s["recorded_at"]),
-            )
-            for s in data["stages"]
-        ]
-    except (KeyError, TypeError, ValueError) as error:
-        raise HistoryError(
-            f"expected the run's records as ci-tool writes them, found {type(error).__name__}: {error}",
-            where=Where(str(path)),
-        ) from None
-    return run, stages
-
-
-def _test_record(data: Mapping[str, object]) -> TestRecord:
-    """A stored test, its outcomes as the vocabulary (a value ci-tool never writes is a ValueError)."""
-    rerun = data.get("rerun_outcome")
-    outcomes = {
-        "outcome": TestOutcome(str(data["outcome"])),
-        "rerun_outcome": TestOutcome(str(rerun)) if rerun else None,
-    }
-    return TestRecord(**{**data, **outcomes})  # type: ignore[arg-type]  # the other fields as written

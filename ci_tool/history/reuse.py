@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ci_tool.history import queries
+from ci_tool.history import queries, rows
 from ci_tool.history.store import HistoryStore, RunRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.testdb.check import covers
@@ -97,7 +97,7 @@ def latest_run_of(
         "AND state != ? AND run_id != ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
         (commit, diff_hash, scope, RunState.RUNNING.value, exclude or ""),
     )
-    return queries.run_record(store, row) if row is not None else None
+    return rows.run_record(store, row) if row is not None else None  # a bad one: no reuse (plan_reuse says why)
 
 
 def reuse_source(store: HistoryStore, run: RunRecord) -> ReuseSource:

@@ -4,6 +4,7 @@ SQLITE_CORRUPT*    a damaged page: keep the file aside, a new history starts the
 SQLITE_NOTADB      not a SQLite file at all (a wrong --history)
 SQLITE_BUSY/LOCKED another process holds the lock past the busy timeout (and every retry)
 SQLITE_READONLY*   a write to a file or folder that cannot be written
+SQLITE_FULL        the disk under the history is full
 anything else      `cannot <open|read|write> the history: <SQLite's words>`
 """
 
@@ -60,6 +61,12 @@ def history_error(
             "found another process holding its lock",
             where=where,
             hint="let the other ci-tool (or the program that has the file open) finish, or pass --history PATH",
+        )
+    if name == "SQLITE_FULL":
+        return HistoryError(
+            f"cannot {doing} the history: expected room on its disk, found the disk full",
+            where=where,
+            hint="free space there, or pass --history PATH on another disk",
         )
     if name.startswith("SQLITE_READONLY"):
         return HistoryError(

@@ -12,10 +12,13 @@
 Concurrent stage processes write at once without losing rows: WAL journal, a busy timeout, and every
 write is one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so two writers never
 deadlock upgrading a read lock); a write still locked out after the busy timeout is tried again
-(WRITE_ATTEMPTS in all, with a backoff). `schema_version` holds the version; a newer file is refused,
-and so is a SQLite file of someone else's (tables, but no `schema_version`). An older file is brought up
-to date by MIGRATIONS, one small step per version, under the write lock; a new file gets the version 1
-tables and then every step.
+(WRITE_ATTEMPTS in all, with a backoff). SQLite waits for a lock in BUSY_SLICE_MS slices, so a SIGTERM
+or Ctrl-C is acted on between them, not after the whole busy timeout; the transaction it interrupts rolls
+back. `schema_version` holds the version; a newer file is refused, and so is an unreadable version ('abc',
+two rows) and a SQLite file of someone else's (tables, but no `schema_version`). An older file is brought
+up to date by schema.MIGRATIONS, one small idempotent step per version, in one write transaction; a new
+file gets the version 1 tables and then every step. Every open for writing then sweeps the runs whose
+owner died (owners.py). Rows read back become typed values in rows.py.
 
 Opening to read (`read_only=True`: `ci-tool history`, `report`, `durations export`) takes no write lock:
 a `mode=ro` connection (`immutable=1` where the folder is read-only, so SQLite cannot make its `-shm`
@@ -32,160 +35,29 @@ import json
 import os
 import random
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
-from ci_tool.history import perf_results
+from ci_tool.history import owners
+from ci_tool.history.records import RunRecord, StageRecord, TestRecord
+from ci_tool.history.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, apply
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 from ci_tool.layout import HISTORY_PATH
-from ci_tool.outcomes import RunState, StageState, TestOutcome
+from ci_tool.outcomes import RunState
 
 HISTORY_ENV = "CI_TOOL_HISTORY"
 BUSY_TIMEOUT_MS = 60_000  # one attempt at the write lock
+# SQLite waits for a lock in C, where Python's signal handlers cannot run: it waits in slices this long, and
+# between them a SIGTERM or Ctrl-C is acted on (a 60 s wait would hold it for 60 s).
+BUSY_SLICE_MS = 100
+HURRIED_BUSY_TIMEOUT_MS = 2_000  # closing an interrupted run: one short try, then the stale-run sweep closes it
 WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
 TABLES = ("runs", "stages", "test_results")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    command TEXT NOT NULL,
-    state TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    finished_at REAL,
-    host TEXT NOT NULL DEFAULT '',
-    details_json TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS stages (
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    started_at REAL,
-    duration_seconds REAL NOT NULL DEFAULT 0,
-    passed INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0,
-    results_dir TEXT NOT NULL DEFAULT '',
-    details_json TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (run_id, name)
-);
-CREATE TABLE IF NOT EXISTS test_results (
-    run_id TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    test_id TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    rerun_outcome TEXT,
-    duration_seconds REAL NOT NULL,
-    waive_reason TEXT,
-    kind TEXT NOT NULL DEFAULT '',
-    message TEXT NOT NULL DEFAULT '',
-    signature TEXT NOT NULL DEFAULT '',
-    output_head TEXT NOT NULL DEFAULT '',
-    recorded_at REAL NOT NULL,
-    PRIMARY KEY (run_id, stage, test_id)
-);
-CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
-CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
-"""
-
-# Version -> the statements that take a file of the version before it there. Each step is small and
-# stands alone, so steps written on other branches merge as further rows.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (
-        2,  # the bot's ledger of the builds it triggered (ledger.py)
-        (
-            """CREATE TABLE IF NOT EXISTS dispatches (
-                jenkins_url TEXT NOT NULL,
-                job TEXT NOT NULL,
-                comment_id INTEGER NOT NULL,
-                request_json TEXT NOT NULL,
-                repository TEXT NOT NULL,
-                pull_request INTEGER NOT NULL,
-                head_sha TEXT NOT NULL,
-                state TEXT NOT NULL,
-                queue_id INTEGER,
-                build_number INTEGER,
-                updated_at REAL NOT NULL,
-                PRIMARY KEY (jenkins_url, job, comment_id, request_json)
-            )""",
-        ),
-    ),
-    (
-        3,  # the code a run tested and its request scope, which reuse matches on
-        (
-            "ALTER TABLE runs ADD COLUMN code_commit TEXT NOT NULL DEFAULT ''",
-            "ALTER TABLE runs ADD COLUMN code_diff TEXT NOT NULL DEFAULT ''",
-            "ALTER TABLE runs ADD COLUMN scope TEXT NOT NULL DEFAULT ''",
-            "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
-        ),
-    ),
-    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
-    (
-        5,  # touch records: the tests that ran each file (history/touches.py)
-        (
-            "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
-            "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
-            "CREATE INDEX IF NOT EXISTS touches_by_test ON touches (test_id)",
-        ),
-    ),
-)
-CODE_VERSION = 3  # the first version whose runs hold their code and scope
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    command: str
-    state: RunState
-    started_at: float
-    finished_at: float | None = None
-    host: str = ""
-    details: Mapping[str, object] = field(default_factory=dict)
-    code_commit: str = ""  # the commit the run tested ("" outside a git checkout)
-    code_diff: str = ""  # the hash of the uncommitted change ("" for a clean checkout)
-    scope: str = ""  # what the run was asked to select (SelectionRequest.scope; "stage NAME" for one stage)
-
-
-@dataclass(frozen=True)
-class StageRecord:
-    run_id: str
-    name: str
-    state: StageState
-    reason: str = ""  # why it did not run, or why it failed without tests
-    started_at: float | None = None
-    duration_seconds: float = 0.0
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    results_dir: str = ""
-    details: Mapping[str, object] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    """One test of one stage. `outcome` is the first attempt's; `rerun_outcome` the rerun's, if any."""
-
-    __test__ = False  # not a pytest test class despite the name
-
-    test_id: str
-    outcome: TestOutcome
-    duration_seconds: float
-    rerun_outcome: TestOutcome | None = None
-    waive_reason: str | None = None
-    kind: str = ""
-    message: str = ""
-    signature: str = ""
-    output_head: str = ""
-
-    @property
-    def final_outcome(self) -> TestOutcome:
-        return self.rerun_outcome or self.outcome
+T = TypeVar("T")
 
 
 def history_path(option: str | Path | None, environ: Mapping[str, str] = os.environ) -> Path:
@@ -205,7 +77,8 @@ class HistoryStore:
     """An open history file. Use as a context manager, or call `close()`.
 
     `read_only`: the file must exist and is never written (except to create its tables when it has
-    none and can be written). `on_retry` hears why a write waits before it is tried again.
+    none and can be written). `on_retry` hears why a write waits before it is tried again; `warn` hears
+    each bad row a reader leaves out (rows.py), by default on stderr as `warning: ...`.
     """
 
     def __init__(
@@ -216,10 +89,12 @@ class HistoryStore:
         read_only: bool = False,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         on_retry: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
         self.on_retry = on_retry or (lambda message: None)
+        self.warn = warn or _warn_on_stderr
         if (read_only or not create) and not self.path.exists():
             raise HistoryError(
                 "expected a history file, found none",
@@ -239,9 +114,23 @@ class HistoryStore:
         self.db.close()
 
     def _connect(self, target: str, *, uri: bool = False) -> sqlite3.Connection:
-        db = sqlite3.connect(target, timeout=self.busy_timeout_ms / 1000, isolation_level=None, uri=uri)
-        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        slice_ms = min(BUSY_SLICE_MS, self.busy_timeout_ms)
+        db = sqlite3.connect(target, timeout=slice_ms / 1000, isolation_level=None, uri=uri)
+        db.execute(f"PRAGMA busy_timeout = {int(slice_ms)}")
         return db
+
+    def _patiently(self, statement: Callable[[], T], *, budget_ms: int | None = None) -> T:
+        """`statement()`, tried again while another connection holds the lock, for `budget_ms` (the busy
+        timeout) in all: SQLite waits one BUSY_SLICE_MS slice per try, and between tries Python runs the
+        handler of a signal that came (SIGTERM, Ctrl-C), which raises out of here at once."""
+        deadline = time.monotonic() + (self.busy_timeout_ms if budget_ms is None else budget_ms) / 1000
+        while True:
+            try:
+                return statement()
+            except sqlite3.Error as error:
+                if not is_busy(error) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005)  # SQLite answers some BUSY at once, without waiting its slice: no hot loop
 
     def _open_for_writing(self) -> sqlite3.Connection:
         try:
@@ -257,11 +146,12 @@ class HistoryStore:
         except sqlite3.Error as error:
             raise self.error(error, "open") from None
         try:
-            version = self._schema_version(self.db)  # first: a foreign file is refused before any write
+            version = self._patiently(lambda: self._schema_version(self.db))  # a foreign file: refused unwritten
             self._switch_to_wal()
             self.db.execute("PRAGMA synchronous = NORMAL")
             if version is None or version < SCHEMA_VERSION:
                 self._write(self._migrate)
+            owners.sweep_stale_runs(self)
         except sqlite3.Error as error:
             self.db.close()
             raise self.error(error, "open") from None
@@ -314,7 +204,7 @@ class HistoryStore:
     def _probe(self, uri: str) -> tuple[sqlite3.Connection, int | None]:
         db = self._connect(uri, uri=True)
         try:
-            return db, self._schema_version(db)
+            return db, self._patiently(lambda: self._schema_version(db))
         except BaseException:
             db.close()
             raise
@@ -332,27 +222,37 @@ class HistoryStore:
                     hint="pass the history file ci-tool writes (--history PATH); this one is left as it is",
                 )
             return None
-        [(version,)] = db.execute("SELECT max(version) FROM schema_version").fetchall()  # all: no lock kept
-        if version is not None and version > SCHEMA_VERSION:
+        versions = [row[0] for row in db.execute("SELECT version FROM schema_version").fetchall()]  # all: no lock
+        if not versions:  # the row deleted: the migrations, idempotent, find what is there and add the rest
+            return None
+        found = versions[0] if len(versions) == 1 else versions
+        if isinstance(found, int) and not isinstance(found, bool) and found > SCHEMA_VERSION:
             raise HistoryError(
-                f"expected history schema version {SCHEMA_VERSION} or older, found {version}",
+                f"expected history schema version {SCHEMA_VERSION} or older, found {found}",
                 where=Where(str(self.path)),
                 hint="a newer ci-tool wrote this file; upgrade ci-tool or pass another --history",
             )
-        return version if isinstance(version, int) else None
+        if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+            raise HistoryError(
+                f"expected history schema version 1 to {SCHEMA_VERSION}, found {found!r}",
+                where=Where(str(self.path)),
+                hint="table schema_version was changed outside ci-tool: it holds one row, the version of the "
+                "file's tables; keep the file aside and pass another --history if you do not know it",
+            )
+        return found
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         version = self._schema_version(db)  # again, under the write lock: another process may have done it
         if version == SCHEMA_VERSION:
             return
         if version is None:
-            for statement in _SCHEMA.split(";"):  # executescript() would commit the open transaction
-                if statement.strip():
-                    db.execute(statement)
+            for table in SCHEMA.split(";"):  # executescript() would commit the open transaction
+                if table.strip():
+                    db.execute(table)
         for step, statements in MIGRATIONS:
             if step > (version or 1):
                 for statement in statements:
-                    db.execute(statement)
+                    apply(db, statement)
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
@@ -363,9 +263,10 @@ class HistoryStore:
     # -- reads ------------------------------------------------------------------------------------
 
     def rows(self, sql: str, parameters: Sequence[object] = ()) -> list[Row]:
-        """Every row of a query; a SQLite error (a damaged page, say) is a located HistoryError."""
+        """Every row of a query, untyped: rows.py makes them values. A SQLite error (a damaged page, say) is
+        a located HistoryError."""
         try:
-            return self.db.execute(sql, parameters).fetchall()
+            return self._patiently(lambda: self.db.execute(sql, parameters).fetchall())
         except sqlite3.Error as error:
             raise self.error(error, "read") from None
 
@@ -376,9 +277,10 @@ class HistoryStore:
     # -- writes -----------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the write lock from its start."""
-        self.db.execute("BEGIN IMMEDIATE")
+    def transaction(self, *, budget_ms: int | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the write lock from its start (waited for within `budget_ms`, the
+        busy timeout by default). Whatever interrupts it (a signal, an error, a full disk) rolls it back."""
+        self._patiently(lambda: self.db.execute("BEGIN IMMEDIATE"), budget_ms=budget_ms)
         try:
             yield self.db
             self.db.execute("COMMIT")
@@ -393,16 +295,21 @@ class HistoryStore:
         perf_results.py, touches.py)."""
         self._write(work)
 
-    def _write(self, work: Callable[[sqlite3.Connection], None]) -> None:
-        """Run `work` in one write transaction, trying again (with a backoff) while the lock is held."""
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+    def _write(self, work: Callable[[sqlite3.Connection], None], *, hurry: bool = False) -> None:
+        """Run `work` in one write transaction, trying again (with a backoff) while the lock is held;
+        `hurry`: one try of HURRIED_BUSY_TIMEOUT_MS (a run closing after an interrupt)."""
+        attempts = 1 if hurry else WRITE_ATTEMPTS
+        for attempt in range(1, attempts + 1):
             try:
-                with self.transaction() as db:
+                with self.transaction(budget_ms=HURRIED_BUSY_TIMEOUT_MS if hurry else None) as db:
                     work(db)
                 return
             except sqlite3.Error as error:
-                if not is_busy(error) or attempt == WRITE_ATTEMPTS:
-                    raise self.error(error, "write", attempts=attempt) from None
+                if not is_busy(error) or attempt == attempts:
+                    busy_timeout_ms = HURRIED_BUSY_TIMEOUT_MS if hurry else self.busy_timeout_ms
+                    raise history_error(
+                        self.path, error, "write", attempts=attempt, busy_timeout_ms=busy_timeout_ms
+                    ) from None
             delay = min(self.busy_timeout_ms / 1000, 1.0) * 2 ** (attempt - 1)
             self.on_retry(
                 f"the history is locked; trying again in {delay:g} s (attempt {attempt + 1} of {WRITE_ATTEMPTS})"
@@ -410,9 +317,20 @@ class HistoryStore:
             time.sleep(delay)
 
     def start_run(self, run: RunRecord) -> None:
-        self._write(lambda db: _insert_run(db, run, upsert=False))
+        """Record a run as it starts, owned by this process (the stale-run sweep closes it if we die)."""
+        owner = owners.this_process()
 
-    def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
+        def start(db: sqlite3.Connection) -> None:
+            _insert_run(db, run, upsert=False)
+            db.execute(
+                "UPDATE runs SET owner_pid = ?, owner_start = ? WHERE run_id = ?", (owner.pid, owner.start, run.run_id)
+            )
+
+        self._write(start)
+
+    def finish_run(self, run_id: str, *, state: RunState, finished_at: float, hurry: bool = False) -> None:
+        """Close a run; `hurry` (after an interrupt): one short try, the sweep closes it if that fails."""
+
         def finish(db: sqlite3.Connection) -> None:
             found = db.execute(
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?", (state, finished_at, run_id)
@@ -420,11 +338,13 @@ class HistoryStore:
             if found.rowcount == 0:
                 raise HistoryError(f"expected a recorded run, found no run {run_id!r}", where=Where(str(self.path)))
 
-        self._write(finish)
+        self._write(finish, hurry=hurry)
 
-    def record_stage(self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float) -> None:
+    def record_stage(
+        self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float, hurry: bool = False
+    ) -> None:
         """Store a stage and its tests in one transaction (replacing an earlier record of the same stage)."""
-        self._write(lambda db: _insert_stage(db, stage, tests, recorded_at))
+        self._write(lambda db: _insert_stage(db, stage, tests, recorded_at), hurry=hurry)
 
     def record_run(self, run: RunRecord, stages: Sequence[StageRecords]) -> None:
         """Store a whole run in one transaction, replacing what is recorded of it (an import)."""
@@ -476,6 +396,10 @@ def _insert_stage(db: sqlite3.Connection, stage: StageRecord, tests: Sequence[Te
             for t in tests
         ],
     )  # fmt: skip
+
+
+def _warn_on_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def _json(value: Mapping[str, object]) -> str:

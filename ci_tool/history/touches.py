@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import rows
 from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
 from ci_tool.text_file import read_text
@@ -38,11 +39,19 @@ def touched_by(store: HistoryStore, files: Collection[str]) -> dict[str, frozens
     if store.version < 3 or not files:  # an older file read as it is: no records yet
         return {}
     found: dict[str, set[str]] = defaultdict(set)
-    for source, test in store.rows(
+    bad: set[str] = set()
+    raw = store.rows(
         f"SELECT source, test_id FROM touches WHERE source IN ({', '.join('?' * len(files))})", tuple(files)
-    ):
+    )
+    for source, test in raw:
+        try:
+            rows.view(store, "touches", "source, test_id", (source, test)).keyed(source="file").key_text("test_id")
+        except rows.BadRowError as error:  # that file then has no record: the full set runs for it, none is lost
+            store.warn(f"{error}; file {source!r} is taken as unrecorded")
+            bad.add(source)
+            continue
         found[source].add(test)
-    return {source: frozenset(tests) for source, tests in found.items()}
+    return {source: frozenset(tests) for source, tests in found.items() if source not in bad}
 
 
 def read_touch_files(paths: Iterable[Path]) -> dict[str, frozenset[str]]:

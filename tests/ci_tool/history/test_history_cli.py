@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ci_tool.cli import main
-from ci_tool.history.recorder import unrecorded_json
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.unrecorded import unrecorded_json
 from tests.ci_tool.file_modes import ci_tool_where_modes_bind
 
 
@@ -304,16 +304,3 @@ def test_a_history_path_with_uri_characters_is_read(capsys: pytest.CaptureFixtur
     path = tmp_path / "we?ird #dir%20" / "h?.sqlite"
     HistoryStore(path).close()
     assert run(capsys, "history", "--history", str(path), "--json")[0] == 0
-
-
-def test_details_that_are_not_json_read_as_a_damaged_history(
-    capsys: pytest.CaptureFixture[str], history_file: Path
-) -> None:
-    _write_sqlite(history_file, "UPDATE runs SET details_json = '{\"cut'")
-    code, out, err = run(capsys, "history", "--history", str(history_file))
-    assert (code, out) == (1, "")
-    assert err == (
-        f"error: {history_file}: the history is damaged: expected a JSON object of details, found '{{\"cut' Hint: "
-        f"keep it aside (`mv {history_file} {history_file}.damaged`) and ci-tool starts a new history there, or "
-        "pass --history PATH\n"
-    )
