@@ -3,6 +3,7 @@
     code_version(root)        the commit and, when the work tree differs from it, a hash of the
                               uncommitted change (tracked files' diff against HEAD, and the untracked
                               files git does not ignore, by path and content); None outside a checkout
+    commit_of(root, rev)      the commit id a revision names (None outside a checkout)
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
     changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
@@ -94,6 +95,13 @@ def _content_hash(path: Path) -> bytes:
         return hashlib.sha256(path.read_bytes()).digest()
     except OSError:  # gone since git listed it, or unreadable: count it as its name alone
         return b""
+
+
+def commit_of(root: Path, rev: str = "HEAD") -> str | None:
+    """The commit id `rev` names (`git rev-parse`); None outside a checkout, a GitError for an unknown rev."""
+    if not is_checkout(root):
+        return None
+    return _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").stdout.decode().strip()
 
 
 def merge_base(root: Path, ref: str) -> str:

@@ -14,7 +14,7 @@ from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.request import BotSyntaxError
 from ci_tool.layout import ALLOWLIST_PATH, BOT_DOCS_PATH
 from ci_tool.stages.approvals import LABEL_RULES
-from ci_tool.stages.engines import UNSUPPORTED
+from ci_tool.stages.engines import HANDLING, REUSE_ID
 from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, flag_name
 
 # Comments shown in docs/bot.md with what they parse to (the real ones of reference §5.5 among them).
@@ -122,17 +122,18 @@ def render_docs() -> str:
         f"`--stage-list` with {moot} is not a conflict: the stage list wins, and the plan notes that "
         "the other flag had no effect (as the reference runs it).",
         "",
-        "## Flags an engine cannot honour",
+        "## What each engine does with a run option",
         "",
-        "Such a flag is refused where the run would go, never accepted and ignored.",
+        "An engine honours the flag, runs with a line in the reply saying what the flag changed there, or "
+        "refuses the run saying why; no flag is accepted and ignored.",
         "",
-        "| Flag | Engine | Why |",
-        "|---|---|---|",
+        "| Flag | Engine | Support | What it does |",
+        "|---|---|---|---|",
     ]
     lines += [
-        f"| `{flag_name(key)}` | {engine.value} | {why} |"
-        for engine, options in UNSUPPORTED.items()
-        for key, why in options.items()
+        f"| `{_row_flag(key)}` | {engine.value} | {handling.support.value} | {handling.line} |"
+        for engine, options in HANDLING.items()
+        for key, handling in options.items()
     ]
     lines += [
         "",
@@ -163,3 +164,7 @@ def render_docs() -> str:
     lines += ["", "`/bot help` needs no permission.", "", "## Examples", "", "| Comment | Result |", "|---|---|"]
     lines += [_example_row(comment) for comment in EXAMPLES]
     return "\n".join(lines) + "\n"
+
+
+def _row_flag(key: str) -> str:
+    return f"{flag_name('reuse_test')} ID" if key == REUSE_ID else flag_name(key)

@@ -36,6 +36,7 @@ from ci_tool.layout import (
     CATALOG_PATH,
     MERGE_REQUEST_JOB,
     PIPELINE_TIMEOUT_HOURS,
+    QUEUE_PRIORITY_DEFAULT,
     SELECTION_ARTIFACT,
     TEST_JOB,
     TORCH_PIN,
@@ -83,8 +84,23 @@ CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
 # Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
 # rules compare those files with their merge-base text (the GitHub plan job fetches only for a PR).
 JENKINS_BASE_OPTION = "--base FETCH_HEAD"
+# Jenkins' target branch: the bot's BASE_REF parameter, else a multibranch job's CHANGE_TARGET.
+JENKINS_BASE_REF = "${BASE_REF:-$CHANGE_TARGET}"
+# The commit a Jenkins build tests: HEAD_SHA (a parameter, so in the environment), fetched by its id and
+# checked out detached, in the selection and in every stage; the pull request's head as GitHub has it now.
+COMMIT_PATTERN = "[0-9a-f]{40}"
+BRANCH_PATTERN = "[A-Za-z0-9][A-Za-z0-9._/-]*"  # never an option to git
+PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
+CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+# Each stage merges the waives of the target branch's tip the selection compared with (BASE_SHA).
+FETCH_BASE_COMMAND = 'git fetch --no-tags origin "$BASE_SHA"'
+STAGE_BASE_OPTION = '--base "$BASE_SHA"'
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
-MERGE_REQUEST_DEFAULTS = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
+MERGE_REQUEST_DEFAULTS = {
+    "REQUEST": '{"command": "run", "flags": {}}',
+    "LABELS": "[]",
+    "PRIORITY": str(QUEUE_PRIORITY_DEFAULT),
+}
 # `ci-tool stage run` options a selection may pass to each stage (the Option table's).
 STAGE_RUN_OPTIONS: tuple[str, ...] = tuple(o.stage_run_option for o in OPTIONS if o.stage_run_option)
 
@@ -217,6 +233,11 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     return {
         **_common(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
+        "checkout_head_command": CHECKOUT_HEAD_COMMAND,
+        "fetch_base_command": FETCH_BASE_COMMAND,
+        "base_option": STAGE_BASE_OPTION,
+        "commit_pattern": COMMIT_PATTERN,
+        "default_priority": str(QUEUE_PRIORITY_DEFAULT),
         "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
@@ -229,8 +250,12 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
-        "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$CHANGE_TARGET"),
+        "changed_files_command": CHANGED_FILES_COMMAND.format(ref=JENKINS_BASE_REF),
         "changed_files_option": f"{CHANGED_FILES_OPTION} {JENKINS_BASE_OPTION}",
+        "pr_head_command": PR_HEAD_COMMAND,
+        "checkout_head_command": CHECKOUT_HEAD_COMMAND,
+        "commit_pattern": COMMIT_PATTERN,
+        "branch_pattern": BRANCH_PATTERN,
         "test_job": TEST_JOB,
         "merge_request_job": MERGE_REQUEST_JOB,
         "selection_artifact": SELECTION_ARTIFACT,
