@@ -36,12 +36,22 @@ from ci_tool.bot.reply import (
     triggered,
     with_lines,
 )
-from ci_tool.bot.status import KILLED_BY_KILL, KILLED_BY_NEWER, carried, context_for, final, killed, pending, skipped
+from ci_tool.bot.status import (
+    KILLED_BY_KILL,
+    KILLED_BY_NEWER,
+    carried,
+    context_for,
+    final,
+    killed,
+    pending,
+    skipped,
+    unfollowed,
+)
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
-from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
+from ci_tool.dispatch.model import Build, CaseResult, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
     Dispatch,
     Pace,
@@ -61,6 +71,7 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
 from ci_tool.outcomes import BuildResult
 from ci_tool.report.links import ReportUrl
+from ci_tool.stages.record import SelectionRecord, read_record
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
 Echo = Callable[[str], None]
@@ -207,6 +218,8 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
         "PR_NUMBER": str(pr.number),
         "HEAD_SHA": pr.head_sha,
         "COMMENT_ID": str(event.comment_id),
+        "BASE_REF": pr.base_ref,
+        "PRIORITY": str(plan.selection.queue_priority),
     }
     key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
@@ -247,33 +260,82 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
 
 
 def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:
-    """--wait: the build to its end, then the CI report and the final status (unless a newer run owns it)."""
+    """--wait: the build to its end, then the CI report and the final status (unless a newer run owns it).
+    Whatever part of the build cannot be read (a downstream job, a test report, the run record, the log), the
+    report says so and the status is still the build's; a build that cannot be followed to its end at all
+    gets an error status and a comment before the error."""
     assert started.build is not None
     jenkins, job = services.jenkins, services.job
-    build = wait_for_end(jenkins, started.build, services.pace, echo=click.echo)
-    downstream = tuple(
-        (down, jenkins.test_cases(services.test_job, down.number))
-        for down in jenkins.downstream(services.test_job, job, build.number)
-    )
-    newer = None
-    if build.result is BuildResult.ABORTED:
-        pr_number = build.parameters.get("PR_NUMBER")
-        later = [b for b in jenkins.builds(job) if b.number > build.number]
-        newer = next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
-    finished = FinishedBuild(build, downstream, newer)
+    context = context_for(plan.selection.request)
+    sha = started.build.parameters.get("HEAD_SHA", "")
+    unread: list[str] = []
+    try:
+        build = wait_for_end(jenkins, started.build, services.pace, echo=click.echo, unread=unread)
+    except DispatchError as error:
+        lost = started.build
+        services.replies.comment(f"## CI report: [{lost.job} #{lost.number}]({lost.url}) **NOT FOLLOWED**\n\n"
+                                 f"@{login}, the bot could not follow the build to its end: {error}\n")  # fmt: skip
+        services.replies.status(sha, unfollowed(context, lost))
+        raise
+    finished = FinishedBuild(build, _downstream(services, build, unread), _newer(services, build),
+                             _record(services, build, unread), tuple(unread))  # fmt: skip
     click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
+    for what in unread:
+        click.echo(f"warning: could not read {what}", err=True)
     known = known_flaky(services.history, before=services.wall())  # measured on this history's runs
     report = build_ci_report(finished, plan, command=command, known=known)
     html = services.report_url.for_build(job, build.number, build.url) if services.report_url else None
     services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
                                      more_at=build.console_url))  # fmt: skip
-    sha = build.parameters.get("HEAD_SHA") or started.build.parameters.get("HEAD_SHA", "")
-    context = context_for(plan.selection.request)
+    sha = build.parameters.get("HEAD_SHA") or sha
     current = services.replies.current(sha, context)
     if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
         click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
         return
-    services.replies.status(sha, final(context, build, totals(report)))
+    services.replies.status(sha, final(context, build, totals(report), unread=bool(unread)))
+
+
+Downstream = tuple[tuple[Build, tuple[CaseResult, ...]], ...]
+
+
+def _downstream(services: Services, build: Build, unread: list[str]) -> Downstream:
+    """The L0_Test builds `build` started, each with its test cases; what cannot be read goes to `unread`."""
+    try:
+        downs = services.jenkins.downstream(services.test_job, services.job, build.number)
+    except DispatchError as error:
+        unread.append(f"the {services.test_job} builds ({error})")
+        return ()
+    found = []
+    for down in downs:
+        try:
+            cases = services.jenkins.test_cases(services.test_job, down.number)
+        except DispatchError as error:
+            unread.append(f"the test report of {services.test_job} #{down.number} ({error})")
+            cases = ()
+        found.append((down, cases))
+    return tuple(found)
+
+
+def _record(services: Services, build: Build, unread: list[str]) -> SelectionRecord | None:
+    """The run record the build archived (what it selected and on which commits), None when unreadable."""
+    what = f"{SELECTION_ARTIFACT} of build {build.number}"
+    try:
+        return read_record(services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT), source=what)
+    except (DispatchError, StageError) as error:
+        unread.append(f"the run record ({error})")
+        return None
+
+
+def _newer(services: Services, build: Build) -> Build | None:
+    """The newer build of the same pull request that aborted `build` (None when it was not aborted)."""
+    if build.result is not BuildResult.ABORTED:
+        return None
+    pr_number = build.parameters.get("PR_NUMBER")
+    try:
+        later = [b for b in services.jenkins.builds(services.job) if b.number > build.number]
+    except DispatchError:
+        return None
+    return next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
 
 
 def kill(services: Services, pr_number: int, reply: str) -> None:
