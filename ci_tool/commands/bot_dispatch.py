@@ -50,7 +50,7 @@ from ci_tool.bot.status import (
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
 from ci_tool.dispatch.github import GitHubClient
-from ci_tool.dispatch.jenkins import JenkinsClient
+from ci_tool.dispatch.jenkins import JenkinsClient, NotFound
 from ci_tool.dispatch.model import Build, CaseResult, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
     Dispatch,
@@ -367,16 +367,15 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
         return
     previous = passing[0]
     request = _request_of(previous.parameters)
-    archived = jenkins.artifact(services.job, previous.number, SELECTION_ARTIFACT)
-    then = archived.get("stages") if isinstance(archived, dict) else None
-    now = list(plan_for(request).selection.names) if request is not None else None
-    if then is None or now != then:
-        why = "archived no selection" if then is None else "ran another selection than its request selects now"
+    record = _archived(services, previous)
+    why = _not_reusable(record, plan_for(request).selection.names if request is not None else None)
+    if record is None or why is not None:
+        why = why or "archived no readable selection"
         click.echo(f"reuse: build {previous.number} {why}")
         refusal = f"Build [#{previous.number}]({previous.url}) {why}: comment `/bot run` to test this commit."
         replies.comment(with_lines(reply, [*lines, refusal], none=""))
         return
-    sha = previous.parameters.get("HEAD_SHA", "")
+    sha = record.head or previous.parameters.get("HEAD_SHA", "")
     statuses = services.replies.github.statuses(pr.repository, sha) if sha else {}
     reused = [s for s in statuses.values() if s.target_url == previous.url and s.state is StatusState.SUCCESS]
     for status in reused:
@@ -385,3 +384,27 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
     carried_lines = [f"Carried {code(s.context)} from build [#{previous.number}]({previous.url})." for s in reused]
     carried_lines = carried_lines or [f"Build #{previous.number} left no status."]
     replies.comment(with_lines(reply, [*lines, *carried_lines], none=""))
+
+
+def _archived(services: Services, build: Build) -> SelectionRecord | None:
+    """The run record a build archived, None when it archived none ci-tool can read."""
+    what = f"{SELECTION_ARTIFACT} of build {build.number}"
+    try:
+        return read_record(services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT), source=what)
+    except (NotFound, StageError):
+        return None
+
+
+def _not_reusable(record: SelectionRecord | None, now: tuple[str, ...] | None) -> str | None:
+    """Why a passing build's run cannot stand in for the request's selection now (None: it can)."""
+    if record is None:
+        return None
+    if now is None:
+        return "holds no request ci-tool reads"
+    added = [name for name in record.stages if name not in now]
+    dropped = [name for name in now if name not in record.stages]
+    if not added and not dropped:
+        return None
+    parts = [f"ran {', '.join(added)}, which the request no longer selects" if added else "",
+             f"did not run {', '.join(dropped)}, which it selects now" if dropped else ""]  # fmt: skip
+    return "ran another selection than its request selects now (" + "; ".join(filter(None, parts)) + ")"

@@ -367,20 +367,25 @@ def test_a_build_that_disappears_while_followed_is_one_error_and_an_error_status
 
 
 @pytest.mark.parametrize(
-    ("path", "unread"),
+    ("path", "status", "unread"),
     [
-        (r"/job/L0_Test/api/json", "the L0_Test builds (read the builds of L0_Test: expected Jenkins to have it, "
-                                   "found HTTP 404)"),
-        (r"/job/L0_MergeRequest/1/logText", "the console log of build 1 (read the console of build 1 of "
-                                            "L0_MergeRequest: expected Jenkins to have it, found HTTP 404)"),
+        (r"/job/L0_Test/api/json", 404, "the L0_Test builds (read the builds of L0_Test: expected Jenkins to have "
+                                        "it, found HTTP 404)"),
+        (r"/job/L0_Test/1/testReport", 500, "the test report of L0_Test #1 (read the test report of build 1 of "
+                                            "L0_Test: expected Jenkins to answer at {url}, found HTTP 500 Internal "
+                                            "Server Error (4 attempts) Hint: check CI_TOOL_JENKINS_URL (or "
+                                            "--jenkins-url) and that Jenkins is up, then comment again)"),
+        (r"/job/L0_MergeRequest/1/logText", 404, "the console log of build 1 (read the console of build 1 of "
+                                                 "L0_MergeRequest: expected Jenkins to have it, found HTTP 404)"),
     ],
-    ids=["downstream job", "console log"],
+    ids=["downstream job", "test report", "console log"],
 )  # fmt: skip
 def test_with_wait_a_part_of_the_build_jenkins_cannot_serve_still_ends_in_a_final_status_and_report(
-    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, path: str, unread: str
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, path: str, status: int, unread: str
 ) -> None:
+    unread = unread.format(url=jenkins.url)
     jenkins.script = Script(result="FAILURE", downstream=(("FAILURE", PASSING),), selection=RECORD)
-    jenkins.fail("GET", path, status=404, times=99)
+    jenkins.fail("GET", path, status=status, times=99)
     handled = bot(event("/bot run"), "--wait")
     assert handled.code == 0, handled.err
     assert f"warning: could not read {unread}\n" in handled.err
@@ -471,9 +476,12 @@ def test_reuse_pipeline_carries_a_passing_builds_statuses_when_it_ran_the_same_s
 
 @pytest.mark.parametrize(
     ("selection", "why"),
-    [({"stages": ["A10-PyTorch-1"]}, "ran another selection than its request selects now"),
-     (None, "archived no selection")],
-    ids=["another selection", "no selection archived"],
+    [({"stages": ["A10-PyTorch-1", "A10-PyTorch-9"]},
+      "ran another selection than its request selects now (ran A10-PyTorch-9, which the request no longer selects; "
+      "did not run CPU-Generic-1, A10-PyTorch-2, DGX_H100-PyTorch-1, which it selects now)"),
+     (None, "archived no readable selection"),
+     ({"stages": "A10-PyTorch-1"}, "archived no readable selection")],
+    ids=["another selection", "no selection archived", "a selection of another shape"],
 )  # fmt: skip
 def test_reuse_pipeline_refuses_a_build_of_another_selection(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, selection: dict | None, why: str
