@@ -77,8 +77,8 @@ SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels
 SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
 # In a pull request build the changed files feed selection steps 2, 3 and 11; the target branch reaches
 # git through the environment (Jenkins sets CHANGE_TARGET, the GitHub workflow BASE_REF).
-CHANGED_FILES_COMMAND = (
-    'git fetch --no-tags origin "{ref}" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
+CHANGED_FILES_COMMAND = (  # `--`: a ref that starts with a dash is a ref git refuses, never an option
+    'git fetch --no-tags origin -- "{ref}" && git diff --name-only FETCH_HEAD...HEAD > changed-files.txt'
 )
 CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
 # Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
@@ -91,10 +91,14 @@ JENKINS_BASE_REF = "${BASE_REF:-$CHANGE_TARGET}"
 COMMIT_PATTERN = "[0-9a-f]{40}"
 BRANCH_PATTERN = "[A-Za-z0-9][A-Za-z0-9._/-]*"  # never an option to git
 PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
-CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
 # Each stage merges the waives of the target branch's tip the selection compared with (BASE_SHA).
-FETCH_BASE_COMMAND = 'git fetch --no-tags origin "$BASE_SHA"'
+FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
 STAGE_BASE_OPTION = '--base "$BASE_SHA"'
+# A GitHub stage of a pull request (the base_ref input) merges the target branch tip's waives the same way.
+GITHUB_STAGE_BASE_COMMAND = (
+    'if [ -n "$BASE_REF" ]; then git fetch --no-tags origin -- "$BASE_REF" && options+=(--base FETCH_HEAD); fi'
+)
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
 MERGE_REQUEST_DEFAULTS = {
     "REQUEST": '{"command": "run", "flags": {}}',
@@ -299,6 +303,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "select_command": f'{SELECT_COMMAND} --engine {Engine.GITHUB.value} --github-output "$GITHUB_OUTPUT"',
         "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$BASE_REF"),
         "changed_files_option": CHANGED_FILES_OPTION,
+        "stage_base_command": GITHUB_STAGE_BASE_COMMAND,
         "hosted_runner": HOSTED_RUNNER,
         "checkout_action": CHECKOUT_ACTION,
         "upload_artifact_action": UPLOAD_ARTIFACT_ACTION,

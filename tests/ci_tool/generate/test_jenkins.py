@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
@@ -99,6 +99,11 @@ def real_merge_request(flags: dict[str, object], labels: list[str] | None = None
 HEAD, OLD_HEAD, BASE = "<pr-head>", "<pr-old-head>", "<main-tip>"
 
 
+def commits(pull_request: PullRequestOrigin, text: str) -> str:
+    named = {HEAD: pull_request.head, OLD_HEAD: pull_request.old_head, BASE: pull_request.base}
+    return named.get(text, text)
+
+
 def git_merge_request(flags: dict[str, object], **params: str) -> dict[str, object]:
     """A bot-triggered merge-request run in a clone of the `pull_request` fixture's origin, every git command
     and ci-tool's selection run for real."""
@@ -178,66 +183,9 @@ TABLES: dict[str, dict[str, object]] = {
 }
 
 
-def git(root: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
-    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-
-
-@dataclass(frozen=True)
-class PullRequestOrigin:
-    """A bare `origin` with branch main and pull request #7 (refs/pull/7/head, as GitHub serves it)."""
-
-    origin: Path
-    head: str  # the pull request's head
-    old_head: str  # its first commit, which it has moved past
-    base: str  # main's tip, which gained a waive after the pull request branched off
-    clone: Callable[[str], Path]  # a checkout of main with this ci-tool as .venv/bin/ci-tool, as `checkout scm`
-
-    def commits(self, text: str) -> str:
-        return text.replace(HEAD, self.head).replace(OLD_HEAD, self.old_head).replace(BASE, self.base)
-
-
-WAIVED_ON_MAIN = "tests/b.py::test_b SKIP (https://github.com/o/r/issues/9)\n"
-
-
-@pytest.fixture(scope="module")
-def pull_request(make_workspace, tmp_path_factory: pytest.TempPathFactory) -> PullRequestOrigin:  # type: ignore[no-untyped-def]
-    source = make_workspace("pr-source")
-    (source / ".gitignore").write_text(".venv/\n.ci-tool/\nresults/\nrequest.json\nselection.json\nchanged-files.txt\n")
-    git(source, "init", "-q")
-    git(source, "add", ".")
-    git(source, "commit", "-q", "-m", "main")
-    git(source, "checkout", "-q", "-b", "pr")
-    (source / "docs").mkdir()
-    (source / "docs" / "guide.md").write_text("# Guide\n")
-    git(source, "add", ".")
-    git(source, "commit", "-q", "-m", "the pull request's first commit")
-    old_head = git(source, "rev-parse", "HEAD")
-    (source / "docs" / "guide.md").write_text("# Guide\n\nMore.\n")
-    git(source, "commit", "-q", "-am", "the pull request's head")
-    head = git(source, "rev-parse", "HEAD")
-    git(source, "checkout", "-q", "main")
-    (source / "test-db" / "waives.txt").write_text(WAIVED_ON_MAIN)
-    git(source, "add", ".")
-    git(source, "commit", "-q", "-m", "main waives test_b")
-    base = git(source, "rev-parse", "HEAD")
-    origin = tmp_path_factory.mktemp("origin") / "origin.git"
-    git(source.parent, "clone", "-q", "--bare", str(source), str(origin))
-    git(origin, "update-ref", "refs/pull/7/head", head)
-    git(origin, "branch", "-q", "-D", "pr")
-
-    def clone(name: str) -> Path:
-        folder = tmp_path_factory.mktemp(name) / "checkout"
-        git(folder.parent, "clone", "-q", "--branch", "main", str(origin), str(folder))
-        shutil.copytree(source / ".venv", folder / ".venv")
-        return folder
-
-    return PullRequestOrigin(origin, head, old_head, base, clone)
-
-
 def _workspace(name: str, scenario: dict[str, object], make_workspace, pull_request: PullRequestOrigin) -> dict:  # type: ignore[no-untyped-def, type-arg]
     if scenario.get("git"):
-        params = {key: pull_request.commits(value) if isinstance(value, str) else value
+        params = {key: commits(pull_request, value) if isinstance(value, str) else value
                   for key, value in dict(scenario["params"]).items()}  # type: ignore[call-overload]  # fmt: skip
         return {"workspace": str(pull_request.clone(name)), "params": params}
     return {"workspace": str(make_workspace(name))} if "execute" in scenario else {}
@@ -491,7 +439,7 @@ def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: di
     assert steps(run, "sh")[1:] == [
         (
             "sh",
-            'git fetch --no-tags origin "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only FETCH_HEAD...HEAD > '
+            'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only FETCH_HEAD...HEAD > '
             "changed-files.txt",
         ),
         (

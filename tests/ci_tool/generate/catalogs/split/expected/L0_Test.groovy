@@ -24,8 +24,8 @@ import groovy.transform.Field
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
 @Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
-@Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
-@Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin "$BASE_SHA"'
+@Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+@Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
 @Field final String BASE_OPTION = '--base "$BASE_SHA"'
 @Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
 
