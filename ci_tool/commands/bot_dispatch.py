@@ -242,8 +242,8 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
         if started.build is not None:
             build = started.build
             click.echo(f"triggered: build {build.number} {build.url}")
-            services.replies.edit(reply_id, with_lines(triggered(reply, build.number, build.url, services.job),
-                                                       lines, none=""))  # fmt: skip
+            text = triggered(reply, build.number, build.url, services.job, head_sha=pr.head_sha)
+            services.replies.edit(reply_id, with_lines(text, lines, none=""))
             services.replies.status(pr.head_sha, pending(context, build))
         else:
             queue_url = services.jenkins.url + f"queue/item/{started.queue_id}/"

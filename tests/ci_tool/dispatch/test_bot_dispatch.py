@@ -69,7 +69,11 @@ def test_a_run_triggers_one_build_with_the_parameters_posts_the_plan_and_the_lin
     }
     (reply,) = github.bodies()
     assert reply.startswith("@maintainer-amy, running `/bot run`.\n")
-    assert reply.endswith(f"\n\ntriggered: build [L0_MergeRequest #1]({build.url})\n")
+    assert reply.endswith(
+        f"\n\ntriggered: build [L0_MergeRequest #1]({build.url})\n\nThe plan above is a preview from the pull "
+        f"request as the GitHub API shows it: the build selects again on the commit `{SHA[:12]}`, and its final CI "
+        "report lists what ran.\n"
+    )
     assert "| `A10-PyTorch-2` |" in reply
     assert statuses(github) == [(SHA[:7], FULL, "pending", "build 1 started")]
     assert github.statuses[0]["target_url"] == build.url
@@ -436,7 +440,7 @@ def test_a_reply_github_refuses_is_reported_and_the_dispatch_still_happens_once(
         "warning: comment on #123 of example/ci-tool: expected GitHub to answer, found HTTP 502\n"
     )
     assert (len(jenkins.triggered()), github.count("POST", "comments")) == (1, 2)  # the edit became a new post
-    assert github.bodies()[0].endswith(f"triggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n")
+    assert f"triggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n" in github.bodies()[0]
     assert statuses(github) == [(SHA[:7], FULL, "pending", "build 1 started")]
     assert bot(comment).code == 0
     assert jenkins.count("POST", "buildWithParameters") == 1
