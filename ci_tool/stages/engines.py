@@ -71,7 +71,11 @@ _NO_HISTORY = (
 # engine -> row key -> what that engine does with the option
 HANDLING: Mapping[Engine, Mapping[str, Handling]] = {
     Engine.LOCAL: {
-        "high_priority": Handling(Support.NOTED, "changes nothing here: a local run has no queue and starts at once"),
+        "high_priority": Handling(
+            Support.NOTED,
+            "changes nothing here: a local run starts at once, and the Slurm jobs it submits (--executor slurm) "
+            "queue at the cluster's usual priority",
+        ),
         "debug": Handling(
             Support.NOTED,
             "changes nothing here: a local run keeps every stage's folder and runs where you can attach to it",
