@@ -316,13 +316,17 @@ def _downstream(services: Services, build: Build, unread: list[str]) -> Downstre
     return tuple(found)
 
 
-def _record(services: Services, build: Build, unread: list[str]) -> SelectionRecord | None:
-    """The run record the build archived (what it selected and on which commits), None when unreadable."""
+def _record(services: Services, build: Build, unread: list[str] | None = None) -> SelectionRecord | None:
+    """The run record the build archived (what it selected and on which commits); None when it archived none
+    ci-tool reads. With `unread`, any fault reading it is noted there instead of raised."""
     what = f"{SELECTION_ARTIFACT} of build {build.number}"
     try:
         return read_record(services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT), source=what)
     except (DispatchError, StageError) as error:
-        unread.append(f"the run record ({error})")
+        if unread is None and not isinstance(error, NotFound | StageError):
+            raise
+        if unread is not None:
+            unread.append(f"the run record ({error})")
         return None
 
 
@@ -367,7 +371,7 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
         return
     previous = passing[0]
     request = _request_of(previous.parameters)
-    record = _archived(services, previous)
+    record = _record(services, previous)
     why = _not_reusable(record, plan_for(request).selection.names if request is not None else None)
     if record is None or why is not None:
         why = why or "archived no readable selection"
@@ -385,14 +389,6 @@ def reuse(services: Services, pr: PullRequest, reply: str, plan_for: Callable[[S
     carried_lines = carried_lines or [f"Build #{previous.number} left no status."]
     replies.comment(with_lines(reply, [*lines, *carried_lines], none=""))
 
-
-def _archived(services: Services, build: Build) -> SelectionRecord | None:
-    """The run record a build archived, None when it archived none ci-tool can read."""
-    what = f"{SELECTION_ARTIFACT} of build {build.number}"
-    try:
-        return read_record(services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT), source=what)
-    except (NotFound, StageError):
-        return None
 
 
 def _not_reusable(record: SelectionRecord | None, now: tuple[str, ...] | None) -> str | None:
