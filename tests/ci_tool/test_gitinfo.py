@@ -92,3 +92,12 @@ def test_the_merge_base_of_a_branch(repo: Path) -> None:
     git(repo, "commit", "-q", "-m", "main moves on")
     git(repo, "checkout", "-q", "topic")
     assert gitinfo.merge_base(repo, "main") == base
+
+
+def test_the_commit_a_revision_names(repo: Path, tmp_path: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "side")
+    assert (gitinfo.commit_of(repo), gitinfo.commit_of(repo, "side")) == (head, head)
+    assert gitinfo.commit_of(tmp_path) is None  # outside a checkout (repo/ is below it)
+    with pytest.raises(GitError, match="git rev-parse --verify --quiet nope\\^\\{commit\\} failed in "):
+        gitinfo.commit_of(repo, "nope")
