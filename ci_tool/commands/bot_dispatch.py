@@ -289,7 +289,7 @@ def follow(services: Services, started: Started, plan: RunPlan, *, login: str, c
                                      more_at=build.console_url))  # fmt: skip
     sha = build.parameters.get("HEAD_SHA") or sha
     current = services.replies.current(sha, context)
-    if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
+    if current is not None and current.target_url != build.url:  # pending, unfollowed or final: this build's
         click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
         return
     services.replies.status(sha, final(context, build, totals(report), unread=bool(unread)))

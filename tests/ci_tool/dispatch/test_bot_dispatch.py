@@ -370,6 +370,19 @@ def test_a_build_that_disappears_while_followed_is_one_error_and_an_error_status
     )
 
 
+def test_following_again_after_the_build_could_not_be_followed_sets_its_final_status(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    jenkins.script = Script(downstream=(("SUCCESS", PASSING),), selection=RECORD)
+    jenkins.fail("GET", r"/job/L0_MergeRequest/1/api/json", status=404)  # once: Jenkins answers again later
+    comment = event("/bot run")
+    assert bot(comment, "--wait").code == 1
+    assert statuses(github)[-1] == (SHA[:7], FULL, "error", "build 1: could not be followed to its end")
+    again = bot(comment, "--wait")
+    assert again.code == 0, again.err
+    assert statuses(github)[-1] == (SHA[:7], FULL, "success", "3 passed, 0 failed, 1 skipped")
+
+
 @pytest.mark.parametrize(
     ("path", "status", "unread"),
     [
