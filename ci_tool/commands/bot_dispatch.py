@@ -321,7 +321,10 @@ def _record(services: Services, build: Build, unread: list[str] | None = None) -
     ci-tool reads. With `unread`, any fault reading it is noted there instead of raised."""
     what = f"{SELECTION_ARTIFACT} of build {build.number}"
     try:
-        return read_record(services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT), source=what)
+        data = services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT)
+        if data is None:
+            raise NotFound(f"build {build.number} archived no {SELECTION_ARTIFACT}")
+        return read_record(data, source=what)
     except (DispatchError, StageError) as error:
         if unread is None and not isinstance(error, NotFound | StageError):
             raise

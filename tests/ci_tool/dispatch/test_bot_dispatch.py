@@ -411,6 +411,19 @@ def test_with_wait_a_part_of_the_build_jenkins_cannot_serve_still_ends_in_a_fina
     assert f"**Could not be read**, so the counts may be partial: {unread}.\n" in github.bodies()[-1]
 
 
+def test_a_build_that_archived_no_run_record_is_reported_from_the_preview_and_says_so(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    jenkins.script = Script(downstream=(("SUCCESS", PASSING),))  # an L0_MergeRequest older than the run record
+    handled = bot(event("/bot run"), "--wait")
+    assert handled.code == 0, handled.err
+    assert handled.err == "warning: could not read the run record (build 1 archived no selection.json)\n"
+    report = github.bodies()[-1]
+    assert "The build archived no readable run record: the stages below are the bot's preview.\n" in report
+    assert "| DGX_H100-PyTorch-1 | **passed** |" in report
+    assert statuses(github)[-1] == (SHA[:7], FULL, "success", "3 passed, 0 failed, 1 skipped; some results unreadable")
+
+
 def test_the_final_report_reads_the_run_record_and_names_where_the_run_differs_from_the_preview(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
 ) -> None:
