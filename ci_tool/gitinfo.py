@@ -3,11 +3,11 @@
     code_version(root)        the commit and, when the work tree differs from it, a hash of the
                               uncommitted change (tracked files' diff against HEAD, and the untracked
                               files git does not ignore, by path and content); None outside a checkout
+    commit_of(root, rev)      the commit id a revision names (None outside a checkout)
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
     changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
     name_status(root, rev, head)  what `head` (None: the work tree) changes since `rev`, path by path:
                               A, M, D or R (a rename, with its old path), as GitHub's pulls/N/files says
-    commit_of(root, ref)      the commit a ref names
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
 
 Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
@@ -99,6 +99,13 @@ def _content_hash(path: Path) -> bytes:
         return b""
 
 
+def commit_of(root: Path, rev: str = "HEAD") -> str | None:
+    """The commit id `rev` names (`git rev-parse`); None outside a checkout, a GitError for an unknown rev."""
+    if not is_checkout(root):
+        return None
+    return _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").stdout.decode().strip()
+
+
 def merge_base(root: Path, ref: str, head: str = "HEAD") -> str:
     """The commit `head`'s change is measured from: `git merge-base REF HEAD` (a GitError for an unknown REF)."""
     try:
@@ -151,11 +158,6 @@ def name_status(root: Path, rev: str, head: str | None = None) -> tuple[NameStat
         found = [NameStatus(f.letter, f.path.removeprefix(top), f.previous and f.previous.removeprefix(top))
                  for f in found]  # fmt: skip
     return tuple(sorted(found, key=lambda f: f.path))
-
-
-def commit_of(root: Path, ref: str) -> str:
-    """The commit `ref` names (a GitError for an unknown ref)."""
-    return _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
 
 
 def file_at(root: Path, rev: str, path: str) -> str | None:

@@ -72,7 +72,15 @@ BUILD_PARAMETERS: dict[str, str] = {
     "PR_NUMBER": "The pull request the bot runs for (empty outside the bot).",
     "HEAD_SHA": "The pull request's head commit the run tests (empty outside the bot).",
     "COMMENT_ID": "The /bot comment that started the run: the bot never starts two builds for one.",
+    "BASE_REF": "The branch the pull request targets: its changes since it select, its waives merge in.",
+    "PRIORITY": "The queue priority, 1 (first) to 5; the Priority Sorter plugin orders the queue by it.",
 }
+# Jenkins queue priorities (the Priority Sorter plugin's scale: lower runs first): `/bot run --high-priority`
+# and every other run.
+QUEUE_PRIORITY_HIGH = 1
+QUEUE_PRIORITY_DEFAULT = 3
+# `/bot run --debug` on Jenkins: how long a failed stage keeps its agent and workspace for someone to look.
+DEBUG_HOLD_MINUTES = 30
 
 DISPATCH_POLL_SECONDS = 5.0  # between looks at a queue item or a running build
 DISPATCH_RETRY_SECONDS = 1.0  # the first pause before a retry (doubling), and between GitHub writes

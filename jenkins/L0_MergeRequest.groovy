@@ -5,11 +5,19 @@
 // Parameters: REQUEST (JSON), the parsed `/bot run` request, {"command": "run", "flags": {...}};
 // LABELS (JSON), the pull request's labels; PR_NUMBER, HEAD_SHA and COMMENT_ID, which pull request, commit
 // and comment the bot triggered the build for (it finds its own builds by them, and never starts two for
-// one comment).
+// one comment); BASE_REF, the branch the pull request targets; PRIORITY, the queue priority (the Priority
+// Sorter plugin's "priority from a build parameter" orders the queue by it).
+//
+// The build tests the pull request's commit: it checks out HEAD_SHA, and refuses to run when the pull
+// request's head has moved on since the bot triggered it. With a target branch (BASE_REF, or a multibranch
+// job's CHANGE_TARGET) the files the commit changes since the branch feed the selection, and every stage
+// runs with the branch's waives merged in (`ci-tool stage run --base`).
 //
 // ci-tool resolves the request into a selection (the one stage selection the bot and GitHub Actions share;
 // this file decides nothing itself): the stages to run, the stages blocked until the pull request carries
-// an approval label, fail-fast, and the options each stage runs with. Then, per architecture and in
+// an approval label, fail-fast, and the options each stage runs with. The selection is archived as the
+// build's run record (selection.json, with the commit tested and the base): the bot's final report and
+// statuses, and `/bot reuse-pipeline`, read it. Then, per architecture and in
 // parallel, L0_Test runs the Single-GPU stages, then the Multi-GPU stages. The Multi-GPU run
 // starts only when the Single-GPU run passed, unless the selection turns fail-fast off. Fail-fast also
 // stops the other architecture at the first failure. Blocked stages are named in a `Blocked` stage and
@@ -22,7 +30,11 @@ import groovy.transform.Field
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
 @Field final String SELECTION_FILE = 'selection.json'
-@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
+@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
+@Field final String PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
+@Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+@Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
+@Field final String BRANCH_PATTERN = '[A-Za-z0-9][A-Za-z0-9._/-]*'
 @Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt --base FETCH_HEAD'
 @Field final List ARCHES = ['x86_64']
 @Field final String SINGLE_GPU = 'Single-GPU'
@@ -36,6 +48,8 @@ properties([
         text(name: 'PR_NUMBER', defaultValue: '', description: 'The pull request the bot runs for (empty outside the bot).'),
         text(name: 'HEAD_SHA', defaultValue: '', description: 'The pull request\'s head commit the run tests (empty outside the bot).'),
         text(name: 'COMMENT_ID', defaultValue: '', description: 'The /bot comment that started the run: the bot never starts two builds for one.'),
+        text(name: 'BASE_REF', defaultValue: '', description: 'The branch the pull request targets: its changes since it select, its waives merge in.'),
+        text(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority, 1 (first) to 5; the Priority Sorter plugin orders the queue by it.'),
     ]),
 ])
 
@@ -80,23 +94,52 @@ Map selectStages(String requestJson) {
     node(SELECT_LABEL) {
         stage('Select Stages') {
             checkout scm
+            checkOutHead()
             writeFile(file: 'request.json', text: requestJson)
             sh SELECT_SETUP_COMMAND
             String changedFiles = ''
-            if (env.CHANGE_TARGET) {
-                // A pull request: the files it changes drive the path-based selection steps.
+            if (params.BASE_REF || env.CHANGE_TARGET) {
+                // A pull request: the files it changes since its target branch drive the path-based selection
+                // steps (the shell reads BASE_REF, else CHANGE_TARGET; Jenkins exports both to it).
+                if (params.BASE_REF && !(params.BASE_REF ==~ BRANCH_PATTERN)) {
+                    error("BASE_REF: expected a branch name, found ${params.BASE_REF}")
+                }
                 sh CHANGED_FILES_COMMAND
                 changedFiles = ' ' + CHANGED_FILES_OPTION
             }
             // ci-tool reads LABELS from the environment (Jenkins exports every parameter there).
             sh "${SELECT_COMMAND}${changedFiles} > ${SELECTION_FILE}"
             selection = readJSON(file: SELECTION_FILE)
-            // What ran, kept with the build: `/bot reuse-pipeline` reuses it only for the same selection.
+            // The run record, kept with the build: the final report, the statuses and `/bot reuse-pipeline`
+            // read what ran from it, not from the bot's preview.
             archiveArtifacts(artifacts: SELECTION_FILE)
         }
     }
     echo "Selected ${selection.stages.size()} stage(s): ${selection.stages.join(', ')}"
     return selection
+}
+
+// A bot build tests HEAD_SHA, and only while it is the pull request's head: a build for a commit the pull
+// request has moved past is refused (the newer commit gets its own `/bot run`). A build by hand (no
+// HEAD_SHA) tests the commit the job checked out.
+void checkOutHead() {
+    if (!params.HEAD_SHA) {
+        return
+    }
+    if (!(params.HEAD_SHA ==~ COMMIT_PATTERN)) {
+        error("HEAD_SHA: expected a 40-digit hexadecimal commit id, found ${params.HEAD_SHA}")
+    }
+    if (params.PR_NUMBER) {
+        if (!(params.PR_NUMBER ==~ /[0-9]+/)) {
+            error("PR_NUMBER: expected a pull request number, found ${params.PR_NUMBER}")
+        }
+        String head = sh(returnStdout: true, script: PR_HEAD_COMMAND).trim()
+        if (head != params.HEAD_SHA) {
+            error("HEAD_SHA ${params.HEAD_SHA} is not the head of pull request #${params.PR_NUMBER} anymore " +
+                  "(its head is ${head ?: 'unknown'}): not testing an old commit; comment `/bot run` to test the head")
+        }
+    }
+    sh CHECKOUT_HEAD_COMMAND
 }
 
 Map planPhases(Map selection) {
@@ -185,6 +228,12 @@ String launchTests(String arch, String phase, List stageNames, Map selection) {
             text(name: 'STAGES', value: writeJSON(returnText: true, json: stageNames)),
             booleanParam(name: 'FAIL_FAST', value: selection.fail_fast),
             text(name: 'STAGE_RUN_ARGS', value: writeJSON(returnText: true, json: selection.stage_run_args)),
+            // The commit the selection ran on and the target branch's tip it compared with: every stage
+            // checks out the one and merges the other's waives.
+            string(name: 'HEAD_SHA', value: selection.head ?: ''),
+            string(name: 'BASE_SHA', value: selection.base ?: ''),
+            string(name: 'PRIORITY', value: "${selection.queue_priority}"),
+            string(name: 'DEBUG_HOLD_MINUTES', value: "${selection.debug_hold_minutes}"),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"

@@ -4,7 +4,11 @@ reports of the L0_Test builds it started, and the plan in; markdown out.
 Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py). The
 stage table, failures grouped by signature and the stages not run are run/report.py's own sections over
 StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
-console, "Partly Tested" for a custom run, and a newer run that killed this one.
+console, "Partly Tested" for a custom run, a newer run that killed this one, what of the build could not be
+read, and the stages where the bot's preview and the run differ.
+
+The stages are the run's: its archived run record (selection.json, stages/record.py), so a stage the preview
+did not name still gets its test cases. Only a build that archived none falls back to the preview's.
 
 The perf section (run/report.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
 (perf/transport.py), not the history: a Jenkins build records its history on the agent that ran it, where
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, CaseResult
+from ci_tool.errors import StageError
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
@@ -28,18 +33,23 @@ from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
 from ci_tool.run.report import CiReport, build_report, report_sections
 from ci_tool.run.signatures import failure_excerpt, failure_signature
+from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.record import SelectionRecord, differences
 
 NO_RESULTS = "no test results: it did not start (fail-fast, an abort, or an earlier failure)"
 
 
 @dataclass(frozen=True)
 class FinishedBuild:
-    """A build that ended, the L0_Test builds it started with their test cases, and the newer build that
-    killed it (None when none did)."""
+    """A build that ended, the L0_Test builds it started with their test cases, the newer build that
+    killed it (None when none did), its run record (None: it archived none that could be read) and what of
+    it could not be read."""
 
     build: Build
     downstream: tuple[tuple[Build, tuple[CaseResult, ...]], ...] = ()
     newer: Build | None = None
+    record: SelectionRecord | None = None
+    unread: tuple[str, ...] = ()
 
     @property
     def cases(self) -> tuple[CaseResult, ...]:
@@ -68,8 +78,8 @@ def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: Kn
     """The run/report.py report of a finished build: one stage per planned stage (blocked ones too);
     failures of the `known` flaky tests are shown apart, with their rate."""
     selection = plan.selection
-    names = [stage.name.name for stage in selection.selected]
-    post_merge = {stage.name.name: stage.name.post_merge for stage in selection.selected}
+    names = list(run_stages(finished, plan))
+    post_merge = {name: _post_merge(name) for name in names}
     run_id = f"{finished.build.job} #{finished.build.number}"
     tests: dict[str, list[TestRecord]] = {name: [] for name in names}
     perf: list[PerfResult] = []
@@ -81,11 +91,29 @@ def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: Kn
             if PERF_PROPERTY in case.properties:
                 perf += from_property(case.properties[PERF_PROPERTY], run_id=run_id, stage=stage,
                                       test_id=record.test_id, post_merge=post_merge[stage])  # fmt: skip
-    blocked = {b.stage.name.name: b.label for b in selection.blocked}
+    blocked = (
+        dict(finished.record.blocked)
+        if finished.record is not None
+        else {b.stage.name.name: b.label for b in selection.blocked}
+    )
     stages = [_stage(run_id, name, tests[name], blocked.get(name)) for name in names]
     result = finished.build.result
     run = RunRecord(run_id, command, result.run_state if result else RunState.FAILED, 0.0)
     return build_report(run, stages, tests, perf=perf, known=known)
+
+
+def run_stages(finished: FinishedBuild, plan: RunPlan) -> tuple[str, ...]:
+    """The stages of the run, started or blocked: its record's, else (none archived) the preview's."""
+    if finished.record is not None:
+        return finished.record.names
+    return tuple(stage.name.name for stage in plan.selection.selected)
+
+
+def _post_merge(name: str) -> bool:
+    try:
+        return parse_stage_name(name).post_merge
+    except StageError:  # a record naming a stage ci-tool cannot parse: its perf results gate as pre-merge
+        return False
 
 
 def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | None) -> StageRecord:
@@ -133,6 +161,16 @@ def render_ci_report(
             "gate green.",
             "",
         ]
+    if finished.unread:
+        lines += ["**Could not be read**, so the counts may be partial: " + "; ".join(finished.unread) + ".", ""]
+    if finished.record is None:
+        lines += ["The build archived no readable run record: the stages below are the bot's preview.", ""]
+    else:
+        added, dropped = differences([stage.name.name for stage in plan.selection.selected], finished.record)
+        if added or dropped:
+            parts = [f"the run also started {', '.join(map(code, added))}" if added else "",
+                     f"it did not start {', '.join(map(code, dropped))}" if dropped else ""]  # fmt: skip
+            lines += ["**The run differs from the preview**: " + "; ".join(filter(None, parts)) + ".", ""]
     logs = [f"[{build.job} #{build.number}]({build.console_url})"]
     logs += [f"[{down.job} #{down.number}]({down.console_url})" for down, _ in finished.downstream]
     lines += ["Logs: " + " · ".join(logs), ""]

@@ -157,8 +157,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("disable_multi_gpu_test", "Remove the multi-GPU stages, including file-triggered ones."),
     Flag("post_merge", "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages."),
     Flag("detailed_log", "Stream all pytest output (`pytest -s`); very large logs."),
-    Flag("debug", "Pause the one stage named in --stage-list for an interactive SSH session."),
-    Flag("high_priority", "Queue this pipeline ahead of others."),
+    Flag(
+        "debug",
+        "Run the one stage named in --stage-list and, on Jenkins, keep its agent and workspace a while when it "
+        "fails, to look at.",
+    ),
+    Flag("high_priority", "Queue this pipeline ahead of others where the engine has a queue priority (Jenkins)."),
     Flag(
         "disable_cbts",
         "Run the full set even where the changed files would narrow it (no change-based test selection).",

@@ -252,9 +252,13 @@ def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
     return "\n".join([*kept, "", summary]) + "\n"
 
 
-def triggered(reply: str, build_number: int, build_url: str, job: str) -> str:
-    """The plan reply once Jenkins named the build."""
-    return reply.rstrip("\n") + f"\n\ntriggered: build [{job} #{build_number}]({build_url})\n"
+def triggered(reply: str, build_number: int, build_url: str, job: str, *, head_sha: str) -> str:
+    """The plan reply once Jenkins named the build, saying that the plan is a preview of what the build runs."""
+    preview = (
+        f"The plan above is a preview from the pull request as the GitHub API shows it: the build selects again "
+        f"on the commit `{head_sha[:12]}`, and its final CI report lists what ran."
+    )
+    return reply.rstrip("\n") + f"\n\ntriggered: build [{job} #{build_number}]({build_url})\n\n{preview}\n"
 
 
 def queued(reply: str, queue_url: str) -> str:

@@ -46,9 +46,10 @@ def pending(context: str, build: Build) -> Status:
     return Status(context, StatusState.PENDING, f"build {build.number} started", build.url)
 
 
-def final(context: str, build: Build, totals: Mapping[TestOutcome, int]) -> Status:
-    """The status a finished build leaves on its context."""
-    text = counts(totals)
+def final(context: str, build: Build, totals: Mapping[TestOutcome, int], *, unread: bool = False) -> Status:
+    """The status a finished build leaves on its context (`unread`: some of its results could not be read,
+    so the counts are partial; the state is still the build's)."""
+    text = counts(totals) + ("; some results unreadable" if unread else "")
     if build.result is BuildResult.SUCCESS:
         return Status(context, StatusState.SUCCESS, text, build.url)
     if build.result is BuildResult.FAILURE:
@@ -56,6 +57,11 @@ def final(context: str, build: Build, totals: Mapping[TestOutcome, int]) -> Stat
     if build.result is BuildResult.UNSTABLE:
         return Status(context, StatusState.FAILURE, f"unstable: {text}", build.url)
     return Status(context, StatusState.ERROR, f"aborted: {text}", build.url)
+
+
+def unfollowed(context: str, build: Build) -> Status:
+    """The status of a build the bot could not follow to its end (gone, or no result in time)."""
+    return Status(context, StatusState.ERROR, f"build {build.number}: could not be followed to its end", build.url)
 
 
 def killed(context: str, by: Build | None) -> Status:

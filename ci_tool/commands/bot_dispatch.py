@@ -53,13 +53,14 @@ from ci_tool.bot.status import (
     not_started,
     pending,
     skipped,
+    unfollowed,
     untested,
 )
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
 from ci_tool.dispatch.github import Claim, GitHubClient, utc_text
-from ci_tool.dispatch.jenkins import JenkinsClient
-from ci_tool.dispatch.model import Build, PullRequest, Status, StatusState
+from ci_tool.dispatch.jenkins import JenkinsClient, NotFound
+from ci_tool.dispatch.model import Build, CaseResult, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
     Claimed,
     Dispatch,
@@ -80,6 +81,7 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
 from ci_tool.outcomes import BuildResult, TestOutcome
 from ci_tool.report.links import ReportUrl
+from ci_tool.stages.record import SelectionRecord, read_record
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
 Echo = Callable[[str], None]
@@ -263,6 +265,8 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
         "PR_NUMBER": str(pr.number),
         "HEAD_SHA": pr.head_sha,
         "COMMENT_ID": str(event.comment_id),
+        "BASE_REF": pr.base_ref,
+        "PRIORITY": str(plan.selection.queue_priority),
     }
     key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
@@ -345,8 +349,8 @@ def _trigger(
     if started.build is not None:
         build = started.build
         click.echo(f"triggered: build {build.number} {build.url}")
-        services.replies.edit(reply_id, with_lines(triggered(reply, build.number, build.url, services.job),
-                                                   lines, none=""))  # fmt: skip
+        text = triggered(reply, build.number, build.url, services.job, head_sha=pr.head_sha)
+        services.replies.edit(reply_id, with_lines(text, lines, none=""))
         services.replies.status(pr.head_sha, pending(context, build))
     else:
         queue_url = services.jenkins.url + f"queue/item/{started.queue_id}/"
@@ -379,46 +383,106 @@ def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool
 
 
 def follow(services: Services, started: Started, plan: RunPlan, *, login: str, command: str) -> None:
-    """--wait: the build to its end, then the CI report and the final status (unless a newer run owns it)."""
+    """--wait: the build to its end, then the CI report and the final status (unless a newer run owns it).
+    Whatever part of the build cannot be read (a downstream job, a test report, the run record, the log), the
+    report says so and the status is still the build's; a build that cannot be followed to its end at all
+    gets an error status and a comment before the error."""
     assert started.build is not None
     jenkins, job = services.jenkins, services.job
-    build = wait_for_end(jenkins, started.build, services.pace, echo=click.echo)
-    downstream = tuple(
-        (down, jenkins.test_cases(services.test_job, down.number))
-        for down in jenkins.downstream(services.test_job, job, build.number)
-    )
-    newer = None
-    if build.result is BuildResult.ABORTED:
-        pr_number = build.parameters.get("PR_NUMBER")
-        later = [b for b in jenkins.builds(job) if b.number > build.number]
-        newer = next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
-    finished = FinishedBuild(build, downstream, newer)
+    context = context_for(plan.selection.request)
+    sha = started.build.parameters.get("HEAD_SHA", "")
+    unread: list[str] = []
+    try:
+        build = wait_for_end(jenkins, started.build, services.pace, echo=click.echo, unread=unread)
+    except DispatchError as error:
+        lost = started.build
+        services.replies.comment(f"## CI report: [{lost.job} #{lost.number}]({lost.url}) **NOT FOLLOWED**\n\n"
+                                 f"@{login}, the bot could not follow the build to its end: {error}\n")  # fmt: skip
+        services.replies.status(sha, unfollowed(context, lost))
+        raise
+    finished = FinishedBuild(build, _downstream(services, build, unread), _newer(services, build),
+                             _record(services, build, unread), tuple(unread))  # fmt: skip
     click.echo(f"ended: build {build.number}: {build.result.value if build.result else 'no result'}")
+    for what in unread:
+        click.echo(f"warning: could not read {what}", err=True)
     known = known_flaky(services.history, before=services.wall())  # measured on this history's runs
     report = build_ci_report(finished, plan, command=command, known=known)
     html = services.report_url.for_build(job, build.number, build.url) if services.report_url else None
     services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
                                      more_at=build.console_url))  # fmt: skip
-    sha = build.parameters.get("HEAD_SHA") or started.build.parameters.get("HEAD_SHA", "")
-    context = context_for(plan.selection.request)
+    sha = build.parameters.get("HEAD_SHA") or sha
     current = services.replies.current(sha, context)
-    if current is not None and not (current.state is StatusState.PENDING and current.target_url == build.url):
+    if current is not None and current.target_url != build.url:  # pending, unfollowed or final: this build's
         click.echo(f"status {context!r} on {sha[:12]} left as it is: {current.description} (not this build's)")
         return
-    services.replies.status(sha, _final_status(context, build, downstream, totals(report)))
+    status = _final_status(context, build, finished.downstream, totals(report), unread=bool(unread))
+    services.replies.status(sha, status)
 
 
 def _final_status(
     context: str,
     build: Build,
-    downstream: tuple[tuple[Build, tuple[object, ...]], ...],
+    downstream: Downstream,
     counted: Mapping[TestOutcome, int],
+    *,
+    unread: bool,
 ) -> Status:
-    """The final status, which never says success when there is no test result to show for it."""
-    status = final(context, build, counted)
+    """The final status, which never says success when there is no test result to show for it (whatever
+    else could not be read: green needs evidence); `unread` adds that some results could not be read."""
+    status = final(context, build, counted, unread=unread)
     if status.state is not StatusState.SUCCESS or any(cases for _, cases in downstream):
         return status
     return untested(context, build, f"no {TEST_JOB} build" if not downstream else "no test report")
+
+
+Downstream = tuple[tuple[Build, tuple[CaseResult, ...]], ...]
+
+
+def _downstream(services: Services, build: Build, unread: list[str]) -> Downstream:
+    """The L0_Test builds `build` started, each with its test cases; what cannot be read goes to `unread`."""
+    try:
+        downs = services.jenkins.downstream(services.test_job, services.job, build.number)
+    except DispatchError as error:
+        unread.append(f"the {services.test_job} builds ({error})")
+        return ()
+    found = []
+    for down in downs:
+        try:
+            cases = services.jenkins.test_cases(services.test_job, down.number)
+        except DispatchError as error:
+            unread.append(f"the test report of {services.test_job} #{down.number} ({error})")
+            cases = ()
+        found.append((down, cases))
+    return tuple(found)
+
+
+def _record(services: Services, build: Build, unread: list[str] | None = None) -> SelectionRecord | None:
+    """The run record the build archived (what it selected and on which commits); None when it archived none
+    ci-tool reads. With `unread`, any fault reading it is noted there instead of raised."""
+    what = f"{SELECTION_ARTIFACT} of build {build.number}"
+    try:
+        data = services.jenkins.artifact(services.job, build.number, SELECTION_ARTIFACT)
+        if data is None:
+            raise NotFound(f"build {build.number} archived no {SELECTION_ARTIFACT}")
+        return read_record(data, source=what)
+    except (DispatchError, StageError) as error:
+        if unread is None and not isinstance(error, NotFound | StageError):
+            raise
+        if unread is not None:
+            unread.append(f"the run record ({error})")
+        return None
+
+
+def _newer(services: Services, build: Build) -> Build | None:
+    """The newer build of the same pull request that aborted `build` (None when it was not aborted)."""
+    if build.result is not BuildResult.ABORTED:
+        return None
+    pr_number = build.parameters.get("PR_NUMBER")
+    try:
+        later = [b for b in services.jenkins.builds(services.job) if b.number > build.number]
+    except DispatchError:
+        return None
+    return next((b for b in reversed(later) if b.parameters.get("PR_NUMBER") == pr_number), None)
 
 
 def kill(services: Services, pr_number: int, reply: str) -> None:
@@ -457,16 +521,15 @@ def reuse(
         return
     previous = passing[0]
     request = _request_of(previous.parameters)
-    archived = jenkins.artifact(services.job, previous.number, SELECTION_ARTIFACT)
-    then = archived.get("stages") if isinstance(archived, dict) else None
-    now = list(plan_for(request).selection.names) if request is not None else None
-    if then is None or now != then:
-        why = "archived no selection" if then is None else "ran another selection than its request selects now"
+    record = _record(services, previous)
+    why = _not_reusable(record, plan_for(request).selection.names if request is not None else None)
+    if record is None or why is not None:
+        why = why or "archived no readable selection"
         click.echo(f"reuse: build {previous.number} {why}")
         refusal = f"Build [#{previous.number}]({previous.url}) {why}: comment `/bot run` to test this commit."
         replies.comment(with_lines(reply, [*lines, refusal], none=""))
         return
-    sha = previous.parameters.get("HEAD_SHA", "")
+    sha = record.head or previous.parameters.get("HEAD_SHA", "")
     other_code = _other_code(services, pr, sha)
     if other_code and not may_skip:  # carrying green to code no build tested is what /bot skip does
         click.echo(f"reuse: build {previous.number} {other_code}; the commenter may not /bot skip")
@@ -497,3 +560,17 @@ def _other_code(services: Services, pr: PullRequest, build_sha: str) -> str:
     if tested.tree_sha == head.tree_sha:
         return ""
     return f"tested {code(build_sha[:12])}, whose code (git tree) differs from the head {code(pr.head_sha[:12])}'s"
+
+def _not_reusable(record: SelectionRecord | None, now: tuple[str, ...] | None) -> str | None:
+    """Why a passing build's run cannot stand in for the request's selection now (None: it can)."""
+    if record is None:
+        return None
+    if now is None:
+        return "holds no request ci-tool reads"
+    added = [name for name in record.stages if name not in now]
+    dropped = [name for name in now if name not in record.stages]
+    if not added and not dropped:
+        return None
+    parts = [f"ran {', '.join(added)}, which the request no longer selects" if added else "",
+             f"did not run {', '.join(dropped)}, which it selects now" if dropped else ""]  # fmt: skip
+    return "ran another selection than its request selects now (" + "; ".join(filter(None, parts)) + ")"

@@ -69,7 +69,7 @@ def from_git(root: Path, base_ref: str, head_ref: str | None = None, *, test_db_
     """What `head_ref` (None: the work tree, uncommitted and untracked files included) changes since its
     merge base with `base_ref`: the value dispatch/pull_change.from_github reads for a pull request."""
     merge_base = gitinfo.merge_base(root, base_ref, head_ref or "HEAD")
-    head_sha = gitinfo.commit_of(root, head_ref or "HEAD")
+    head_sha = gitinfo.commit_of(root, head_ref or "HEAD") or ""  # a checkout: merge_base found one
     listed = gitinfo.name_status(root, merge_base, head_ref)
     changed = [ChangedPath(found.path, _STATUS[found.letter], found.previous) for found in listed]
     inputs = {path for f in changed for path in (f.path, f.previous) if path and rule_input(path, test_db_dir)}

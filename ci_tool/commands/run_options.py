@@ -3,7 +3,6 @@ them), and the set-up they build from it (catalog, this machine's facts, waives,
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -15,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from ci_tool import sysinfo
-from ci_tool.atomic import write_text_atomically
+from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, load, with_decorators
 from ci_tool.commands.changes import merged_waives
@@ -191,11 +190,12 @@ def finish(result: SessionResult, options: RunOptions) -> int:
 def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> tuple[LocalSetup, str]:
     """The set-up running the pull request's effective waives (its own merged with the tip of `base`'s,
     commands/changes.merged_waives), and a line saying what the merge did. The file is named by its
-    content under the results folder, so runs of the same merge share it and none overwrites another's."""
+    content in the stage's folder (--output-dir, kept with its results) or the results folder, so runs of the
+    same merge share it and none overwrites another's; the folder is made when a fresh checkout lacks it."""
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)
     digest = hashlib.sha256(merged.text.encode()).hexdigest()[:12]
-    path = (setup.config.output_dir or setup.config.results_root) / f"waives-merged-{digest}.txt"
-    with contextlib.suppress(OSError):  # a fresh checkout has no results folder yet; else the write says why
-        path.parent.mkdir(parents=True, exist_ok=True)
+    folder = setup.config.output_dir or options.results_dir
+    make_folder(folder, what="the results folder")
+    path = folder / f"waives-merged-{digest}.txt"
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)

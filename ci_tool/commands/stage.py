@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool import sysinfo
+from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
 from ci_tool.commands.changes import change_set
@@ -27,6 +27,7 @@ from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.record import record_json
 from ci_tool.stages.request import Step, request_from_json
 from ci_tool.stages.select import Selection, select_for_change
 
@@ -218,8 +219,10 @@ def select_command(
                          history=history_path(history_file))
     selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
     echo_errors(selection.errors)
-    if as_json:
-        click.echo(json.dumps(selection.to_json(), indent=2))
+    if as_json:  # the run record (stages/record.py): the selection and the commits it was made on
+        root = Path.cwd()
+        base_commit = gitinfo.commit_of(root, base) if base is not None else None
+        click.echo(json.dumps(record_json(selection, head=gitinfo.commit_of(root), base=base_commit), indent=2))
     else:
         narrowing = selection.narrowing
         if narrowing is not None and narrowing.scope is not CbtsScope.OFF:

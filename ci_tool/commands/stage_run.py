@@ -12,6 +12,8 @@ their reason, and pytest runs through ci-tool's plugin; the stage's folder (`--o
 run's report.md too (nothing goes under `.ci-tool/runs/` then); the history records it.
 With `--executor slurm` the stage is one Slurm batch job (slurm_executor.py), rendered with stage-name keys
 only, and its folder gets the job's files under slurm/; the Jenkins L0_Test runs Slurm families this way.
+With `--base REF` (a pull request's stage, as the generated pipelines run it) the waives are the pull
+request's merged with the tip of REF's (`ci-tool testdb merge-waives`), as `ci-tool run --base` runs them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ import click
 
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
-from ci_tool.commands.run_options import LocalSetup, RunOptions, finish, local_setup, run_options
+from ci_tool.commands.run_options import (
+    LocalSetup,
+    RunOptions,
+    finish,
+    local_setup,
+    run_options,
+    with_merged_waives,
+)
 from ci_tool.errors import StageError
 from ci_tool.run.executor import ReadyStage
 from ci_tool.run.invocation import RunSettings, planned_invocations
@@ -52,14 +61,28 @@ DRY_RUN_ID = "<run-id>"
     help="The stage's results folder, and the run's (its report.md): nothing goes under RESULTS_DIR then "
     "[default: RESULTS_DIR/<run id>/<stage>].",
 )
+@click.option(
+    "--base",
+    metavar="REF",
+    help="The branch (or commit) a pull request targets: its waives are merged in, as CI runs the stage.",
+)
 @run_options
 def run_command(
-    name: str, shard: int | None, dry_run: bool, detailed_log: bool, output_dir: Path | None, options: RunOptions
+    name: str,
+    shard: int | None,
+    dry_run: bool,
+    detailed_log: bool,
+    output_dir: Path | None,
+    base: str | None,
+    options: RunOptions,
 ) -> int:
     """Run stage NAME on this machine (or as a Slurm job): render, waive, shard, pytest; JUnit, logs, history."""
     setup = local_setup(options, detailed_log=detailed_log, output_dir=output_dir)
     if dry_run and options.system_info is None:  # show the runner's view, not this machine's
         setup = replace(setup, stage_name_facts=True)
+    if base is not None:  # a pull request's stage: its waives merged with the target branch's
+        setup, merge_note = with_merged_waives(setup, options, base=base)
+        click.echo(merge_note)
     stage = _resolve(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None
     if mismatch is not None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.jenkins import JenkinsClient, NotFound, TriggerLost
-from ci_tool.dispatch.model import Build, QueueItem
+from ci_tool.dispatch.model import Build, Console, QueueItem
 from ci_tool.errors import DispatchError
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.store import HistoryStore
@@ -317,13 +317,26 @@ def stop_pull_request(client: JenkinsClient, job: str, pull_request: int, seen: 
     return runs
 
 
-def wait_for_end(client: JenkinsClient, build: Build, pace: Pace, *, echo: Echo) -> Build:
-    """Follow a build to its result, echoing its console text as it grows."""
+def wait_for_end(
+    client: JenkinsClient, build: Build, pace: Pace, *, echo: Echo, unread: list[str] | None = None
+) -> Build:
+    """Follow a build to its result, echoing its console text as it grows. With `unread`, a console Jenkins
+    cannot serve is noted there and the build's state is followed without it."""
     deadline = pace.clock() + pace.wait_timeout_seconds
     start = 0
+    log_lost = False
     while True:
         try:
-            console = client.console(build.job, build.number, start)
+            if log_lost:
+                console = Console("", start, more=False)
+            else:
+                try:
+                    console = client.console(build.job, build.number, start)
+                except DispatchError as error:
+                    if unread is None:
+                        raise
+                    unread.append(f"the console log of build {build.number} ({error})")
+                    log_lost, console = True, Console("", start, more=False)
             found = client.build(build.job, build.number)
         except NotFound:
             raise DispatchError(

@@ -1,8 +1,8 @@
 """The context of docs/bot.md (templates/bot.md.j2): the bot's tables as rows of plain strings. Pure.
 
 Every fact comes from the table that owns it: commands and flags from bot/flags.py, selection steps and the
-flags a stage list makes moot from stages/request.py, labels from stages/approvals.py, what an engine
-cannot honour from stages/engines.py, permissions from bot/authorize.py. The examples are parsed here, so
+flags a stage list makes moot from stages/request.py, labels from stages/approvals.py, what each engine
+does with a run option from stages/engines.py, permissions from bot/authorize.py. The examples are parsed here, so
 each result shown is what the parser says today.
 """
 
@@ -17,7 +17,7 @@ from ci_tool.bot.help import value_rules
 from ci_tool.bot.request import BotSyntaxError
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.stages.approvals import LABEL_RULES
-from ci_tool.stages.engines import UNSUPPORTED
+from ci_tool.stages.engines import HANDLING, REUSE_ID
 from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, Step, flag_name
 
 # Comments shown in docs/bot.md with what they parse to; among them comments posted on TensorRT-LLM pull requests.
@@ -47,10 +47,11 @@ def bot_docs_context(_source: object = None) -> dict[str, object]:
         "value_rules": value_rules(),
         "conflicts": [{"first": c.first, "second": c.second, "reason": c.reason} for c in CONFLICTS],
         "moot_flags": ", ".join(f"`{flag_name(key)}`" for key in REPLACED_BY_STAGE_LIST),
-        "unsupported": [
-            {"flag": flag_name(key), "engine": engine.value, "why": why}
-            for engine, options in UNSUPPORTED.items()
-            for key, why in options.items()
+        "handling": [
+            {"flag": _handled_flag(key), "engine": engine.value, "support": handling.support.value,
+             "line": handling.line}
+            for engine, options in HANDLING.items()
+            for key, handling in options.items()
         ],
         "labels": [{"label": label, "rule": rule} for label, rule in LABEL_RULES],
         "allowlist_path": ALLOWLIST_PATH,
@@ -68,6 +69,10 @@ def _flag_row(flag: Flag) -> dict[str, str]:
         "custom": "yes" if flag.custom_run else "",
         "help": flag.help,
     }
+
+
+def _handled_flag(key: str) -> str:
+    return f"{flag_name('reuse_test')} ID" if key == REUSE_ID else flag_name(key)
 
 
 def _arg_text(flag: Flag) -> str:

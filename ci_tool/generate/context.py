@@ -36,6 +36,7 @@ from ci_tool.layout import (
     CATALOG_PATH,
     MERGE_REQUEST_JOB,
     PIPELINE_TIMEOUT_HOURS,
+    QUEUE_PRIORITY_DEFAULT,
     SELECTION_ARTIFACT,
     TEST_JOB,
     TORCH_PIN,
@@ -77,8 +78,8 @@ SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
 # In a pull request build the changed files feed selection steps 2, 3 and 11; the target branch reaches
 # git through the environment (Jenkins sets CHANGE_TARGET). A rename lists its old path too (--no-renames),
 # as `--base` alone reads the change: a test the pull request moves away is a changed path.
-CHANGED_FILES_COMMAND = (
-    'git fetch --no-tags origin "{ref}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
+CHANGED_FILES_COMMAND = (  # `--`: a ref that starts with a dash is a ref git refuses, never an option
+    'git fetch --no-tags origin -- "{ref}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
 )
 CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
 # Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
@@ -89,11 +90,30 @@ JENKINS_BASE_OPTION = "--base FETCH_HEAD"
 # the files the job writes in the checkout), as the bot reads it from the GitHub API. The commit reaches
 # the select step as a step output in the environment (BASE_SHA), empty for no pull request.
 GITHUB_FETCH_BASE_COMMAND = (
-    'git fetch --no-tags origin "$BASE_REF" && echo "sha=$(git rev-parse FETCH_HEAD)" >> "$GITHUB_OUTPUT"'
+    'git fetch --no-tags origin -- "$BASE_REF" && echo "sha=$(git rev-parse FETCH_HEAD)" >> "$GITHUB_OUTPUT"'
 )
 GITHUB_BASE_OPTION = '${BASE_SHA:+--base "$BASE_SHA" --head HEAD}'
+# Jenkins' target branch: the bot's BASE_REF parameter, else a multibranch job's CHANGE_TARGET.
+JENKINS_BASE_REF = "${BASE_REF:-$CHANGE_TARGET}"
+# The commit a Jenkins build tests: HEAD_SHA (a parameter, so in the environment), fetched by its id and
+# checked out detached, in the selection and in every stage; the pull request's head as GitHub has it now.
+COMMIT_PATTERN = "[0-9a-f]{40}"
+BRANCH_PATTERN = "[A-Za-z0-9][A-Za-z0-9._/-]*"  # never an option to git
+PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
+CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+# Each stage merges the waives of the target branch's tip the selection compared with (BASE_SHA).
+FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
+STAGE_BASE_OPTION = '--base "$BASE_SHA"'
+# A GitHub stage of a pull request (the base_ref input) merges the target branch tip's waives the same way.
+GITHUB_STAGE_BASE_COMMAND = (
+    'if [ -n "$BASE_REF" ]; then git fetch --no-tags origin -- "$BASE_REF" && options+=(--base FETCH_HEAD); fi'
+)
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
-MERGE_REQUEST_DEFAULTS = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
+MERGE_REQUEST_DEFAULTS = {
+    "REQUEST": '{"command": "run", "flags": {}}',
+    "LABELS": "[]",
+    "PRIORITY": str(QUEUE_PRIORITY_DEFAULT),
+}
 # `ci-tool stage run` options a selection may pass to each stage (the Option table's).
 STAGE_RUN_OPTIONS: tuple[str, ...] = tuple(o.stage_run_option for o in OPTIONS if o.stage_run_option)
 
@@ -226,6 +246,11 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     return {
         **_common(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
+        "checkout_head_command": CHECKOUT_HEAD_COMMAND,
+        "fetch_base_command": FETCH_BASE_COMMAND,
+        "base_option": STAGE_BASE_OPTION,
+        "commit_pattern": COMMIT_PATTERN,
+        "default_priority": str(QUEUE_PRIORITY_DEFAULT),
         "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
@@ -238,8 +263,12 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
-        "changed_files_command": CHANGED_FILES_COMMAND.format(ref="$CHANGE_TARGET"),
+        "changed_files_command": CHANGED_FILES_COMMAND.format(ref=JENKINS_BASE_REF),
         "changed_files_option": f"{CHANGED_FILES_OPTION} {JENKINS_BASE_OPTION}",
+        "pr_head_command": PR_HEAD_COMMAND,
+        "checkout_head_command": CHECKOUT_HEAD_COMMAND,
+        "commit_pattern": COMMIT_PATTERN,
+        "branch_pattern": BRANCH_PATTERN,
         "test_job": TEST_JOB,
         "merge_request_job": MERGE_REQUEST_JOB,
         "selection_artifact": SELECTION_ARTIFACT,
@@ -283,6 +312,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "select_command": f'{SELECT_COMMAND} --engine {Engine.GITHUB.value} --github-output "$GITHUB_OUTPUT"',
         "fetch_base_command": GITHUB_FETCH_BASE_COMMAND,
         "base_option": GITHUB_BASE_OPTION,
+        "stage_base_command": GITHUB_STAGE_BASE_COMMAND,
         "hosted_runner": HOSTED_RUNNER,
         "checkout_action": CHECKOUT_ACTION,
         "upload_artifact_action": UPLOAD_ARTIFACT_ACTION,

@@ -39,7 +39,14 @@ from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, car
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.cbts import FamilyNarrowing, Narrowing, narrow
 from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.engines import LIST_NARROWING_ENGINES, Engine, refusals
+from ci_tool.stages.engines import (
+    LIST_NARROWING_ENGINES,
+    Engine,
+    debug_hold_minutes,
+    option_notes,
+    queue_priority,
+    refusals,
+)
 from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE, StageKind
 from ci_tool.stages.request import (
     OPTIONS,
@@ -114,6 +121,16 @@ class Selection:
         return self.request.custom_run
 
     @property
+    def queue_priority(self) -> int:
+        """The queue priority of the run's builds (Jenkins' PRIORITY parameter; lower runs first)."""
+        return queue_priority(self.request, self.engine)
+
+    @property
+    def debug_hold_minutes(self) -> int:
+        """How long a failed stage keeps its agent and workspace (`--debug` on Jenkins; 0: not at all)."""
+        return debug_hold_minutes(self.request, self.engine)
+
+    @property
     def merge_gate(self) -> bool:
         """Whether a green run of this selection may turn the merge gate green."""
         return not self.custom_run and not self.errors and not self.blocked
@@ -127,6 +144,8 @@ class Selection:
             "missing_approvals": [{"label": m.label, "reasons": list(m.reasons)} for m in self.missing],
             "fail_fast": self.fail_fast,
             "stage_run_args": list(self.request.stage_run_args),
+            "queue_priority": self.queue_priority,
+            "debug_hold_minutes": self.debug_hold_minutes,
             "custom_run": self.custom_run,
             "merge_gate": self.merge_gate,
             "notes": list(self.notes),
@@ -225,7 +244,7 @@ def select_stages(
         refused=tuple(refusals(request, engine)),
         blocked=blocked,
         missing=missing_approvals(request, blocked, catalog=catalog.stages),
-        notes=tuple(state.notes),
+        notes=(*state.notes, *option_notes(request, engine)),
         narrowing=narrowing,
         candidates=tuple(state.stages()),
     )

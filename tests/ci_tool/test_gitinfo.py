@@ -112,3 +112,12 @@ def test_name_status_of_the_work_tree_and_of_a_commit(repo: Path) -> None:
     assert gitinfo.name_status(repo, base) == (*committed, status("A", "sub/new.txt"))  # untracked, not ignored
     # Below the top: the folder's changes only, relative to it (as changed_since names them).
     assert gitinfo.name_status(repo / "sub", base) == (status("R", "moved.txt", "long.txt"), status("A", "new.txt"))
+
+
+def test_the_commit_a_revision_names(repo: Path, tmp_path: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "side")
+    assert (gitinfo.commit_of(repo), gitinfo.commit_of(repo, "side")) == (head, head)
+    assert gitinfo.commit_of(tmp_path) is None  # outside a checkout (repo/ is below it)
+    with pytest.raises(GitError, match="git rev-parse --verify --quiet nope\\^\\{commit\\} failed in "):
+        gitinfo.commit_of(repo, "nope")

@@ -34,6 +34,14 @@ PASSING = (case("CPU-Generic-1", "test_a", "PASSED"), case("A10-PyTorch-1", "tes
            case("A10-PyTorch-2", "test_c", "SKIPPED"), case("DGX_H100-PyTorch-1", "test_d", "PASSED"))  # fmt: skip
 
 
+def record(stages: list[str], *, custom_run: bool = False) -> dict[str, object]:
+    """The run record L0_MergeRequest archives (selection.json): what it selected, on which commits."""
+    return {"stages": stages, "blocked": [], "custom_run": custom_run, "head": SHA, "base": "b" * 40}
+
+
+RECORD = record(DEFAULT_STAGES)
+
+
 def statuses(github: FakeGitHub) -> list[tuple[str, str, str, str]]:
     return [(str(s["sha"])[:7], str(s["context"]), str(s["state"]), str(s["description"])) for s in github.statuses]
 
@@ -56,10 +64,16 @@ def test_a_run_triggers_one_build_with_the_parameters_posts_the_plan_and_the_lin
         "PR_NUMBER": "123",
         "HEAD_SHA": SHA,
         "COMMENT_ID": "987654321",
+        "BASE_REF": "main",
+        "PRIORITY": "3",
     }
     (reply,) = github.bodies()
     assert reply.startswith("@maintainer-amy, running `/bot run`.\n")
-    assert reply.endswith(f"\n\ntriggered: build [L0_MergeRequest #1]({build.url})\n")
+    assert reply.endswith(
+        f"\n\ntriggered: build [L0_MergeRequest #1]({build.url})\n\nThe plan above is a preview from the pull "
+        f"request as the GitHub API shows it: the build selects again on the commit `{SHA[:12]}`, and its final CI "
+        "report lists what ran.\n"
+    )
     assert "| `A10-PyTorch-2` |" in reply
     assert statuses(github) == [(SHA[:7], FULL, "pending", "build 1 started")]
     assert github.statuses[0]["target_url"] == build.url
@@ -236,7 +250,8 @@ def test_skip_sets_the_full_build_context_green_with_the_comment(
 def test_a_custom_run_posts_on_its_own_context_and_reports_partly_tested(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
 ) -> None:
-    jenkins.script = Script(downstream=(("SUCCESS", (case("A10-PyTorch-1", "test_b", "PASSED"),)),))
+    jenkins.script = Script(downstream=(("SUCCESS", (case("A10-PyTorch-1", "test_b", "PASSED"),)),),
+                            selection=record(["A10-PyTorch-1"], custom_run=True))
     result = bot(event('/bot run --stage-list "A10-PyTorch-1"'), "--wait")
     assert result.code == 0, result.err
     assert {context for _, context, _, _ in statuses(github)} == {CUSTOM}
@@ -275,7 +290,7 @@ def test_changed_paths_and_labels_come_from_the_pull_request(
 def test_with_wait_the_final_report_and_status_match_the_build(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, result: str, state: str, description: str
 ) -> None:
-    jenkins.script = Script(result=result, downstream=(("SUCCESS", PASSING),))
+    jenkins.script = Script(result=result, downstream=(("SUCCESS", PASSING),), selection=RECORD)
     handled = bot(event("/bot run"), "--wait")
     assert handled.code == 0, handled.err
     assert statuses(github)[-1] == (SHA[:7], FULL, state, description)
@@ -288,7 +303,7 @@ def test_end_to_end_comment_to_plan_build_report_and_status(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
 ) -> None:
     failing = (*PASSING[:3], case("DGX_H100-PyTorch-1", "test_d", "FAILED", "pool leaked 3 blocks"))
-    jenkins.script = Script(result="FAILURE", downstream=(("FAILURE", failing),))
+    jenkins.script = Script(result="FAILURE", downstream=(("FAILURE", failing),), selection=RECORD)
     handled = bot(event("/bot run"), "--wait")
     assert handled.code == 0, handled.err
     build, test_build = jenkins.triggered()[0], jenkins.triggered("L0_Test")[0]
@@ -337,16 +352,107 @@ def test_a_build_killed_by_a_newer_run_reports_it_and_leaves_the_status_to_the_n
     )
 
 
-def test_a_build_that_disappears_while_followed_is_one_error(
-    bot: Bot, event: MakeEvent, jenkins: FakeJenkins
+def test_a_build_that_disappears_while_followed_is_one_error_and_an_error_status_and_comment(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
 ) -> None:
-    jenkins.fail("GET", r"/job/L0_MergeRequest/1/logText", status=404)
+    jenkins.fail("GET", r"/job/L0_MergeRequest/1/api/json", status=404, times=99)
     result = bot(event("/bot run"), "--wait")
     assert (result.code, result.err) == (
         1,
         "error: build 1 of L0_MergeRequest: expected to follow it to its end, found it gone (HTTP 404) "
         "Hint: someone deleted it in Jenkins; comment `/bot run` again for a new build\n",
     )
+    assert statuses(github)[-1] == (SHA[:7], FULL, "error", "build 1: could not be followed to its end")
+    assert github.bodies()[-1].startswith(
+        f"## CI report: [L0_MergeRequest #1]({jenkins.url}job/L0_MergeRequest/1/) **NOT FOLLOWED**\n\n"
+        "@maintainer-amy, the bot could not follow the build to its end: build 1 of L0_MergeRequest: expected to "
+        "follow it to its end, found it gone (HTTP 404)"
+    )
+
+
+def test_following_again_after_the_build_could_not_be_followed_sets_its_final_status(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    jenkins.script = Script(downstream=(("SUCCESS", PASSING),), selection=RECORD)
+    jenkins.fail("GET", r"/job/L0_MergeRequest/1/api/json", status=404)  # once: Jenkins answers again later
+    comment = event("/bot run")
+    assert bot(comment, "--wait").code == 1
+    assert statuses(github)[-1] == (SHA[:7], FULL, "error", "build 1: could not be followed to its end")
+    again = bot(comment, "--wait")
+    assert again.code == 0, again.err
+    assert statuses(github)[-1] == (SHA[:7], FULL, "success", "3 passed, 0 failed, 1 skipped")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "unread"),
+    [
+        (r"/job/L0_Test/api/json", 404, "the L0_Test builds (read the builds of L0_Test: expected Jenkins to have "
+                                        "it, found HTTP 404)"),
+        (r"/job/L0_Test/1/testReport", 500, "the test report of L0_Test #1 (read the test report of build 1 of "
+                                            "L0_Test: expected Jenkins to answer at {url}, found HTTP 500 Internal "
+                                            "Server Error (4 attempts) Hint: check CI_TOOL_JENKINS_URL (or "
+                                            "--jenkins-url) and that Jenkins is up, then comment again)"),
+        (r"/job/L0_MergeRequest/1/logText", 404, "the console log of build 1 (read the console of build 1 of "
+                                                 "L0_MergeRequest: expected Jenkins to have it, found HTTP 404)"),
+    ],
+    ids=["downstream job", "test report", "console log"],
+)  # fmt: skip
+def test_with_wait_a_part_of_the_build_jenkins_cannot_serve_still_ends_in_a_final_status_and_report(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, path: str, status: int, unread: str
+) -> None:
+    unread = unread.format(url=jenkins.url)
+    jenkins.script = Script(result="FAILURE", downstream=(("FAILURE", PASSING),), selection=RECORD)
+    jenkins.fail("GET", path, status=status, times=99)
+    handled = bot(event("/bot run"), "--wait")
+    assert handled.code == 0, handled.err
+    assert f"warning: could not read {unread}\n" in handled.err
+    state, description = statuses(github)[-1][2:]
+    assert (state, description.endswith("; some results unreadable")) == ("failure", True)
+    assert f"**Could not be read**, so the counts may be partial: {unread}.\n" in github.bodies()[-1]
+
+
+def test_a_build_that_archived_no_run_record_is_reported_from_the_preview_and_says_so(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    jenkins.script = Script(downstream=(("SUCCESS", PASSING),))  # an L0_MergeRequest older than the run record
+    handled = bot(event("/bot run"), "--wait")
+    assert handled.code == 0, handled.err
+    assert handled.err == "warning: could not read the run record (build 1 archived no selection.json)\n"
+    report = github.bodies()[-1]
+    assert "The build archived no readable run record: the stages below are the bot's preview.\n" in report
+    assert "| `DGX_H100-PyTorch-1` | **passed** |" in report
+    assert statuses(github)[-1] == (SHA[:7], FULL, "success", "3 passed, 0 failed, 1 skipped; some results unreadable")
+
+
+def test_the_final_report_reads_the_run_record_and_names_where_the_run_differs_from_the_preview(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    ran = ["CPU-Generic-1", "A10-PyTorch-1", "A10-PyTorch-2", "DGX_H100-4_GPUs-PyTorch-1"]  # not DGX_H100-PyTorch-1
+    cases = (*PASSING[:3], case("DGX_H100-4_GPUs-PyTorch-1", "test_e", "FAILED", "boom"))
+    jenkins.script = Script(result="FAILURE", downstream=(("FAILURE", cases),), selection=record(ran))
+    handled = bot(event("/bot run"), "--wait")
+    assert handled.code == 0, handled.err
+    report = github.bodies()[-1]
+    assert (
+        "**The run differs from the preview**: the run also started `DGX_H100-4_GPUs-PyTorch-1`; it did not start "
+        "`DGX_H100-PyTorch-1`.\n"
+    ) in report
+    assert "| `DGX_H100-4_GPUs-PyTorch-1` | **failed** | 2.0 s | 0 | 1 | 0 |" in report  # its cases are kept
+    assert "DGX_H100-PyTorch-1 |" not in report
+    assert statuses(github)[-1] == (SHA[:7], FULL, "failure", "2 passed, 1 failed, 1 skipped")
+
+
+def test_high_priority_dispatches_one_build_at_the_high_queue_priority_and_says_so(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    result = bot(event("/bot run --high-priority"))
+    assert result.code == 0, result.err
+    (build,) = jenkins.triggered()
+    assert build.parameters["PRIORITY"] == "1"
+    assert (
+        "Note: `--high-priority: the build and its L0_Test builds queue with PRIORITY 1 instead of 3 (the "
+        "Priority Sorter plugin orders Jenkins' queue by it)`."
+    ) in github.bodies()[0]
 
 
 def test_a_reply_github_refuses_is_reported_and_the_dispatch_still_happens_once(
@@ -360,7 +466,7 @@ def test_a_reply_github_refuses_is_reported_and_the_dispatch_still_happens_once(
         "warning: comment on #123 of example/ci-tool: expected GitHub to answer, found HTTP 502\n"
     )
     assert (len(jenkins.triggered()), github.count("POST", r"/issues/\d+/comments")) == (1, 2)  # the edit: a new post
-    assert github.bodies()[0].endswith(f"triggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n")
+    assert f"triggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n" in github.bodies()[0]
     assert statuses(github) == [(SHA[:7], FULL, "pending", "build 1 started")]
     assert bot(comment).code == 0
     assert jenkins.count("POST", "buildWithParameters") == 1
@@ -400,9 +506,12 @@ def test_reuse_pipeline_carries_a_passing_builds_statuses_when_it_ran_the_same_s
 
 @pytest.mark.parametrize(
     ("selection", "why"),
-    [({"stages": ["A10-PyTorch-1"]}, "ran another selection than its request selects now"),
-     (None, "archived no selection")],
-    ids=["another selection", "no selection archived"],
+    [({"stages": ["A10-PyTorch-1", "A10-PyTorch-9"]},
+      "ran another selection than its request selects now (ran A10-PyTorch-9, which the request no longer selects; "
+      "did not run CPU-Generic-1, A10-PyTorch-2, DGX_H100-PyTorch-1, which it selects now)"),
+     (None, "archived no readable selection"),
+     ({"stages": "A10-PyTorch-1"}, "archived no readable selection")],
+    ids=["another selection", "no selection archived", "a selection of another shape"],
 )  # fmt: skip
 def test_reuse_pipeline_refuses_a_build_of_another_selection(
     bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub, selection: dict | None, why: str

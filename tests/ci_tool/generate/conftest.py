@@ -222,3 +222,57 @@ PlanJobRunner = Callable[..., PlanJob]
 def plan_job() -> PlanJobRunner:
     """`plan_job(workflow_text, workspace, **inputs)`: run_plan_job, for tests."""
     return run_plan_job
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass(frozen=True)
+class PullRequestOrigin:
+    """A bare `origin` with branch main and pull request #7 (refs/pull/7/head, as GitHub serves it)."""
+
+    origin: Path
+    head: str  # the pull request's head
+    old_head: str  # its first commit, which it has moved past
+    base: str  # main's tip, which gained a waive after the pull request branched off
+    clone: Callable[[str], Path]  # a checkout of main with this ci-tool as .venv/bin/ci-tool, as `checkout scm`
+
+
+WAIVED_ON_MAIN = "tests/b.py::test_b SKIP (https://github.com/o/r/issues/9)\n"
+
+
+@pytest.fixture(scope="session")
+def pull_request(make_workspace, tmp_path_factory: pytest.TempPathFactory) -> PullRequestOrigin:  # type: ignore[no-untyped-def]
+    source = make_workspace("pr-source")
+    (source / ".gitignore").write_text(".venv/\n.ci-tool/\nresults/\nrequest.json\nselection.json\nchanged-files.txt\n")
+    git(source, "init", "-q")
+    git(source, "add", ".")
+    git(source, "commit", "-q", "-m", "main")
+    git(source, "checkout", "-q", "-b", "pr")
+    (source / "docs").mkdir()
+    (source / "docs" / "guide.md").write_text("# Guide\n")
+    git(source, "add", ".")
+    git(source, "commit", "-q", "-m", "the pull request's first commit")
+    old_head = git(source, "rev-parse", "HEAD")
+    (source / "docs" / "guide.md").write_text("# Guide\n\nMore.\n")
+    git(source, "commit", "-q", "-am", "the pull request's head")
+    head = git(source, "rev-parse", "HEAD")
+    git(source, "checkout", "-q", "main")
+    (source / "test-db" / "waives.txt").write_text(WAIVED_ON_MAIN)
+    git(source, "add", ".")
+    git(source, "commit", "-q", "-m", "main waives test_b")
+    base = git(source, "rev-parse", "HEAD")
+    origin = tmp_path_factory.mktemp("origin") / "origin.git"
+    git(source.parent, "clone", "-q", "--bare", str(source), str(origin))
+    git(origin, "update-ref", "refs/pull/7/head", head)
+    git(origin, "branch", "-q", "-D", "pr")
+
+    def clone(name: str) -> Path:
+        folder = tmp_path_factory.mktemp(name) / "checkout"
+        git(folder.parent, "clone", "-q", "--branch", "main", str(origin), str(folder))
+        shutil.copytree(source / ".venv", folder / ".venv")
+        return folder
+
+    return PullRequestOrigin(origin, head, old_head, base, clone)

@@ -8,6 +8,7 @@
 //    "files": {name: the JSON value readJSON(file: name) returns},
 //    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace,
 //                                     with the parameters and `env` in their environment, as Jenkins does],
+//    "stdout": {substring of an `sh` script not run for real: what it prints, for `returnStdout`},
 //    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
 //    "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
 // `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
@@ -52,6 +53,7 @@ Map runScenario(Map scenario) {
     binding.setVariable('parameters', { List parameters -> parameters })
     binding.setVariable('text', { Map parameter -> parameter })
     binding.setVariable('booleanParam', { Map parameter -> parameter })
+    binding.setVariable('string', { Map parameter -> parameter })
     binding.setVariable('readJSON', { Map args ->
         if (args.containsKey('file')) {
             if (workspace != null && new File(workspace, args.file).exists()) {
@@ -76,9 +78,14 @@ Map runScenario(Map scenario) {
     binding.setVariable('echo', { message -> record(step: 'echo', message: message.toString()) })
     binding.setVariable('error', { message -> record(step: 'error', message: message.toString()); throw new PipelineError(message.toString()) })
     binding.setVariable('unstable', { message -> record(step: 'unstable', message: message.toString()) })
+    binding.setVariable('sleep', { Map args -> record(step: 'sleep', time: args.time, unit: args.unit) })
     binding.setVariable('sh', { script ->
-        String command = script.toString()
+        // sh 'script', or sh(returnStdout: true, script: 'script'), which returns what the script printed
+        boolean returnStdout = script instanceof Map && script.returnStdout
+        String command = (script instanceof Map ? script.script : script).toString()
         record(step: 'sh', script: command)
+        String printed = ''
+        (scenario.stdout ?: [:]).each { String wanted, String text -> if (command.contains(wanted)) { printed = text } }
         for (String wanted : scenario.execute ?: []) {
             if (command.contains(wanted)) {
                 // Run it for real in the workspace, so the contract between pipeline and ci-tool is tested.
@@ -89,10 +96,13 @@ Map runScenario(Map scenario) {
                 Process process = ['bash', '-c', command].execute(variables, workspace)
                 StringBuilder out = new StringBuilder(), err = new StringBuilder()
                 process.waitForProcessOutput(out, err)
-                record(step: 'executed', script: command, exitCode: process.exitValue(), stderr: err.toString())
+                record(step: 'executed', script: command, exitCode: process.exitValue(), stdout: out.toString(),
+                       stderr: err.toString())
                 if (process.exitValue() != 0) {
                     throw new PipelineError("script returned exit code ${process.exitValue()}")
                 }
+                printed = out.toString()
+                break
             }
         }
         for (String name : failing) {
@@ -100,6 +110,7 @@ Map runScenario(Map scenario) {
                 throw new PipelineError("script returned exit code 1")
             }
         }
+        return returnStdout ? printed : null
     })
     binding.setVariable('junit', { Map args -> record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults) })
     binding.setVariable('archiveArtifacts', { Map args -> record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive) })
@@ -109,7 +120,7 @@ Map runScenario(Map scenario) {
         List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
         String result = stages.any { it in failing } ? 'FAILURE' : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
         record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, failFast: parameters.FAIL_FAST,
-               stageRunArgs: stageRunArgs, result: result)
+               stageRunArgs: stageRunArgs, result: result, parameters: parameters)
         return [result: result]
     })
     binding.setVariable('parallel', { Map branches ->

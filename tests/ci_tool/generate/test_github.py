@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from ci_tool.generate.context import CHECKOUT_ACTION, UPLOAD_ARTIFACT_ACTION
+from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -65,7 +66,7 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     }
     expected = (
         [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]],
-        {"persist-credentials": False},
+        {"persist-credentials": False, "fetch-depth": 0},  # the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
     )
@@ -221,12 +222,13 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
         "STAGE": "${{ matrix.stage }}",
         "EXECUTOR": "${{ matrix.executor }}",
         "STAGE_RUN_ARGS": "${{ needs.plan.outputs.stage_run_args }}",
+        "BASE_REF": "${{ inputs.base_ref }}",
     }
     workspace = make_workspace("github-stage")
     result = subprocess.run(
         ["bash", "-e", "-c", run_step["run"]],
         cwd=workspace,
-        env={**os.environ, "STAGE": stage, "EXECUTOR": "local", "STAGE_RUN_ARGS": stage_run_args},
+        env={**os.environ, "STAGE": stage, "EXECUTOR": "local", "STAGE_RUN_ARGS": stage_run_args, "BASE_REF": ""},
         capture_output=True,
         text=True,
         timeout=120,
@@ -261,3 +263,29 @@ def test_the_plan_job_reads_a_pull_requests_change_from_its_base(generated: dict
     assert (plan.stages("cpu_1"), plan.stages("single_gpu_1"), plan.stages("multi_gpu_1")) == (
         [], ["A10-PyTorch-1", "A10-PyTorch-2"], []
     )
+
+
+def test_a_pull_requests_stage_runs_with_the_target_branchs_waives_merged_in(
+    generated: dict, pull_request: PullRequestOrigin
+) -> None:
+    """The stage step of a pull request's run (base_ref given), in a checkout of its head: main waived a test
+    after the pull request branched off, and the stage skips it."""
+    job = load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
+    (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
+    workspace = pull_request.clone("github-pr-stage")
+    git(workspace, "fetch", "-q", "origin", pull_request.head)
+    git(workspace, "checkout", "-q", "--detach", pull_request.head)
+    result = subprocess.run(
+        ["bash", "-e", "-c", run_step["run"]],
+        cwd=workspace,
+        env={**os.environ, "STAGE": "CPU-Generic-1", "EXECUTOR": "local", "STAGE_RUN_ARGS": "", "BASE_REF": "main"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(
+        "merged waives: 1 line(s) added from FETCH_HEAD, 0 left out that this change removes\n"
+    )
+    assert "(1 passed, 0 failed, 1 skipped)" in result.stdout
+    assert WAIVED_ON_MAIN in "".join(p.read_text() for p in (workspace / "results").glob("*/waives-merged-*"))

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
+
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
 
@@ -53,10 +55,15 @@ MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
 
 
 def l0_test(
-    stages: list[str], *, fail_fast: bool = True, run_args: list[str] | None = None, **extra: object
+    stages: list[str],
+    *,
+    fail_fast: bool = True,
+    run_args: list[str] | None = None,
+    more: dict[str, str] | None = None,  # more parameters: HEAD_SHA, BASE_SHA, DEBUG_HOLD_MINUTES
+    **extra: object,
 ) -> dict[str, object]:
     params = {"STAGES": json.dumps(stages), "FAIL_FAST": fail_fast, "STAGE_RUN_ARGS": json.dumps(run_args or [])}
-    return {"script": TEST_JOB, "params": params, **extra}
+    return {"script": TEST_JOB, "params": params | (more or {}), **extra}
 
 
 def selection(
@@ -86,6 +93,23 @@ def real_merge_request(flags: dict[str, object], labels: list[str] | None = None
     request = json.dumps({"command": "run", "flags": flags})
     params = {"REQUEST": request, "LABELS": json.dumps(labels or [])}
     return {"script": MERGE_REQUEST, "params": params, "execute": ["stage select"], **extra}
+
+
+# Placeholders in a git scenario's parameters for the commits of the `pull_request` fixture's repository.
+HEAD, OLD_HEAD, BASE = "<pr-head>", "<pr-old-head>", "<main-tip>"
+
+
+def commits(pull_request: PullRequestOrigin, text: str) -> str:
+    named = {HEAD: pull_request.head, OLD_HEAD: pull_request.old_head, BASE: pull_request.base}
+    return named.get(text, text)
+
+
+def git_merge_request(flags: dict[str, object], **params: str) -> dict[str, object]:
+    """A bot-triggered merge-request run in a clone of the `pull_request` fixture's origin, every git command
+    and ci-tool's selection run for real."""
+    request = json.dumps({"command": "run", "flags": flags})
+    base_params = {"REQUEST": request, "LABELS": "[]", "PR_NUMBER": "7", "HEAD_SHA": HEAD, "BASE_REF": "main"}
+    return {"script": MERGE_REQUEST, "params": base_params | params, "execute": ["git ", "stage select"], "git": True}
 
 
 FULL = "ci: full pre-merge approved"
@@ -133,6 +157,21 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "mr-real-unknown-stage": real_merge_request({"stage_list": ["A10-PyTorch-9"]}),
     "mr-real-not-run": {**real_merge_request({}), "params": {"REQUEST": '{"command": "kill"}', "LABELS": "[]"}},
     "mr-real-high-priority": real_merge_request({"high_priority": True}),
+    "mr-real-reuse-build": real_merge_request({"reuse_test": "12"}),
+    "mr-debug": merge_request(
+        {**selection(["A10-PyTorch-1"]), "queue_priority": 3, "debug_hold_minutes": 30}
+    ),
+    "test-debug-hold": l0_test(["A10-PyTorch-1", "CPU-Generic-1"], failing_stages=["A10-PyTorch-1"],
+                               fail_fast=False, more={"DEBUG_HOLD_MINUTES": "30"},
+                               env={"NODE_NAME": "a10-7", "WORKSPACE": "/agent/L0_Test"}),
+    "test-bad-commit": l0_test(["CPU-Generic-1"], more={"HEAD_SHA": "--upload-pack=touch /tmp/x"}),
+    # the pull request's commit, run for real: git in a clone of a repository whose pull request #7 has two
+    # commits and whose main gained a waive after the pull request branched off
+    "mr-git-head": git_merge_request({}),
+    "mr-git-moved-on": git_merge_request({}, HEAD_SHA=OLD_HEAD),
+    "mr-git-bad-base": git_merge_request({}, BASE_REF="--upload-pack=touch /tmp/x"),
+    "test-git-head": l0_test(["CPU-Generic-1"], more={"HEAD_SHA": HEAD, "BASE_SHA": BASE},
+                             execute=["git ", "stage run"], git=True),
 }
 
 
@@ -144,17 +183,25 @@ TABLES: dict[str, dict[str, object]] = {
 }
 
 
+def _workspace(name: str, scenario: dict[str, object], make_workspace, pull_request: PullRequestOrigin) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    if scenario.get("git"):
+        params = {key: commits(pull_request, value) if isinstance(value, str) else value
+                  for key, value in dict(scenario["params"]).items()}  # type: ignore[call-overload]  # fmt: skip
+        return {"workspace": str(pull_request.clone(name)), "params": params}
+    return {"workspace": str(make_workspace(name))} if "execute" in scenario else {}
+
+
 @pytest.fixture(scope="module")
-def runs(generated: dict, run_stub, make_workspace) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+def runs(generated: dict, run_stub, make_workspace, pull_request) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
     """Every scenario and table read, in one JVM."""
     scenarios = []
     for name, scenario in (*SCENARIOS.items(), *TABLES.items()):
         script = str(generated[scenario.get("catalog", "small")].path(str(scenario["script"])))
-        extra = {"workspace": str(make_workspace(name))} if "execute" in scenario else {}
+        extra = _workspace(name, scenario, make_workspace, pull_request)
         scenarios.append({**scenario, "script": script, **extra})
     results = run_stub(scenarios)
     return {
-        name: {**result, "workspace": scenario.get("workspace")}
+        name: {**result, "workspace": scenario.get("workspace"), "params": scenario.get("params")}
         for name, scenario, result in zip((*SCENARIOS, *TABLES), scenarios, results, strict=True)
     }
 
@@ -322,7 +369,7 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
 def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(runs: dict) -> None:
     run = runs["mr-passes"]
     (declared,) = [call["parameters"] for call in run["calls"] if call["step"] == "properties"]
-    assert declared == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID"]
+    assert declared == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID", "BASE_REF", "PRIORITY"]
     assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
 
 
@@ -392,8 +439,8 @@ def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: di
     assert steps(run, "sh")[1:] == [
         (
             "sh",
-            'git fetch --no-tags origin "$CHANGE_TARGET" && git diff --name-only --no-renames FETCH_HEAD...HEAD'
-            " > changed-files.txt",
+            'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames '
+            "FETCH_HEAD...HEAD > changed-files.txt",
         ),
         (
             "sh",
@@ -440,7 +487,7 @@ def test_the_real_selection_blocks_a_multi_gpu_stage_the_labels_do_not_approve(r
     [
         ("mr-real-unknown-stage", "--stage-list: expected a stage of the catalog, found 'A10-PyTorch-9'"),
         ("mr-real-not-run", "expected a /bot run request to select stages, found /bot kill"),
-        ("mr-real-high-priority", "--high-priority: expected an option the jenkins engine honours"),
+        ("mr-real-reuse-build", "--reuse-test: expected an option the jenkins engine honours, found one it cannot"),
     ],
     ids=["unknown stage", "not a run request", "flag Jenkins cannot honour"],
 )
@@ -454,3 +501,84 @@ def test_a_request_ci_tool_refuses_stops_at_the_selection(runs: dict, scenario: 
 def test_merge_request_with_nothing_selected_is_a_no_op(runs: dict) -> None:
     run = runs["mr-nothing"]
     assert (run["error"], steps(run, "build", "echo")[-1]) == (None, ("echo", "No stages selected."))
+
+
+
+def build_parameters(run: dict[str, object]) -> list[dict[str, object]]:
+    return [call["parameters"] for call in run["calls"] if call["step"] == "build"]  # type: ignore[attr-defined]
+
+
+def test_a_bot_build_checks_out_the_pull_requests_head_and_selects_from_its_change_since_the_base(
+    runs: dict, pull_request: PullRequestOrigin
+) -> None:
+    run = runs["mr-git-head"]
+    assert run["error"] is None
+    workspace = Path(run["workspace"])
+    assert git(workspace, "rev-parse", "HEAD") == pull_request.head  # the PR's head, not main
+    # only the pull request's files since the merge base: main's later waive is not the change
+    assert (workspace / "changed-files.txt").read_text() == "docs/guide.md\n"
+    record = json.loads((workspace / "selection.json").read_text())
+    assert (record["head"], record["base"]) == (pull_request.head, pull_request.base)
+    assert record["stages"] == ["CPU-Generic-1"]  # the docs file group: a docs-only change runs the CPU stages
+    assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
+    (handed,) = build_parameters(run)
+    assert (handed["HEAD_SHA"], handed["BASE_SHA"], handed["PRIORITY"]) == (pull_request.head, pull_request.base, "3")
+
+
+def test_a_bot_build_for_a_commit_the_pull_request_moved_past_is_refused_before_anything_runs(
+    runs: dict, pull_request: PullRequestOrigin
+) -> None:
+    run = runs["mr-git-moved-on"]
+    assert run["error"] == (
+        f"HEAD_SHA {pull_request.old_head} is not the head of pull request #7 anymore (its head is "
+        f"{pull_request.head}): not testing an old commit; comment `/bot run` to test the head"
+    )
+    assert (steps(run, "build"), git(Path(run["workspace"]), "rev-parse", "HEAD")) == ([], pull_request.base)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("mr-git-bad-base", "BASE_REF: expected a branch name, found --upload-pack=touch /tmp/x"),
+        ("test-bad-commit", "HEAD_SHA, BASE_SHA: expected 40-digit hexadecimal commit ids, found --upload-pack=touch "
+                            "/tmp/x"),
+    ],
+    ids=["merge request: base", "test job: head"],
+)  # fmt: skip
+def test_a_commit_or_branch_that_is_not_one_never_reaches_git(runs: dict, scenario: str, message: str) -> None:
+    run = runs[scenario]
+    assert run["error"] == message
+    assert not [arg for kind, arg in steps(run, "sh") if "upload-pack" in str(arg)]
+
+
+def test_each_stage_tests_the_handed_over_commit_with_the_target_branchs_waives_merged_in(
+    runs: dict, pull_request: PullRequestOrigin
+) -> None:
+    run = runs["test-git-head"]
+    assert run["error"] is None
+    workspace = Path(run["workspace"])
+    assert git(workspace, "rev-parse", "HEAD") == pull_request.head
+    stage_run = next(call for call in run["calls"] if call["step"] == "executed" and " stage run " in call["script"])
+    assert stage_run["script"].endswith(' --executor local --base "$BASE_SHA"')
+    assert stage_run["stdout"].startswith(
+        f"merged waives: 1 line(s) added from {pull_request.base}, 0 left out that this change removes\n"
+    )
+    assert "(1 passed, 0 failed, 1 skipped)" in stage_run["stdout"]  # test_b, waived on main only
+    assert WAIVED_ON_MAIN in "".join(path.read_text() for path in (workspace / "results").glob("*/waives-merged-*"))
+
+
+def test_high_priority_queues_every_test_build_at_the_high_priority(runs: dict) -> None:
+    run = runs["mr-real-high-priority"]
+    assert (run["error"], executed(run)["exitCode"]) == (None, 0)
+    assert [parameters["PRIORITY"] for parameters in build_parameters(run)] == ["1", "1"]
+
+
+def test_debug_hands_the_hold_to_l0_test_whose_failed_stage_keeps_its_agent(runs: dict) -> None:
+    assert [parameters["DEBUG_HOLD_MINUTES"] for parameters in build_parameters(runs["mr-debug"])] == ["30"]
+    run = runs["test-debug-hold"]
+    assert run["error"] == "script returned exit code 1"
+    assert steps(run, "echo", "sleep")[:1] == [
+        ("echo", "--debug: A10-PyTorch-1 failed; keeping agent a10-7 and its workspace /agent/L0_Test for 30 minutes")
+    ]
+    sleeps = [call for call in run["calls"] if call["step"] == "sleep"]
+    assert sleeps == [{"step": "sleep", "time": 30, "unit": "MINUTES"}]  # the failed stage only

@@ -223,3 +223,22 @@ def test_a_run_given_the_target_branch_runs_with_its_waives(
     assert (stale, code) == (1, 0)
     assert "merged waives: 2 line(s) added from main, 0 left out that this change removes\n" in out
     assert "- `bug 1`: `cases/case_basic.py::test_assert_fails`" in out
+
+
+def test_a_stage_given_the_target_branch_runs_with_its_waives(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One stage, as the generated pipelines run it: `stage run --base REF` merges REF's waives in too."""
+    git(checkout, "checkout", "-q", "-b", "pr")
+    git(checkout, "checkout", "-q", "main")
+    waives = checkout / "test-db" / "waives.txt"
+    waives.write_text("cases/case_basic.py::test_assert_fails SKIP (bug 1)\ncases/case_params.py::test_half SKIP (2)\n")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "main waives the failures")
+    base = git(checkout, "rev-parse", "main").strip()
+    git(checkout, "checkout", "-q", "pr")
+    stage = ("stage", "run", "CPU-Generic-Mixed-1", "--catalog", "reuse.yml", *CPU_ONLY)
+    stale, _ = ci_tool(capsys, *stage)
+    code, out = ci_tool(capsys, *stage, "--base", base)
+    assert (stale, code) == (1, 0)
+    assert f"merged waives: 2 line(s) added from {base}, 0 left out that this change removes\n" in out

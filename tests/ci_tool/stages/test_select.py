@@ -439,22 +439,21 @@ def test_flags_stage_list_makes_moot_run_with_a_note() -> None:
 
 
 ENGINE_REFUSALS = {
-    "local high priority": (
-        Engine.LOCAL,
-        "/bot run --high-priority",
-        10,
-        "--high-priority: expected an option the local engine honours, found one it cannot: a local run has no "
-        "queue to jump: it starts at once Hint: drop --high-priority",
-    ),
-    "jenkins debug": (
-        Engine.JENKINS,
+    "github debug": (
+        Engine.GITHUB,
         '/bot run --stage-list "A10-CPP-1" --debug',
         35,
-        "--debug: expected an option the jenkins engine honours, found one it cannot: the generated pipeline does "
-        "not pause a stage for an interactive session Hint: drop --debug",
+        "--debug: expected an option the github engine honours, found one it cannot: a GitHub Actions runner ends "
+        "with its job: no stage can be kept to look at Hint: drop --debug",
+    ),
+    "jenkins reuse of a build": (
+        Engine.JENKINS,
+        "/bot run --reuse-test 12",
+        10,
+        "--reuse-test: expected an option the jenkins engine honours, found one it cannot: the generated pipeline "
+        "keeps no history of which stages passed in that pipeline, so it cannot reuse it Hint: drop --reuse-test",
     ),
 }
-
 
 @pytest.mark.parametrize(("engine", "comment", "column", "message"), ENGINE_REFUSALS.values(), ids=ENGINE_REFUSALS)
 def test_an_option_the_engine_cannot_honour_is_refused_at_its_column(
@@ -471,12 +470,63 @@ def test_every_engine_honours_detailed_log_and_fail_fast(engine: Engine) -> None
     assert (selection.errors, selection.fail_fast, selection.request.stage_run_args) == ((), False, ("--detailed-log",))
 
 
+# Every /bot run flag, with the same request without it: (comment, the comment without the flag).
+FLAG_WALK = {
+    "reuse_test": ("/bot run --reuse-test", "/bot run"),
+    "reuse_test=ID": ("/bot run --reuse-test 12", "/bot run"),
+    "disable_reuse_test": ("/bot run --disable-reuse-test", "/bot run"),
+    "disable_fail_fast": ("/bot run --disable-fail-fast", "/bot run"),
+    "skip_test": ("/bot run --skip-test", "/bot run"),
+    "stage_list": ('/bot run --stage-list "A10-CPP-1"', "/bot run"),
+    "extra_stage": ('/bot run --extra-stage "A10-FMHA-Post-Merge-1"', "/bot run"),
+    "gpu_type": ('/bot run --gpu-type "A30"', "/bot run"),
+    "test_backend": ('/bot run --test-backend "triton"', "/bot run"),
+    "add_multi_gpu_test": ("/bot run --add-multi-gpu-test", "/bot run"),
+    "only_multi_gpu_test": ("/bot run --only-multi-gpu-test", "/bot run"),
+    "disable_multi_gpu_test": ('/bot run --disable-multi-gpu-test --extra-stage "DGX_H100-4_GPUs-PyTorch-1"',
+                               '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-1"'),
+    "post_merge": ("/bot run --post-merge", "/bot run"),
+    "detailed_log": ("/bot run --detailed-log", "/bot run"),
+    "debug": ('/bot run --stage-list "A10-CPP-1" --debug', '/bot run --stage-list "A10-CPP-1"'),
+    "high_priority": ("/bot run --high-priority", "/bot run"),
+    "disable_cbts": ("/bot run --disable-cbts", "/bot run"),
+}  # fmt: skip
+# Flags whose effect is the run's, not the selection's, where the engine keeps a history: reuse on a local run
+# selects from the history's passed stages (tests/ci_tool/run/test_reuse_cli.py pins that).
+REUSE_BY_HISTORY = {("reuse_test", Engine.LOCAL), ("reuse_test=ID", Engine.LOCAL),
+                    ("disable_reuse_test", Engine.LOCAL), ("disable_reuse_test", Engine.JENKINS),
+                    ("disable_reuse_test", Engine.GITHUB)}  # fmt: skip
+# --disable-cbts acts on the narrowing of a change, which select_stages is given made (test_cbts.py pins it).
+ON_A_CHANGE = {("disable_cbts", engine) for engine in Engine}
+
+
+def test_the_flag_walk_covers_every_run_flag() -> None:
+    from ci_tool.bot.flags import flags_of
+
+    assert {key.partition("=")[0] for key in FLAG_WALK} == {flag.key for flag in flags_of("run")}
+
+
+@pytest.mark.parametrize("engine", list(Engine), ids=str)
+@pytest.mark.parametrize("flag", list(FLAG_WALK), ids=str)
+def test_no_flag_is_accepted_and_ignored_on_any_engine(flag: str, engine: Engine) -> None:
+    """A flag changes what the engine is told (the selection record), adds a line saying what it changed, or
+    refuses the run saying why; never nothing."""
+    comment, without = FLAG_WALK[flag]
+    given, plain = select(comment, engine=engine), select(without, engine=engine)
+    if (flag, engine) in REUSE_BY_HISTORY | ON_A_CHANGE:
+        pytest.skip("acts through the history's passed stages or a change's narrowing, tested where they are made")
+    assert given.refused or given.to_json() != plain.to_json()
+    if given.refused:
+        name = "--" + flag.partition("=")[0].replace("_", "-")
+        assert [error.headline.split(":")[0] for error in given.refused] == [name]  # type: ignore[attr-defined]
+
+
 def test_the_selection_json_carries_what_every_consumer_acts_on() -> None:
     selection = select('/bot run --post-merge --stage-list "A10-CPP-1, DGX_H100-4_GPUs-PyTorch-1"', labels=())
     data = selection.to_json()
     assert list(data) == [
-        "stages", "blocked", "excluded", "missing_approvals", "fail_fast", "stage_run_args", "custom_run",
-        "merge_gate", "notes", "errors", "cbts",
+        "stages", "blocked", "excluded", "missing_approvals", "fail_fast", "stage_run_args", "queue_priority",
+        "debug_hold_minutes", "custom_run", "merge_gate", "notes", "errors", "cbts",
     ]  # fmt: skip
     assert (data["stages"], data["blocked"], data["fail_fast"], data["merge_gate"]) == (
         ["A10-CPP-1"],

@@ -6,10 +6,15 @@
 //   STAGES          the stage names to run (JSON list), e.g. ["A10-PyTorch-1", "CPU-Generic-1"]
 //   FAIL_FAST       whether the first failed stage stops the others
 //   STAGE_RUN_ARGS  the `ci-tool stage run` options every stage runs with (JSON list), e.g. ["--detailed-log"]
+//   HEAD_SHA        the commit to test (the pull request's head); empty: the commit the job checks out
+//   BASE_SHA        the target branch's tip the selection compared with; its waives are merged into every
+//                   stage's (`ci-tool stage run --base`); empty: the checkout's waives alone
+//   PRIORITY        the queue priority (the Priority Sorter plugin's "priority from a build parameter")
+//   DEBUG_HOLD_MINUTES  `/bot run --debug`: a failed stage keeps its agent and workspace this long
 //
-// Each stage allocates an agent by label, checks out, and runs `ci-tool stage run <name> --executor E`, which
-// renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families as
-// one Slurm job on the family's partition); JUnit and results are archived even when the stage fails or
+// Each stage allocates an agent by label, checks out HEAD_SHA, and runs `ci-tool stage run <name> --executor E`,
+// which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
+// as one Slurm job on the family's partition); JUnit and results are archived even when the stage fails or
 // times out.
 
 import groovy.transform.Field
@@ -19,18 +24,27 @@ import groovy.transform.Field
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
 @Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
+@Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
+@Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
+@Field final String BASE_OPTION = '--base "$BASE_SHA"'
+@Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
 
 properties([
     parameters([
         text(name: 'STAGES', defaultValue: '[]', description: 'JSON list of the stage names to run.'),
         booleanParam(name: 'FAIL_FAST', defaultValue: true, description: 'Stop the other stages when one fails.'),
         text(name: 'STAGE_RUN_ARGS', defaultValue: '[]', description: 'JSON list of ci-tool stage run options.'),
+        string(name: 'HEAD_SHA', defaultValue: '', description: 'The commit to test (empty: the checked-out one).'),
+        string(name: 'BASE_SHA', defaultValue: '', description: "The target branch's tip: its waives are merged in."),
+        string(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority.'),
+        string(name: 'DEBUG_HOLD_MINUTES', defaultValue: '0', description: 'A failed stage keeps its agent this long.'),
     ]),
 ])
 
 List stageNames = parseStageNames(params.STAGES)
-String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS)
-runStages(stageNames, params.FAIL_FAST, stageRunArgs)
+String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA)
+int holdMinutes = parseHoldMinutes(params.DEBUG_HOLD_MINUTES)
+runStages(stageNames, params.FAIL_FAST, stageRunArgs, holdMinutes)
 
 // The stage table: name -> runner, test-db context, shard, shard count, GPUs, nodes, mode, timeout, executor.
 Map stageTable() {
@@ -92,7 +106,24 @@ String parseStageRunArgs(String json) {
     return text
 }
 
-void runStages(List stageNames, boolean failFast, String stageRunArgs) {
+// The commits reach the shell only through the environment, and only once they are commit ids.
+String baseOption(String head, String base) {
+    for (String commit : [head, base]) {
+        if (commit && !(commit ==~ COMMIT_PATTERN)) {
+            error("HEAD_SHA, BASE_SHA: expected 40-digit hexadecimal commit ids, found ${commit}")
+        }
+    }
+    return base ? " ${BASE_OPTION}" : ''
+}
+
+int parseHoldMinutes(String text) {
+    if (!((text ?: '0') ==~ /[0-9]{1,4}/)) {
+        error("DEBUG_HOLD_MINUTES: expected a number of minutes, found ${text}")
+    }
+    return (text ?: '0') as int
+}
+
+void runStages(List stageNames, boolean failFast, String stageRunArgs, int holdMinutes) {
     if (stageNames.isEmpty()) {
         echo 'No stages selected.'
         return
@@ -102,7 +133,7 @@ void runStages(List stageNames, boolean failFast, String stageRunArgs) {
     for (String name : stageNames) {
         String stageName = name
         Map row = table[stageName]
-        branches[stageName] = { runStage(stageName, row, stageRunArgs) }
+        branches[stageName] = { runStage(stageName, row, stageRunArgs, holdMinutes) }
     }
     branches.failFast = failFast
     stage('Test') {
@@ -110,21 +141,33 @@ void runStages(List stageNames, boolean failFast, String stageRunArgs) {
     }
 }
 
-void runStage(String stageName, Map row, String stageRunArgs) {
+void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
     String results = "${RESULTS_DIR}/${stageName}"
     node(row.label) {
         stage(stageName) {
+            boolean passed = false
             try {
                 timeout(time: row.timeoutMinutes, unit: 'MINUTES') {
                     checkout scm
+                    if (params.HEAD_SHA) {
+                        sh CHECKOUT_HEAD_COMMAND
+                    }
+                    if (params.BASE_SHA) {
+                        sh FETCH_BASE_COMMAND
+                    }
                     sh "rm -rf '${results}'"
                     sh SETUP_COMMAND
                     sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
                 }
+                passed = true
             } finally {
                 // keepProperties: the PR comment reads the perf verdicts from the testcase properties (ci_tool/perf/transport.py)
                 junit(testResults: "${results}/**/*.xml", allowEmptyResults: true, keepProperties: true)
                 archiveArtifacts(artifacts: "${results}/**", allowEmptyArchive: true)
+                if (!passed && holdMinutes > 0) {
+                    echo "--debug: ${stageName} failed; keeping agent ${env.NODE_NAME} and its workspace ${env.WORKSPACE} for ${holdMinutes} minutes"
+                    sleep(time: holdMinutes, unit: 'MINUTES')
+                }
             }
         }
     }

@@ -1,0 +1,55 @@
+"""The run record: what `ci-tool stage select --json` archives and the bot reads back, and how a record of
+another shape is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.errors import StageError
+from ci_tool.stages.record import SelectionRecord, differences, read_record
+
+HEAD, BASE = "a" * 40, "b" * 40
+SOURCE = "selection.json of build 3"
+
+
+def test_a_record_reads_back_its_stages_blocked_stages_and_commits() -> None:
+    data = {
+        "stages": ["A10-PyTorch-1"],
+        "blocked": [{"stage": "DGX_H100-4_GPUs-PyTorch-1", "label": "ci: full pre-merge approved"}],
+        "custom_run": True,
+        "head": HEAD,
+        "base": None,
+        "notes": [],  # what the record holds besides is the selection's, read by the pipelines
+    }
+    record = read_record(data, source=SOURCE)
+    assert record == SelectionRecord(
+        ("A10-PyTorch-1",), {"DGX_H100-4_GPUs-PyTorch-1": "ci: full pre-merge approved"}, True, HEAD, None
+    )
+    assert record.names == ("A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-1")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "selection.json of build 3: expected a JSON object, found list"),
+        ({}, "selection.json of build 3: stages: expected a JSON list, found None"),
+        ({"stages": "A10-PyTorch-1"}, "selection.json of build 3: stages: expected a JSON list, found 'A10-PyTorch-1'"),
+        ({"stages": [1]}, "selection.json of build 3: stages: expected stage names, found [1]"),
+        ({"stages": [], "blocked": [{"stage": "X"}]},
+         "selection.json of build 3: blocked: expected {\"stage\": ..., \"label\": ...} objects, found {'stage': 'X'}"),
+        ({"stages": [], "custom_run": "yes"},
+         "selection.json of build 3: custom_run: expected true or false, found 'yes'"),
+        ({"stages": [], "head": ""}, "selection.json of build 3: head: expected a commit id or null, found ''"),
+    ],
+    ids=["not an object", "no stages", "stages a string", "stage not a name", "blocked without label",
+         "custom_run not a switch", "empty head"],
+)  # fmt: skip
+def test_a_record_of_another_shape_is_one_located_error(data: object, message: str) -> None:
+    with pytest.raises(StageError) as raised:
+        read_record(data, source=SOURCE)
+    assert str(raised.value) == message
+
+
+def test_differences_name_the_stages_only_one_side_holds_in_their_order() -> None:
+    record = SelectionRecord(("A", "C"), {"D": "label"}, False)
+    assert differences(["A", "B", "D"], record) == (("C",), ("B",))
