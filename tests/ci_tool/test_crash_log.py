@@ -38,8 +38,8 @@ def test_a_crash_says_where_its_traceback_is(crashing_cli: Path, capsys: pytest.
 
 
 def test_crash_logs_stay_bounded_and_out_of_the_temporary_folder(crashing_cli: Path) -> None:
-    for _ in range(CRASH_LOGS_KEPT + 3):
-        assert cli.main(["boom"]) == 1
+    codes = [cli.main(["boom"]) for _ in range(CRASH_LOGS_KEPT + 3)]
+    assert codes == [1] * (CRASH_LOGS_KEPT + 3)
     assert (len(list(Path(".ci-tool/crash").iterdir())), list(crashing_cli.iterdir())) == (CRASH_LOGS_KEPT, [])
 
 
@@ -47,7 +47,6 @@ def test_an_unwritable_folder_crashes_into_one_temporary_file(
     crashing_cli: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Path(".ci-tool").write_text("not a folder")  # .ci-tool/crash cannot be made
-    for _ in range(2):
-        assert cli.main(["boom"]) == 1
+    assert [cli.main(["boom"]) for _ in range(2)] == [1, 1]
     assert [path.name for path in crashing_cli.iterdir()] == ["ci-tool-crash.log"]
     assert capsys.readouterr().err.endswith(f"(traceback written to {crashing_cli / 'ci-tool-crash.log'})\n")

@@ -228,11 +228,12 @@ def test_any_change_reads_the_same_from_git_and_github_and_selects_the_same(
     from_git_, from_github_ = both(served, root)
     assert from_git_ == from_github_
     loaded = open_catalog(template / "jenkins" / "stages.yml", template / "test-db")  # the head may lack a list
-    for engine in (Engine.JENKINS, Engine.LOCAL):
-        selections = [select_for_change(loaded, SelectionRequest(), engine=engine, changes=changes)
-                      for changes in (from_git_, from_github_)]  # fmt: skip
-        assert selections[0].names == selections[1].names
-        assert selections[0].narrowing == selections[1].narrowing
+    def chosen(engine: Engine, changes: ChangeSet) -> tuple[object, object]:
+        selection = select_for_change(loaded, SelectionRequest(), engine=engine, changes=changes)
+        return selection.names, selection.narrowing
+
+    engines = (Engine.JENKINS, Engine.LOCAL)
+    assert [chosen(e, from_github_) for e in engines] == [chosen(e, from_git_) for e in engines]
 
 
 def test_a_long_file_list_is_read_page_by_page(served: Served, template: Path, tmp_path: Path) -> None:
