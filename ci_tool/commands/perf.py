@@ -23,6 +23,7 @@ from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.perf.baselines import BASELINE_DIR, Baseline, baseline_file, load_baselines, write_baselines
 from ci_tool.perf.gate import judge
 from ci_tool.perf.metrics import GATED, metric
+from ci_tool.perf.noise import robust_noise
 from ci_tool.perf.report_lines import perf_table
 from ci_tool.stages.modes import PerfGate
 
@@ -56,7 +57,7 @@ def baseline() -> None:
 )
 def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[str, ...], runs: int,
                 threshold: float | None) -> int:  # fmt: skip
-    """Write GPU's baselines: for each gated metric, the median of its newest recorded runs."""
+    """Write GPU's baselines: for each gated metric, the median of its newest recorded runs and their spread."""
     kept = load_baselines(folder, gpu)
     with HistoryStore(history_path(history_file), read_only=True) as store:
         keys = [(c, m) for c, m in perf_keys(store, gpu=gpu) if m in GATED and (not cases or c in cases)]
@@ -68,10 +69,17 @@ def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[
             old = kept.get((case_id, name))
             chosen = threshold if threshold is not None else (old.threshold if old else metric(name).threshold)
             kept[(case_id, name)] = Baseline(case_id, gpu, name, statistics.median(r.value for r in series),
-                                             float(chosen or 0.0), len(series), series[-1].commit)  # fmt: skip
+                                             float(chosen or 0.0), len(series), series[-1].commit,
+                                             baseline_spread(series))  # fmt: skip
     path = write_baselines(folder, gpu, kept.values())
     click.echo(f"{len(keys)} baseline(s) set from up to {runs} run(s) each in {path}")
     return 0
+
+
+def baseline_spread(series: list[PerfResult]) -> float:
+    """The noise between the runs' medians, and at least the median of their own round noise: a baseline
+    from runs that happened to agree still carries the spread each run measured."""
+    return max(robust_noise([r.value for r in series]), statistics.median(r.noise for r in series))
 
 
 @baseline.command("show")
@@ -83,9 +91,10 @@ def show_command(gpu: str, folder: Path) -> int:
     if not found:
         click.echo(f"no baselines for {gpu} ({baseline_file(folder, gpu)} does not exist)")
         return 0
-    click.echo("| case | metric | baseline | threshold | runs | commit |\n|---|---|---:|---:|---:|---|")
+    click.echo("| case | metric | baseline | spread | threshold | runs | commit |\n|---|---|---:|---:|---:|---:|---|")
     for b in sorted(found.values(), key=lambda b: (b.case_id, b.metric)):
-        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.threshold:.0%} | {b.runs} | {b.commit} |")
+        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.spread:.3g} | {b.threshold:.0%} | {b.runs} "
+                   f"| {b.commit} |")  # fmt: skip
     return 0
 
 
@@ -104,7 +113,8 @@ def diff_command(gpu: str, history_file: Path | None, folder: Path, run_id: str 
     for case_id in dict.fromkeys(r.case_id for r in results):
         mine = [r for r in results if r.case_id == case_id]
         case_baselines = {m: b for (c, m), b in baselines.items() if c == case_id}
-        judged = judge({r.metric: r.value for r in mine}, case_baselines, gate=PerfGate.FAIL, requires_graphs=False)
+        judged = judge({r.metric: r.value for r in mine}, case_baselines, gate=PerfGate.FAIL, requires_graphs=False,
+                       noise={r.metric: r.noise for r in mine})  # fmt: skip
         for r, j in zip(mine, judged, strict=True):
             b = j.baseline
             rows.append(dataclasses.replace(r, verdict=j.verdict, note=j.note, baseline=b.value if b else None,

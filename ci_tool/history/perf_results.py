@@ -1,9 +1,11 @@
 """Perf-sanity results in the history: one row per (run, stage, case, GPU type, metric), with the code it ran.
 
-    perf_results   value, the baseline and threshold it was gated against, the verdict and its note,
+    perf_results   value (the median of the case's rounds), noise (1.4826 * MAD of the rounds) and rounds,
+                   the baseline and threshold it was gated against, the verdict and its note,
                    whether the stage was post-merge, the branch and commit, when it was recorded
 
-The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it). Rows are written
+The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it); noise
+and rounds are step NOISE_STEP (`NOISE_STATEMENTS`, rows from before it read as noise 0 over 1 round). Rows are written
 by the perf-sanity pytest fixture (ci_tool.perf.fixture) as each case ends, so a plain `pytest` run records
 them too; `ci-tool perf baseline set` takes medians from them and the reports and trends read them.
 """
@@ -44,10 +46,15 @@ CREATE TABLE IF NOT EXISTS perf_results (
 CREATE INDEX IF NOT EXISTS perf_results_by_key ON perf_results (case_id, gpu, metric, recorded_at);
 """
 SCHEMA_STATEMENTS = tuple(statement for statement in SCHEMA.split(";") if statement.strip())
+NOISE_STEP = 7  # after history-robust's step 6 (run owners); the last step when written
+NOISE_STATEMENTS = (
+    "ALTER TABLE perf_results ADD COLUMN noise REAL NOT NULL DEFAULT 0",
+    "ALTER TABLE perf_results ADD COLUMN rounds INTEGER NOT NULL DEFAULT 1",
+)
 
 _COLUMNS = (
     "run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch, "
-    "commit_sha, recorded_at"
+    "commit_sha, recorded_at, noise, rounds"
 )
 
 
@@ -70,6 +77,8 @@ class PerfResult:
     post_merge: bool = False
     branch: str = ""
     commit: str = ""
+    noise: float = 0.0  # 1.4826 * MAD of the case's rounds, in the metric's unit; 0 for one round
+    rounds: int = 1  # measured rounds the value is the median of
 
     @property
     def delta(self) -> float | None:
@@ -84,14 +93,14 @@ def record_perf_results(store: HistoryStore, results: Sequence[PerfResult]) -> N
     rows = [
         (
             r.run_id, r.stage, r.case_id, r.gpu, r.metric, r.value, r.baseline, r.threshold, r.verdict.value,
-            r.note, r.test_id, int(r.post_merge), r.branch, r.commit, r.recorded_at,
+            r.note, r.test_id, int(r.post_merge), r.branch, r.commit, r.recorded_at, r.noise, r.rounds,
         )
         for r in results
     ]  # fmt: skip
 
     def insert(db: sqlite3.Connection) -> None:
         db.executemany(
-            f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
             rows,
         )
 
@@ -178,7 +187,7 @@ def perf_cases(store: HistoryStore) -> list[tuple[str, str]]:
 
 def _result(store: HistoryStore, row: Row) -> PerfResult:
     (run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch,
-     commit, recorded_at) = row  # fmt: skip
+     commit, recorded_at, noise, rounds) = row  # fmt: skip
     try:
         parsed = PerfVerdict(verdict)
     except ValueError:
@@ -186,5 +195,5 @@ def _result(store: HistoryStore, row: Row) -> PerfResult:
     return PerfResult(
         run_id, stage, case_id, gpu, metric, float(value), parsed, float(recorded_at),
         None if baseline is None else float(baseline), None if threshold is None else float(threshold),
-        note, test_id, bool(post_merge), branch, commit,
+        note, test_id, bool(post_merge), branch, commit, float(noise), int(rounds),
     )  # fmt: skip

@@ -133,6 +133,8 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS touches_by_test ON touches (test_id)",
         ),
     ),
+    # history-robust's step 6 (run owners) goes here; keep the perf noise step after it
+    (perf_results.NOISE_STEP, perf_results.NOISE_STATEMENTS),  # perf results' noise and rounds
 )
 CODE_VERSION = 3  # the first version whose runs hold their code and scope
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,6 +1,7 @@
 """The pytest side of perf sanity: a `perf_sanity` fixture that records a case's metrics and gates them.
 
-`perf_sanity.report(case, values)`: the case's metrics go into the history (keyed by case, GPU type and
+`perf_sanity.report(case, values, noise=..., rounds=...)`: the case's metrics (the medians of its rounds,
+with their noise, noise.py) go into the history (keyed by case, GPU type and
 metric, with the run, stage, branch and commit), each is judged against this GPU type's committed baseline
 (gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
 warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
@@ -98,8 +99,11 @@ class PerfSanity:
         self.environ = environ
         self.rootdir = Path(request.config.rootpath)
 
-    def report(self, case: PerfCase, values: Mapping[str, float]) -> list[Judged]:
-        """Record, judge and gate one case's metrics; returns the verdicts (the test may assert more)."""
+    def report(
+        self, case: PerfCase, values: Mapping[str, float], *, noise: Mapping[str, float] | None = None, rounds: int = 1
+    ) -> list[Judged]:
+        """Record, judge and gate one case's metrics (medians over `rounds`, with their `noise`); returns the
+        verdicts (the test may assert more)."""
         gpu = gpu_type(case.mode)
         folder = Path(self.environ.get(BASELINES_ENV) or self.rootdir / BASELINE_DIR)
         baselines = {m: b for (c, m), b in load_baselines(folder, gpu).items() if c == case.case_id}
@@ -108,8 +112,8 @@ class PerfSanity:
         store = self._store()
         target = self._target_latest(store, case.case_id, gpu, origin, values) if store else {}
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
-                       target_latest=target, target_branch=origin.target_branch)  # fmt: skip
-        rows = [self._row(case, gpu, origin, j) for j in judged]
+                       target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
+        rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
         if store is not None:
             self._record(store, rows)
         node = self.request.node
@@ -148,12 +152,12 @@ class PerfSanity:
         except CiToolError as error:
             warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
 
-    def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged) -> PerfResult:
+    def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged, rounds: int) -> PerfResult:
         baseline = judged.baseline
         return PerfResult(
             origin.run_id, origin.stage, case.case_id, gpu, judged.metric, judged.value, judged.verdict, time.time(),
             baseline.value if baseline else None, baseline.threshold if baseline else None, judged.note,
-            self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit,
+            self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit, judged.noise, rounds,
         )  # fmt: skip
 
 
