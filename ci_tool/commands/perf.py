@@ -4,7 +4,8 @@ from the history, and a case's history as a picture.
     perf baseline set --gpu H200 [--case C] [--runs 5] [--threshold 0.1]   median of the newest runs -> YAML
     perf baseline show --gpu H200                                           the committed baselines
     perf baseline diff --gpu H200 [--run RUN_ID]                            a run's results vs the baselines
-    perf trend CASE --gpu H200 [--metric M] --png FILE                      the plot (matplotlib)
+    perf trend CASE --gpu H200 [--metric M] --png FILE                      the plot (matplotlib) and the
+                                                                            change points with their commits
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ci_tool.perf.gate import judge
 from ci_tool.perf.metrics import GATED, metric
 from ci_tool.perf.noise import robust_noise
 from ci_tool.perf.report_lines import perf_table
+from ci_tool.perf.shifts import series_shifts
 from ci_tool.stages.modes import PerfGate
 
 baselines_option = click.option(
@@ -145,7 +147,8 @@ def _run_results(store: HistoryStore, gpu: str, run_id: str | None) -> list[Perf
 @baselines_option
 def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, history_file: Path | None,
                   folder: Path) -> int:  # fmt: skip
-    """Draw CASE's METRIC on GPU over its recorded runs, with its baseline and threshold."""
+    """Draw CASE's METRIC on GPU over its recorded runs, with its baseline, threshold and change points; print
+    each change point with the commit range it landed in."""
     from ci_tool.perf.trend import draw_trend  # matplotlib only for this verb
 
     metric(metric_name)  # an unknown metric is an error with the closest names
@@ -158,6 +161,8 @@ def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, 
             hint = did_you_mean(case, known) or f"cases on {gpu}: {', '.join(known) or 'none'}"
             raise PerfError(f"expected recorded results of {case!r} {metric_name} on {gpu}, found none",
                             where=Where(str(store.path)), hint=hint)  # fmt: skip
-    draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png)
+    shifts = series_shifts(series)
+    draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png, shifts)
     click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu} drawn in {png}")
+    click.echo(f"{len(shifts)} change point(s) (E-Divisive means)" + "".join(f"\n  {s.line()}" for s in shifts))
     return 0

@@ -152,15 +152,12 @@ def perf_trends(store: HistoryStore, results: Sequence[PerfResult], *, limit: in
     return trends
 
 
-def perf_overview(store: HistoryStore, *, limit: int) -> list[tuple[PerfResult, list[float]]]:
-    """Every (case, GPU type, metric) recorded: its newest result and its newest `limit` values, oldest
-    first (the dashboard's perf page), sorted by case, GPU type and metric."""
+def perf_overview(store: HistoryStore, *, limit: int) -> list[list[PerfResult]]:
+    """Every (case, GPU type, metric) recorded: its newest `limit` results, oldest first (the dashboard's perf
+    page: the newest against its baseline, the trend and its change points), sorted by case, GPU type and metric."""
     keys = store.rows("SELECT DISTINCT case_id, gpu, metric FROM perf_results ORDER BY 1, 2, 3")
-    overview = []
-    for case_id, gpu, metric in keys:
-        series = perf_series(store, str(case_id), gpu=str(gpu), metric=str(metric), limit=limit)
-        overview.append((series[-1], [r.value for r in series]))
-    return overview
+    return [perf_series(store, str(case_id), gpu=str(gpu), metric=str(metric), limit=limit)
+            for case_id, gpu, metric in keys]  # fmt: skip
 
 
 def latest_post_merge(store: HistoryStore, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None:

@@ -5,7 +5,9 @@ with their noise, noise.py) go into the history (keyed by case, GPU type and
 metric, with the run, stage, branch and commit), each is judged against this GPU type's committed baseline
 (gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
 warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
-always fails. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
+always fails. A post-merge stage also searches each gated metric's post-merge series for change points
+(shifts.py): one for the worse that this run brought to light warns, with the commit range it landed in,
+whatever the threshold said. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
 verdicts travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR
 comment).
 
@@ -19,6 +21,7 @@ $CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COM
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -32,11 +35,14 @@ import pytest
 
 from ci_tool import sysinfo
 from ci_tool.errors import CiToolError
-from ci_tool.history.perf_results import PerfResult, latest_post_merge, record_perf_results
+from ci_tool.history.perf_results import PerfResult, latest_post_merge, perf_series, record_perf_results
 from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
+from ci_tool.perf.metrics import metric
+from ci_tool.perf.shifts import SHIFT_WINDOW, new_regressions
 from ci_tool.perf.transport import PERF_PROPERTY, to_property
 from ci_tool.stages.modes import perf_gate_from_env
 from ci_tool.stages.names import parse_stage_name
@@ -114,6 +120,8 @@ class PerfSanity:
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
                        target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
         rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
+        if store is not None and origin.post_merge:
+            judged, rows = self._change_points(store, judged, rows)
         if store is not None:
             self._record(store, rows)
         node = self.request.node
@@ -127,6 +135,25 @@ class PerfSanity:
         if warned:
             warnings.warn(PerfRegressionWarning(f"{warned} (perf gate: {gate.value})"), stacklevel=2)
         return judged
+
+    def _change_points(
+        self, store: HistoryStore, judged: list[Judged], rows: list[PerfResult]
+    ) -> tuple[list[Judged], list[PerfResult]]:
+        """A post-merge run's gated metrics whose series gained a change point for the worse: WARNED, the
+        change point (levels, commit range) in the note."""
+        out_judged, out_rows = [], []
+        for j, row in zip(judged, rows, strict=True):
+            if metric(j.metric).gated and not j.verdict.fails:
+                earlier = perf_series(store, row.case_id, gpu=row.gpu, metric=row.metric, limit=SHIFT_WINDOW,
+                                      post_merge=True)  # fmt: skip
+                found = new_regressions([*(r for r in earlier if r.run_id != row.run_id), row][-SHIFT_WINDOW:])
+                if found:
+                    note = "; ".join([*([j.note] if j.note else []), *(f"new {s.line()}" for s in found)])
+                    j = dataclasses.replace(j, verdict=PerfVerdict.WARNED, note=note)
+                    row = dataclasses.replace(row, verdict=PerfVerdict.WARNED, note=note)
+            out_judged.append(j)
+            out_rows.append(row)
+        return out_judged, out_rows
 
     def _store(self) -> HistoryStore | None:
         try:
