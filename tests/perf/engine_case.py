@@ -15,7 +15,7 @@ import torch
 
 from ci_tool.perf.config import WARMUP_STEPS, GraphPolicy, Mode, PerfCase
 from ci_tool.perf.devices import peak_memory_bytes_per_s
-from ci_tool.perf.noise import summarize_rounds
+from ci_tool.perf.noise import summarize, summarize_rounds
 from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
@@ -44,6 +44,9 @@ def build_engine(case: PerfCase) -> DecodeEngine:
     return DecodeEngine(spec, config, options)
 
 
+STEP_COUNTS = ("graph_steps", "eager_steps")  # the engine's, over every round: a step eager in any round counts
+
+
 @dataclass(frozen=True)
 class Measured:
     """A case's rounds on one engine: the last round's measurement and each metric's median and noise."""
@@ -68,6 +71,8 @@ def measure(case: PerfCase) -> Measured:
             per_round.append(_values(case, found))
     assert found is not None  # Rounds.measured >= 1 (config.py)
     summaries = summarize_rounds(per_round)
+    for name in STEP_COUNTS:  # counts since the engine was built: the last round's covers every round
+        summaries[name] = summarize([per_round[-1][name]])
     del engine
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -76,8 +81,7 @@ def measure(case: PerfCase) -> Measured:
 
 
 def _values(case: PerfCase, found: DecodeMeasurement) -> dict[str, float]:
-    """One round's metrics. The step counts are the engine's since it was built (every round so far): a
-    step that ran eager in any round counts."""
+    """One round's metrics (the step counts are the engine's since it was built, STEP_COUNTS)."""
     values: dict[str, float] = {
         "decode_tokens_per_s": found.tokens_per_s,
         "step_latency_p50_ms": found.percentile_ms(0.5),
