@@ -4,8 +4,8 @@ from the history, and a case's history as a picture.
     perf baseline set --gpu H200 [--case C] [--runs 5] [--threshold 0.1]   median of the newest runs -> YAML
     perf baseline show --gpu H200                                           the committed baselines
     perf baseline diff --gpu H200 [--run RUN_ID]                            a run's results vs the baselines
-    perf trend CASE --gpu H200 [--metric M] --png FILE                      the plot (matplotlib) and the
-                                                                            change points with their commits
+    perf trend CASE --gpu H200 [--metric M] [--png FILE]                    the change points with their commits,
+                                                                            and the plot (matplotlib)
 """
 
 from __future__ import annotations
@@ -141,16 +141,14 @@ def _run_results(store: HistoryStore, gpu: str, run_id: str | None) -> list[Perf
 @click.argument("case")
 @gpu_option
 @click.option("--metric", "metric_name", default="decode_tokens_per_s", show_default=True)
-@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Write the plot here.")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the plot here (matplotlib).")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000), help="Newest runs drawn.")
 @history_option
 @baselines_option
-def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, history_file: Path | None,
+def trend_command(case: str, gpu: str, metric_name: str, png: Path | None, limit: int, history_file: Path | None,
                   folder: Path) -> int:  # fmt: skip
-    """Draw CASE's METRIC on GPU over its recorded runs, with its baseline, threshold and change points; print
-    each change point with the commit range it landed in."""
-    from ci_tool.perf.trend import draw_trend  # matplotlib only for this verb
-
+    """Print the change points of CASE's METRIC on GPU over its recorded runs, each with the commit range it
+    landed in; with --png, draw the series with its baseline, threshold and change points."""
     metric(metric_name)  # an unknown metric is an error with the closest names
     with HistoryStore(history_path(history_file), read_only=True) as store:
         series = perf_series(store, case, gpu=gpu, metric=metric_name, limit=limit)
@@ -162,7 +160,12 @@ def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, 
             raise PerfError(f"expected recorded results of {case!r} {metric_name} on {gpu}, found none",
                             where=Where(str(store.path)), hint=hint)  # fmt: skip
     shifts = series_shifts(series)
-    draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png, shifts)
-    click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu} drawn in {png}")
+    if png is not None:
+        from ci_tool.perf.trend import draw_trend  # matplotlib only for the picture
+
+        draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png, shifts)
+        click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu} drawn in {png}")
+    else:
+        click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu}")
     click.echo(f"{len(shifts)} change point(s) (E-Divisive means)" + "".join(f"\n  {s.line()}" for s in shifts))
     return 0

@@ -66,6 +66,9 @@ def test_perf_trend_prints_and_draws_the_change_points(tmp_path: Path, capsys: p
         "(p = 0.005)",
     ]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(args[:-2]) == 0  # without --png: the change points alone
+    assert capsys.readouterr().out.splitlines()[:2] == [f"13 run(s) of {CASE} {TPS} on cpu",
+                                                        "1 change point(s) (E-Divisive means)"]  # fmt: skip
 
 
 def test_the_perf_page_marks_and_lists_change_points() -> None:
