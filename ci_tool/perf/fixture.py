@@ -1,15 +1,14 @@
 """The pytest side of perf sanity: a `perf_sanity` fixture that records a case's metrics and gates them.
 
 `perf_sanity.report(case, values, noise=..., rounds=...)`: the case's metrics (the medians of its rounds,
-with their noise, noise.py) go into the history (keyed by case, GPU type and
-metric, with the run, stage, branch and commit), each is judged against this GPU type's committed baseline
-(gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
-warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
-always fails. A post-merge stage also searches each gated metric's post-merge series for change points
-(shifts.py): one for the worse that this run brought to light warns, with the commit range it landed in,
-whatever the threshold said. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
-verdicts travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR
-comment).
+with their noise, noise.py) go into the history (keyed by case, GPU type and metric, with the run, stage,
+branch and commit), each is judged against this GPU type's committed baseline (gate.py) and the stage's gate
+(the runner exports it): a regression fails a pre-merge PerfSanity stage, warns in post-merge or
+FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs always fails. A
+post-merge stage also searches each gated metric's post-merge series for change points (shifts.py): one for
+the worse that this run brought to light warns, with the commit range it landed in, whatever the threshold
+said. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the verdicts
+travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR comment).
 
     from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture, in a conftest.py)
 

@@ -2,9 +2,8 @@
 
     lost coverage   the case requires CUDA graphs and a capture size was skipped or a step ran eager:
                     LOST_COVERAGE, whatever the stage (a sizing bug, not noise)
-    regressed       worse than its baseline by more than the threshold AND by more than NOISE_FACTOR x the
-                    combined noise (the baseline's spread + this run's, both 1.4826 * MAD of their rounds/runs):
-
+    past both       worse than its baseline by more than the threshold AND by more than NOISE_FACTOR x the
+                    combined noise (the baseline's spread + this run's, both 1.4826 * MAD of their runs/rounds):
                       the target branch's newest post-merge result is past it too -> SKIPPED, with a note
                       (the regression is not this change's: the reference learned to skip then)
                       else the stage's gate: FAIL -> REGRESSED, WARN -> WARNED, NONE -> RECORDED
