@@ -60,7 +60,7 @@ Map stageTablePart1() {
         'CPU-Generic-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 2, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'CPU-Generic-2': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 2, shardCount: 2, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'CPU-Generic-Post-Merge-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
-        'CPU-Generic-PerfSanity-1': [platform: 'cpu', label: 'cpu', context: 'l0_cpu_perf_sanity', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
+        'CPU-Generic-PerfSanity-1': [platform: 'cpu', label: 'cpu-perf', context: 'l0_cpu_perf_sanity', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
         'A10-PyTorch-1': [platform: 'a10', label: 'a10', context: 'l0_a10', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'A10-PyTorch-Post-Merge-1': [platform: 'a10', label: 'a10', context: 'l0_a10', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'DGX_H100-PyTorch-1': [platform: 'dgx-h100-x1', label: 'dgx-h100-x1', context: 'l0_dgx_h100', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
@@ -68,12 +68,12 @@ Map stageTablePart1() {
         'DGX_H100-4_GPUs-PyTorch-Post-Merge-1': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_dgx_h100', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'DGX_B200-PyTorch-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'DGX_B200-PyTorch-Post-Merge-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
-        'DGX_B200-PyTorch-PerfSanity-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
-        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'dgx-b200', label: 'dgx-b200', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
+        'DGX_B200-PyTorch-PerfSanity-1': [platform: 'dgx-b200', label: 'dgx-b200-perf', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1': [platform: 'dgx-b200', label: 'dgx-b200-perf', context: 'l0_b200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
         'DGX_H200-PyTorch-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'DGX_H200-PyTorch-Post-Merge-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
-        'DGX_H200-PyTorch-PerfSanity-1': [platform: 'dgx-h200', label: 'dgx-h200', context: 'l0_h200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
-        'DGX_H200-PyTorch-Perf-1': [platform: 'dgx-h200', label: 'dgx-h200 && perf', context: 'l0_perf', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 60, executor: 'local'],
+        'DGX_H200-PyTorch-PerfSanity-1': [platform: 'dgx-h200', label: 'dgx-h200-perf', context: 'l0_h200_perf_sanity', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 30, executor: 'local'],
+        'DGX_H200-PyTorch-Perf-1': [platform: 'dgx-h200', label: 'dgx-h200-perf', context: 'l0_perf', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 60, executor: 'local'],
     ]
 }
 

@@ -166,8 +166,9 @@ def render_plan(plan: RunPlan) -> str:
             stage_plan, verdict = plan.plans[name], verdicts[name]
             why = _why(verdict.step, verdict.reason)
             why = f"**blocked** until `{waiting[name]}`; {why}" if name in waiting else why
+            runner = code(stage.platform) + (", runs alone" if stage.name.policy.runs_alone else "")
             lines.append(
-                f"| {code(name)} | {code(stage.platform)} | {stage.shard}/{stage.splits} | {len(stage_plan.lines)} "
+                f"| {code(name)} | {runner} | {stage.shard}/{stage.splits} | {len(stage_plan.lines)} "
                 f"| {_minutes(stage_plan.predicted_seconds)} | {cell(why)} |"
             )
         lines.append("")

@@ -4,7 +4,8 @@ from the history, and a case's history as a picture.
     perf baseline set --gpu H200 [--case C] [--runs 5] [--threshold 0.1]   median of the newest runs -> YAML
     perf baseline show --gpu H200                                           the committed baselines
     perf baseline diff --gpu H200 [--run RUN_ID]                            a run's results vs the baselines
-    perf trend CASE --gpu H200 [--metric M] --png FILE                      the plot (matplotlib)
+    perf trend CASE --gpu H200 [--metric M] [--png FILE]                    the change points with their commits,
+                                                                            and the plot (matplotlib)
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.perf.baselines import BASELINE_DIR, Baseline, baseline_file, load_baselines, write_baselines
 from ci_tool.perf.gate import judge
 from ci_tool.perf.metrics import GATED, metric
+from ci_tool.perf.noise import robust_noise
 from ci_tool.perf.report_lines import perf_table
+from ci_tool.perf.shifts import series_shifts
 from ci_tool.stages.modes import PerfGate
 
 baselines_option = click.option(
@@ -56,7 +59,7 @@ def baseline() -> None:
 )
 def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[str, ...], runs: int,
                 threshold: float | None) -> int:  # fmt: skip
-    """Write GPU's baselines: for each gated metric, the median of its newest recorded runs."""
+    """Write GPU's baselines: for each gated metric, the median of its newest recorded runs and their spread."""
     kept = load_baselines(folder, gpu)
     with HistoryStore(history_path(history_file), read_only=True) as store:
         keys = [(c, m) for c, m in perf_keys(store, gpu=gpu) if m in GATED and (not cases or c in cases)]
@@ -72,10 +75,17 @@ def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[
             old = kept.get((case_id, name))
             chosen = threshold if threshold is not None else (old.threshold if old else metric(name).threshold)
             kept[(case_id, name)] = Baseline(case_id, gpu, name, statistics.median(r.value for r in series),
-                                             float(chosen or 0.0), len(series), series[-1].commit)  # fmt: skip
+                                             float(chosen or 0.0), len(series), series[-1].commit,
+                                             baseline_spread(series))  # fmt: skip
     path = write_baselines(folder, gpu, kept.values())
     click.echo(f"{written} baseline(s) set from up to {runs} run(s) each in {path}")
     return 0
+
+
+def baseline_spread(series: list[PerfResult]) -> float:
+    """The noise between the runs' medians, and at least the median of their own round noise: a baseline
+    from runs that happened to agree still carries the spread each run measured."""
+    return max(robust_noise([r.value for r in series]), statistics.median(r.noise for r in series))
 
 
 @baseline.command("show")
@@ -87,9 +97,10 @@ def show_command(gpu: str, folder: Path) -> int:
     if not found:
         click.echo(f"no baselines for {gpu} ({baseline_file(folder, gpu)} does not exist)")
         return 0
-    click.echo("| case | metric | baseline | threshold | runs | commit |\n|---|---|---:|---:|---:|---|")
+    click.echo("| case | metric | baseline | spread | threshold | runs | commit |\n|---|---|---:|---:|---:|---:|---|")
     for b in sorted(found.values(), key=lambda b: (b.case_id, b.metric)):
-        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.threshold:.0%} | {b.runs} | {b.commit} |")
+        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.spread:.3g} | {b.threshold:.0%} | {b.runs} "
+                   f"| {b.commit} |")  # fmt: skip
     return 0
 
 
@@ -108,7 +119,8 @@ def diff_command(gpu: str, history_file: Path | None, folder: Path, run_id: str 
     for case_id in dict.fromkeys(r.case_id for r in results):
         mine = [r for r in results if r.case_id == case_id]
         case_baselines = {m: b for (c, m), b in baselines.items() if c == case_id}
-        judged = judge({r.metric: r.value for r in mine}, case_baselines, gate=PerfGate.FAIL, requires_graphs=False)
+        judged = judge({r.metric: r.value for r in mine}, case_baselines, gate=PerfGate.FAIL, requires_graphs=False,
+                       noise={r.metric: r.noise for r in mine})  # fmt: skip
         for r, j in zip(mine, judged, strict=True):
             b = j.baseline
             rows.append(dataclasses.replace(r, verdict=j.verdict, note=j.note, baseline=b.value if b else None,
@@ -133,15 +145,14 @@ def _run_results(store: HistoryStore, gpu: str, run_id: str | None) -> list[Perf
 @click.argument("case")
 @gpu_option
 @click.option("--metric", "metric_name", default="decode_tokens_per_s", show_default=True)
-@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Write the plot here.")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=Path), help="Also draw the plot here (matplotlib).")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000), help="Newest runs drawn.")
 @history_option
 @baselines_option
-def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, history_file: Path | None,
+def trend_command(case: str, gpu: str, metric_name: str, png: Path | None, limit: int, history_file: Path | None,
                   folder: Path) -> int:  # fmt: skip
-    """Draw CASE's METRIC on GPU over its recorded runs, with its baseline and threshold."""
-    from ci_tool.perf.trend import draw_trend  # matplotlib only for this verb
-
+    """Print the change points of CASE's METRIC on GPU over its recorded runs, each with the commit range it
+    landed in; with --png, draw the series with its baseline, threshold and change points."""
     metric(metric_name)  # an unknown metric is an error with the closest names
     with HistoryStore(history_path(history_file), read_only=True) as store:
         series = perf_series(store, case, gpu=gpu, metric=metric_name, limit=limit)
@@ -152,6 +163,13 @@ def trend_command(case: str, gpu: str, metric_name: str, png: Path, limit: int, 
             hint = did_you_mean(case, known) or f"cases on {gpu}: {', '.join(known) or 'none'}"
             raise PerfError(f"expected recorded results of {case!r} {metric_name} on {gpu}, found none",
                             where=Where(str(store.path)), hint=hint)  # fmt: skip
-    draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png)
-    click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu} drawn in {png}")
+    shifts = series_shifts(series)
+    if png is not None:
+        from ci_tool.perf.trend import draw_trend  # matplotlib only for the picture
+
+        draw_trend(series, load_baselines(folder, gpu).get((case, metric_name)), png, shifts)
+        click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu} drawn in {png}")
+    else:
+        click.echo(f"{len(series)} run(s) of {case} {metric_name} on {gpu}")
+    click.echo(f"{len(shifts)} change point(s) (E-Divisive means)" + "".join(f"\n  {s.line()}" for s in shifts))
     return 0

@@ -74,6 +74,8 @@ def describe(stage_name: StageName) -> str:
         parts.append(f"shard {stage_name.shard}")
     mode = f"mode {stage_name.mode.value}"
     parts.append(mode + (" (functional-only: perf never fails it)" if stage_name.functional_only else ""))
+    if stage_name.policy.runs_alone:
+        parts.append("runs alone on its host")
     return f"{stage_name.name}: {', '.join(parts)}"
 
 

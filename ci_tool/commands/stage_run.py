@@ -171,6 +171,11 @@ def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None, *,
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
     ]
+    if plan.name.policy.runs_alone:
+        lines.append(
+            f"host: runs alone ({plan.name.mode.value} mode: no other stage shares it"
+            + ("; the Slurm job is --exclusive)" if slurm else "; this runner runs one stage at a time)")
+        )
     if slurm:
         from ci_tool.run.slurm_executor import job_files, job_request  # the local path never imports Slurm's
 

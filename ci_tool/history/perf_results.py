@@ -1,9 +1,11 @@
 """Perf-sanity results in the history: one row per (run, stage, case, GPU type, metric), with the code it ran.
 
-    perf_results   value, the baseline and threshold it was gated against, the verdict and its note,
+    perf_results   value (the median of the case's rounds), noise (1.4826 * MAD of the rounds) and rounds,
+                   the baseline and threshold it was gated against, the verdict and its note,
                    whether the stage was post-merge, the branch and commit, when it was recorded
 
-The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it). Rows are written
+The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it); noise
+and rounds are step NOISE_STEP (in schema.py; rows from before it read as noise 0 over 1 round). Rows are written
 by the perf-sanity pytest fixture (ci_tool.perf.fixture) as each case ends, so a plain `pytest` run records
 them too; `ci-tool perf baseline set` takes medians from them and the reports and trends read them.
 """
@@ -44,10 +46,11 @@ CREATE TABLE IF NOT EXISTS perf_results (
 CREATE INDEX IF NOT EXISTS perf_results_by_key ON perf_results (case_id, gpu, metric, recorded_at);
 """
 SCHEMA_STATEMENTS = tuple(statement for statement in SCHEMA.split(";") if statement.strip())
+NOISE_STEP = 7  # after history-robust's step 6 (run owners); the last step when written
 
 _COLUMNS = (
     "run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch, "
-    "commit_sha, recorded_at"
+    "commit_sha, recorded_at, noise, rounds"
 )
 
 
@@ -70,6 +73,8 @@ class PerfResult:
     post_merge: bool = False
     branch: str = ""
     commit: str = ""
+    noise: float = 0.0  # 1.4826 * MAD of the case's rounds, in the metric's unit; 0 for one round
+    rounds: int = 1  # measured rounds the value is the median of
 
     @property
     def delta(self) -> float | None:
@@ -84,14 +89,14 @@ def record_perf_results(store: HistoryStore, results: Sequence[PerfResult]) -> N
     values = [
         (
             r.run_id, r.stage, r.case_id, r.gpu, r.metric, r.value, r.baseline, r.threshold, r.verdict.value,
-            r.note, r.test_id, int(r.post_merge), r.branch, r.commit, r.recorded_at,
+            r.note, r.test_id, int(r.post_merge), r.branch, r.commit, r.recorded_at, r.noise, r.rounds,
         )
         for r in results
     ]  # fmt: skip
 
     def insert(db: sqlite3.Connection) -> None:
         db.executemany(
-            f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
             values,
         )
 
@@ -145,16 +150,14 @@ def perf_trends(store: HistoryStore, results: Sequence[PerfResult], *, limit: in
     return trends
 
 
-def perf_overview(store: HistoryStore, *, limit: int) -> list[tuple[PerfResult, list[float]]]:
-    """Every (case, GPU type, metric) recorded: its newest result and its newest `limit` values, oldest
-    first (the dashboard's perf page), sorted by case, GPU type and metric."""
+def perf_overview(store: HistoryStore, *, limit: int) -> list[list[PerfResult]]:
+    """Every (case, GPU type, metric) recorded: its newest `limit` results, oldest first (the dashboard's perf
+    page: the newest against its baseline, the trend and its change points), sorted by case, GPU type and metric;
+    a key none of whose rows is good is left out."""
     raw = store.rows("SELECT DISTINCT case_id, gpu, metric FROM perf_results ORDER BY 1, 2, 3")
-    overview = []
-    for case_id, gpu, metric in rows.read(store, raw, lambda row: _key(store, "case_id, gpu, metric", row), skip=True):
-        series = perf_series(store, case_id, gpu=gpu, metric=metric, limit=limit)
-        if series:  # none when every row of the key is bad
-            overview.append((series[-1], [r.value for r in series]))
-    return overview
+    keys = rows.read(store, raw, lambda row: _key(store, "case_id, gpu, metric", row), skip=True)
+    series = [perf_series(store, case_id, gpu=gpu, metric=metric, limit=limit) for case_id, gpu, metric in keys]
+    return [found for found in series if found]
 
 
 def latest_post_merge(store: HistoryStore, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None:
@@ -195,7 +198,7 @@ def _result(store: HistoryStore, row: Sequence[Any]) -> PerfResult:
         r.key_text("run_id"), r.key_text("stage"), r.key_text("case_id"), r.key_text("gpu"), r.key_text("metric"),
         r.number("value"), r.vocabulary("verdict", PerfVerdict), r.timestamp("recorded_at"),
         r.optional_number("baseline"), r.optional_number("threshold"), r.text("note"), r.text("test_id"),
-        r.flag("post_merge"), r.text("branch"), r.text("commit_sha"),
+        r.flag("post_merge"), r.text("branch"), r.text("commit_sha"), r.number("noise"), r.count("rounds"),
     )  # fmt: skip
 
 

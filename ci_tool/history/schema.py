@@ -114,6 +114,13 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
         6,  # who owns a running run: the stale-run sweep closes those whose owner died (owners.py)
         (AddColumn("runs", "owner_pid", "INTEGER"), AddColumn("runs", "owner_start", "TEXT NOT NULL DEFAULT ''")),
     ),
+    (
+        perf_results.NOISE_STEP,  # a perf result's noise and rounds (rows from before: noise 0 over 1 round)
+        (
+            AddColumn("perf_results", "noise", "REAL NOT NULL DEFAULT 0"),
+            AddColumn("perf_results", "rounds", "INTEGER NOT NULL DEFAULT 1"),
+        ),
+    ),
 )
 CODE_VERSION = 3  # the first version whose runs hold their code and scope
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -5,11 +5,13 @@
       gpu: H200
       baselines:
         gpu-gemma_like-pool4g-b80:
-          decode_tokens_per_s: {value: 2944.0, threshold: 0.1, runs: 3, commit: 3f2a9c1}
+          decode_tokens_per_s: {value: 2944.0, threshold: 0.1, spread: 41.2, runs: 5, commit: 3f2a9c1}
 
 They are data, not history: CI's clean clone has no history, so the gate reads these files, and
 `ci-tool perf baseline set` rewrites one atomically from the median of recorded runs. A GPU type without a
-file has no baselines (its cases are recorded, not gated). Thresholds are relative (0.1 = 10 %).
+file has no baselines (its cases are recorded, not gated). Thresholds are relative (0.1 = 10 %). `spread` is
+the baseline's noise in the metric's unit (1.4826 * MAD between its runs' medians, at least the median of the
+runs' own round noise); a file without it (an older one) reads as 0, the threshold alone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ci_tool.yaml_nodes import NodeReader, compose
 
 BASELINE_DIR = CONFIG_DIR / "baselines"  # relative to the repository root
 BASELINE_VERSION = 1
-_ENTRY_KEYS = ("value", "threshold", "runs", "commit")
+_ENTRY_KEYS = ("value", "threshold", "spread", "runs", "commit")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Baseline:
     threshold: float  # relative: a value this much worse than `value` is a regression
     runs: int = 1  # how many recorded runs the median was taken over
     commit: str = ""  # the newest commit among them
+    spread: float = 0.0  # the noise between those runs, in the metric's unit (gate.py)
 
 
 Baselines = Mapping[tuple[str, str], Baseline]  # (case, metric) -> baseline, for one GPU type
@@ -97,7 +100,7 @@ def _read(reader: NodeReader, root: Node, gpu: str) -> dict[tuple[str, str], Bas
 
 
 def _entry(reader: NodeReader, node: Node, path: str, case_id: str, gpu: str, name: str) -> Baseline | None:
-    entry = reader.mapping(node, path, "a mapping of value, threshold, runs, commit", _ENTRY_KEYS)
+    entry = reader.mapping(node, path, "a mapping of value, threshold, spread, runs, commit", _ENTRY_KEYS)
     if entry is None:
         return None
     for key in ("value", "threshold"):
@@ -110,11 +113,16 @@ def _entry(reader: NodeReader, node: Node, path: str, case_id: str, gpu: str, na
         reader.problem(entry["threshold"], f"{path}.threshold",
                        f"expected a relative threshold from 0 to 1, found {threshold:g}", "0.1 means 10 %")  # fmt: skip
         return None
+    spread = reader.number(entry["spread"], f"{path}.spread", "a spread >= 0") if "spread" in entry else 0.0
+    if spread is not None and spread < 0:
+        reader.problem(entry["spread"], f"{path}.spread", f"expected a spread >= 0, found {spread:g}",
+                       "run `ci-tool perf baseline set`")  # fmt: skip
+        return None
     runs = reader.integer(entry["runs"], f"{path}.runs", "an integer >= 1", minimum=1) if "runs" in entry else 1
     commit = reader.scalar(entry["commit"], f"{path}.commit", ("str", "int"), "a commit") if "commit" in entry else ""
-    if value is None or threshold is None or runs is None:
+    if value is None or threshold is None or runs is None or spread is None:
         return None
-    return Baseline(case_id, gpu, name, value, threshold, runs, commit or "")
+    return Baseline(case_id, gpu, name, value, threshold, runs, commit or "", spread)
 
 
 def baselines_text(gpu: str, baselines: Iterable[Baseline]) -> str:
@@ -122,11 +130,13 @@ def baselines_text(gpu: str, baselines: Iterable[Baseline]) -> str:
     by_case: dict[str, dict[str, dict[str, object]]] = {}
     for b in sorted(baselines, key=lambda b: (b.case_id, b.metric)):
         by_case.setdefault(b.case_id, {})[b.metric] = {
-            "value": round(b.value, 6), "threshold": b.threshold, "runs": b.runs, "commit": b.commit,
+            "value": round(b.value, 6), "threshold": b.threshold, "spread": round(b.spread, 6), "runs": b.runs,
+            "commit": b.commit,
         }  # fmt: skip
     header = (
         f"# Perf-sanity baselines on {gpu}, written by `ci-tool perf baseline set` from the history (the median\n"
-        "# of recorded runs). Thresholds are relative (0.1 = 10 % worse fails); edit them here, set values anew.\n"
+        "# of recorded runs; spread: their noise). Thresholds are relative (0.1 = 10 % worse fails, and only when\n"
+        "# past 3x the combined noise too); edit them here, set values anew.\n"
     )
     body = yaml.safe_dump({"version": BASELINE_VERSION, "gpu": gpu, "baselines": by_case}, sort_keys=False,
                           default_flow_style=None, width=200)  # fmt: skip

@@ -2,6 +2,8 @@
 
     version: 1
     model: gemma-like                 # an engine model preset
+    rounds: 5                         # measured rounds per GPU case, in one process: the median and its noise
+    warmup_rounds: 1                  # rounds run first and discarded (caches, clocks, allocator)
     server_configs:                   # the server part: one engine set-up each
     - name: pool4g
       max_batch_size: 256             # also the largest CUDA-graph batch size
@@ -15,6 +17,7 @@
         input_len: 96
         output_len: 32
         cpu: {hidden_size: 64, output_len: 4}   # optional: also run eagerly on CPU, these sizes changed
+                                                 # (CPU cases check coverage, not speed: 1 round unless set)
 
 A case's id is `<mode>-<config>-<server>-<client>` (mode `gpu`, or `cpu` for a client with a `cpu` part):
 what `tests/perf/test_perf_sanity.py::test_e2e[...]` is parametrized with and the history is keyed by.
@@ -39,13 +42,17 @@ CONFIG_DIR = Path("tests/scripts/perf-sanity")  # relative to the repository roo
 CASE_TEST = "tests/perf/test_perf_sanity.py::test_e2e"  # parametrized with the case ids
 CONFIG_VERSION = 1
 WARMUP_STEPS = 2  # untimed decode steps before a case's output_len timed ones
+DEFAULT_ROUNDS = 5  # a GPU case's measured rounds: enough for a median and a MAD that one stray round cannot move
+DEFAULT_WARMUP_ROUNDS = 1
+CPU_ROUNDS = 1  # CPU cases gate coverage, never speed: one round, no warm-up, unless their `cpu` part says
 _NAME = re.compile(r"[a-z0-9_]+")  # no dashes: they separate the parts of a case id
-_TOP_KEYS = ("version", "model", "server_configs")
+_ROUND_KEYS = ("rounds", "warmup_rounds")
+_TOP_KEYS = ("version", "model", *_ROUND_KEYS, "server_configs")
 _SERVER_KEYS = ("name", "max_batch_size", "max_num_tokens", "hidden_size", "cuda_graphs", "kv_cache_config",
                 "client_configs")  # fmt: skip
 _KV_KEYS = ("budget_gib", "tokens_per_block", "avg_seq_len", "pool_ratio")
 _CLIENT_KEYS = ("name", "concurrency", "input_len", "output_len", "cpu")
-_CPU_KEYS = ("hidden_size", "budget_gib", "max_batch_size", "concurrency", "input_len", "output_len")
+_CPU_KEYS = ("hidden_size", "budget_gib", "max_batch_size", "concurrency", "input_len", "output_len", *_ROUND_KEYS)
 
 
 class Mode(enum.StrEnum):
@@ -79,6 +86,14 @@ class Load:
 
 
 @dataclass(frozen=True)
+class Rounds:
+    """How a case measures: `warmup` rounds discarded, then `measured` rounds summarised (noise.py)."""
+
+    measured: int = DEFAULT_ROUNDS
+    warmup: int = DEFAULT_WARMUP_ROUNDS
+
+
+@dataclass(frozen=True)
 class PerfCase:
     """One case: a model preset under a server set-up and a client load, in one mode."""
 
@@ -94,6 +109,7 @@ class PerfCase:
     kv_cache: KvCacheSpec
     load: Load
     source: str  # file:line of the client entry, for messages
+    rounds: Rounds = Rounds()
 
     @property
     def case_id(self) -> str:
@@ -164,6 +180,7 @@ class _Reader(NodeReader):
         if model is not None and models is not None and model not in models:
             hint = did_you_mean(model, models) or f"models are {', '.join(models)}"
             self.problem(top["model"], "model", f"expected a model preset, found {model!r}", hint)
+        rounds = self._rounds(top, "", Rounds())
         cases: list[PerfCase] = []
         servers = top.get("server_configs")
         if servers is not None:
@@ -173,7 +190,19 @@ class _Reader(NodeReader):
                 seen: set[str] = set()
                 for index, node in enumerate(servers.value):
                     cases += self._server(node, f"server_configs[{index}]", path.stem, model or "", seen)
+        if rounds is not None:
+            cases = [c if c.mode is Mode.CPU else dataclasses.replace(c, rounds=rounds) for c in cases]
         return PerfConfig(path, model or "", tuple(cases))
+
+    def _rounds(self, entry: dict[str, Node], path: str, default: Rounds) -> Rounds | None:
+        prefix = f"{path}." if path else ""
+        measured: int | None = default.measured
+        warmup: int | None = default.warmup
+        if "rounds" in entry:
+            measured = self.integer(entry["rounds"], f"{prefix}rounds", "an integer >= 1", minimum=1)
+        if "warmup_rounds" in entry:
+            warmup = self.integer(entry["warmup_rounds"], f"{prefix}warmup_rounds", "an integer >= 0", minimum=0)
+        return None if measured is None or warmup is None else Rounds(measured, warmup)
 
     def _name(self, node: Node, path: str, *, allow_dash: bool = False) -> str | None:
         text = self.scalar(node, path, ("str",), "a name")
@@ -320,6 +349,9 @@ class _Reader(NodeReader):
             self.problem(node, path, f"expected a concurrency <= max_batch_size {batch}, found {load.concurrency}",
                          "raise max_batch_size or lower the concurrency")  # fmt: skip
             return None
+        rounds = self._rounds(entry, path, Rounds(CPU_ROUNDS, 0))
+        if rounds is None:
+            return None
         kv = dataclasses.replace(gpu.kv_cache, budget_gib=budget) if budget is not None else gpu.kv_cache
         return dataclasses.replace(gpu, mode=Mode.CPU, load=load, hidden_size=hidden, kv_cache=kv,
-                                   max_batch_size=batch)  # fmt: skip
+                                   max_batch_size=batch, rounds=rounds)  # fmt: skip

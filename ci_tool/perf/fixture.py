@@ -1,12 +1,14 @@
 """The pytest side of perf sanity: a `perf_sanity` fixture that records a case's metrics and gates them.
 
-`perf_sanity.report(case, values)`: the case's metrics go into the history (keyed by case, GPU type and
-metric, with the run, stage, branch and commit), each is judged against this GPU type's committed baseline
-(gate.py) and the stage's gate (the runner exports it): a regression fails a pre-merge PerfSanity stage,
-warns in post-merge or FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs
-always fails. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the
-verdicts travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR
-comment).
+`perf_sanity.report(case, values, noise=..., rounds=...)`: the case's metrics (the medians of its rounds,
+with their noise, noise.py) go into the history (keyed by case, GPU type and metric, with the run, stage,
+branch and commit), each is judged against this GPU type's committed baseline (gate.py) and the stage's gate
+(the runner exports it): a regression fails a pre-merge PerfSanity stage, warns in post-merge or
+FUNCTIONAL-ONLY stages, and lost CUDA-graph coverage on a case that requires graphs always fails. A
+post-merge stage also searches each gated metric's post-merge series for change points (shifts.py): one for
+the worse that this run brought to light warns, with the commit range it landed in, whatever the threshold
+said. Each metric is also a numeric JUnit property (perf mode's results log reads those) and the verdicts
+travel as one `ci_tool.perf` property (transport.py) for reports that only have the JUnit (the PR comment).
 
     from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture, in a conftest.py)
 
@@ -18,6 +20,7 @@ $CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COM
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -31,11 +34,14 @@ import pytest
 
 from ci_tool import sysinfo
 from ci_tool.errors import CiToolError
-from ci_tool.history.perf_results import PerfResult, latest_post_merge, record_perf_results
+from ci_tool.history.perf_results import PerfResult, latest_post_merge, perf_series, record_perf_results
 from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
+from ci_tool.perf.metrics import metric
+from ci_tool.perf.shifts import SHIFT_WINDOW, new_regressions
 from ci_tool.perf.transport import PERF_PROPERTY, to_property
 from ci_tool.stages.modes import perf_gate_from_env
 from ci_tool.stages.names import parse_stage_name
@@ -98,8 +104,11 @@ class PerfSanity:
         self.environ = environ
         self.rootdir = Path(request.config.rootpath)
 
-    def report(self, case: PerfCase, values: Mapping[str, float]) -> list[Judged]:
-        """Record, judge and gate one case's metrics; returns the verdicts (the test may assert more)."""
+    def report(
+        self, case: PerfCase, values: Mapping[str, float], *, noise: Mapping[str, float] | None = None, rounds: int = 1
+    ) -> list[Judged]:
+        """Record, judge and gate one case's metrics (medians over `rounds`, with their `noise`); returns the
+        verdicts (the test may assert more)."""
         gpu = gpu_type(case.mode)
         folder = Path(self.environ.get(BASELINES_ENV) or self.rootdir / BASELINE_DIR)
         baselines = {m: b for (c, m), b in load_baselines(folder, gpu).items() if c == case.case_id}
@@ -108,8 +117,10 @@ class PerfSanity:
         store = self._store()
         target = self._target_latest(store, case.case_id, gpu, origin, values) if store else {}
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
-                       target_latest=target, target_branch=origin.target_branch)  # fmt: skip
-        rows = [self._row(case, gpu, origin, j) for j in judged]
+                       target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
+        rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
+        if store is not None and origin.post_merge:
+            judged, rows = self._change_points(store, judged, rows)
         if store is not None:
             self._record(store, rows)
         node = self.request.node
@@ -123,6 +134,25 @@ class PerfSanity:
         if warned:
             warnings.warn(PerfRegressionWarning(f"{warned} (perf gate: {gate.value})"), stacklevel=2)
         return judged
+
+    def _change_points(
+        self, store: HistoryStore, judged: list[Judged], rows: list[PerfResult]
+    ) -> tuple[list[Judged], list[PerfResult]]:
+        """A post-merge run's gated metrics whose series gained a change point for the worse: WARNED, the
+        change point (levels, commit range) in the note."""
+        out_judged, out_rows = [], []
+        for j, row in zip(judged, rows, strict=True):
+            if metric(j.metric).gated and not j.verdict.fails:
+                earlier = perf_series(store, row.case_id, gpu=row.gpu, metric=row.metric, limit=SHIFT_WINDOW,
+                                      post_merge=True)  # fmt: skip
+                found = new_regressions([*(r for r in earlier if r.run_id != row.run_id), row][-SHIFT_WINDOW:])
+                if found:
+                    note = "; ".join([*([j.note] if j.note else []), *(f"new {s.line()}" for s in found)])
+                    j = dataclasses.replace(j, verdict=PerfVerdict.WARNED, note=note)
+                    row = dataclasses.replace(row, verdict=PerfVerdict.WARNED, note=note)
+            out_judged.append(j)
+            out_rows.append(row)
+        return out_judged, out_rows
 
     def _store(self) -> HistoryStore | None:
         try:
@@ -148,12 +178,12 @@ class PerfSanity:
         except CiToolError as error:
             warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
 
-    def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged) -> PerfResult:
+    def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged, rounds: int) -> PerfResult:
         baseline = judged.baseline
         return PerfResult(
             origin.run_id, origin.stage, case.case_id, gpu, judged.metric, judged.value, judged.verdict, time.time(),
             baseline.value if baseline else None, baseline.threshold if baseline else None, judged.note,
-            self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit,
+            self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit, judged.noise, rounds,
         )  # fmt: skip
 
 

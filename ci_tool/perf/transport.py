@@ -5,7 +5,7 @@ Jenkins that is the test report API: the junit step keeps testcase properties wi
 (junit plugin 1207+, see L0_Test.groovy.j2) and exports them per case as `properties`.
 
     [{"case": "gpu-gemma_like-pool4g-b80", "gpu": "H200", "metric": "decode_tokens_per_s", "value": 4.1e4,
-      "baseline": 4.0e4, "threshold": 0.1, "verdict": "passed", "note": ""}, ...]
+      "baseline": 4.0e4, "threshold": 0.1, "verdict": "passed", "note": "", "noise": 310.0, "rounds": 5}, ...]
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def from_property(text: str, *, run_id: str, stage: str, test_id: str, post_merg
 def _carried(row: PerfResult) -> dict[str, object]:
     return {
         "case": row.case_id, "gpu": row.gpu, "metric": row.metric, "value": row.value, "baseline": row.baseline,
-        "threshold": row.threshold, "verdict": row.verdict.value, "note": row.note,
+        "threshold": row.threshold, "verdict": row.verdict.value, "note": row.note, "noise": row.noise,
+        "rounds": row.rounds,
     }  # fmt: skip
 
 
@@ -47,4 +48,5 @@ def _row(item: dict[str, Any], *, run_id: str, stage: str, test_id: str, post_me
         run_id, stage, str(item["case"]), str(item["gpu"]), str(item["metric"]), float(item["value"]),
         PerfVerdict(item["verdict"]), 0.0, None if baseline is None else float(baseline),
         None if threshold is None else float(threshold), str(item.get("note", "")), test_id, post_merge,
+        noise=float(item.get("noise", 0.0)), rounds=int(item.get("rounds", 1)),
     )  # fmt: skip

@@ -14,6 +14,7 @@ from ci_tool.history.overview import RunSummary
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.queries import FlakyTest, SlowTest
 from ci_tool.outcomes import RunState
+from ci_tool.perf.shifts import series_shifts
 from ci_tool.report.html import PERF_HEADERS, perf_cells
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
 from ci_tool.run.report import run_state_words, seconds_text
@@ -133,17 +134,20 @@ def slowest_page(slowest: Sequence[SlowTest], *, window: int, nav: Nav) -> str:
     return _table_page("Slowest tests", caption, headers, rows, numbers=(1, 2, 3), empty=empty, nav=nav)
 
 
-def perf_page(
-    overview: Sequence[tuple[PerfResult, Sequence[float]]], run_hrefs: Mapping[str, str], *, window: int, nav: Nav
-) -> str:
-    """Every perf-sanity case's metrics: the newest result against its baseline, with its trend."""
+def perf_page(overview: Sequence[Sequence[PerfResult]], run_hrefs: Mapping[str, str], *, window: int, nav: Nav) -> str:
+    """Every perf-sanity case's metrics: the newest result against its baseline, with its trend and the change
+    points found in it (marked on the trend, and listed with the commit range each landed in)."""
     rows = []
-    for newest, values in overview:
+    for series in overview:
+        newest = series[-1]
+        shifts = series_shifts(series)
         href = run_hrefs.get(newest.run_id)
         run = f"<code>{text(newest.run_id)}</code>"
-        rows.append([*perf_cells(newest, values), f'<a href="{attribute(href)}">{run}</a>' if href else run])
+        cells = perf_cells(newest, [r.value for r in series], marks=[s.point.index for s in shifts])
+        changes = "<br>".join(text(s.line()) for s in shifts) or '<span class="muted">none</span>'
+        rows.append([*cells, changes, f'<a href="{attribute(href)}">{run}</a>' if href else run])
     caption = f"Perf-sanity cases: the newest result of each metric and its last {window} results"
-    headers = (*PERF_HEADERS, "Newest run")
+    headers = (*PERF_HEADERS, "Change points (E-Divisive means)", "Newest run")
     empty = "No perf-sanity results recorded yet."
     return _table_page("Perf cases", caption, headers, rows, numbers=(3, 4, 5), empty=empty, nav=nav)
 

@@ -209,8 +209,9 @@ def _perf(results: Sequence[PerfResult], trends: PerfTrends) -> list[str]:
     ]
 
 
-def perf_cells(r: PerfResult, values: Sequence[float]) -> list[str]:
-    """A perf metric's row: case, GPU, metric, value, baseline, delta, verdict and trend (`values`)."""
+def perf_cells(r: PerfResult, values: Sequence[float], *, marks: Sequence[int] = ()) -> list[str]:
+    """A perf metric's row: case, GPU, metric, value, baseline, delta, verdict and trend (`values`, with its
+    change points `marks`)."""
     verdict = r.verdict.value.replace("_", " ") + (f": {r.note}" if r.note else "")
     label = f"{r.metric} of {r.case_id} on {r.gpu} over {len(values)} results" + (
         f", baseline {r.baseline:.4g}" if r.baseline is not None else ""
@@ -223,7 +224,7 @@ def perf_cells(r: PerfResult, values: Sequence[float]) -> list[str]:
         text(f"{r.baseline:.4g}") if r.baseline is not None else "–",
         text(f"{r.delta:+.1%}") if r.delta is not None else "–",
         f'<span class="{attribute(_VERDICT_CLASS.get(r.verdict, "muted"))}">{text(verdict)}</span>',
-        sparkline(values, label=label, reference=r.baseline) or '<span class="muted">one result</span>',
+        sparkline(values, label=label, reference=r.baseline, marks=marks) or '<span class="muted">one result</span>',
     ]
 
 

@@ -117,10 +117,17 @@ def state(value: str, words: str | None = None) -> str:
 
 
 def sparkline(
-    values: Sequence[float], *, label: str, reference: float | None = None, width: int = 120, height: int = 24
+    values: Sequence[float],
+    *,
+    label: str,
+    reference: float | None = None,
+    marks: Sequence[int] = (),
+    width: int = 120,
+    height: int = 24,
 ) -> str:
     """A tiny inline-SVG line of `values` (oldest first), with `label` for screen readers; `reference` (a
-    baseline) is drawn as a dashed level line."""
+    baseline) is drawn as a dashed level line; each of `marks` (a change point: the index of the first value
+    of a new level) as a vertical line just before that value."""
     if len(values) < 2:
         return ""
     levels = [*values, *([reference] if reference is not None else [])]
@@ -138,8 +145,13 @@ def sparkline(
         if reference is not None
         else ""
     )
+    changes = "".join(
+        f'<line class="change-point" x1="{2 + (index - 0.5) * step:.1f}" x2="{2 + (index - 0.5) * step:.1f}" '
+        f'y1="0" y2="{height}" stroke="currentColor" stroke-opacity=".7" stroke-dasharray="1 1"/>'
+        for index in marks
+    )
     return (
         f'<svg class="trend" role="img" aria-label="{attribute(label)}" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}">{level}<polyline fill="none" stroke="currentColor" stroke-width="1.5" '
-        f'points="{points}"/></svg>'
+        f'viewBox="0 0 {width} {height}">{level}{changes}<polyline fill="none" stroke="currentColor" '
+        f'stroke-width="1.5" points="{points}"/></svg>'
     )

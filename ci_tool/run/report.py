@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ci_tool.errors import CiToolError
 from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfResult, run_perf_results
@@ -25,6 +26,8 @@ from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestReco
 from ci_tool.markdown import code, code_block, code_cell
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.report_lines import perf_section
+from ci_tool.stages.modes import RAN_ALONE
+from ci_tool.stages.names import parse_stage_name
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def report_sections(report: CiReport) -> list[str]:
     ]
     for s in report.stages:
         if s.state.ran:
-            result = f"**{s.state}**" + (f" ({code_cell(s.reason)})" if s.reason else "")
+            result = f"**{s.state}**" + (f" ({code_cell(s.reason)})" if s.reason else "") + _alone(s.name)
             counts = f"{seconds_text(s.duration_seconds)} | {s.passed} | {s.failed} | {s.skipped}"
             lines.append(f"| {code_cell(s.name)} | {result} | {counts} |")
         elif s.state is StageState.REUSED:
@@ -205,6 +208,14 @@ def report_sections(report: CiReport) -> list[str]:
     lines += _failure_section(report) + _known_flaky_section(report) + perf_section(report.perf)
     lines += _rerun_section(report) + _waive_section(report)
     return lines + _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
+
+
+def _alone(stage: str) -> str:
+    """`, ran alone` for a stage whose mode keeps other stages off its host (every executor enforces it)."""
+    try:
+        return f", {RAN_ALONE}" if parse_stage_name(stage).policy.runs_alone else ""
+    except CiToolError:  # a stage recorded under a name from elsewhere: nothing to say
+        return ""
 
 
 def counted(count: int, noun: str) -> str:

@@ -96,6 +96,7 @@ class JobRequest:
     time_minutes: int | None = None  # None: the partition's default limit
     exclude: tuple[str, ...] = ()  # node lists (`n2`, `n[3-4]`) the job must not run on
     comment: str = ""
+    exclusive: bool = False  # the nodes to itself: no other job shares them (perf stages)
 
     def sbatch_args(self) -> list[str]:
         """The sbatch command line (options as `--opt=value`)."""
@@ -112,6 +113,8 @@ class JobRequest:
             args.append(f"--time={self.time_minutes}")
         if self.exclude:
             args.append(f"--exclude={','.join(self.exclude)}")
+        if self.exclusive:
+            args.append("--exclusive")
         if self.comment:
             args.append(f"--comment={self.comment}")
         return [*args, str(self.script)]
@@ -123,6 +126,8 @@ class JobRequest:
             parts.append(f"gpu:{self.gpus_per_node} per node")
         if self.time_minutes is not None:
             parts.append(f"{self.time_minutes} min")
+        if self.exclusive:
+            parts.append("exclusive")
         if self.exclude:
             parts.append(f"excluding {','.join(self.exclude)}")
         return ", ".join(parts)

@@ -116,6 +116,7 @@ def job_request(ready: ReadyStage, files: JobFiles, *, run_id: str, partition: s
         gpus_per_node=gpus_per_node(name),
         time_minutes=ready.timeout_minutes,
         comment=f"ci-tool run {run_id}",
+        exclusive=name.policy.runs_alone,
     )
 
 

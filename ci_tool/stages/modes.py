@@ -3,10 +3,14 @@
 The stage-name grammar (`names.py`) decides the mode from the tags; this module says what each mode
 implies, so that no other module tests for "Perf" substrings:
 
-    mode         tag           sharded  extra pytest options   perf gate
-    functional   (none)        yes      none                   none
-    perf         `Perf`        no       PERF_PYTEST_ARGS       fail
-    perf_sanity  `PerfSanity`  yes      none                   fail in pre-merge, warn in post-merge
+    mode         tag           sharded  extra pytest options   perf gate                            runs alone
+    functional   (none)        yes      none                   none                                 no
+    perf         `Perf`        no       PERF_PYTEST_ARGS       fail                                 yes
+    perf_sanity  `PerfSanity`  yes      none                   fail in pre-merge, warn in post-merge yes
+
+"Runs alone": no other stage shares its host, on every executor (timings taken beside another stage
+measure the neighbour): the local runner runs one stage at a time, Slurm jobs are `--exclusive`, and the
+generated Jenkins and GitHub stages ask for a `<platform>-perf` agent, a pool no other stage asks for.
 
 `FUNCTIONAL-ONLY` turns any failing gate into a warning: perf never fails that stage.
 
@@ -59,6 +63,7 @@ class ModePolicy:
     sharded: bool
     pytest_args: tuple[str, ...]
     perf_gate: PerfGate
+    runs_alone: bool = False  # no other stage may share its host (timings are its result)
 
 
 def mode_policy(mode: TestMode, *, post_merge: bool, functional_only: bool) -> ModePolicy:
@@ -67,9 +72,12 @@ def mode_policy(mode: TestMode, *, post_merge: bool, functional_only: bool) -> M
         return ModePolicy(mode, sharded=True, pytest_args=(), perf_gate=PerfGate.NONE)
     if mode is TestMode.PERF:
         gate = PerfGate.WARN if functional_only else PerfGate.FAIL
-        return ModePolicy(mode, sharded=False, pytest_args=PERF_PYTEST_ARGS, perf_gate=gate)
+        return ModePolicy(mode, sharded=False, pytest_args=PERF_PYTEST_ARGS, perf_gate=gate, runs_alone=True)
     gate = PerfGate.WARN if functional_only or post_merge else PerfGate.FAIL
-    return ModePolicy(mode, sharded=True, pytest_args=(), perf_gate=gate)
+    return ModePolicy(mode, sharded=True, pytest_args=(), perf_gate=gate, runs_alone=True)
+
+
+RAN_ALONE = "ran alone"  # how plans and reports say a stage had its host to itself
 
 
 def perf_gate_from_env(environ: Mapping[str, str]) -> PerfGate:

@@ -70,6 +70,17 @@ def run_decode(
     engine: DecodeEngine, spec: ModelSpec, load: DecodeLoad, *, hidden_size: int, time_device_step: bool = True
 ) -> DecodeMeasurement:
     sequences = _admit(engine, load)
+    try:
+        return _decode(engine, spec, load, sequences, hidden_size=hidden_size, time_device_step=time_device_step)
+    finally:  # the blocks go back, so one engine can run the load again (a perf case's rounds)
+        for seq in sequences:
+            seq.cache.close()
+
+
+def _decode(
+    engine: DecodeEngine, spec: ModelSpec, load: DecodeLoad, sequences: list[Sequence], *, hidden_size: int,
+    time_device_step: bool,
+) -> DecodeMeasurement:
     tokens = torch.zeros(load.concurrency, dtype=torch.int64, device=engine.device)
     steps_ms = []
     started = 0.0

@@ -2,16 +2,20 @@
 
 On a GPU the engine captures CUDA graphs and runs the case's full sizes; in CPU mode the same code runs the
 client's CPU sizes, graphs off (the padded static-batch path still runs, so coverage means the same).
+A case runs its config's warm-up rounds (discarded) and measured rounds on one engine, in this process; the
+metrics are the medians of the measured rounds, with their noise (ci_tool.perf.noise).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import torch
 
 from ci_tool.perf.config import WARMUP_STEPS, GraphPolicy, Mode, PerfCase
 from ci_tool.perf.devices import peak_memory_bytes_per_s
+from ci_tool.perf.noise import summarize, summarize_rounds
 from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
@@ -40,13 +44,44 @@ def build_engine(case: PerfCase) -> DecodeEngine:
     return DecodeEngine(spec, config, options)
 
 
-def measure(case: PerfCase) -> tuple[DecodeMeasurement, dict[str, float]]:
-    """Run the case; its measurement and the metrics the history keeps (names from ci_tool.perf.metrics)."""
+STEP_COUNTS = ("graph_steps", "eager_steps")  # the engine's, over every round: a step eager in any round counts
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A case's rounds on one engine: the last round's measurement and each metric's median and noise."""
+
+    last: DecodeMeasurement
+    values: dict[str, float]  # the median of the measured rounds (names from ci_tool.perf.metrics)
+    noise: dict[str, float]  # 1.4826 * MAD of the measured rounds, in each metric's unit
+    rounds: int
+
+
+def measure(case: PerfCase) -> Measured:
+    """Run the case's warm-up rounds (discarded) and measured rounds on one engine, in this process."""
     engine = build_engine(case)
     load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
-    # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
-    found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
-                       time_device_step=case.mode is Mode.GPU)  # fmt: skip
+    per_round = []
+    found = None
+    for index in range(case.rounds.warmup + case.rounds.measured):
+        # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
+        found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
+                           time_device_step=case.mode is Mode.GPU)  # fmt: skip
+        if index >= case.rounds.warmup:
+            per_round.append(_values(case, found))
+    assert found is not None  # Rounds.measured >= 1 (config.py)
+    summaries = summarize_rounds(per_round)
+    for name in STEP_COUNTS:  # counts since the engine was built: the last round's covers every round
+        summaries[name] = summarize([per_round[-1][name]])
+    del engine
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return Measured(found, {name: s.median for name, s in summaries.items()},
+                    {name: s.noise for name, s in summaries.items()}, len(per_round))  # fmt: skip
+
+
+def _values(case: PerfCase, found: DecodeMeasurement) -> dict[str, float]:
+    """One round's metrics (the step counts are the engine's since it was built, STEP_COUNTS)."""
     values: dict[str, float] = {
         "decode_tokens_per_s": found.tokens_per_s,
         "step_latency_p50_ms": found.percentile_ms(0.5),
@@ -64,7 +99,4 @@ def measure(case: PerfCase) -> tuple[DecodeMeasurement, dict[str, float]]:
             values["bandwidth_fraction"] = achieved / peak
         if found.eager_step_ms is not None:
             values["graph_speedup"] = found.eager_step_ms / found.device_step_ms
-    del engine
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    return found, values
+    return values

@@ -43,10 +43,12 @@ def one_cpu_thread():
 )
 @pytest.mark.usefixtures("one_cpu_thread")
 def test_e2e(case: PerfCase, perf_sanity: PerfSanity) -> None:
-    found, values = measure(case)
+    measured = measure(case)
+    found, values = measured.last, measured.values
+    assert measured.rounds == case.rounds.measured
     assert found.graph_steps + found.eager_steps >= case.load.output_len  # every timed step was routed
     missing = [name for name in RECORDED_ALWAYS if name not in values]
     assert not missing and any(name.startswith("pool_share_") for name in values)
     if case.mode is Mode.GPU:
         assert {"achieved_gb_per_s", "bandwidth_fraction"} <= set(values)
-    perf_sanity.report(case, values)
+    perf_sanity.report(case, values, noise=measured.noise, rounds=measured.rounds)

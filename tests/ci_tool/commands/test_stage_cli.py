@@ -88,7 +88,7 @@ def test_text_output_is_one_line_per_name(capsys: pytest.CaptureFixture[str]) ->
         "A10-PyTorch-1: test stage, gpu A10 x1, 1 node, backend pytorch, pre-merge, shard 1, mode functional",
         "GB200-8_GPUs-2_Nodes-PyTorch-PerfSanity-FUNCTIONAL-ONLY-1: test stage, gpu GB200 x8, 2 nodes, "
         "backend pytorch, tags PerfSanity FUNCTIONAL-ONLY, pre-merge, shard 1, "
-        "mode perf_sanity (functional-only: perf never fails it)",
+        "mode perf_sanity (functional-only: perf never fails it), runs alone on its host",
     ]
 
 
@@ -98,7 +98,8 @@ def test_text_output_shows_a_topology_apart_from_the_tags(capsys: pytest.Capture
     assert (code, out) == (
         0,
         f"{name}: test stage, gpu GB200 x8, 2 nodes, backend pytorch, tags Disagg PerfSanity, "
-        "topology CTX1-NODE1-GPU1-GEN1-NODE1-GPU4 (descriptive), post-merge, shard 1, mode perf_sanity\n",
+        "topology CTX1-NODE1-GPU1-GEN1-NODE1-GPU4 (descriptive), post-merge, shard 1, mode perf_sanity, "
+        "runs alone on its host\n",
     )
 
 

@@ -86,8 +86,9 @@ def test_a_shard_beyond_the_shard_count_is_an_error() -> None:
     ("name", "platform", "label", "runs_on"),
     [
         ("A10-PyTorch-1", "a10", "a10", ["self-hosted", "a10"]),
-        ("H100_PCIe-PyTorch-Perf-1", "h100", "h100 && perf", ["self-hosted", "h100", "perf"]),
-        ("B200-PyTorch-PerfSanity-1", "b200", "b200", ["self-hosted", "b200"]),  # perf-sanity is not perf mode
+        ("H100_PCIe-PyTorch-Perf-1", "h100", "h100-perf", ["self-hosted", "h100-perf"]),
+        # perf-sanity is not perf mode, but it times too: it runs alone, on a perf agent
+        ("B200-PyTorch-PerfSanity-1", "b200", "b200-perf", ["self-hosted", "b200-perf"]),
         ("CPU-Generic-1", "cpu", "cpu", "ubuntu-latest"),
     ],
     ids=["gpu", "perf", "perf-sanity", "cpu"],
@@ -153,7 +154,7 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
         "single_gpu_1": [
             {
                 "stage": "H100-PyTorch-Perf-1",
-                "runs_on": ["self-hosted", "h100", "perf"],
+                "runs_on": ["self-hosted", "h100-perf"],
                 "timeout_minutes": 60,
                 "executor": "local",
             }

@@ -200,7 +200,7 @@ def engines_facts(jenkins: dict, phases: dict, github: dict, name: str) -> dict[
             "mode": row["mode"],
             "timeout_minutes": row["timeoutMinutes"],
         },
-        "jenkins_label": row["label"].split(" && ")[0],
+        "jenkins_label": row["label"],
         "executor": (row["executor"], github[name]["executor"]),
         "phase": phases[name],
         "github": (github[name]["runs_on"], github[name]["timeout_minutes"]),
@@ -211,7 +211,9 @@ def catalog_facts(spec: CatalogStage) -> dict[str, object]:
     """What the catalog says the engines must say of `spec`."""
     return {
         "jenkins": expected(spec),
-        "jenkins_label": "slurm" if spec.executor == "slurm" else spec.platform,
+        # a stage that runs alone (perf, perf-sanity) asks for its platform's perf pool, no other stage does
+        "jenkins_label": "slurm" if spec.executor == "slurm" else
+                         f"{spec.platform}-perf" if spec.name.policy.runs_alone else spec.platform,
         "executor": (spec.executor, spec.executor),
         "phase": {"arch": spec.arch, "phase": "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"},
         "github": (github_runs_on(spec), spec.timeout_minutes),

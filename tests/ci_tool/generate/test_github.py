@@ -143,7 +143,7 @@ def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_
     assert plan.matrix("single_gpu_1") == [
         {
             "stage": "H100_PCIe-PyTorch-Perf-1",
-            "runs_on": ["self-hosted", "h100-pcie", "perf"],
+            "runs_on": ["self-hosted", "h100-pcie-perf"],
             "timeout_minutes": 90,
             "executor": "local",
         }

@@ -271,7 +271,7 @@ def test_the_real_stage_runner_leaves_exactly_one_junit_file_where_the_pipeline_
 
 
 def test_perf_mode_stages_ask_for_a_perf_agent(runs: dict) -> None:
-    assert steps(runs["test-perf-label"], "node") == [("node", "h100-pcie && perf")]
+    assert steps(runs["test-perf-label"], "node") == [("node", "h100-pcie-perf")]  # a pool of its own
 
 
 def test_fail_fast_aborts_the_other_stages_and_still_archives_the_failed_one(runs: dict) -> None:

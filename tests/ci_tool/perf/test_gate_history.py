@@ -64,7 +64,7 @@ def test_baseline_set_takes_the_median_of_recorded_runs(tmp_path: Path, capsys: 
     history = tmp_path / "h.sqlite"
     with HistoryStore(history) as store:
         record_perf_results(store, [row(f"r{i}", v, post_merge=True, at=float(i)) for i, v in
-                                    enumerate([500.0, 1000.0, 1100.0, 850.0])])  # fmt: skip
+                                    enumerate([500.0, 1000.0, 1010.0, 850.0])])  # fmt: skip
     folder = tmp_path / "baselines"
     args = ["perf", "baseline", "set", "--gpu", "H200", "--history", str(history), "--baselines", str(folder),
             "--runs", "3"]  # fmt: skip
@@ -120,7 +120,8 @@ ONE = "  - {name: b, concurrency: 1, input_len: 1, output_len: 1}\n"
                      "Hint: add `output_len:`", id="missing-output-len"),
         pytest.param(S + CLIENTS + ONE.replace("}", ", cpu: {hiden_size: 64}}"),
                      "c.yaml:8:66 (server_configs[0].client_configs[0].cpu.hiden_size): expected one of hidden_size, "
-                     "budget_gib, max_batch_size, concurrency, input_len, output_len, found key 'hiden_size' Hint: "
+                     "budget_gib, max_batch_size, concurrency, input_len, output_len, rounds, warmup_rounds, found key "
+                         "'hiden_size' Hint: "
                      "did you mean 'hidden_size'?", id="unknown-cpu-key"),
         pytest.param(S + CLIENTS + "  - {name: b, concurrency: 4, input_len: 1, output_len: 1, "
                      "cpu: {max_batch_size: 2}}\n",

@@ -12,7 +12,7 @@ from ci_tool.perf.transport import from_property, to_property
 
 ROWS = [
     PerfResult("r1", "S-1", "gpu-gemma_like-pool4g-b80", "H200", "decode_tokens_per_s", 9000.0, PerfVerdict.REGRESSED,
-               0.0, 10000.0, 0.1, "10.0% worse", "t::id", True),
+               0.0, 10000.0, 0.1, "10.0% worse", "t::id", True, noise=85.0, rounds=5),
     PerfResult("r1", "S-1", "gpu-gemma_like-pool4g-b80", "H200", "eager_steps", 0.0, PerfVerdict.RECORDED, 0.0,
                test_id="t::id", post_merge=True),
 ]  # fmt: skip

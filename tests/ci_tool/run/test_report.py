@@ -116,6 +116,23 @@ def test_the_report_sets_predicted_beside_actual_and_each_familys_shard_spread()
     ) in markdown
 
 
+def test_the_report_says_a_perf_stage_ran_alone() -> None:
+    run = RunRecord("r1", "/bot run", RunState.PASSED, 0.0, finished_at=70.0)
+    stages = [
+        StageRecord("r1", "DGX_H200-PyTorch-PerfSanity-1", StageState.PASSED, duration_seconds=25.0, passed=4),
+        StageRecord("r1", "DGX_H200-PyTorch-Perf-1", StageState.FAILED, duration_seconds=9.0, failed=1),
+        StageRecord("r1", "A10-PyTorch-1", StageState.PASSED, duration_seconds=5.0, passed=1),
+        StageRecord("r1", "a stage from elsewhere", StageState.PASSED, duration_seconds=5.0, passed=1),
+    ]
+    rows = [line for line in render_markdown(build_report(run, stages, {})).splitlines() if line.startswith("| ")]
+    assert rows[1:] == [
+        "| `DGX_H200-PyTorch-PerfSanity-1` | **passed**, ran alone | 25.0 s | 4 | 0 | 0 |",
+        "| `DGX_H200-PyTorch-Perf-1` | **failed**, ran alone | 9.0 s | 0 | 1 | 0 |",
+        "| `A10-PyTorch-1` | **passed** | 5.0 s | 1 | 0 | 0 |",
+        "| `a stage from elsewhere` | **passed** | 5.0 s | 1 | 0 | 0 |",
+    ]
+
+
 def test_backticks_fences_and_bars_from_pr_code_stay_inside_their_markdown() -> None:
     """A test id with backticks, output with a ``` line and a reason with `|` (all from PR code) cannot
     close their code span, fence or table cell early."""

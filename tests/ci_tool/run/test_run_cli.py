@@ -251,6 +251,28 @@ def test_a_slurm_dry_run_prints_the_sbatch_line_and_the_srun_launch(
     assert not (in_suite / ".ci-tool").exists()
 
 
+SLURM_PERF_CATALOG = SLURM_CATALOG.replace("GB200-8_GPUs-2_Nodes-PyTorch,", "GB200-8_GPUs-2_Nodes-PyTorch-PerfSanity,")
+
+
+@pytest.mark.parametrize(
+    ("catalog", "name", "alone"),
+    [
+        pytest.param(SLURM_PERF_CATALOG, "GB200-8_GPUs-2_Nodes-PyTorch-PerfSanity-1", True, id="perf-sanity"),
+        pytest.param(SLURM_CATALOG, "GB200-8_GPUs-2_Nodes-PyTorch-1", False, id="functional"),
+    ],
+)
+def test_a_perf_stage_on_slurm_has_its_nodes_to_itself(
+    in_suite: Path, capsys: pytest.CaptureFixture[str], catalog: str, name: str, alone: bool
+) -> None:
+    (in_suite / "slurm.yml").write_text(catalog)
+    code, out, err = run(capsys, "stage", "run", name, "--catalog", "slurm.yml", "--executor", "slurm", "--dry-run")
+    [job] = [line for line in out.splitlines() if line.startswith("slurm job: ")]
+    host = [line for line in out.splitlines() if line.startswith("host: ")]
+    assert (code, err, "--exclusive" in shlex.split(job)) == (0, "", alone)
+    assert host == (["host: runs alone (perf_sanity mode: no other stage shares it; the Slurm job is --exclusive)"]
+                    if alone else [])  # fmt: skip
+
+
 def test_a_slurm_partition_needs_the_slurm_executor(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "stage", "run", "CPU-Generic-1", "--catalog", "stages.yml", "--slurm-partition", "x")
     assert (code, err.splitlines()[-1]) == (2, "Error: --slurm-partition needs --executor slurm")

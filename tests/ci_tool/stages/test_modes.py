@@ -47,3 +47,18 @@ def test_perf_options_are_the_references() -> None:
 def test_a_stage_names_policy(name: str, sharded: bool, gate: PerfGate) -> None:
     policy = parse_stage_name(name).policy
     assert (policy.sharded, policy.perf_gate) == (sharded, gate)
+
+
+@pytest.mark.parametrize(
+    ("name", "alone"),
+    [
+        ("H100_PCIe-PyTorch-Perf-1", True),
+        ("DGX_H200-PyTorch-PerfSanity-1", True),
+        ("GB200-8_GPUs-2_Nodes-PyTorch-Disagg-PerfSanity-FUNCTIONAL-ONLY-Node2-GPU8-1", True),
+        ("A10-PyTorch-1", False),
+        ("DGX_H100-4_GPUs-PyTorch-Post-Merge-1", False),
+    ],
+    ids=["perf", "perf-sanity", "perf-sanity-functional-only", "functional", "functional-post-merge"],
+)
+def test_stages_that_time_run_alone(name: str, alone: bool) -> None:
+    assert parse_stage_name(name).policy.runs_alone is alone

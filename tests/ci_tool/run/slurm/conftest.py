@@ -132,6 +132,8 @@ families:
 - {name: CPU-Generic-Plant, platform: cpu, context: l0_plant, splits: 1, executor: slurm}
 - {name: GB200-8_GPUs-2_Nodes-PyTorch, platform: 'auto:gb200-flex', context: l0_nodes, splits: 1, executor: slurm}
 - {name: DGX_B200-8_GPUs-PyTorch, platform: 'auto:dgx-b200-flex', context: l0_nodes, splits: 1, executor: slurm}
+- {name: CPU-Generic-Where, platform: cpu, context: l0_nodes, splits: 1, executor: slurm}
+- {name: CPU-Generic-PerfSanity, platform: cpu, context: l0_nodes, splits: 1, executor: slurm}
 """
 
 
@@ -161,7 +163,7 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "out"
 KEYS = ("SLURMD_NODENAME", "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_NUM_NODES", "SLURM_STEP_NUM_NODES",
-        "SLURM_PROCID", "CUDA_VISIBLE_DEVICES", "CI_TOOL_STAGE")
+        "SLURM_PROCID", "CUDA_VISIBLE_DEVICES", "CI_TOOL_STAGE", "SLURM_CPUS_ON_NODE")
 
 
 def record(name):

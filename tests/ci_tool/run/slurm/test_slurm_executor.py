@@ -88,6 +88,22 @@ def test_a_multi_node_stage_runs_its_tests_under_srun_across_two_nodes_with_its_
     assert [job["nodes"] for job in stage.details["slurm"]["jobs"]] == ["n[1-2]"]  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    ("name", "cpus"),
+    [
+        pytest.param("CPU-Generic-PerfSanity-1", "4", id="perf-sanity-has-the-node-to-itself"),
+        pytest.param("CPU-Generic-Where-1", "1", id="functional-shares-it"),
+    ],
+)
+def test_a_perf_stage_job_is_exclusive(
+    slurm_project: Path, capsys: pytest.CaptureFixture[str], name: str, cpus: str
+) -> None:
+    """--exclusive gives the job every CPU of its node (4 on the fake nodes); a plain one-task job gets one."""
+    code, _ = ci_tool_here(capsys, "stage", "run", name, "--catalog", "stages.yml", "--executor", "slurm")
+    (where,) = facts(slurm_project, "where")
+    assert (code, where["CI_TOOL_STAGE"], where["SLURM_CPUS_ON_NODE"]) == (0, name, cpus)
+
+
 def test_a_gpu_request_no_node_can_hold_is_refused_at_submission(
     slurm_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The perf gate on an H200, as docs/PERF.md records it: baselines from quiet runs (5 rounds a case, their
+# spread kept), then DGX_H200-PyTorch-PerfSanity-1 gated on a quiet host and under a CPU hog on every core,
+# then with a planted slowdown (KVENGINE_ATTENTION=torch: the engine's slower attention path).
+#   OUT=results bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS]
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1 CI_TOOL_COMMIT=${CI_TOOL_COMMIT:-perf-gates}
+OUT=${OUT:?set OUT to a results folder}
+BASELINE_RUNS=${1:-3} QUIET_RUNS=${2:-4} HOG_RUNS=${3:-4} PLANTED_RUNS=${4:-1} BUDGET_SECONDS=${5:-520}
+HISTORY=$OUT/history.sqlite
+STAGE=DGX_H200-PyTorch-PerfSanity-1
+START=$SECONDS
+left() { [ $((SECONDS - START)) -lt "$BUDGET_SECONDS" ]; }
+
+stage_run() {  # label, then env assignments: one gated stage run, its exit code and wall time in summary.txt
+    local label=$1; shift
+    local began=$SECONDS
+    env "$@" python3 -m ci_tool stage run "$STAGE" --history "$HISTORY" --output-dir "/tmp/perf-gate/$label" \
+        > "/tmp/perf-gate-$label.log" 2>&1
+    local code=$?
+    echo "$label exit=$code wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
+    grep -h -E "regressed|lost coverage" "/tmp/perf-gate-$label.log" | head -5 >> "$OUT/summary.txt"
+    newest >> "$OUT/summary.txt"
+}
+
+newest() {  # decode_tokens_per_s of the newest recorded run: median, noise, rounds, verdict (and its note)
+    python3 - "$HISTORY" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(run,) = db.execute("SELECT run_id FROM perf_results ORDER BY recorded_at DESC LIMIT 1").fetchone()
+for case, metric, value, noise, rounds, verdict, note in db.execute(
+        "SELECT case_id, metric, value, noise, rounds, verdict, note FROM perf_results WHERE run_id = ? AND metric IN "
+        "('decode_tokens_per_s', 'step_latency_p50_ms') ORDER BY recorded_at", (run,)):
+    print(f"  {case:36} {metric:20} {value:9.2f} +-{noise:7.2f} ({noise / value:5.1%}) x{rounds} {verdict} {note}")
+PY
+}
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/summary.txt"
+for i in $(seq "$BASELINE_RUNS"); do  # the baseline's runs: recorded, not gated
+    left || break
+    began=$SECONDS
+    CI_TOOL_PERF_GATE=none CI_TOOL_HISTORY=$HISTORY CI_TOOL_RUN_ID=baseline-$i \
+        python3 -m pytest -q -p no:cacheprovider -m gpu "tests/perf/test_perf_sanity.py" > "/tmp/baseline-$i.log" 2>&1
+    echo "baseline-$i exit=$? wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
+    newest >> "$OUT/summary.txt"
+done
+python3 -m ci_tool perf baseline set --gpu H200 --history "$HISTORY" --runs "$BASELINE_RUNS" | tee -a "$OUT/summary.txt"
+cp tests/scripts/perf-sanity/baselines/H200.yaml "$OUT/H200.yaml"
+
+for i in $(seq "$QUIET_RUNS"); do
+    left && stage_run "quiet-$i" CI_TOOL_RUN_ID="quiet-$i"
+    if left && [ "$i" -le "$HOG_RUNS" ]; then
+        hogs=()
+        for _ in $(seq "$(nproc)"); do (while :; do :; done) & hogs+=($!); done
+        stage_run "hog-$i" CI_TOOL_RUN_ID="hog-$i"
+        kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
+    fi
+done
+for i in $(seq "$PLANTED_RUNS"); do
+    left && stage_run "planted-torch-attention-$i" CI_TOOL_RUN_ID="planted-$i" KVENGINE_ATTENTION=torch
+done
+tail -n 30 /tmp/perf-gate-quiet-1.log > "$OUT/quiet-1.tail" 2>/dev/null
+true
