@@ -192,10 +192,11 @@ def perf_cases(store: HistoryStore) -> list[tuple[str, str]]:
 
 
 def _result(store: HistoryStore, row: Sequence[Any]) -> PerfResult:
-    """A row of _COLUMNS (see rows.py for what each check means)."""
-    r = rows.view(store, "perf_results", _COLUMNS, row).keyed(run_id="run id", stage="stage", case_id="case")
+    """A row of _COLUMNS (see rows.py for what each check means). The stage may be empty: a perf case run by
+    a plain `pytest`, outside any stage (a baseline's runs), records its results too."""
+    r = rows.view(store, "perf_results", _COLUMNS, row).keyed(run_id="run id", case_id="case")
     return PerfResult(
-        r.key_text("run_id"), r.key_text("stage"), r.key_text("case_id"), r.key_text("gpu"), r.key_text("metric"),
+        r.key_text("run_id"), r.text("stage"), r.key_text("case_id"), r.key_text("gpu"), r.key_text("metric"),
         r.number("value"), r.vocabulary("verdict", PerfVerdict), r.timestamp("recorded_at"),
         r.optional_number("baseline"), r.optional_number("threshold"), r.text("note"), r.text("test_id"),
         r.flag("post_merge"), r.text("branch"), r.text("commit_sha"), r.number("noise"), r.count("rounds"),

@@ -5,6 +5,7 @@ rounds a config asks for, the noise kept in a real SQLite history and in the bas
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,17 @@ def test_a_negative_spread_in_a_baseline_file_is_located(tmp_path: Path) -> None
         f"H200.yaml:5:63 (baselines.{CASE}.{TPS}.spread): expected a spread >= 0, found -2 "
         "Hint: run `ci-tool perf baseline set`"
     )
+
+
+def test_baselines_are_set_from_runs_of_the_cases_outside_any_stage(tmp_path: Path) -> None:
+    """A baseline's runs are plain `pytest` runs of the cases (no stage: the stage column is empty); they
+    read back and set the baseline, as on the H200 where every such row was left out as damaged."""
+    history = tmp_path / "h.sqlite"
+    with HistoryStore(history) as store:
+        rows = [replace(_row(f"r{i}", v, 1.0, float(i)), stage="") for i, v in enumerate([90.0, 100.0, 110.0])]
+        record_perf_results(store, rows)
+    folder = tmp_path / "baselines"
+    args = ["perf", "baseline", "set", "--gpu", "H200", "--history", str(history), "--baselines", str(folder)]
+    assert main([*args, "--runs", "3"]) == 0
+    baseline = load_baselines(folder, "H200")[(CASE, TPS)]
+    assert (baseline.value, baseline.runs) == (100.0, 3)
