@@ -23,7 +23,7 @@ stage_run() {  # label, then env assignments: one gated stage run, its exit code
         > "/tmp/perf-gate-$label.log" 2>&1
     local code=$?
     echo "$label exit=$code wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
-    grep -h -E "regressed|lost coverage" "/tmp/perf-gate-$label.log" | head -5 >> "$OUT/summary.txt"
+    grep -h -E "regressed|lost coverage|FAILED|Error|failed in" "/tmp/perf-gate-$label.log" | head -8 >> "$OUT/summary.txt"
     newest >> "$OUT/summary.txt"
 }
 
