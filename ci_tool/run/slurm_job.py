@@ -115,15 +115,24 @@ def read_report(path: Path, *, job_id: int, token: str) -> JobReport | None:
     when the file holds anything else: no JobReport, or one without that submission's token."""
     if not path.is_file():
         return None
-    report = typed_json.load(read_text(path, name="the job's result", error=SlurmError), JobReport,
-                             file=str(path), error=SlurmError)  # fmt: skip
-    if not secrets.compare_digest(report.token, token) or report.job_id != str(job_id):
+    text = read_text(path, name="the job's result", error=SlurmError)
+    if not _sealed(text, job_id=job_id, token=token):  # the seal first: what else a forged file holds is no matter
         raise SlurmError(
             f"expected the result of Slurm job {job_id} from its job program, found a result without its token",
             where=Where(str(path)),
             hint="something else wrote this file (a test of the stage?): the stage's results are not taken",
         )
-    return report
+    return typed_json.load(text, JobReport, file=str(path), error=SlurmError)
+
+
+def _sealed(text: str, *, job_id: int, token: str) -> bool:
+    """Whether `text` is a JSON object carrying Slurm job `job_id` and that submission's token."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    found = data.get("token") if isinstance(data, dict) else None
+    return isinstance(found, str) and secrets.compare_digest(found, token) and data.get("job_id") == str(job_id)
 
 
 def _undumpable() -> None:

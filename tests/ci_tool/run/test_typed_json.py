@@ -49,7 +49,6 @@ def _set(data: dict[str, Any], path: tuple[str | int, ...], value: object) -> di
 
 
 BAD = [
-    ("not an object", (), "expected an object with result, job_id, node, started_at, finished_at, token, found []"),
     ("bad state", ("result", "state"), "(result.state): expected one of passed, failed, unstable, interrupted, "
      "waiting, skipped, reused, found 'exploited'"),
     ("bad outcome", ("result", "tests", 0, "first", "outcome"), "(result.tests[0].first.outcome): expected one "
@@ -63,12 +62,12 @@ BAD = [
 def test_anything_but_a_job_report_is_one_located_error(
     fixture_run: Any, tmp_path: Path, case: str, path: tuple[str | int, ...], message: str
 ) -> None:
-    data: object = [] if not path else _set(_report_json(fixture_run), path, "exploited")
+    data = _set(_report_json(fixture_run), path, "exploited")
     file = tmp_path / "17.result.json"
     file.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(SlurmError) as raised:
         read_report(file, job_id=17, token=TOKEN)
-    assert str(raised.value) == f"{file}{' ' if path else ': '}{message}"
+    assert str(raised.value) == f"{file} {message}"
 
 
 REFUSED = "expected the result of Slurm job 17 from its job program, found a result without its token Hint: something else wrote this file (a test of the stage?): the stage's results are not taken"  # noqa: E501
@@ -82,6 +81,16 @@ def test_a_report_without_the_submissions_token_is_refused(
 ) -> None:
     file = tmp_path / "17.result.json"
     file.write_text(typed_json.dump(report_of(fixture_run, token=token, job_id=job_id)), encoding="utf-8")
+    with pytest.raises(SlurmError) as raised:
+        read_report(file, job_id=17, token=TOKEN)
+    assert str(raised.value) == f"{file}: {REFUSED}"
+
+
+@pytest.mark.parametrize("text", ["[]", "not json", '"a string"', '{"job_id": "17"}'], ids=str)
+def test_what_carries_no_token_is_refused_before_its_shape_is_read(tmp_path: Path, text: str) -> None:
+    """The seal is checked first: a forged file is refused as such, whatever else it holds or lacks."""
+    file = tmp_path / "17.result.json"
+    file.write_text(text, encoding="utf-8")
     with pytest.raises(SlurmError) as raised:
         read_report(file, job_id=17, token=TOKEN)
     assert str(raised.value) == f"{file}: {REFUSED}"
