@@ -11,14 +11,29 @@ import click
 
 from ci_tool.commands import bounds
 from ci_tool.history import queries
+from ci_tool.history.locator import History, PostgresUrl, locate
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.history.unrecorded import load_unrecorded
 
+
+class HistoryType(click.ParamType):
+    """`--history`: a SQLite file's path or a `postgresql://` URL (locator.py)."""
+
+    name = "PATH|URL"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> History:
+        if isinstance(value, Path | PostgresUrl):
+            return value
+        return locate(str(value))
+
+
+HISTORY = HistoryType()
 history_option = click.option(
     "--history",
     "history_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="SQLite history file [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
+    type=HISTORY,
+    help="SQLite history file or postgresql://USER@HOST:PORT/DB URL [default: $CI_TOOL_HISTORY, else "
+    ".ci-tool/history.sqlite].",
 )
 
 

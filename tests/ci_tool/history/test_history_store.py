@@ -12,7 +12,7 @@ import pytest
 
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
-from ci_tool.history import store as store_module
+from ci_tool.history import schema
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 
 
@@ -253,7 +253,7 @@ def test_a_history_below_a_file_is_a_located_error(tmp_path: Path) -> None:
 def _version_1_file(path: Path) -> None:
     """A history as ci-tool wrote it before runs held their code: the version 1 tables and one run."""
     with sqlite3.connect(path) as db:
-        for statement in store_module._SCHEMA.split(";"):  # the version 1 tables, which every file starts from
+        for statement in schema.BASE:  # the version 1 tables, which every file starts from
             db.execute(statement)
         db.execute("INSERT INTO schema_version (version) VALUES (1)")
         db.execute("INSERT INTO runs (run_id, command, state, started_at) VALUES ('old', '/bot run', 'passed', 1.0)")

@@ -1,0 +1,169 @@
+"""The history's tables and their numbered migrations: one schema for both backends (SQLite, PostgreSQL).
+
+The statements are written once, in the SQL both backends speak; the PostgreSQL backend widens SQLite's
+type names where PostgreSQL's are narrower (REAL is 4 bytes there: DOUBLE PRECISION; INTEGER: BIGINT) and
+gives each table the insertion order SQLite keeps as `rowid` (postgres_backend.postgres_ddl).
+
+A new history gets the version 1 tables (BASE) and then every step; an older one the steps past its version.
+Each step is small and stands alone, so steps written on other branches merge as further rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ci_tool.errors import HistoryError, Where
+from ci_tool.history import perf_results
+
+TABLES = ("runs", "stages", "test_results")
+
+_BASE = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    command TEXT NOT NULL,
+    state TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    host TEXT NOT NULL DEFAULT '',
+    details_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS stages (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    started_at REAL,
+    duration_seconds REAL NOT NULL DEFAULT 0,
+    passed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    results_dir TEXT NOT NULL DEFAULT '',
+    details_json TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE IF NOT EXISTS test_results (
+    run_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    test_id TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    rerun_outcome TEXT,
+    duration_seconds REAL NOT NULL,
+    waive_reason TEXT,
+    kind TEXT NOT NULL DEFAULT '',
+    message TEXT NOT NULL DEFAULT '',
+    signature TEXT NOT NULL DEFAULT '',
+    output_head TEXT NOT NULL DEFAULT '',
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (run_id, stage, test_id)
+);
+CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
+"""
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    """`ALTER TABLE <table> ADD COLUMN <column> <declaration>`, skipped where the column is there already:
+    a step met again (a version row edited back, a step half-applied by hand) does not fail on it."""
+
+    table: str
+    column: str
+    declaration: str
+
+
+Statement = str | AddColumn  # a plain statement must be idempotent itself (`IF NOT EXISTS`)
+
+# Version -> the statements that take a file of the version before it there. Each step is small and
+# stands alone, so steps written on other branches merge as further rows.
+MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
+    (
+        2,  # the bot's ledger of the builds it triggered (ledger.py)
+        (
+            """CREATE TABLE IF NOT EXISTS dispatches (
+                jenkins_url TEXT NOT NULL,
+                job TEXT NOT NULL,
+                comment_id INTEGER NOT NULL,
+                request_json TEXT NOT NULL,
+                repository TEXT NOT NULL,
+                pull_request INTEGER NOT NULL,
+                head_sha TEXT NOT NULL,
+                state TEXT NOT NULL,
+                queue_id INTEGER,
+                build_number INTEGER,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (jenkins_url, job, comment_id, request_json)
+            )""",
+        ),
+    ),
+    (
+        3,  # the code a run tested and its request scope, which reuse matches on
+        (
+            AddColumn("runs", "code_commit", "TEXT NOT NULL DEFAULT ''"),
+            AddColumn("runs", "code_diff", "TEXT NOT NULL DEFAULT ''"),
+            AddColumn("runs", "scope", "TEXT NOT NULL DEFAULT ''"),
+            "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
+        ),
+    ),
+    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
+    (
+        5,  # touch records: the tests that ran each file (history/touches.py)
+        (
+            "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+            "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
+            "CREATE INDEX IF NOT EXISTS touches_by_test ON touches (test_id)",
+        ),
+    ),
+    (
+        6,  # who owns a running run: the stale-run sweep closes those whose owner died (owners.py)
+        (AddColumn("runs", "owner_pid", "INTEGER"), AddColumn("runs", "owner_start", "TEXT NOT NULL DEFAULT ''")),
+    ),
+)
+CODE_VERSION = 3  # the first version whose runs hold their code and scope
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+BASE = tuple(statement for statement in _BASE.split(";") if statement.strip())
+
+
+def steps_after(version: int | None) -> list[Statement]:
+    """The statements that bring a history of `version` (None: no tables yet) to SCHEMA_VERSION."""
+    statements: list[Statement] = list(BASE) if version is None else []
+    for step, step_statements in MIGRATIONS:
+        if step > (version or 1):
+            statements += step_statements
+    return statements
+
+
+def refuse_foreign(where: str, tables: Sequence[str], *, kind: str, noun: str, option: str) -> None:
+    """A database with tables but no `schema_version` is someone else's: refused, left as it is."""
+    if tables:
+        raise HistoryError(
+            f"expected a ci-tool history (tables {', '.join(TABLES)}), found {kind} with other tables "
+            f"({', '.join(repr(t) for t in tables)})",
+            where=Where(where),
+            hint=f"pass the history {noun} ci-tool writes (--history {option}); this one is left as it is",
+        )
+
+
+def checked_version(where: str, versions: Sequence[object], *, noun: str) -> int | None:
+    """The one version row's value (None: the row was deleted, and the idempotent steps add what is
+    missing); a newer version or a value ci-tool never writes is refused."""
+    if not versions:
+        return None
+    found = versions[0] if len(versions) == 1 else versions
+    if isinstance(found, int) and not isinstance(found, bool) and found > SCHEMA_VERSION:
+        raise HistoryError(
+            f"expected history schema version {SCHEMA_VERSION} or older, found {found}",
+            where=Where(where),
+            hint=f"a newer ci-tool wrote this {noun}; upgrade ci-tool or pass another --history",
+        )
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise HistoryError(
+            f"expected history schema version 1 to {SCHEMA_VERSION}, found {found!r}",
+            where=Where(where),
+            hint="table schema_version was changed outside ci-tool: it holds one row, the version of the "
+            f"{noun}'s tables; keep the {noun} aside and pass another --history if you do not know it",
+        )
+    return found
