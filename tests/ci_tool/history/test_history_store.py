@@ -13,12 +13,14 @@ import pytest
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
 from ci_tool.history import schema
+from ci_tool.history.locator import History
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> HistoryStore:
-    with HistoryStore(tmp_path / "h.sqlite") as opened:
+def store(history_at: History) -> HistoryStore:
+    """A new history, on SQLite and on PostgreSQL in turn (conftest.py)."""
+    with HistoryStore(history_at) as opened:
         yield opened
 
 
@@ -41,9 +43,13 @@ def test_history_path(option: str | None, environ: dict[str, str], expected: Pat
     assert history_path(option, environ) == expected
 
 
-def test_wal_and_schema_version(store: HistoryStore) -> None:
-    assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+def test_wal(tmp_path: Path) -> None:
+    with HistoryStore(tmp_path / "h.sqlite") as store:
+        assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_schema_version(store: HistoryStore) -> None:
+    assert store.rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_reopen_keeps_one_version_row(tmp_path: Path) -> None:
