@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ci_tool.layout import HISTORY_PATH
 
@@ -37,7 +37,8 @@ class PostgresUrl:
         user, _, host = parts.netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}@{host}" if user else host
         query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        # by hand: urlunsplit drops the `//` of an empty host (a Unix socket's `postgresql:///db`)
+        return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
     def secrets(self) -> tuple[str, ...]:
         """The passwords this URL carries, to be blotted from a driver's message that might echo them."""

@@ -70,7 +70,9 @@ class PostgresServer:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "120", "-o", options, "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "120", "-o", options, "start"
+        )
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "120", "stop")
