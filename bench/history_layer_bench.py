@@ -47,7 +47,9 @@ def _named(sql: str, names: list[str]) -> str:
 
 
 def _rows(stage: int) -> list[tuple[object, ...]]:
-    return [("run-1", f"stage-{stage}", f"tests/t.py::test_{i}", "passed", 0.01 * i, 1.0) for i in range(TESTS_PER_STAGE)]
+    return [
+        ("run-1", f"stage-{stage}", f"tests/t.py::test_{i}", "passed", 0.01 * i, 1.0) for i in range(TESTS_PER_STAGE)
+    ]
 
 
 def _setup(path: Path) -> None:
@@ -93,7 +95,9 @@ def main() -> None:
 
     def sa_text_record(i: int) -> None:
         with conn.begin():
-            conn.execute(sa.text("DELETE FROM test_results WHERE run_id = :r AND stage = :s"), {"r": "run-1", "s": f"stage-{i}"})
+            conn.execute(
+                sa.text("DELETE FROM test_results WHERE run_id = :r AND stage = :s"), {"r": "run-1", "s": f"stage-{i}"}
+            )
             conn.execute(insert_text, [dict(zip(columns, row, strict=True)) for row in _rows(i)])
 
     def sa_core_record(i: int) -> None:
@@ -125,8 +129,10 @@ def main() -> None:
     print(f"{'record 500 tests':24}" + "".join(f"{t:10.0f}" for t in record))
     lookup = [_median_us(f, LOOKUPS) for f in (raw_lookup, sa_text_lookup, sa_core_lookup)]
     print(f"{'reuse lookup':24}" + "".join(f"{t:10.1f}" for t in lookup))
-    print(f"ratios vs sqlite3: record {record[1] / record[0]:.2f}x / {record[2] / record[0]:.2f}x, "
-          f"lookup {lookup[1] / lookup[0]:.2f}x / {lookup[2] / lookup[0]:.2f}x")
+    print(
+        f"ratios vs sqlite3: record {record[1] / record[0]:.2f}x / {record[2] / record[0]:.2f}x, "
+        f"lookup {lookup[1] / lookup[0]:.2f}x / {lookup[2] / lookup[0]:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import click
 
 from ci_tool.commands import bounds
+from ci_tool.errors import HistoryError
 from ci_tool.history import queries
 from ci_tool.history.locator import History, PostgresUrl, locate
 from ci_tool.history.store import HistoryStore, history_path
@@ -47,7 +50,9 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
     """Show recent runs, the slowest tests and the flaky tests (passed on rerun, or flipping between runs)."""
     if ctx.invoked_subcommand is not None:
         return 0
-    with HistoryStore(history_path(history_file), read_only=True) as store:
+    path = history_path(history_file)
+    _sweep(path)
+    with HistoryStore(path, read_only=True) as store:
         runs = queries.recent_runs(store, limit=limit)
         slowest = queries.slowest_tests(store, limit=limit, window_runs=window)
         flaky = queries.flaky_tests(store, window_runs=window)[:limit]
@@ -77,6 +82,19 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
     if not flaky:
         click.echo("  none")
     return 0
+
+
+def _sweep(path: History) -> None:
+    """Close the runs whose ci-tool died (owners.py) before listing, where this history may be written:
+    every write open sweeps. Whatever stops it (a file that is not a history, a lock, a read-only role on
+    the database) the read below reports."""
+    writable_file = isinstance(path, Path) and path.is_file() and os.access(path, os.W_OK)
+    if isinstance(path, PostgresUrl) or (writable_file and os.access(path.parent, os.W_OK)):
+        with contextlib.suppress(HistoryError):
+            HistoryStore(path, create=False, busy_timeout_ms=SWEEP_BUSY_TIMEOUT_MS).close()
+
+
+SWEEP_BUSY_TIMEOUT_MS = 1_000  # a listing does not wait long for a lock only to sweep
 
 
 @history.command("import")

@@ -5,7 +5,10 @@ type names where PostgreSQL's are narrower (REAL is 4 bytes there: DOUBLE PRECIS
 gives each table the insertion order SQLite keeps as `rowid` (postgres_backend.postgres_ddl).
 
 A new history gets the version 1 tables (BASE) and then every step; an older one the steps past its version.
-Each step is small and stands alone, so steps written on other branches merge as further rows.
+Each step is small and stands alone, so steps written on other branches merge as further rows of MIGRATIONS.
+Every step is idempotent (`IF NOT EXISTS`, AddColumn), so a history whose version row was edited back,
+deleted, or half-migrated by hand is brought up to date instead of failing on "duplicate column name"; a
+backend runs the steps of one open in one write transaction (both backends' DDL is transactional).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from ci_tool.history import perf_results
 
 TABLES = ("runs", "stages", "test_results")
 
-_BASE = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -124,7 +127,7 @@ CODE_VERSION = 3  # the first version whose runs hold their code and scope
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-BASE = tuple(statement for statement in _BASE.split(";") if statement.strip())
+BASE = tuple(statement for statement in SCHEMA.split(";") if statement.strip())
 
 
 def steps_after(version: int | None) -> list[Statement]:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,9 @@ VERBS = {
 }
 
 
-def corrupted_history(folder: Path, corruption: str) -> Path:
-    """The planted runs r1..r6 and one perf result of r6, then one edit outside ci-tool."""
+def corrupted_history(folder: Path, corruption: str, *, days_ago: float | None = None) -> Path:
+    """The planted runs r1..r6 and one perf result of r6 (moved to start `days_ago` when given, so that a
+    run's known-flaky window reads them), then one edit outside ci-tool."""
     path = folder / "h.sqlite"
     with HistoryStore(path) as store:
         plant(store)
@@ -61,6 +63,8 @@ def corrupted_history(folder: Path, corruption: str) -> Path:
             [PerfResult("r6", A10, "perf-a-b", "cpu", "tokens_per_second", 10.0, PerfVerdict.RECORDED, DAY_ONE)],
         )
     db = sqlite3.connect(path, isolation_level=None)
+    if days_ago is not None:
+        db.execute("UPDATE runs SET started_at = started_at - ?", (DAY_ONE - (time.time() - days_ago * 86_400),))
     db.execute(CORRUPTIONS[corruption])
     db.close()
     return path
@@ -160,3 +164,35 @@ def test_a_version_row_set_back_migrates_again_without_a_duplicate_column(tmp_pa
     with HistoryStore(history) as store:
         assert store.rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
         assert store.row("SELECT count(*) FROM runs") == (6,)
+
+
+RUNNERS = {
+    "stage-run": ["stage", "run", "CPU-Generic-Post-Merge-1", "--catalog", "stages.yml"],
+    "run": ["run", '/bot run --stage-list "CPU-Generic-Post-Merge-1"', "--catalog", "stages.yml", "--system-info",
+            "cpu-only.json"],
+}  # fmt: skip
+RUN_CORRUPTIONS = ["schema-version-text", "started-at-huge", "run-state-unknown", "test-outcome-unknown",
+                   "stage-count-text", "touch-test-null"]  # fmt: skip
+
+
+@pytest.mark.parametrize("runner", list(RUNNERS), ids=list(RUNNERS))
+@pytest.mark.parametrize("corruption", RUN_CORRUPTIONS, ids=RUN_CORRUPTIONS)
+def test_a_run_on_a_corrupted_history_runs_its_tests_and_keeps_them(
+    capsys: pytest.CaptureFixture[str], suite: Path, monkeypatch: pytest.MonkeyPatch, runner: str, corruption: str
+) -> None:
+    """The run's tests run and pass; with a history it cannot open it keeps its records in its folder (exit 1,
+    our message), else it is recorded beside the bad rows (exit 0)."""
+    monkeypatch.chdir(suite)
+    monkeypatch.delenv("CI_TOOL_HISTORY", raising=False)
+    history = corrupted_history(suite, corruption, days_ago=1)
+    code, out, err = run(capsys, *RUNNERS[runner], "--history", str(history))
+    assert "unexpected" not in out + err and "Traceback" not in out + err
+    assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    *warnings, last = err.splitlines() or [""]
+    if corruption == "schema-version-text":
+        assert (code, last.startswith("error: "), "the run is not in the history" in last) == (1, True, True)
+    else:
+        assert code == 0
+        warnings = err.splitlines()
+    assert all(line.startswith(f"warning: {history}: table ") for line in warnings), err
+    assert bool(warnings) == (corruption == "test-outcome-unknown")  # the one its known-flaky window reads

@@ -4,6 +4,7 @@ child's output lines, not on sleeps."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -87,6 +88,16 @@ def test_a_sigkilled_run_is_marked_interrupted_by_the_next_open(tmp_path: Path, 
             ("alive", "running"),
         ]
         assert queries.get_run(store, "child-run").finished_at == started_at  # no test heard of after its start
+
+
+def test_ci_tool_history_lists_a_sigkilled_run_as_interrupted(
+    tmp_path: Path, child_of: list, capsys: pytest.CaptureFixture[str]
+) -> None:
+    child = start_child(child_of, tmp_path / "h.sqlite", tmp_path / "run")
+    child.kill()
+    child.wait()
+    assert main(["history", "--history", str(tmp_path / "h.sqlite"), "--json"]) == 0
+    assert [run["state"] for run in json.loads(capsys.readouterr().out)["runs"]] == ["interrupted"]
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.errors import HistoryError
-from ci_tool.history import queries
-from ci_tool.history import schema
+from ci_tool.history import queries, schema
 from ci_tool.history.locator import History
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 
@@ -308,3 +307,16 @@ def test_export_process_costs_shares_a_process_cost_among_its_entries(store: His
             ],
         )
     assert queries.export_process_costs(store) == {"a.py": 3.0, "b.py -k fast": 3.0, "c.py": 0.0}
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [10**400, -1.0, float("nan"), float("inf"), "12", True],
+    ids=["past-a-float", "negative", "nan", "inf", "text", "bool"],
+)
+def test_export_process_costs_leaves_out_a_process_whose_seconds_no_clock_measured(
+    store: HistoryStore, seconds: object
+) -> None:
+    good = {"entries": ["a.py"], "seconds": 10.0, "tests_seconds": 6.0}
+    add_processes(store, "r0", 0.0, [good, {"entries": ["b.py"], "seconds": seconds, "tests_seconds": 1.0}])
+    assert queries.export_process_costs(store) == {"a.py": 4.0}
