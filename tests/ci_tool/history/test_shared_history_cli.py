@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ci_tool.history.locator import PostgresUrl
-from tests.ci_tool.history.postgres_server import PASSWORD
+from tests.ci_tool.history.postgres_server import PASSWORD, PostgresServer
 
 CATALOG = """\
 version: 1
@@ -72,3 +72,38 @@ def test_two_clones_share_one_history_and_the_second_reuses_what_the_first_passe
     written = [path for clone in (first, second) for path in (clone / ".ci-tool").rglob("*") if path.is_file()]
     assert written and PASSWORD not in said
     assert [path for path in written if PASSWORD.encode() in path.read_bytes()] == []
+
+
+def test_eight_stage_runs_at_once_give_eight_records(suite: Path, tmp_path: Path, postgres_url: PostgresUrl) -> None:
+    first, _ = clones(suite, tmp_path)
+    stage_run = ["stage", "run", "CPU-Generic-1", "--catalog", "shared.yml", "--system-info", "cpu-only.json"]
+    outputs = [finish(process) for process in [start(first, postgres_url, *stage_run) for _ in range(8)]]
+    assert [code for code, _ in outputs] == [0] * 8, outputs
+    code, listed = finish(start(first, postgres_url, "history", "--json", "--limit", "20"))
+    runs = json.loads(listed)["runs"]
+    assert (code, len({run["run_id"] for run in runs}), {run["state"] for run in runs}) == (0, 8, {"passed"})
+
+
+def test_a_run_made_while_the_server_is_stopped_is_recorded_by_history_import_after_the_restart(
+    suite: Path, tmp_path: Path
+) -> None:
+    first, _ = clones(suite, tmp_path)
+    server = PostgresServer()  # its own: this test stops it
+    try:
+        url = PostgresUrl(server.create_database("history"))
+        server.stop()
+        code, out = finish(start(first, url, *RUN))
+        run_dirs = list((first / ".ci-tool" / "runs").iterdir())
+        # the stages ran and passed; the run says it is not recorded, and exits 1 for it as on SQLite
+        assert (code, len(run_dirs), PASSWORD in out) == (1, 1, False), out
+        assert "CPU-Generic-1: passed in " in out
+        told = [line for line in out.splitlines() if "history import" in line]
+        assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
+        assert f"{url.shown()}: cannot open the history: expected a PostgreSQL server" in told[0]
+        server.start()
+        code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
+        assert (code, PASSWORD in out) == (0, False), out
+        code, listed = finish(start(first, url, "history", "--json"))
+        assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
+    finally:
+        server.close()
