@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sqlite3
@@ -12,8 +13,12 @@ import pytest
 
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries, schema
+from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.locator import History
+from ci_tool.history.reuse import latest_run_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
+from ci_tool.history.touches import record_touches, touched_by
+from ci_tool.outcomes import DispatchState, RunState
 
 
 @pytest.fixture
@@ -320,3 +325,35 @@ def test_export_process_costs_leaves_out_a_process_whose_seconds_no_clock_measur
     good = {"entries": ["a.py"], "seconds": 10.0, "tests_seconds": 6.0}
     add_processes(store, "r0", 0.0, [good, {"entries": ["b.py"], "seconds": seconds, "tests_seconds": 1.0}])
     assert queries.export_process_costs(store) == {"a.py": 4.0}
+
+
+def test_the_dispatch_ledger_moves_a_dispatch_on_in_place(store: HistoryStore) -> None:
+    key = DispatchKey("https://jenkins.example", "ci/pr", 7, '{"stages": []}')
+    record = DispatchRecord(key, "org/repo", 12, "abc", DispatchState.TRIGGERING, updated_at=1.0)
+    record_dispatch(store, record)
+    record_dispatch(store, dataclasses.replace(record, state=DispatchState.QUEUED, queue_id=2**40, updated_at=2.0))
+    assert find_dispatch(store, key) == dataclasses.replace(
+        record, state=DispatchState.QUEUED, queue_id=2**40, updated_at=2.0
+    )
+    assert store.rows("SELECT count(*) FROM dispatches") == [(1,)]
+
+
+def test_touch_records_keep_the_latest_run_of_each_test(store: HistoryStore) -> None:
+    record_touches(store, "r1", {"src/a.py": frozenset({"t1", "t2"}), "src/b.py": frozenset({"t1"})}, recorded_at=1.0)
+    record_touches(store, "r2", {"src/b.py": frozenset({"t2"})}, recorded_at=2.0)  # t2 ran again: only b now
+    assert touched_by(store, ["src/a.py", "src/b.py", "src/c.py"]) == {
+        "src/a.py": frozenset({"t1"}),
+        "src/b.py": frozenset({"t1", "t2"}),
+    }
+
+
+def test_reuse_finds_the_newest_finished_run_of_the_same_code_and_scope(store: HistoryStore) -> None:
+    for run_id, started, commit, state in [
+        ("old", 1.0, "c1", RunState.PASSED), ("new", 2.0, "c1", RunState.FAILED),
+        ("other", 3.0, "c2", RunState.PASSED), ("open", 4.0, "c1", RunState.RUNNING),
+    ]:  # fmt: skip
+        store.start_run(RunRecord(run_id, "run", RunState.RUNNING, started, code_commit=commit, scope="{}"))
+        if state is not RunState.RUNNING:
+            store.finish_run(run_id, state=state, finished_at=started + 0.5)
+    found = latest_run_of(store, commit="c1", diff_hash="", scope="{}", exclude="open")
+    assert found is not None and found.run_id == "new"

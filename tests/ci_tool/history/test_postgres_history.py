@@ -17,7 +17,7 @@ from ci_tool.errors import HistoryError
 from ci_tool.history import queries
 from ci_tool.history.locator import PostgresUrl, history_location, locate
 from ci_tool.history.recorder import RunRecorder
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.history.unrecorded import UNRECORDED
 from ci_tool.outcomes import RunState
 from tests.ci_tool.history.postgres_server import PASSWORD, PostgresServer
@@ -178,3 +178,60 @@ def test_a_run_made_while_the_server_is_stopped_is_imported_after_the_restart(
         )  # fmt: skip
     finally:
         server.close()
+
+
+def _execute(url: PostgresUrl, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url.url, autocommit=True) as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def test_a_database_of_someone_elses_is_refused_and_left_as_it_is(postgres_url: PostgresUrl) -> None:
+    _execute(postgres_url, "CREATE TABLE users (id BIGINT)")
+    with pytest.raises(HistoryError) as error:
+        HistoryStore(postgres_url)
+    assert str(error.value) == (
+        f"{postgres_url.shown()}: expected a ci-tool history (tables runs, stages, test_results), found a PostgreSQL "
+        "database with other tables ('users') Hint: pass the history database ci-tool writes (--history URL); this "
+        "one is left as it is"
+    )
+
+
+def test_a_database_of_a_newer_ci_tool_is_refused(postgres_url: PostgresUrl) -> None:
+    HistoryStore(postgres_url).close()
+    _execute(postgres_url, "UPDATE schema_version SET version = 99")
+    with pytest.raises(HistoryError) as error:
+        HistoryStore(postgres_url, read_only=True)
+    assert str(error.value) == (
+        f"{postgres_url.shown()}: expected history schema version {SCHEMA_VERSION} or older, found 99 Hint: a newer "
+        "ci-tool wrote this database; upgrade ci-tool or pass another --history"
+    )
+
+
+def test_an_unknown_database_is_a_located_error(postgres_server: PostgresServer) -> None:
+    url = PostgresUrl(postgres_server.url("no_such_history"))
+    with pytest.raises(HistoryError) as error:
+        HistoryStore(url)
+    assert str(error.value) == (
+        f"{url.shown()}: cannot open the history: expected a PostgreSQL server that takes this connection, found "
+        f'\'connection failed: connection to server at "127.0.0.1", port {postgres_server.port} failed: FATAL:  '
+        'database "no_such_history" does not exist\' Hint: start the server or fix the URL; the password comes from '
+        "the URL, $PGPASSWORD or ~/.pgpass"
+    )
+
+
+def test_a_stage_another_session_holds_is_a_located_error_after_the_busy_timeout(postgres_url: PostgresUrl) -> None:
+    import psycopg
+
+    HistoryStore(postgres_url).close()
+    stage = StageRecord("r1", "CPU-Generic-1", "passed")
+    with psycopg.connect(postgres_url.url) as holder:  # a transaction left open on that stage
+        holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ("stage 'r1' 'CPU-Generic-1'",))
+        with HistoryStore(postgres_url, busy_timeout_ms=200) as store, pytest.raises(HistoryError) as error:
+            store.record_stage(stage, recorded_at=1.0)
+    assert str(error.value) == (
+        f"{postgres_url.shown()}: the history is locked: expected to write it within 1 try of 0.2 s, found another "
+        "session holding its lock Hint: let the other ci-tool finish, or pass another --history"
+    )
