@@ -102,7 +102,7 @@ class PostgresHistory:
             version = self._schema_version()
             if version is None or version < SCHEMA_VERSION:
                 try:
-                    self.write(lambda writer: self._migrate(writer.db))  # type: ignore[attr-defined]
+                    self.write(lambda writer: self._migrate())  # the writer's transaction is on self.db
                 except HistoryError:
                     if not read_only or version is None:
                         raise
@@ -135,7 +135,8 @@ class PostgresHistory:
         versions = [row[0] for row in self.rows("SELECT version FROM schema_version", ())]
         return schema.checked_version(self.url.shown(), versions, noun="database")
 
-    def _migrate(self, db: psycopg.Connection[Any]) -> None:
+    def _migrate(self) -> None:
+        db = self.db
         db.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         version = self._schema_version()  # again, under the lock: another runner may have done it
         if version == SCHEMA_VERSION:

@@ -14,7 +14,7 @@ import pytest
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries, schema
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
-from ci_tool.history.locator import History
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.reuse import latest_run_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 from ci_tool.history.touches import record_touches, touched_by
@@ -121,8 +121,8 @@ def _write_stages(path: str, writer: int, stages: int, tests: int) -> None:
             store.finish_run(run_id, state="passed", finished_at=2.0)
 
 
-def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "h.sqlite")
+def test_parallel_writers_lose_nothing(history_at: History) -> None:
+    path = history_at.url if isinstance(history_at, PostgresUrl) else str(history_at)
     writers, stages, tests = 4, 25, 20
     context = multiprocessing.get_context("fork")  # the test module is not importable by a spawned child
     processes = [context.Process(target=_write_stages, args=(path, w, stages, tests)) for w in range(writers)]
@@ -132,10 +132,10 @@ def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
         process.join(timeout=120)
     assert [p.exitcode for p in processes] == [0] * writers
     with HistoryStore(path) as store:
-        counts = store.db.execute(
+        counts = store.row(
             "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM stages), (SELECT count(*) FROM test_results), "
             "(SELECT count(*) FROM runs WHERE state = 'passed')"
-        ).fetchone()
+        )
     assert counts == (writers * stages, writers * stages, writers * stages * tests, writers * stages)
 
 

@@ -235,3 +235,16 @@ def test_a_stage_another_session_holds_is_a_located_error_after_the_busy_timeout
         f"{postgres_url.shown()}: the history is locked: expected to write it within 1 try of 0.2 s, found another "
         "session holding its lock Hint: let the other ci-tool finish, or pass another --history"
     )
+
+
+def _open_once(url: str) -> None:
+    HistoryStore(url).close()
+
+
+@pytest.mark.parametrize("round_", range(3), ids=lambda r: f"round-{r}")
+def test_runners_opening_one_new_database_at_once_migrate_it_once(postgres_url: PostgresUrl, round_: int) -> None:
+    with ProcessPoolExecutor(8) as pool:
+        for opened in [pool.submit(_open_once, postgres_url.url) for _ in range(8)]:
+            opened.result(timeout=300)
+    with HistoryStore(postgres_url, read_only=True) as store:
+        assert store.rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
