@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.history.locator import History, PostgresUrl
+from ci_tool.history.store import HistoryStore
 from tests.ci_tool.history.postgres_server import PostgresServer, why_not
 
 _names: Iterator[int] = itertools.count(1)
@@ -40,3 +41,14 @@ def history_at(request: pytest.FixtureRequest, tmp_path: Path) -> History:
         return tmp_path / "h.sqlite"
     url: PostgresUrl = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+def planted_store(history_at: History) -> Generator[HistoryStore]:
+    """planted.py's runs (a flaky test among others) in a new history on each backend in turn (the suite's
+    fixture of the same name, on SQLite only, serves the tests outside this folder)."""
+    from tests.ci_tool.history.planted import plant
+
+    with HistoryStore(history_at) as store:
+        plant(store)
+        yield store
