@@ -248,3 +248,17 @@ def test_runners_opening_one_new_database_at_once_migrate_it_once(postgres_url: 
             opened.result(timeout=300)
     with HistoryStore(postgres_url, read_only=True) as store:
         assert store.rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+
+
+def test_a_sqlite_history_never_loads_the_postgresql_driver(tmp_path: Path) -> None:
+    """The core install stays light: psycopg is the `postgres` extra, loaded only for a database URL."""
+    script = (
+        "import sys; from ci_tool.cli import main; from ci_tool.history.store import HistoryStore; "
+        "HistoryStore('h.sqlite').close(); code = main(['history', '--history', 'h.sqlite']); "
+        "print(code, sorted(m for m in sys.modules if m.startswith(('psycopg', 'ci_tool.history.postgres'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.splitlines()[-1], done.stderr) == (0, "0 []", "")
