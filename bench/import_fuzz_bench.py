@@ -47,7 +47,7 @@ def campaign(count: int, seed: int) -> int:
                 for verb in (["report", "latest"], ["history", "--json"]):
                     read_code, read = quiet([*verb, "--history", history])
                     code, printed = (read_code, read) if read_code else (code, printed)
-            if "unexpected" in printed or code not in (0, 1):
+            if "error: unexpected " in printed or code not in (0, 1):
                 outcomes["unexpected"] += 1
                 unexpected.append((said, printed.strip().splitlines()[-1] if printed.strip() else f"exit {code}"))
             elif code == 0:

@@ -18,7 +18,7 @@ import click
 from ci_tool.commands import bounds
 from ci_tool.commands.history import history_option
 from ci_tool.errors import PerfError, Where
-from ci_tool.history.perf_results import PerfResult, perf_keys, perf_series, run_perf_results
+from ci_tool.history.perf_results import PerfResult, newest_perf_run, perf_keys, perf_series, run_perf_results
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.perf.baselines import BASELINE_DIR, Baseline, baseline_file, load_baselines, write_baselines
 from ci_tool.perf.gate import judge
@@ -63,14 +63,18 @@ def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[
         if not keys:
             raise PerfError(f"expected recorded perf results for {gpu}, found none", where=Where(str(store.path)),
                             hint="run a PerfSanity stage on that GPU first (`ci-tool stage run ...`)")  # fmt: skip
+        written = 0
         for case_id, name in keys:
             series = perf_series(store, case_id, gpu=gpu, metric=name, limit=runs)
+            if not series:  # every row of it bad (each warned): the key keeps the baseline it has
+                continue
+            written += 1
             old = kept.get((case_id, name))
             chosen = threshold if threshold is not None else (old.threshold if old else metric(name).threshold)
             kept[(case_id, name)] = Baseline(case_id, gpu, name, statistics.median(r.value for r in series),
                                              float(chosen or 0.0), len(series), series[-1].commit)  # fmt: skip
     path = write_baselines(folder, gpu, kept.values())
-    click.echo(f"{len(keys)} baseline(s) set from up to {runs} run(s) each in {path}")
+    click.echo(f"{written} baseline(s) set from up to {runs} run(s) each in {path}")
     return 0
 
 
@@ -115,10 +119,10 @@ def diff_command(gpu: str, history_file: Path | None, folder: Path, run_id: str 
 
 def _run_results(store: HistoryStore, gpu: str, run_id: str | None) -> list[PerfResult]:
     if run_id is None:
-        row = store.row("SELECT run_id FROM perf_results WHERE gpu = ? ORDER BY recorded_at DESC LIMIT 1", (gpu,))
-        if row is None:
+        newest = newest_perf_run(store, gpu=gpu)
+        if newest is None:
             raise PerfError(f"expected recorded perf results for {gpu}, found none", where=Where(str(store.path)))
-        run_id = str(row[0])
+        run_id = newest
     results = [r for r in run_perf_results(store, run_id) if r.gpu == gpu]
     if not results:
         raise PerfError(f"expected perf results of run {run_id!r} on {gpu}, found none", where=Where(str(store.path)))

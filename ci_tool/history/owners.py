@@ -6,11 +6,13 @@ never closes it. So each run records its owner: the host, the pid and the proces
 the pid namespace and the start time in clock ticks, from /proc: a pid used again by another process,
 or a container's pid, is not taken for the owner). Every open of the history for writing sweeps:
 
-    this host     a `running` run whose owner pid is gone, a zombie, or another process now, or that
-                  started before this host's last boot: interrupted
-    other hosts   their processes cannot be seen from here: interrupted only once started more than
-                  FOREIGN_STALE_SECONDS ago, longer than any stage's catalog timeout (a day at most)
-    no owner      runs recorded before owners were (schema version 6): as for other hosts
+    this boot and pid namespace   a `running` run whose owner pid is gone, a zombie, or another process
+                                  now (another start time): interrupted
+    this host, an earlier boot    interrupted: nothing of that boot still runs
+    other hosts, other pid        their processes cannot be seen from here: interrupted only once started
+    namespaces (containers)       more than FOREIGN_STALE_SECONDS ago (three days, longer than a whole
+                                  pipeline of our catalog runs on one machine)
+    no owner                      runs recorded before owners were (schema version 6): by age, as above
 
 A swept run's `finished_at` is the last time it was heard of (its newest test result, else its start).
 """

@@ -169,6 +169,12 @@ def latest_post_merge(store: HistoryStore, case_id: str, *, gpu: str, metric: st
     return found[0] if found else None
 
 
+def newest_perf_run(store: HistoryStore, *, gpu: str) -> str | None:
+    """The run that recorded the newest perf result on a GPU type (None: none did); a bad id is an error."""
+    row = store.row("SELECT run_id FROM perf_results WHERE gpu = ? ORDER BY recorded_at DESC LIMIT 1", (gpu,))
+    return rows.view(store, "perf_results", "run_id", row).key_text("run_id") if row is not None else None
+
+
 def perf_keys(store: HistoryStore, *, gpu: str) -> list[tuple[str, str]]:
     """Every (case, metric) recorded for a GPU type, sorted."""
     raw = store.rows("SELECT DISTINCT case_id, metric FROM perf_results WHERE gpu = ? ORDER BY 1, 2", (gpu,))

@@ -31,7 +31,7 @@ from ci_tool.history.store import (
 )
 from ci_tool.history.touches import Touches, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
-from ci_tool.outcomes import RunState
+from ci_tool.outcomes import RunState, StageState
 
 
 class RunRecorder:
@@ -53,6 +53,9 @@ class RunRecorder:
         self.stages: dict[str, StageRecords] = {}
         self.failure: HistoryError | None = None
         self.store: HistoryStore | None = None
+        # Once the run is interrupted every write tries once, briefly: a CI cancel sends SIGKILL soon after
+        # SIGTERM, and what the history misses stays in unrecorded.json (the stale-run sweep closes the run).
+        self.hurry = False
         try:
             self.store = HistoryStore(history, busy_timeout_ms=busy_timeout_ms, on_retry=warn)
         except HistoryError as error:
@@ -73,7 +76,9 @@ class RunRecorder:
         kept = dataclasses.replace(stage, details=_as_stored(stage.details))
         self.stages.pop(stage.name, None)  # a stage recorded again moves to the end, as in the history
         self.stages[stage.name] = (kept, tuple(tests), recorded_at)
-        self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at))
+        self.hurry = self.hurry or stage.state == StageState.INTERRUPTED
+        hurry = self.hurry
+        self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at, hurry=hurry))
 
     def record_touches(self, run_id: str, touches: Touches, *, recorded_at: float) -> None:
         """Store a stage's touch records; without the history they stay in its folder (parts/*.touches.json)."""
@@ -86,9 +91,8 @@ class RunRecorder:
     def finish_run(self, run_id: str, *, state: RunState, finished_at: float) -> None:
         if self.run is not None:
             self.run = dataclasses.replace(self.run, state=state, finished_at=finished_at)
-        # After an interrupt the run closes in one short try: a CI cancel sends SIGKILL soon after SIGTERM,
-        # and a run left open is closed by the next ci-tool's stale-run sweep (owners.py).
-        hurry = state is RunState.INTERRUPTED
+        self.hurry = self.hurry or state == RunState.INTERRUPTED
+        hurry = self.hurry
         self._write(lambda store: store.finish_run(run_id, state=state, finished_at=finished_at, hurry=hurry))
 
     def report_input(self) -> tuple[RunRecord, list[StageRecord], dict[str, Sequence[TestRecord]]]:

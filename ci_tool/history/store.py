@@ -140,9 +140,11 @@ class HistoryStore:
 
         self.backend.write(finish, hurry=hurry)
 
-    def record_stage(self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float) -> None:
+    def record_stage(
+        self, stage: StageRecord, tests: Sequence[TestRecord] = (), *, recorded_at: float, hurry: bool = False
+    ) -> None:
         """Store a stage and its tests in one transaction (replacing an earlier record of the same stage)."""
-        self.backend.write(lambda db: _insert_stage(db, stage, tests, recorded_at))
+        self.backend.write(lambda db: _insert_stage(db, stage, tests, recorded_at), hurry=hurry)
 
     def record_run(self, run: RunRecord, stages: Sequence[StageRecords]) -> None:
         """Store a whole run in one transaction, replacing what is recorded of it (an import)."""

@@ -19,7 +19,9 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history import owners, queries
-from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
+from ci_tool.outcomes import RunState
 
 CHILD = """
 import sys, time
@@ -205,3 +207,28 @@ def test_a_full_disk_under_the_history_keeps_the_run_in_its_folder_and_leaves_no
     assert state_of(history, "child-run")[0] == "interrupted"  # its owner has gone: swept
     assert main(["history", "import", str(run_dir), "--history", str(history)]) == 0
     assert capsys.readouterr().out == f"recorded run child-run (passed, 1 stages, 0 tests) in {history}\n"
+
+
+def test_an_interrupted_run_records_what_is_left_in_one_short_try_each(tmp_path: Path) -> None:
+    """After an interrupt (an interrupted stage) the lock is not waited for: 3 x 60 s would outlast a CI
+    cancel's grace; what the history cannot take stays in unrecorded.json."""
+    history, run_dir = tmp_path / "h.sqlite", tmp_path / "run"
+    run_dir.mkdir()
+    with RunRecorder(history, run_dir) as recorder:
+        recorder.start_run(RunRecord("r", "x", "running", time.time()))
+        locker = sqlite3.connect(history, isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")
+        try:
+            started = time.monotonic()
+            recorder.record_stage(StageRecord("r", "S-1", "interrupted"), recorded_at=time.time())
+            recorder.record_stage(
+                StageRecord("r", "S-2", "skipped", "the run was interrupted"), recorded_at=time.time()
+            )
+            recorder.finish_run("r", state=RunState.INTERRUPTED, finished_at=time.time())
+            took = time.monotonic() - started
+        finally:
+            locker.close()
+    assert took < 10, f"{took:.1f} s"  # one 2 s try, then the folder
+    assert str(recorder.unrecorded).startswith(f"{run_dir}: the run is not in the history ({history}: the history "
+                                               "is locked: expected to write it within 1 try of 2 s")  # fmt: skip
+    assert '"state": "interrupted"' in (run_dir / "unrecorded.json").read_text()
