@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from ci_tool.layout import HISTORY_PATH
 
@@ -23,6 +23,7 @@ HISTORY_ENV = "CI_TOOL_HISTORY"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_EXTRA = "ci-tool[postgres]"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_SECRET_PARAMETERS = ("password", "sslpassword")  # libpq's URL parameters that hold a secret
 
 
 @dataclass(frozen=True, repr=False)
@@ -32,19 +33,20 @@ class PostgresUrl:
     url: str = field(repr=False)
 
     def shown(self) -> str:
-        """The URL without its password (in the user part or a `password=` parameter)."""
+        """The URL without its password (in the user part, a `password=` or `sslpassword=` parameter)."""
         parts = urlsplit(self.url)
         user, _, host = parts.netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}@{host}" if user else host
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+        kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in _SECRET_PARAMETERS]
+        query = urlencode(kept)
         # by hand: urlunsplit drops the `//` of an empty host (a Unix socket's `postgresql:///db`)
         return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
     def secrets(self) -> tuple[str, ...]:
         """The passwords this URL carries, to be blotted from a driver's message that might echo them."""
         parts = urlsplit(self.url)
-        found = [parts.password] if parts.password else []
-        found += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+        found = [parts.password, unquote(parts.password)] if parts.password else []  # as written, and as meant
+        found += [v for k, v in parse_qsl(parts.query) if k in _SECRET_PARAMETERS and v]
         return tuple(found)
 
     def __str__(self) -> str:

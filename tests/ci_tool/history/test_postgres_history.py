@@ -32,8 +32,9 @@ REPO = Path(__file__).resolve().parents[3]
         ("postgres://ci@db/history", "postgres://ci@db/history"),
         ("postgresql://ci:p%40ss@db/h?sslmode=require&password=x", "postgresql://ci@db/h?sslmode=require"),
         ("postgresql:///history", "postgresql:///history"),
+        ("postgresql://db/h?sslpassword=key-pw&sslmode=verify-full", "postgresql://db/h?sslmode=verify-full"),
     ],
-    ids=["password-in-user", "no-password", "password-parameter", "socket"],
+    ids=["password-in-user", "no-password", "password-parameter", "socket", "ssl-key-password"],
 )
 def test_a_url_is_shown_without_its_password(given: str, shown: str) -> None:
     url = locate(given)
@@ -262,3 +263,8 @@ def test_a_sqlite_history_never_loads_the_postgresql_driver(tmp_path: Path) -> N
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}, timeout=120,
     )  # fmt: skip
     assert (done.returncode, done.stdout.splitlines()[-1], done.stderr) == (0, "0 []", "")
+
+
+def test_the_passwords_a_url_carries_are_known_as_written_and_as_meant() -> None:
+    url = PostgresUrl("postgresql://ci:p%40ss@db/h?sslpassword=key")
+    assert url.secrets() == ("p%40ss", "p@ss", "key")
