@@ -121,7 +121,8 @@ class SlurmError(CiToolError):
 
 
 class HistoryError(CiToolError):
-    """The SQLite history store cannot be opened or holds an unknown run."""
+    """The history (a SQLite file or a PostgreSQL database) cannot be opened, read or written, or holds an
+    unknown run."""
 
 
 class ReportError(CiToolError):

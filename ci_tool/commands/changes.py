@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ci_tool import gitinfo
 from ci_tool.errors import TestDbError
+from ci_tool.history.locator import History
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import touched_by
 from ci_tool.stages.changes import ChangedPath, ChangeSet, FileStatus, change_of, rule_input
@@ -35,7 +36,7 @@ def change_set(
     head: str | None = None,
     test_db: Path,
     root: Path | None = None,
-    history: Path | None = None,
+    history: History | None = None,
 ) -> ChangeSet | None:
     """The change the options describe (None: no changed files, so no path-based step runs), with the touch
     records `history` holds of its files (none when there is no such file). `head`: the commit the change
@@ -89,8 +90,8 @@ def from_git(root: Path, base_ref: str, head_ref: str | None = None, *, test_db_
     )
 
 
-def _touched_by(history: Path | None, files: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    if history is None or not history.is_file():
+def _touched_by(history: History | None, files: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    if history is None or (isinstance(history, Path) and not history.is_file()):
         return {}
     with HistoryStore(history, read_only=True) as store:
         return touched_by(store, files)

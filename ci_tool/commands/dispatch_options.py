@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ci_tool.commands.bounds import FiniteFloatRange
+from ci_tool.commands.history import HISTORY
 from ci_tool.errors import DispatchError, ReportError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import (
@@ -148,7 +149,7 @@ def dispatch_options(command: F) -> F:
         click.option(
             "--history",
             "history_option",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=HISTORY,
             help="The history holding the dispatch ledger [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
         ),
         _seconds("--poll-seconds", DISPATCH_POLL_SECONDS, 3600, "Between looks at a queue item or a running build."),

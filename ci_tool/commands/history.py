@@ -14,14 +14,29 @@ import click
 from ci_tool.commands import bounds
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
+from ci_tool.history.locator import History, PostgresUrl, locate
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.history.unrecorded import load_unrecorded
 
+
+class HistoryType(click.ParamType):
+    """`--history`: a SQLite file's path or a `postgresql://` URL (locator.py)."""
+
+    name = "PATH|URL"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> History:
+        if isinstance(value, Path | PostgresUrl):
+            return value
+        return locate(str(value))
+
+
+HISTORY = HistoryType()
 history_option = click.option(
     "--history",
     "history_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="SQLite history file [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
+    type=HISTORY,
+    help="SQLite history file or postgresql://USER@HOST:PORT/DB URL [default: $CI_TOOL_HISTORY, else "
+    ".ci-tool/history.sqlite].",
 )
 
 
@@ -69,10 +84,12 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
     return 0
 
 
-def _sweep(path: Path) -> None:
-    """Close the runs whose ci-tool died (owners.py) before listing, where this file may be written: every
-    write open sweeps. Whatever stops it (a file that is not a history, a lock) the read below reports."""
-    if path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+def _sweep(path: History) -> None:
+    """Close the runs whose ci-tool died (owners.py) before listing, where this history may be written:
+    every write open sweeps. Whatever stops it (a file that is not a history, a lock, a read-only role on
+    the database) the read below reports."""
+    writable_file = isinstance(path, Path) and path.is_file() and os.access(path, os.W_OK)
+    if isinstance(path, PostgresUrl) or (writable_file and os.access(path.parent, os.W_OK)):
         with contextlib.suppress(HistoryError):
             HistoryStore(path, create=False, busy_timeout_ms=SWEEP_BUSY_TIMEOUT_MS).close()
 

@@ -16,6 +16,7 @@ from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands.history import history_option
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import queries
+from ci_tool.history.locator import History
 from ci_tool.history.perf_results import perf_trends
 from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
@@ -48,7 +49,7 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     return 0
 
 
-def write_html_report(history: Path, run_id: str, output: Path) -> None:
+def write_html_report(history: History, run_id: str, output: Path) -> None:
     """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
     with HistoryStore(history, read_only=True) as store:
         text = html_page(store, run_id, output.parent)

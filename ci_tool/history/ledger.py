@@ -7,10 +7,10 @@ build carries COMMENT_ID and REQUEST, so a machine without this file finds the b
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from ci_tool.history import rows
+from ci_tool.history.backend import Writer, upsert
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import DispatchState
 
@@ -41,6 +41,9 @@ _COLUMNS = (
     "jenkins_url, job, comment_id, request_json, repository, pull_request, head_sha, state, queue_id, "
     "build_number, updated_at"
 )
+_UPSERT = upsert(
+    "dispatches", [c.strip() for c in _COLUMNS.split(",")], ("jenkins_url", "job", "comment_id", "request_json")
+)
 
 
 def record_dispatch(store: HistoryStore, record: DispatchRecord) -> None:
@@ -51,8 +54,8 @@ def record_dispatch(store: HistoryStore, record: DispatchRecord) -> None:
         record.head_sha, record.state, record.queue_id, record.build_number, record.updated_at,
     )  # fmt: skip
 
-    def write(db: sqlite3.Connection) -> None:
-        db.execute(f"INSERT OR REPLACE INTO dispatches ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+    def write(db: Writer) -> None:
+        db.execute(_UPSERT, values)
 
     store.write(write)
 

@@ -36,7 +36,8 @@ def run_summaries(store: HistoryStore, *, limit: int) -> list[RunSummary]:
         f"SELECT {rows.STAGE_COLUMNS} FROM stages WHERE run_id IN ({window}) ORDER BY rowid", (limit,)
     )
     test_rows = store.rows(
-        "SELECT run_id, count(*), max(recorded_at), total(duration_seconds), group_concat(outcome || rerun_outcome) "
+        "SELECT run_id, count(*), max(recorded_at), coalesce(sum(duration_seconds), 0.0), "
+        f"{store.group_concat('outcome || rerun_outcome')} "
         f"FROM test_results WHERE run_id IN ({window}) GROUP BY run_id",
         (limit,),
     )

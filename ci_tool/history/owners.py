@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 from ci_tool.outcomes import RunState
 
 if TYPE_CHECKING:  # the store sweeps as it opens
+    from ci_tool.history.backend import Writer
     from ci_tool.history.store import HistoryStore
 
 FOREIGN_STALE_SECONDS = 3 * 86_400.0
@@ -123,7 +123,7 @@ def sweep_stale_runs(store: HistoryStore, *, now: float | None = None) -> list[s
     return stale
 
 
-def _close(db: sqlite3.Connection, run_ids: list[str]) -> None:
+def _close(db: Writer, run_ids: list[str]) -> None:
     for run_id in run_ids:  # `state = running` again, under the lock: the owner may have closed it meanwhile
         db.execute(
             "UPDATE runs SET state = ?, finished_at = coalesce((SELECT max(recorded_at) FROM test_results "

@@ -12,12 +12,12 @@ them too; `ci-tool perf baseline set` takes medians from them and the reports an
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ci_tool.history import rows
+from ci_tool.history.backend import Writer, upsert
 from ci_tool.outcomes import PerfVerdict
 
 if TYPE_CHECKING:  # store.py imports SCHEMA from here
@@ -51,6 +51,9 @@ NOISE_STEP = 7  # after history-robust's step 6 (run owners); the last step when
 _COLUMNS = (
     "run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch, "
     "commit_sha, recorded_at, noise, rounds"
+)
+_UPSERT = upsert(
+    "perf_results", [c.strip() for c in _COLUMNS.split(",")], ("run_id", "stage", "case_id", "gpu", "metric")
 )
 
 
@@ -94,11 +97,8 @@ def record_perf_results(store: HistoryStore, results: Sequence[PerfResult]) -> N
         for r in results
     ]  # fmt: skip
 
-    def insert(db: sqlite3.Connection) -> None:
-        db.executemany(
-            f"INSERT OR REPLACE INTO perf_results ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
-            values,
-        )
+    def insert(db: Writer) -> None:
+        db.executemany(_UPSERT, values)
 
     store.write(insert)
 

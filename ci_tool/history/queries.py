@@ -181,10 +181,17 @@ def export_process_costs(store: HistoryStore, *, window_runs: int = 50) -> dict[
                 continue
             if not isinstance(seconds, int | float) or not isinstance(tests, int | float):
                 continue
+            if not _is_seconds(seconds) or not _is_seconds(tests):  # hand-edited details: 1e400, -1, NaN
+                continue
             share = max(0.0, seconds - tests) / len(entries)
             for entry in entries:
                 samples[str(entry)].append(share)
     return {entry: round(statistics.median(found[-DURATION_SAMPLES:]), 3) for entry, found in sorted(samples.items())}
+
+
+def _is_seconds(value: object) -> bool:
+    """A duration a clock measured (an int too large for a float is not one, and would not subtract)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= rows.MAX_SECONDS
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import flakiness
 from ci_tool.history.flakiness import KnownFlaky
+from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.store import (
     BUSY_TIMEOUT_MS,
@@ -40,7 +41,7 @@ class RunRecorder:
 
     def __init__(
         self,
-        history: Path,
+        history: History,
         run_dir: Path,
         *,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,

@@ -1,17 +1,25 @@
-"""The history's schema: the version 1 tables and one small migration step per later version.
+"""The history's tables and their numbered migrations: one schema for both backends (SQLite, PostgreSQL).
 
-Each step stands alone, so steps written on other branches merge as further rows of MIGRATIONS. Every
-step is idempotent (`IF NOT EXISTS`, AddColumn), so a file whose version row was edited back, deleted, or
-half-migrated by hand is brought up to date instead of failing on "duplicate column name"; store.py runs
-the steps of one open in one write transaction (SQLite's DDL is transactional).
+The statements are written once, in the SQL both backends speak; the PostgreSQL backend widens SQLite's
+type names where PostgreSQL's are narrower (REAL is 4 bytes there: DOUBLE PRECISION; INTEGER: BIGINT) and
+gives each table the insertion order SQLite keeps as `rowid` (postgres_backend.postgres_ddl).
+
+A new history gets the version 1 tables (BASE) and then every step; an older one the steps past its version.
+Each step is small and stands alone, so steps written on other branches merge as further rows of MIGRATIONS.
+Every step is idempotent (`IF NOT EXISTS`, AddColumn), so a history whose version row was edited back,
+deleted, or half-migrated by hand is brought up to date instead of failing on "duplicate column name"; a
+backend runs the steps of one open in one write transaction (both backends' DDL is transactional).
 """
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ci_tool.errors import HistoryError, Where
 from ci_tool.history import perf_results
+
+TABLES = ("runs", "stages", "test_results")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -126,10 +134,46 @@ CODE_VERSION = 3  # the first version whose runs hold their code and scope
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def apply(db: sqlite3.Connection, statement: Statement) -> None:
-    if not isinstance(statement, AddColumn):
-        db.execute(statement)
-        return
-    found = {row[1] for row in db.execute(f"PRAGMA table_info({statement.table})").fetchall()}
-    if statement.column not in found:
-        db.execute(f"ALTER TABLE {statement.table} ADD COLUMN {statement.column} {statement.declaration}")
+BASE = tuple(statement for statement in SCHEMA.split(";") if statement.strip())
+
+
+def steps_after(version: int | None) -> list[Statement]:
+    """The statements that bring a history of `version` (None: no tables yet) to SCHEMA_VERSION."""
+    statements: list[Statement] = list(BASE) if version is None else []
+    for step, step_statements in MIGRATIONS:
+        if step > (version or 1):
+            statements += step_statements
+    return statements
+
+
+def refuse_foreign(where: str, tables: Sequence[str], *, kind: str, noun: str, option: str) -> None:
+    """A database with tables but no `schema_version` is someone else's: refused, left as it is."""
+    if tables:
+        raise HistoryError(
+            f"expected a ci-tool history (tables {', '.join(TABLES)}), found {kind} with other tables "
+            f"({', '.join(repr(t) for t in tables)})",
+            where=Where(where),
+            hint=f"pass the history {noun} ci-tool writes (--history {option}); this one is left as it is",
+        )
+
+
+def checked_version(where: str, versions: Sequence[object], *, noun: str) -> int | None:
+    """The one version row's value (None: the row was deleted, and the idempotent steps add what is
+    missing); a newer version or a value ci-tool never writes is refused."""
+    if not versions:
+        return None
+    found = versions[0] if len(versions) == 1 else versions
+    if isinstance(found, int) and not isinstance(found, bool) and found > SCHEMA_VERSION:
+        raise HistoryError(
+            f"expected history schema version {SCHEMA_VERSION} or older, found {found}",
+            where=Where(where),
+            hint=f"a newer ci-tool wrote this {noun}; upgrade ci-tool or pass another --history",
+        )
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise HistoryError(
+            f"expected history schema version 1 to {SCHEMA_VERSION}, found {found!r}",
+            where=Where(where),
+            hint="table schema_version was changed outside ci-tool: it holds one row, the version of the "
+            f"{noun}'s tables; keep the {noun} aside and pass another --history if you do not know it",
+        )
+    return found

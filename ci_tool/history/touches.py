@@ -8,18 +8,19 @@ full set for it (stages/cbts.py).
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import rows
+from ci_tool.history.backend import Writer, upsert
 from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
 from ci_tool.text_file import read_text
 
 Touches = Mapping[str, frozenset[str]]  # file -> the tests that ran it
+_UPSERT = upsert("touches", ("source", "test_id", "run_id", "recorded_at"), ("source", "test_id"))
 
 
 def record_touches(store: HistoryStore, run_id: str, touches: Touches, *, recorded_at: float) -> None:
@@ -27,9 +28,9 @@ def record_touches(store: HistoryStore, run_id: str, touches: Touches, *, record
     tests = sorted({test for found in touches.values() for test in found})
     rows = [(source, test, run_id, recorded_at) for source, found in sorted(touches.items()) for test in sorted(found)]
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Writer) -> None:
         db.executemany("DELETE FROM touches WHERE test_id = ?", [(test,) for test in tests])
-        db.executemany("INSERT OR REPLACE INTO touches VALUES (?, ?, ?, ?)", rows)
+        db.executemany(_UPSERT, rows)
 
     store.write(write)
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_tool.history.store import HISTORY_ENV
+from ci_tool.history.locator import HISTORY_ENV, History
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
@@ -48,16 +48,17 @@ class RunSettings:
     interrupt_grace_seconds: float = 10.0
     nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
-    history: Path | None = None  # the run's history, exported so perf-sanity tests record into it
+    history: History | None = None  # the run's history, exported so perf-sanity tests record into it
     record_touches: bool = False  # which test ran which file (run/touches.py)
 
     def __post_init__(self) -> None:
         # Absolute from here on: a stage hands these to processes that run in other folders (pip in the
         # package-sanity work folder, pytest in the rootdir, a Slurm job on another node), where a path
-        # relative to ci-tool's working directory names another file or none.
+        # relative to ci-tool's working directory names another file or none. (A PostgreSQL history's URL
+        # names the same database from anywhere.)
         for name in ("rootdir", "results_dir", "history"):
             path = getattr(self, name)
-            if path is not None and not path.is_absolute():
+            if isinstance(path, Path) and not path.is_absolute():
                 object.__setattr__(self, name, path.absolute())
 
 
@@ -174,7 +175,7 @@ class PytestInvocation:
         return {**base, **self.variables}
 
 
-def stage_variables(plan: StagePlan, run_id: str, history: Path | None = None) -> dict[str, str]:
+def stage_variables(plan: StagePlan, run_id: str, history: History | None = None) -> dict[str, str]:
     """What a stage adds to its pytest processes' environment: its name (the reference exports
     `stageName`), the run id, its perf gate, and the history perf results are recorded in."""
     variables = {
@@ -184,7 +185,8 @@ def stage_variables(plan: StagePlan, run_id: str, history: Path | None = None) -
         PERF_GATE_ENV: plan.perf_gate.value,
     }
     if history is not None:
-        variables[HISTORY_ENV] = str(history.absolute())
+        # the tests connect themselves: a database URL goes whole (an environment is no output)
+        variables[HISTORY_ENV] = str(history.absolute()) if isinstance(history, Path) else history.url
     return variables
 
 

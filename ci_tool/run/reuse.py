@@ -17,6 +17,7 @@ from pathlib import Path
 from ci_tool.errors import HistoryError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
+from ci_tool.history.locator import History
 from ci_tool.history.reuse import ReusedTests, ReuseSource, latest_run_of, reuse_source, same_code
 from ci_tool.history.store import HistoryStore
 from ci_tool.stages.request import SelectionRequest
@@ -38,14 +39,14 @@ class ReusePlan:
         return self.source.passed_tests if self.source is not None else {}
 
 
-def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: Path, scope: str) -> ReusePlan:
+def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: History, scope: str) -> ReusePlan:
     """What this run reuses (see the module docstring)."""
     if request.disable_reuse_test:
         return ReusePlan(None, "reuse: off (--disable-reuse-test): every stage runs")
     if code is None:
         return ReusePlan(None, "reuse: off (not a git checkout: the code a run tests cannot be told apart)")
     named = request.reuse_test if isinstance(request.reuse_test, str) else None
-    if not history.is_file():
+    if isinstance(history, Path) and not history.is_file():  # a database URL is looked up
         if named is not None:
             raise HistoryError(
                 f"expected a recorded run id, found {named!r}",

@@ -29,6 +29,7 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
+from ci_tool.history.locator import History
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
@@ -55,7 +56,7 @@ from ci_tool.text_file import read_text
 class SessionConfig:
     rootdir: Path  # pytest runs here; test ids are relative to it
     results_root: Path  # .ci-tool/runs
-    history: Path
+    history: History
     sysinfo: Mapping[str, QueryValue]
     flaky_signatures: tuple[FlakySignature, ...]
     test_timeout_seconds: int = TEST_TIMEOUT_SECONDS

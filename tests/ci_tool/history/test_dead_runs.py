@@ -19,6 +19,7 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history import owners, queries
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
 from ci_tool.outcomes import RunState
@@ -28,9 +29,10 @@ import sys, time
 from pathlib import Path
 from ci_tool import interrupts
 from ci_tool.history.recorder import RunRecorder
+from ci_tool.history.locator import locate
 from ci_tool.history.store import RunRecord, StageRecord
 from ci_tool.outcomes import RunState
-history, run_dir = Path(sys.argv[1]), Path(sys.argv[2])
+history, run_dir = locate(sys.argv[1]), Path(sys.argv[2])
 run_dir.mkdir(exist_ok=True)  # as a run makes its folder before it starts
 with interrupts.terminating_signals_interrupt(), RunRecorder(history, run_dir, warn=lambda m: None) as recorder:
     recorder.start_run(RunRecord("child-run", "x", RunState.RUNNING, time.time()))
@@ -58,9 +60,9 @@ def child_of(tmp_path: Path) -> Iterator[list[subprocess.Popen[str]]]:
         process.wait()
 
 
-def start_child(started: list[subprocess.Popen[str]], history: Path, run_dir: Path) -> subprocess.Popen[str]:
+def start_child(started: list[subprocess.Popen[str]], history: History, run_dir: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(history), str(run_dir)],
+        [sys.executable, "-c", CHILD, history.url if isinstance(history, PostgresUrl) else str(history), str(run_dir)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[3],
     )  # fmt: skip
     started.append(process)
@@ -74,8 +76,10 @@ def state_of(history: Path, run_id: str) -> tuple[str, float | None]:
     return run.state, run.finished_at
 
 
-def test_a_sigkilled_run_is_marked_interrupted_by_the_next_open(tmp_path: Path, child_of: list) -> None:
-    history = tmp_path / "h.sqlite"
+def test_a_sigkilled_run_is_marked_interrupted_by_the_next_open(
+    tmp_path: Path, child_of: list, history_at: History
+) -> None:
+    history = history_at  # on both backends
     with HistoryStore(history) as store:
         store.start_run(RunRecord("alive", "x", "running", time.time()))  # ours: this process lives
     child = start_child(child_of, history, tmp_path / "run")

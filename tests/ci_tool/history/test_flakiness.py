@@ -1,4 +1,4 @@
-"""Measured flakiness over a real SQLite history with a planted flaky test (planted.py)."""
+"""Measured flakiness over a real history (SQLite and PostgreSQL) with a planted flaky test (planted.py)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import sqlite3
@@ -14,13 +15,19 @@ import pytest
 
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries, schema
+from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
+from ci_tool.history.locator import History, PostgresUrl
+from ci_tool.history.reuse import latest_run_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
+from ci_tool.history.touches import record_touches, touched_by
+from ci_tool.outcomes import DispatchState, RunState
 from tests.ci_tool.file_modes import TIMEOUT_SECONDS, where_modes_bind
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> HistoryStore:
-    with HistoryStore(tmp_path / "h.sqlite") as opened:
+def store(history_at: History) -> HistoryStore:
+    """A new history, on SQLite and on PostgreSQL in turn (conftest.py)."""
+    with HistoryStore(history_at) as opened:
         yield opened
 
 
@@ -43,9 +50,13 @@ def test_history_path(option: str | None, environ: dict[str, str], expected: Pat
     assert history_path(option, environ) == expected
 
 
-def test_wal_and_schema_version(store: HistoryStore) -> None:
-    assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert store.db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+def test_wal(tmp_path: Path) -> None:
+    with HistoryStore(tmp_path / "h.sqlite") as store:
+        assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_schema_version(store: HistoryStore) -> None:
+    assert store.rows("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
 
 
 def test_reopen_keeps_one_version_row(tmp_path: Path) -> None:
@@ -113,8 +124,8 @@ def _write_stages(path: str, writer: int, stages: int, tests: int) -> None:
             store.finish_run(run_id, state="passed", finished_at=2.0)
 
 
-def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "h.sqlite")
+def test_parallel_writers_lose_nothing(history_at: History) -> None:
+    path = history_at.url if isinstance(history_at, PostgresUrl) else str(history_at)
     writers, stages, tests = 4, 25, 20
     context = multiprocessing.get_context("fork")  # the test module is not importable by a spawned child
     processes = [context.Process(target=_write_stages, args=(path, w, stages, tests)) for w in range(writers)]
@@ -124,10 +135,10 @@ def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
         process.join(timeout=120)
     assert [p.exitcode for p in processes] == [0] * writers
     with HistoryStore(path) as store:
-        counts = store.db.execute(
+        counts = store.row(
             "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM stages), (SELECT count(*) FROM test_results), "
             "(SELECT count(*) FROM runs WHERE state = 'passed')"
-        ).fetchone()
+        )
     assert counts == (writers * stages, writers * stages, writers * stages * tests, writers * stages)
 
 
@@ -258,7 +269,7 @@ def test_a_history_below_a_file_is_a_located_error(tmp_path: Path) -> None:
 def _version_1_file(path: Path) -> None:
     """A history as ci-tool wrote it before runs held their code: the version 1 tables and one run."""
     with sqlite3.connect(path) as db:
-        for statement in schema.SCHEMA.split(";"):  # the version 1 tables, which every file starts from
+        for statement in schema.BASE:  # the version 1 tables, which every file starts from
             db.execute(statement)
         db.execute("INSERT INTO schema_version (version) VALUES (1)")
         db.execute("INSERT INTO runs (run_id, command, state, started_at) VALUES ('old', '/bot run', 'passed', 1.0)")
@@ -319,3 +330,48 @@ def test_export_process_costs_shares_a_process_cost_among_its_entries(store: His
             ],
         )
     assert queries.export_process_costs(store) == {"a.py": 3.0, "b.py -k fast": 3.0, "c.py": 0.0}
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [10**400, -1.0, float("nan"), float("inf"), "12", True],
+    ids=["past-a-float", "negative", "nan", "inf", "text", "bool"],
+)
+def test_export_process_costs_leaves_out_a_process_whose_seconds_no_clock_measured(
+    store: HistoryStore, seconds: object
+) -> None:
+    good = {"entries": ["a.py"], "seconds": 10.0, "tests_seconds": 6.0}
+    add_processes(store, "r0", 0.0, [good, {"entries": ["b.py"], "seconds": seconds, "tests_seconds": 1.0}])
+    assert queries.export_process_costs(store) == {"a.py": 4.0}
+
+
+def test_the_dispatch_ledger_moves_a_dispatch_on_in_place(store: HistoryStore) -> None:
+    key = DispatchKey("https://jenkins.example", "ci/pr", 7, '{"stages": []}')
+    record = DispatchRecord(key, "org/repo", 12, "abc", DispatchState.TRIGGERING, updated_at=1.0)
+    record_dispatch(store, record)
+    record_dispatch(store, dataclasses.replace(record, state=DispatchState.QUEUED, queue_id=2**40, updated_at=2.0))
+    assert find_dispatch(store, key) == dataclasses.replace(
+        record, state=DispatchState.QUEUED, queue_id=2**40, updated_at=2.0
+    )
+    assert store.rows("SELECT count(*) FROM dispatches") == [(1,)]
+
+
+def test_touch_records_keep_the_latest_run_of_each_test(store: HistoryStore) -> None:
+    record_touches(store, "r1", {"src/a.py": frozenset({"t1", "t2"}), "src/b.py": frozenset({"t1"})}, recorded_at=1.0)
+    record_touches(store, "r2", {"src/b.py": frozenset({"t2"})}, recorded_at=2.0)  # t2 ran again: only b now
+    assert touched_by(store, ["src/a.py", "src/b.py", "src/c.py"]) == {
+        "src/a.py": frozenset({"t1"}),
+        "src/b.py": frozenset({"t1", "t2"}),
+    }
+
+
+def test_reuse_finds_the_newest_finished_run_of_the_same_code_and_scope(store: HistoryStore) -> None:
+    for run_id, started, commit, state in [
+        ("old", 1.0, "c1", RunState.PASSED), ("new", 2.0, "c1", RunState.FAILED),
+        ("other", 3.0, "c2", RunState.PASSED), ("open", 4.0, "c1", RunState.RUNNING),
+    ]:  # fmt: skip
+        store.start_run(RunRecord(run_id, "run", RunState.RUNNING, started, code_commit=commit, scope="{}"))
+        if state is not RunState.RUNNING:
+            store.finish_run(run_id, state=state, finished_at=started + 0.5)
+    found = latest_run_of(store, commit="c1", diff_hash="", scope="{}", exclude="open")
+    assert found is not None and found.run_id == "new"

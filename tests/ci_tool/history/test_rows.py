@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.history import rows
+from ci_tool.history.backend import Writer
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.store import HistoryStore
 
 ANY_VALUE = st.one_of(
@@ -61,9 +63,13 @@ class _PathOnly:
 PATH_ONLY: Any = _PathOnly()
 
 
-def test_a_signal_inside_a_transaction_rolls_it_back(tmp_path: Path) -> None:
-    with HistoryStore(tmp_path / "h.sqlite") as store:
-        with pytest.raises(KeyboardInterrupt), store.transaction() as db:
-            db.execute("INSERT INTO runs (run_id, command, state, started_at) VALUES ('r', 'x', 'running', 1.0)")
-            raise KeyboardInterrupt  # what SIGTERM raises (ci_tool.interrupts)
-        assert (store.db.in_transaction, store.rows("SELECT run_id FROM runs")) == (False, [])
+def test_a_signal_inside_a_transaction_rolls_it_back(history_at: History) -> None:
+    def interrupted(db: Writer) -> None:
+        db.execute("INSERT INTO runs (run_id, command, state, started_at) VALUES ('r', 'x', 'running', 1.0)")
+        raise KeyboardInterrupt  # what SIGTERM raises (ci_tool.interrupts)
+
+    with HistoryStore(history_at) as store:
+        with pytest.raises(KeyboardInterrupt):
+            store.write(interrupted)
+        assert store.rows("SELECT run_id FROM runs") == []
+        assert isinstance(history_at, PostgresUrl) or not store.db.in_transaction

@@ -14,6 +14,7 @@ from ci_tool.cli import main
 from ci_tool.errors import PerfError
 from ci_tool.history import schema
 from ci_tool.history.perf_results import NOISE_STEP, PerfResult, perf_series, record_perf_results
+from ci_tool.history.sqlite_backend import _apply
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import Baseline, load_baselines
@@ -156,7 +157,7 @@ def test_a_history_from_before_the_noise_step_reads_as_one_round(tmp_path: Path)
         for step, statements in schema.MIGRATIONS:
             if step < NOISE_STEP:
                 for statement in statements:
-                    schema.apply(db, statement)
+                    _apply(db, statement)
         db.execute(f"INSERT INTO schema_version (version) VALUES ({NOISE_STEP - 1})")
         db.execute(f"INSERT INTO perf_results (run_id, stage, case_id, gpu, metric, value, verdict, recorded_at) "
                    f"VALUES ('old', 'S', '{CASE}', 'H200', '{TPS}', 99.0, 'passed', 1.0)")  # fmt: skip

@@ -1,0 +1,54 @@
+"""The history tests' backends: `history_at` is a fresh history on each backend in turn, a SQLite file and a
+database on one real PostgreSQL server per session (postgres_server.py); `postgres_server` is that server."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator, Iterator
+from pathlib import Path
+
+import pytest
+
+from ci_tool.history.locator import History, PostgresUrl
+from ci_tool.history.store import HistoryStore
+from tests.ci_tool.history.postgres_server import PostgresServer, why_not
+
+_names: Iterator[int] = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Generator[PostgresServer]:
+    reason = why_not()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Generator[PostgresUrl]:
+    """A new, empty database on the session's server."""
+    name = f"history_{next(_names)}"
+    yield PostgresUrl(postgres_server.create_database(name))
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def history_at(request: pytest.FixtureRequest, tmp_path: Path) -> History:
+    """A new history on each backend in turn."""
+    if request.param == "sqlite":
+        return tmp_path / "h.sqlite"
+    url: PostgresUrl = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def planted_store(history_at: History) -> Generator[HistoryStore]:
+    """planted.py's runs (a flaky test among others) in a new history on each backend in turn (the suite's
+    fixture of the same name, on SQLite only, serves the tests outside this folder)."""
+    from tests.ci_tool.history.planted import plant
+
+    with HistoryStore(history_at) as store:
+        plant(store)
+        yield store

@@ -1,0 +1,107 @@
+"""A real, throw-away PostgreSQL cluster from Debian's packages, for the tests that run the history on it.
+
+The server refuses to run as root, so as root its commands run as the `postgres` user the package makes
+(runuser); as anyone else they run as that user. It listens on 127.0.0.1 at a free port with its socket in
+its own folder (no system service is involved), and takes password (scram-sha-256) logins as `ci`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+USER = "ci"
+PASSWORD = "s3cret-Pw-4-tests"  # what no output may show
+
+
+def binaries() -> Path | None:
+    """The newest installed PostgreSQL's server binaries (initdb, pg_ctl), or None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name))
+    return Path(found[-1]).parent if found else None
+
+
+def why_not() -> str | None:
+    """Why no cluster can start here (None: it can)."""
+    if binaries() is None:
+        return "needs PostgreSQL's server binaries (apt-get install postgresql; .ci/run installs them)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "runs the server as the `postgres` user, which this machine lacks"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PostgresServer:
+    def __init__(self) -> None:
+        self.bin = binaries()
+        assert self.bin is not None
+        self.root = Path(tempfile.mkdtemp(prefix="ci-tool-pg-"))
+        self.root.chmod(0o755)
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.as_user: list[str] = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.root, "postgres")
+        password_file = self.root / "pw"
+        password_file.write_text(PASSWORD + "\n")
+        if self.as_user:
+            shutil.chown(password_file, "postgres")
+        self._run("initdb", "-D", str(self.data), "-U", USER, "--auth=scram-sha-256", f"--pwfile={password_file}",
+                  "-E", "UTF8", "--no-sync")  # fmt: skip
+        password_file.unlink()
+        self.start()
+
+    def _run(self, tool: str, *args: str) -> None:
+        assert self.bin is not None
+        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "120", "-o", options, "start"
+        )
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "120", "stop")
+
+    def url(self, database: str, *, password: str | None = PASSWORD) -> str:
+        secret = f":{password}" if password is not None else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as db:
+            db.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def drop_database(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def running(self) -> bool:
+        assert self.bin is not None
+        status = [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), "status"]
+        return subprocess.run(status, capture_output=True, timeout=120).returncode == 0
+
+    def close(self) -> None:
+        try:
+            if self.running():  # a test that stops it may end before it starts it again
+                self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,109 @@
+"""Two clones of a project, one PostgreSQL history, through the real CLI: runs made at once in both are
+both recorded, the second clone reuses a stage the first passed on the same code, and the password (in the
+URL the runs are given) appears in no output and no file they write."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ci_tool.history.locator import PostgresUrl
+from tests.ci_tool.history.postgres_server import PASSWORD, PostgresServer
+
+CATALOG = """\
+version: 1
+families:
+- {name: CPU-Generic, platform: cpu, context: l0_green, splits: 1}
+"""
+RUN = ["run", "/bot run", "--catalog", "shared.yml", "--system-info", "cpu-only.json"]
+
+
+def git(root: Path, *args: str) -> None:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True)
+
+
+def clones(suite: Path, tmp_path: Path) -> tuple[Path, Path]:
+    (suite / "shared.yml").write_text(CATALOG)
+    (suite / ".gitignore").write_text(".ci-tool/\n__pycache__/\n")
+    git(suite, "init", "-q")
+    git(suite, "add", ".")
+    git(suite, "commit", "-q", "-m", "the suite")
+    first, second = tmp_path / "first", tmp_path / "second"
+    for clone in (first, second):
+        git(tmp_path, "clone", "-q", str(suite), str(clone))
+    return first, second
+
+
+def start(root: Path, url: PostgresUrl, *argv: str) -> subprocess.Popen[str]:
+    environ = {**os.environ, "CI_TOOL_HISTORY": url.url}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ci_tool", *argv], cwd=root, env=environ, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
+    out, _ = process.communicate(timeout=600)
+    return process.returncode, out
+
+
+def test_two_clones_share_one_history_and_the_second_reuses_what_the_first_passed(
+    suite: Path, tmp_path: Path, postgres_url: PostgresUrl
+) -> None:
+    first, second = clones(suite, tmp_path)
+    at_once = [start(first, postgres_url, *RUN), start(second, postgres_url, *RUN)]
+    outputs = [finish(process) for process in at_once]
+    assert [code for code, _ in outputs] == [0, 0], outputs
+    code, listed = finish(start(first, postgres_url, "history", "--json"))
+    runs = json.loads(listed)["runs"]
+    assert (code, sorted(run["state"] for run in runs), len({run["run_id"] for run in runs})) == (0, ["passed"] * 2, 2)
+
+    code, out = finish(start(second, postgres_url, *RUN))
+    newest = max(runs, key=lambda run: run["started_at"])["run_id"]
+    assert code == 0, out
+    assert f"reuse: run {newest} (commit " in out
+    assert f"\nCPU-Generic-1: reused from run {newest}\n" in out
+
+    said = "\n".join(out for _, out in outputs) + listed + out
+    written = [path for clone in (first, second) for path in (clone / ".ci-tool").rglob("*") if path.is_file()]
+    assert written and PASSWORD not in said
+    assert [path for path in written if PASSWORD.encode() in path.read_bytes()] == []
+
+
+def test_eight_stage_runs_at_once_give_eight_records(suite: Path, tmp_path: Path, postgres_url: PostgresUrl) -> None:
+    first, _ = clones(suite, tmp_path)
+    stage_run = ["stage", "run", "CPU-Generic-1", "--catalog", "shared.yml", "--system-info", "cpu-only.json"]
+    outputs = [finish(process) for process in [start(first, postgres_url, *stage_run) for _ in range(8)]]
+    assert [code for code, _ in outputs] == [0] * 8, outputs
+    code, listed = finish(start(first, postgres_url, "history", "--json", "--limit", "20"))
+    runs = json.loads(listed)["runs"]
+    assert (code, len({run["run_id"] for run in runs}), {run["state"] for run in runs}) == (0, 8, {"passed"})
+
+
+def test_a_run_made_while_the_server_is_stopped_is_recorded_by_history_import_after_the_restart(
+    suite: Path, tmp_path: Path
+) -> None:
+    first, _ = clones(suite, tmp_path)
+    server = PostgresServer()  # its own: this test stops it
+    try:
+        url = PostgresUrl(server.create_database("history"))
+        server.stop()
+        code, out = finish(start(first, url, *RUN))
+        run_dirs = list((first / ".ci-tool" / "runs").iterdir())
+        # the stages ran and passed; the run says it is not recorded, and exits 1 for it as on SQLite
+        assert (code, len(run_dirs), PASSWORD in out) == (1, 1, False), out
+        assert "CPU-Generic-1: passed in " in out
+        told = [line for line in out.splitlines() if "history import" in line]
+        assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
+        assert f"{url.shown()}: cannot open the history: expected a PostgreSQL server" in told[0]
+        server.start()
+        code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
+        assert (code, PASSWORD in out) == (0, False), out
+        code, listed = finish(start(first, url, "history", "--json"))
+        assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
+    finally:
+        server.close()
