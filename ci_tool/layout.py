@@ -33,9 +33,9 @@ CRASH_LOGS_KEPT = 10
 # What the wheel is built from (pyproject.toml's package finder reads ci_tool/ and src/).
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
 
-TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (the reference's)
-PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (the reference's)
-SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (the reference's cap)
+TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (TensorRT-LLM's)
+PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)
+SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (TensorRT-LLM's cap)
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"

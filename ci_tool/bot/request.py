@@ -44,7 +44,7 @@ class BotRequest:
 
     @property
     def is_custom_run(self) -> bool:
-        """A partial selection (reference §4.9): the run may not set the merge gate green."""
+        """A partial selection: the run may not set the merge gate green."""
         return self.command == "run" and self.selection_request().custom_run
 
     def selection_request(self) -> SelectionRequest:

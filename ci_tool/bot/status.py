@@ -1,4 +1,4 @@
-"""The commit statuses the bot sets on a pull request's head (reference §4.9). Pure.
+"""The commit statuses the bot sets on a pull request's head. Pure.
 
     context               set by
     Jenkins Full Build    a `/bot run` that is no custom run (SelectionRequest.custom_run), `/bot skip`,

@@ -1,4 +1,4 @@
-"""Reuse (reference §3.2, §5.3): what an earlier run of the same code and request scope spares a run.
+"""Reuse (as TensorRT-LLM's CI reuses): what an earlier run of the same code and request scope spares a run.
 
     source   `--reuse-test RUN`: that run; otherwise the newest finished run of the same code and scope
     stages   the source's passed stages, and the stages it reused itself (from the run they passed in):
@@ -31,7 +31,7 @@ _REUSED_TEST = re.compile(r"Reused from run (\S+)")
 
 
 def reused_test_reason(run_id: str) -> str:
-    """The waive reason of a test reused from `run_id` (the reference writes `Reused from previous pipeline`)."""
+    """The waive reason of a test reused from `run_id` (TensorRT-LLM's CI writes `Reused from previous pipeline`)."""
     return f"Reused from run {run_id}"
 
 

@@ -5,7 +5,7 @@
     past both       worse than its baseline by more than the threshold AND by more than NOISE_FACTOR x the
                     combined noise (the baseline's spread + this run's, both 1.4826 * MAD of their runs/rounds):
                       the target branch's newest post-merge result is past it too -> SKIPPED, with a note
-                      (the regression is not this change's: the reference learned to skip then)
+                      (the regression is not this change's: TensorRT-LLM's CI learned to skip then)
                       else the stage's gate: FAIL -> REGRESSED, WARN -> WARNED, NONE -> RECORDED
     otherwise       PASSED (past the threshold but within the noise: PASSED, and the note says so);
                     NO_BASELINE when the metric is gated but has no baseline; RECORDED when not gated

@@ -11,7 +11,7 @@ Labels like `p03-main-resume` are spelled only for file names; nothing parses th
 
 A multi-node stage run inside a Slurm allocation (`RunSettings.nodes` > 1) launches each process under
 `srun` across the allocation, one task per node: the task of rank 0 runs pytest, the others hold their
-node for it until it ends (ci_tool.run.ranks), as the reference's launcher keeps its MPI workers.
+node for it until it ends (ci_tool.run.ranks), as TensorRT-LLM's launcher keeps its MPI workers.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ class PytestInvocation:
 
 
 def stage_variables(plan: StagePlan, run_id: str, history: History | None = None) -> dict[str, str]:
-    """What a stage adds to its pytest processes' environment: its name (the reference exports
+    """What a stage adds to its pytest processes' environment: its name (TensorRT-LLM's CI exports
     `stageName`), the run id, its perf gate, and the history perf results are recorded in."""
     variables = {
         "CI_TOOL_STAGE": plan.name.name,

@@ -16,7 +16,7 @@ the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H1
 Fail-fast: after a stage fails, the stages not yet started are skipped (those that would wait for a
 runner too: CI would not dispatch them) and the ones still running are cancelled (as Jenkins' parallel
 failFast aborts its other branches), unless fail-fast is off (`--disable-fail-fast`, or any post-merge
-run, as in the reference). Unstable stages do not stop it.
+run, as in TensorRT-LLM's CI). Unstable stages do not stop it.
 A reused stage (it passed in an earlier run of the same code) is recorded as reused and counts as passed.
 """
 

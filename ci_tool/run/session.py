@@ -91,7 +91,7 @@ def catalog_stages(
     reused_tests: Mapping[str, ReusedTests] | None = None,
 ) -> list[PlannedStage]:
     """Catalog stages planned with each stage's query merged over `sysinfo` (None: stage-name keys only,
-    as the reference's sbatch stages render: a Slurm job's node is not this machine)."""
+    as TensorRT-LLM's sbatch stages render: a Slurm job's node is not this machine)."""
     return [
         PlannedStage(
             stage.name,

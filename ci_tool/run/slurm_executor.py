@@ -13,7 +13,7 @@
 How a job that ended is read (`verdict`):
     infra fault  NODE_FAIL, BOOT_FAIL, PREEMPTED, or a job that failed before its runner started (a
                  failed launch): submitted again with --exclude of its nodes, at most INFRA_RETRIES times
-                 (the reference's SLURM_INFRA_RETRY_MAX); the attempt's files move to slurm/attempt-<K>/.
+                 (TensorRT-LLM's SLURM_INFRA_RETRY_MAX); the attempt's files move to slurm/attempt-<K>/.
                  (A script that exited non-zero before starting the runner ran: that is no launch failure.)
                  A stage that passed only after one is UNSTABLE, never green, and its reason says why.
     timeout      TIMEOUT: the stage fails, its reason names the limit; the tests that finished are kept

@@ -1,4 +1,4 @@
-"""Approval labels (reference §5.4): which selected stages need a label, as pure functions of the request,
+"""Approval labels (TensorRT-LLM's rule): which selected stages need a label, as pure functions of the request,
 the catalog, the stages and the PR's labels.
 
     label                          a selected stage needs it when
@@ -15,8 +15,8 @@ of the catalog's stages (`*-*`). The patterns that take part are broad, and each
 the label. A stage named exactly was asked for on purpose and is never broad.
 
 `ci: post-merge approved` also grants the other label: the same approvers grant both. A stage whose label
-is missing is blocked: every consumer names it and does not run it (the reference's
-`[Test-x86_64-Multi-GPU] Blocked`, §8.1); the other stages run.
+is missing is blocked: every consumer names it and does not run it (TensorRT-LLM's
+`[Test-x86_64-Multi-GPU] Blocked`); the other stages run.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ci_tool.stages.request import SelectionRequest, flag_name
 
 POST_MERGE_APPROVED = "ci: post-merge approved"
 FULL_PRE_MERGE_APPROVED = "ci: full pre-merge approved"
-# What the reference's broad selectors select; a request's globs that select as much are broad too.
+# What TensorRT-LLM's broad selectors select; a request's globs that select as much are broad too.
 GUARDED_SETS = (
     ("*", "every stage"),
     ("*PerfSanity*", "every PerfSanity stage"),

@@ -2,7 +2,7 @@
 
     version: 1
     timeouts: {margin: 2.0, minimum_minutes: 30}   optional (these are the defaults); see TimeoutRule
-    multi_gpu_paths: [PATH, ...]        a changed file here adds the pre-merge multi-GPU stages (§4.8 step 2)
+    multi_gpu_paths: [PATH, ...]        a changed file here adds the pre-merge multi-GPU stages (selection step 2)
     tag_triggers: {PATH: TOKEN, ...}    a changed file here adds every stage carrying TOKEN   (step 3)
     file_groups:                         a change confined to one group runs only its stages   (step 11)
     - {name: docs, paths: [PATH, ...], stages: [STAGE_GLOB, ...]}
@@ -71,7 +71,7 @@ def path_matches(pattern: str, path: str) -> bool:
 
 
 def stage_glob_matches(pattern: str, name: str) -> bool:
-    """A stage selector (§4.8 step 13): without `*` an exact name; with `*` a whole-name glob whose `*`
+    """A stage selector (selection step 13): without `*` an exact name; with `*` a whole-name glob whose `*`
     matches any run of characters (nothing else is special: `[` and `?` are literal)."""
     if "*" not in pattern:
         return pattern == name

@@ -1,6 +1,6 @@
-"""Change-based test selection (reference §7; selection step 16): from a change's files, the narrowed set of a
-bare `/bot run` or `/bot run --post-merge`. Pure: values in (catalog, test-db, durations, the ChangeSet),
-a Narrowing out, which the selection applies.
+"""Change-based test selection (selection step 16, as TensorRT-LLM's CI narrows a change): from a change's
+files, the narrowed set of a bare `/bot run` or `/bot run --post-merge`. Pure: values in (catalog, test-db,
+durations, the ChangeSet), a Narrowing out, which the selection applies.
 
 Each changed file is claimed by the first rule that claims it:
 
@@ -43,7 +43,7 @@ from ci_tool.testdb.load import parse_test_db_file
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.waives import parse_waives
 
-NARROWED_SHARD_BUDGET_MINUTES = 120  # a narrowed shard's predicted minutes (the reference's 2 h)
+NARROWED_SHARD_BUDGET_MINUTES = 120  # a narrowed shard's predicted minutes (TensorRT-LLM's 2 h)
 _SHOWN_FILES = 3  # changed files a reason names before counting the rest
 
 
@@ -85,7 +85,7 @@ class Narrowing:
         return self.scope in (CbtsScope.NARROWED, CbtsScope.NOOP)
 
     def to_json(self) -> dict[str, object]:
-        """The reference's CBTS output, as far as it applies: scope, reasons, and per family what it keeps."""
+        """TensorRT-LLM's CBTS output, as far as it applies: scope, reasons, and per family what it keeps."""
         return {
             "scope": self.scope.value,
             "reasons": list(self.reasons),
@@ -195,7 +195,7 @@ def _families(
 
 
 def narrowed_shards(family: Family, predicted_seconds: float, tests: int) -> int:
-    """k = clamp(ceil(predicted / budget), 1, splits) (reference §7), and no more shards than tests."""
+    """k = clamp(ceil(predicted / budget), 1, splits), and no more shards than tests."""
     budget = NARROWED_SHARD_BUDGET_MINUTES * 60
     return max(1, min(family.splits, tests, math.ceil(predicted_seconds / budget)))
 

@@ -4,7 +4,7 @@
     local     on this machine (a CI agent of the stage's          a runner label (`a10`, `dgx-h100-x4`)
               platform, or yours): ci_tool.run.stage_runner
     slurm     as one batch job on the cluster SLURM_CONF names    a Slurm partition, or `auto:<pool>`
-              (ci_tool.run.slurm_executor)                        (the reference picks a cluster of the
+              (ci_tool.run.slurm_executor)                        (TensorRT-LLM's CI picks a cluster of the
                                                                   pool; here the pool is the partition)
 
 A family says `executor: slurm` in the catalog; `ci-tool run` and `ci-tool stage run` take `--executor`.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-AUTO_PREFIX = "auto:"  # `auto:<pool>`: a Slurm pool (reference §4.2)
+AUTO_PREFIX = "auto:"  # `auto:<pool>`: a Slurm pool
 
 
 class Executor(enum.StrEnum):

@@ -15,7 +15,7 @@ generated Jenkins and GitHub stages ask for a `<platform>-perf` agent, a pool no
 `FUNCTIONAL-ONLY` turns any failing gate into a warning: perf never fails that stage.
 
 `PerfSanity` is not perf mode: its tests are ordinary pytest cases that gate on regressions themselves
-(the reference's `-Perf-` predicate excludes it on purpose; review bots keep asking to "fix" that).
+(TensorRT-LLM's `-Perf-` predicate excludes it on purpose; review bots keep asking to "fix" that).
 """
 
 from __future__ import annotations

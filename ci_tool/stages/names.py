@@ -32,7 +32,7 @@ Decisions:
   both sit on one node).
 - The old bracket spelling `A10-TensorRT-[Post-Merge]-1` parses as a post-merge stage;
   `canonical_name` gives today's spelling.
-- Every name must match NAME_CHARSET (the reference's rule, `[-+\\w\\[\\]]+`, ASCII).
+- Every name must match NAME_CHARSET (TensorRT-LLM's rule, `[-+\\w\\[\\]]+`, ASCII).
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ BACKENDS: dict[str, str] = {
     "Generic": "generic",
     "Verl": "verl",
 }
-# The backends `--test-backend` counts (reference §5.3, 2026): a stage with another backend token counts
-# as having no backend, so it stays whatever is asked.
+# The backends `--test-backend` counts (as TensorRT-LLM's 2026 pipeline counts them): a stage with another
+# backend token counts as having no backend, so it stays whatever is asked.
 SELECTABLE_BACKENDS: tuple[str, ...] = ("pytorch", "cpp", "triton", "fmha")
-# Backends the query does not send: the reference's 2026 pipeline maps no `-AutoDeploy-` substring, so
+# Backends the query does not send: TensorRT-LLM's 2026 pipeline maps no `-AutoDeploy-` substring, so
 # those stages render every backend's blocks (their test-db blocks carry no backend term).
 UNQUERIED_BACKENDS: frozenset[str] = frozenset({"autodeploy"})
 

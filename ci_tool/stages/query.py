@@ -3,19 +3,19 @@
     key               from                                       CPU stages
     stage             post_merge iff the name has Post-Merge     same
     backend           the backend token (omitted when none, and  same
-                      for AutoDeploy, as the reference's 2026
+                      for AutoDeploy, as TensorRT-LLM's 2026
                       pipeline sends none)
     orchestrator      ray iff a Ray tag, else mpi                same
     auto_trigger      deepseek / gpt_oss by tag, else others     same
     system_gpu_count  N of N_GPUs, else 1                        0
     gpu               sysinfo's GPU when it has one (the         omitted
-                      machine's probe, as on the reference's
+                      machine's probe, as on TensorRT-LLM's
                       Kubernetes pods); else the GPU token (or
                       the caller's `gpu`)
     cpu               (sysinfo)                                  `arch`
     linux_distribution_name  (sysinfo)                           ubuntu
 
-Stage-derived keys win over sysinfo. CPU stages ignore sysinfo entirely, as the reference does, so a
+Stage-derived keys win over sysinfo. CPU stages ignore sysinfo entirely, as TensorRT-LLM's CI does, so a
 CPU stage renders the same list on any machine. Sbatch-style runs that have no sysinfo pass None: then
 the name's GPU token stands in for the probe.
 """

@@ -4,7 +4,7 @@ A stage renders a block when its query matches the block's condition. Only the s
 known here (stage, backend, orchestrator, auto_trigger, system_gpu_count, gpu; cpu on CPU stages); a
 key the query lacks matches anything, as sysinfo keys do until a runner reports them. So a block is
 unreachable when every stage on its context contradicts it on a stage-derived key: a `stage: post_merge,
-backend: autodeploy` block with no Post-Merge AutoDeploy stage never runs (reference §8.3).
+backend: autodeploy` block with no Post-Merge AutoDeploy stage never runs.
 """
 
 from __future__ import annotations

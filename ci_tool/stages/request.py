@@ -23,7 +23,7 @@ it means to the selection; the bot's flag table (bot/flags.py) adds only how a c
     high_priority            switch    -
     disable_cbts             switch    16
 
-A custom run is a partial selection: it may not turn the merge gate green (reference §4.9). An option's
+A custom run is a partial selection: it may not turn the merge gate green. An option's
 flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one spelling rule of both.
 Change-based selection (step 16) narrows only a bare `/bot run` or `/bot run --post-merge`: any option of
 another selection step, or --disable-cbts, turns it off (`SelectionRequest.narrowing_off`).
@@ -45,7 +45,7 @@ RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
 
 
 class Step(enum.IntEnum):
-    """A step of the stage selection (reference §4.8); the value is the step number."""
+    """A step of the stage selection; the value is the step number."""
 
     DEFAULT_SET = 1
     MULTI_GPU_PATHS = 2
@@ -132,7 +132,7 @@ OPTIONS: tuple[Option, ...] = (
 # The steps whose options leave change-based selection on: post-merge (narrowed like pre-merge), reuse.
 NARROWABLE_STEPS = (Step.POST_MERGE, Step.CBTS, Step.REUSE)
 
-# Options that --stage-list makes moot: it replaces the set they shape (the reference accepts them).
+# Options that --stage-list makes moot: it replaces the set they shape (TensorRT-LLM's bot accepts them).
 REPLACED_BY_STAGE_LIST = ("gpu_type", "test_backend", "add_multi_gpu_test", "only_multi_gpu_test",
                           "disable_multi_gpu_test")  # fmt: skip
 
@@ -196,19 +196,19 @@ class SelectionRequest:
 
     @property
     def custom_run(self) -> bool:
-        """A partial selection (reference §4.9): the run may not set the merge gate green."""
+        """A partial selection: the run may not set the merge gate green."""
         return any(found.custom_run for found in self.given)
 
     @property
     def fail_fast(self) -> bool:
         """Whether the first failed stage stops the others: off with --disable-fail-fast and in post-merge
-        runs (the reference's `enableFailFast`). The one place this rule lives."""
+        runs (TensorRT-LLM's `enableFailFast`). The one place this rule lives."""
         return not (self.disable_fail_fast or self.post_merge)
 
     @property
     def narrowing_off(self) -> str | None:
         """Why change-based selection does not narrow this request (None: it may): a selection option of
-        another step, or --disable-cbts (reference §4.8 step 16, §5.3)."""
+        another step, or --disable-cbts (selection step 16)."""
         if self.disable_cbts:
             return f"{flag_name('disable_cbts')} asks for the full set"
         chosen = [found.name for found in self.given if found.step is not None and found.step not in NARROWABLE_STEPS]

@@ -1,4 +1,4 @@
-"""Stage selection (reference §4.8): a catalog, a `/bot run` request, the changed files and the PR labels in;
+"""Stage selection: a catalog, a `/bot run` request, the changed files and the PR labels in;
 the ordered stages out, with the step that put each stage in or took it out. Pure.
 
     step  effect                                                  runs when
@@ -117,7 +117,7 @@ class Selection:
 
     @property
     def custom_run(self) -> bool:
-        """A partial selection (reference §4.9): the run may not set the merge gate green."""
+        """A partial selection: the run may not set the merge gate green."""
         return self.request.custom_run
 
     @property

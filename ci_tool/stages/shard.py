@@ -11,7 +11,7 @@ Algorithms (the registry ALGORITHMS; the CLI's --algorithm choices come from it)
 Plans (`plan_shards`):
 - every test lands in exactly one shard and no shard is empty: more shards than tests is an error;
   a shard left empty by zero-second tests gets a zero-second test from the fullest shard;
-- ISOLATION tests are balanced like any other (as the reference shards them by collection) and each
+- ISOLATION tests are balanced like any other (as TensorRT-LLM's CI shards them by collection) and each
   shard lists them apart in `isolated_ids`: the runner runs those one per process;
 - `splits="auto"` takes the smallest shard count whose split keeps every shard within `budget_seconds`
   (`shards_for_budget`); the catalog resolves its `splits: auto` families the same way.

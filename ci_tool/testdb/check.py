@@ -89,7 +89,7 @@ _TIMEOUT_MARKER = re.compile(r"\s(TIMEOUT\s*\(\s*\d+\s*\))")
 
 def redundant_timeouts(db: TestDb) -> list[TestDbError]:
     """List lines whose TIMEOUT says the default per-test limit: they change nothing and hide the default
-    (the reference rejects `TIMEOUT (60)` in test-db for that reason)."""
+    (TensorRT-LLM rejects `TIMEOUT (60)` in test-db for that reason)."""
     findings = []
     for context in db.contexts.values():
         for block in context.blocks:

@@ -1,5 +1,5 @@
-"""The effective waives of a pull request (reference §3.2): its own file, plus the target branch tip's
-waives, minus the waives the pull request removed, so a stale branch does not fail on tests the target
+"""The effective waives of a pull request (as TensorRT-LLM's CI merges them): its own file, plus the target
+branch tip's waives, minus the waives the pull request removed, so a stale branch does not fail on tests the target
 branch has waived since, and an unwaive in the pull request is honoured. Pure: texts in, text out.
 
     merged = the PR's file as written

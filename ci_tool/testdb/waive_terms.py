@@ -6,7 +6,7 @@
     link    := "http://" or "https://" and the non-blank characters after it (the first one counts)
     date    := YYYY-MM-DD, a real day; the waive holds through that day and has expired the day after
 
-Both sit inside the reason's parentheses, so a reader that takes the reason as free text (the reference's
+Both sit inside the reason's parentheses, so a reader that takes the reason as free text (TensorRT-LLM's
 own parser) loads the line unchanged, and every existing line still means what it meant: no reason of
 TensorRT-LLM's waives.txt ends in `until <date>`. A reason that ends in `until` and something shaped like a
 date that is not one (`2027-02-30`, `31/01/2027`) is an error: a silently ignored expiry never expires.

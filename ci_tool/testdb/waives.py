@@ -3,7 +3,7 @@
     waive := ["full:" GPU "/"] test_id [test_id ...] " SKIP" [" (" reason ")"] [comment]
     reason := text that may hold an issue link and end in `until YYYY-MM-DD` (waive_terms.py)
 
-`GPU` is a stage's GPU token (`A10` in `A10-PyTorch-1`) and must equal it exactly; the reference
+`GPU` is a stage's GPU token (`A10` in `A10-PyTorch-1`) and must equal it exactly; TensorRT-LLM's CI
 matched it as a substring, so `full:A100/` also applied to A10 stages. Several space-separated paths
 on one line (without `-k`/`-m`) waive each of them.
 """

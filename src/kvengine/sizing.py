@@ -2,7 +2,7 @@
 
 Ratio precedence: explicit pool ratio -> typical step -> constraints -> allocator fallback (one request
 of capacity 2049, history 2048). Floors (structural window floors and constraint floors) always apply.
-Unlike the reference allocator, floors that exceed the budget raise a SizingError; pools never grow
+Unlike TensorRT-LLM's allocator, floors that exceed the budget raise a SizingError; pools never grow
 past the budget silently.
 """
 

@@ -114,14 +114,14 @@ def _record_shared_stage(url: str, attempt: int) -> None:
     """A retried agent: the same stage of the same run, recorded again (its tests differ by attempt)."""
     with HistoryStore(url) as store:
         results = [TestRecord(f"tests/s.py::test_{i}_{attempt % 2}", "passed", 0.01) for i in range(200)]
-        store.record_stage(StageRecord("shared", "CPU-Generic-2", "passed"), results, recorded_at=float(attempt))
+        store.record_stage(StageRecord("the-run", "CPU-Generic-2", "passed"), results, recorded_at=float(attempt))
 
 
 def test_eight_writers_at_once_lose_nothing_and_a_stage_recorded_twice_is_one_record(
     postgres_url: PostgresUrl,
 ) -> None:
     with HistoryStore(postgres_url) as store:
-        store.start_run(RunRecord("shared", "run", RunState.RUNNING, 1.0))
+        store.start_run(RunRecord("the-run", "run", RunState.RUNNING, 1.0))
     with ProcessPoolExecutor(8) as pool:
         writes = [pool.submit(_record, postgres_url.url, writer, 500) for writer in range(8)]
         writes += [pool.submit(_record_shared_stage, postgres_url.url, attempt) for attempt in range(8)]
@@ -130,9 +130,9 @@ def test_eight_writers_at_once_lose_nothing_and_a_stage_recorded_twice_is_one_re
     with HistoryStore(postgres_url, read_only=True) as store:
         runs = store.rows("SELECT state, count(*) FROM runs GROUP BY state ORDER BY state")
         tests = store.rows("SELECT run_id, count(*) FROM test_results GROUP BY run_id ORDER BY run_id")
-        stages = store.rows("SELECT count(*) FROM stages WHERE run_id = 'shared'")
+        stages = store.rows("SELECT count(*) FROM stages WHERE run_id = 'the-run'")
     assert runs == [("passed", 8), ("running", 1)]
-    assert tests == [*[(f"run-{w:02d}", 500) for w in range(8)], ("shared", 200)]
+    assert tests == [*[(f"run-{w:02d}", 500) for w in range(8)], ("the-run", 200)]
     assert stages == [(1,)]
 
 
