@@ -13,6 +13,7 @@ located error: `<file> (result.tests[3].first.outcome): expected one of passed, 
     tuple[X, ...]      an array; tuple[X, Y] an array of two
     Mapping[str, X]    an object
     X | None           null or an X
+    X | Y              an X or a Y, told apart by their JSON values (a string or an object, say)
     object             any JSON value, kept as it is (the `details` a stage's executor adds)
 """
 
@@ -90,10 +91,7 @@ def _build(data: object, kind: Any, place: _Place) -> object:
     """The value of `kind` that `data` (parsed JSON) holds."""
     origin, arguments = typing.get_origin(kind), typing.get_args(kind)
     if origin is typing.Union or origin is types.UnionType:
-        others = [argument for argument in arguments if argument is not type(None)]
-        if len(others) != 1 or len(arguments) != 2:
-            raise TypeError(f"typed_json reads only `X | None` unions, not {kind}")
-        return None if data is None else _build(data, others[0], place)
+        return _union(data, arguments, place)
     if origin is tuple:
         return _tuple(data, arguments, place)
     if origin in (Mapping, dict) or kind is dict:
@@ -120,6 +118,40 @@ def _build(data: object, kind: Any, place: _Place) -> object:
     if kind in (str, int, float, bool):
         return _scalar(data, kind, place)
     raise TypeError(f"typed_json cannot read a {kind}")  # a new field type: extend the table
+
+
+def _json_kind(kind: Any) -> type:
+    """The JSON value a member of a union is written as (what tells the members apart on the way in)."""
+    origin = typing.get_origin(kind)
+    if kind is type(None):
+        return type(None)
+    if (isinstance(kind, type) and dataclasses.is_dataclass(kind)) or origin in (Mapping, dict) or kind is dict:
+        return dict
+    if origin is tuple:
+        return list
+    if kind in (Path, str, re.Pattern) or origin is re.Pattern:
+        return str
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return _json_kind(type(next(iter(kind)).value))
+    if kind in (int, float):
+        return float  # JSON has one kind of number
+    if kind is bool:
+        return bool
+    raise TypeError(f"typed_json cannot read a {kind} in a union")  # a new member type: extend the table
+
+
+def _union(data: object, arguments: tuple[Any, ...], place: _Place) -> object:
+    """`X | None`, or members written as different JSON values (`Path | PostgresUrl`: a string or an object)."""
+    kinds = [_json_kind(argument) for argument in arguments]
+    if len(set(kinds)) != len(kinds):
+        raise TypeError(f"typed_json cannot tell the members of {arguments} apart")
+    found = float if isinstance(data, int | float) and not isinstance(data, bool) else type(data)
+    for argument, json_kind in zip(arguments, kinds, strict=True):
+        if json_kind is found:
+            return None if data is None else _build(data, argument, place)
+    names = {type(None): "null", dict: "an object", list: "an array", str: "a string", float: "a number",
+             bool: "true or false"}  # fmt: skip
+    raise place.wrong(" or ".join(names[kind] for kind in kinds), data)
 
 
 def _tuple(data: object, arguments: tuple[Any, ...], place: _Place) -> tuple[object, ...]:

@@ -1,8 +1,9 @@
 """A real, throw-away PostgreSQL cluster from Debian's packages, for the tests that run the history on it.
 
 The server refuses to run as root, so as root its commands run as the `postgres` user the package makes
-(runuser); as anyone else they run as that user. It listens on 127.0.0.1 at a free port with its socket in
-its own folder (no system service is involved), and takes password (scram-sha-256) logins as `ci`.
+(subprocess switches user and group itself: no `runuser` on PATH needed); as anyone else they run as that
+user. It listens on 127.0.0.1 at a free port with its socket in its own folder (no system service is
+involved), and takes password (scram-sha-256) logins as `ci`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 USER = "ci"
 PASSWORD = "s3cret-Pw-4-tests"  # what no output may show
@@ -52,12 +54,15 @@ class PostgresServer:
         self.root.chmod(0o755)
         self.data = self.root / "data"
         self.port = _free_port()
-        self.as_user: list[str] = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self.as_user:
+        self.as_postgres = os.geteuid() == 0
+        self.as_user: dict[str, Any] = (
+            {"user": "postgres", "group": "postgres", "extra_groups": []} if self.as_postgres else {}
+        )
+        if self.as_postgres:
             shutil.chown(self.root, "postgres")
         password_file = self.root / "pw"
         password_file.write_text(PASSWORD + "\n")
-        if self.as_user:
+        if self.as_postgres:
             shutil.chown(password_file, "postgres")
         self._run("initdb", "-D", str(self.data), "-U", USER, "--auth=scram-sha-256", f"--pwfile={password_file}",
                   "-E", "UTF8", "--no-sync")  # fmt: skip
@@ -66,7 +71,7 @@ class PostgresServer:
 
     def _run(self, tool: str, *args: str) -> None:
         assert self.bin is not None
-        subprocess.run([*self.as_user, str(self.bin / tool), *args], check=True, capture_output=True, timeout=120)
+        subprocess.run([str(self.bin / tool), *args], check=True, capture_output=True, timeout=120, **self.as_user)
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
@@ -96,8 +101,8 @@ class PostgresServer:
 
     def running(self) -> bool:
         assert self.bin is not None
-        status = [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), "status"]
-        return subprocess.run(status, capture_output=True, timeout=120).returncode == 0
+        status = [str(self.bin / "pg_ctl"), "-D", str(self.data), "status"]
+        return subprocess.run(status, capture_output=True, timeout=120, **self.as_user).returncode == 0
 
     def close(self) -> None:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ci_tool.errors import SlurmError
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.run import typed_json
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
@@ -98,3 +99,20 @@ def test_what_carries_no_token_is_refused_before_its_shape_is_read(tmp_path: Pat
 
 def test_no_file_is_no_report(tmp_path: Path) -> None:
     assert read_report(tmp_path / "17.result.json", job_id=17, token=TOKEN) is None
+
+
+@pytest.mark.parametrize(
+    "history",
+    [Path("/ci/history.sqlite"), PostgresUrl("postgresql://ci:pw@db.example:5432/ci"), None],
+    ids=["sqlite-file", "postgres-url", "none"],
+)
+def test_the_settings_history_comes_back_as_the_same_kind(suite: Path, history: History | None) -> None:
+    settings = RunSettings(suite, suite / "out", "r1", history=history)
+    assert typed_json.load(typed_json.dump(settings), RunSettings, file="job.json", error=SlurmError) == settings
+
+
+def test_a_history_of_neither_kind_is_a_located_error(suite: Path) -> None:
+    data = json.loads(typed_json.dump(RunSettings(suite, suite / "out", "r1")))
+    data["history"] = 7
+    with pytest.raises(SlurmError, match=r"\(history\): expected a string or an object or null, found 7"):
+        typed_json.load(json.dumps(data), RunSettings, file="job.json", error=SlurmError)

@@ -68,8 +68,10 @@ class _Shared:
             self.folder.chmod(0o755)  # munged runs as the munge user and must reach its socket folder
             self.cluster = fake_cluster.start_cluster(self.folder, partitions=PARTITIONS, gpus=GPUS_PER_NODE)
             self.saved_env = dict(os.environ)
+            # read before the clear: the cluster's environment is built from os.environ (PATH and the rest)
+            cluster_env = dict(self.cluster.env)  # type: ignore[attr-defined]
             os.environ.clear()  # no SLURM_* variable of an allocation the suite may run in
-            os.environ.update(self.cluster.env)  # type: ignore[attr-defined]
+            os.environ.update(cluster_env)
         return self.cluster
 
     def start_slow_run(self) -> tuple[Path, subprocess.Popen[str]]:

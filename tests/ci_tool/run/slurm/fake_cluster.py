@@ -196,10 +196,10 @@ def _start_daemons(cluster: FakeCluster, munge: Path) -> None:
     socket_path = munge / "munge.socket"
     subprocess.run(
         [
-            "runuser", "-u", "munge", "--", "munged", f"--socket={socket_path}", f"--key-file={munge}/munge.key",
+            "munged", f"--socket={socket_path}", f"--key-file={munge}/munge.key",
             f"--pid-file={munge}/munged.pid", f"--log-file={munge}/munged.log", f"--seed-file={munge}/munged.seed",
         ],
-        check=True, capture_output=True, timeout=30,
+        check=True, capture_output=True, timeout=30, user="munge", group="munge", extra_groups=[],
     )  # fmt: skip
     cluster.pid_files.append(munge / "munged.pid")
     _until(lambda: subprocess.run(["munge", "-n", f"--socket={socket_path}"], capture_output=True).returncode == 0)

@@ -8,6 +8,7 @@ file a test plants is neither run nor taken."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 from collections.abc import Callable
@@ -261,3 +262,10 @@ def test_a_result_file_a_test_plants_runs_no_code_and_is_refused(
         "from its job program, found a result without its token Hint: something else wrote this file (a test of "
         "the stage?): the stage's results are not taken"
     )
+
+
+def test_the_suite_keeps_its_environment_once_the_cluster_runs(slurm_cluster: object) -> None:
+    # The session's cluster replaces os.environ for the rest of the suite (no allocation's SLURM_*); every
+    # later test, a PostgreSQL server's start among them, still needs the PATH and HOME it had.
+    assert {"PATH", "HOME"} <= set(os.environ)
+    assert [name for name in os.environ if name.startswith("SLURM_")] == ["SLURM_CONF"]
