@@ -2,7 +2,8 @@
 
     code_version(root)        the commit and, when the work tree differs from it, a hash of the
                               uncommitted change (tracked files' diff against HEAD, and the untracked
-                              files git does not ignore, by path and content); None outside a checkout
+                              files git does not ignore, by path and content, but for what the generated
+                              pipelines write: layout.CI_SCRATCH); None outside a checkout
     commit_of(root, rev)      the commit id a revision names (None outside a checkout)
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
     changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.errors import GitError
+from ci_tool.layout import CI_SCRATCH
 
 _GIT = ("git", "-c", "core.quotepath=off", "-c", "diff.noprefix=false")
 _TIMEOUT_SECONDS = 120
@@ -81,7 +83,8 @@ def code_version(root: Path) -> CodeVersion | None:
     digest = hashlib.sha256()
     diff = _git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "HEAD", "--", ".").stdout
     digest.update(diff)
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".").stdout
+    scratch = [f":(exclude){path}" for path in CI_SCRATCH]  # what CI writes beside the code
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".", *scratch).stdout
     names = sorted(name for name in untracked.split(b"\0") if name)
     for name in names:
         digest.update(b"\0untracked\0" + name + b"\0")

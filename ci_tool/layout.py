@@ -64,6 +64,17 @@ GITHUB_API_URL = "https://api.github.com"
 GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
 REPORT_URL_ENV = "CI_TOOL_REPORT_URL"  # where builds' HTML reports are published (ci_tool/report/links.py)
 SELECTION_ARTIFACT = "selection.json"  # what L0_MergeRequest selected, archived with the build
+# The shared history of CI (README "A shared history for CI"): its URL in a Jenkins credential (Secret text)
+# and a GitHub repository secret of these names reaches every generated stage as CI_TOOL_HISTORY; without
+# one, each agent keeps its own history, as a local run does.
+HISTORY_ENV = "CI_TOOL_HISTORY"  # a history path or PostgreSQL URL, wherever --history is not given
+SHARED_HISTORY_CREDENTIAL = "ci-tool-history"
+SHARED_HISTORY_SECRET = "CI_TOOL_HISTORY"
+CI_RESULTS_DIR = "results"  # the generated pipelines' results/<stage>/ folders, in the checkout
+CI_DURATIONS_PATH = f"{STATE_DIR}/durations.json"  # the pipeline's durations: the committed ones, merged with CI's
+# What the generated pipelines write into a checkout, untracked: never the code a run tests (gitinfo), so a
+# stage on one agent and the selection on another see the same code and reuse matches across them.
+CI_SCRATCH = (f"{STATE_DIR}/", f"{CI_RESULTS_DIR}/", "request.json", "changed-files.txt", SELECTION_ARTIFACT)
 
 # The parameters the bot triggers L0_MergeRequest with, in declaration order: name -> description.
 BUILD_PARAMETERS: dict[str, str] = {

@@ -25,8 +25,11 @@ from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_
 from ci_tool.commands.changes import change_set, repository_path
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
 from ci_tool.errors import BotError, TestDbError
+from ci_tool.gitinfo import CodeVersion
+from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.run.reuse import passed_on
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
@@ -195,8 +198,11 @@ def handle(
 
     def plan_for(selection_request: SelectionRequest) -> RunPlan:
         loaded = _load_at_head(catalog_path, test_db, durations_path, changes)
+        # the stages that passed on the head already: the build's selection reuses them from the same history
+        head = CodeVersion(pr.head_sha) if pr is not None else None
+        passed = passed_on(history_path(settings.history_option), code=head, request=selection_request)
         return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                        labels=labels, changes=changes)  # fmt: skip
+                        labels=labels, changes=changes, passed_stages=passed)  # fmt: skip
 
     run_plan: RunPlan | None = None
     if command == "run" and request is not None:

@@ -21,6 +21,7 @@ from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.invocation import RunSettings, planned_invocations
+from ci_tool.run.reuse import passed_on_checkout
 from ci_tool.stages.catalog import Catalog, Stage
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
@@ -217,9 +218,12 @@ def select_command(
     request = request_from_json(read_json(request_path, name="the request", error=StageError), source=str(request_path))
     loaded = load(catalog_path, test_db, durations_path)
     catalog = loaded.catalog
-    changes = change_set(changed_files, base=base, head=head, test_db=test_db,
-                         history=history_path(history_file))
-    selection = select_for_change(loaded, request, engine=Engine(engine), changes=changes, labels=labels)
+    history = history_path(history_file)
+    changes = change_set(changed_files, base=base, head=head, test_db=test_db, history=history)
+    passed = passed_on_checkout(history, root=Path.cwd(), request=request)
+    selection = select_for_change(
+        loaded, request, engine=Engine(engine), changes=changes, labels=labels, passed_stages=passed
+    )
     echo_errors(selection.errors)
     if as_json:  # the run record (stages/record.py): the selection and the commits it was made on
         root = Path.cwd()

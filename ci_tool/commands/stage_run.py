@@ -14,6 +14,9 @@ With `--executor slurm` the stage is one Slurm batch job (slurm_executor.py), re
 only, and its folder gets the job's files under slurm/; the Jenkins L0_Test runs Slurm families this way.
 With `--base REF` (a pull request's stage, as the generated pipelines run it) the waives are the pull
 request's merged with the tip of REF's (`ci-tool testdb merge-waives`), as `ci-tool run --base` runs them.
+Reuse is the default, over every run of the same code in the history (a shared one in CI, CI_TOOL_HISTORY):
+a stage that passed does not run again, and the tests that passed in its newest run skip
+(`--disable-reuse-test` runs everything).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool import gitinfo
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import (
@@ -42,7 +46,8 @@ from ci_tool.run.executor import ReadyStage
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
-from ci_tool.run.session import PlannedStage, catalog_stages, run_session
+from ci_tool.run.reuse import plan_stage_reuse
+from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages, run_session
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan, plan_stage
@@ -66,6 +71,11 @@ DRY_RUN_ID = "<run-id>"
     metavar="REF",
     help="The branch (or commit) a pull request targets: its waives are merged in, as CI runs the stage.",
 )
+@click.option(
+    "--disable-reuse-test",
+    is_flag=True,
+    help="Run the stage and every test, even when they passed on this code before (reuse is the default).",
+)
 @run_options
 def run_command(
     name: str,
@@ -74,6 +84,7 @@ def run_command(
     detailed_log: bool,
     output_dir: Path | None,
     base: str | None,
+    disable_reuse_test: bool,
     options: RunOptions,
 ) -> int:
     """Run stage NAME on this machine (or as a Slurm job): render, waive, shard, pytest; JUnit, logs, history."""
@@ -92,12 +103,19 @@ def run_command(
     if dry_run:
         click.echo(_dry_run(stage, setup, output_dir, system_info=options.system_info), nl=False)
         return 0
+    code = gitinfo.code_version(setup.config.rootdir)
+    reuse = plan_stage_reuse(stage.name.name, code=code, history=setup.config.history, disabled=disable_reuse_test)
+    click.echo(reuse.note)
+    if reuse.reuse.tests is not None:
+        stage = replace(stage, reused_tests=reuse.reuse.tests)
+    passed_in = reuse.reuse.passed_in
     result = run_session(
         f"ci-tool stage run {stage.name.name}",
         [stage],
         config=setup.config,
         fail_fast=True,
         progress=Progress(sys.stdout),
+        identity=RunIdentity(code, reused_stages={stage.name.name: passed_in} if passed_in else {}),
     )
     for stage_result in result.results:
         click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.files_dir / 'junit.xml'}")

@@ -35,10 +35,17 @@ from ci_tool.errors import GenerateError
 from ci_tool.layout import (
     BUILD_PARAMETERS,
     CATALOG_PATH,
+    CI_DURATIONS_PATH,
+    CI_RESULTS_DIR,
+    DURATIONS_PATH,
+    HISTORY_ENV,
     MERGE_REQUEST_JOB,
     PIPELINE_TIMEOUT_HOURS,
     QUEUE_PRIORITY_DEFAULT,
     SELECTION_ARTIFACT,
+    SHARED_HISTORY_CREDENTIAL,
+    SHARED_HISTORY_SECRET,
+    STATE_DIR,
     TEST_JOB,
     TORCH_PIN,
 )
@@ -60,6 +67,8 @@ HOSTED_RUNNER = "ubuntu-latest"  # GitHub-hosted, for CPU stages
 # Actions pinned by full commit SHA (the tag in the comment is for people; zizmor checks the pin).
 CHECKOUT_ACTION = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 UPLOAD_ARTIFACT_ACTION = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2"
+DOWNLOAD_ARTIFACT_ACTION = "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0"
+DURATIONS_ARTIFACT = "ci-tool-durations"  # the plan job's durations export, which every stage job shards by
 SELF_HOSTED = "self-hosted"
 SINGLE_GPU, MULTI_GPU = "Single-GPU", "Multi-GPU"
 GITHUB_MATRIX_LIMIT = 256  # jobs per matrix, GitHub's hard limit
@@ -69,10 +78,10 @@ JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 K
 # stages run and the test extra they import), then the local runner.
 SETUP_COMMAND = f"python3 -m venv .venv && .venv/bin/pip install --quiet {TORCH_PIN} -e '.[engine,test]'"
 RUN_COMMAND = ".venv/bin/ci-tool stage run"
-RESULTS_DIR = "results"  # results/<stage>/ holds the stage's JUnit XML and logs
+RESULTS_DIR = CI_RESULTS_DIR  # results/<stage>/ holds the stage's JUnit XML and logs
 HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML report, archived with its logs
-# Selection needs no engine: ci-tool with its own dependencies.
-SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet ."
+# Selection needs no engine: ci-tool with its own dependencies, and the driver of a shared PostgreSQL history.
+SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet '.[postgres]'"
 # The request and the labels reach ci-tool as files and environment variables, never through Groovy or
 # GitHub expression interpolation into a shell line.
 SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json'
@@ -110,6 +119,18 @@ STAGE_BASE_OPTION = '--base "$BASE_SHA"'
 GITHUB_STAGE_BASE_COMMAND = (
     'if [ -n "$BASE_REF" ]; then git fetch --no-tags origin -- "$BASE_REF" && options+=(--base FETCH_HEAD); fi'
 )
+# With a shared history, one job of a build exports CI's durations (merged into the committed ones) and every
+# stage shards by that one file: the shards of a family must split alike, whatever lands in the history while
+# they run. An export that fails leaves the committed durations in the file: sharding never waits on it.
+CI_DURATIONS_WINDOW = 1000  # stage runs are runs of their own in a shared history: read this many of the newest
+DURATIONS_COMMAND = (
+    f"mkdir -p {STATE_DIR} && if [ -f {DURATIONS_PATH} ]; then cp {DURATIONS_PATH} {CI_DURATIONS_PATH}; "
+    f"else echo '{{}}' > {CI_DURATIONS_PATH}; fi && "
+    f"{{ .venv/bin/ci-tool durations export --output {CI_DURATIONS_PATH} --window {CI_DURATIONS_WINDOW} "
+    "|| echo 'warning: the shared history gave no durations: the committed ones shard this build'; }"
+)
+DURATIONS_OPTION = f"--durations {CI_DURATIONS_PATH}"
+GITHUB_STAGE_DURATIONS_COMMAND = f"if [ -f {CI_DURATIONS_PATH} ]; then options+=({DURATIONS_OPTION}); fi"
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
 MERGE_REQUEST_DEFAULTS = {
     "REQUEST": '{"command": "run", "flags": {}}',
@@ -246,6 +267,11 @@ def _common(stages: Sequence[CatalogStage]) -> dict[str, object]:
     }
 
 
+def _shared_history() -> dict[str, object]:
+    """What the Jenkins pipelines bind the shared history from, and as what."""
+    return {"history_credential": SHARED_HISTORY_CREDENTIAL, "history_variable": HISTORY_ENV}
+
+
 def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
     rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in source.stages]
@@ -257,6 +283,12 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
         "base_option": STAGE_BASE_OPTION,
         "commit_pattern": COMMIT_PATTERN,
         "default_priority": str(QUEUE_PRIORITY_DEFAULT),
+        "select_label": SELECT_LABEL,
+        "select_setup_command": SELECT_SETUP_COMMAND,
+        "durations_command": DURATIONS_COMMAND,
+        "durations_option": DURATIONS_OPTION,
+        "durations_file": CI_DURATIONS_PATH,
+        **_shared_history(),
         "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
@@ -269,6 +301,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
+        **_shared_history(),
         "changed_files_command": CHANGED_FILES_COMMAND.format(ref=JENKINS_BASE_REF),
         "changed_files_option": f"{CHANGED_FILES_OPTION} {JENKINS_BASE_OPTION}",
         "pr_head_command": PR_HEAD_COMMAND,
@@ -322,6 +355,15 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "hosted_runner": HOSTED_RUNNER,
         "checkout_action": CHECKOUT_ACTION,
         "upload_artifact_action": UPLOAD_ARTIFACT_ACTION,
+        "download_artifact_action": DOWNLOAD_ARTIFACT_ACTION,
+        "history_secret": SHARED_HISTORY_SECRET,
+        "history_variable": HISTORY_ENV,
+        "history_secret_expression": f"secrets.{SHARED_HISTORY_SECRET}",
+        "durations_command": DURATIONS_COMMAND,
+        "durations_file": CI_DURATIONS_PATH,
+        "durations_folder": str(STATE_DIR),
+        "durations_artifact": DURATIONS_ARTIFACT,
+        "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
         "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message"],
         "jobs": job_dicts,
     }

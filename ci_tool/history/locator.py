@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from ci_tool.layout import HISTORY_PATH
+from ci_tool.layout import HISTORY_ENV, HISTORY_PATH
 
-HISTORY_ENV = "CI_TOOL_HISTORY"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 POSTGRES_EXTRA = "ci-tool[postgres]"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

@@ -1,6 +1,8 @@
 """Reuse (as TensorRT-LLM's CI reuses): what an earlier run of the same code and request scope spares a run.
 
     source   `--reuse-test RUN`: that run; otherwise the newest finished run of the same code and scope
+             (`ci-tool run`); for CI, where each stage is a run of its own on its own agent, every run of
+             the same code (`passed_on_code` for the selection, `stage_reuse` for `ci-tool stage run`)
     stages   the source's passed stages, and the stages it reused itself (from the run they passed in):
              they do not run again (selection step 18)
     tests    in each other stage of the source that ran tests, the tests that passed (or that it reused):
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ci_tool.history import queries, rows
-from ci_tool.history.store import HistoryStore, RunRecord
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.waives import waive_line
@@ -105,16 +107,71 @@ def reuse_source(store: HistoryStore, run: RunRecord) -> ReuseSource:
     stages: dict[str, str] = {}
     tests: dict[str, ReusedTests] = {}
     for stage in queries.run_stages(store, run.run_id):
-        if stage.state is StageState.PASSED:
-            stages[stage.name] = run.run_id
-        elif stage.state is StageState.REUSED:
-            origin = stage.details.get(REUSED_FROM)
-            stages[stage.name] = origin if isinstance(origin, str) and origin else run.run_id
+        passed_in = _passed_in(stage)
+        if passed_in is not None:
+            stages[stage.name] = passed_in
         elif stage.state.ran:
             found = _passed_tests(store, run.run_id, stage.name)
             if found.passed:
                 tests[stage.name] = found
     return ReuseSource(run, stages, tests)
+
+
+@dataclass(frozen=True)
+class StageReuse:
+    """What the earlier runs of one code spare one stage: the run it passed in (it does not run again),
+    else the tests its newest run there passed (they skip); neither when it never ran on that code."""
+
+    passed_in: str | None = None
+    tests: ReusedTests | None = None
+
+
+def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str) -> dict[str, str]:
+    """Stage -> the run it passed in, over every run of this code: the reuse of CI, where each stage runs on
+    its own agent and is a run of its own (`ci-tool stage run`), so no one run holds the pipeline."""
+    passed: dict[str, str] = {}
+    for stage in _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=None):
+        passed_in = _passed_in(stage)
+        if passed_in is not None:
+            passed.setdefault(stage.name, passed_in)  # newest first
+    return passed
+
+
+def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str) -> StageReuse:
+    """What the earlier runs of this code spare `stage` (see StageReuse)."""
+    records = _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=stage)
+    passed_in = next((found for found in map(_passed_in, records) if found is not None), None)
+    if passed_in is not None:
+        return StageReuse(passed_in=passed_in)
+    newest = next((record for record in records if record.state.ran), None)
+    if newest is None:
+        return StageReuse()
+    tests = _passed_tests(store, newest.run_id, stage)
+    return StageReuse(tests=tests if tests.passed else None)
+
+
+def _stages_of_code(store: HistoryStore, *, commit: str, diff_hash: str, name: str | None) -> list[StageRecord]:
+    """The stage records (of `name`, or all) of every run of this code, newest first; a damaged row is
+    left out (it spares nothing)."""
+    if store.version < queries.CODE_VERSION or not commit:
+        return []
+    named = " AND name = ?" if name is not None else ""
+    raw = store.rows(
+        f"SELECT {rows.STAGE_COLUMNS} FROM stages WHERE run_id IN "
+        f"(SELECT run_id FROM runs WHERE code_commit = ? AND code_diff = ?){named} ORDER BY started_at DESC",
+        (commit, diff_hash, *((name,) if name is not None else ())),
+    )
+    return rows.read(store, raw, lambda row: rows.stage_record(store, row), skip=True)
+
+
+def _passed_in(stage: StageRecord) -> str | None:
+    """The run a stage record passed in: its own when it passed, its origin when it was reused."""
+    if stage.state is StageState.PASSED:
+        return stage.run_id
+    if stage.state is StageState.REUSED:
+        origin = stage.details.get(REUSED_FROM)
+        return origin if isinstance(origin, str) and origin else stage.run_id
+    return None
 
 
 def _passed_tests(store: HistoryStore, run_id: str, stage: str) -> ReusedTests:

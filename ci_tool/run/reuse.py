@@ -5,7 +5,9 @@
     --reuse-test RUN                RUN, when it tested this code (else nothing: the code changed)
     otherwise (reuse is the default) the newest finished run of this code and request scope, if any
 
-A history that cannot be read spares nothing either: the run goes on and says why.
+`ci-tool stage run` (one stage, as CI runs it on an agent) reuses over every run of this code instead
+(`plan_stage_reuse`): the stage does not run when it passed in one, else the tests its newest run passed
+skip. A history that cannot be read spares nothing either: the run goes on and says why.
 """
 
 from __future__ import annotations
@@ -14,13 +16,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_tool import gitinfo
 from ci_tool.errors import HistoryError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
 from ci_tool.history.locator import History
-from ci_tool.history.reuse import ReusedTests, ReuseSource, latest_run_of, reuse_source, same_code
+from ci_tool.history.reuse import (
+    ReusedTests,
+    ReuseSource,
+    StageReuse,
+    latest_run_of,
+    passed_on_code,
+    reuse_source,
+    same_code,
+    stage_reuse,
+)
 from ci_tool.history.store import HistoryStore
 from ci_tool.stages.request import SelectionRequest
+
+_NOT_A_CHECKOUT = "reuse: off (not a git checkout: the code a run tests cannot be told apart)"
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: 
     if request.disable_reuse_test:
         return ReusePlan(None, "reuse: off (--disable-reuse-test): every stage runs")
     if code is None:
-        return ReusePlan(None, "reuse: off (not a git checkout: the code a run tests cannot be told apart)")
+        return ReusePlan(None, _NOT_A_CHECKOUT)
     named = request.reuse_test if isinstance(request.reuse_test, str) else None
     if isinstance(history, Path) and not history.is_file():  # a database URL is looked up
         if named is not None:
@@ -83,3 +97,59 @@ def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str)
 
 def _count(count: int, what: str) -> str:
     return f"{count} {what}{'s' if count != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class StageReusePlan:
+    """What a `ci-tool stage run` reuses, and why."""
+
+    reuse: StageReuse
+    note: str
+
+
+def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, disabled: bool) -> StageReusePlan:
+    """What the earlier runs of this code spare `stage` (see the module docstring)."""
+    if disabled:
+        return StageReusePlan(StageReuse(), "reuse: off (--disable-reuse-test): the stage runs")
+    if code is None:
+        return StageReusePlan(StageReuse(), _NOT_A_CHECKOUT)
+    if isinstance(history, Path) and not history.is_file():
+        return StageReusePlan(StageReuse(), f"reuse: none (no history yet at {history})")
+    try:
+        with HistoryStore(history, read_only=True) as store:
+            found = stage_reuse(store, commit=code.commit, diff_hash=code.diff_hash, stage=stage)
+    except HistoryError as error:
+        return StageReusePlan(StageReuse(), f"reuse: none (the history cannot be read: {error})")
+    if found.passed_in is not None:
+        return StageReusePlan(
+            found,
+            f"reuse: {stage} passed on {code.describe()} in run {found.passed_in}: it does not run again "
+            "(--disable-reuse-test runs it)",
+        )
+    if found.tests is not None:
+        runs = ", ".join(sorted(set(found.tests.passed.values())))
+        return StageReusePlan(
+            found,
+            f"reuse: {_count(len(found.tests.passed), 'test')} of {stage} passed on {code.describe()} (run {runs}): "
+            "they skip, the others run",
+        )
+    return StageReusePlan(found, f"reuse: none (no earlier run of {stage} on {code.describe()})")
+
+
+def passed_on_checkout(history: History, *, root: Path, request: SelectionRequest) -> dict[str, str]:
+    """`passed_on_commit` for the code checked out at `root` (the plan job of a pipeline)."""
+    return passed_on(history, code=gitinfo.code_version(root), request=request)
+
+
+def passed_on(history: History, *, code: CodeVersion | None, request: SelectionRequest) -> dict[str, str]:
+    """Stage -> the run it passed in, over every run of `code` (the selection's reuse step in CI, where each
+    stage is a run of its own; the bot's reply reads it for the pull request's head); none with
+    --disable-reuse-test, outside a checkout, or where the history cannot be read (the stages run: reuse
+    only ever spares work)."""
+    if request.disable_reuse_test or code is None or (isinstance(history, Path) and not history.is_file()):
+        return {}
+    try:
+        with HistoryStore(history, read_only=True) as store:
+            return passed_on_code(store, commit=code.commit, diff_hash=code.diff_hash)
+    except HistoryError:
+        return {}

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ci_tool.history.reuse import reused_test_origin
 from ci_tool.interrupts import CTRL_C
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 from ci_tool.run import junit, results_folder
@@ -288,6 +289,12 @@ def _uncollected(processes: Sequence[ProcessOutcome]) -> tuple[Mapping[str, obje
     return tuple(found)
 
 
+def _reused(test: TestResult) -> bool:
+    """Whether the test skipped as reused: it passed on this code in an earlier run, so a stage of such
+    skips (and waived ones) did run its tests, only not all here."""
+    return reused_test_origin(test.first.prop(junit.WAIVED_PROPERTY)) is not None
+
+
 def _state(
     tests: Sequence[TestResult], processes: Sequence[ProcessOutcome], interrupted: bool
 ) -> tuple[StageState, str]:
@@ -303,7 +310,7 @@ def _state(
         )
     if not tests:
         return StageState.FAILED, "the stage's list collected no test"
-    if all(t.final.outcome is TestOutcome.SKIPPED for t in tests):
+    if all(t.final.outcome is TestOutcome.SKIPPED for t in tests) and not any(map(_reused, tests)):
         why = tests[0].final.message or "no reason given"
         return StageState.FAILED, f"no test ran: all {len(tests)} skipped (the first: {why})"
     failing = [t for t in tests if t.final.is_failure]

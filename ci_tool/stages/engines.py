@@ -61,11 +61,14 @@ class Handling:
 
 # A row's key: the option's key, or `reuse_test=ID` for --reuse-test given a pipeline id.
 REUSE_ID = "reuse_test=ID"
-_NO_PASSED_STAGES = (
-    "the generated pipeline keeps no record of passed stages to reuse: every selected stage runs"
+_SHARED_REUSE = (
+    "is the default: the stages that passed on this commit in the shared history (CI_TOOL_HISTORY, see the "
+    "README) are reused, and in the others the tests that passed skip; without a shared history every selected "
+    "stage runs"
 )
 _NO_HISTORY = (
-    "the generated pipeline keeps no history of which stages passed in that pipeline, so it cannot reuse it"
+    "names one pipeline, and the stages of a generated pipeline are runs of their own in the shared history: "
+    "reuse goes by the commit instead (a bare --reuse-test)"
 )
 
 # engine -> row key -> what that engine does with the option
@@ -92,7 +95,7 @@ HANDLING: Mapping[Engine, Mapping[str, Handling]] = {
             f"a stage that fails keeps its agent and workspace for {DEBUG_HOLD_MINUTES} minutes; its log names "
             "the agent and the folder",
         ),
-        "reuse_test": Handling(Support.NOTED, _NO_PASSED_STAGES),
+        "reuse_test": Handling(Support.NOTED, _SHARED_REUSE),
         REUSE_ID: Handling(Support.REFUSED, _NO_HISTORY),
     },
     Engine.GITHUB: {
@@ -102,7 +105,7 @@ HANDLING: Mapping[Engine, Mapping[str, Handling]] = {
         "debug": Handling(
             Support.REFUSED, "a GitHub Actions runner ends with its job: no stage can be kept to look at"
         ),
-        "reuse_test": Handling(Support.NOTED, _NO_PASSED_STAGES),
+        "reuse_test": Handling(Support.NOTED, _SHARED_REUSE),
         REUSE_ID: Handling(Support.REFUSED, _NO_HISTORY),
     },
 }

@@ -113,7 +113,7 @@ def flag_name(key: str) -> str:
 
 OPTIONS: tuple[Option, ...] = (
     Option("reuse_test", Kind.PIPELINE_ID, Step.REUSE),
-    Option("disable_reuse_test", Kind.SWITCH, Step.REUSE),
+    Option("disable_reuse_test", Kind.SWITCH, Step.REUSE, stage_run_option="--disable-reuse-test"),
     Option("disable_fail_fast", Kind.SWITCH),
     Option("skip_test", Kind.SWITCH, Step.SKIP_TEST, custom_run=True),
     Option("stage_list", Kind.LIST, Step.STAGE_LIST, custom_run=True, globs=True),

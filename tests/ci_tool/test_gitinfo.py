@@ -57,6 +57,32 @@ def test_ignored_files_do_not_change_the_code(repo: Path) -> None:
     assert gitinfo.code_version(repo) == gitinfo.CodeVersion(git(repo, "rev-parse", "HEAD"), "")
 
 
+CI_WRITES = {  # what the generated pipelines leave in a checkout before and between stage runs
+    "state folder": ".ci-tool/durations.json",
+    "results": "results/CPU-Generic-1/junit.xml",
+    "request": "request.json",
+    "changed files": "changed-files.txt",
+    "selection": "selection.json",
+}
+
+
+@pytest.mark.parametrize("path", CI_WRITES.values(), ids=CI_WRITES.keys())
+def test_what_ci_writes_in_a_checkout_is_not_code(repo: Path, path: str) -> None:
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text("{}\n")
+    assert gitinfo.code_version(repo) == gitinfo.CodeVersion(git(repo, "rev-parse", "HEAD"), "")
+
+
+def test_a_tracked_file_where_ci_writes_is_still_code(repo: Path) -> None:
+    (repo / "results").mkdir()
+    (repo / "results" / "expected.txt").write_text("one\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "tracked results")
+    (repo / "results" / "expected.txt").write_text("two\n")
+    version = gitinfo.code_version(repo)
+    assert version is not None and not version.clean
+
+
 def test_two_different_changes_differ(repo: Path) -> None:
     (repo / "a.txt").write_text("two\n")
     first = gitinfo.code_version(repo)

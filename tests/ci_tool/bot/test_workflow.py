@@ -71,6 +71,7 @@ def test_dispatches_with_the_jenkins_url_from_a_variable_and_credentials_from_se
         "JENKINS_API_TOKEN": "${{ secrets.JENKINS_API_TOKEN }}",
         # the follow job posts the CI report, which links the HTML report where the variable says
         **({"CI_TOOL_REPORT_URL": "${{ vars.CI_TOOL_REPORT_URL }}"} if job_id == "follow" else {}),
+        "CI_TOOL_HISTORY": "${{ secrets.CI_TOOL_HISTORY }}",  # the shared history: reuse and the dispatch ledger
     }
 
 

@@ -106,6 +106,18 @@ def zizmor() -> str:
     return _python_tool("zizmor")
 
 
+def write_ci_tool(folder: Path) -> None:
+    """`folder/.venv/bin/ci-tool`: this ci-tool, on the checkout's own history (never the developer's, nor
+    another checkout's) unless the pipeline binds a shared one."""
+    script = folder / ".venv" / "bin" / "ci-tool"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    history = shlex.quote(str(folder / ".ci-tool" / "history.sqlite"))
+    python = shlex.quote(sys.executable)
+    line = f'CI_TOOL_HISTORY="${{CI_TOOL_HISTORY:-{history}}}" exec {python} -m ci_tool "$@"'
+    script.write_text(f"#!/bin/sh\n{line}\n")
+    script.chmod(0o755)
+
+
 @pytest.fixture(scope="session")
 def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """A checkout as CI sees it: the `small` catalog, its test-db, the tests it lists, and a
@@ -119,11 +131,7 @@ def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
         (folder / "tests").mkdir()
         for test in ("a", "b"):  # the tests the golden test-db lists
             (folder / "tests" / f"{test}.py").write_text(f"def test_{test}():\n    pass\n")
-        script = folder / ".venv" / "bin" / "ci-tool"
-        script.parent.mkdir(parents=True)
-        history = shlex.quote(str(folder / ".ci-tool" / "history.sqlite"))  # never the developer's history
-        script.write_text(f'#!/bin/sh\nCI_TOOL_HISTORY={history} exec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
-        script.chmod(0o755)
+        write_ci_tool(folder)
         return folder
 
     return make
@@ -169,19 +177,25 @@ class PlanJob:
 
 GITHUB_INPUT = re.compile(r"\$\{\{ inputs\.(\w+) \}\}")
 GITHUB_STEP_OUTPUT = re.compile(r"\$\{\{ steps\.(\w+)\.outputs\.(\w+) \}\}")
+GITHUB_SECRET = re.compile(r"\$\{\{ secrets\.(\w+) \}\}")
 RUNS_WHEN_BASE_REF = "${{ inputs.base_ref != '' }}"
 
 
-def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
+def run_plan_job(
+    workflow_text: str, workspace: Path, secrets: Mapping[str, str] | None = None, **inputs: str
+) -> PlanJob:
     """Run the plan job's shell steps as GitHub would, in `workspace` (a checkout with `.venv/bin/ci-tool`):
-    `inputs.*` expressions take the given inputs (the workflow's defaults otherwise), `steps.ID.outputs.*`
-    what step ID wrote to its own $GITHUB_OUTPUT file ("" when it was skipped), the checkout and set-up steps
-    are what the workspace already is, and the job's outputs are the plan step's."""
+    `inputs.*` expressions take the given inputs (the workflow's defaults otherwise), `secrets.*` the given
+    secrets ("" for the others, as for a repository without them), `steps.ID.outputs.*` what step ID wrote
+    to its own $GITHUB_OUTPUT file ("" when it was skipped; the file is outside the checkout, as on a
+    runner), the checkout, set-up and artifact steps are what the workspace already is, and the job's
+    outputs are the plan step's."""
     workflow = yaml.safe_load(workflow_text)
     trigger = workflow[True]["workflow_dispatch"]["inputs"]  # YAML 1.1 reads the key `on` as true
     values = {name: str(spec["default"]) for name, spec in trigger.items()} | inputs
     step_outputs: dict[str, dict[str, str]] = {}
     log = []
+    outputs_folder = workspace.parent  # beside the checkout: what the job writes there is no change of its code
     for index, step in enumerate(workflow["jobs"]["plan"]["steps"]):
         if "uses" in step or step["name"] == "Set up ci-tool":
             continue
@@ -190,14 +204,17 @@ def run_plan_job(workflow_text: str, workspace: Path, **inputs: str) -> PlanJob:
             if not values["base_ref"]:
                 continue
         env = {
-            key: GITHUB_STEP_OUTPUT.sub(
-                lambda m: step_outputs.get(m.group(1), {}).get(m.group(2), ""),
-                GITHUB_INPUT.sub(lambda m: values[m.group(1)], str(value)),
+            key: GITHUB_SECRET.sub(
+                lambda m: (secrets or {}).get(m.group(1), ""),
+                GITHUB_STEP_OUTPUT.sub(
+                    lambda m: step_outputs.get(m.group(1), {}).get(m.group(2), ""),
+                    GITHUB_INPUT.sub(lambda m: values[m.group(1)], str(value)),
+                ),
             )
             for key, value in step.get("env", {}).items()
         }
         assert "${{" not in step["run"], "expressions never reach a shell line"
-        output = workspace / f"github_output_{index}"
+        output = outputs_folder / f"{workspace.name}.github_output_{index}"
         output.write_text("")
         result = subprocess.run(
             ["bash", "-e", "-c", step["run"]],
@@ -272,7 +289,7 @@ def pull_request(make_workspace, tmp_path_factory: pytest.TempPathFactory) -> Pu
     def clone(name: str) -> Path:
         folder = tmp_path_factory.mktemp(name) / "checkout"
         git(folder.parent, "clone", "-q", "--branch", "main", str(origin), str(folder))
-        shutil.copytree(source / ".venv", folder / ".venv")
+        write_ci_tool(folder)
         return folder
 
     return PullRequestOrigin(origin, head, old_head, base, clone)

@@ -9,6 +9,7 @@
 //    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace,
 //                                     with the parameters and `env` in their environment, as Jenkins does],
 //    "stdout": {substring of an `sh` script not run for real: what it prints, for `returnStdout`},
+//    "credentials": {Jenkins credential id: its secret text, which withCredentials binds; others are missing},
 //    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
 //    "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
 // `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
@@ -21,6 +22,11 @@ import org.codehaus.groovy.runtime.InvokerHelper
 
 class PipelineError extends RuntimeException {
     PipelineError(String message) { super(message) }
+}
+
+// What Jenkins' credentials binding throws for an id it has no credential of (not a step's failure).
+class CredentialNotFound extends RuntimeException {
+    CredentialNotFound(String message) { super(message) }
 }
 
 @Field final GroovyClassLoader loader = new GroovyClassLoader()
@@ -79,11 +85,42 @@ Map runScenario(Map scenario) {
     binding.setVariable('error', { message -> record(step: 'error', message: message.toString()); throw new PipelineError(message.toString()) })
     binding.setVariable('unstable', { message -> record(step: 'unstable', message: message.toString()) })
     binding.setVariable('sleep', { Map args -> record(step: 'sleep', time: args.time, unit: args.unit) })
+    // "credentials": {id: secret text}: withCredentials binds each to its variable for the steps inside it
+    // (for `sh`, in the environment of what runs for real, and named in its record), as Jenkins does.
+    Map credentials = scenario.credentials ?: [:]
+    Map bound = [:]
+    Map stashes = [:]
+    binding.setVariable('withCredentials', { List bindings, Closure body ->
+        Map exported = [:]
+        for (Map wanted : bindings) {
+            if (!credentials.containsKey(wanted.credentialsId)) {
+                record(step: 'withCredentials', missing: wanted.credentialsId)
+                throw new CredentialNotFound("Could not find credentials entry with ID '${wanted.credentialsId}'")
+            }
+            exported[wanted.variable] = credentials[wanted.credentialsId]
+        }
+        record(step: 'withCredentials', variables: exported.keySet() as List)
+        Map before = new HashMap(bound)
+        bound.putAll(exported)
+        try {
+            return body()
+        } finally {
+            bound.clear()
+            bound.putAll(before)
+        }
+    })
+    binding.setVariable('stash', { Map args -> stashes[args.name] = args.includes; record(step: 'stash', name: args.name, includes: args.includes) })
+    binding.setVariable('unstash', { String name ->
+        record(step: 'unstash', name: name)
+        if (!stashes.containsKey(name)) {
+            throw new PipelineError("No such saved stash '${name}'")
+        }
+    })
     binding.setVariable('sh', { script ->
         // sh 'script', or sh(returnStdout: true, script: 'script'), which returns what the script printed
         boolean returnStdout = script instanceof Map && script.returnStdout
         String command = (script instanceof Map ? script.script : script).toString()
-        record(step: 'sh', script: command)
+        record(bound ? [step: 'sh', script: command, credentials: bound.keySet() as List] : [step: 'sh', script: command])
         String printed = ''
         (scenario.stdout ?: [:]).each { String wanted, String text -> if (command.contains(wanted)) { printed = text } }
         for (String wanted : scenario.execute ?: []) {
@@ -92,6 +129,7 @@ Map runScenario(Map scenario) {
                 Map environment = new HashMap(System.getenv())
                 environment.putAll(scenario.params ?: [:])
                 environment.putAll(scenario.env ?: [:])
+                environment.putAll(bound)
                 List variables = environment.collect { k, v -> "${k}=${v}".toString() }
                 Process process = ['bash', '-c', command].execute(variables, workspace)
                 StringBuilder out = new StringBuilder(), err = new StringBuilder()

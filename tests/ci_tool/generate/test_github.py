@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tool.generate.context import CHECKOUT_ACTION, UPLOAD_ARTIFACT_ACTION
+from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +52,8 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     workflow = load(generated["small"].files[WORKFLOW])
     assert workflow["permissions"] == {"contents": "read"}
     assert set(workflow["on"]) == {"workflow_dispatch", "workflow_call"}
-    assert [s["uses"] for s in workflow["jobs"]["plan"]["steps"] if "uses" in s] == [CHECKOUT_ACTION.split(" #")[0]]
+    plan_actions = [s["uses"] for s in workflow["jobs"]["plan"]["steps"] if "uses" in s]
+    assert plan_actions == [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]]  # + durations
     assert workflow["jobs"]["plan"]["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}
     stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")}
     found = {
@@ -65,7 +66,7 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
         for job_id, job in stage_jobs.items()
     }
     expected = (
-        [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]],
+        [action.split(" #")[0] for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],
         {"persist-credentials": False, "fetch-depth": 0},  # the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
@@ -223,6 +224,7 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
         "EXECUTOR": "${{ matrix.executor }}",
         "STAGE_RUN_ARGS": "${{ needs.plan.outputs.stage_run_args }}",
         "BASE_REF": "${{ inputs.base_ref }}",
+        "CI_TOOL_HISTORY": "${{ secrets.CI_TOOL_HISTORY }}",  # the shared history, where the secret is set
     }
     workspace = make_workspace("github-stage")
     result = subprocess.run(

@@ -225,10 +225,8 @@ def test_a_run_given_the_target_branch_runs_with_its_waives(
     assert "- `bug 1`: `cases/case_basic.py::test_assert_fails`" in out
 
 
-def test_a_stage_given_the_target_branch_runs_with_its_waives(
-    checkout: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """One stage, as the generated pipelines run it: `stage run --base REF` merges REF's waives in too."""
+def main_waives_the_failures(checkout: Path) -> str:
+    """A stale branch `pr`, checked out: main has waived the failing tests since. Main's tip."""
     git(checkout, "checkout", "-q", "-b", "pr")
     git(checkout, "checkout", "-q", "main")
     waives = checkout / "test-db" / "waives.txt"
@@ -237,8 +235,115 @@ def test_a_stage_given_the_target_branch_runs_with_its_waives(
     git(checkout, "commit", "-q", "-m", "main waives the failures")
     base = git(checkout, "rev-parse", "main").strip()
     git(checkout, "checkout", "-q", "pr")
-    stage = ("stage", "run", "CPU-Generic-Mixed-1", "--catalog", "reuse.yml", *CPU_ONLY)
-    stale, _ = ci_tool(capsys, *stage)
-    code, out = ci_tool(capsys, *stage, "--base", base)
+    return base
+
+
+MIXED_STAGE = ("stage", "run", "CPU-Generic-Mixed-1", "--catalog", "reuse.yml", *CPU_ONLY)
+
+
+def test_a_stage_given_the_target_branch_runs_with_its_waives(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One stage, as the generated pipelines run it: `stage run --base REF` merges REF's waives in too."""
+    base = main_waives_the_failures(checkout)
+    stale, _ = ci_tool(capsys, *MIXED_STAGE)
+    code, out = ci_tool(capsys, *MIXED_STAGE, "--base", base, "--disable-reuse-test")
     assert (stale, code) == (1, 0)
     assert f"merged waives: 2 line(s) added from {base}, 0 left out that this change removes\n" in out
+
+
+def test_a_stage_of_reused_and_waived_tests_passes(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What passed before skips as reused, the failures as waived: the stage's tests ran (only not all in
+    this run), where a stage whose every test is waived fails."""
+    base = main_waives_the_failures(checkout)
+    stale, _ = ci_tool(capsys, *MIXED_STAGE)
+    code, out = ci_tool(capsys, *MIXED_STAGE, "--base", base)
+    assert (stale, code) == (1, 0)
+    assert "reuse: 6 tests of CPU-Generic-Mixed-1 passed on commit " in out
+    assert "0 passed, 0 failed, 8 skipped" in out
+
+
+# `ci-tool stage run`, as CI runs each stage on an agent of its own (its own run): reuse is over every run of
+# the same code, and the pipeline's results folder in the checkout is not code.
+def stage_run(name: str, *options: str) -> tuple[str, ...]:
+    return ("stage", "run", name, "--catalog", "reuse.yml", *CPU_ONLY, "--output-dir", f"results/{name}", *options)
+
+
+def test_a_stage_that_passed_on_this_code_is_reused_by_the_next_stage_run(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_code, _ = ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    code, out = ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    (first, _), (second, stages) = runs(checkout)
+    assert (first_code, code) == (0, 0)
+    assert (
+        f"reuse: CPU-Generic-1 passed on commit {first.code_commit[:12]} (clean) in run {first.run_id}: it does not "
+        "run again (--disable-reuse-test runs it)"
+    ) in out
+    assert stage_states(stages) == {"CPU-Generic-1": (StageState.REUSED, f"reused from run {first.run_id}")}
+    assert (second.code_commit, second.code_diff) == (first.code_commit, "")
+
+
+def test_a_failed_stage_runs_again_only_its_tests_that_did_not_pass(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ci_tool(capsys, *stage_run("CPU-Generic-Mixed-1"))
+    code, out = ci_tool(capsys, *stage_run("CPU-Generic-Mixed-1"))
+    (first, _), (second, _) = runs(checkout)
+    assert code == 1
+    assert f"reuse: 6 tests of CPU-Generic-Mixed-1 passed on commit {first.code_commit[:12]} (clean) (run " in out
+    with HistoryStore(checkout / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        tests = queries.stage_tests(store, second.run_id, "CPU-Generic-Mixed-1")
+    ran = sorted(t.test_id for t in tests if t.outcome is not TestOutcome.SKIPPED)
+    assert ran == [
+        "cases/case_basic.py::test_assert_fails",
+        "cases/case_params.py::test_half[e f]",
+        "cases/case_params.py::test_half[g h]",
+    ]
+
+
+def test_a_stage_that_passed_in_a_whole_run_is_reused_by_a_stage_run(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ci_tool(capsys, *RUN)
+    code, out = ci_tool(capsys, *stage_run("CPU-Generic-Group-1"))
+    (first, _), (_, stages) = runs(checkout)
+    assert code == 0 and f"in run {first.run_id}: it does not run again" in out
+    assert stage_states(stages) == {"CPU-Generic-Group-1": (StageState.REUSED, f"reused from run {first.run_id}")}
+
+
+def test_disable_reuse_test_runs_the_stage_again(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    code, out = ci_tool(capsys, *stage_run("CPU-Generic-1", "--disable-reuse-test"))
+    (_, _), (_, stages) = runs(checkout)
+    assert code == 0 and "reuse: off (--disable-reuse-test): the stage runs" in out
+    assert stage_states(stages) == {"CPU-Generic-1": (StageState.PASSED, "")}
+
+
+def test_a_stage_run_of_changed_code_runs_again(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    (checkout / "cases" / "case_new.py").write_text("def test_new():\n    pass\n")  # untracked: code
+    code, out = ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    (_, _), (_, stages) = runs(checkout)
+    assert code == 0 and "reuse: none (no earlier run of CPU-Generic-1 on commit " in out
+    assert stage_states(stages) == {"CPU-Generic-1": (StageState.PASSED, "")}
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        ("{}", "- CPU-Generic-1  (step 18: reused from run {run})"),
+        ('{"disable_reuse_test": true}', "+ CPU-Generic-1  (step 1: "),
+    ],
+    ids=["reused", "disable-reuse-test"],
+)
+def test_the_selection_reuses_a_stage_that_passed_on_this_commit_in_a_stage_run_of_its_own(
+    checkout: Path, capsys: pytest.CaptureFixture[str], flags: str, line: str
+) -> None:
+    """The plan job of a pipeline, whose stages ran on other agents: each a run of its own in one history."""
+    ci_tool(capsys, *stage_run("CPU-Generic-1"))
+    ((first, _),) = runs(checkout)
+    (checkout / "request.json").write_text(f'{{"command": "run", "flags": {flags}}}')  # as the pipelines write it
+    code, out = ci_tool(capsys, "stage", "select", "--request", "request.json", "--catalog", "reuse.yml")
+    assert code == 0
+    assert line.format(run=first.run_id) in out

@@ -450,8 +450,9 @@ ENGINE_REFUSALS = {
         Engine.JENKINS,
         "/bot run --reuse-test 12",
         10,
-        "--reuse-test: expected an option the jenkins engine honours, found one it cannot: the generated pipeline "
-        "keeps no history of which stages passed in that pipeline, so it cannot reuse it Hint: drop --reuse-test",
+        "--reuse-test: expected an option the jenkins engine honours, found one it cannot: names one pipeline, and "
+        "the stages of a generated pipeline are runs of their own in the shared history: reuse goes by the commit "
+        "instead (a bare --reuse-test) Hint: drop --reuse-test",
     ),
 }
 

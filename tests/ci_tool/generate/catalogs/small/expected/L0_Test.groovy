@@ -15,7 +15,8 @@
 // Each stage allocates an agent by label, checks out HEAD_SHA, and runs `ci-tool stage run <name> --executor E`,
 // which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
 // as one Slurm job on the family's partition); JUnit and results are archived even when the stage fails or
-// times out.
+// times out. With the shared history (the credential HISTORY_CREDENTIAL) every stage records into it, reuses
+// what passed on this commit there, and shards by the durations CI recorded.
 
 import groovy.transform.Field
 
@@ -23,11 +24,19 @@ import groovy.transform.Field
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
-@Field final List STAGE_RUN_OPTIONS = ['--detailed-log']
+@Field final List STAGE_RUN_OPTIONS = ['--disable-reuse-test', '--detailed-log']
 @Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
 @Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
 @Field final String BASE_OPTION = '--base "$BASE_SHA"'
 @Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
+@Field final String SELECT_LABEL = 'cpu'
+@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet \'.[postgres]\''
+@Field final String HISTORY_CREDENTIAL = 'ci-tool-history'
+@Field final String HISTORY_VARIABLE = 'CI_TOOL_HISTORY'
+@Field final String DURATIONS_COMMAND = 'mkdir -p .ci-tool && if [ -f test-db/.test_durations ]; then cp test-db/.test_durations .ci-tool/durations.json; else echo \'{}\' > .ci-tool/durations.json; fi && { .venv/bin/ci-tool durations export --output .ci-tool/durations.json --window 1000 || echo \'warning: the shared history gave no durations: the committed ones shard this build\'; }'
+@Field final String DURATIONS_OPTION = '--durations .ci-tool/durations.json'
+@Field final String DURATIONS_FILE = '.ci-tool/durations.json'
+@Field final String DURATIONS_STASH = 'durations'
 
 properties([
     parameters([
@@ -129,16 +138,63 @@ void runStages(List stageNames, boolean failFast, String stageRunArgs, int holdM
         return
     }
     Map table = stageTable()
+    String runArgs = stageRunArgs + shareDurations()
     Map branches = [:]
     for (String name : stageNames) {
         String stageName = name
         Map row = table[stageName]
-        branches[stageName] = { runStage(stageName, row, stageRunArgs, holdMinutes) }
+        branches[stageName] = { runStage(stageName, row, runArgs, holdMinutes) }
     }
     branches.failFast = failFast
     stage('Test') {
         parallel branches
     }
+}
+
+// Shards split by test durations, and the shards of a family must split alike. With the shared history one
+// agent exports CI's durations, merged into the committed ones, once for the build, and every stage shards by
+// that file (the option this returns); without it every stage reads the committed durations, as before.
+String shareDurations() {
+    boolean shared = false
+    node(SELECT_LABEL) {
+        shared = withSharedHistory(true) {
+            stage('Durations') {
+                checkout scm
+                if (params.HEAD_SHA) {
+                    sh CHECKOUT_HEAD_COMMAND
+                }
+                sh SELECT_SETUP_COMMAND
+                sh DURATIONS_COMMAND
+                stash(name: DURATIONS_STASH, includes: DURATIONS_FILE)
+            }
+        }
+    }
+    return shared ? " ${DURATIONS_OPTION}" : ''
+}
+
+// The shared history (README: "A shared history for CI"): the Jenkins credential HISTORY_CREDENTIAL, a
+// Secret text holding the history's URL, bound as HISTORY_VARIABLE for `body` (Jenkins masks it in the log).
+// Without that credential `body` runs on the agent's own history, as before, or not at all when `needsIt`.
+// Returns whether the shared history was there.
+boolean withSharedHistory(boolean needsIt, Closure body) {
+    boolean bound = false
+    try {
+        withCredentials([string(credentialsId: HISTORY_CREDENTIAL, variable: HISTORY_VARIABLE)]) {
+            bound = true
+            body()
+        }
+    } catch (InterruptedException stopped) {
+        throw stopped
+    } catch (Exception problem) {
+        if (bound) {
+            throw problem  // body's own failure
+        }
+        echo "No shared history (${problem.message}): the history is this agent's own"
+        if (!needsIt) {
+            body()
+        }
+    }
+    return bound
 }
 
 void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
@@ -157,7 +213,13 @@ void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
                     }
                     sh "rm -rf '${results}'"
                     sh SETUP_COMMAND
-                    sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
+                    if (stageRunArgs.contains(DURATIONS_OPTION)) {
+                        unstash(DURATIONS_STASH)
+                    }
+                    // With the shared history: reuse of what passed on this commit, and the records of this run.
+                    withSharedHistory(false) {
+                        sh "${RUN_COMMAND} '${stageName}' --output-dir '${results}' --html-report '${results}/${HTML_REPORT}' --executor ${row.executor}${stageRunArgs}"
+                    }
                 }
                 passed = true
             } finally {

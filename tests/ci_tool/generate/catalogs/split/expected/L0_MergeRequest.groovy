@@ -26,9 +26,11 @@
 import groovy.transform.Field
 
 @Field final String TEST_JOB = 'L0_Test'
-@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet .'
+@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet \'.[postgres]\''
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
+@Field final String HISTORY_CREDENTIAL = 'ci-tool-history'
+@Field final String HISTORY_VARIABLE = 'CI_TOOL_HISTORY'
 @Field final String SELECTION_FILE = 'selection.json'
 @Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
 @Field final String PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
@@ -378,8 +380,11 @@ Map selectStages(String requestJson) {
                 sh CHANGED_FILES_COMMAND
                 changedFiles = ' ' + CHANGED_FILES_OPTION
             }
-            // ci-tool reads LABELS from the environment (Jenkins exports every parameter there).
-            sh "${SELECT_COMMAND}${changedFiles} > ${SELECTION_FILE}"
+            // ci-tool reads LABELS from the environment (Jenkins exports every parameter there); with the
+            // shared history it leaves out the stages that passed on this commit already (reused).
+            withSharedHistory(false) {
+                sh "${SELECT_COMMAND}${changedFiles} > ${SELECTION_FILE}"
+            }
             selection = readJSON(file: SELECTION_FILE)
             // The run record, kept with the build: the final report, the statuses and `/bot reuse-pipeline`
             // read what ran from it, not from the bot's preview.
@@ -388,6 +393,31 @@ Map selectStages(String requestJson) {
     }
     echo "Selected ${selection.stages.size()} stage(s): ${selection.stages.join(', ')}"
     return selection
+}
+
+// The shared history (README: "A shared history for CI"): the Jenkins credential HISTORY_CREDENTIAL, a
+// Secret text holding the history's URL, bound as HISTORY_VARIABLE for `body` (Jenkins masks it in the log).
+// Without that credential `body` runs on the agent's own history, as before, or not at all when `needsIt`.
+// Returns whether the shared history was there.
+boolean withSharedHistory(boolean needsIt, Closure body) {
+    boolean bound = false
+    try {
+        withCredentials([string(credentialsId: HISTORY_CREDENTIAL, variable: HISTORY_VARIABLE)]) {
+            bound = true
+            body()
+        }
+    } catch (InterruptedException stopped) {
+        throw stopped
+    } catch (Exception problem) {
+        if (bound) {
+            throw problem  // body's own failure
+        }
+        echo "No shared history (${problem.message}): the history is this agent's own"
+        if (!needsIt) {
+            body()
+        }
+    }
+    return bound
 }
 
 // A bot build tests HEAD_SHA, and only while it is the pull request's head: a build for a commit the pull
