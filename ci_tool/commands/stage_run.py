@@ -115,7 +115,9 @@ def run_command(
         config=setup.config,
         fail_fast=True,
         progress=Progress(sys.stdout),
-        identity=RunIdentity(code, reused_stages={stage.name.name: passed_in} if passed_in else {}),
+        identity=RunIdentity(
+            code, f"stage {stage.name.name}", reused_stages={stage.name.name: passed_in} if passed_in else {}
+        ),
     )
     for stage_result in result.results:
         click.echo(f"{stage_result.stage}: {stage_result.state}; JUnit in {stage_result.files_dir / 'junit.xml'}")

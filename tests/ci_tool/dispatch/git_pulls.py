@@ -94,8 +94,10 @@ def make_repository(root: Path) -> Path:
         (root / target).write_text(text)
     script = root / ".venv" / "bin" / "ci-tool"
     script.parent.mkdir(parents=True)
-    history = shlex.quote(str(root.parent / "history.sqlite"))  # never the developer's history
-    script.write_text(f'#!/bin/sh\nCI_TOOL_HISTORY={history} exec {shlex.quote(sys.executable)} -m ci_tool "$@"\n')
+    # never the developer's history: this repository's own, unless the pipeline binds a shared one
+    history = shlex.quote(str(root.parent / "history.sqlite"))
+    line = f'CI_TOOL_HISTORY="${{CI_TOOL_HISTORY:-{history}}}" exec {shlex.quote(sys.executable)} -m ci_tool "$@"'
+    script.write_text(f"#!/bin/sh\n{line}\n")
     script.chmod(0o755)
     git(root, "init", "-q")
     git(root, "add", ".")

@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 
 from ci_tool.cli import main
+from ci_tool.history.records import RunRecord, StageRecord
+from ci_tool.history.store import HistoryStore
+from ci_tool.outcomes import RunState, StageState
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
 from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
 from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
@@ -80,9 +83,10 @@ def jenkins_selection(root: Path) -> list[str]:
     return list(json.loads((root / fields["SELECTION_FILE"]).read_text())["stages"])
 
 
-def github_selection(root: Path) -> list[str]:
+def github_selection(root: Path, secrets: dict[str, str] | None = None) -> list[str]:
     """The stages the generated workflow's plan job puts into its matrices for a pull request into main."""
-    plan = run_plan_job((root / ".github" / "workflows" / "l0-test.yml").read_text(), root, base_ref="main")
+    workflow = (root / ".github" / "workflows" / "l0-test.yml").read_text()
+    plan = run_plan_job(workflow, root, secrets=secrets, base_ref="main")
     assert plan.code == 0, plan.log
     rows = [row for key, value in plan.outputs.items() if key.endswith(tuple("0123456789")) for row in
             json.loads(value)]  # fmt: skip
@@ -190,3 +194,42 @@ def test_reuse_pipeline_carries_a_build_that_ran_what_the_change_selects(
         "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
     assert archived == {"stages": ["A10-PyTorch-1", "A10-PyTorch-2"]}
     assert github.bodies()[0].endswith(f"\n\nCarried `Jenkins Full Build` from build [#1]({passed.url}).\n")
+
+
+def test_with_a_shared_history_the_bot_and_both_pipelines_reuse_the_stage_that_passed_on_the_head(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """One history every runner shares, in which an agent passed CPU-Generic-2 on the pull request's head:
+    the preview names it reused, and neither pipeline selects it."""
+    root = make_repository(tmp_path / "repo")
+    git(root, "checkout", "-q", "-b", "pr")
+    _edit("tests/tools/test_cli.py", "pass", "assert True")(root)
+    commit_all(root, "the pull request")
+    head = git(root, "rev-parse", "pr").strip()
+    shared = tmp_path / "shared.sqlite"
+    with HistoryStore(shared) as store:  # what the agent of an earlier build recorded
+        store.start_run(RunRecord("earlier", "ci-tool stage run CPU-Generic-2", RunState.RUNNING, 1.0,
+                                  code_commit=head, scope="stage CPU-Generic-2"))  # fmt: skip
+        store.record_stage(StageRecord("earlier", "CPU-Generic-2", StageState.PASSED, started_at=1.0), recorded_at=2.0)
+        store.finish_run("earlier", state=RunState.PASSED, finished_at=2.0)
+    env.setenv("CI_TOOL_HISTORY", str(shared))
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    (reply,) = github.bodies()
+    bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
+    assert "| `CPU-Generic-2` | step 18: `reused from run earlier` |" in reply
+    env.chdir(root)
+    expected = ["CPU-Generic-1", "CPU-Generic-3"]
+    assert (bot, jenkins_selection(root), github_selection(root, {"CI_TOOL_HISTORY": str(shared)})) == (
+        expected,
+        expected,
+        expected,
+    )
