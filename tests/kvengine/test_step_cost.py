@@ -152,10 +152,12 @@ def test_the_extra_work_leaves_outputs_and_the_kv_cache_unchanged(
     assert slowed.extra_cost.repeated_layers and slowed.metrics().captured_sizes == plain.metrics().captured_sizes
     engines = {"slowed": slowed, "plain": plain}
     hidden = {name: torch.stack(decode_steps(engine, 5, 12)) for name, engine in engines.items()}
-    torch.testing.assert_close(hidden["slowed"], hidden["plain"], atol=0, rtol=0)
     layers = range(len(tiny_hybrid_spec.layers))
     kv = {name: [pool for i in layers for pool in engine.pools.layer_kv(i)] for name, engine in engines.items()}
-    torch.testing.assert_close(kv["slowed"], kv["plain"], atol=0, rtol=0)
+    # bit for bit on CPU; two CUDA graphs need not pick the same GEMM algorithms, so float32's own tolerance there
+    exact = {"atol": 0.0, "rtol": 0.0} if device == "cpu" else {}
+    torch.testing.assert_close(hidden["slowed"], hidden["plain"], **exact)
+    torch.testing.assert_close(kv["slowed"], kv["plain"], **exact)
 
 
 @pytest.mark.parametrize(
