@@ -75,6 +75,7 @@ class DecodeEngine:
                 hint="lower max_context_tokens",
             )
         self.sizing: Sizing = self._size(spec, config, options)
+        self.extra_cost: ExtraStepCost = self._plan_extra_cost(spec, options)  # checked before any allocation
         layout = self.sizing.layout
         self.storage = KvStorage(layout, self.sizing.pools.num_slots)
         self.pools = KvPools(layout, self.sizing.pools.num_slots, device=self.device)
@@ -82,7 +83,6 @@ class DecodeEngine:
         compute = torch.float32 if dtype == torch.float8_e4m3fn else dtype
         if options.compute_dtype is not None:
             compute = TORCH_DTYPES[options.compute_dtype]
-        self.extra_cost: ExtraStepCost = self._plan_extra_cost(spec, options)
         self.model = TinyDecoder(spec.layers, layout, hidden_size=options.hidden_size,
                                  vocab_size=options.vocab_size, dtype=compute, device=self.device, seed=options.seed,
                                  repeated_layers=self.extra_cost.repeated_layers)  # fmt: skip
