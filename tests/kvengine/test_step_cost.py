@@ -174,3 +174,18 @@ def test_the_presets_repeat_whole_layers_near_the_fraction(preset: str, fraction
     planned = plan_extra_cost(fraction, kinds)
     assert len(planned.repeated_layers) == repeated
     assert abs(planned.layer_fraction - fraction) <= 0.5 / len(spec.layers)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_warm_up_captures_the_extra_work(tiny_hybrid_spec: ModelSpec, device: str) -> None:
+    """On CUDA a graph replays what its capture dispatched: each captured step holds the repeated layers."""
+    matmuls = {}
+    for name, extra in {"plain": 0.0, "slowed": 0.5}.items():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            engine = _engine(tiny_hybrid_spec, device=device, extra=extra)
+        matmuls[name] = sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
+    assert engine.metrics().captured_sizes == (1, 2, 4, 8)
+    per_step = MM_PER_LAYER * len(tiny_hybrid_spec.layers) + 1  # the layers' projections and the logits
+    steps, rest = divmod(matmuls["plain"], per_step)
+    assert (rest, matmuls["slowed"]) == (0, steps * (per_step + 2 * MM_PER_LAYER))
+    assert steps >= 4  # at least one step per captured size
