@@ -137,7 +137,7 @@ def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, 
 
 
 def passed_on_checkout(history: History, *, root: Path, request: SelectionRequest) -> dict[str, str]:
-    """`passed_on_commit` for the code checked out at `root` (the plan job of a pipeline)."""
+    """`passed_on` for the code checked out at `root` (the plan job of a pipeline)."""
     return passed_on(history, code=gitinfo.code_version(root), request=request)
 
 
