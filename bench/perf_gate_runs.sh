@@ -25,7 +25,8 @@ stage_run() {  # label, then env assignments: one gated stage run, its exit code
     local label=$1; shift
     local began=$SECONDS before
     before=$(newest_run)
-    env "$@" python3 -m ci_tool stage run "$STAGE" --history "$HISTORY" --output-dir "/tmp/perf-gate/$label" \
+    # --disable-reuse-test: every run measures (a planted run's code is the same commit; reuse would skip it)
+    env "$@" python3 -m ci_tool stage run "$STAGE" --disable-reuse-test --history "$HISTORY" --output-dir "/tmp/perf-gate/$label" \
         > "/tmp/perf-gate-$label.log" 2>&1
     local code=$?
     echo "$label exit=$code wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
