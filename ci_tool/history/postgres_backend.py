@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ci_tool.errors import HistoryError, Where
-from ci_tool.history import schema
 from ci_tool.history import postgres_deadlines as deadlines
+from ci_tool.history import schema
 from ci_tool.history.backend import Row, Work
 from ci_tool.history.locator import POSTGRES_EXTRA, PostgresUrl
 from ci_tool.history.schema import SCHEMA_VERSION, AddColumn, Statement
@@ -236,7 +236,7 @@ class PostgresHistory:
                 f"cannot {doing} the history: expected each statement to end within "
                 f"{self.statement_timeout_ms / 1000:g} s (statement_timeout), found one the server cancelled",
                 where=where,
-                hint="a larger limit goes in the URL: `?options=-c%20statement_timeout%3D600000` (milliseconds; 0: none)",
+                hint="raise it in the URL: `?options=-c%20statement_timeout%3D600000` (milliseconds; 0: no limit)",
             )
         if sqlstate == _LOCK_TIMEOUT:
             timeout_ms = HURRIED_LOCK_TIMEOUT_MS if hurry else self.lock_timeout_ms

@@ -13,9 +13,9 @@ import pytest
 from ci_tool.errors import HistoryError
 from ci_tool.history import postgres_deadlines as deadlines
 from ci_tool.history import queries
+from ci_tool.history.backend import Writer
 from ci_tool.history.locator import PostgresUrl
 from ci_tool.history.recorder import RunRecorder
-from ci_tool.history.backend import Writer
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.history.unrecorded import UNRECORDED
 from ci_tool.outcomes import RunState
@@ -26,19 +26,21 @@ SHORT = "connect_timeout=2&options=-c%20statement_timeout%3D1000"  # the deadlin
 BOUND_SECONDS = 60  # generous: the deadlines above end each wait in 2 to 3 s; the kernel's would take minutes
 
 
+def _defaults_but(*names: str) -> dict[str, str]:
+    return {name: value for name, value in deadlines.CONNECT_DEFAULTS.items() if name not in names}
+
+
 @pytest.mark.parametrize(
     ("given", "environ", "added"),
     [
         ({}, {}, deadlines.CONNECT_DEFAULTS),
+        ({"connect_timeout": "3", "keepalives_idle": "1"}, {}, _defaults_but("connect_timeout", "keepalives_idle")),
+        ({}, {"PGCONNECT_TIMEOUT": "4"}, _defaults_but("connect_timeout")),
         (
-            {"connect_timeout": "3", "keepalives_idle": "1"},
-            {},
-            {k: v for k, v in deadlines.CONNECT_DEFAULTS.items() if k not in ("connect_timeout", "keepalives_idle")},
+            {"tcp_user_timeout": "0", "keepalives": "0"},
+            {"PGCONNECT_TIMEOUT": ""},
+            _defaults_but("tcp_user_timeout", "keepalives"),
         ),
-        ({}, {"PGCONNECT_TIMEOUT": "4"}, {k: v for k, v in deadlines.CONNECT_DEFAULTS.items() if k != "connect_timeout"}),
-        ({"tcp_user_timeout": "0", "keepalives": "0"}, {"PGCONNECT_TIMEOUT": ""}, {
-            k: v for k, v in deadlines.CONNECT_DEFAULTS.items() if k not in ("tcp_user_timeout", "keepalives")
-        }),
     ],
     ids=["none-given", "url-sets-two", "environment-sets-connect", "url-turns-off-and-empty-environment"],
 )
@@ -54,7 +56,9 @@ def test_ci_tool_adds_only_the_connection_deadlines_the_url_and_environment_leav
      ({"connect_timeout": "0"}, {}, 10), ({"connect_timeout": "1"}, {}, 2), ({"connect_timeout": "x"}, {}, 10)],
     ids=["default", "url-over-environment", "environment", "zero-is-the-default", "libpq-minimum", "unreadable"],
 )  # fmt: skip
-def test_the_connect_timeout_is_read_as_libpq_reads_it(given: dict[str, str], environ: dict[str, str], seconds: int) -> None:
+def test_the_connect_timeout_is_read_as_libpq_reads_it(
+    given: dict[str, str], environ: dict[str, str], seconds: int
+) -> None:
     assert deadlines.connect_seconds(given, environ) == seconds
 
 
@@ -94,8 +98,8 @@ def test_a_statement_past_the_statement_timeout_is_a_located_error(postgres_url:
         store.rows("SELECT pg_sleep(5)")
     assert str(error.value) == (
         f"{url.shown()}: cannot read the history: expected each statement to end within 0.2 s (statement_timeout), "
-        "found one the server cancelled Hint: a larger limit goes in the URL: "
-        "`?options=-c%20statement_timeout%3D600000` (milliseconds; 0: none)"
+        "found one the server cancelled Hint: raise it in the URL: "
+        "`?options=-c%20statement_timeout%3D600000` (milliseconds; 0: no limit)"
     )
 
 
