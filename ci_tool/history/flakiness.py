@@ -171,14 +171,22 @@ _WINDOW_SQL = (
     "WHERE r.started_at >= ? AND r.started_at < ? AND coalesce(t.rerun_outcome, t.outcome) != ?"
 )
 _ORDER = " ORDER BY r.started_at, t.recorded_at, t.rowid"
+# Only a test whose first attempt failed in the window can be flaky: the others' rows are never read (a row
+# whose outcome is not ci-tool's is read, so that it is heard as a bad row).
+_FAILED_FIRST = (
+    " AND t.test_id IN (SELECT c.test_id FROM test_results c JOIN runs cr ON cr.run_id = c.run_id "
+    "WHERE cr.started_at >= ? AND cr.started_at < ? AND c.outcome NOT IN (?, ?))"
+)
 
 
 def _attempts(store: HistoryStore, since: float, before: float, test_ids: Collection[str] | None) -> Iterator[_Attempt]:
-    """The window's non-skipped results, oldest first per test: every test's, or those of `test_ids` (found
-    through the index by test id, a few hundred ids a statement: all of one test's rows come in one)."""
+    """The window's non-skipped results, oldest first per test: of every test whose first attempt failed
+    in it, or of `test_ids` (found through the index by test id, a few hundred ids a statement: all of one
+    test's rows come in one)."""
     window = (since, before, TestOutcome.SKIPPED.value)
     if test_ids is None:
-        batches = [store.rows(_WINDOW_SQL + _ORDER, window)]
+        passing = (TestOutcome.PASSED.value, TestOutcome.SKIPPED.value)
+        batches = [store.rows(_WINDOW_SQL + _FAILED_FIRST + _ORDER, (*window, since, before, *passing))]
     else:
         ids = sorted(set(test_ids))
         chunks = [ids[start : start + IDS_PER_QUERY] for start in range(0, len(ids), IDS_PER_QUERY)]

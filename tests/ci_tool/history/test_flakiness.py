@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.history.flakiness import StageDevices, flake_stats, known_flaky, stage_devices
+from ci_tool.history.flakiness import KnownFlaky, StageDevices, flake_stats, known_flaky, stage_devices
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.history.planted import (
     A10,
@@ -88,9 +88,14 @@ def test_stage_devices(stage: str, expected: StageDevices) -> None:
 OTHER = "a.py::test_other"
 
 
+def _whole_window(store: HistoryStore, before: float) -> KnownFlaky:
+    """What a report read before it asked about its failures only: every test's rows of the window tallied."""
+    every = {row[0] for row in store.rows("SELECT test_id FROM test_results")}
+    return known_flaky(store, before=before, test_ids=every)
+
+
 def _old_known_flaky(store: HistoryStore, before: float, test_ids: set[str]) -> dict[tuple[str, str], object]:
-    """What a report read before it asked about its failures only: the whole window's, then looked up."""
-    return {key: stats for key, stats in known_flaky(store, before=before).items() if key[0] in test_ids}
+    return {key: stats for key, stats in _whole_window(store, before).items() if key[0] in test_ids}
 
 
 def _plant_more(store: HistoryStore) -> None:
@@ -134,8 +139,17 @@ def test_every_run_report_marks_the_same_known_flaky_failures_as_the_whole_windo
         run = queries.get_run(planted_store, f"r{number}")
         stages = queries.run_stages(planted_store, run.run_id)
         tests = {stage.name: queries.stage_tests(planted_store, run.run_id, stage.name) for stage in stages}
-        old = build_report(run, stages, tests, known=known_flaky(planted_store, before=run.started_at))
+        old = build_report(run, stages, tests, known=_whole_window(planted_store, run.started_at))
         new = load_report(planted_store, run.run_id)
         assert new == old, number
         marked += [(number, t.test_id) for t in new.known_flaky]
     assert marked == [(6, PLANTED), (9, PLANTED), (9, OTHER), (10, OTHER)]
+
+
+@pytest.mark.parametrize("hours", [2, 4, 6, 8, 11], ids=lambda hours: f"before-hour-{hours}")
+def test_the_window_without_ids_reads_the_tests_that_failed_first_and_answers_as_every_tests_tally(
+    planted_store: HistoryStore, hours: int
+) -> None:
+    _plant_more(planted_store)
+    before = DAY_ONE + hours * HOUR
+    assert known_flaky(planted_store, before=before) == _whole_window(planted_store, before)
