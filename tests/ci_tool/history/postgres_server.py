@@ -131,12 +131,15 @@ class PostgresServer:
     def freeze(self) -> None:
         """Stop every process of the server (SIGSTOP): its kernel still takes connections and bytes, and
         nothing answers, as a frozen host or a path that black-holes packets does."""
-        for pid in self.processes():
-            os.kill(pid, signal.SIGSTOP)
+        self._signal(signal.SIGSTOP)
 
     def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signal_number: int) -> None:
         for pid in self.processes():
-            os.kill(pid, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended since /proc listed it
+                os.kill(pid, signal_number)
 
     def close(self) -> None:
         try:
