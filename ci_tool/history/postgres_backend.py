@@ -141,7 +141,7 @@ class PostgresHistory:
             given = self.psycopg.conninfo.conninfo_to_dict(self.url.url)
             self.connect_seconds = deadlines.connect_seconds(given)
             db = self.psycopg.connect(
-                self.url.url, autocommit=True, application_name="ci-tool", **deadlines.added_parameters(given)
+                self.url.url, autocommit=True, **deadlines.added_parameters(given)
             )
         except self.psycopg.Error as error:
             raise self.error(error, "open") from None

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 CONNECT_TIMEOUT_SECONDS = 10
 STATEMENT_TIMEOUT_MS = 120_000
 CONNECT_DEFAULTS = {
+    "application_name": "ci-tool",  # how pg_stat_activity names ci-tool's sessions (not a deadline: a default too)
     "connect_timeout": str(CONNECT_TIMEOUT_SECONDS),
     "tcp_user_timeout": "30000",  # milliseconds
     "keepalives": "1",
@@ -37,12 +38,13 @@ CONNECT_DEFAULTS = {
     "keepalives_interval": "5",
     "keepalives_count": "3",
 }
-_ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT"}  # the only one of these libpq also reads from the environment
+_ENVIRONMENT = {"application_name": "PGAPPNAME", "connect_timeout": "PGCONNECT_TIMEOUT"}  # what libpq also reads
 _MIN_CONNECT_TIMEOUT_SECONDS = 2  # what libpq makes of a smaller one
 
 
 def added_parameters(given: Mapping[str, object], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """ci-tool's connection defaults that neither the URL's parameters (`given`) nor the environment set."""
+    """ci-tool's connection defaults that neither the URL's parameters (`given`) nor the environment set
+    (a keyword handed to the driver would replace the URL's own value)."""
     return {
         name: value
         for name, value in CONNECT_DEFAULTS.items()

@@ -35,14 +35,15 @@ def _defaults_but(*names: str) -> dict[str, str]:
     [
         ({}, {}, deadlines.CONNECT_DEFAULTS),
         ({"connect_timeout": "3", "keepalives_idle": "1"}, {}, _defaults_but("connect_timeout", "keepalives_idle")),
-        ({}, {"PGCONNECT_TIMEOUT": "4"}, _defaults_but("connect_timeout")),
+        ({}, {"PGCONNECT_TIMEOUT": "4", "PGAPPNAME": "nightly"}, _defaults_but("connect_timeout", "application_name")),
+        ({"application_name": "nightly"}, {}, _defaults_but("application_name")),
         (
             {"tcp_user_timeout": "0", "keepalives": "0"},
             {"PGCONNECT_TIMEOUT": ""},
             _defaults_but("tcp_user_timeout", "keepalives"),
         ),
     ],
-    ids=["none-given", "url-sets-two", "environment-sets-connect", "url-turns-off-and-empty-environment"],
+    ids=["none-given", "url-sets-two", "environment-sets-two", "url-names-the-session", "url-turns-off-and-empty-env"],
 )
 def test_ci_tool_adds_only_the_connection_deadlines_the_url_and_environment_leave_unset(
     given: dict[str, str], environ: dict[str, str], added: dict[str, str]
@@ -81,6 +82,12 @@ def test_the_server_side_timeouts_are_ci_tools_unless_the_url_sets_them(
     postgres_url: PostgresUrl, query: str, busy_timeout_ms: int, expected: tuple[str, str]
 ) -> None:
     assert _settings(postgres_url.url + query, busy_timeout_ms=busy_timeout_ms) == expected
+
+
+@pytest.mark.parametrize(("query", "name"), [("", "ci-tool"), ("?application_name=nightly", "nightly")])
+def test_the_session_is_named_ci_tool_unless_the_url_names_it(postgres_url: PostgresUrl, query: str, name: str) -> None:
+    with HistoryStore(postgres_url.url + query) as store:
+        assert store.rows("SELECT current_setting('application_name')") == [(name,)]
 
 
 def test_a_databases_own_statement_timeout_is_kept(postgres_server: PostgresServer, postgres_url: PostgresUrl) -> None:
