@@ -97,6 +97,7 @@ class AnswerWatch:
             yield
             return
         with self._changed:
+            outer = self._armed  # a read inside a write (the migration reads the version): the write's again after
             self._armed = (fileno, seconds, time.monotonic() + seconds)
             if self._watcher is None:
                 self._watcher = threading.Thread(target=self._watch, name="ci-tool history deadline", daemon=True)
@@ -106,7 +107,7 @@ class AnswerWatch:
             yield
         finally:
             with self._changed:
-                self._armed = None
+                self._armed = None if outer is None else (outer[0], outer[1], time.monotonic() + outer[1])
                 self._changed.notify()
 
     def progress(self) -> None:

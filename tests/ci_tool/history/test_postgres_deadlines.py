@@ -155,6 +155,23 @@ def test_a_server_that_stops_answering_mid_session_meets_ci_tools_deadline(
     )
 
 
+def test_a_read_inside_a_write_leaves_the_writes_deadline_armed(
+    postgres_url: PostgresUrl, proxy: StallingProxy
+) -> None:
+    url = PostgresUrl(proxy.url(postgres_url.url) + "?" + SHORT)
+
+    def read_then_stall(db: Writer) -> None:
+        assert store.rows("SELECT 1") == [(1,)]  # as the migration reads the version inside its transaction
+        proxy.stall()
+        db.execute("SELECT 1")
+
+    with HistoryStore(url) as store:
+        begun = time.monotonic()
+        with pytest.raises(HistoryError, match="expected the PostgreSQL server to answer within 3 s, found no answer"):
+            store.write(read_then_stall)
+        assert time.monotonic() - begun < BOUND_SECONDS
+
+
 def test_a_run_whose_server_stops_answering_keeps_its_records_and_they_land_by_import(
     postgres_url: PostgresUrl, proxy: StallingProxy, tmp_path: Path
 ) -> None:
