@@ -138,11 +138,12 @@ class PostgresHistory:
     def _connect(self) -> psycopg.Connection[Any]:
         """A connection with the deadlines of postgres_deadlines.py (the URL's own values where it sets them)."""
         try:
-            given = self.psycopg.conninfo.conninfo_to_dict(self.url.url)
-            self.connect_seconds = deadlines.connect_seconds(given)
-            db = self.psycopg.connect(
-                self.url.url, autocommit=True, **deadlines.added_parameters(given)
+            added = deadlines.added_parameters(self.psycopg.conninfo.conninfo_to_dict(self.url.url))
+            # as the driver reads it (the URL's, $PGCONNECT_TIMEOUT, ours; 0: its own default; at least 2 s)
+            self.connect_seconds = self.psycopg.conninfo.timeout_from_conninfo(
+                self.psycopg.conninfo.conninfo_to_dict(self.url.url, **added)
             )
+            db = self.psycopg.connect(self.url.url, autocommit=True, **added)
         except self.psycopg.Error as error:
             raise self.error(error, "open") from None
         try:

@@ -6,7 +6,8 @@ that is down (the recorder keeps the run in its folder for `ci-tool history impo
     a cut network  libpq's `tcp_user_timeout` (30 s of data the peer never acknowledged) and TCP keepalives
                    (probes after 10 s idle, every 5 s, 3 lost: 25 s) end a connection whose packets go nowhere
     a statement    the server's `statement_timeout` (120 s, and at least twice the lock wait): the slowest
-                   read of a history of 1M test rows takes seconds, so only a statement gone wrong meets it
+                   read of a history of 1M test rows takes under a second (docs/PERF.md), so only a
+                   statement gone wrong meets it
     an answer      ci-tool's own: a round trip the server has not answered within its statement_timeout plus
                    connect_timeout means a server that cannot answer at all (stopped, frozen, or behind a
                    path that acknowledges packets and forwards none, where no TCP timeout fires): the
@@ -39,7 +40,6 @@ CONNECT_DEFAULTS = {
     "keepalives_count": "3",
 }
 _ENVIRONMENT = {"application_name": "PGAPPNAME", "connect_timeout": "PGCONNECT_TIMEOUT"}  # what libpq also reads
-_MIN_CONNECT_TIMEOUT_SECONDS = 2  # what libpq makes of a smaller one
 
 
 def added_parameters(given: Mapping[str, object], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -50,18 +50,6 @@ def added_parameters(given: Mapping[str, object], environ: Mapping[str, str] = o
         for name, value in CONNECT_DEFAULTS.items()
         if name not in given and not environ.get(_ENVIRONMENT.get(name, ""))
     }
-
-
-def connect_seconds(given: Mapping[str, object], environ: Mapping[str, str] = os.environ) -> float:
-    """The connect_timeout libpq applies (0 or none: ci-tool's default, which is also psycopg's reading)."""
-    value = given.get("connect_timeout", environ.get("PGCONNECT_TIMEOUT", CONNECT_TIMEOUT_SECONDS))
-    try:
-        seconds = int(float(str(value)))
-    except ValueError:
-        return CONNECT_TIMEOUT_SECONDS  # libpq refuses the URL itself, with its own words
-    if seconds <= 0:
-        return CONNECT_TIMEOUT_SECONDS
-    return max(seconds, _MIN_CONNECT_TIMEOUT_SECONDS)
 
 
 def default_statement_timeout_ms(lock_timeout_ms: int) -> int:

@@ -51,18 +51,6 @@ def test_ci_tool_adds_only_the_connection_deadlines_the_url_and_environment_leav
     assert deadlines.added_parameters(given, environ) == added
 
 
-@pytest.mark.parametrize(
-    ("given", "environ", "seconds"),
-    [({}, {}, 10), ({"connect_timeout": "3"}, {"PGCONNECT_TIMEOUT": "7"}, 3), ({}, {"PGCONNECT_TIMEOUT": "7"}, 7),
-     ({"connect_timeout": "0"}, {}, 10), ({"connect_timeout": "1"}, {}, 2), ({"connect_timeout": "x"}, {}, 10)],
-    ids=["default", "url-over-environment", "environment", "zero-is-the-default", "libpq-minimum", "unreadable"],
-)  # fmt: skip
-def test_the_connect_timeout_is_read_as_libpq_reads_it(
-    given: dict[str, str], environ: dict[str, str], seconds: int
-) -> None:
-    assert deadlines.connect_seconds(given, environ) == seconds
-
-
 def _settings(url: str, *, busy_timeout_ms: int = 60_000) -> tuple[str, str]:
     with HistoryStore(url, busy_timeout_ms=busy_timeout_ms) as store:
         return store.rows("SELECT current_setting('statement_timeout'), current_setting('lock_timeout')")[0]
@@ -116,11 +104,14 @@ def proxy(postgres_server: PostgresServer) -> Generator[StallingProxy]:
         yield found
 
 
+@pytest.mark.parametrize("given_by", ["url", "environment"])
 def test_a_server_that_never_answers_the_handshake_ends_the_open_at_the_connect_timeout(
-    postgres_url: PostgresUrl, proxy: StallingProxy
+    postgres_url: PostgresUrl, proxy: StallingProxy, monkeypatch: pytest.MonkeyPatch, given_by: str
 ) -> None:
     proxy.stall()
-    url = PostgresUrl(proxy.url(postgres_url.url) + "?" + SHORT)
+    if given_by == "environment":
+        monkeypatch.setenv("PGCONNECT_TIMEOUT", "2")
+    url = PostgresUrl(proxy.url(postgres_url.url) + ("?" + SHORT if given_by == "url" else ""))
     begun = time.monotonic()
     with pytest.raises(HistoryError) as error:
         HistoryStore(url)
