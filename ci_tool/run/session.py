@@ -201,7 +201,7 @@ def run_session(
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
-        known = store.known_flaky(before=run.started_at)
+        known = store.known_flaky(before=run.started_at, test_ids=report.failed_test_ids(tests))
         built = report.build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
         markdown = report.render_markdown(built)
     kept = results_folder.write_results(
