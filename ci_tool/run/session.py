@@ -68,6 +68,23 @@ class SessionConfig:
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
+    def stage_settings(self, name: StageName, *, results_dir: Path, run_id: str, preview: bool = False) -> RunSettings:
+        """How a stage of this session runs: the one place a stage's RunSettings is made. A Slurm job spans
+        the stage name's node count (one srun per process across them); a stage here runs on one node. A
+        `preview` (a dry run) shows the commands alone: no history, flaky signatures or touch recording."""
+        return RunSettings(
+            rootdir=self.rootdir,
+            results_dir=results_dir,
+            run_id=run_id,
+            test_timeout_seconds=self.test_timeout_seconds,
+            flaky_signatures=() if preview else self.flaky_signatures,
+            rerun_flaky=self.rerun_flaky,
+            detailed_log=self.detailed_log,
+            nodes=name.node_count if self.executor is ExecutorKind.SLURM else 1,
+            history=None if preview else self.history,
+            record_touches=not preview and self.record_touches,
+        )
+
 
 @dataclass(frozen=True)
 class PlannedStage:
@@ -262,18 +279,7 @@ class _Runner:
             )
             return
         self.progress.stage_started(plan.name.name, len(plan.lines))
-        config = self.config
-        settings = RunSettings(
-            rootdir=config.rootdir,
-            results_dir=folder,
-            run_id=self.run_id,
-            test_timeout_seconds=config.test_timeout_seconds,
-            flaky_signatures=config.flaky_signatures,
-            rerun_flaky=config.rerun_flaky,
-            detailed_log=config.detailed_log,
-            history=config.history,
-            record_touches=config.record_touches,
-        )
+        settings = self.config.stage_settings(plan.name, results_dir=folder, run_id=self.run_id)
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
 
     def next_finished(self) -> pipeline.StageOutcome:
