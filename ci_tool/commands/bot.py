@@ -17,7 +17,7 @@ import click
 from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import authorize, parse_allowlist
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
-from ci_tool.bot.flags import flag_by_key
+from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, flag_by_key
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import render_help
 from ci_tool.bot.lifecycle.answer import Answer
@@ -25,7 +25,7 @@ from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
-from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
+from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.errors import BotError, TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
@@ -43,8 +43,6 @@ if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
     from ci_tool.dispatch.jenkins import JenkinsClient
     from ci_tool.dispatch.model import PullRequest
 
-# The commands `bot handle` plans stages for, with the pull request's change read from GitHub.
-PLANNED_COMMANDS = ("run", "reuse-pipeline")
 
 
 @click.group()

@@ -42,8 +42,6 @@ if TYPE_CHECKING:  # the clients import requests, python-jenkins and PyGithub (h
     from ci_tool.dispatch.trigger import Pace
 
 F = TypeVar("F", bound=Callable[..., object])
-PR_COMMANDS = ("run", "skip", "reuse-pipeline")  # the sub-commands that read the pull request first
-JENKINS_COMMANDS = ("run", "kill", "reuse-pipeline")  # the sub-commands that reach Jenkins
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from ci_tool.bot.flags import Arg, flag_by_name
+from ci_tool.bot.flags import REUSE_PIPELINE, Arg, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, run_options
@@ -31,7 +31,6 @@ from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
-REUSE_PIPELINE = "reuse-pipeline"
 
 
 class _RunCommand(click.Command):

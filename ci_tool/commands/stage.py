@@ -27,7 +27,8 @@ from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
-from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.record import record_json
 from ci_tool.stages.request import Step, request_from_json
 from ci_tool.stages.select import select_for_change
@@ -105,13 +106,8 @@ def show_command(
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
     waives = waives_file_of(test_db)
-    plan = plan_catalog_stage(
-        found,
-        db=loaded.db,
-        durations=loaded.durations,
-        sysinfo=facts,
-        waives_file=str(waives) if waives.is_file() else None,
-    )
+    planner = Planner(loaded.db, loaded.durations, facts, str(waives) if waives.is_file() else None)
+    plan = planner.stage(found)
     commands = pytest_commands(plan)
     if as_json:
         click.echo(json.dumps(_show_json(found, plan, commands), indent=2))

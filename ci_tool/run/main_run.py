@@ -37,10 +37,7 @@ class MainRun:
         chosen = {stage.name.name for stage in self.selection.selected} | set(self.reused)
         return catalog_stages(
             [stage for stage in self.selection.candidates if stage.name.name in chosen],
-            db=setup.loaded.db,
-            durations=setup.loaded.durations,
-            sysinfo=setup.planning_facts,
-            waives_file=setup.waives_file,
+            planner=setup.planner,
             reused_tests=self.reuse.passed_tests,
         )
 

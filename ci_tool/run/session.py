@@ -43,12 +43,11 @@ from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
-from ci_tool.stages.durations import Durations
 from ci_tool.stages.executors import Executor as ExecutorKind
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.query import QueryValue
-from ci_tool.testdb.model import TestDb
 from ci_tool.text_file import read_text
 
 
@@ -99,22 +98,13 @@ class PlannedStage:
 
 
 def catalog_stages(
-    stages: Sequence[Stage],
-    *,
-    db: TestDb,
-    durations: Durations,
-    sysinfo: Mapping[str, QueryValue] | None,
-    waives_file: str | None,
-    reused_tests: Mapping[str, ReusedTests] | None = None,
+    stages: Sequence[Stage], *, planner: Planner, reused_tests: Mapping[str, ReusedTests] | None = None
 ) -> list[PlannedStage]:
-    """Catalog stages planned with each stage's query merged over `sysinfo` (None: stage-name keys only,
-    as TensorRT-LLM's sbatch stages render: a Slurm job's node is not this machine)."""
+    """Catalog stages, each planned by `planner` when it starts."""
     return [
         PlannedStage(
             stage.name,
-            functools.partial(
-                plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
-            ),
+            functools.partial(planner.stage, stage),
             stage.platform,
             stage.timeout_minutes,
             (reused_tests or {}).get(stage.name.name),

@@ -18,6 +18,7 @@ from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.executors import Executor
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.waives import load_waives
 
@@ -56,6 +57,12 @@ class LocalSetup:
         whose nodes are not this machine (sbatch stages render the same way), and for a dry run that
         shows what the stage's runner will render."""
         return None if self.config.executor is Executor.SLURM or self.stage_name_facts else self.facts
+
+    @property
+    def planner(self) -> Planner:
+        """How this run plans its stages: over its catalog's test-db and durations, its planning facts and
+        its waives file."""
+        return Planner(self.loaded.db, self.loaded.durations, self.planning_facts, self.waives_file)
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:

@@ -3,11 +3,10 @@ whole render as one unsharded stage."""
 
 from __future__ import annotations
 
-from ci_tool.errors import StageError
+import functools
+
 from ci_tool.run.session import PlannedStage, catalog_stages
 from ci_tool.run.setup import LocalSetup
-from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan, plan_stage
 
 
 def resolve_stage(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
@@ -24,30 +23,9 @@ def resolve_stage(name: str, shard: int | None, setup: LocalSetup) -> PlannedSta
     else:
         return PlannedStage(
             family.name,
-            lambda: whole_family(family.name, family.context, family.arch, setup),
+            functools.partial(setup.planner.family, family),
             family.platform,
             family.timeout_minutes,
         )
-    planned = catalog_stages(
-        stages,
-        db=setup.loaded.db,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        waives_file=setup.waives_file,
-    )
+    planned = catalog_stages(stages, planner=setup.planner)
     return planned[0]
-
-
-def whole_family(family: StageName, context: str, arch: str, setup: LocalSetup) -> StagePlan:
-    if not family.is_test:
-        raise StageError(f"expected a test stage to run, found {family.name!r} ({family.kind.value})")
-    return plan_stage(
-        family,
-        db=setup.loaded.db,
-        context=context,
-        splits=1,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        waives_file=setup.waives_file,
-        arch=arch,
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ci_tool.errors import CiToolError, RunError, did_you_mean
 from ci_tool.run.pipeline import runner_mismatch
@@ -12,7 +13,7 @@ from ci_tool.run.setup import LocalSetup
 from ci_tool.run.verify import lifted, verify_lines, waives_of
 from ci_tool.stages.catalog import Family
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.plan import StagePlan, plan_stage
+from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.waives import Waive
 
@@ -50,7 +51,7 @@ def choose_family(
         if not all(any(w.applies_to(family.name.gpu) for w in waives_of(t, waives)) for t in test_ids):
             continue
         try:
-            plan = _plan(setup, family)
+            plan = replace(setup.planner, waives_file=None).family(family)  # the waives are what it lifts
         except CiToolError:  # a family whose context renders nothing here lists no test
             continue
         if all(any(covers(line.test_id, t) for line in plan.rendered) for t in test_ids):
@@ -68,16 +69,4 @@ def choose_family(
         f"expected a family this machine can run, found only {', '.join(f.name.name for f, _ in listing)} "
         f"({runner_mismatch(family.name, setup.facts)})",
         hint="run it on a runner of that GPU type, or pass --executor slurm",
-    )
-
-
-def _plan(setup: LocalSetup, family: Family) -> StagePlan:
-    return plan_stage(
-        family.name,
-        db=setup.loaded.db,
-        context=family.context,
-        splits=1,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        arch=family.arch,
     )

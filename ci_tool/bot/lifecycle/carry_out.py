@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ci_tool.atomic import append_text
 from ci_tool.bot.event import Action, Decision
+from ci_tool.bot.flags import REUSE_PIPELINE
 from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
@@ -68,7 +69,7 @@ def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output
         if github_output is not None and started.build is not None:
             outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
             append_text(github_output, outputs, what="the GitHub outputs")
-    elif request.command in ("kill", "reuse-pipeline"):
+    elif request.command in ("kill", REUSE_PIPELINE):
         try:
             if request.command == "kill":
                 kill(services, decision.event.number, reply)
