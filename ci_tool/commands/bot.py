@@ -19,6 +19,7 @@ from ci_tool.bot.authorize import authorize, parse_allowlist
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, flag_by_key
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
 from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle
@@ -26,16 +27,12 @@ from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
-from ci_tool.errors import BotError, TestDbError
+from ci_tool.errors import BotError
 from ci_tool.gitinfo import CodeVersion
-from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.run.changes import change_set, repository_path
-from ci_tool.run.reuse import passed_on
-from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.text_file import read_text
 
 if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
@@ -118,20 +115,6 @@ def plan(
     return 1 if run_plan.selection.errors else 0
 
 
-def _load_at_head(
-    catalog_path: Path, test_db: Path, durations_path: Path | None, changes: ChangeSet | None
-) -> LoadedCatalog:
-    """The catalog with the test-db lists as the pull request's head has them (this checkout is the default
-    branch's). Lists the head breaks load as this checkout has them: the test-db rule then says it cannot
-    decide, and the build's own selection reports the error."""
-    if changes is not None and changes.head_lists():
-        try:
-            return open_catalog(catalog_path, test_db, durations_path, test_db_texts=changes.head_lists())
-        except TestDbError:
-            pass
-    return load(catalog_path, test_db, durations_path)
-
-
 @bot.command("help")
 def help_() -> None:
     """Print the markdown the bot posts for `/bot help`."""
@@ -188,7 +171,11 @@ def handle(
     allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
     reached = _reach(decide(event, allowlist), settings, dry_run=dry_run, test_db=test_db)
     decision, request = reached.decision, reached.decision.request
-    plan_for = functools.partial(_plan_for, reached, catalog_path, test_db, durations_path, settings.history_option)
+    pr = reached.pr
+    labels = pr.labels if pr is not None else event.labels
+    head = HeadInputs(catalog_path, test_db, durations_path, settings.history_option, reached.changes, labels,
+                      CodeVersion(pr.head_sha) if pr is not None else None)  # fmt: skip
+    plan_for = functools.partial(plan_at_head, head)
     run_plan: RunPlan | None = None
     if reached.command == "run" and request is not None:
         run_plan = plan_for(request.selection_request())
@@ -235,25 +222,6 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
 
         changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
     return _Reached(decision, command, github, jenkins, pr, changes)
-
-
-def _plan_for(
-    reached: _Reached,
-    catalog_path: Path,
-    test_db: Path,
-    durations_path: Path | None,
-    history_option: Path | None,
-    selection_request: SelectionRequest,
-) -> RunPlan:
-    """The plan of a request on the pull request's head, as its build will select it."""
-    loaded = _load_at_head(catalog_path, test_db, durations_path, reached.changes)
-    pr = reached.pr
-    labels = pr.labels if pr is not None else reached.decision.event.labels
-    # the stages that passed on the head already: the build's selection reuses them from the same history
-    head = CodeVersion(pr.head_sha) if pr is not None else None
-    passed = passed_on(history_path(history_option), code=head, request=selection_request)
-    return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                    labels=labels, changes=reached.changes, passed_stages=passed)  # fmt: skip
 
 
 def _show_dry_run(decision: Decision, run_plan: RunPlan | None, reply: str | None) -> int:
