@@ -31,6 +31,10 @@ class Command:
     usage: str
     help: str
     permission: str | None
+    # what `bot handle` reads and reaches to carry it out (bot/lifecycle/)
+    reads_pull_request: bool = False  # the pull request is read first (its head, labels and state)
+    reaches_jenkins: bool = False  # builds are triggered, stopped or read
+    plans_stages: bool = False  # the request's stages are planned, with the pull request's change
 
 
 _ARGS = {Kind.SWITCH: Arg.SWITCH, Kind.LIST: Arg.LIST, Kind.PIPELINE_ID: Arg.OPTIONAL_ID}
@@ -97,25 +101,40 @@ class Conflict:
     reason: str
 
 
+REUSE_PIPELINE = "reuse-pipeline"  # `ci-tool run` takes it besides `/bot run`
 COMMANDS: tuple[Command, ...] = (
     Command(
-        "run", "/bot run [flags]", "Start the build and test pipeline; kills any pipeline running for this PR.", "run"
+        "run",
+        "/bot run [flags]",
+        "Start the build and test pipeline; kills any pipeline running for this PR.",
+        "run",
+        reads_pull_request=True,
+        reaches_jenkins=True,
+        plans_stages=True,
     ),
-    Command("kill", "/bot kill", "Kill every running pipeline of this PR.", "kill_skip"),
+    Command("kill", "/bot kill", "Kill every running pipeline of this PR.", "kill_skip", reaches_jenkins=True),
     Command(
         "skip",
         '/bot skip --comment "reason"',
         "Mark the latest commit as validated without testing (dangerous: no test runs).",
         "kill_skip",
+        reads_pull_request=True,
     ),
     Command(
-        "reuse-pipeline",
+        REUSE_PIPELINE,
         "/bot reuse-pipeline",
         "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.",
         "run",
+        reads_pull_request=True,
+        reaches_jenkins=True,
+        plans_stages=True,
     ),
     Command("help", "/bot help", "Show this help (also `/bot -h`).", None),
 )
+
+PR_COMMANDS = frozenset(c.name for c in COMMANDS if c.reads_pull_request)
+JENKINS_COMMANDS = frozenset(c.name for c in COMMANDS if c.reaches_jenkins)
+PLANNED_COMMANDS = frozenset(c.name for c in COMMANDS if c.plans_stages)
 
 HELP_WORDS = ("help", "-h", "--help")
 
