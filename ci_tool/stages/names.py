@@ -151,6 +151,18 @@ class StageName:
         return self.gpu is None or self.gpu == CPU_GPU_TOKEN
 
     @property
+    def gpu_type(self) -> str:
+        """The machine a stage runs on, as its name says: the GPU token with the GPU and node counts it takes
+        (`DGX_H100-4_GPUs`, `GB200-8_GPUs-2_Nodes`; `A10` for one), CPU for a CPU stage. Touch records are
+        kept per GPU type: a test may take other code paths on another GPU, or on more of them."""
+        if self.is_cpu:
+            return CPU_GPU_TOKEN
+        counts = (f"-{self.gpu_count}_GPUs" if self.gpu_count > 1 else "") + (
+            f"-{self.node_count}_Nodes" if self.node_count > 1 else ""
+        )
+        return f"{self.gpu}{counts}"
+
+    @property
     def multi_gpu(self) -> bool:
         """More than one GPU (or node): held back from pre-merge unless asked for."""
         return self.gpu_count > 1 or self.node_count > 1

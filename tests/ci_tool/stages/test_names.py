@@ -208,6 +208,22 @@ def test_derived_facts(
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "gpu_type"),
+    [
+        ("A10-PyTorch-1", "A10"),
+        ("DGX_H100-4_GPUs-PyTorch-Post-Merge-1", "DGX_H100-4_GPUs"),
+        ("GB200-8_GPUs-2_Nodes-PyTorch-1", "GB200-8_GPUs-2_Nodes"),
+        ("CPU-Generic-2-cbts", "CPU"),
+        ("CPU-Build_Docs", "CPU"),
+        ("Build-Docker-Images", "CPU"),
+    ],
+    ids=["one-gpu", "gpus", "nodes", "cpu", "cpu-non-test", "no-gpu-token"],
+)
+def test_gpu_type_is_the_token_with_its_counts(name: str, gpu_type: str) -> None:
+    assert parse_stage_name(name).gpu_type == gpu_type
+
+
 def test_legacy_bracket_spelling_has_a_canonical_name_and_family() -> None:
     stage = parse_stage_name("A10-TensorRT-[Post-Merge]-1")
     assert (stage.canonical_name, stage.family) == ("A10-TensorRT-Post-Merge-1", "A10-TensorRT-[Post-Merge]")
