@@ -29,7 +29,7 @@ from ci_tool.history.store import (
     StageRecords,
     TestRecord,
 )
-from ci_tool.history.touches import Touches, record_touches
+from ci_tool.history.touches import TouchRow, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
 from ci_tool.outcomes import RunState, StageState
 
@@ -80,7 +80,7 @@ class RunRecorder:
         hurry = self.hurry
         self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at, hurry=hurry))
 
-    def record_touches(self, run_id: str, touches: Touches, *, recorded_at: float) -> None:
+    def record_touches(self, run_id: str, touches: Sequence[TouchRow], *, recorded_at: float) -> None:
         """Store a stage's touch records; without the history they stay in its folder (parts/*.touches.json)."""
         if self.store is not None and touches:
             try:

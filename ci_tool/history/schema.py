@@ -76,6 +76,8 @@ class AddColumn:
     declaration: str
 
 
+TOUCH_STEP = 8  # the step of table touch_records
+
 Statement = str | AddColumn  # a plain statement must be idempotent itself (`IF NOT EXISTS`)
 
 # Version -> the statements that take a file of the version before it there. Each step is small and
@@ -127,6 +129,21 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
         (
             AddColumn("perf_results", "noise", "REAL NOT NULL DEFAULT 0"),
             AddColumn("perf_results", "rounds", "INTEGER NOT NULL DEFAULT 1"),
+        ),
+    ),
+    (
+        TOUCH_STEP,  # touch records per unit, GPU type, stage and commit (history/touches.py); step 5's rows
+        # come along with all of these unknown (''), so they never narrow a stage. `WHERE true`: SQLite reads an
+        # ON CONFLICT right after `SELECT ... FROM t` as part of the SELECT.
+        (
+            "CREATE TABLE IF NOT EXISTS touch_records (source TEXT NOT NULL, unit TEXT NOT NULL, "
+            "test_id TEXT NOT NULL, gpu_type TEXT NOT NULL, stage TEXT NOT NULL, commit_sha TEXT NOT NULL, "
+            "run_id TEXT NOT NULL, recorded_at REAL NOT NULL, PRIMARY KEY (source, unit, test_id, gpu_type))",
+            "CREATE INDEX IF NOT EXISTS touch_records_by_test ON touch_records (gpu_type, test_id)",
+            "CREATE INDEX IF NOT EXISTS touch_records_by_commit ON touch_records (gpu_type, commit_sha)",
+            "INSERT INTO touch_records (source, unit, test_id, gpu_type, stage, commit_sha, run_id, recorded_at) "
+            "SELECT source, '', test_id, '', '', '', run_id, recorded_at FROM touches WHERE true "
+            "ON CONFLICT (source, unit, test_id, gpu_type) DO NOTHING",
         ),
     ),
 )

@@ -7,8 +7,9 @@ database shared by many runners), behind one schema and one list of migrations (
     test_results  one row per test of a stage: first outcome, rerun outcome, duration, waive, signature
     dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
     perf_results  one row per perf-sanity case, GPU type and metric of a stage (perf_results.py)
-    touches       which test ran which file, as the latest touch-recording run of each test saw it
-                  (history/touches.py; change-based selection's tier 2)
+    touch_records which test ran which unit of which file, per GPU type, stage and commit, as the latest
+                  touch-recording run of each test on that GPU type saw it (history/touches.py;
+                  change-based selection's touched rule)
 
 Where the history is (a path or a `postgresql://` URL) is locator.py's; how each database is opened,
 locked, migrated and what its errors mean, sqlite_backend.py's and postgres_backend.py's. Every write is one

@@ -1,68 +1,174 @@
-"""Touch records in the history (table `touches`, schema step 5): which test ran which file.
+"""Touch records in the history (table `touch_records`, schema step TOUCH_STEP): which test ran which unit of
+which file (stages/units.py), on which GPU type, in which stage, at which commit (schema.py has the table).
 
-A touch-recording run (`ci-tool run --record-touches`, run/touches.py) replaces what the history holds of
-every test it recorded: a test that stopped running a file drops out of that file's record, and tests
-the run did not record keep theirs. A file with no row has no record: change-based selection runs the
-full set for it (stages/cbts.py).
+    source, unit          a repository-relative file and one of its units (`BlockPool.allocate`, `<module>`)
+    test_id               the pytest node id of the test that ran a line of it (setup and teardown included)
+    gpu_type, stage       where it ran (StageName.gpu_type: `DGX_H100`, `CPU`; the stage's name)
+    commit_sha            the commit the run tested; '' when the file differed from it (an uncommitted edit):
+                          such a record is stale from the start
+    run_id, recorded_at   the run that made it, and when
+
+A touch-recording run replaces, per GPU type, the rows of every test it recorded: a test that stopped
+running a unit drops out of that unit's record, and tests the run did not record keep theirs. When a record
+counts, and when it is stale, is the change's business (run/touch_evidence.py). The file-grain rows of
+step 5 (`touches`) were copied in with unit, stage and GPU type unknown ('') and commit '': no stage's GPU
+type is '', so they never narrow a stage; the old table stays as it was.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import rows
 from ci_tool.history.backend import Writer, upsert
+from ci_tool.history.schema import TOUCH_STEP
 from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
 from ci_tool.text_file import read_text
 
-Touches = Mapping[str, frozenset[str]]  # file -> the tests that ran it
-_UPSERT = upsert("touches", ("source", "test_id", "run_id", "recorded_at"), ("source", "test_id"))
+_COLUMNS = ("source", "unit", "test_id", "gpu_type", "stage", "commit_sha", "run_id", "recorded_at")
+_UPSERT = upsert("touch_records", _COLUMNS, ("source", "unit", "test_id", "gpu_type"))
+_CHUNK = 500  # `IN (?, ...)` marks a statement takes (SQLite allows 32766; PostgreSQL 65535)
+
+UnitTouches = Mapping[tuple[str, str], frozenset[str]]  # (file, unit) -> the tests that ran it
 
 
-def record_touches(store: HistoryStore, run_id: str, touches: Touches, *, recorded_at: float) -> None:
-    """Store a run's touch records, replacing the recorded tests' earlier rows."""
-    tests = sorted({test for found in touches.values() for test in found})
-    rows = [(source, test, run_id, recorded_at) for source, found in sorted(touches.items()) for test in sorted(found)]
+@dataclass(frozen=True)
+class TouchRow:
+    """One touch record (see the module docstring)."""
+
+    source: str
+    unit: str
+    test_id: str
+    gpu_type: str
+    stage: str
+    commit: str
+
+
+def stamped(
+    touches: UnitTouches, *, stage: str, gpu_type: str, commit: str, dirty: Collection[str] = ()
+) -> list[TouchRow]:
+    """The records a stage's touch files hold, stamped with where and at which commit they were made: a file
+    among `dirty` (the work tree differs from `commit` there) is stamped '', stale from the start."""
+    return [
+        TouchRow(source, unit, test, gpu_type, stage, "" if source in dirty else commit)
+        for (source, unit), tests in sorted(touches.items())
+        for test in sorted(tests)
+    ]
+
+
+def record_touches(store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float) -> None:
+    """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type."""
+    tests = sorted({(row.test_id, row.gpu_type) for row in records})
+    values = [(r.source, r.unit, r.test_id, r.gpu_type, r.stage, r.commit, run_id, recorded_at) for r in records]
 
     def write(db: Writer) -> None:
-        db.executemany("DELETE FROM touches WHERE test_id = ?", [(test,) for test in tests])
-        db.executemany(_UPSERT, rows)
+        db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", tests)
+        db.executemany(_UPSERT, values)
 
     store.write(write)
 
 
-def touched_by(store: HistoryStore, files: Collection[str]) -> dict[str, frozenset[str]]:
-    """The recorded tests of each of `files` that has a record."""
-    if store.version < 3 or not files:  # an older file read as it is: no records yet
-        return {}
-    found: dict[str, set[str]] = defaultdict(set)
+def has_touch_records(store: HistoryStore) -> bool:
+    """Whether the history has the table (an older file read as it is has none)."""
+    return store.version >= TOUCH_STEP
+
+
+def rows_of_files(store: HistoryStore, files: Collection[str]) -> tuple[list[TouchRow], set[str]]:
+    """The records of `files` on every GPU type, and the files a bad row spoils (unrecorded then: the full
+    set runs for them, so none is lost)."""
+    found: list[TouchRow] = []
     bad: set[str] = set()
-    raw = store.rows(
-        f"SELECT source, test_id FROM touches WHERE source IN ({', '.join('?' * len(files))})", tuple(files)
-    )
-    for source, test in raw:
-        try:
-            rows.view(store, "touches", "source, test_id", (source, test)).keyed(source="file").key_text("test_id")
-        except rows.BadRowError as error:  # that file then has no record: the full set runs for it, none is lost
-            store.warn(f"{error}; file {source!r} is taken as unrecorded")
-            bad.add(source)
-            continue
-        found[source].add(test)
-    return {source: frozenset(tests) for source, tests in found.items() if source not in bad}
+    for chunk in _chunks(sorted(files)):
+        raw = store.rows(
+            "SELECT source, unit, test_id, gpu_type, stage, commit_sha FROM touch_records "
+            f"WHERE source IN ({', '.join('?' * len(chunk))})",
+            tuple(chunk),
+        )
+        for row in raw:
+            try:
+                found.append(_touch_row(store, row))
+            except rows.BadRowError as error:
+                store.warn(f"{error}; file {row[0]!r} is taken as unrecorded")
+                bad.add(str(row[0]))
+    return [row for row in found if row.source not in bad], bad
 
 
-def read_touch_files(paths: Iterable[Path]) -> dict[str, frozenset[str]]:
-    """The touch records the processes of a stage wrote (run/touches.py), merged."""
+def record_commits(store: HistoryStore) -> dict[str, frozenset[str]]:
+    """Per GPU type, the commits its records were made at (a bad commit column reads as '': stale)."""
     found: dict[str, set[str]] = defaultdict(set)
+    for gpu_type, commit in store.rows("SELECT DISTINCT gpu_type, commit_sha FROM touch_records"):
+        if isinstance(gpu_type, str) and gpu_type:
+            found[gpu_type].add(commit if isinstance(commit, str) else "")
+    return {gpu_type: frozenset(commits) for gpu_type, commits in found.items()}
+
+
+def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Collection[str]) -> frozenset[str]:
+    """The tests whose records on `gpu_type` made at `commit` touch one of `files`."""
+    found: set[str] = set()
+    for chunk in _chunks(sorted(files)):
+        raw = store.rows(
+            "SELECT DISTINCT test_id FROM touch_records WHERE gpu_type = ? AND commit_sha = ? "
+            f"AND source IN ({', '.join('?' * len(chunk))})",
+            (gpu_type, commit, *chunk),
+        )
+        found |= {test for (test,) in raw if isinstance(test, str) and test}
+    return frozenset(found)
+
+
+def _touch_row(store: HistoryStore, row: Sequence[object]) -> TouchRow:
+    view = rows.view(store, "touch_records", "source, unit, test_id, gpu_type, stage, commit_sha", row)
+    keyed = view.keyed(source="file")
+    return TouchRow(
+        keyed.key_text("source"),
+        keyed.text("unit"),
+        keyed.key_text("test_id"),
+        keyed.text("gpu_type"),
+        keyed.text("stage"),
+        keyed.text("commit_sha"),
+    )
+
+
+def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def read_touch_files(paths: Iterable[Path]) -> dict[tuple[str, str], frozenset[str]]:
+    """The touch records the processes of a stage wrote (run/touches.py), merged: (file, unit) -> tests."""
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
     for path in paths:
         data = parse_json(read_text(path, name="the touch record", error=HistoryError), file=str(path),
                           error=HistoryError)  # fmt: skip
-        if not isinstance(data, dict) or not all(isinstance(tests, list) for tests in data.values()):
-            raise HistoryError("expected a JSON object of file -> [test id, ...]", where=Where(str(path)))
-        for source, tests in data.items():
-            found[source] |= {str(test) for test in tests}
-    return {source: frozenset(tests) for source, tests in found.items()}
+        for (source, unit), tests in _touch_file(data, path).items():
+            found[source, unit] |= tests
+    return {key: frozenset(tests) for key, tests in found.items()}
+
+
+def _touch_file(data: object, path: Path) -> dict[tuple[str, str], set[str]]:
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), list) or not isinstance(data.get("files"), dict):
+        found = f"an object with keys {sorted(data)}" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        raise _shape_error(path, found)
+    tests = [str(test) for test in data["tests"]]
+    touches: dict[tuple[str, str], set[str]] = {}
+    for source, units in data["files"].items():
+        if not isinstance(units, dict):
+            raise _shape_error(path, f"{units!r} for file {source!r}")
+        for unit, indexes in units.items():
+            if not isinstance(indexes, list) or not all(isinstance(i, int) and 0 <= i < len(tests) for i in indexes):
+                raise _shape_error(path, f"{indexes!r} for file {source!r}, unit {unit!r}")
+            touches[source, unit] = {tests[index] for index in indexes}
+    return touches
+
+
+def _shape_error(path: Path, found: str) -> HistoryError:
+    return HistoryError(
+        'expected a JSON object {"tests": [test id, ...], "files": {file: {unit: [test index, ...]}}}, '
+        f"found {found}",
+        where=Where(str(path)),
+        hint="the touch-recording plugin (ci_tool.run.touches) writes it; run the stage again",
+    )

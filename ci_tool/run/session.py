@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ci_tool import gitinfo
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
@@ -33,7 +34,7 @@ from ci_tool.history.locator import History
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
-from ci_tool.history.touches import read_touch_files
+from ci_tool.history.touches import TouchRow, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.run import pipeline, recording, report, results_folder
@@ -185,7 +186,7 @@ def run_session(
                 scope=identity.scope,
             )
         )
-        runner = _Runner(run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages)
+        runner = _Runner(run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages, code=code)
 
         def not_run(outcome: pipeline.StageOutcome) -> None:
             runner.record_not_run(outcome)
@@ -241,9 +242,12 @@ class _Runner:
         progress: Progress,
         *,
         reused_stages: Mapping[str, str],
+        code: CodeVersion | None = None,
     ) -> None:
         self.run_id, self.run_dir, self.config, self.store, self.progress = run_id, run_dir, config, store, progress
         self.reused_stages = reused_stages  # stage -> the run it passed in
+        self.code = code  # what the touch records are stamped with
+        self.names: dict[str, StageName] = {}  # the started stages' parsed names
         self.executor = make_executor(config, run_id, progress)
         self.unplanned: list[pipeline.StageOutcome] = []  # stages that failed to plan, not reported yet
         self.results: list[StageResult] = []
@@ -268,6 +272,7 @@ class _Runner:
                 pipeline.StageOutcome(stage.name.name, StageState.FAILED, f"cannot plan the stage: {error}")
             )
             return
+        self.names[plan.name.name] = plan.name
         self.progress.stage_started(plan.name.name, len(plan.lines))
         settings = self.config.stage_settings(plan.name, results_dir=folder, run_id=self.run_id)
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
@@ -281,12 +286,31 @@ class _Runner:
         tests = [recording.to_test_record(test) for test in finished.tests]
         self.store.record_stage(recording.to_stage_record(self.run_id, finished), tests, recorded_at=time.time())
         if self.config.record_touches:
-            touches = read_touch_files(sorted((finished.results_dir / "parts").glob("*.touches.json")))
-            self.store.record_touches(self.run_id, touches, recorded_at=time.time())
+            self.store.record_touches(self.run_id, self._touch_rows(finished), recorded_at=time.time())
         self.progress.stage_finished(
             finished.stage, finished.state, finished.duration_seconds, finished.counts, finished.reason
         )
         return pipeline.StageOutcome(finished.stage, finished.state, finished.reason, ran=True)
+
+    def _touch_rows(self, finished: StageResult) -> list[TouchRow]:
+        """The stage's touch records, stamped with its name, GPU type and the run's commit (see history/touches.py)."""
+        touches = read_touch_files(sorted((finished.results_dir / "parts").glob("*.touches.json")))
+        code = self.code
+        return stamped(
+            touches,
+            stage=finished.stage,
+            gpu_type=self.names[finished.stage].gpu_type,
+            commit=code.commit if code is not None else "",
+            dirty=self.dirty_files,
+        )
+
+    @functools.cached_property
+    def dirty_files(self) -> frozenset[str]:
+        """The files the work tree changes since the run's commit: their records are stale from the start."""
+        code = self.code
+        if code is None or code.clean:
+            return frozenset()
+        return frozenset(gitinfo.changed_since(self.config.rootdir, code.commit))
 
     def record_not_run(self, outcome: pipeline.StageOutcome) -> None:
         record = recording.to_not_run_record(self.run_id, outcome, reused_from=self.reused_stages.get(outcome.name))

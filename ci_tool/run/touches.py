@@ -1,30 +1,58 @@
-"""pytest plugin of a touch-recording run (`ci-tool run --record-touches`): which test ran which file.
+"""pytest plugin of a touch-recording run (`ci-tool run --record-touches`, `ci-tool stage run --record-touches`):
+which test ran which unit of which file.
 
 coverage.py measures the process with one dynamic context per test (its node id), as pytest-testmon and
-`pytest-cov --cov-context=test` do; at the end the plugin writes `--touch-record FILE`: JSON of
-repository-relative file -> the node ids of the tests that ran a line of it (setup and teardown
-included). Lines run outside a test (imports during collection) belong to no test. Only files under the
-rootdir count, the virtual environment's excepted. A test that starts another process does not see what
-that process runs (no subprocess measurement): change-based selection counts on the record only for
-files a test ran in its own process (stages/cbts.py, the touched rule).
+`pytest-cov --cov-context=test` do. The Python processes a test starts are measured too: the plugin points
+COVERAGE_PROCESS_START at a config of its own (coverage's .pth file starts coverage in every Python process
+of the environment that finds it set) whose static context is the variable TEST_VARIABLE, which holds the
+running test's node id, so a child's lines belong to the test that started it. Children write their data
+beside the record (FILE.d/); a child still running when the session ends, or killed before it exits, is
+not counted, and one started with an environment of its own (without COVERAGE_PROCESS_START) is not
+measured.
+
+At the end the plugin maps each measured file's executed lines to units (stages/units.py: the function
+whose body holds the line, `<module>` for the rest) and writes `--touch-record FILE`, compact JSON:
+
+    {"tests": [node id, ...], "files": {file: {unit: [index into tests, ...]}}}
+
+Lines run outside a test (imports during collection) belong to no test. Only files under the rootdir
+count, the virtual environment's excepted; paths are rootdir-relative, posix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Generator
+import os
+import shutil
+from collections import defaultdict
+from collections.abc import Generator, Iterable
 from pathlib import Path
 
 import pytest
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.stages.units import MODULE_UNIT, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
+TEST_VARIABLE = "CI_TOOL_TOUCH_TEST"
+_START_VARIABLE = "COVERAGE_PROCESS_START"
+_OMIT = "*/.venv/*"
+# A child process's warnings would land in the output a test checks; a child measures what it can, silently.
+_QUIET = (
+    "already-imported, cant-combine, couldnt-parse, dynamic-conflict, include-ignored, module-not-imported, "
+    "module-not-measured, module-not-python, no-ctracer, no-data-collected, no-source, no-sysmon, "
+    "no-sysmon-context, trace-changed"
+)
+
+Lines = dict[str, dict[int, set[str]]]  # absolute file -> line -> the tests that ran it
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("ci-tool").addoption(OPTION, metavar="FILE", help="Write which test ran which file (JSON).")
+    parser.getgroup("ci-tool").addoption(
+        OPTION, metavar="FILE", help="Write which test ran which unit of which file (JSON)."
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -39,31 +67,98 @@ class _Recorder:
         try:
             import coverage
         except ImportError:  # the runner checks before it starts; a hand-run pytest gets a usage error
-            raise pytest.UsageError(
-                f"{OPTION} needs coverage.py, found none Hint: pip install coverage"
-            ) from None
-        self.target, self.root = target, root.resolve()
-        self.coverage = coverage.Coverage(data_file=None, source=[str(self.root)], omit=["*/.venv/*"])
+            raise pytest.UsageError(f"{OPTION} needs coverage.py, found none Hint: pip install coverage") from None
+        self.target, self.root = target.resolve(), root.resolve()
+        self.children = self.target.with_name(self.target.name + ".d")
+        self.children.mkdir(parents=True, exist_ok=True)
+        config = self.children / "coverage.ini"
+        config.write_text(_child_config(self.children, self.root), encoding="utf-8")
+        self.saved = {name: os.environ.get(name) for name in (_START_VARIABLE, TEST_VARIABLE)}
+        os.environ[_START_VARIABLE] = str(config)
+        os.environ[TEST_VARIABLE] = ""
+        self.coverage = coverage.Coverage(data_file=None, source=[str(self.root)], omit=[_OMIT], config_file=False)
         self.coverage.start()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         self.coverage.switch_context(item.nodeid)
+        os.environ[TEST_VARIABLE] = item.nodeid
         try:
             return (yield)
         finally:
             self.coverage.switch_context("")
+            os.environ[TEST_VARIABLE] = ""
 
     def pytest_sessionfinish(self) -> None:
         self.coverage.stop()
-        data = self.coverage.get_data()
-        found: dict[str, list[str]] = {}
-        for measured in data.measured_files():
-            path = Path(measured).resolve()
-            if not path.is_relative_to(self.root):
-                continue
-            tests = {context for contexts in data.contexts_by_lineno(measured).values() for context in contexts}
-            tests.discard("")
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        lines: Lines = defaultdict(lambda: defaultdict(set))
+        _add(lines, self.coverage.get_data())
+        for path in sorted(self.children.glob("child*")):
+            _add(lines, _child_data(path))
+        write_text_atomically(self.target, json.dumps(_record(lines, self.root), separators=(",", ":")) + "\n")
+        shutil.rmtree(self.children, ignore_errors=True)
+
+
+def _child_config(folder: Path, root: Path) -> str:
+    """The coverage config of the processes the tests start (`$$`: a `$` in a path is no variable)."""
+
+    def escaped(path: Path) -> str:
+        return str(path).replace("$", "$$")
+
+    return (
+        f"[run]\ndata_file = {escaped(folder / 'child')}\nparallel = true\nsource = {escaped(root)}\n"
+        f"omit = {_OMIT}\ncontext = ${{{TEST_VARIABLE}}}\nsigterm = true\ndisable_warnings = {_QUIET}\n"
+    )
+
+
+def _child_data(path: Path) -> object:
+    from coverage import CoverageData
+
+    data = CoverageData(basename=str(path))
+    with contextlib.suppress(Exception):  # a child killed while it wrote: what it measured is lost, not the run
+        data.read()
+    return data
+
+
+def _add(lines: Lines, data: object) -> None:
+    for measured in data.measured_files():  # type: ignore[attr-defined]
+        for line, contexts in data.contexts_by_lineno(measured).items():  # type: ignore[attr-defined]
+            tests = {context for context in contexts if context}
             if tests:
-                found[path.relative_to(self.root).as_posix()] = sorted(tests)
-        write_text_atomically(self.target, json.dumps(dict(sorted(found.items())), indent=1) + "\n")
+                lines[measured][line] |= tests
+
+
+def _record(lines: Lines, root: Path) -> dict[str, object]:
+    """The record file's JSON: each file under `root` (not the virtual environment), its units, their tests."""
+    units: dict[str, dict[str, set[str]]] = {}
+    for measured, by_line in lines.items():
+        path = Path(measured).resolve()
+        if not path.is_relative_to(root) or ".venv" in path.relative_to(root).parts:
+            continue
+        found = _units_of(path, by_line.items())
+        if found:
+            units[path.relative_to(root).as_posix()] = found
+    tests = sorted({test for found in units.values() for ran in found.values() for test in ran})
+    index = {test: position for position, test in enumerate(tests)}
+    files = {
+        source: {unit: sorted(index[test] for test in ran) for unit, ran in sorted(found.items())}
+        for source, found in sorted(units.items())
+    }
+    return {"tests": tests, "files": files}
+
+
+def _units_of(path: Path, by_line: Iterable[tuple[int, set[str]]]) -> dict[str, set[str]]:
+    """unit -> the tests that ran a line of it (a file that no longer parses: all of it is <module>)."""
+    try:
+        units = source_units(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        units = None
+    found: dict[str, set[str]] = defaultdict(set)
+    for line, tests in by_line:
+        found[units.unit_at(line) if units is not None else MODULE_UNIT] |= tests
+    return dict(found)

@@ -19,7 +19,6 @@ from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, r
 from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.reuse import latest_run_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
-from ci_tool.history.touches import record_touches, touched_by
 from ci_tool.outcomes import DispatchState, RunState
 from tests.ci_tool.file_modes import TIMEOUT_SECONDS, where_modes_bind
 
@@ -354,15 +353,6 @@ def test_the_dispatch_ledger_moves_a_dispatch_on_in_place(store: HistoryStore) -
         record, state=DispatchState.QUEUED, queue_id=2**40, updated_at=2.0
     )
     assert store.rows("SELECT count(*) FROM dispatches") == [(1,)]
-
-
-def test_touch_records_keep_the_latest_run_of_each_test(store: HistoryStore) -> None:
-    record_touches(store, "r1", {"src/a.py": frozenset({"t1", "t2"}), "src/b.py": frozenset({"t1"})}, recorded_at=1.0)
-    record_touches(store, "r2", {"src/b.py": frozenset({"t2"})}, recorded_at=2.0)  # t2 ran again: only b now
-    assert touched_by(store, ["src/a.py", "src/b.py", "src/c.py"]) == {
-        "src/a.py": frozenset({"t1"}),
-        "src/b.py": frozenset({"t1", "t2"}),
-    }
 
 
 def test_reuse_finds_the_newest_finished_run_of_the_same_code_and_scope(store: HistoryStore) -> None:

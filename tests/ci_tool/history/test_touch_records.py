@@ -1,0 +1,80 @@
+"""Touch records in the history (history/touches.py), on SQLite and PostgreSQL in turn: per unit, GPU type,
+stage and commit; a later record of a test on a GPU type replaces its earlier one there; step 5's file-grain
+rows migrate with everything unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from ci_tool.history.backend import Writer
+from ci_tool.history.locator import History
+from ci_tool.history.schema import TOUCH_STEP
+from ci_tool.history.store import SCHEMA_VERSION, HistoryStore
+from ci_tool.history.touches import TouchRow, record_commits, record_touches, rows_of_files, stamped, touching_tests
+
+
+@pytest.fixture
+def store(history_at: History) -> Generator[HistoryStore]:
+    with HistoryStore(history_at) as opened:
+        yield opened
+
+
+def row(source: str, unit: str, test: str, gpu_type: str = "CPU", commit: str = "c1") -> TouchRow:
+    return TouchRow(source, unit, test, gpu_type, f"{gpu_type}-Generic-1", commit)
+
+
+def test_a_later_record_of_a_test_replaces_its_rows_on_that_gpu_type_only(store: HistoryStore) -> None:
+    record_touches(store, "r1", [row("a.py", "f", "t1"), row("a.py", "f", "t1", "A10"), row("b.py", "g", "t2")],
+                   recorded_at=1.0)  # fmt: skip
+    record_touches(store, "r2", [row("b.py", "g", "t1", commit="c2")], recorded_at=2.0)  # t1 on CPU: only b now
+    found, bad = rows_of_files(store, ["a.py", "b.py", "c.py"])
+    assert (sorted(found, key=lambda r: (r.source, r.test_id, r.gpu_type)), bad) == (
+        [row("a.py", "f", "t1", "A10"), row("b.py", "g", "t1", commit="c2"), row("b.py", "g", "t2")],
+        set(),
+    )
+
+
+def test_the_commits_of_the_records_are_kept_per_gpu_type(store: HistoryStore) -> None:
+    record_touches(store, "r1", [row("a.py", "f", "t1"), row("a.py", "f", "t2", commit="c2"),
+                                 row("a.py", "f", "t1", "A10", "c3")], recorded_at=1.0)  # fmt: skip
+    assert record_commits(store) == {"CPU": frozenset({"c1", "c2"}), "A10": frozenset({"c3"})}
+
+
+def test_the_tests_touching_files_are_found_per_gpu_type_and_commit(store: HistoryStore) -> None:
+    record_touches(store, "r1", [row("a.py", "f", "t1"), row("b.py", "g", "t2"), row("a.py", "f", "t3", "A10"),
+                                 row("a.py", "h", "t4", commit="c2")], recorded_at=1.0)  # fmt: skip
+    assert touching_tests(store, gpu_type="CPU", commit="c1", files=["a.py", "z.py"]) == {"t1"}
+
+
+def test_a_file_the_work_tree_changed_is_stamped_stale() -> None:
+    touches = {("a.py", "f"): frozenset({"t1"}), ("b.py", "<module>"): frozenset({"t2"})}
+    assert stamped(touches, stage="A10-PyTorch-1", gpu_type="A10", commit="c1", dirty={"b.py"}) == [
+        TouchRow("a.py", "f", "t1", "A10", "A10-PyTorch-1", "c1"),
+        TouchRow("b.py", "<module>", "t2", "A10", "A10-PyTorch-1", ""),
+    ]
+
+
+def set_back(history: History, *statements: str) -> None:
+    """Run `statements`, then set the version row back to the one before TOUCH_STEP."""
+
+    def write(db: Writer) -> None:
+        for statement in statements:
+            db.execute(statement)
+        db.execute("UPDATE schema_version SET version = ?", (TOUCH_STEP - 1,))
+
+    with HistoryStore(history) as store:
+        store.write(write)
+
+
+def test_file_grain_rows_of_step_five_migrate_with_everything_unknown(history_at: History) -> None:
+    """A history at the version before TOUCH_STEP holding a step-5 row, opened twice over (the second time as
+    a version row set back by hand would have it): the row is in touch_records once, with unit, GPU type and
+    stage unknown and commit '' (stale)."""
+    set_back(history_at, "INSERT INTO touches VALUES ('src/a.py', 'tests/test_a.py::test_x', 'r0', 5.0)")
+    set_back(history_at)
+    with HistoryStore(history_at) as store:
+        found = store.rows("SELECT source, unit, test_id, gpu_type, stage, commit_sha, run_id FROM touch_records")
+        version = store.rows("SELECT version FROM schema_version")
+    assert (found, version) == ([("src/a.py", "", "tests/test_a.py::test_x", "", "", "", "r0")], [(SCHEMA_VERSION,)])
