@@ -10,13 +10,17 @@ beside the record (FILE.d/); a child still running when the session ends, or kil
 not counted, and one started with an environment of its own (without COVERAGE_PROCESS_START) is not
 measured.
 
+A fixture wider than a function (module, class, session scope) is set up once, inside the first test that
+asks for it: what its set-up runs is counted for every test that uses it. What runs outside every test
+(imports while collecting, a wider fixture's teardown after its last test) is counted for OUTSIDE_TESTS
+(stages/touch_records.py): every test may read what it made.
+
 At the end the plugin maps each measured file's executed lines to units (stages/units.py: the function
 whose body holds the line, `<module>` for the rest) and writes `--touch-record FILE`, compact JSON:
 
     {"tests": [node id, ...], "files": {file: {unit: [index into tests, ...]}}}
 
-Lines run outside a test (imports during collection) belong to no test. Only files under the rootdir
-count, the virtual environment's excepted; paths are rootdir-relative, posix.
+Only files under the rootdir count, the virtual environment's excepted; paths are rootdir-relative, posix.
 """
 
 from __future__ import annotations
@@ -26,17 +30,19 @@ import json
 import os
 import shutil
 from collections import defaultdict
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.stages.touch_records import OUTSIDE_TESTS
 from ci_tool.stages.units import MODULE_UNIT, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
 TEST_VARIABLE = "CI_TOOL_TOUCH_TEST"
+FIXTURE_CONTEXT = "<fixture> "  # + a fixture's name: what its set-up ran (no node id starts with "<")
 _START_VARIABLE = "COVERAGE_PROCESS_START"
 _OMIT = "*/.venv/*"
 # A child process's warnings would land in the output a test checks; a child measures what it can, silently.
@@ -76,18 +82,39 @@ class _Recorder:
         self.saved = {name: os.environ.get(name) for name in (_START_VARIABLE, TEST_VARIABLE)}
         os.environ[_START_VARIABLE] = str(config)
         os.environ[TEST_VARIABLE] = ""
+        self.contexts: list[str] = []  # the test, and the wider fixtures it is setting up, innermost last
+        self.fixtures: dict[str, frozenset[str]] = {}  # test -> the fixtures it uses
         self.coverage = coverage.Coverage(data_file=None, source=[str(self.root)], omit=[_OMIT], config_file=False)
         self.coverage.start()
 
+    def _switch(self, context: str) -> None:
+        self.coverage.switch_context(context)
+        os.environ[TEST_VARIABLE] = context
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        self.coverage.switch_context(item.nodeid)
-        os.environ[TEST_VARIABLE] = item.nodeid
+        self.fixtures[item.nodeid] = frozenset(getattr(item, "fixturenames", ()))
+        self.contexts.append(item.nodeid)
+        self._switch(item.nodeid)
         try:
             return (yield)
         finally:
-            self.coverage.switch_context("")
-            os.environ[TEST_VARIABLE] = ""
+            self.contexts.pop()
+            self._switch(self.contexts[-1] if self.contexts else "")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[object]) -> Generator[None, object, object]:
+        """A fixture wider than a function is set up once, in the first test that asks for it: what its set-up
+        runs belongs to every test that uses it."""
+        if fixturedef.scope == "function":
+            return (yield)
+        self.contexts.append(FIXTURE_CONTEXT + fixturedef.argname)
+        self._switch(self.contexts[-1])
+        try:
+            return (yield)
+        finally:
+            self.contexts.pop()
+            self._switch(self.contexts[-1] if self.contexts else "")
 
     def pytest_sessionfinish(self) -> None:
         self.coverage.stop()
@@ -100,7 +127,8 @@ class _Recorder:
         _add(lines, self.coverage.get_data())
         for path in sorted(self.children.glob("child*")):
             _add(lines, _child_data(path))
-        write_text_atomically(self.target, json.dumps(_record(lines, self.root), separators=(",", ":")) + "\n")
+        record = _record(_attributed(lines, self.fixtures), self.root)
+        write_text_atomically(self.target, json.dumps(record, separators=(",", ":")) + "\n")
         shutil.rmtree(self.children, ignore_errors=True)
 
 
@@ -128,9 +156,30 @@ def _child_data(path: Path) -> object:
 def _add(lines: Lines, data: object) -> None:
     for measured in data.measured_files():  # type: ignore[attr-defined]
         for line, contexts in data.contexts_by_lineno(measured).items():  # type: ignore[attr-defined]
-            tests = {context for context in contexts if context}
-            if tests:
-                lines[measured][line] |= tests
+            lines[measured][line] |= set(contexts)
+
+
+def _attributed(lines: Lines, fixtures: Mapping[str, frozenset[str]]) -> Lines:
+    """The lines with each context made tests: a wider fixture's set-up belongs to the tests that use it, and
+    what ran outside every test to OUTSIDE_TESTS."""
+    users: dict[str, set[str]] = defaultdict(set)
+    for test, names in fixtures.items():
+        for name in names:
+            users[FIXTURE_CONTEXT + name].add(test)
+    found: Lines = defaultdict(lambda: defaultdict(set))
+    for measured, by_line in lines.items():
+        for line, contexts in by_line.items():
+            for context in contexts:
+                found[measured][line] |= _tests_of(context, users)
+    return found
+
+
+def _tests_of(context: str, users: Mapping[str, set[str]]) -> set[str]:
+    if not context:
+        return {OUTSIDE_TESTS}
+    if context.startswith(FIXTURE_CONTEXT):
+        return users.get(context) or {OUTSIDE_TESTS}
+    return {context}
 
 
 def _record(lines: Lines, root: Path) -> dict[str, object]:

@@ -21,7 +21,8 @@ FILES = {
     "pkg/__init__.py": "",
     "pkg/calc.py": (
         "SCALE = 2\n\n\ndef double(x):\n    return SCALE * x\n\n\n"
-        "class Acc:\n    def add(self, x):\n        return x + 1\n\n\ndef unused():\n    return 0\n"
+        "class Acc:\n    def add(self, x):\n        return x + 1\n\n\ndef triple(x):\n    return 3 * x\n\n\n"
+        "def unused():\n    return 0\n"
     ),
     "tests/test_calc.py": (
         "import subprocess\nimport sys\n\nfrom pkg.calc import Acc, double\n\n\n"
@@ -30,6 +31,13 @@ FILES = {
         "    code = 'from pkg.calc import Acc; print(Acc().add(1))'\n"
         "    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)\n"
         "    assert (done.stdout, done.stderr) == ('2\\n', '')\n"
+    ),
+    "tests/test_fixture.py": (
+        "import pytest\n\nfrom pkg.calc import triple\n\n\n"
+        "@pytest.fixture(scope='module')\ndef made():\n    return triple(1)\n\n\n"
+        "def test_first(made):\n    assert made == 3\n\n\n"
+        "def test_second(made):\n    assert made == 3\n\n\n"
+        "def test_alone():\n    assert True\n"
     ),
 }
 
@@ -52,16 +60,22 @@ def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"json": json.loads(target.read_text()), "folder": sorted(p.name for p in target.parent.iterdir())}
 
 
-def test_a_test_is_recorded_in_the_units_it_ran(record: dict[str, object]) -> None:
+UNITS = {
+    # collecting imported it (outside any test); so did the child, inside the test that started it
+    "module": ("<module>", ["<outside tests>", "tests/test_calc.py::test_add_in_a_child"]),
+    "in-process": ("double", ["tests/test_calc.py::test_double"]),
+    "in-a-child": ("Acc.add", ["tests/test_calc.py::test_add_in_a_child"]),
+    # run once, in the set-up of the module fixture both tests use (test_alone does not)
+    "module-fixture": ("triple", ["tests/test_fixture.py::test_first", "tests/test_fixture.py::test_second"]),
+    "never-run": ("unused", []),
+}
+
+
+@pytest.mark.parametrize(("unit", "tests"), list(UNITS.values()), ids=list(UNITS))
+def test_a_test_is_recorded_in_the_units_it_ran(record: dict[str, object], unit: str, tests: list[str]) -> None:
     data = record["json"]
     assert isinstance(data, dict)
-    tests = data["tests"]
-    calc = {unit: [tests[i] for i in indexes] for unit, indexes in data["files"]["pkg/calc.py"].items()}
-    assert calc == {
-        "<module>": ["tests/test_calc.py::test_add_in_a_child"],  # the child imported the module inside the test
-        "Acc.add": ["tests/test_calc.py::test_add_in_a_child"],  # run in the child the test started
-        "double": ["tests/test_calc.py::test_double"],
-    }  # `unused`: no test ran it
+    assert [data["tests"][i] for i in data["files"]["pkg/calc.py"].get(unit, [])] == tests
 
 
 def test_the_childrens_data_is_gone_once_merged(record: dict[str, object]) -> None:

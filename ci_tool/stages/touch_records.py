@@ -1,0 +1,98 @@
+"""What the touch records say about a change, as change-based selection reads it (the touched rule, cbts.py and
+touched_rule.py). Pure values: run/touch_evidence.py reads them from the history and git.
+
+Records are kept per GPU type (StageName.gpu_type): a GPU stage never reads a CPU stage's records. A record
+is one (file, unit, test, GPU type, commit): the test ran a line of that unit (stages/units.py) in a stage
+of that GPU type, in a run of that commit. OUTSIDE_TESTS stands for the lines a stage ran outside any test
+(imports while collecting, a module-scoped fixture's teardown): what they make, every test may read.
+
+Staleness, for a change whose base is B:
+
+    a record made at commit C counts as unrecorded when its file changed between C and B (git), when C
+      is not in the local clone, or when C is '' (made on an uncommitted edit), until a run records it
+      again; a changed file with such a record on a GPU type is unrecorded there: those stages run
+      their full set;
+    a test with a stale record (any file it ran changed since its record) may now run other code: its
+      test file runs on the stages of that GPU type (a test file itself changed since the records: the
+      same), whatever the change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from ci_tool.stages.units import MODULE_UNIT, UnitChange
+
+OUTSIDE_TESTS = "<outside tests>"  # the "test" of what a stage ran outside its tests
+
+
+@dataclass(frozen=True)
+class GpuRecord:
+    """A changed file's fresh records on one GPU type: unit -> the tests that ran it, and the commits they
+    were made at (newest first as the history lists them)."""
+
+    units: Mapping[str, frozenset[str]]
+    commits: tuple[str, ...]
+
+    def tests_of(self, units: Collection[str]) -> frozenset[str]:
+        """The tests that ran any of `units` (OUTSIDE_TESTS among them when a stage ran one outside a test)."""
+        return frozenset(test for unit in units for test in self.units.get(unit, frozenset()))
+
+    @property
+    def tests(self) -> frozenset[str]:
+        """The tests that ran any unit of the file."""
+        return self.tests_of(self.units)
+
+
+@dataclass(frozen=True)
+class RecordedFile:
+    """A changed file that has records on some GPU type: what the change does to it unit by unit, its fresh
+    record per GPU type, and why the others do not count (GPU type -> reason)."""
+
+    path: str
+    change: UnitChange
+    records: Mapping[str, GpuRecord] = field(default_factory=dict)
+    stale: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def unrecorded(self) -> str:
+        """Why no record can narrow for this change ("" when one can): a change of module-level code (it runs
+        at import, outside the tests), a unit the change adds, or a file the change cannot be mapped in."""
+        if self.change.undecided:
+            return self.change.undecided
+        if self.change.new:
+            return f"it adds {_names(self.change.new)}: no record knows {'them' if len(self.change.new) > 1 else 'it'}"
+        if MODULE_UNIT in self.change.units:
+            return "it edits module-level code, which runs at import, outside the tests"
+        return ""
+
+    def touched_by(self) -> frozenset[str]:
+        """The tests whose fresh records, on any GPU type, ran a unit the change edits."""
+        found = frozenset().union(*(record.tests_of(self.change.units) for record in self.records.values()))
+        return frozenset(found - {OUTSIDE_TESTS})
+
+
+@dataclass(frozen=True)
+class GpuRecords:
+    """A GPU type's records as a whole: the commits they were made at, the files of its tests whose records
+    are stale, and the files changed between those commits and the base (both as they exist at the head):
+    the test files among them run on its stages whatever the change."""
+
+    commits: tuple[str, ...]
+    stale_test_files: tuple[str, ...] = ()
+    changed_since: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TouchEvidence:
+    """The touch records of a change: each changed file that has a record on some GPU type, and every GPU
+    type that has records."""
+
+    files: Mapping[str, RecordedFile] = field(default_factory=dict)
+    gpu_types: Mapping[str, GpuRecords] = field(default_factory=dict)
+
+
+def _names(units: Collection[str]) -> str:
+    shown = sorted(units)
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
