@@ -10,6 +10,10 @@
     name_status(root, rev, head)  what `head` (None: the work tree) changes since `rev`, path by path:
                               A, M, D or R (a rename, with its old path), as GitHub's pulls/N/files says
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
+    has_commit(root, sha)     whether the clone holds that commit
+    changed_between(root, old, new)  the paths that differ between two commits
+    files_at(root, rev)       every file a revision holds
+    line_diff(root, rev, head, path)  one file's `git diff -U0` (head None: the work tree)
 
 Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
 checkout and a run with an edit differ even on one commit. git runs without the user's diff drivers,
@@ -170,3 +174,29 @@ def file_at(root: Path, rev: str, path: str) -> str | None:
         _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")  # an unknown rev is an error
         return None
     return _git(root, "show", f"{rev}:{path}").stdout.decode("utf-8", "replace")
+
+
+def has_commit(root: Path, sha: str) -> bool:
+    """Whether the clone at `root` holds the commit `sha` (a shallow clone may not)."""
+    if not sha:
+        return False
+    return _git(root, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+
+def changed_between(root: Path, old: str, new: str) -> frozenset[str]:
+    """The repository-relative paths that differ between commits `old` and `new` (renames as two paths)."""
+    listed = _git(root, "diff", "--name-only", "--no-renames", "-z", old, new, "--", ".").stdout
+    top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()
+    return frozenset(os.fsdecode(name).removeprefix(top) for name in listed.split(b"\0") if name)
+
+
+def files_at(root: Path, rev: str) -> frozenset[str]:
+    """Every file revision `rev` holds, repository-relative (below `root`: relative to it)."""
+    listed = _git(root, "ls-tree", "-r", "--name-only", "-z", rev, "--", ".").stdout
+    return frozenset(os.fsdecode(name) for name in listed.split(b"\0") if name)
+
+
+def line_diff(root: Path, rev: str, head: str | None, path: str) -> str:
+    """`git diff -U0` of one file from `rev` to `head` (None: the work tree): its hunks, no context lines."""
+    options = ("diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv")
+    return _git(root, *options, rev, *([head] if head else []), "--", path).stdout.decode("utf-8", "replace")

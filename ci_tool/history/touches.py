@@ -107,17 +107,17 @@ def record_commits(store: HistoryStore) -> dict[str, frozenset[str]]:
     return {gpu_type: frozenset(commits) for gpu_type, commits in found.items()}
 
 
-def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Collection[str]) -> frozenset[str]:
-    """The tests whose records on `gpu_type` made at `commit` touch one of `files`."""
-    found: set[str] = set()
-    for chunk in _chunks(sorted(files)):
-        raw = store.rows(
-            "SELECT DISTINCT test_id FROM touch_records WHERE gpu_type = ? AND commit_sha = ? "
-            f"AND source IN ({', '.join('?' * len(chunk))})",
-            (gpu_type, commit, *chunk),
-        )
-        found |= {test for (test,) in raw if isinstance(test, str) and test}
-    return frozenset(found)
+def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Collection[str] | None) -> frozenset[str]:
+    """The tests whose records on `gpu_type` made at `commit` touch one of `files` (None: any file)."""
+    query = "SELECT DISTINCT test_id FROM touch_records WHERE gpu_type = ? AND commit_sha = ?"
+    if files is None:
+        raw = store.rows(query, (gpu_type, commit))
+    else:
+        raw = []
+        for chunk in _chunks(sorted(files)):
+            marks = ", ".join("?" * len(chunk))
+            raw += store.rows(f"{query} AND source IN ({marks})", (gpu_type, commit, *chunk))
+    return frozenset(test for (test,) in raw if isinstance(test, str) and test)
 
 
 def _touch_row(store: HistoryStore, row: Sequence[object]) -> TouchRow:

@@ -23,8 +23,9 @@ from ci_tool import gitinfo
 from ci_tool.errors import TestDbError
 from ci_tool.history.locator import History
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import touched_by
+from ci_tool.run.touch_evidence import touch_evidence
 from ci_tool.stages.changes import ChangedPath, ChangeSet, FileStatus, change_of, rule_input
+from ci_tool.stages.touch_records import TouchEvidence
 from ci_tool.testdb.waive_merge import MergedWaives, merge_waives
 from ci_tool.text_file import read_text
 
@@ -38,29 +39,30 @@ def change_set(
     root: Path | None = None,
     history: History | None = None,
 ) -> ChangeSet | None:
-    """The change the options describe (None: no changed files, so no path-based step runs), with the touch
-    records `history` holds of its files (none when there is no such file). `head`: the commit the change
-    ends at (None: the work tree); a --changed-files list is always read against the work tree."""
+    """The change the options describe (None: no changed files, so no path-based step runs), with what the
+    touch records `history` holds say of it (none without such a file, or without a base to judge them by:
+    run/touch_evidence.py). `head`: the commit the change ends at (None: the work tree); a --changed-files
+    list is always read against the work tree."""
     root = root or Path.cwd()
     folder = repository_path(test_db, root)
     if base is not None and not changed_files:
         found = from_git(root, base, head, test_db_dir=folder)
-        return replace(found, touched_by=_touched_by(history, found.files)) if found.files else None
+        return replace(found, touches=_touches(history, root, found, head)) if found.files else None
     if not changed_files:
         return None
     merge_base = gitinfo.merge_base(root, base) if base is not None else None
     in_test_db = [path for path in changed_files if rule_input(path, folder)]
     base_texts = {path: gitinfo.file_at(root, merge_base, path) for path in in_test_db} if merge_base else None
-    return ChangeSet(
+    listed = ChangeSet(
         files=tuple(changed_files),
         test_db_dir=folder,
         deleted=frozenset(path for path in changed_files if not (root / path).exists()),
         base=base_texts,
         now={path: _text(root / path) for path in in_test_db},
-        touched_by=_touched_by(history, changed_files),
         base_sha=merge_base,
         origin=f"the changed-files list and git (merge base {merge_base[:12]})" if merge_base else "",
     )
+    return replace(listed, touches=_touches(history, root, listed, None))
 
 
 _STATUS = {"A": FileStatus.ADDED, "M": FileStatus.MODIFIED, "D": FileStatus.REMOVED, "R": FileStatus.RENAMED}
@@ -90,11 +92,12 @@ def from_git(root: Path, base_ref: str, head_ref: str | None = None, *, test_db_
     )
 
 
-def _touched_by(history: History | None, files: tuple[str, ...]) -> dict[str, frozenset[str]]:
-    if history is None or (isinstance(history, Path) and not history.is_file()):
-        return {}
+def _touches(history: History | None, root: Path, change: ChangeSet, head: str | None) -> TouchEvidence | None:
+    """What the touch records say of `change` (None without a history file or a base to judge them by)."""
+    if change.base_sha is None or history is None or (isinstance(history, Path) and not history.is_file()):
+        return None
     with HistoryStore(history, read_only=True) as store:
-        return touched_by(store, files)
+        return touch_evidence(store, root, base=change.base_sha, head=head, files=change.files, deleted=change.deleted)
 
 
 def merged_waives(waives: Path, *, base: str, root: Path | None = None) -> MergedWaives:

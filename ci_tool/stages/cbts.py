@@ -12,14 +12,17 @@ Each changed file is claimed by the first rule that claims it:
                   that a list entry covers, or a          (a conftest.py: to its folder); a deleted file:
                   conftest.py there                       only the entries that name it
     docs          change_rules.docs                      the docs stage
-    touched       a file with a touch record (tier 2:    the tests that ran it, as the history's touch
-                  `ci-tool run --record-touches`)        records say (each test function once)
+    touched       a file with touch records (post-merge  per GPU type, the tests whose records there ran
+                  runs and `--record-touches` make        the units the change edits (touched_rule.py;
+                  them; not in a post-merge request,      a GPU type whose records cannot tell runs its
+                  which runs everything)                  full set)
 
 A file no rule claims, or a rule that cannot decide (no base revision to compare the test-db with, a file
 that does not read), runs the full set. When every file is claimed the set is narrowed: a family keeps the
-lines of its render the rules' filter keeps (changes.LineFilter) and runs them on
-`k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family
-that keeps none drops out. Nothing kept and no docs to check is a noop: no test stage runs.
+lines of its render the rules' filter keeps (changes.LineFilter: every rule's paths, and the touched rule's
+for the family's GPU type) and runs them on `k = clamp(ceil(predicted / budget), 1, splits)` shards, its
+stages named `<family>-<K>-cbts`; a family that keeps none drops out; a family whose GPU type the touched
+rule runs in full keeps its own stages. Nothing kept and no docs to check is a noop: no test stage runs.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
 from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.touched_rule import plan_touched
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import parse_test_db_file
 from ci_tool.testdb.model import TestDb
@@ -63,9 +67,12 @@ class FamilyNarrowing:
     lines: int
     predicted_seconds: float
     shards: int
+    full: str = ""  # why the family runs its full set, as its own stages ("" when it is narrowed)
 
     def to_json(self) -> dict[str, object]:
-        return {"lines": self.lines, "predicted_seconds": round(self.predicted_seconds, 3), "shards": self.shards}
+        found: dict[str, object] = {"lines": self.lines, "predicted_seconds": round(self.predicted_seconds, 3),
+                                    "shards": self.shards}  # fmt: skip
+        return found | ({"full": self.full} if self.full else {})
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,8 @@ class _Effect:
     entries: list[tuple[str, str]] = field(default_factory=list)
     docs: bool = False
     undecided: list[str] = field(default_factory=list)  # why a rule could not decide
+    gpu_paths: dict[str, list[NarrowPath]] = field(default_factory=dict)  # GPU type -> what its stages add
+    full_gpus: dict[str, str] = field(default_factory=dict)  # GPU type -> why its stages run their full set
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,7 @@ class _Inputs:
     catalog: Catalog
     db: TestDb
     changes: ChangeSet
+    post_merge: bool = False  # a post-merge run: a source change runs everything (and records it again)
 
     @property
     def waives_file(self) -> str:
@@ -116,7 +126,7 @@ class _Inputs:
 
 
 Claim = Callable[[str, _Inputs], bool]
-Apply = Callable[[Sequence[str], _Inputs, _Effect], str]  # the files it claimed -> its reason
+Apply = Callable[[Sequence[str], _Inputs, _Effect], str | list[str]]  # the files it claimed -> its reason(s)
 
 
 @dataclass(frozen=True)
@@ -135,22 +145,25 @@ def narrow(
         return Narrowing(CbtsScope.OFF, (f"change-based selection off: {off}",))
     if changes is None or not changes.files:
         return Narrowing(CbtsScope.OFF, ("change-based selection off: no changed files given",))
-    inputs = _Inputs(catalog, db, changes)
+    inputs = _Inputs(catalog, db, changes, post_merge=request.post_merge)
     claimed: dict[str, list[str]] = {rule.name: [] for rule in RULES}
     unclaimed: list[str] = []
     for path in changes.files:
         rule = next((rule for rule in RULES if rule.claims(path, inputs)), None)
         (claimed[rule.name] if rule is not None else unclaimed).append(path)
     effect = _Effect()
-    reasons = [rule.apply(claimed[rule.name], inputs, effect) for rule in RULES if claimed[rule.name]]
+    reasons: list[str] = []
+    for rule in RULES:
+        if claimed[rule.name]:
+            said = rule.apply(claimed[rule.name], inputs, effect)
+            reasons += [said] if isinstance(said, str) else said
     found = {name: tuple(paths) for name, paths in claimed.items() if paths}
     if unclaimed:
         reasons.append(f"{_files(unclaimed)}: no rule claims {'them' if len(unclaimed) > 1 else 'it'}")
     if unclaimed or effect.undecided:
         reasons.append("change-based selection: the full set runs")
         return Narrowing(CbtsScope.FULL, tuple(reasons), claimed=found, unclaimed=tuple(unclaimed))
-    line_filter = LineFilter(tuple(dict.fromkeys(effect.paths)), tuple(dict.fromkeys(effect.entries)))
-    families = _families(catalog, db, durations, line_filter)
+    families = _families(catalog, db, durations, effect)
     scope = CbtsScope.NARROWED if families or effect.docs else CbtsScope.NOOP
     reasons.append(_summary(len(families), effect.docs))
     return Narrowing(scope, tuple(reasons), families, effect.docs, claimed=found)
@@ -165,13 +178,12 @@ def _summary(families: int, docs: bool) -> str:
     return narrowed + (" and the docs stage" if docs else "")
 
 
-def _families(
-    catalog: Catalog, db: TestDb, durations: Durations, line_filter: LineFilter
-) -> dict[str, FamilyNarrowing]:
+def _families(catalog: Catalog, db: TestDb, durations: Durations, effect: _Effect) -> dict[str, FamilyNarrowing]:
     found: dict[str, FamilyNarrowing] = {}
-    for family in catalog.families:
-        if not family.context or family.name.kind not in (StageKind.TEST, StageKind.PACKAGE_SANITY):
-            continue
+    for family in _narrowable(catalog):
+        full = effect.full_gpus.get(family.name.gpu_type, "")
+        paths = [*effect.paths, *effect.gpu_paths.get(family.name.gpu_type, ())]
+        line_filter = LineFilter(tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(effect.entries)))
         rendered = render_family(
             family.name,
             db=db,
@@ -179,19 +191,20 @@ def _families(
             durations=durations,
             arch=family.arch,
             allow_empty=True,
-            line_filter=line_filter,
+            line_filter=None if full else line_filter,
         )
         if rendered.test_ids:
             predicted = estimate_seconds(rendered.test_ids, durations).seconds
             seconds = math.fsum(predicted.values())
-            found[family.name.name] = FamilyNarrowing(
-                family.name.name,
-                line_filter,
-                len(rendered.rendered),
-                seconds,
-                narrowed_shards(family, seconds, len(rendered.test_ids)),
-            )
+            shards = family.splits if full else narrowed_shards(family, seconds, len(rendered.test_ids))
+            lines = len(rendered.rendered)
+            found[family.name.name] = FamilyNarrowing(family.name.name, line_filter, lines, seconds, shards, full)
     return found
+
+
+def _narrowable(catalog: Catalog) -> list[Family]:
+    """The families change-based selection narrows: those that render a test-db list."""
+    return [f for f in catalog.families if f.context and f.name.kind in (StageKind.TEST, StageKind.PACKAGE_SANITY)]
 
 
 def narrowed_shards(family: Family, predicted_seconds: float, tests: int) -> int:
@@ -316,15 +329,27 @@ def _apply_docs(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
 
 
 def _claims_touched(path: str, inputs: _Inputs) -> bool:
-    return bool(inputs.changes.touched_by.get(path))
+    touches = inputs.changes.touches
+    return not inputs.post_merge and touches is not None and path in touches.files
 
 
-def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
-    # A parametrized id names its function: parameters may hold blanks no list line can carry.
-    tests = sorted({test.split("[", 1)[0] for path in paths for test in inputs.changes.touched_by[path]})
-    effect.paths += [NarrowPath(test) for test in tests]
-    ran = "ran them" if len(paths) > 1 else "ran it"
-    return f"{_files(paths)}: touched rule: runs the {len(tests)} test(s) that {ran} (touch records)"
+def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> list[str]:
+    assert inputs.changes.touches is not None  # the rule claims only files it has records of
+    gpu_types = sorted({family.name.gpu_type for family in _narrowable(inputs.catalog)})
+    plan = plan_touched(inputs.changes.touches, paths, gpu_types, test_path=lambda path: _test_path(path, inputs))
+    for gpu_type, found in plan.paths.items():
+        effect.gpu_paths.setdefault(gpu_type, []).extend(found)
+    for gpu_type, why in plan.full.items():
+        effect.full_gpus.setdefault(gpu_type, why)
+    effect.undecided += plan.undecided
+    return plan.reasons
+
+
+def _test_path(path: str, inputs: _Inputs) -> NarrowPath | None:
+    """What a test file changed since the records runs (the tests rule's claim and path); None: no test file."""
+    if not path.endswith(".py") or not _claims_tests(path, inputs):
+        return None
+    return NarrowPath(posixpath.dirname(path) or "." if posixpath.basename(path) == "conftest.py" else path)
 
 
 RULES: tuple[_Rule, ...] = (

@@ -6,7 +6,8 @@ through. Pure: the commands read git and the files (run/changes.py).
                 head commits; the changed paths (a rename's old and new path both) and which of them were
                 removed, added or renamed; when a base revision is known, each changed file the rules
                 read (`rule_input`: the test-db lists and waives) as it is at the base and at the head;
-                and, where the history has touch records, the tests that ran each changed file
+                and, where the history has touch records, what they say of the change
+                (stages/touch_records.py); `touched_by`: the tests that ran what it edits
     LineFilter  which lines of a stage's render a narrowed stage runs, and how each is cut down:
 
         a rendered line whose test path lies under a narrowing path runs as it is;
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ci_tool.layout import WAIVES_NAME
+from ci_tool.stages.touch_records import TouchEvidence
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.lines import TestLine
 
@@ -54,12 +56,20 @@ class ChangeSet:
     deleted: frozenset[str] = frozenset()
     base: Mapping[str, str | None] | None = None
     now: Mapping[str, str | None] = field(default_factory=dict)
-    touched_by: Mapping[str, frozenset[str]] = field(default_factory=dict)  # file -> tests (touch records)
+    touches: TouchEvidence | None = None  # the touch records of its files (None: none were read)
     base_sha: str | None = None
     head_sha: str | None = None
     added: frozenset[str] = frozenset()
     renamed_from: Mapping[str, str] = field(default_factory=dict)  # new path -> old path
     origin: str = field(default="", compare=False)
+
+    @property
+    def touched_by(self) -> Mapping[str, frozenset[str]]:
+        """Changed file -> the tests whose fresh touch records, on any GPU type, ran a unit the change edits
+        in it (only files that have records)."""
+        if self.touches is None:
+            return {}
+        return {path: found.touched_by() for path, found in self.touches.files.items()}
 
     def status(self, path: str) -> FileStatus:
         """What the change did to `path`, one of its files."""

@@ -398,6 +398,8 @@ def _cbts(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
                 state.drop([stage], Step.CBTS, "change-based selection: no docs change")
         elif kept is None:
             state.drop([stage], Step.CBTS, "change-based selection: the change touches none of its tests")
+        elif kept.full:
+            state.put([stage], Step.CBTS, f"change-based selection: its full set ({kept.full})")
         elif not stage.name.is_test:
             state.put([stage], Step.CBTS, f"change-based selection: the change touches its {kept.lines} line(s)")
         elif inputs.engine not in LIST_NARROWING_ENGINES:

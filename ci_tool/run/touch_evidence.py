@@ -1,0 +1,127 @@
+"""The touch records of a change, read from the history and judged against git (the staleness rule is
+stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows by.
+
+    touch_evidence(store, root, base=B, head=H, files=F, deleted=D)
+        B   the change's base commit (the merge base)
+        H   the commit the change ends at (None: the work tree)
+        F   the changed paths; D those the change removes
+
+Per changed Python file with records: its units at B and H and the hunks between (stages/units.py), and per
+GPU type whether its records there are fresh. Per GPU type: the commits its records were made at, the files
+of its tests whose records are stale, and the files changed since those commits. One `git diff --name-only`
+per commit the records name, one `git diff -U0` per changed file with records.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from ci_tool import gitinfo
+from ci_tool.history.store import HistoryStore
+from ci_tool.history.touches import TouchRow, has_touch_records, record_commits, rows_of_files, touching_tests
+from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.stages.units import UnitChange, changed_units, parse_hunks
+
+
+class _Commits:
+    """What changed between each commit the records name and the base (None: the commit cannot be compared:
+    '' or not in this clone)."""
+
+    def __init__(self, root: Path, base: str) -> None:
+        self.root, self.base = root, base
+        self.known: dict[str, frozenset[str] | None] = {}
+
+    def changed_since(self, commit: str) -> frozenset[str] | None:
+        if commit not in self.known:
+            fresh = gitinfo.has_commit(self.root, commit)
+            self.known[commit] = gitinfo.changed_between(self.root, commit, self.base) if fresh else None
+        return self.known[commit]
+
+    def why_stale(self, commit: str, path: str) -> str:
+        """Why a record of `path` made at `commit` is stale ("" when it is fresh)."""
+        if not commit:
+            return "made on an uncommitted edit"
+        changed = self.changed_since(commit)
+        if changed is None:
+            return f"its commit {commit[:12]} is not in this clone"
+        return f"{path} changed since {commit[:12]}" if path in changed else ""
+
+
+def touch_evidence(
+    store: HistoryStore, root: Path, *, base: str, head: str | None, files: Sequence[str], deleted: Collection[str]
+) -> TouchEvidence:
+    """The touch records of the change base..head (see the module docstring)."""
+    if not has_touch_records(store):
+        return TouchEvidence()
+    commits = _Commits(root, base)
+    rows, bad = rows_of_files(store, [path for path in files if path.endswith(".py")])
+    by_file: dict[str, list[TouchRow]] = defaultdict(list)
+    for row in rows:
+        if row.gpu_type:  # step 5's rows: made nowhere known
+            by_file[row.source].append(row)
+    recorded = {
+        path: _recorded_file(root, path, found, base=base, head=head, commits=commits)
+        for path, found in sorted(by_file.items())
+    }
+    recorded |= {path: RecordedFile(path, UnitChange(undecided="a record of it is damaged")) for path in bad}
+    present = (gitinfo.files_at(root, base) - set(deleted)) | (set(files) - set(deleted))
+    gpu_types = {
+        gpu_type: _gpu_records(store, gpu_type, sorted(found), commits, present)
+        for gpu_type, found in sorted(record_commits(store).items())
+    }
+    return TouchEvidence(recorded, gpu_types)
+
+
+def _recorded_file(
+    root: Path, path: str, rows: Sequence[TouchRow], *, base: str, head: str | None, commits: _Commits
+) -> RecordedFile:
+    """One changed file: its unit change, and per GPU type its fresh record or why it has none."""
+    at_base = gitinfo.file_at(root, base, path)
+    at_head = _text_at(root, head, path)
+    change = changed_units(at_base, at_head, parse_hunks(gitinfo.line_diff(root, base, head, path)))
+    records: dict[str, GpuRecord] = {}
+    stale: dict[str, str] = {}
+    for gpu_type in sorted({row.gpu_type for row in rows}):
+        mine = [row for row in rows if row.gpu_type == gpu_type]
+        why = next((reason for row in mine if (reason := commits.why_stale(row.commit, path))), "")
+        if why:
+            stale[gpu_type] = why
+            continue
+        units: dict[str, set[str]] = defaultdict(set)
+        for row in mine:
+            units[row.unit].add(row.test_id)
+        made_at = tuple(sorted({row.commit for row in mine}))
+        records[gpu_type] = GpuRecord({unit: frozenset(tests) for unit, tests in units.items()}, made_at)
+    return RecordedFile(path, change, records, stale)
+
+
+def _gpu_records(
+    store: HistoryStore, gpu_type: str, made_at: Sequence[str], commits: _Commits, present: Collection[str]
+) -> GpuRecords:
+    """A GPU type's records as a whole: which of its tests are stale, and what changed since they were made."""
+    stale: set[str] = set()
+    changed: set[str] = set()
+    for commit in made_at:
+        since = commits.changed_since(commit)
+        if since is None:  # nothing of this commit can be compared: every test recorded there is stale
+            stale |= touching_tests(store, gpu_type=gpu_type, commit=commit, files=None)
+            continue
+        changed |= since
+        stale |= touching_tests(store, gpu_type=gpu_type, commit=commit, files=since)
+    test_files = {test.split("::", 1)[0] for test in stale if test != OUTSIDE_TESTS}
+    return GpuRecords(
+        tuple(made_at),
+        tuple(sorted(path for path in test_files if path in present)),
+        tuple(sorted(path for path in changed if path in present)),
+    )
+
+
+def _text_at(root: Path, head: str | None, path: str) -> str | None:
+    if head is not None:
+        return gitinfo.file_at(root, head, path)
+    try:
+        return (root / path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,105 @@
+"""The touched rule of change-based selection (cbts.py): a changed source file with touch records narrows each
+GPU type's stages to the tests that ran what the change edits there. Pure: the TouchEvidence in
+(stages/touch_records.py, whose docstring says when a record is stale), what each GPU type runs out.
+
+    for each changed file F the rule claims (F has records on some GPU type):
+      F cannot narrow anywhere (it edits module-level code, adds a unit, does not parse): the rule cannot
+        decide, and the full set runs
+    and then for each GPU type G of the catalog's test families:
+      G has no records at all, F's records on G are stale, or a unit the change edits ran outside the
+        tests on G (at import: every test may read what it made): G's stages run their full set
+      else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
+        of G ran one), each test function once
+    a G that narrows also runs its stale tests' files and the test files changed since its records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ci_tool.stages.changes import NarrowPath
+from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, RecordedFile, TouchEvidence
+
+_SHOWN = 3  # commits or units a line names before counting the rest
+
+
+@dataclass
+class TouchedPlan:
+    """What the touched rule asks of each GPU type's stages, and one line per file and GPU type saying why."""
+
+    paths: dict[str, list[NarrowPath]] = field(default_factory=dict)  # GPU type -> what its stages run
+    full: dict[str, str] = field(default_factory=dict)  # GPU type -> why its stages run their full set
+    undecided: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+TestPath = Callable[[str], NarrowPath | None]  # a changed file -> the test path it runs (None: no test file)
+
+
+def plan_touched(
+    evidence: TouchEvidence, files: Sequence[str], gpu_types: Sequence[str], *, test_path: TestPath
+) -> TouchedPlan:
+    """The touched rule's plan for the claimed `files` on the stages of `gpu_types` (see the module docstring);
+    `test_path` says which changed files are test files (the tests rule's claim)."""
+    plan = TouchedPlan()
+    recorded = [evidence.files[path] for path in files]
+    for found in recorded:
+        if found.unrecorded:
+            plan.undecided.append(found.unrecorded)
+            plan.reasons.append(f"{found.path}: touched rule: cannot narrow ({found.unrecorded})")
+    if plan.undecided:
+        return plan
+    for gpu_type in gpu_types:
+        for found in recorded:
+            plan.reasons.append(_plan_file(plan, found, gpu_type, evidence))
+        if gpu_type not in plan.full:
+            plan.reasons += _rerun(plan, evidence, gpu_type, test_path)
+    return plan
+
+
+def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: TouchEvidence) -> str:
+    """What `found` asks of the stages of `gpu_type`, and its line."""
+    where = f"{found.path}:{_shown(found.change.units)}" if found.change.units else found.path
+    record = found.records.get(gpu_type)
+    why = _why_full(found, gpu_type, record, evidence)
+    if why:
+        plan.full.setdefault(gpu_type, why)
+        return f"{where}: touched rule: {gpu_type} stages run their full set ({why})"
+    if record is None:  # fresh records of the GPU type, and none of them ran the file
+        return f"{where}: touched rule: no test ran it on {gpu_type} records: nothing to run there"
+    # A parametrized id names its function: parameters may hold blanks no list line can carry.
+    tests = sorted({test.split("[", 1)[0] for test in record.tests_of(found.change.units)})
+    plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
+    ran = "ran them" if len(found.change.units) > 1 else "ran it"
+    made = _shown([commit[:12] for commit in record.commits])
+    return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}"
+
+
+def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:
+    if gpu_type not in evidence.gpu_types:
+        return f"no {gpu_type} records"
+    if gpu_type in found.stale:
+        return f"its {gpu_type} records are stale: {found.stale[gpu_type]}"
+    if record is not None and OUTSIDE_TESTS in record.tests_of(found.change.units):
+        return "it ran outside the tests (at import), and every test may read what it made"
+    return ""
+
+
+def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> list[str]:
+    """The stale tests' files and the test files changed since the records, which `gpu_type`'s stages run."""
+    records = evidence.gpu_types[gpu_type]
+    changed = [path for path in map(test_path, records.changed_since) if path is not None]
+    found = list(dict.fromkeys([*(NarrowPath(path) for path in records.stale_test_files), *changed]))
+    if not found:
+        return []
+    plan.paths.setdefault(gpu_type, []).extend(found)
+    return [
+        f"touched rule: {gpu_type} stages also run {len(found)} test path(s) their records do not know as they are "
+        f"now (stale, or changed since {_shown([commit[:12] for commit in records.commits])})"
+    ]
+
+
+def _shown(items: Sequence[str]) -> str:
+    shown = sorted(items)
+    return ", ".join(shown[:_SHOWN]) + (f" and {len(shown) - _SHOWN} more" if len(shown) > _SHOWN else "")
