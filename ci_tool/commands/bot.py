@@ -27,8 +27,10 @@ from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
+from ci_tool.commands.history import history_option
 from ci_tool.errors import BotError
 from ci_tool.gitinfo import CodeVersion
+from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.run.changes import change_set, repository_path
@@ -39,7 +41,6 @@ if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
     from ci_tool.dispatch.github import GitHubClient
     from ci_tool.dispatch.jenkins import JenkinsClient
     from ci_tool.dispatch.model import PullRequest
-
 
 
 @click.group()
@@ -79,6 +80,7 @@ def _describe(request: BotRequest) -> str:
 @catalog_options
 @pull_request_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@history_option
 def plan(
     comment: str,
     catalog_path: Path,
@@ -89,6 +91,7 @@ def plan(
     head: str | None,
     labels: tuple[str, ...],
     as_json: bool,
+    history_file: Path | None,
 ) -> int:
     """Show what COMMENT (`-`: stdin) would run: the parsed request, the stages with shards and predicted
     minutes, the stages left out and why, missing approvals, and whether it can turn the merge gate green.
@@ -105,7 +108,7 @@ def plan(
         db=loaded.db,
         durations=loaded.durations,
         labels=labels,
-        changes=change_set(changed_files, base=base, head=head, test_db=test_db),
+        changes=change_set(changed_files, base=base, head=head, test_db=test_db, history=history_path(history_file)),
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

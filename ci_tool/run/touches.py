@@ -41,7 +41,7 @@ from ci_tool.stages.units import MODULE_UNIT, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
-TEST_VARIABLE = "CI_TOOL_TOUCH_TEST"
+TEST_VARIABLE = "TOUCH_RECORD_TEST"  # not CI_TOOL_*: test suites (ours) keep those from their tests
 FIXTURE_CONTEXT = "<fixture> "  # + a fixture's name: what its set-up ran (no node id starts with "<")
 _START_VARIABLE = "COVERAGE_PROCESS_START"
 _OMIT = "*/.venv/*"

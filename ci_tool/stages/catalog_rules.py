@@ -126,9 +126,7 @@ def non_test_splits_problem(name: StageName, splits: int | str) -> Problem | Non
     if name.is_test or splits == 1:
         return None
     kind_words = name.kind.value.replace("_", " ")
-    return f"expected splits 1 for the {kind_words} stage {name.name!r} (one job), found {splits}", (
-        "remove `splits`"
-    )
+    return f"expected splits 1 for the {kind_words} stage {name.name!r} (one job), found {splits}", ("remove `splits`")
 
 
 def budget_problem(splits: int | str) -> Problem | None:

@@ -68,6 +68,7 @@ class FamilyNarrowing:
     predicted_seconds: float
     shards: int
     full: str = ""  # why the family runs its full set, as its own stages ("" when it is narrowed)
+    touched: tuple[str, ...] = ()  # the touched rule's lines for the family's GPU type
 
     def to_json(self) -> dict[str, object]:
         found: dict[str, object] = {"lines": self.lines, "predicted_seconds": round(self.predicted_seconds, 3),
@@ -111,6 +112,7 @@ class _Effect:
     undecided: list[str] = field(default_factory=list)  # why a rule could not decide
     gpu_paths: dict[str, list[NarrowPath]] = field(default_factory=dict)  # GPU type -> what its stages add
     full_gpus: dict[str, str] = field(default_factory=dict)  # GPU type -> why its stages run their full set
+    gpu_reasons: dict[str, list[str]] = field(default_factory=dict)  # GPU type -> the touched rule's lines
 
 
 @dataclass(frozen=True)
@@ -197,8 +199,10 @@ def _families(catalog: Catalog, db: TestDb, durations: Durations, effect: _Effec
             predicted = estimate_seconds(rendered.test_ids, durations).seconds
             seconds = math.fsum(predicted.values())
             shards = family.splits if full else narrowed_shards(family, seconds, len(rendered.test_ids))
-            lines = len(rendered.rendered)
-            found[family.name.name] = FamilyNarrowing(family.name.name, line_filter, lines, seconds, shards, full)
+            touched = tuple(effect.gpu_reasons.get(family.name.gpu_type, ()))
+            found[family.name.name] = FamilyNarrowing(
+                family.name.name, line_filter, len(rendered.rendered), seconds, shards, full, touched
+            )
     return found
 
 
@@ -341,6 +345,8 @@ def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> li
         effect.gpu_paths.setdefault(gpu_type, []).extend(found)
     for gpu_type, why in plan.full.items():
         effect.full_gpus.setdefault(gpu_type, why)
+    for gpu_type, lines in plan.by_gpu.items():
+        effect.gpu_reasons.setdefault(gpu_type, []).extend(lines)
     effect.undecided += plan.undecided
     return plan.reasons
 

@@ -410,7 +410,7 @@ def _cbts(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
             names = ", ".join(found.name.name for found in narrowed)
             state.drop([stage], Step.CBTS, f"change-based selection: runs as {names}")
             reason = f"change-based selection: {kept.lines} line(s) of the family, {kept.shards} shard(s)"
-            state.put(narrowed, Step.CBTS, reason)
+            state.put(narrowed, Step.CBTS, "; ".join([reason, *kept.touched]))
 
 
 def _narrowed_stages(family: Family, kept: FamilyNarrowing) -> list[Stage]:

@@ -32,6 +32,11 @@ class TouchedPlan:
     full: dict[str, str] = field(default_factory=dict)  # GPU type -> why its stages run their full set
     undecided: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    by_gpu: dict[str, list[str]] = field(default_factory=dict)  # GPU type -> its lines among `reasons`
+
+    def say(self, gpu_type: str, line: str) -> None:
+        self.reasons.append(line)
+        self.by_gpu.setdefault(gpu_type, []).append(line)
 
 
 TestPath = Callable[[str], NarrowPath | None]  # a changed file -> the test path it runs (None: no test file)
@@ -52,9 +57,10 @@ def plan_touched(
         return plan
     for gpu_type in gpu_types:
         for found in recorded:
-            plan.reasons.append(_plan_file(plan, found, gpu_type, evidence))
-        if gpu_type not in plan.full:
-            plan.reasons += _rerun(plan, evidence, gpu_type, test_path)
+            plan.say(gpu_type, _plan_file(plan, found, gpu_type, evidence))
+        rerun = _rerun(plan, evidence, gpu_type, test_path) if gpu_type not in plan.full else ""
+        if rerun:
+            plan.say(gpu_type, rerun)
     return plan
 
 
@@ -86,18 +92,18 @@ def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evid
     return ""
 
 
-def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> list[str]:
+def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> str:
     """The stale tests' files and the test files changed since the records, which `gpu_type`'s stages run."""
     records = evidence.gpu_types[gpu_type]
     changed = [path for path in map(test_path, records.changed_since) if path is not None]
     found = list(dict.fromkeys([*(NarrowPath(path) for path in records.stale_test_files), *changed]))
     if not found:
-        return []
+        return ""
     plan.paths.setdefault(gpu_type, []).extend(found)
-    return [
+    return (
         f"touched rule: {gpu_type} stages also run {len(found)} test path(s) their records do not know as they are "
         f"now (stale, or changed since {_shown([commit[:12] for commit in records.commits])})"
-    ]
+    )
 
 
 def _shown(items: Sequence[str]) -> str:

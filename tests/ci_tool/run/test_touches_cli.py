@@ -1,92 +1,134 @@
-"""Touch records (change-based selection, tier 2), for real: `ci-tool run --record-touches` measures which
-test ran which file with coverage.py into the history; a change to a recorded source file then runs the
-tests that ran it, and a file with no record runs the full set."""
+"""Touch records for real, end to end: a git repository with src/a.py (two functions) and a test of each;
+`ci-tool run --record-touches` records which test ran which function on the CPU stage; a pull request that
+changes one function then runs, per stage, only the tests that ran it, and the plan says why. The A10 stage
+has no A10 records: it runs its full set."""
 
 from __future__ import annotations
 
 import json
-import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from ci_tool.cli import main
-from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import touched_by
 
-pytest.importorskip("coverage")  # the `test` extra installs it; touch recording is the only user
+pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
 
-SUITE = Path(__file__).parents[2] / "fixtures" / "failing_suite"
+A = "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n"
 FILES = {
-    "pkg/__init__.py": "",
-    "pkg/alpha.py": "def double(x):\n    return 2 * x\n",
-    "pkg/beta.py": "def triple(x):\n    return 3 * x\n",
-    "pkg/gamma.py": "def unused():\n    return 0\n",
-    "tests/test_alpha.py": "from pkg.alpha import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
-    "tests/test_beta.py": (
-        "import pytest\n\nfrom pkg.beta import triple\n\n\n"
-        '@pytest.mark.parametrize("x", ["a b", "c"])\ndef test_triple(x):\n    assert triple(x) == x * 3\n'
+    ".gitignore": ".ci-tool/\nchanged.txt\n",
+    "src/a.py": A,
+    "tests/test_double.py": "from src.a import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    "tests/test_triple.py": (
+        "import pytest\n\nfrom src.a import triple\n\n\n"
+        '@pytest.mark.parametrize("x", [1, 2])\ndef test_triple(x):\n    assert triple(x) == 3 * x\n'
     ),
     "test-db/l0_x.yml": "version: 0.0.1\nl0_x:\n- tests: [tests]\n",
     "stages.yml": (
-        "version: 1\nchange_rules: {tests: [tests/]}\n"
-        "families:\n- {name: CPU-Generic, platform: cpu, context: l0_x, splits: 1}\n"
+        "version: 1\nchange_rules: {tests: [tests/]}\nfamilies:\n"
+        "- {name: CPU-Generic, platform: cpu, context: l0_x, splits: 1}\n"
+        "- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 1}\n"
     ),
     "request.json": json.dumps({"command": "run", "flags": {}}),
+    "cpu-only.json": json.dumps({"gpu": None, "system_gpu_count": 0}),
 }
-OPTIONS = ("--catalog", "stages.yml", "--system-info", "cpu-only.json")
+RUN = ("--catalog", "stages.yml", "--system-info", "cpu-only.json")
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Path:
+    """The repository committed on `main`, its CPU stage's touch records made there, and a pull-request
+    branch `pr` checked out."""
+    root = tmp_path / "repo"
     for name, text in FILES.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    shutil.copy(SUITE / "cpu-only.json", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(root)
+    code = main(["run", '/bot run --stage-list "CPU-Generic-1"', "--record-touches", *RUN])
+    assert code == 0, capsys.readouterr()
+    capsys.readouterr()
+    git(root, "checkout", "-q", "-b", "pr")
+    return root
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
+def commit(root: Path, text: str) -> str:
+    (root / "src" / "a.py").write_text(text)
+    git(root, "commit", "-q", "-am", "change src/a.py")
+    return git(root, "rev-parse", "main").strip()
 
 
-def changed(root: Path, *paths: str) -> str:
-    (root / "changed.txt").write_text("".join(f"{path}\n" for path in paths))
-    return "changed.txt"
-
-
-def test_a_recorded_source_change_runs_the_tests_that_ran_it(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = run(capsys, "run", "/bot run", "--record-touches", *OPTIONS)
+def select(capsys: pytest.CaptureFixture[str], request: str = "request.json") -> str:
+    code = main(["stage", "select", "--request", request, "--catalog", "stages.yml", "--base", "main"])
     assert code == 0
-    with HistoryStore(project / ".ci-tool" / "history.sqlite", read_only=True) as store:
-        records = touched_by(store, ["pkg/alpha.py", "pkg/beta.py", "pkg/gamma.py"])
-    assert records == {
-        "pkg/alpha.py": frozenset({"tests/test_alpha.py::test_double"}),
-        "pkg/beta.py": frozenset({"tests/test_beta.py::test_triple[a b]", "tests/test_beta.py::test_triple[c]"}),
-    }  # gamma.py: no test ran it, so it has no record
-    code, out = run(capsys, "run", "/bot run --disable-reuse-test", *OPTIONS, "--changed-files",
-                    changed(project, "pkg/beta.py"))  # fmt: skip
-    assert code == 0
-    assert "pkg/beta.py: touched rule: runs the 1 test(s) that ran it (touch records)\n" in out
-    assert "CPU-Generic-1-cbts: passed" in out and "2 passed, 0 failed, 0 skipped" in out
+    return capsys.readouterr().out
 
 
-def test_a_source_file_without_a_record_runs_the_full_set(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run(capsys, "run", "/bot run", "--record-touches", *OPTIONS)
-    files = changed(project, "pkg/alpha.py", "pkg/gamma.py")
-    code, out = run(capsys, "stage", "select", "--request", "request.json", "--catalog", "stages.yml",
-                    "--changed-files", files)  # fmt: skip
-    assert code == 0
-    assert "step 16: pkg/alpha.py: touched rule: runs the 1 test(s) that ran it (touch records)\n" in out
-    assert "step 16: pkg/gamma.py: no rule claims it\n" in out
+def test_a_change_to_one_function_runs_the_tests_that_ran_it_and_says_why(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = commit(recorded, A.replace("3 * x", "x * 3"))
+    out = select(capsys)
+    assert (
+        f"step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records from {base[:12]}\n"
+    ) in out
+    assert "+ CPU-Generic-1-cbts  (step 16: change-based selection: 1 line(s) of the family, 1 shard(s); " in out
+
+
+def test_a_gpu_stage_without_records_of_its_gpu_type_runs_its_full_set(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    out = select(capsys)
+    assert "step 16: src/a.py:triple: touched rule: A10 stages run their full set (no A10 records)\n" in out
+    assert "+ A10-PyTorch-1  (step 16: change-based selection: its full set (no A10 records))" in out
+
+
+def test_the_narrowed_stage_runs_only_those_tests(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    code = main(["run", "/bot run --disable-reuse-test", "--base", "main", *RUN])
+    out = capsys.readouterr().out
+    assert (code, "CPU-Generic-1-cbts: passed" in out) == (0, True)
+    assert out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped; 1 stage waiting for a runner"  # A10 waits
+
+
+def test_a_module_level_change_runs_the_full_set(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commit(recorded, "SCALE = 2\n\n\n" + A)
+    out = select(capsys)
+    assert (
+        "step 16: src/a.py: touched rule: cannot narrow (it edits module-level code, which runs at import, outside "
+        "the tests)\n"
+    ) in out
     assert "+ CPU-Generic-1  (step 1: pre-merge set)" in out
 
 
-def test_a_later_record_of_a_test_replaces_its_earlier_one(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run(capsys, "run", "/bot run", "--record-touches", *OPTIONS)
-    (project / "tests" / "test_alpha.py").write_text("def test_double():\n    assert 2 * 2 == 4\n")
-    run(capsys, "run", "/bot run --disable-reuse-test", "--record-touches", *OPTIONS)
-    with HistoryStore(project / ".ci-tool" / "history.sqlite", read_only=True) as store:
-        assert "pkg/alpha.py" not in touched_by(store, ["pkg/alpha.py"])  # test_double no longer runs it
+def test_a_record_goes_stale_once_its_file_changes_on_the_base(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main moves on with a change of src/a.py after the records were made: they no longer count."""
+    git(recorded, "checkout", "-q", "main")
+    commit(recorded, A.replace("2 * x", "x * 2"))
+    git(recorded, "checkout", "-q", "-b", "pr2")
+    commit(recorded, A.replace("2 * x", "x * 2").replace("3 * x", "x * 3"))
+    out = select(capsys)
+    recorded_at = git(recorded, "rev-parse", "main~1").strip()  # where the fixture made the records
+    assert (
+        "step 16: src/a.py:triple: touched rule: CPU stages run their full set (its CPU records are stale: "
+        f"src/a.py changed since {recorded_at[:12]})\n"
+    ) in out
+
+
+def test_a_post_merge_request_runs_everything(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    request = recorded.parent / "post-merge.json"
+    request.write_text(json.dumps({"command": "run", "flags": {"post_merge": True}}))
+    out = select(capsys, str(request))
+    assert "step 16: src/a.py: no rule claims it\n" in out and "+ CPU-Generic-1  (step 1: pre-merge set)" in out

@@ -1,0 +1,132 @@
+"""The touched rule's plan per GPU type (stages/touched_rule.py), on tiny evidence values."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.stages.changes import NarrowPath
+from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.stages.touched_rule import TouchedPlan, plan_touched
+from ci_tool.stages.units import UnitChange
+
+POOL = "src/pool.py"
+C1, C2 = "1" * 40, "2" * 40
+ALLOCATE = UnitChange(("Pool.allocate",))
+RECORDS = {
+    "CPU": GpuRecord(
+        {
+            "Pool.allocate": frozenset({"tests/test_pool.py::test_a[x y]", "tests/test_pool.py::test_b"}),
+            "Pool.free": frozenset({"tests/test_pool.py::test_c"}),
+        },
+        (C1,),
+    ),
+    "A10": GpuRecord({"Pool.allocate": frozenset({"tests/test_gpu.py::test_g"})}, (C1, C2)),
+}
+EVERYWHERE = {"CPU": GpuRecords((C1,)), "A10": GpuRecords((C1, C2))}
+
+
+def plan(found: RecordedFile, gpu_types: dict[str, GpuRecords] | None = None) -> TouchedPlan:
+    evidence = TouchEvidence({found.path: found}, EVERYWHERE if gpu_types is None else gpu_types)
+    return plan_touched(evidence, [found.path], ["A10", "CPU"], test_path=lambda path: None)
+
+
+def test_each_gpu_type_runs_the_tests_its_records_say_ran_the_edited_unit() -> None:
+    found = plan(RecordedFile(POOL, ALLOCATE, RECORDS))
+    assert (found.paths, found.full, found.undecided) == (
+        {
+            "A10": [NarrowPath("tests/test_gpu.py::test_g")],
+            "CPU": [NarrowPath("tests/test_pool.py::test_a"), NarrowPath("tests/test_pool.py::test_b")],
+        },
+        {},
+        [],
+    )
+
+
+def test_each_gpu_type_says_why_in_one_line() -> None:
+    assert plan(RecordedFile(POOL, ALLOCATE, RECORDS)).reasons == [
+        f"{POOL}:Pool.allocate: touched rule: runs the 1 test(s) that ran it on A10 records from 111111111111, "
+        "222222222222",
+        f"{POOL}:Pool.allocate: touched rule: runs the 2 test(s) that ran it on CPU records from 111111111111",
+    ]
+
+
+FULL = {
+    "stale": (
+        RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}, {"A10": f"{POOL} changed since 111111111111"}),
+        EVERYWHERE,
+        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (its A10 records are stale: {POOL} "
+        "changed since 111111111111)",
+    ),
+    "no-records": (
+        RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}),
+        {"CPU": EVERYWHERE["CPU"]},
+        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (no A10 records)",
+    ),
+    "outside-tests": (
+        RecordedFile(
+            POOL, ALLOCATE, {**RECORDS, "A10": GpuRecord({"Pool.allocate": frozenset({"<outside tests>"})}, (C1,))}
+        ),
+        EVERYWHERE,
+        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (it ran outside the tests (at import), "
+        "and every test may read what it made)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("found", "gpu_types", "reason"), list(FULL.values()), ids=list(FULL))
+def test_a_gpu_type_whose_records_cannot_tell_runs_its_full_set(
+    found: RecordedFile, gpu_types: dict[str, GpuRecords], reason: str
+) -> None:
+    planned = plan(found, gpu_types)
+    assert (list(planned.full), planned.reasons[0], list(planned.paths)) == (["A10"], reason, ["CPU"])
+
+
+UNRECORDED = {
+    "module-level": (
+        UnitChange(("<module>", "Pool.free")),
+        "it edits module-level code, which runs at import, outside the tests",
+    ),
+    "new-unit": (UnitChange(("Pool.grow",), ("Pool.grow",)), "it adds Pool.grow: no record knows it"),
+    "unparsed": (
+        UnitChange(undecided="it does not parse as Python at the head"),
+        "it does not parse as Python at the head",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "why"), list(UNRECORDED.values()), ids=list(UNRECORDED))
+def test_a_change_no_record_can_narrow_cannot_decide(change: UnitChange, why: str) -> None:
+    planned = plan(RecordedFile(POOL, change, RECORDS))
+    assert (planned.undecided, planned.reasons, planned.paths) == (
+        [why],
+        [f"{POOL}: touched rule: cannot narrow ({why})"],
+        {},
+    )
+
+
+def test_a_file_no_test_of_a_gpu_type_ran_runs_nothing_there() -> None:
+    planned = plan(RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}))
+    assert (planned.full, list(planned.paths), planned.reasons[0]) == (
+        {},
+        ["CPU"],
+        f"{POOL}:Pool.allocate: touched rule: no test ran it on A10 records: nothing to run there",
+    )
+
+
+def test_stale_tests_and_test_files_changed_since_the_records_run_too() -> None:
+    records = {"CPU": GpuRecords((C1,), ("tests/test_old.py",), ("src/other.py", "tests/test_new.py"))}
+    evidence = TouchEvidence({POOL: RecordedFile(POOL, UnitChange(("Pool.free",)), RECORDS)}, records)
+    planned = plan_touched(
+        evidence, [POOL], ["CPU"], test_path=lambda path: NarrowPath(path) if path.startswith("tests/") else None
+    )
+    assert (planned.paths, planned.reasons[1]) == (
+        {
+            "CPU": [
+                NarrowPath("tests/test_pool.py::test_c"),
+                NarrowPath("tests/test_old.py"),
+                NarrowPath("tests/test_new.py"),
+            ]
+        },
+        "touched rule: CPU stages also run 2 test path(s) their records do not know as they are now (stale, or "
+        "changed since 111111111111)",
+    )
