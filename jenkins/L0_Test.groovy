@@ -16,7 +16,9 @@
 // which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
 // as one Slurm job on the family's partition); JUnit and results are archived even when the stage fails or
 // times out. With the shared history (the credential HISTORY_CREDENTIAL) every stage records into it, reuses
-// what passed on this commit there, and shards by the durations CI recorded.
+// what passed on this commit there, and shards by the durations CI recorded. A post-merge build's stages run
+// with `--record-touches` (STAGE_RUN_ARGS): they record which test ran which function, per GPU type, into
+// that history, and change-based selection narrows later pull requests' stages by those records.
 
 import groovy.transform.Field
 
@@ -24,7 +26,7 @@ import groovy.transform.Field
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
-@Field final List STAGE_RUN_OPTIONS = ['--disable-reuse-test', '--detailed-log']
+@Field final List STAGE_RUN_OPTIONS = ['--disable-reuse-test', '--record-touches', '--detailed-log']
 @Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
 @Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
 @Field final String BASE_OPTION = '--base "$BASE_SHA"'

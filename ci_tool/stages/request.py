@@ -17,7 +17,8 @@ it means to the selection; the bot's flag table (bot/flags.py) adds only how a c
     add_multi_gpu_test       switch    6
     only_multi_gpu_test      switch    7     yes
     disable_multi_gpu_test   switch    8     yes
-    post_merge               switch    4                 (the selection's fail_fast)
+    post_merge               switch    4                 `ci-tool stage run --record-touches` (CI's touch
+                                                             records), and the selection's fail_fast
     detailed_log             switch    -                 `ci-tool stage run --detailed-log`
     debug                    switch    -     yes
     high_priority            switch    -
@@ -123,7 +124,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("add_multi_gpu_test", Kind.SWITCH, Step.ADD_MULTI_GPU),
     Option("only_multi_gpu_test", Kind.SWITCH, Step.ONLY_MULTI_GPU, custom_run=True),
     Option("disable_multi_gpu_test", Kind.SWITCH, Step.DISABLE_MULTI_GPU, custom_run=True),
-    Option("post_merge", Kind.SWITCH, Step.POST_MERGE),
+    # A post-merge run runs everything: its stages record which test ran which code (change-based selection's
+    # touched rule narrows pre-merge runs by those records).
+    Option("post_merge", Kind.SWITCH, Step.POST_MERGE, stage_run_option="--record-touches"),
     Option("detailed_log", Kind.SWITCH, stage_run_option="--detailed-log"),
     Option("debug", Kind.SWITCH, custom_run=True),
     Option("high_priority", Kind.SWITCH),

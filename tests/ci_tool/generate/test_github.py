@@ -113,14 +113,16 @@ def request(**flags: object) -> str:
 
 
 @pytest.mark.parametrize(
-    ("inputs", "outputs"),
+    ("inputs", "outputs", "stage_run_args"),
     [
-        ({}, PRE_MERGE),
-        ({"request": request(post_merge=True), "labels": '["ci: post-merge approved"]'}, POST_MERGE),
+        ({}, PRE_MERGE, ""),
+        # a post-merge run's stages record which test ran which code (change-based selection's touched rule)
+        ({"request": request(post_merge=True), "labels": '["ci: post-merge approved"]'}, POST_MERGE,
+         "--record-touches"),
         ({"request": request(stage_list=["GB200-4_GPUs-PyTorch-1", "A10-PyTorch-OnDemand-1"]), "labels": f'["{FULL}"]'},
-         NAMED),
-        ({"request": request(stage_list=["A10-PyTorch-OnDemand-1", "GB200-4*"]), "labels": f'["{FULL}"]'}, NAMED),
-        ({"request": request(disable_fail_fast=True)}, {**PRE_MERGE, "fail_fast": "false"}),
+         NAMED, ""),
+        ({"request": request(stage_list=["A10-PyTorch-OnDemand-1", "GB200-4*"]), "labels": f'["{FULL}"]'}, NAMED, ""),
+        ({"request": request(disable_fail_fast=True)}, {**PRE_MERGE, "fail_fast": "false"}, ""),
     ],
     ids=["pre-merge-default", "post-merge-labelled", "named", "glob", "disable-fail-fast"],
 )  # fmt: skip
@@ -129,13 +131,14 @@ def test_plan_selects_stages_into_job_matrices_in_catalog_order(
     make_workspace,
     plan_job,
     inputs: dict[str, str],
-    outputs: dict[str, object],  # type: ignore[no-untyped-def]
+    outputs: dict[str, object],
+    stage_run_args: str,  # type: ignore[no-untyped-def]
 ) -> None:
     plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan"), **inputs)
     assert plan.code == 0, plan.log
     got = {key: plan.outputs[key] if key == "fail_fast" else plan.stages(key) for key in outputs}
     assert got == outputs
-    assert (plan.outputs["blocked"], plan.outputs["stage_run_args"]) == ("[]", "")
+    assert (plan.outputs["blocked"], plan.outputs["stage_run_args"]) == ("[]", stage_run_args)
 
 
 def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]

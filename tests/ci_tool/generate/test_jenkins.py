@@ -331,7 +331,9 @@ def test_a_slurm_familys_stage_is_submitted_from_a_slurm_agent_with_the_slurm_ex
 
 def test_an_option_ci_tool_does_not_know_never_reaches_a_shell(runs: dict) -> None:
     run = runs["test-unknown-run-arg"]
-    assert run["error"] == "STAGE_RUN_ARGS: expected options of --disable-reuse-test, --detailed-log, found ; rm -rf ~"
+    assert run["error"] == (
+        "STAGE_RUN_ARGS: expected options of --disable-reuse-test, --record-touches, --detailed-log, found ; rm -rf ~"
+    )
     assert steps(run, "node", "sh") == []
 
 

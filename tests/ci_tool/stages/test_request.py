@@ -86,7 +86,7 @@ def test_request_from_json_rejects(data: object, message: str) -> None:
     [
         ("/bot run", False, True, ()),
         ("/bot run --disable-fail-fast", False, False, ()),
-        ("/bot run --post-merge", False, False, ()),
+        ("/bot run --post-merge", False, False, ("--record-touches",)),  # CI records touches post-merge
         ('/bot run --stage-list "A10-PyTorch-1" --detailed-log', True, True, ("--detailed-log",)),
         ('/bot run --gpu-type "A10"', True, True, ()),
         ("/bot run --add-multi-gpu-test", False, True, ()),
