@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from ci_tool.cli import main
+from ci_tool.history.store import HistoryStore
+from ci_tool.history.touches import rows_of_files
 
 pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
 
@@ -132,3 +134,23 @@ def test_a_post_merge_request_runs_everything(recorded: Path, capsys: pytest.Cap
     request.write_text(json.dumps({"command": "run", "flags": {"post_merge": True}}))
     out = select(capsys, str(request))
     assert "step 16: src/a.py: no rule claims it\n" in out and "+ CPU-Generic-1  (step 1: pre-merge set)" in out
+
+
+def test_a_stage_run_records_its_stage_gpu_type_and_commit(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As a post-merge CI stage runs (`--record-touches` from the selection's stage_run_args)."""
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    head = git(recorded, "rev-parse", "HEAD").strip()
+    code = main(["stage", "run", "CPU-Generic-1", "--record-touches", "--output-dir", str(recorded.parent / "out"),
+                 "--catalog", "stages.yml", "--disable-reuse-test"])  # fmt: skip
+    capsys.readouterr()
+    with HistoryStore(recorded / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        rows, _ = rows_of_files(store, ["src/a.py"])
+    assert (code, sorted((r.unit, r.test_id, r.gpu_type, r.stage, r.commit) for r in rows if r.commit == head)) == (
+        0,
+        [
+            ("<module>", "<outside tests>", "CPU", "CPU-Generic-1", head),
+            ("double", "tests/test_double.py::test_double", "CPU", "CPU-Generic-1", head),
+            ("triple", "tests/test_triple.py::test_triple[1]", "CPU", "CPU-Generic-1", head),
+            ("triple", "tests/test_triple.py::test_triple[2]", "CPU", "CPU-Generic-1", head),
+        ],
+    )
