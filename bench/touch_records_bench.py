@@ -4,11 +4,12 @@ the touched rule takes to judge them for a change.
     cost      the same pytest run of PATHS twice, plain and with the touch plugin (function grain, child
               processes measured), wall seconds and their ratio (best of --rounds each)
     size      the record file (JSON), its (file, unit, test) records, and a SQLite history holding them
-              stamped as one CPU stage at HEAD~1
-    judging   run/touch_evidence.touch_evidence for HEAD~1..HEAD's changed Python files against that history
-              (git reads included), then the touched rule's plan: mean of --rounds
+              stamped as one CPU stage at REV~1
+    judging   run/touch_evidence.touch_evidence for REV~1..REV's changed Python files (--change REV, default
+              HEAD; the records stamped at REV~1) against that history (git reads included), then the touched
+              rule's plan: mean of --rounds
 
-    .venv/bin/python bench/touch_records_bench.py [PATHS ...] [--rounds 2]
+    .venv/bin/python bench/touch_records_bench.py [PATHS ...] [--rounds 2] [--change REV]
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=list(DEFAULT_PATHS))
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--change", default="HEAD", help="The commit whose change is judged.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         record = Path(folder) / "p01.touches.json"
@@ -56,7 +58,7 @@ def main() -> int:
         print(f"cost: plain {plain:.1f} s, recording {recording:.1f} s, ratio {recording / plain:.2f}")
         touches = read_touch_files([record])
         tests = {test for found in touches.values() for test in found}
-        base, head = (gitinfo.commit_of(ROOT, rev) or "" for rev in ("HEAD~1", "HEAD"))
+        base, head = (gitinfo.commit_of(ROOT, rev) or "" for rev in (f"{args.change}~1", args.change))
         rows = stamped(touches, stage="CPU-Generic-1", gpu_type="CPU", commit=base)
         history = Path(folder) / "h.sqlite"
         with HistoryStore(history) as store:
@@ -72,7 +74,7 @@ def main() -> int:
                 evidence = touch_evidence(store, ROOT, base=base, head=head, files=changed, deleted=())
                 plan_touched(evidence, sorted(evidence.files), ["CPU"], test_path=lambda path: None)
                 seconds.append(time.monotonic() - started)
-        print(f"judging: {len(changed)} changed Python file(s) of HEAD, {len(evidence.files)} with records: "
+        print(f"judging: {len(changed)} changed Python file(s) of {head[:12]}, {len(evidence.files)} with records: "
               f"{statistics.mean(seconds) * 1000:.0f} ms")  # fmt: skip
         print(json.dumps({"plain_s": plain, "recording_s": recording, "records": len(rows)}))
     return 0
