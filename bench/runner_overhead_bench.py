@@ -29,7 +29,9 @@ from pathlib import Path
 
 from ci_tool import sysinfo
 from ci_tool.history.store import HistoryStore, RunRecord
-from ci_tool.run import recording, report
+from ci_tool.report.markdown import render_markdown
+from ci_tool.report.model import load_report
+from ci_tool.run import recording
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
@@ -108,7 +110,7 @@ def ci_tool_stage(root: Path, run: int) -> dict[str, float]:
         tests = [recording.to_test_record(test) for test in result.tests]
         store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
         store.finish_run(run_id, state=result.state, finished_at=time.time())
-        report.render_markdown(report.load_report(store, run_id))
+        render_markdown(load_report(store, run_id))
     recorded = time.perf_counter()
     pytest_seconds = sum(p.seconds for p in result.processes)
     return {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ci_tool.stages.request import Kind, Option, Step, flag_name, option
+from ci_tool.stages.request import Option, OptionKind, Step, flag_name, option
 
 
 class Arg(enum.Enum):
@@ -33,7 +33,7 @@ class Command:
     permission: str | None
 
 
-_ARGS = {Kind.SWITCH: Arg.SWITCH, Kind.LIST: Arg.LIST, Kind.PIPELINE_ID: Arg.OPTIONAL_ID}
+_ARGS = {OptionKind.SWITCH: Arg.SWITCH, OptionKind.LIST: Arg.LIST, OptionKind.PIPELINE_ID: Arg.OPTIONAL_ID}
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.commands.dispatch_options import DispatchSettings
 from ci_tool.dispatch.github import Claim, GitHubClient, utc_text
 from ci_tool.dispatch.jenkins import JenkinsClient, NotFound
-from ci_tool.dispatch.model import Build, CaseResult, PullRequest, Status, StatusState
+from ci_tool.dispatch.model import Build, JenkinsCase, PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (
     Claimed,
     Dispatch,
@@ -435,7 +435,7 @@ def _final_status(
     return untested(context, build, f"no {TEST_JOB} build" if not downstream else "no test report")
 
 
-Downstream = tuple[tuple[Build, tuple[CaseResult, ...]], ...]
+Downstream = tuple[tuple[Build, tuple[JenkinsCase, ...]], ...]
 
 
 def _downstream(services: Services, build: Build, unread: list[str]) -> Downstream:

@@ -22,9 +22,9 @@ from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.changes import change_set
 from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options, with_merged_waives
 from ci_tool.errors import BotError, RunError
+from ci_tool.report.words import run_state_words
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
-from ci_tool.run.report import run_state_words
 from ci_tool.run.reuse import ReusePlan, plan_reuse
 from ci_tool.run.session import RunIdentity, catalog_stages, run_session
 from ci_tool.stages.cbts import CbtsScope

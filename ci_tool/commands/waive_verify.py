@@ -18,7 +18,7 @@ from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage
 from ci_tool.run.stage_runner import StageResult
-from ci_tool.run.verify import Verdict, lifted, verify_lines, verify_runs, waives_of
+from ci_tool.run.verify import FixVerdict, lifted, verify_lines, verify_runs, waives_of
 from ci_tool.stages.catalog import Family
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.plan import StagePlan, plan_stage
@@ -78,7 +78,7 @@ def verify_command(
     return 0 if len(proven) == len(found) else 1
 
 
-def verdict_line(verdict: Verdict) -> str:
+def verdict_line(verdict: FixVerdict) -> str:
     """`ID: passed 3 of 3 runs: unwaive proposed`, or why not."""
     passed = f"{verdict.test_id}: passed {verdict.passed} of {verdict.runs_asked} runs"
     if verdict.proven:

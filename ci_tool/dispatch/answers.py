@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from ci_tool.dispatch.model import Build, CaseResult, QueueItem
+from ci_tool.dispatch.model import Build, JenkinsCase, QueueItem
 from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
 from ci_tool.outcomes import BuildResult, TestOutcome
@@ -215,7 +215,7 @@ def _loose_text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def test_cases(answer: Answer, value: object) -> tuple[CaseResult, ...]:
+def test_cases(answer: Answer, value: object) -> tuple[JenkinsCase, ...]:
     data = answer.obj(value)
     cases = []
     for s, suite in enumerate(answer.items(data, "suites")):
@@ -224,7 +224,7 @@ def test_cases(answer: Answer, value: object) -> tuple[CaseResult, ...]:
             found = answer.obj(case, f"{suite_path}.cases[{c}]")
             properties = found.get("properties")
             cases.append(
-                CaseResult(
+                JenkinsCase(
                     class_name=_loose_text(found.get("className")),
                     name=_loose_text(found.get("name")),
                     outcome=_CASE_OUTCOMES.get(_loose_text(found.get("status")), TestOutcome.ERROR),

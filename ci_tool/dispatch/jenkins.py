@@ -29,7 +29,7 @@ import requests
 
 from ci_tool.dispatch import answers
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
-from ci_tool.dispatch.model import Build, CaseResult, Console, QueueItem
+from ci_tool.dispatch.model import Build, Console, JenkinsCase, QueueItem
 from ci_tool.dispatch.urls import split_userinfo
 from ci_tool.errors import DispatchError
 from ci_tool.layout import (
@@ -228,7 +228,7 @@ class JenkinsClient:
             return None
         return data
 
-    def test_cases(self, job: str, number: int) -> tuple[CaseResult, ...]:
+    def test_cases(self, job: str, number: int) -> tuple[JenkinsCase, ...]:
         """The build's test report (the JUnit files its stages recorded); () when it has none."""
         what = f"read the test report of build {number} of {job}"
         try:

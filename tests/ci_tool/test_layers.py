@@ -22,8 +22,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"stages"}),
     frozenset({"history"}),
     frozenset({"perf"}),
+    frozenset({"report"}),  # the report model and its renderers read history rows, never a running stage
     frozenset({"run"}),
-    frozenset({"report"}),
     frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
     frozenset({"bot"}),
     frozenset({"generate"}),

@@ -6,7 +6,7 @@ import pytest
 
 from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, command, flag_by_key, flag_by_name, flags_of
 from ci_tool.stages.names import BACKENDS
-from ci_tool.stages.request import OPTIONS, Kind
+from ci_tool.stages.request import OPTIONS, OptionKind
 
 RUN_FLAGS = [
     "--reuse-test",
@@ -68,7 +68,8 @@ def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "arg"), [(Kind.SWITCH, Arg.SWITCH), (Kind.LIST, Arg.LIST), (Kind.PIPELINE_ID, Arg.OPTIONAL_ID)]
+    ("kind", "arg"),
+    [(OptionKind.SWITCH, Arg.SWITCH), (OptionKind.LIST, Arg.LIST), (OptionKind.PIPELINE_ID, Arg.OPTIONAL_ID)],
 )
-def test_a_run_flag_takes_what_its_option_holds(kind: Kind, arg: Arg) -> None:
+def test_a_run_flag_takes_what_its_option_holds(kind: OptionKind, arg: Arg) -> None:
     assert {flag.arg for flag in flags_of("run") if flag.option is not None and flag.option.kind is kind} == {arg}
