@@ -21,15 +21,17 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, ColumnError, Where
 from ci_tool.stages.approvals import MissingApproval
 
 ACTIONS = ("created", "edited")
+E = TypeVar("E", bound=enum.Enum)
 
 
 class Action(enum.Enum):
@@ -52,7 +54,7 @@ class CommentEvent:
     repository: str  # owner/name
     number: int  # the issue or pull request number
     is_pull_request: bool
-    state: str  # "open" or "closed"
+    state: IssueState
     labels: tuple[str, ...]
     comment_id: int
     previous_body: str | None = None  # for edits: the body before the edit, when GitHub sends it
@@ -89,7 +91,7 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
         repository=reader.get("repository.full_name", str),
         number=reader.get("issue.number", int),
         is_pull_request=reader.get("issue.pull_request", dict, default=None) is not None,
-        state=reader.get("issue.state", str, default="open"),
+        state=reader.choice("issue.state", IssueState, default=IssueState.OPEN),
         labels=tuple(reader.get(f"issue.labels[{i}].name", str) for i in range(len(labels))),
         comment_id=reader.get("comment.id", int, default=0),
         previous_body=changes,
@@ -118,6 +120,17 @@ class _Reader:
                 f"expected an ISO 8601 time at {path!r}, found {text!r}", where=Where(self.file, yaml_path=path)
             ) from None
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+    def choice(self, path: str, kind: type[E], *, default: E) -> E:
+        """One of an enum's values (the enum's values are the JSON's strings)."""
+        text = self.get(path, str, default=default.value)
+        try:
+            return kind(text)
+        except ValueError:
+            expected = " or ".join(repr(item.value) for item in kind)
+            raise BotError(
+                f"expected {expected} at {path!r}, found {text!r}", where=Where(self.file, yaml_path=path)
+            ) from None
 
     def get(self, path: str, kind: type, default: object = _MISSING) -> Any:
         value: object = self.payload
@@ -158,7 +171,7 @@ def _ignored(event: CommentEvent) -> str | None:
             return f"comment by {event.login!r} edited by {event.sender!r}"
         if event.previous_body is not None and command_line(event.previous_body) == command_line(event.body):
             return "edit left the command line unchanged"
-    if event.state != "open":
+    if event.state is not IssueState.OPEN:
         return f"pull request #{event.number} is {event.state}"
     return None
 
@@ -183,7 +196,7 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
     if not authorization.allowed:
         return Decision(
             Action.REFUSE,
-            f"{event.login!r} lacks the {authorization.permission!r} permission ({authorization.via})",
+            f"{event.login!r} lacks the {str(authorization.permission)!r} permission ({authorization.via})",
             event,
             request,
             authorization=authorization,

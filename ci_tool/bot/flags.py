@@ -23,14 +23,31 @@ class Arg(enum.Enum):
     TEXT = "text"  # one double-quoted string kept whole; JSON value a string
 
 
+class SubCommand(enum.StrEnum):
+    """A `/bot` sub-command, as typed after `/bot`."""
+
+    RUN = "run"
+    KILL = "kill"
+    SKIP = "skip"
+    REUSE_PIPELINE = "reuse-pipeline"
+    HELP = "help"
+
+
+class Permission(enum.StrEnum):
+    """What a sub-command needs (bot/authorize.py says who holds it); the value is the allowlist's key."""
+
+    RUN = "run"
+    KILL_SKIP = "kill_skip"  # the stronger one: it grants run too
+
+
 @dataclass(frozen=True)
 class Command:
-    """A `/bot` sub-command. `permission` names the allowlist entry it needs (None: anyone)."""
+    """A `/bot` sub-command and the permission it needs (None: anyone)."""
 
-    name: str
+    name: SubCommand
     usage: str
     help: str
-    permission: str | None
+    permission: Permission | None
 
 
 _ARGS = {OptionKind.SWITCH: Arg.SWITCH, OptionKind.LIST: Arg.LIST, OptionKind.PIPELINE_ID: Arg.OPTIONAL_ID}
@@ -44,7 +61,7 @@ class Flag:
 
     key: str  # the JSON key: "stage_list" is written `--stage-list`
     help: str  # one line, for `/bot help` and the docs
-    command: str = "run"
+    command: SubCommand = SubCommand.RUN
     text: bool = False  # takes one quoted string kept whole (flags of sub-commands other than run)
     required: bool = False
     metavar: str = ""  # what follows the name in usage lines
@@ -58,7 +75,7 @@ class Flag:
     @property
     def option(self) -> Option | None:
         """The selection request's option this flag sets (None for flags of other sub-commands)."""
-        return option(self.key) if self.command == "run" else None
+        return option(self.key) if self.command is SubCommand.RUN else None
 
     @property
     def arg(self) -> Arg:
@@ -99,22 +116,25 @@ class Conflict:
 
 COMMANDS: tuple[Command, ...] = (
     Command(
-        "run", "/bot run [flags]", "Start the build and test pipeline; kills any pipeline running for this PR.", "run"
+        SubCommand.RUN,
+        "/bot run [flags]",
+        "Start the build and test pipeline; kills any pipeline running for this PR.",
+        Permission.RUN,
     ),
-    Command("kill", "/bot kill", "Kill every running pipeline of this PR.", "kill_skip"),
+    Command(SubCommand.KILL, "/bot kill", "Kill every running pipeline of this PR.", Permission.KILL_SKIP),
     Command(
-        "skip",
+        SubCommand.SKIP,
         '/bot skip --comment "reason"',
         "Mark the latest commit as validated without testing (dangerous: no test runs).",
-        "kill_skip",
+        Permission.KILL_SKIP,
     ),
     Command(
-        "reuse-pipeline",
+        SubCommand.REUSE_PIPELINE,
         "/bot reuse-pipeline",
         "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.",
-        "run",
+        Permission.RUN,
     ),
-    Command("help", "/bot help", "Show this help (also `/bot -h`).", None),
+    Command(SubCommand.HELP, "/bot help", "Show this help (also `/bot -h`).", None),
 )
 
 HELP_WORDS = ("help", "-h", "--help")
@@ -170,7 +190,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "comment",
         "Why the commit may skip testing; recorded with the status.",
-        command="skip",
+        command=SubCommand.SKIP,
         text=True,
         required=True,
         metavar='"reason"',

@@ -66,7 +66,7 @@ def _refusal(decision: Decision) -> str:
     permission = authorization.permission
     associations = _and([a.lower() + "s" for a in ASSOCIATIONS[permission]])
     entries = " or ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission])
-    commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission)
+    commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission is permission)
     return (
         f"@{decision.event.login}, thank you for the `/bot {request.command}`. {commands} are open to the "
         f"repository's {associations}, and to the people listed under {entries} in `{ALLOWLIST_PATH}`, "

@@ -24,6 +24,7 @@ from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.changes import change_set, repository_path
 from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
+from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
@@ -186,7 +187,7 @@ def handle(
     jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
     github = None if dry_run or decision.action is Action.IGNORE else settings.github()
     pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
-    if pr is not None and pr.state != "open":  # closed since the event was sent
+    if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
         decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
         command = None
     labels = pr.labels if pr is not None else event.labels

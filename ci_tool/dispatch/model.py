@@ -66,6 +66,13 @@ class Console:
     more: bool  # the build is still writing
 
 
+class IssueState(enum.StrEnum):
+    """A GitHub issue's or pull request's state (the value is GitHub's)."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
 @dataclass(frozen=True)
 class PullRequest:
     repository: str
@@ -73,7 +80,7 @@ class PullRequest:
     head_sha: str
     base_ref: str
     author: str
-    state: str
+    state: IssueState
     labels: tuple[str, ...]
 
 

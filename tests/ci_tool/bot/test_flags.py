@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, command, flag_by_key, flag_by_name, flags_of
+from ci_tool.bot.flags import (
+    COMMANDS,
+    CONFLICTS,
+    FLAGS,
+    Arg,
+    Flag,
+    SubCommand,
+    command,
+    flag_by_key,
+    flag_by_name,
+    flags_of,
+)
 from ci_tool.stages.names import BACKENDS
 from ci_tool.stages.request import OPTIONS, OptionKind
 
@@ -64,7 +75,7 @@ def test_test_backend_choices_are_backends_of_the_stage_name_grammar() -> None:
 def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
     """The bot spells the options; what each means is the option table's, with nothing listed twice."""
     assert [(flag.key, flag.option) for flag in flags_of("run")] == [(o.key, o) for o in OPTIONS]
-    assert [flag.option for flag in FLAGS if flag.command != "run"] == [None]
+    assert [flag.option for flag in FLAGS if flag.command is not SubCommand.RUN] == [None]
 
 
 @pytest.mark.parametrize(
