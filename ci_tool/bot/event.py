@@ -30,8 +30,18 @@ from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, ColumnError, Where
 from ci_tool.stages.approvals import MissingApproval
 
-ACTIONS = ("created", "edited")
 E = TypeVar("E", bound=enum.Enum)
+
+
+class CommentAction(enum.StrEnum):
+    """What happened to the comment (GitHub's `action` of an issue_comment event)."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    DELETED = "deleted"
+
+
+ANSWERED = (CommentAction.CREATED, CommentAction.EDITED)  # a deleted comment asks for nothing
 
 
 class Action(enum.Enum):
@@ -45,7 +55,7 @@ class Action(enum.Enum):
 class CommentEvent:
     """The fields of an `issue_comment` payload the bot reads."""
 
-    action: str
+    action: CommentAction
     body: str
     login: str  # the comment's author
     association: str  # the author's association with the repository: OWNER, MEMBER, ...
@@ -79,8 +89,8 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
     reader = _Reader(payload, file)
     labels = reader.get("issue.labels", list, default=[])
     changes = reader.get("changes.body.from", str, default=None)
-    action = reader.get("action", str)
-    stamp = "comment.updated_at" if action == "edited" else "comment.created_at"
+    action = reader.choice("action", CommentAction)
+    stamp = "comment.updated_at" if action is CommentAction.EDITED else "comment.created_at"
     return CommentEvent(
         action=action,
         body=reader.get("comment.body", str, default="") or "",
@@ -121,13 +131,14 @@ class _Reader:
             ) from None
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
-    def choice(self, path: str, kind: type[E], *, default: E) -> E:
-        """One of an enum's values (the enum's values are the JSON's strings)."""
-        text = self.get(path, str, default=default.value)
+    def choice(self, path: str, kind: type[E], *, default: E | None = None) -> E:
+        """One of an enum's values (the enum's values are the JSON's strings); required without a default."""
+        text = self.get(path, str) if default is None else self.get(path, str, default=default.value)
         try:
             return kind(text)
         except ValueError:
-            expected = " or ".join(repr(item.value) for item in kind)
+            values = [repr(item.value) for item in kind]
+            expected = " or ".join(values) if len(values) == 2 else f"one of {', '.join(values)}"
             raise BotError(
                 f"expected {expected} at {path!r}, found {text!r}", where=Where(self.file, yaml_path=path)
             ) from None
@@ -158,15 +169,15 @@ class _Reader:
 
 def _ignored(event: CommentEvent) -> str | None:
     """Why a comment needs no answer, or None when it does."""
-    if event.action not in ACTIONS:
-        return f"action {event.action!r} is not a new or edited comment"
+    if event.action not in ANSWERED:
+        return f"action {event.action.value!r} is not a new or edited comment"
     if not event.is_pull_request:
         return "comment on an issue, not on a pull request"
     if event.author_is_bot:
         return f"comment by the bot account {event.login!r}"
     if not is_bot_comment(event.body):
         return "comment does not start with /bot"
-    if event.action == "edited":
+    if event.action is CommentAction.EDITED:
         if event.sender.lower() != event.login.lower():
             return f"comment by {event.login!r} edited by {event.sender!r}"
         if event.previous_body is not None and command_line(event.previous_body) == command_line(event.body):
