@@ -27,8 +27,8 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import append_text
-from ci_tool.bot.ci_report import FinishedBuild, render_ci_report, totals
-from ci_tool.bot.ci_report import ci_report as build_ci_report
+from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
+from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
