@@ -150,7 +150,7 @@ FIELDS = st.fixed_dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(value=JSON_VALUES | FIELDS | st.fixed_dictionaries({"builds": st.lists(FIELDS, max_size=3)}))
 def test_any_json_answer_gives_a_value_or_our_error(value: object) -> None:
-    answer = answers.Answer("read it", "http://j/x")
+    answer = answers.AnswerSource("read it", "http://j/x")
     for read in (
         lambda: answers.builds(answer, JOB, value),
         lambda: answers.build(answer, JOB, value),
