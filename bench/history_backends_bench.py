@@ -2,9 +2,12 @@
 
     writers   W processes at once, each recording its own run with one stage of TESTS tests, against one
               writer: rows lost (expected W x TESTS, found), wall seconds, and the ratio
-    reads     over RUNS runs of TESTS_PER_RUN tests: a reuse lookup, the durations read for planning, the
-              flaky report (best of REPEATS), and the first build of a dashboard (`ci-tool site`) of the
-              newest SITE_RUNS runs (once), in seconds
+    reads     over RUNS runs of TESTS_PER_RUN tests (bulk-filled, 1,000 runs a transaction; a test in
+              seven stays red, one in three passes on its rerun): a reuse lookup and what `stage run`
+              reads to plan its reuse, the durations export that planning reads, `ci-tool flaky report`,
+              one run page's known-flaky read before and after it asked about its failures only (best of
+              REPEATS), and a dashboard (`ci-tool site`) of the newest SITE_RUNS runs, built and then
+              rebuilt with no run changed (once each), in seconds
 
     .venv/bin/python bench/history_backends_bench.py [--writers 16] [--runs 10000] [--tests-per-run 100]
 
@@ -31,16 +34,21 @@ sys.path.insert(0, str(ROOT))
 
 from ci_tool.cli import main  # noqa: E402
 from ci_tool.history import flakiness, queries  # noqa: E402
+from ci_tool.history.backend import Writer  # noqa: E402
 from ci_tool.history.locator import History, PostgresUrl  # noqa: E402
-from ci_tool.history.reuse import latest_run_of  # noqa: E402
+from ci_tool.history.reuse import latest_run_of, reuse_source  # noqa: E402
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord  # noqa: E402
 from ci_tool.outcomes import RunState, StageState, TestOutcome  # noqa: E402
+from ci_tool.report.model import load_report  # noqa: E402
 from tests.ci_tool.history.postgres_server import PostgresServer  # noqa: E402
 
 TESTS = 500
 REPEATS = 3
-SITE_RUNS = 50
+SITE_RUNS = 200  # `ci-tool site`'s default
 START = 1_790_000_000.0
+RUN_SPACING_SECONDS = 600  # 10,000 runs: 69 days, so the 30-day window holds about 4,300 of them
+FILL_BATCH = 1_000  # runs a fill transaction
+STAGE = "A10-PyTorch-1"
 
 
 def _record(history: str, writer: int) -> None:
@@ -66,26 +74,59 @@ def writers(history: str, count: int) -> tuple[int, float]:
     return int(found[0]) if found else 0, took
 
 
+Rows = tuple[tuple[object, ...], tuple[object, ...], list[tuple[object, ...]]]  # a run's, its stage's, its tests'
+
+
+def _run_rows(index: int, tests_per_run: int) -> Rows:
+    """One run's row, its stage's and its tests' (the store's columns), as a fill writes them."""
+    run_id = f"r{index:06d}"
+    started = START + index * RUN_SPACING_SECONDS
+    tests = []
+    for t in range(tests_per_run):
+        rerun_flake = t == 0 and index % 3 == 0  # fails first, passes on its rerun
+        red_flake = t == 1 and index % 7 == 0  # stays red one run in seven: a known flaky failure on a page
+        outcome = TestOutcome.FAILED if rerun_flake or red_flake else TestOutcome.PASSED
+        rerun = TestOutcome.PASSED if rerun_flake else None
+        signature = "AssertionError: flaky" if outcome is TestOutcome.FAILED else ""
+        tests.append((run_id, STAGE, f"tests/m{t % 20}.py::test_{t}", outcome, rerun, 0.1 + (t % 10) / 10, None,
+                      signature.split(":")[0], "", signature, "", started + 200))  # fmt: skip
+    failed = sum(1 for row in tests if row[3] is TestOutcome.FAILED and row[4] is None)
+    state = RunState.FAILED if failed else RunState.PASSED
+    run = (run_id, "/bot run", state, started, started + 300, "bench", "{}", f"c{index}", "", "{}")
+    stage = (run_id, STAGE, StageState.FAILED if failed else StageState.PASSED, "", started, 250.0,
+             tests_per_run - failed, failed, 0, "", "{}")  # fmt: skip
+    return run, stage, tests
+
+
 def populate(history: History, runs: int, tests_per_run: int) -> None:
+    """Bulk fill (not what is measured): FILL_BATCH runs a transaction, through the store's own writer."""
     with HistoryStore(history) as store:
-        for index in range(runs):
-            run_id = f"r{index:06d}"
-            started = START + index * 600
-            tests = []
-            for t in range(tests_per_run):
-                flaky = t == 0 and index % 3 == 0
-                outcome = TestOutcome.FAILED if flaky else TestOutcome.PASSED
-                tests.append(TestRecord(f"tests/m{t % 20}.py::test_{t}", outcome, 0.1 + (t % 10) / 10,
-                                        rerun_outcome=TestOutcome.PASSED if flaky else None))  # fmt: skip
-            run = RunRecord(
-                run_id, "/bot run", RunState.PASSED, started, started + 300, code_commit=f"c{index}", scope="{}"
-            )
-            store.record_run(run, [(StageRecord(run_id, "CPU-Generic-1", StageState.PASSED), tests, started + 200)])
+        for first in range(0, runs, FILL_BATCH):
+            batch = [_run_rows(index, tests_per_run) for index in range(first, min(runs, first + FILL_BATCH))]
+
+            def fill(db: Writer, batch: list[Rows] = batch) -> None:
+                db.executemany(_insert("runs", _RUNS), [run for run, _, _ in batch])
+                db.executemany(_insert("stages", _STAGES), [stage for _, stage, _ in batch])
+                db.executemany(_insert("test_results", _TESTS), [test for _, _, tests in batch for test in tests])
+
+            store.write(fill)
+
+
+_RUNS = "run_id, command, state, started_at, finished_at, host, details_json, code_commit, code_diff, scope"
+_STAGES = ("run_id, name, state, reason, started_at, duration_seconds, passed, failed, skipped, results_dir, "
+           "details_json")  # fmt: skip
+_TESTS = ("run_id, stage, test_id, outcome, rerun_outcome, duration_seconds, waive_reason, kind, message, signature, "
+          "output_head, recorded_at")  # fmt: skip
+
+
+def _insert(table: str, columns: str) -> str:
+    return f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' for _ in columns.split(','))})"
 
 
 def best(work: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
+    """The best of REPEATS runs; a read of a second or more runs once (the bench stays a few minutes)."""
+    times: list[float] = []
+    while len(times) < REPEATS and (not times or times[-1] < 1.0):
         begun = time.perf_counter()
         work()
         times.append(time.perf_counter() - begun)
@@ -95,26 +136,43 @@ def best(work: Callable[[], object]) -> float:
 def reads(label: str, history: History, runs: int, folder: Path) -> None:
     """Each read path's best time, printed as it is measured."""
     name = history.url if isinstance(history, PostgresUrl) else str(history)
+    newest = START + (runs - 1) * RUN_SPACING_SECONDS
+    page_run = f"r{(runs - 1) // 7 * 7:06d}"  # the newest run with a red flake: its page marks it known flaky
 
-    def site() -> None:  # a first build of the newest SITE_RUNS runs' pages into a new folder
-        output = str(folder / f"site-{time.monotonic_ns()}")
+    output = str(folder / f"site-{label}")
+
+    def site() -> None:  # the newest SITE_RUNS runs' pages: first into a new folder, then again over it
         with contextlib.redirect_stdout(io.StringIO()):
             main(["site", "--history", name, "--output", output, "--runs", str(SITE_RUNS)])
 
-    def flaky_report() -> None:  # `ci-tool flaky report`'s default window
-        flakiness.flake_stats(store, since=START + runs * 600 - flakiness.FLAKE_WINDOW_DAYS * 86_400)
-
     with HistoryStore(history, read_only=True) as store:
+        page_started = queries.get_run(store, page_run).started_at
+        every_test = [row[0] for row in store.rows("SELECT DISTINCT test_id FROM test_results")]
+
+        def reuse_plan() -> None:  # what `stage run` reads to plan its reuse: the source run and its passed tests
+            found = latest_run_of(store, commit=f"c{runs // 2}", diff_hash="", scope="{}")
+            assert found is not None
+            reuse_source(store, found)
+
         measured: dict[str, Callable[[], object]] = {
             "reuse lookup": lambda: latest_run_of(store, commit=f"c{runs // 2}", diff_hash="", scope="{}"),
-            "durations read": lambda: queries.export_durations(store),
-            "flaky report": flaky_report,
+            "reuse plan": reuse_plan,
+            "durations export": lambda: (queries.export_durations(store), queries.export_process_costs(store)),
+            "flaky report": lambda: flakiness.flake_stats(
+                store, since=newest - flakiness.FLAKE_WINDOW_DAYS * flakiness.SECONDS_PER_DAY
+            ),
+            # what each run page computed before: every test's rows of the 30 days before the run, tallied
+            "page known-flaky, every test (before)": lambda: flakiness.known_flaky(
+                store, before=page_started, test_ids=every_test
+            ),
+            "page report (known-flaky of its failures)": lambda: load_report(store, page_run),
         }
         for what, work in measured.items():
-            print(f"  {label:10}  {what:15} {best(work):8.4f} s", flush=True)
-    begun = time.perf_counter()
-    site()  # once: it takes seconds
-    print(f"  {label:10}  {'site build':15} {time.perf_counter() - begun:8.4f} s (newest {SITE_RUNS} runs)", flush=True)
+            print(f"  {label:10}  {what:42} {best(work):8.4f} s", flush=True)
+    for what in ("site build (first)", "site rebuild (no run changed)"):  # once each
+        begun = time.perf_counter()
+        site()
+        print(f"  {label:10}  {what:42} {time.perf_counter() - begun:8.4f} s (newest {SITE_RUNS} runs)", flush=True)
 
 
 def main_bench() -> None:
@@ -138,7 +196,7 @@ def main_bench() -> None:
             lost = options.writers * TESTS - many_rows
             print(f"  {label:10}  1 writer {one:6.2f} s ({one_rows} rows)   {options.writers} writers {many:6.2f} s "
                   f"({many_rows} rows, {lost} lost)   ratio {many / one:5.2f}x", flush=True)  # fmt: skip
-        print(f"reads over {options.runs} runs x {options.tests_per_run} tests (best of {REPEATS}, seconds)")
+        print(f"reads over {options.runs} runs x {options.tests_per_run} tests (s; best of {REPEATS}, once if 1 s)")
         for label, make in targets:
             location = make("reads")
             history: History = PostgresUrl(location) if location.startswith("postgresql://") else Path(location)

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The perf gate on an H200, as docs/PERF.md records it: baselines from quiet runs (5 rounds a case, their
 # spread kept), then DGX_H200-PyTorch-PerfSanity-1 gated on a quiet host and under a CPU hog on every core,
-# then with a planted slowdown (KVENGINE_ATTENTION=torch: the engine's slower attention path).
-#   OUT=results bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS]
+# then with a planted slowdown (KVENGINE_ATTENTION=torch: the engine's slower attention path), then with a
+# planted extra cost of a known size (KVENGINE_EXTRA_STEP_COST: that fraction of the layers runs twice each
+# decode step; one run per fraction in EXTRA_COSTS, default "0.10 0.03", EXTRA_COST_RUNS times).
+#   OUT=results bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS EXTRA_COST_RUNS]
+# The last lines of summary.txt tally each kind of run: how many failed, and in how many the gate judged a
+# metric regressed (the history's verdicts: a run failing for another reason is not a catch).
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1 CI_TOOL_COMMIT=${CI_TOOL_COMMIT:-perf-gates}
 OUT=${OUT:?set OUT to a results folder}
 BASELINE_RUNS=${1:-3} QUIET_RUNS=${2:-4} HOG_RUNS=${3:-4} PLANTED_RUNS=${4:-1} BUDGET_SECONDS=${5:-520}
+EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
 # Over several device calls: SEED_HISTORY names the history an earlier call left, and BASELINE_RUNS=0 keeps
 # the baselines that call set (its H200.yaml, committed or copied in before this one).
@@ -18,11 +23,14 @@ left() { [ $((SECONDS - START)) -lt "$BUDGET_SECONDS" ]; }
 
 stage_run() {  # label, then env assignments: one gated stage run, its exit code and wall time in summary.txt
     local label=$1; shift
-    local began=$SECONDS
-    env "$@" python3 -m ci_tool stage run "$STAGE" --history "$HISTORY" --output-dir "/tmp/perf-gate/$label" \
+    local began=$SECONDS before
+    before=$(newest_run)
+    # --disable-reuse-test: every run measures (a planted run's code is the same commit; reuse would skip it)
+    env "$@" python3 -m ci_tool stage run "$STAGE" --disable-reuse-test --history "$HISTORY" --output-dir "/tmp/perf-gate/$label" \
         > "/tmp/perf-gate-$label.log" 2>&1
     local code=$?
     echo "$label exit=$code wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
+    echo "${label%-*} $code $(regressions "$before")" >> "$OUT/tally.txt"  # the kind of run (label less its index)
     grep -h -E "regressed|lost coverage|FAILED|Error|failed in" "/tmp/perf-gate-$label.log" | head -8 >> "$OUT/summary.txt"
     newest >> "$OUT/summary.txt"
 }
@@ -36,6 +44,34 @@ for case, metric, value, noise, rounds, verdict, note in db.execute(
         "SELECT case_id, metric, value, noise, rounds, verdict, note FROM perf_results WHERE run_id = ? AND metric IN "
         "('decode_tokens_per_s', 'step_latency_p50_ms') ORDER BY recorded_at", (run,)):
     print(f"  {case:36} {metric:20} {value:9.2f} +-{noise:7.2f} ({noise / value:5.1%}) x{rounds} {verdict} {note}")
+PY
+}
+
+regressions() {  # $1 = newest run before the stage ran: 1 when a newer run has a metric judged regressed, else 0
+    python3 - "$HISTORY" "$1" <<'PY'
+import sqlite3, sys
+try:  # read-only: never creates the history
+    db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+    row = db.execute("SELECT run_id FROM perf_results ORDER BY recorded_at DESC LIMIT 1").fetchone()
+    if row is None or row[0] == sys.argv[2]:  # the stage recorded nothing
+        print(0)
+    else:
+        query = "SELECT COUNT(*) FROM perf_results WHERE run_id = ? AND verdict = 'regressed'"
+        print(int(db.execute(query, row).fetchone()[0] > 0))
+except sqlite3.Error:
+    print(0)
+PY
+}
+
+newest_run() {  # the newest recorded run's id ("" when none)
+    python3 - "$HISTORY" <<'PY'
+import sqlite3, sys
+try:  # read-only: never creates the history
+    db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+    row = db.execute("SELECT run_id FROM perf_results ORDER BY recorded_at DESC LIMIT 1").fetchone()
+except sqlite3.Error:
+    row = None
+print(row[0] if row else "")
 PY
 }
 
@@ -65,5 +101,17 @@ done
 for i in $(seq "$PLANTED_RUNS"); do
     left && stage_run "planted-torch-attention-$i" CI_TOOL_RUN_ID="planted-$i" KVENGINE_ATTENTION=torch
 done
+for i in $(seq "$EXTRA_COST_RUNS"); do  # the fractions take turns, so a budget cut leaves each some runs
+    for cost in $EXTRA_COSTS; do
+        left && stage_run "planted-extra-cost-$cost-$i" CI_TOOL_RUN_ID="extra-cost-$cost-$i" \
+            KVENGINE_EXTRA_STEP_COST="$cost"
+    done
+done
+if [ -f "$OUT/tally.txt" ]; then
+    echo "runs by kind: failed, with a metric judged regressed" | tee -a "$OUT/summary.txt"
+    awk '{runs[$1]++; failed[$1] += ($2 != 0); regressed[$1] += $3; if (!($1 in seen)) {seen[$1]; order[++n] = $1}}
+         END {for (i = 1; i <= n; i++) {k = order[i]; printf "  %-32s failed %d of %d, regressed in %d\n",
+              k, failed[k], runs[k], regressed[k]}}' "$OUT/tally.txt" | tee -a "$OUT/summary.txt"
+fi
 tail -n 30 /tmp/perf-gate-quiet-1.log > "$OUT/quiet-1.tail" 2>/dev/null
 true

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
+from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
 from ci_tool.dispatch.model import IssueState
@@ -196,7 +197,9 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
         request = parse_comment(event.body)
     except BotSyntaxError as error:
         return Decision(Action.HELP, f"syntax error at column {error.col}", event, error=error)
-    if request.command == "help":
+    if request.command is None:  # _ignored saw /bot first; a comment the grammar reads otherwise is ignored too
+        return Decision(Action.IGNORE, "comment does not start with /bot", event)
+    if request.command is SubCommand.HELP:
         return Decision(
             Action.HELP,
             "help asked for" if request.unknown_command is None else f"unknown sub-command {request.unknown_command!r}",

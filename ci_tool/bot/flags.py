@@ -48,6 +48,10 @@ class Command:
     usage: str
     help: str
     permission: Permission | None
+    # what `bot handle` reads and reaches to carry it out (bot/lifecycle/)
+    reads_pull_request: bool = False  # the pull request is read first (its head, labels and state)
+    reaches_jenkins: bool = False  # builds are triggered, stopped or read
+    plans_stages: bool = False  # the request's stages are planned, with the pull request's change
 
 
 _ARGS = {OptionKind.SWITCH: Arg.SWITCH, OptionKind.LIST: Arg.LIST, OptionKind.PIPELINE_ID: Arg.OPTIONAL_ID}
@@ -120,22 +124,39 @@ COMMANDS: tuple[Command, ...] = (
         "/bot run [flags]",
         "Start the build and test pipeline; kills any pipeline running for this PR.",
         Permission.RUN,
+        reads_pull_request=True,
+        reaches_jenkins=True,
+        plans_stages=True,
     ),
-    Command(SubCommand.KILL, "/bot kill", "Kill every running pipeline of this PR.", Permission.KILL_SKIP),
+    Command(
+        SubCommand.KILL,
+        "/bot kill",
+        "Kill every running pipeline of this PR.",
+        Permission.KILL_SKIP,
+        reaches_jenkins=True,
+    ),
     Command(
         SubCommand.SKIP,
         '/bot skip --comment "reason"',
         "Mark the latest commit as validated without testing (dangerous: no test runs).",
         Permission.KILL_SKIP,
+        reads_pull_request=True,
     ),
     Command(
         SubCommand.REUSE_PIPELINE,
         "/bot reuse-pipeline",
         "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.",
         Permission.RUN,
+        reads_pull_request=True,
+        reaches_jenkins=True,
+        plans_stages=True,
     ),
     Command(SubCommand.HELP, "/bot help", "Show this help (also `/bot -h`).", None),
 )
+
+PR_COMMANDS = frozenset(c.name for c in COMMANDS if c.reads_pull_request)
+JENKINS_COMMANDS = frozenset(c.name for c in COMMANDS if c.reaches_jenkins)
+PLANNED_COMMANDS = frozenset(c.name for c in COMMANDS if c.plans_stages)
 
 HELP_WORDS = ("help", "-h", "--help")
 

@@ -20,7 +20,8 @@ from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan, plan_stages
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
 from ci_tool.testdb.model import TestDb
@@ -85,7 +86,7 @@ def plan_run(
     selection = select_for_change(
         loaded, request, engine=engine, changes=changes, labels=labels, passed_stages=passed_stages
     )
-    plans = plan_stages(selection.selected, db=db, durations=durations, allow_empty=True)
+    plans = Planner(db, durations).selection(selection.selected, allow_empty=True)
     return RunPlan(selection, plans, changes)
 
 

@@ -1,43 +1,46 @@
 """`ci-tool bot parse|plan|help|handle`: check a `/bot` comment's syntax; resolve it against the stage
 catalog (stages, shards, predicted minutes, stages left out and why, approvals, merge gate); print the
-help; answer a webhook event (bot_dispatch.py carries a dispatch out on Jenkins and GitHub).
+help; answer a webhook event (bot/lifecycle/ carries a dispatch out on Jenkins and GitHub).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import authorize, parse_allowlist
-from ci_tool.bot.event import Action, decide, dispatch_payload, read_event
-from ci_tool.bot.flags import flag_by_key
+from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
+from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
+from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
-from ci_tool.commands.changes import change_set, repository_path
-from ci_tool.commands.dispatch_options import JENKINS_COMMANDS, PR_COMMANDS, DispatchSettings, dispatch_options
+from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.dispatch.model import IssueState
-from ci_tool.errors import BotError, TestDbError
+from ci_tool.errors import BotError
 from ci_tool.gitinfo import CodeVersion
-from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.run.reuse import passed_on
-from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.run.changes import change_set, repository_path
 from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.text_file import read_text
 
-# The commands `bot handle` plans stages for, with the pull request's change read from GitHub.
-PLANNED_COMMANDS = ("run", "reuse-pipeline")
+if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
+    from ci_tool.dispatch.github import GitHubClient
+    from ci_tool.dispatch.jenkins import JenkinsClient
+    from ci_tool.dispatch.model import PullRequest
+
 
 
 @click.group()
@@ -55,7 +58,7 @@ def parse(comment: str, as_json: bool) -> None:
 
 
 def _describe(request: BotRequest) -> str:
-    if request.command == "ignore":
+    if request.command is None:
         return "ignore: not a /bot comment"
     lines = [
         request.command
@@ -92,7 +95,7 @@ def plan(
     minutes, the stages left out and why, missing approvals, and whether it can turn the merge gate green.
     Exit 1 when it names stages the catalog does not have."""
     request = parse_comment(sys.stdin.read() if comment == "-" else comment)
-    if request.command != "run":
+    if request.command is not SubCommand.RUN:
         click.echo(_describe(request))
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
@@ -111,20 +114,6 @@ def plan(
         click.echo(_describe(request) + "\n")
         click.echo(render_plan(run_plan), nl=False)
     return 1 if run_plan.selection.errors else 0
-
-
-def _load_at_head(
-    catalog_path: Path, test_db: Path, durations_path: Path | None, changes: ChangeSet | None
-) -> LoadedCatalog:
-    """The catalog with the test-db lists as the pull request's head has them (this checkout is the default
-    branch's). Lists the head breaks load as this checkout has them: the test-db rule then says it cannot
-    decide, and the build's own selection reports the error."""
-    if changes is not None and changes.head_lists():
-        try:
-            return open_catalog(catalog_path, test_db, durations_path, test_db_texts=changes.head_lists())
-        except TestDbError:
-            pass
-    return load(catalog_path, test_db, durations_path)
 
 
 @bot.command("help")
@@ -181,32 +170,15 @@ def handle(
     event = read_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
     allowlist_text = read_text(allowlist_path, name="the allowlist", error=BotError)
     allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
-    decision = decide(event, allowlist)
-    request = decision.request
-    command = request.command if decision.action is Action.DISPATCH and request is not None else None
-    jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
-    github = None if dry_run or decision.action is Action.IGNORE else settings.github()
-    pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
-    if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
-        decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
-        command = None
+    reached = _reach(decide(event, allowlist), settings, dry_run=dry_run, test_db=test_db)
+    decision, request = reached.decision, reached.decision.request
+    pr = reached.pr
     labels = pr.labels if pr is not None else event.labels
-    changes: ChangeSet | None = None
-    if github is not None and pr is not None and command in PLANNED_COMMANDS:
-        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
-
-        changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
-
-    def plan_for(selection_request: SelectionRequest) -> RunPlan:
-        loaded = _load_at_head(catalog_path, test_db, durations_path, changes)
-        # the stages that passed on the head already: the build's selection reuses them from the same history
-        head = CodeVersion(pr.head_sha) if pr is not None else None
-        passed = passed_on(history_path(settings.history_option), code=head, request=selection_request)
-        return plan_run(selection_request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                        labels=labels, changes=changes, passed_stages=passed)  # fmt: skip
-
+    head = HeadInputs(catalog_path, test_db, durations_path, settings.history_option, reached.changes, labels,
+                      CodeVersion(pr.head_sha) if pr is not None else None)  # fmt: skip
+    plan_for = functools.partial(plan_at_head, head)
     run_plan: RunPlan | None = None
-    if command == "run" and request is not None:
+    if reached.command is SubCommand.RUN and request is not None:
         run_plan = plan_for(request.selection_request())
         decision = settle(decision, run_plan)
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
@@ -214,16 +186,73 @@ def handle(
     if reply is not None and reply_file is not None:
         write_text_atomically(reply_file, reply, what="the reply")
     if dry_run:
-        if decision.action is Action.DISPATCH:
-            stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
-            click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
-        if reply is not None and reply_file is None:
-            click.echo("\n" + reply, nl=False)
+        return _show_dry_run(decision, run_plan, reply if reply_file is None else None)
+    if reached.github is None or reply is None or decision.action is Action.IGNORE:
         return 0
-    if github is None or reply is None or decision.action is Action.IGNORE:
-        return 0
-    from ci_tool.commands import bot_dispatch  # PyGithub and python-jenkins: only when dispatching
-
     may_skip = authorize(allowlist, command_name="skip", login=event.login, association=event.association).allowed
-    answer = bot_dispatch.Answer(decision, reply, pr, run_plan, plan_for, may_skip=may_skip)
-    return bot_dispatch.carry_out(answer, github, jenkins, settings, github_output=github_output)
+    answer = Answer(decision, reply, reached.pr, run_plan, plan_for, may_skip=may_skip)
+    return _carry_out(answer, reached.github, reached.jenkins, settings, github_output)
+
+
+@dataclass(frozen=True)
+class _Reached:
+    """A decision with what handling it read: the clients it needs, the pull request, and its change."""
+
+    decision: Decision
+    command: str | None  # the dispatched sub-command (None: nothing is dispatched)
+    github: GitHubClient | None = None
+    jenkins: JenkinsClient | None = None
+    pr: PullRequest | None = None
+    changes: ChangeSet | None = None
+
+
+def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, test_db: Path) -> _Reached:
+    """The clients a decision needs (none for a dry run), the pull request (a closed one: ignored) and the
+    change it makes, read from GitHub for the commands that plan stages."""
+    event, request = decision.event, decision.request
+    command = request.command if decision.action is Action.DISPATCH and request is not None else None
+    jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
+    github = None if dry_run or decision.action is Action.IGNORE else settings.github()
+    pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
+    if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
+        decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
+        command = None
+    changes: ChangeSet | None = None
+    if github is not None and pr is not None and command in PLANNED_COMMANDS:
+        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
+
+        changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+    return _Reached(decision, command, github, jenkins, pr, changes)
+
+
+def _show_dry_run(decision: Decision, run_plan: RunPlan | None, reply: str | None) -> int:
+    """What would be dispatched, and the reply (unless it went to --reply-file)."""
+    if decision.action is Action.DISPATCH:
+        stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
+        click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
+    if reply is not None:
+        click.echo("\n" + reply, nl=False)
+    return 0
+
+
+def _carry_out(
+    answer: Answer,
+    github: GitHubClient,
+    jenkins: JenkinsClient | None,
+    settings: DispatchSettings,
+    github_output: Path | None,
+) -> int:
+    from ci_tool.bot.lifecycle.carry_out import carry_out  # PyGithub and python-jenkins: only to dispatch
+    from ci_tool.bot.lifecycle.services import JenkinsReach, Replies
+
+    event = answer.decision.event
+    replies = Replies(github, event.repository, event.number, echo=click.echo, err=_echo_err)
+    reach = None
+    if jenkins is not None:
+        reach = JenkinsReach(jenkins, settings.jenkins_job, settings.history, settings.pace(), settings.report_url,
+                             settings.wait)  # fmt: skip
+    return carry_out(answer, replies, reach, github_output=github_output)
+
+
+def _echo_err(text: str) -> None:
+    click.echo(text, err=True)

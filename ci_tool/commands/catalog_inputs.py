@@ -59,9 +59,38 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
     return open_catalog(catalog_path, test_db, durations_path)
 
 
+_PULL_REQUEST_OPTIONS = (
+    click.option(
+        "--changed-files",
+        type=click.Path(dir_okay=False, path_type=Path),
+        callback=lambda _ctx, _param, path: read_changed_files(path) if path is not None else (),
+        help="The pull request's changed paths, one per line (`git diff --name-only`).",
+    ),
+    click.option(
+        "--base",
+        metavar="REF",
+        help="The target branch: change-based selection compares the test-db and waives with their text "
+        "at its merge base (and, without --changed-files, takes the changed paths from git).",
+    ),
+    click.option(
+        "--head",
+        metavar="REF",
+        help="With --base: the pull request's head commit (CI passes HEAD) [default: the work tree, "
+        "uncommitted and untracked files included].",
+    ),
+    click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
+    click.option(
+        "--labels-json",
+        metavar="JSON",
+        callback=lambda _ctx, _param, text: parse_labels_json(text) if text is not None else (),
+        help="The pull request's labels as a JSON list of strings (how CI passes them).",
+    ),
+)
+
+
 def pull_request_options(command: F) -> F:
     """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), --base (base,
-    the target branch) and --head (head; commands/changes.py reads the change from these), and --label and
+    the target branch) and --head (head; run/changes.py reads the change from these), and --label and
     --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
 
     @functools.wraps(command)
@@ -70,35 +99,8 @@ def pull_request_options(command: F) -> F:
             raise click.UsageError("--head needs --base: the change is measured from the merge base with it")
         return command(*args, labels=(*labels, *labels_json), **kwargs)
 
-    decorators = (
-        click.option(
-            "--changed-files",
-            type=click.Path(dir_okay=False, path_type=Path),
-            callback=lambda _ctx, _param, path: read_changed_files(path) if path is not None else (),
-            help="The pull request's changed paths, one per line (`git diff --name-only`).",
-        ),
-        click.option(
-            "--base",
-            metavar="REF",
-            help="The target branch: change-based selection compares the test-db and waives with their text "
-            "at its merge base (and, without --changed-files, takes the changed paths from git).",
-        ),
-        click.option(
-            "--head",
-            metavar="REF",
-            help="With --base: the pull request's head commit (CI passes HEAD) [default: the work tree, "
-            "uncommitted and untracked files included].",
-        ),
-        click.option("--label", "labels", multiple=True, help="A label of the pull request (repeat for more)."),
-        click.option(
-            "--labels-json",
-            metavar="JSON",
-            callback=lambda _ctx, _param, text: parse_labels_json(text) if text is not None else (),
-            help="The pull request's labels as a JSON list of strings (how CI passes them).",
-        ),
-    )
     wrapped: F = with_labels  # type: ignore[assignment]  # same signature to click
-    return with_decorators(wrapped, decorators)
+    return with_decorators(wrapped, _PULL_REQUEST_OPTIONS)
 
 
 def parse_labels_json(text: str) -> tuple[str, ...]:

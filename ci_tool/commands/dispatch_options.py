@@ -42,8 +42,6 @@ if TYPE_CHECKING:  # the clients import requests, python-jenkins and PyGithub (h
     from ci_tool.dispatch.trigger import Pace
 
 F = TypeVar("F", bound=Callable[..., object])
-PR_COMMANDS = ("run", "skip", "reuse-pipeline")  # the sub-commands that read the pull request first
-JENKINS_COMMANDS = ("run", "kill", "reuse-pipeline")  # the sub-commands that reach Jenkins
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,62 @@ def _report_url(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(error), ctx=ctx, param=param) from None
 
 
+_DISPATCH_OPTIONS = (
+    click.option("--jenkins-url", envvar=JENKINS_URL_ENV, show_envvar=True, help="The Jenkins the bot triggers."),
+    click.option(
+        "--jenkins-job",
+        envvar=JENKINS_JOB_ENV,
+        show_envvar=True,
+        default=MERGE_REQUEST_JOB,
+        show_default=True,
+        help="The job a /bot run triggers (a folder job as folder/name).",
+    ),
+    click.option(
+        "--github-api-url",
+        envvar=GITHUB_API_URL_ENV,
+        show_envvar=True,
+        default=GITHUB_API_URL,
+        show_default=True,
+        help=f"The GitHub API (Enterprise: https://HOST/api/v3); the token comes from {GITHUB_TOKEN_ENV}.",
+    ),
+    click.option("--wait", is_flag=True, help="Follow the build to its end, then post the CI report and status."),
+    click.option(
+        "--history",
+        "history_option",
+        type=HISTORY,
+        help="The history holding the dispatch ledger [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
+    ),
+    _seconds("--poll-seconds", DISPATCH_POLL_SECONDS, 3600, "Between looks at a queue item or a running build."),
+    _seconds(
+        "--retry-seconds",
+        DISPATCH_RETRY_SECONDS,
+        600,
+        "The first pause before a retry (doubling), and between GitHub writes.",
+    ),
+    click.option(
+        "--report-url",
+        envvar=REPORT_URL_ENV,
+        show_envvar=True,
+        callback=_report_url,
+        help="Where each build's HTML report is published, linked from the final CI report: a URL with "
+        + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        + ".",
+    ),
+    _seconds(
+        "--queue-timeout-seconds",
+        QUEUE_TIMEOUT_SECONDS,
+        7 * 24 * 3600,
+        "How long a queued build may wait for Jenkins to name its build number.",
+    ),
+    _seconds(
+        "--lost-answer-seconds",
+        LOST_ANSWER_GRACE_SECONDS,
+        3600,
+        "After a trigger whose answer was lost: how long to look for its build in Jenkins before triggering again.",
+    ),
+)
+
+
 def dispatch_options(command: F) -> F:
     """Add the Jenkins, GitHub, --wait and pacing options (read into the keyword argument `settings`)."""
 
@@ -127,61 +181,7 @@ def dispatch_options(command: F) -> F:
         settings = DispatchSettings(**{name: kwargs.pop(name) for name in list(kwargs) if name in names})
         return command(*args, settings=settings, **kwargs)
 
-    decorators = (
-        click.option("--jenkins-url", envvar=JENKINS_URL_ENV, show_envvar=True, help="The Jenkins the bot triggers."),
-        click.option(
-            "--jenkins-job",
-            envvar=JENKINS_JOB_ENV,
-            show_envvar=True,
-            default=MERGE_REQUEST_JOB,
-            show_default=True,
-            help="The job a /bot run triggers (a folder job as folder/name).",
-        ),
-        click.option(
-            "--github-api-url",
-            envvar=GITHUB_API_URL_ENV,
-            show_envvar=True,
-            default=GITHUB_API_URL,
-            show_default=True,
-            help=f"The GitHub API (Enterprise: https://HOST/api/v3); the token comes from {GITHUB_TOKEN_ENV}.",
-        ),
-        click.option("--wait", is_flag=True, help="Follow the build to its end, then post the CI report and status."),
-        click.option(
-            "--history",
-            "history_option",
-            type=HISTORY,
-            help="The history holding the dispatch ledger [default: $CI_TOOL_HISTORY, else .ci-tool/history.sqlite].",
-        ),
-        _seconds("--poll-seconds", DISPATCH_POLL_SECONDS, 3600, "Between looks at a queue item or a running build."),
-        _seconds(
-            "--retry-seconds",
-            DISPATCH_RETRY_SECONDS,
-            600,
-            "The first pause before a retry (doubling), and between GitHub writes.",
-        ),
-        click.option(
-            "--report-url",
-            envvar=REPORT_URL_ENV,
-            show_envvar=True,
-            callback=_report_url,
-            help="Where each build's HTML report is published, linked from the final CI report: a URL with "
-            + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-            + ".",
-        ),
-        _seconds(
-            "--queue-timeout-seconds",
-            QUEUE_TIMEOUT_SECONDS,
-            7 * 24 * 3600,
-            "How long a queued build may wait for Jenkins to name its build number.",
-        ),
-        _seconds(
-            "--lost-answer-seconds",
-            LOST_ANSWER_GRACE_SECONDS,
-            3600,
-            "After a trigger whose answer was lost: how long to look for its build in Jenkins before triggering again.",
-        ),
-    )
     wrapped: F = with_settings  # type: ignore[assignment]  # same signature to click
-    for decorator in reversed(decorators):
+    for decorator in reversed(_DISPATCH_OPTIONS):
         wrapped = decorator(wrapped)
     return wrapped

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -15,7 +16,8 @@ from ci_tool.commands import bounds
 from ci_tool.errors import HistoryError
 from ci_tool.history import queries
 from ci_tool.history.locator import History, PostgresUrl, locate
-from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.history.queries import FlakyTest, SlowTest
+from ci_tool.history.store import HistoryStore, RunRecord, history_path
 from ci_tool.history.unrecorded import load_unrecorded
 
 
@@ -66,22 +68,29 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
         }
         click.echo(json.dumps(payload, indent=2))
         return 0
-    click.echo("Recent runs (newest first):")
+    click.echo(_text(runs, slowest, flaky, window=window), nl=False)
+    return 0
+
+
+def _text(
+    runs: Sequence[RunRecord], slowest: Sequence[SlowTest], flaky: Sequence[FlakyTest], *, window: int
+) -> str:
+    """The recent runs, the slowest tests and the flaky tests, for people."""
+    lines = ["Recent runs (newest first):"]
     for run in runs:
         took = f"{run.finished_at - run.started_at:8.1f} s" if run.finished_at is not None else "   running"
-        click.echo(f"  {run.run_id}  {run.state:<11} {took}  {run.command}")
-    click.echo(f"Slowest tests (median of the latest results, last {window} runs):")
-    for slow in slowest:
-        click.echo(f"  {slow.median_seconds:8.2f} s  {slow.test_id}")
-    click.echo(f"Flaky tests (last {window} runs):")
+        lines.append(f"  {run.run_id}  {run.state:<11} {took}  {run.command}")
+    lines.append(f"Slowest tests (median of the latest results, last {window} runs):")
+    lines += [f"  {slow.median_seconds:8.2f} s  {slow.test_id}" for slow in slowest]
+    lines.append(f"Flaky tests (last {window} runs):")
     for test in flaky:
-        click.echo(
+        lines.append(
             f"  {test.test_id}  [{test.family}]  {test.flips} flips, {test.passed_on_rerun} passed on rerun, "
             f"{test.results} results"
         )
     if not flaky:
-        click.echo("  none")
-    return 0
+        lines.append("  none")
+    return "\n".join(lines) + "\n"
 
 
 def _sweep(path: History) -> None:

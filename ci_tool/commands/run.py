@@ -11,30 +11,26 @@ records a run of this code that passes by reuse, when an earlier run of it passe
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 
 import click
 
-from ci_tool import gitinfo
-from ci_tool.bot.flags import Arg, flag_by_name
+from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
-from ci_tool.commands.changes import change_set
-from ci_tool.commands.run_options import RunOptions, finish, local_setup, run_options, with_merged_waives
-from ci_tool.errors import BotError, RunError
+from ci_tool.commands.run_options import finish, run_options
+from ci_tool.errors import BotError
 from ci_tool.report.words import run_state_words
-from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.run.changes import change_set
+from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.progress import Progress
-from ci_tool.run.reuse import ReusePlan, plan_reuse
-from ci_tool.run.session import RunIdentity, catalog_stages, run_session
+from ci_tool.run.reuse import check_revalidation
+from ci_tool.run.session import run_session
+from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
-from ci_tool.stages.engines import Engine
-from ci_tool.stages.query import QueryValue
 from ci_tool.stages.request import SelectionRequest
-from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.select import Selection
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
-REUSE_PIPELINE = "reuse-pipeline"
 
 
 class _RunCommand(click.Command):
@@ -92,78 +88,52 @@ def run(
     the CI report and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
-    if request.command not in ("run", REUSE_PIPELINE):
-        expected = f"a `/bot run` or `/bot {REUSE_PIPELINE}` command"
+    if request.command not in (SubCommand.RUN, SubCommand.REUSE_PIPELINE):
+        expected = f"a `/bot run` or `/bot {SubCommand.REUSE_PIPELINE}` command"
         raise BotError(f"expected {expected}, found {text.strip()!r}", hint=RUN_HINT)
-    revalidate = request.command == REUSE_PIPELINE
+    revalidate = request.command is SubCommand.REUSE_PIPELINE
     wanted = SelectionRequest() if revalidate else request.selection_request()
     setup = local_setup(options, detailed_log=wanted.detailed_log)
     if base is not None:  # a pull request's run: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
-    code = gitinfo.code_version(setup.config.rootdir)
-    reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope)
-    selection = select_for_change(
-        setup.loaded,
-        wanted,
-        engine=Engine.LOCAL,
-        changes=change_set(changed_files, base=base, head=head, test_db=options.test_db,
-                           history=setup.config.history),
-        labels=labels,
-        passed_stages=reuse.passed_stages,
-    )
-    echo_errors(selection.errors)
-    if selection.errors:
+    changes = change_set(changed_files, base=base, head=head, test_db=options.test_db, history=setup.config.history)
+    main = plan_main_run(setup, wanted, changes=changes, labels=labels)
+    echo_errors(main.selection.errors)
+    if main.selection.errors:
         return 1
+    _echo_notes(main.selection)
+    if revalidate:
+        check_revalidation(main.selection, main.reuse, setup.facts)
+    click.echo(main.reuse.note)
+    if plan_only:
+        click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
+        return 0
+    return _run(text.strip(), main, setup, options)
+
+
+def _echo_notes(selection: Selection) -> None:
+    """What change-based selection made of the change, the labels CI would need, and the selection's notes."""
     if selection.narrowing is not None and selection.narrowing.scope is not CbtsScope.OFF:
         click.echo("".join(f"{reason}\n" for reason in selection.narrowing.reasons), nl=False)
     for missing in selection.missing:
         click.echo(f"note: on CI this run would need the label {missing.label!r}", err=True)
     for note in selection.notes:
         click.echo(f"note: {note}", err=True)
-    reused = {verdict.stage: reuse.passed_stages[verdict.stage] for verdict in selection.reused}
-    if revalidate:
-        _check_revalidation(selection, reuse, setup.facts)
-    click.echo(reuse.note)
-    if plan_only:
-        click.echo("".join(f"+ {name}\n" for name in selection.names), nl=False)
-        return 0
-    chosen = {stage.name.name for stage in selection.selected} | set(reused)
-    stages = catalog_stages(
-        [stage for stage in selection.candidates if stage.name.name in chosen],  # no label needed here
-        db=setup.loaded.db,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        waives_file=setup.waives_file,
-        reused_tests=reuse.passed_tests,
-    )
+
+
+def _run(text: str, main: MainRun, setup: LocalSetup, options: RunOptions) -> int:
+    """Run the planned stages, then print the CI report and where the results are."""
     result = run_session(
-        text.strip(),
-        stages,
+        text,
+        main.stages(setup),
         config=setup.config,
-        fail_fast=selection.fail_fast,
+        fail_fast=main.selection.fail_fast,
         progress=Progress(sys.stdout),
-        identity=RunIdentity(code, wanted.scope, reused),
+        identity=main.identity,
     )
     click.echo("")
     click.echo(result.report_markdown, nl=False)
     state = run_state_words(result.state, result.pipeline.waiting)
     click.echo(f"\nrun {result.run_id}: {state}; results in {result.results_dir}")
     return finish(result, options)
-
-
-def _check_revalidation(selection: Selection, reuse: ReusePlan, facts: Mapping[str, QueryValue]) -> None:
-    """`/bot reuse-pipeline` runs nothing: every stage of a bare `/bot run` this machine serves must have
-    passed in the reused run."""
-    if reuse.source is None:
-        raise RunError(
-            f"expected an earlier run of this code that passed, found none ({reuse.note})",
-            hint="`ci-tool run` runs the stages; `/bot reuse-pipeline` only validates code that passed already",
-        )
-    unproven = [stage.name.name for stage in selection.stages if runner_mismatch(stage.name, facts) is None]
-    if unproven:
-        raise RunError(
-            f"expected run {reuse.source.run.run_id} to have passed every stage this machine serves, found "
-            f"{', '.join(unproven)} not passed there",
-            hint="`ci-tool run` runs them (and reuses the rest)",
-        )

@@ -42,20 +42,7 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         summaries = overview.run_summaries(store, limit=limit)
         plan = layout.plan_site(summaries, previous, _renderer())
         hrefs = {summary.run.run_id: layout.run_page(summary.run.run_id) for summary in summaries}
-        for summary in plan.render:
-            try:
-                page = html_page(
-                    store,
-                    summary.run.run_id,
-                    runs_folder,
-                    trend_samples=window,
-                    nav=layout.nav("../"),
-                    run_href=lambda run_id: _sibling(hrefs.get(run_id)),
-                )
-            except BadRowError as error:  # one run's bad row: the rest of the site still builds
-                store.warn(f"{error}; the page of run {summary.run.run_id} is left out")
-                continue
-            write_text_atomically(output / hrefs[summary.run.run_id], page, what="a run page")
+        _write_run_pages(store, plan, hrefs, output, window=window)
         flaky = queries.flaky_tests(store, window_runs=window)
         slowest = queries.slowest_tests(store, limit=50, window_runs=window)
         perf = perf_overview(store, limit=window)
@@ -75,6 +62,27 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         f"{changed} of {len(pages)} summary pages changed; open {output / layout.PAGES['index']}"
     )
     return 0
+
+
+def _write_run_pages(
+    store: HistoryStore, plan: layout.SitePlan, hrefs: Mapping[str, str], output: Path, *, window: int
+) -> None:
+    """The run pages the plan renders; a run whose rows are bad is left out with a warning."""
+    runs_folder = output / layout.RUNS_FOLDER
+    for summary in plan.render:
+        try:
+            page = html_page(
+                store,
+                summary.run.run_id,
+                runs_folder,
+                trend_samples=window,
+                nav=layout.nav("../"),
+                run_href=lambda run_id: _sibling(hrefs.get(run_id)),
+            )
+        except BadRowError as error:  # one run's bad row: the rest of the site still builds
+            store.warn(f"{error}; the page of run {summary.run.run_id} is left out")
+            continue
+        write_text_atomically(output / hrefs[summary.run.run_id], page, what="a run page")
 
 
 def _sibling(page: str | None) -> str | None:

@@ -13,24 +13,25 @@ import click
 from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
-from ci_tool.commands.changes import change_set
 from ci_tool.commands.history import history_option
 from ci_tool.errors import StageError
-from ci_tool.generate.context import github_matrices
+from ci_tool.generate.outputs import github_outputs
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
+from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.run.reuse import passed_on_checkout
-from ci_tool.stages.catalog import Catalog, Stage
+from ci_tool.stages.catalog import Stage
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
-from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.record import record_json
 from ci_tool.stages.request import Step, request_from_json
-from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.select import select_for_change
 
 RUN_ID = "<run-id>"  # chosen when the run starts
 
@@ -105,13 +106,8 @@ def show_command(
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
     waives = waives_file_of(test_db)
-    plan = plan_catalog_stage(
-        found,
-        db=loaded.db,
-        durations=loaded.durations,
-        sysinfo=facts,
-        waives_file=str(waives) if waives.is_file() else None,
-    )
+    planner = Planner(loaded.db, loaded.durations, facts, str(waives) if waives.is_file() else None)
+    plan = planner.stage(found)
     commands = pytest_commands(plan)
     if as_json:
         click.echo(json.dumps(_show_json(found, plan, commands), indent=2))
@@ -241,20 +237,3 @@ def select_command(
     if github_output is not None:
         append_text(github_output, github_outputs(catalog, selection), what="the GitHub outputs")
     return 0
-
-
-def github_outputs(catalog: Catalog, selection: Selection) -> str:
-    """`name=value` lines for $GITHUB_OUTPUT: each matrix job's rows, fail-fast, the stage run options and
-    the blocked stages (JSON, and one line for people)."""
-    values: dict[str, object] = {
-        **github_matrices(catalog.stages, selection.names),
-        "fail_fast": "true" if selection.fail_fast else "false",
-        "stage_run_args": " ".join(selection.request.stage_run_args),
-        "blocked": [blocked.to_json() for blocked in selection.blocked],
-        "blocked_message": "; ".join(
-            f"{missing.label!r} is missing: blocked "
-            + ", ".join(b.stage.name.name for b in selection.blocked if b.label == missing.label)
-            for missing in selection.missing
-        ),
-    }
-    return "".join(f"{key}={value if isinstance(value, str) else json.dumps(value)}\n" for key, value in values.items())

@@ -21,10 +21,7 @@ a stage that passed does not run again, and the tests that passed in its newest 
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,26 +30,15 @@ import click
 from ci_tool import gitinfo
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
-from ci_tool.commands.run_options import (
-    LocalSetup,
-    RunOptions,
-    finish,
-    local_setup,
-    run_options,
-    with_merged_waives,
-)
-from ci_tool.errors import StageError
-from ci_tool.run.executor import ReadyStage
-from ci_tool.run.invocation import RunSettings, planned_invocations
+from ci_tool.commands.run_options import finish, run_options
+from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.reuse import plan_stage_reuse
-from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages, run_session
+from ci_tool.run.session import PlannedStage, RunIdentity, run_session
+from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, with_merged_waives
+from ci_tool.run.stage_pick import resolve_stage
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan, plan_stage
-
-DRY_RUN_ID = "<run-id>"
 
 
 @click.command("run")
@@ -94,15 +80,22 @@ def run_command(
     if base is not None:  # a pull request's stage: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
-    stage = _resolve(name, shard, setup)
+    _check_shard(name, shard, setup)
+    stage = resolve_stage(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None
     if mismatch is not None:
         click.echo(
             f"warning: this machine is not a runner for {stage.name.name} ({mismatch}); running anyway", err=True
         )
     if dry_run:
-        click.echo(_dry_run(stage, setup, output_dir, system_info=options.system_info), nl=False)
+        facts = facts_line(options.system_info, slurm=options.executor is Executor.SLURM)
+        click.echo(dry_run_text(stage, setup, output_dir, facts=facts), nl=False)
         return 0
+    return _run(stage, setup, options, disable_reuse_test=disable_reuse_test)
+
+
+def _run(stage: PlannedStage, setup: LocalSetup, options: RunOptions, *, disable_reuse_test: bool) -> int:
+    """Run the stage, reusing what passed on this code (see the module docstring), and say where its JUnit is."""
     code = gitinfo.code_version(setup.config.rootdir)
     reuse = plan_stage_reuse(stage.name.name, code=code, history=setup.config.history, disabled=disable_reuse_test)
     click.echo(reuse.note)
@@ -125,91 +118,11 @@ def run_command(
     return finish(result, options)
 
 
-def _resolve(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
-    """The stage NAME (and --shard) means: a catalog stage, or a family's whole render."""
+def _check_shard(name: str, shard: int | None, setup: LocalSetup) -> None:
+    """A --shard with a stage NAME must be that stage's shard (a usage error otherwise)."""
     catalog = setup.loaded.catalog
-    family = next((f for f in catalog.families if f.name.name == name), None)
-    if family is None:
-        found = catalog.stage(name)  # a StageError with the closest names when NAME is neither
-        if shard is not None and shard != found.shard:
-            raise click.UsageError(f"{name} is shard {found.shard}; drop --shard {shard}, or name the family")
-        stages = [found]
-    elif shard is not None:
-        stages = [catalog.stage(f"{name}-{shard}")]
-    elif not family.name.is_test:  # a docs or package-sanity stage: its one stage is its family
-        stages = list(catalog.stages_of(family))
-    else:
-        return PlannedStage(
-            family.name,
-            lambda: _whole_family(family.name, family.context, family.arch, setup),
-            family.platform,
-            family.timeout_minutes,
-        )
-    planned = catalog_stages(
-        stages,
-        db=setup.loaded.db,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        waives_file=setup.waives_file,
-    )
-    return planned[0]
-
-
-def _whole_family(family: StageName, context: str, arch: str, setup: LocalSetup) -> StagePlan:
-    if not family.is_test:
-        raise StageError(f"expected a test stage to run, found {family.name!r} ({family.kind.value})")
-    return plan_stage(
-        family,
-        db=setup.loaded.db,
-        context=context,
-        splits=1,
-        durations=setup.loaded.durations,
-        sysinfo=setup.planning_facts,
-        waives_file=setup.waives_file,
-        arch=arch,
-    )
-
-
-def _dry_run(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None, *, system_info: Path | None) -> str:
-    """The query, the lists each process reads and the exact commands with the variables the stage adds to
-    their environment, as the run would start them (and, for Slurm, the sbatch command)."""
-    config = setup.config
-    plan = stage.plan()
-    slurm = config.executor is Executor.SLURM
-    settings = RunSettings(
-        rootdir=config.rootdir,
-        results_dir=output_dir or config.results_root / DRY_RUN_ID / plan.name.name,
-        run_id=DRY_RUN_ID,
-        test_timeout_seconds=config.test_timeout_seconds,
-        detailed_log=config.detailed_log,
-        nodes=plan.name.node_count if slurm else 1,
-    )
-    shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "not sharded"
-    lines = [
-        f"stage {plan.name.name}: context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} "
-        f"rendered lines, {len(plan.isolated)} isolated",
-        f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
-        f"waives: {plan.waives_file or 'none'}",
-    ]
-    if plan.name.policy.runs_alone:
-        lines.append(
-            f"host: runs alone ({plan.name.mode.value} mode: no other stage shares it"
-            + ("; the Slurm job is --exclusive)" if slurm else "; this runner runs one stage at a time)")
-        )
-    if slurm:
-        from ci_tool.run.slurm_executor import job_files, job_request  # the local path never imports Slurm's
-
-        ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
-        request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
-        lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
-    lines.append(facts_line(system_info, slurm=slurm))
-    for invocation in planned_invocations(plan, settings):
-        lines.append(f"\n# {invocation.label}: {invocation.list_file}")
-        lines += ["  " + line.raw for line in invocation.batch.lines]
-        lines.append(shell_line(invocation.variables, invocation.command(settings.python)))
-    return "\n".join(lines) + "\n"
-
-
-def shell_line(variables: Mapping[str, str], command: list[str]) -> str:
-    """`VAR=value ... command`, quoted for a POSIX shell."""
-    return " ".join([*(f"{key}={shlex.quote(value)}" for key, value in variables.items()), shlex.join(command)])
+    if shard is None or any(f.name.name == name for f in catalog.families):
+        return
+    found = catalog.stage(name)  # a StageError with the closest names when NAME is neither
+    if shard != found.shard:
+        raise click.UsageError(f"{name} is shard {found.shard}; drop --shard {shard}, or name the family")

@@ -1,5 +1,5 @@
 """A pull request's change read through the GitHub API: the ChangeSet `ci-tool stage select --base` reads from
-git (commands/changes.py from_git), so the bot's preview selects what CI selects.
+git (run/changes.py from_git), so the bot's preview selects what CI selects.
 
     GET pulls/N                         the head commit and the base branch's tip
     GET compare/BASE...HEAD             their merge base (the commit git's `--base` measures from)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from ci_tool.stages.names import parse_family_name, parse_stage_name
 
 FLAKE_WINDOW_DAYS = 30  # what "known flaky" and `ci-tool flaky report` read unless told otherwise
 SECONDS_PER_DAY = 86_400
+IDS_PER_QUERY = 500  # test ids asked about in one statement (well below either database's limit on parameters)
 
 
 @dataclass(frozen=True)
@@ -138,18 +139,14 @@ def _attempt(store: HistoryStore, row: Sequence[Any]) -> _Attempt:
     )  # fmt: skip
 
 
-def flake_stats(store: HistoryStore, *, since: float, before: float | None = None) -> list[FlakeStats]:
-    """The flaky tests of runs started in [since, before), most GPU minutes lost first. A bad row is left
-    out with a warning: the measure sums over many runs, and `stage run` reads it for its report."""
-    raw = store.rows(
-        f"SELECT {_COLUMNS} FROM test_results t JOIN runs r ON r.run_id = t.run_id "
-        "LEFT JOIN stages s ON s.run_id = t.run_id AND s.name = t.stage "
-        "WHERE r.started_at >= ? AND r.started_at < ? AND coalesce(t.rerun_outcome, t.outcome) != ? "
-        "ORDER BY r.started_at, t.recorded_at, t.rowid",
-        (since, before if before is not None else float("inf"), TestOutcome.SKIPPED.value),
-    )
+def flake_stats(
+    store: HistoryStore, *, since: float, before: float | None = None, test_ids: Collection[str] | None = None
+) -> list[FlakeStats]:
+    """The flaky tests of runs started in [since, before), most GPU minutes lost first; `test_ids`: of those
+    tests only (a run's report asks about its failures, not the whole window). A bad row is left out with a
+    warning: the measure sums over many runs, and `stage run` reads it for its report."""
     tallies: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
-    for attempt in rows.read(store, raw, lambda row: _attempt(store, row), skip=True):
+    for attempt in _attempts(store, since, before if before is not None else float("inf"), test_ids):
         where = stage_devices(attempt.stage)
         tally = tallies[(attempt.test_id, where.gpu)]
         first, final = attempt.first, attempt.final
@@ -166,6 +163,36 @@ def flake_stats(store: HistoryStore, *, since: float, before: float | None = Non
             tally.lost_seconds += attempt.seconds * where.devices
     found = [_stats(key, tally) for key, tally in tallies.items() if _flaky(tally)]
     return sorted(found, key=lambda s: (-s.lost_gpu_minutes, -s.rate, s.test_id, s.gpu))
+
+
+_WINDOW_SQL = (
+    f"SELECT {_COLUMNS} FROM test_results t JOIN runs r ON r.run_id = t.run_id "
+    "LEFT JOIN stages s ON s.run_id = t.run_id AND s.name = t.stage "
+    "WHERE r.started_at >= ? AND r.started_at < ? AND coalesce(t.rerun_outcome, t.outcome) != ?"
+)
+_ORDER = " ORDER BY r.started_at, t.recorded_at, t.rowid"
+# Only a test whose first attempt failed in the window can be flaky: the others' rows are never read (a row
+# whose outcome is not ci-tool's counts as failed, so that it is read and heard as a bad row). Asked apart,
+# not as a semi-join: PostgreSQL, before its statistics of a freshly filled table, ran that one for minutes.
+_FAILED_FIRST = (
+    "SELECT DISTINCT t.test_id FROM test_results t JOIN runs r ON r.run_id = t.run_id "
+    "WHERE r.started_at >= ? AND r.started_at < ? AND t.outcome NOT IN (?, ?)"
+)
+
+
+def _attempts(store: HistoryStore, since: float, before: float, test_ids: Collection[str] | None) -> Iterator[_Attempt]:
+    """The window's non-skipped results, oldest first per test: of every test whose first attempt failed
+    in it, or of `test_ids`; found through the index by test id, a few hundred ids a statement (all of one
+    test's rows come in one)."""
+    window = (since, before, TestOutcome.SKIPPED.value)
+    if test_ids is None:
+        passing = (TestOutcome.PASSED.value, TestOutcome.SKIPPED.value)
+        test_ids = [row[0] for row in store.rows(_FAILED_FIRST, (since, before, *passing))]
+    ids = sorted(set(test_ids), key=str)  # str: a bad row's test id of another type is read (and heard) too
+    for start in range(0, len(ids), IDS_PER_QUERY):
+        chunk = ids[start : start + IDS_PER_QUERY]
+        raw = store.rows(f"{_WINDOW_SQL} AND t.test_id IN ({', '.join('?' for _ in chunk)}){_ORDER}", (*window, *chunk))
+        yield from rows.read(store, raw, lambda row: _attempt(store, row), skip=True)
 
 
 def _flaky(tally: _Tally) -> bool:
@@ -194,8 +221,13 @@ def _stats(key: tuple[str, str], tally: _Tally) -> FlakeStats:
 KnownFlaky = Mapping[tuple[str, str], FlakeStats]  # (test id, GPU type) -> its measured flakiness
 
 
-def known_flaky(store: HistoryStore, *, before: float, days: int = FLAKE_WINDOW_DAYS) -> KnownFlaky:
+def known_flaky(
+    store: HistoryStore, *, before: float, days: int = FLAKE_WINDOW_DAYS, test_ids: Collection[str] | None = None
+) -> KnownFlaky:
     """The tests known to be flaky when a run started at `before`: measured on the `days` before it, so a
-    run's own failures never make a test "known"."""
-    stats = flake_stats(store, since=before - days * SECONDS_PER_DAY, before=before)
+    run's own failures never make a test "known". `test_ids`: only those are asked about (a report asks
+    about its failed tests: its cost follows them, not the window's size; none failed, nothing is read)."""
+    if test_ids is not None and not test_ids:
+        return {}
+    stats = flake_stats(store, since=before - days * SECONDS_PER_DAY, before=before, test_ids=test_ids)
     return {(s.test_id, s.gpu): s for s in stats}

@@ -7,11 +7,12 @@ words might echo. psycopg (3) is the `postgres` extra: without it a URL is a one
     writers    each write is one transaction (READ COMMITTED); rows of one key go in with
                `INSERT ... ON CONFLICT` and a stage two agents record at once is serialised by an advisory
                lock on its key, so it stays one whole record; a run id recorded twice is refused by its key
-    waits      a lock held past the busy timeout is an error (lock_timeout), never a hang
+    waits      a lock held past the busy timeout is an error (lock_timeout), never a hang; a server that
+               stops answering (a cut network, a frozen host) meets a deadline (postgres_deadlines.py)
     migrations the steps of schema.py under one advisory lock, in one transaction (PostgreSQL's DDL is
                transactional): many runners opening a new database at once migrate it once
-    outage     a server that cannot be reached, refuses the password or goes away mid-run is a located
-               HistoryError; the recorder then keeps the run in its folder for `ci-tool history import`
+    outage     a server that cannot be reached, refuses the password, goes away or stops answering mid-run
+               is a located HistoryError; the recorder then keeps the run in its folder for `ci-tool history import`
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history import postgres_deadlines as deadlines
 from ci_tool.history import schema
 from ci_tool.history.backend import Row, Work
 from ci_tool.history.locator import POSTGRES_EXTRA, PostgresUrl
@@ -30,12 +32,12 @@ from ci_tool.history.schema import SCHEMA_VERSION, AddColumn, Statement
 if TYPE_CHECKING:
     import psycopg
 
-CONNECT_TIMEOUT_SECONDS = 10
 HURRIED_LOCK_TIMEOUT_MS = 2_000  # closing an interrupted run: one short try, then the stale-run sweep closes it
 WRITE_ATTEMPTS = 3  # a transaction PostgreSQL chose to abort (a deadlock, a serialization failure) is tried again
 _MIGRATION_LOCK = 0x63692D746F6F6C  # `ci-tool`: the advisory lock key every migrating runner takes
 _RETRYABLE = ("40001", "40P01")  # serialization_failure, deadlock_detected
 _LOCK_TIMEOUT = "55P03"  # lock_not_available
+_STATEMENT_TIMEOUT = "57014"  # query_canceled: the server's statement_timeout (ci-tool never cancels otherwise)
 
 
 def postgres_ddl(statement: str) -> str:
@@ -68,19 +70,23 @@ def _driver() -> Any:
 class PostgresWriter:
     """An open write transaction on the database."""
 
-    def __init__(self, db: psycopg.Connection[Any]) -> None:
+    def __init__(self, db: psycopg.Connection[Any], watch: deadlines.AnswerWatch) -> None:
         self.db = db
+        self.watch = watch
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.Cursor[Any]:
-        return self.db.execute(driver_sql(sql), tuple(parameters))
+        cursor = self.db.execute(driver_sql(sql), tuple(parameters))
+        self.watch.progress()
+        return cursor
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object:
         with self.db.cursor() as cursor:
             cursor.executemany(driver_sql(sql), [tuple(row) for row in rows])
+        self.watch.progress()
         return None
 
     def lock(self, key: str) -> None:
-        self.db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+        self.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
 
 class PostgresHistory:
@@ -97,6 +103,10 @@ class PostgresHistory:
                 hint=f"`pip install '{POSTGRES_EXTRA}'`, or pass --history PATH for a SQLite file",
             )
         self.version = SCHEMA_VERSION
+        self.watch = deadlines.AnswerWatch()
+        self.lock_timeout_ms = busy_timeout_ms
+        self.statement_timeout_ms = deadlines.default_statement_timeout_ms(busy_timeout_ms)
+        self.connect_seconds = float(deadlines.CONNECT_TIMEOUT_SECONDS)
         self.db = self._connect()
         try:
             version = self._schema_version()
@@ -108,22 +118,42 @@ class PostgresHistory:
                         raise
                     self.version = version  # a read-only role on an older database: read it as it is
         except BaseException:
-            self.db.close()
+            self.close()
             raise
 
     def close(self) -> None:
+        self.watch.close()
         self.db.close()
 
     def group_concat(self, expression: str) -> str:
         return f"string_agg({expression}, ',')"
 
+    @property
+    def answer_seconds(self) -> float | None:
+        """ci-tool's deadline on one answer (postgres_deadlines.py); None: the URL asked for no limit."""
+        if self.statement_timeout_ms <= 0:
+            return None
+        return self.statement_timeout_ms / 1000 + self.connect_seconds
+
     def _connect(self) -> psycopg.Connection[Any]:
+        """A connection with the deadlines of postgres_deadlines.py (the URL's own values where it sets them)."""
         try:
-            db = self.psycopg.connect(
-                self.url.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS, application_name="ci-tool"
+            added = deadlines.added_parameters(self.psycopg.conninfo.conninfo_to_dict(self.url.url))
+            # as the driver reads it (the URL's, $PGCONNECT_TIMEOUT, ours; 0: its own default; at least 2 s)
+            self.connect_seconds = self.psycopg.conninfo.timeout_from_conninfo(
+                self.psycopg.conninfo.conninfo_to_dict(self.url.url, **added)
             )
-            db.execute(f"SET lock_timeout = {int(self.busy_timeout_ms)}")
+            db = self.psycopg.connect(self.url.url, autocommit=True, **added)
         except self.psycopg.Error as error:
+            raise self.error(error, "open") from None
+        try:
+            with self.watch.waiting(db.pgconn.socket, self.connect_seconds):
+                wanted = (str(self.statement_timeout_ms), str(int(self.lock_timeout_ms)))
+                found = {name: value for name, value, _ in db.execute(deadlines.SESSION_TIMEOUTS, wanted).fetchall()}
+            self.statement_timeout_ms = int(found["statement_timeout"])
+            self.lock_timeout_ms = int(found["lock_timeout"])
+        except self.psycopg.Error as error:
+            db.close()
             raise self.error(error, "open") from None
         return db
 
@@ -143,12 +173,14 @@ class PostgresHistory:
             return
         for statement in schema.steps_after(version):
             db.execute(_postgres_statement(statement))
+            self.watch.progress()  # an index built over a large history takes its own time, not the others'
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,))
 
     def rows(self, sql: str, parameters: Sequence[object] = ()) -> list[Row]:
         try:
-            return list(self.db.execute(driver_sql(sql), tuple(parameters)).fetchall())
+            with self.watch.waiting(self.db.pgconn.socket, self.answer_seconds):
+                return list(self.db.execute(driver_sql(sql), tuple(parameters)).fetchall())
         except self.psycopg.Error as error:
             raise self.error(error, "read") from None
 
@@ -156,22 +188,59 @@ class PostgresHistory:
         attempts = 1 if hurry else WRITE_ATTEMPTS
         for attempt in range(1, attempts + 1):
             try:
-                with self.db.transaction():
+                with self.watch.waiting(self.db.pgconn.socket, self._write_seconds(hurry)), self.db.transaction():
+                    writer = PostgresWriter(self.db, self.watch)
                     if hurry:
-                        self.db.execute(f"SET LOCAL lock_timeout = {HURRIED_LOCK_TIMEOUT_MS}")
-                    work(PostgresWriter(self.db))
+                        writer.execute(f"SET LOCAL lock_timeout = {HURRIED_LOCK_TIMEOUT_MS}")
+                    work(writer)
                 return
             except self.psycopg.Error as error:
                 if getattr(error, "sqlstate", None) not in _RETRYABLE or attempt == attempts:
                     raise self.error(error, "write", attempts=attempt, hurry=hurry) from None
+
+    def _write_seconds(self, hurry: bool) -> float | None:
+        """The deadline on each answer of a write; closing an interrupted run waits for one short lock try."""
+        seconds = self.answer_seconds
+        if not hurry:
+            return seconds
+        hurried = HURRIED_LOCK_TIMEOUT_MS / 1000 + self.connect_seconds
+        return hurried if seconds is None else min(seconds, hurried)
+
+    def _waited_seconds(self, doing: str, hurry: bool) -> float:
+        """How long the call that met ci-tool's deadline waited for an answer."""
+        if doing == "open":
+            return self.connect_seconds
+        waited = self._write_seconds(hurry) if doing == "write" else self.answer_seconds
+        return waited if waited is not None else 0.0
 
     def error(self, error: Exception, doing: str, *, attempts: int = 1, hurry: bool = False) -> HistoryError:
         """The located HistoryError for a driver error met while `doing` (open, read, write) the history."""
         where = Where(self.url.shown())
         said = _blotted(_first_line(error), self.url.secrets())
         sqlstate = getattr(error, "sqlstate", None)
+        if self.watch.expired:  # the socket was shut under the driver: what it says is about that, not the cause
+            return HistoryError(
+                f"cannot {doing} the history: expected the PostgreSQL server to answer within "
+                f"{self._waited_seconds(doing, hurry):g} s, found no answer (a stopped server or a cut network)",
+                where=where,
+                hint=f"check the server and the network; {_DEADLINE_HINT}",
+            )
+        if isinstance(error, self.psycopg.errors.ConnectionTimeout):
+            return HistoryError(
+                f"cannot {doing} the history: expected a PostgreSQL server to answer within "
+                f"{self.connect_seconds:g} s (connect_timeout), found no answer",
+                where=where,
+                hint=f"start the server or fix the URL; {_DEADLINE_HINT}",
+            )
+        if sqlstate == _STATEMENT_TIMEOUT:
+            return HistoryError(
+                f"cannot {doing} the history: expected each statement to end within "
+                f"{self.statement_timeout_ms / 1000:g} s (statement_timeout), found one the server cancelled",
+                where=where,
+                hint="raise it in the URL: `?options=-c%20statement_timeout%3D600000` (milliseconds; 0: no limit)",
+            )
         if sqlstate == _LOCK_TIMEOUT:
-            timeout_ms = HURRIED_LOCK_TIMEOUT_MS if hurry else self.busy_timeout_ms
+            timeout_ms = HURRIED_LOCK_TIMEOUT_MS if hurry else self.lock_timeout_ms
             tries = "1 try" if attempts == 1 else f"{attempts} tries"
             return HistoryError(
                 f"the history is locked: expected to {doing} it within {tries} of {timeout_ms / 1000:g} s, "
@@ -188,6 +257,10 @@ class PostgresHistory:
         return HistoryError(f"cannot {doing} the history: {said}", where=where)
 
 
+_DEADLINE_HINT = (
+    "the URL sets the waits: `?connect_timeout=SECONDS&options=-c%20statement_timeout%3DMS` (an answer may take "
+    "the two together)"
+)
 _TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
@@ -105,12 +105,13 @@ class RunRecorder:
         except HistoryError:
             return []
 
-    def known_flaky(self, *, before: float) -> KnownFlaky:
-        """The tests known flaky before the run started (none without a history: the report still comes)."""
+    def known_flaky(self, *, before: float, test_ids: Collection[str]) -> KnownFlaky:
+        """Which of `test_ids` were known flaky before the run started (none without a history: the report
+        still comes)."""
         if self.store is None:
             return {}
         try:
-            return flakiness.known_flaky(self.store, before=before)
+            return flakiness.known_flaky(self.store, before=before, test_ids=test_ids)
         except HistoryError as error:
             self.warn(f"{error}; the report does not mark known flaky failures")
             return {}

@@ -21,8 +21,8 @@ Values arrive as Python's own types (str, int, float, None), so any DB-API drive
 
 from __future__ import annotations
 
-import dataclasses
 import enum
+import functools
 import json
 import math
 import shlex
@@ -61,7 +61,7 @@ class RowView:
     key: str = ""  # `run id 'X', stage 'S'`; set by `keyed`
 
     def raw(self, column: str) -> Any:
-        return self.values[self.columns.index(column)]
+        return self.values[_positions(tuple(self.columns))[column]]
 
     def bad(self, column: str, expected: str) -> BadRowError:
         found = self.raw(column)
@@ -80,11 +80,11 @@ class RowView:
     def keyed(self, *known: str, **names: str) -> RowView:
         """This row named by its key columns (`run_id="run id"`), each checked as a non-empty text, after
         the `known` parts of its key (those the query asked for)."""
-        named = dataclasses.replace(self, key=", ".join(known))
-        for column, words in names.items():
-            part = f"{words} {named.key_text(column)!r}"
-            named = dataclasses.replace(named, key=f"{named.key}, {part}" if named.key else part)
-        return named
+        key = ", ".join(known)
+        for column, words in names.items():  # a bad key column is named by the parts of the key before it
+            part = f"{words} {RowView(self.path, self.table, self.columns, self.values, key).key_text(column)!r}"
+            key = f"{key}, {part}" if key else part
+        return RowView(self.path, self.table, self.columns, self.values, key)  # one copy a row: readers make many
 
     def key_text(self, column: str) -> str:
         value = self.raw(column)
@@ -164,7 +164,19 @@ def _is_number(value: object) -> bool:
 
 def view(store: HistoryStore, table: str, columns: str, row: Sequence[Any]) -> RowView:
     """A row of `SELECT <columns> FROM <table>` as a RowView."""
-    return RowView(str(store.path), table, tuple(name.strip() for name in columns.split(",")), row)
+    return RowView(str(store.path), table, _names(columns), row)
+
+
+@functools.lru_cache(maxsize=256)
+def _names(columns: str) -> tuple[str, ...]:
+    """The column names of a SELECT list (a reader's constant: parsed once, not once a row)."""
+    return tuple(name.strip() for name in columns.split(","))
+
+
+@functools.lru_cache(maxsize=256)
+def _positions(columns: tuple[str, ...]) -> dict[str, int]:
+    """Each column's place in the row (the first, as `tuple.index` finds it)."""
+    return {name: index for index, name in reversed(list(enumerate(columns)))}
 
 
 def read(

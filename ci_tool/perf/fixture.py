@@ -20,15 +20,17 @@ $CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COM
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
 import subprocess
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -36,6 +38,7 @@ from ci_tool import sysinfo
 from ci_tool.errors import CiToolError
 from ci_tool.history.perf_results import PerfResult, latest_post_merge, perf_series, record_perf_results
 from ci_tool.history.store import HistoryStore, history_path
+from ci_tool.layout import HISTORY_ENV
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
@@ -50,6 +53,9 @@ BASELINES_ENV = "CI_TOOL_PERF_BASELINES"
 TARGET_BRANCH_ENV = "CI_TOOL_TARGET_BRANCH"
 DEFAULT_TARGET_BRANCH = "main"
 CPU_GPU_TYPE = "cpu"  # the GPU type of CPU-mode cases, whatever machine runs them
+T = TypeVar("T")
+# The histories this process could not open, read or write: not tried again (see PerfSanity._store).
+_UNAVAILABLE: set[str] = set()
 
 
 class PerfRegressionWarning(UserWarning):
@@ -115,12 +121,17 @@ class PerfSanity:
         origin = Provenance.from_env(self.environ, self.rootdir)
         gate = perf_gate_from_env(self.environ)
         store = self._store()
-        target = self._target_latest(store, case.case_id, gpu, origin, values) if store else {}
+        target: dict[str, float] = {}
+        if store is not None:
+            latest = functools.partial(self._target_latest, case_id=case.case_id, gpu=gpu, origin=origin, values=values)
+            target, store = self._reading(store, latest, target)
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
                        target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
         rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
         if store is not None and origin.post_merge:
-            judged, rows = self._change_points(store, judged, rows)
+            unchanged = (judged, rows)
+            shifts = functools.partial(self._change_points, judged=judged, rows=rows)
+            (judged, rows), store = self._reading(store, shifts, unchanged)
         if store is not None:
             self._record(store, rows)
         node = self.request.node
@@ -155,11 +166,39 @@ class PerfSanity:
         return out_judged, out_rows
 
     def _store(self) -> HistoryStore | None:
+        """The history, or None when it cannot be had: the results still gate, and losing their record must
+        not fail the case. One that failed is not tried again in this process: a server that stopped
+        answering would cost every later case its deadline."""
         try:
-            return HistoryStore(history_path(None, self.environ))
-        except CiToolError as error:  # the results still gate; losing the record must not fail the case
-            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+            where = history_path(None, self.environ)
+        except CiToolError as error:  # a location that is none
+            self._lost(None, error)
             return None
+        if str(where) in _UNAVAILABLE:
+            return None
+        try:
+            return HistoryStore(where)
+        except CiToolError as error:
+            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+            _UNAVAILABLE.add(str(where))
+            return None
+
+    def _reading(
+        self, store: HistoryStore, read: Callable[[HistoryStore], T], default: T
+    ) -> tuple[T, HistoryStore | None]:
+        """`read(store)` and the store still in use, or `default` and None when the history failed it."""
+        try:
+            return read(store), store
+        except CiToolError as error:
+            self._lost(store, error)
+            return default, None
+
+    def _lost(self, store: HistoryStore | None, error: CiToolError) -> None:
+        warnings.warn(f"perf results not recorded: {error}", stacklevel=4)
+        _UNAVAILABLE.add(str(store.path) if store is not None else self.environ.get(HISTORY_ENV, ""))
+        if store is not None:
+            with contextlib.suppress(CiToolError):
+                store.close()
 
     def _target_latest(
         self, store: HistoryStore, case_id: str, gpu: str, origin: Provenance, values: Mapping[str, float]
@@ -176,7 +215,7 @@ class PerfSanity:
             with store:
                 record_perf_results(store, rows)
         except CiToolError as error:
-            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+            self._lost(store, error)
 
     def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged, rounds: int) -> PerfResult:
         baseline = judged.baseline

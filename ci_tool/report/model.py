@@ -62,7 +62,13 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     stages = queries.run_stages(store, run_id)
     tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
     perf = run_perf_results(store, run_id)
-    return build_report(run, stages, tests, perf=perf, known=known_flaky(store, before=run.started_at))
+    known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
+    return build_report(run, stages, tests, perf=perf, known=known)
+
+
+def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
+    """The tests that stayed red in a run (per stage): the only ones its report asks known_flaky about."""
+    return {test.test_id for found in tests.values() for test in found if test.final_outcome.is_failure}
 
 
 def build_report(

@@ -8,6 +8,9 @@
 `ci-tool stage run` (one stage, as CI runs it on an agent) reuses over every run of this code instead
 (`plan_stage_reuse`): the stage does not run when it passed in one, else the tests its newest run passed
 skip. A history that cannot be read spares nothing either: the run goes on and says why.
+
+`/bot reuse-pipeline` runs nothing (`check_revalidation`): it passes by reuse alone, when every stage a bare
+`/bot run` selects that this machine serves passed in the run it reuses.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool import gitinfo
-from ci_tool.errors import HistoryError, Where
+from ci_tool.errors import HistoryError, RunError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
 from ci_tool.history.locator import History
@@ -32,7 +35,10 @@ from ci_tool.history.reuse import (
     stage_reuse,
 )
 from ci_tool.history.store import HistoryStore
+from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.stages.query import QueryValue
 from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.select import Selection
 
 _NOT_A_CHECKOUT = "reuse: off (not a git checkout: the code a run tests cannot be told apart)"
 
@@ -137,7 +143,7 @@ def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, 
 
 
 def passed_on_checkout(history: History, *, root: Path, request: SelectionRequest) -> dict[str, str]:
-    """`passed_on_commit` for the code checked out at `root` (the plan job of a pipeline)."""
+    """`passed_on` for the code checked out at `root` (the plan job of a pipeline)."""
     return passed_on(history, code=gitinfo.code_version(root), request=request)
 
 
@@ -153,3 +159,20 @@ def passed_on(history: History, *, code: CodeVersion | None, request: SelectionR
             return passed_on_code(store, commit=code.commit, diff_hash=code.diff_hash)
     except HistoryError:
         return {}
+
+
+def check_revalidation(selection: Selection, reuse: ReusePlan, facts: Mapping[str, QueryValue]) -> None:
+    """`/bot reuse-pipeline` runs nothing: every stage of a bare `/bot run` this machine serves must have
+    passed in the reused run."""
+    if reuse.source is None:
+        raise RunError(
+            f"expected an earlier run of this code that passed, found none ({reuse.note})",
+            hint="`ci-tool run` runs the stages; `/bot reuse-pipeline` only validates code that passed already",
+        )
+    unproven = [stage.name.name for stage in selection.stages if runner_mismatch(stage.name, facts) is None]
+    if unproven:
+        raise RunError(
+            f"expected run {reuse.source.run.run_id} to have passed every stage this machine serves, found "
+            f"{', '.join(unproven)} not passed there",
+            hint="`ci-tool run` runs them (and reuses the rest)",
+        )

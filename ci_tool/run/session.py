@@ -37,7 +37,7 @@ from ci_tool.history.touches import read_touch_files
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.report.markdown import render_markdown
-from ci_tool.report.model import build_report
+from ci_tool.report.model import build_report, failed_test_ids
 from ci_tool.run import pipeline, recording, results_folder
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
 from ci_tool.run.flaky import FlakySignature
@@ -45,12 +45,11 @@ from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
-from ci_tool.stages.durations import Durations
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan, plan_catalog_stage
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.query import QueryValue
-from ci_tool.testdb.model import TestDb
 from ci_tool.text_file import read_text
 
 
@@ -70,6 +69,23 @@ class SessionConfig:
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
+    def stage_settings(self, name: StageName, *, results_dir: Path, run_id: str, preview: bool = False) -> RunSettings:
+        """How a stage of this session runs: the one place a stage's RunSettings is made. A Slurm job spans
+        the stage name's node count (one srun per process across them); a stage here runs on one node. A
+        `preview` (a dry run) shows the commands alone: no history, flaky signatures or touch recording."""
+        return RunSettings(
+            rootdir=self.rootdir,
+            results_dir=results_dir,
+            run_id=run_id,
+            test_timeout_seconds=self.test_timeout_seconds,
+            flaky_signatures=() if preview else self.flaky_signatures,
+            rerun_flaky=self.rerun_flaky,
+            detailed_log=self.detailed_log,
+            nodes=name.node_count if self.executor is Executor.SLURM else 1,
+            history=None if preview else self.history,
+            record_touches=not preview and self.record_touches,
+        )
+
 
 @dataclass(frozen=True)
 class PlannedStage:
@@ -84,22 +100,13 @@ class PlannedStage:
 
 
 def catalog_stages(
-    stages: Sequence[Stage],
-    *,
-    db: TestDb,
-    durations: Durations,
-    sysinfo: Mapping[str, QueryValue] | None,
-    waives_file: str | None,
-    reused_tests: Mapping[str, ReusedTests] | None = None,
+    stages: Sequence[Stage], *, planner: Planner, reused_tests: Mapping[str, ReusedTests] | None = None
 ) -> list[PlannedStage]:
-    """Catalog stages planned with each stage's query merged over `sysinfo` (None: stage-name keys only,
-    as TensorRT-LLM's sbatch stages render: a Slurm job's node is not this machine)."""
+    """Catalog stages, each planned by `planner` when it starts."""
     return [
         PlannedStage(
             stage.name,
-            functools.partial(
-                plan_catalog_stage, stage, db=db, durations=durations, sysinfo=sysinfo, waives_file=waives_file
-            ),
+            functools.partial(planner.stage, stage),
             stage.platform,
             stage.timeout_minutes,
             (reused_tests or {}).get(stage.name.name),
@@ -203,7 +210,7 @@ def run_session(
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
-        known = store.known_flaky(before=run.started_at)
+        known = store.known_flaky(before=run.started_at, test_ids=failed_test_ids(tests))
         built = build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
         markdown = render_markdown(built)
     kept = results_folder.write_results(
@@ -264,18 +271,7 @@ class _Runner:
             )
             return
         self.progress.stage_started(plan.name.name, len(plan.lines))
-        config = self.config
-        settings = RunSettings(
-            rootdir=config.rootdir,
-            results_dir=folder,
-            run_id=self.run_id,
-            test_timeout_seconds=config.test_timeout_seconds,
-            flaky_signatures=config.flaky_signatures,
-            rerun_flaky=config.rerun_flaky,
-            detailed_log=config.detailed_log,
-            history=config.history,
-            record_touches=config.record_touches,
-        )
+        settings = self.config.stage_settings(plan.name, results_dir=folder, run_id=self.run_id)
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
 
     def next_finished(self) -> pipeline.StageOutcome:

@@ -195,8 +195,7 @@ class SlurmExecutor:
 
     def _submit(self, stage: _Stage) -> None:
         """Submit the stage's job, with a new token (the job deletes its plan file once it has read it)."""
-        settings = replace(stage.ready.settings, nodes=stage.ready.plan.name.node_count)
-        spec = JobSpec(stage.ready.plan, settings, stage.files, new_token())
+        spec = JobSpec(stage.ready.plan, stage.ready.settings, stage.files, new_token())
         write_spec(spec)
         write_text_atomically(stage.files.script, job_script(spec), what="the Slurm job script")
         try:

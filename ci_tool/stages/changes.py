@@ -1,7 +1,7 @@
 """A pull request's change as change-based selection reads it, and the filter a narrowed stage runs its list
-through. Pure: the commands read git and the files (commands/changes.py).
+through. Pure: the commands read git and the files (run/changes.py).
 
-    ChangeSet   what a pull request changes, the same value whether git (commands/changes.py from_git) or
+    ChangeSet   what a pull request changes, the same value whether git (run/changes.py from_git) or
                 the GitHub API (dispatch/pull_change.py from_github) read it: the base (merge base) and
                 head commits; the changed paths (a rename's old and new path both) and which of them were
                 removed, added or renamed; when a base revision is known, each changed file the rules

@@ -252,6 +252,7 @@ def plan_stages(
     db: TestDb,
     durations: Durations,
     sysinfo: Mapping[str, QueryValue] | None = None,
+    waives_file: str | None = None,
     allow_empty: bool = False,
 ) -> dict[str, StagePlan]:
     """Catalog stages planned: stage name -> plan, in the given order; each family is planned once."""
@@ -277,7 +278,7 @@ def plan_stages(
                 line_filter=family.line_filter,
             )
             families[key] = planned
-        plans[stage.name.name] = planned.stage(stage.shard)
+        plans[stage.name.name] = planned.stage(stage.shard, waives_file=waives_file)
     return plans
 
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 
 import torch
 import torch.nn.functional as F
 
+from kvengine.errors import ConfigError, did_you_mean
 from kvengine.lifecycle import LifeCycle
 
 
@@ -101,17 +103,33 @@ def gathered_kv(
     return k, v, valid
 
 
+ATTENTION_ENV_VAR = "KVENGINE_ATTENTION"
+ATTENTION_PATHS = ("triton", "torch")  # unset or empty = triton where it is installed
+
+
 @functools.cache
 def _triton_kernel():  # type: ignore[no-untyped-def]
     """The Triton paged kernel, or None where Triton is not installed (CPU-only torch builds) or
     $KVENGINE_ATTENTION is `torch` (the torch path on a GPU too: benches compare the two)."""
-    if os.environ.get("KVENGINE_ATTENTION") == "torch":
+    if attention_path_from_env() == "torch":
         return None
     try:
         from kvengine.triton_attention import triton_paged_decode
     except ImportError:
         return None
     return triton_paged_decode
+
+
+def attention_path_from_env(environ: Mapping[str, str] = os.environ) -> str:
+    """The path $KVENGINE_ATTENTION asks for; a value that names none is an error, not the default path
+    (a typo must not run the fast path while a bench believes it measures the slow one)."""
+    text = environ.get(ATTENTION_ENV_VAR, "").strip()
+    if text and text not in ATTENTION_PATHS:
+        raise ConfigError(
+            f"{ATTENTION_ENV_VAR} must be one of {', '.join(ATTENTION_PATHS)} (or unset), found {text!r}.",
+            hint=did_you_mean(text, ATTENTION_PATHS),
+        )
+    return text or "triton"
 
 
 def dense_attention(

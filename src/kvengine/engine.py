@@ -6,6 +6,7 @@ The bookkeeping (free lists, dummies, routing) is the pure modules'; this one st
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -19,8 +20,11 @@ from kvengine.padding import DecodeRouter, preallocate_padding_dummy
 from kvengine.plan import Sizing, size_pools
 from kvengine.request import KvCache
 from kvengine.spec import ModelSpec
+from kvengine.step_cost import ExtraStepCost, check_fraction, extra_step_cost_from_env, plan_extra_cost
 from kvengine.storage import KvStorage
 from kvengine.warmup import WarmupResult, run_warmup
+
+LOG = logging.getLogger("kvengine")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,9 @@ class EngineOptions:
     compute_dtype: str | None = None  # activations and weights; None = the KV dtype (float32 for fp8 KV)
     vocab_size: int = 512
     seed: int = 0
+    # a planted slowdown: this fraction of the layers runs twice per step (kvengine.step_cost);
+    # None = $KVENGINE_EXTRA_STEP_COST, off when unset
+    extra_step_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,7 @@ class DecodeEngine:
                 hint="lower max_context_tokens",
             )
         self.sizing: Sizing = self._size(spec, config, options)
+        self.extra_cost: ExtraStepCost = self._plan_extra_cost(spec, options)  # checked before any allocation
         layout = self.sizing.layout
         self.storage = KvStorage(layout, self.sizing.pools.num_slots)
         self.pools = KvPools(layout, self.sizing.pools.num_slots, device=self.device)
@@ -76,7 +84,8 @@ class DecodeEngine:
         if options.compute_dtype is not None:
             compute = TORCH_DTYPES[options.compute_dtype]
         self.model = TinyDecoder(spec.layers, layout, hidden_size=options.hidden_size,
-                                 vocab_size=options.vocab_size, dtype=compute, device=self.device, seed=options.seed)
+                                 vocab_size=options.vocab_size, dtype=compute, device=self.device, seed=options.seed,
+                                 repeated_layers=self.extra_cost.repeated_layers)  # fmt: skip
         self.max_blocks = -(-self.max_context_tokens // layout.tokens_per_block)
         rows = max(max(self.sizing.capture_sizes), limits.max_batch_size)
         self._host_tables = [torch.full((rows, self.max_blocks), -1, dtype=torch.int64) for _ in layout.life_cycles]
@@ -109,6 +118,18 @@ class DecodeEngine:
             )
         free_bytes, _ = torch.cuda.mem_get_info(self.device)
         return size_pools(spec, config, free_gpu_bytes=free_bytes)
+
+    def _plan_extra_cost(self, spec: ModelSpec, options: EngineOptions) -> ExtraStepCost:
+        if options.extra_step_cost is None:
+            fraction = extra_step_cost_from_env()
+        else:
+            fraction = check_fraction(options.extra_step_cost)
+        layout = self.sizing.layout
+        kinds = [(layer, layout.placements[i].life_cycle_id) for i, layer in enumerate(spec.layers)]
+        planned = plan_extra_cost(fraction, kinds)
+        if planned.repeated_layers:  # a deliberately slowed engine says so, once
+            LOG.warning("Planted slowdown: %s", planned.describe())
+        return planned
 
     def add_sequence(self, context_tokens: int = 0) -> Sequence | None:
         """A sequence whose first `context_tokens` are taken as prefilled; None when the pools are short."""

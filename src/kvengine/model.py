@@ -2,7 +2,8 @@
 
 Per layer: RMS-normalized input, Q/K/V projections, the new token's K/V written into the pools, paged
 attention, output projection added to the residual. Weights are random (seeded): the engine's job is
-the cache, not the language.
+the cache, not the language. `repeated_layers` run a second time each step, their result dropped and no KV
+written: the planted extra cost of $KVENGINE_EXTRA_STEP_COST (kvengine.step_cost).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class TinyDecoder:
 
     def __init__(
         self, layers: tuple[LayerSpec, ...], layout: CacheLayout, *, hidden_size: int, vocab_size: int,
-        dtype: torch.dtype, device: torch.device, seed: int = 0,
+        dtype: torch.dtype, device: torch.device, seed: int = 0, repeated_layers: tuple[int, ...] = (),
     ) -> None:
         generator = torch.Generator(device=device).manual_seed(seed)  # on the device: fast for big models
 
@@ -52,6 +53,7 @@ class TinyDecoder:
 
         self.layers = layers
         self.layout = layout
+        self.repeated_layers = frozenset(repeated_layers)
         self.embed = weight(vocab_size, hidden_size) * vocab_size**0.5
         self.weights = tuple(
             LayerWeights(
@@ -71,23 +73,35 @@ class TinyDecoder:
             gather_indices(table, seq_lens, cycle, tpb)
             for table, cycle in zip(inputs.tables, self.layout.life_cycles, strict=True)
         ]
-        for layer_id, (layer, w) in enumerate(zip(self.layers, self.weights, strict=True)):
-            lc_id = self.layout.placements[layer_id].life_cycle_id
-            k_pool, v_pool = pools.layer_kv(layer_id)
-            h = rms_norm(x)
-            q = (h @ w.wq).view(-1, layer.q_heads, layer.head_dim)
-            k = (h @ w.wk).view(-1, layer.num_kv_heads, layer.head_dim)
-            write_token_kv(k_pool, inputs.tables[lc_id], inputs.positions, k)
-            if w.wv is not None:
-                write_token_kv(v_pool, inputs.tables[lc_id], inputs.positions,
-                               (h @ w.wv).view(-1, layer.num_kv_heads, layer.head_dim))
-            attn = paged_decode_attention(
-                q, k_pool, v_pool, blocks[lc_id], seq_lens,
-                window_tokens=self.layout.life_cycles[lc_id].window_tokens, sink_tokens=layer.sink_tokens,
-            )
-            x = x + attn.reshape(x.shape[0], -1) @ w.wo
+        for layer_id in range(len(self.layers)):
+            attn = self._layer(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
+            if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
+                self._layer(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False)
+            x = x + attn
         logits = rms_norm(x) @ self.embed.T
         return logits.argmax(dim=-1), x
+
+    def _layer(
+        self, layer_id: int, x: torch.Tensor, pools: KvPools, inputs: DecodeInputs,
+        blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
+    ) -> torch.Tensor:
+        """One layer's contribution to the residual; `write_kv=False` computes it all but stores no K/V."""
+        layer, w = self.layers[layer_id], self.weights[layer_id]
+        lc_id = self.layout.placements[layer_id].life_cycle_id
+        k_pool, v_pool = pools.layer_kv(layer_id)
+        h = rms_norm(x)
+        q = (h @ w.wq).view(-1, layer.q_heads, layer.head_dim)
+        k = (h @ w.wk).view(-1, layer.num_kv_heads, layer.head_dim)
+        v = None if w.wv is None else (h @ w.wv).view(-1, layer.num_kv_heads, layer.head_dim)
+        if write_kv:
+            write_token_kv(k_pool, inputs.tables[lc_id], inputs.positions, k)
+            if v is not None:
+                write_token_kv(v_pool, inputs.tables[lc_id], inputs.positions, v)
+        attn = paged_decode_attention(
+            q, k_pool, v_pool, blocks[lc_id], seq_lens,
+            window_tokens=self.layout.life_cycles[lc_id].window_tokens, sink_tokens=layer.sink_tokens,
+        )  # fmt: skip
+        return attn.reshape(x.shape[0], -1) @ w.wo
 
 
 def rms_norm(x: torch.Tensor) -> torch.Tensor:

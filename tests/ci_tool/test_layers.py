@@ -61,3 +61,66 @@ def test_a_module_imports_no_layer_above_its_own(path: Path) -> None:
 def test_every_package_and_module_has_a_layer() -> None:
     parts = {path.relative_to(PACKAGE).parts[0].removesuffix(".py") for path in MODULES}
     assert parts <= set().union(*LAYERS)
+
+
+# commands/ is the CLI layer and nothing more (ARCHITECTURE.md, Layout): each module is one verb (options, a call
+# into a library function, output, an exit code), or one of these, which hold what several verbs' options share.
+COMMANDS = PACKAGE / "commands"
+OPTION_MODULES = {
+    "__init__": "the package",
+    "bounds": "the bounded number types of the options",
+    "catalog_inputs": "the catalog, test-db and pull-request options",
+    "clock": "--today",
+    "dispatch_options": "the Jenkins and GitHub options of `bot handle`",
+    "run_options": "the options `run`, `stage run` and `waive verify` share, and a run's closing line",
+    "waive_diff": "--output and the diff `waive propose` and `waive verify` write",
+}
+MAX_COMMAND_FUNCTION_LINES = 30
+COMMAND_MODULES = sorted(COMMANDS.glob("*.py"))
+
+
+def defines_a_command(source: str) -> bool:
+    """Whether a function of `source` is a click command or group (`@click.command`, `@group.command(...)`)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(target, ast.Attribute) and target.attr in ("command", "group"):
+                    return True
+    return False
+
+
+def long_functions(source: str, *, limit: int) -> list[str]:
+    """`name (N lines)` of each function whose body, its docstring left out, is over `limit` lines."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body[1:] if ast.get_docstring(node) is not None and len(node.body) > 1 else node.body
+            lines = (node.end_lineno or node.lineno) - body[0].lineno + 1
+            if lines > limit:
+                found.append(f"{node.name} ({lines} lines)")
+    return found
+
+
+def test_the_checks_find_a_command_and_a_long_function() -> None:
+    verb = "import click\n@click.command('x')\ndef x():\n    pass\n"
+    grouped = "@bot.command('handle')\n@other\ndef handle():\n    pass\n"
+    long = "def f():\n    '''doc'''\n" + "    a = 1\n" * 31
+    short = "def g():\n    '''doc\n\n    more doc'''\n" + "    a = 1\n" * 30
+    assert (defines_a_command(verb), defines_a_command(grouped), defines_a_command(short)) == (True, True, False)
+    assert (long_functions(long, limit=30), long_functions(short, limit=30)) == (["f (31 lines)"], [])
+
+
+@pytest.mark.parametrize("path", COMMAND_MODULES, ids=[p.stem for p in COMMAND_MODULES])
+def test_a_commands_module_is_a_verb_or_an_option_module(path: Path) -> None:
+    is_verb = defines_a_command(path.read_text(encoding="utf-8"))
+    assert is_verb != (path.stem in OPTION_MODULES), (
+        f"commands/{path.name}: " + ("a verb listed as an option module" if is_verb else "defines no command: "
+        "move what it does to the package it belongs to, or list it in OPTION_MODULES if it holds shared options")
+    )
+
+
+@pytest.mark.parametrize("path", COMMAND_MODULES, ids=[p.stem for p in COMMAND_MODULES])
+def test_no_function_in_commands_is_long(path: Path) -> None:
+    found = long_functions(path.read_text(encoding="utf-8"), limit=MAX_COMMAND_FUNCTION_LINES)
+    assert found == [], f"commands/{path.name}: split into a library call: {found}"

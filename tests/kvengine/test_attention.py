@@ -5,9 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kvengine.attention import dense_attention, gather_indices, paged_decode_attention, write_token_kv
+from kvengine.attention import (
+    _triton_kernel,
+    attention_path_from_env,
+    dense_attention,
+    gather_indices,
+    paged_decode_attention,
+    write_token_kv,
+)
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
+from kvengine.errors import ConfigError
 from kvengine.lifecycle import build_layout
 from kvengine.memory import KvPools
 from kvengine.model import rms_norm
@@ -158,3 +166,43 @@ def test_engine_decode_matches_dense_reference(
     metrics = engine.metrics()
     assert (metrics.graph_steps, metrics.eager_steps) == ((steps, 0) if use_graphs else (0, steps))
     assert metrics.padded_steps == (steps if use_graphs and batch == 3 else 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        pytest.param(None, "triton", id="unset"),
+        pytest.param("", "triton", id="empty"),
+        pytest.param("triton", "triton", id="triton"),
+        pytest.param("torch", "torch", id="torch"),
+    ],
+)
+def test_the_attention_variable_names_a_path(text: str | None, path: str) -> None:
+    assert attention_path_from_env({} if text is None else {"KVENGINE_ATTENTION": text}) == path
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        pytest.param("toch", "did you mean 'torch'? valid: torch, triton", id="typo"),
+        pytest.param("Torch", "did you mean 'torch'? valid: torch, triton", id="capitalized"),
+        pytest.param("flash", "valid: torch, triton", id="unknown"),
+    ],
+)
+def test_an_attention_value_naming_no_path_is_an_error_not_the_fast_path(text: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        attention_path_from_env({"KVENGINE_ATTENTION": text})
+    expected = f"KVENGINE_ATTENTION must be one of triton, torch (or unset), found {text!r}. Hint: {hint}"
+    assert str(info.value) == expected
+
+
+def test_the_kernel_choice_reads_the_checked_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KVENGINE_ATTENTION", "toch")
+    _triton_kernel.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"^KVENGINE_ATTENTION must be one of"):
+            _triton_kernel()
+        monkeypatch.setenv("KVENGINE_ATTENTION", "torch")
+        assert _triton_kernel() is None
+    finally:
+        _triton_kernel.cache_clear()  # the next test reads its own environment

@@ -8,6 +8,9 @@ from ci_tool.bot.flags import (
     COMMANDS,
     CONFLICTS,
     FLAGS,
+    JENKINS_COMMANDS,
+    PLANNED_COMMANDS,
+    PR_COMMANDS,
     Arg,
     Flag,
     SubCommand,
@@ -84,3 +87,21 @@ def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
 )
 def test_a_run_flag_takes_what_its_option_holds(kind: OptionKind, arg: Arg) -> None:
     assert {flag.arg for flag in flags_of("run") if flag.option is not None and flag.option.kind is kind} == {arg}
+
+
+@pytest.mark.parametrize(
+    ("name", "reads_pull_request", "reaches_jenkins", "plans_stages"),
+    [
+        ("run", True, True, True),
+        ("kill", False, True, False),
+        ("skip", True, False, False),
+        ("reuse-pipeline", True, True, True),
+        ("help", False, False, False),
+    ],
+    ids=["run", "kill", "skip", "reuse-pipeline", "help"],
+)
+def test_what_bot_handle_reads_and_reaches_for_each_command(
+    name: str, reads_pull_request: bool, reaches_jenkins: bool, plans_stages: bool
+) -> None:
+    facts = (name in PR_COMMANDS, name in JENKINS_COMMANDS, name in PLANNED_COMMANDS)
+    assert facts == (reads_pull_request, reaches_jenkins, plans_stages)

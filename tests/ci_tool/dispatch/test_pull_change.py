@@ -1,4 +1,4 @@
-"""One change input, two builders: what git says a pull request changes (commands/changes.from_git) and what
+"""One change input, two builders: what git says a pull request changes (run/changes.from_git) and what
 the GitHub API says (dispatch/pull_change.from_github, against the fake serving the same git repository) are
 one ChangeSet, so they select the same stages."""
 
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ci_tool.commands.changes import from_git
 from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.pull_change import from_github
 from ci_tool.errors import DispatchError
+from ci_tool.run.changes import from_git
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.changes import ChangeSet, FileStatus
 from ci_tool.stages.engines import Engine

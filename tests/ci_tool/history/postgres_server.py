@@ -8,10 +8,12 @@ involved), and takes password (scram-sha-256) logins as `ci`.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -44,6 +46,19 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command, which may hold blanks
+        except OSError:
+            continue  # it ended meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 class PostgresServer:
@@ -104,8 +119,32 @@ class PostgresServer:
         status = [str(self.bin / "pg_ctl"), "-D", str(self.data), "status"]
         return subprocess.run(status, capture_output=True, timeout=120, **self.as_user).returncode == 0
 
+    def postmaster(self) -> int:
+        """The server's first process, whose children are its backends and workers."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def processes(self) -> list[int]:
+        """The postmaster and its children, as /proc lists them now."""
+        postmaster = self.postmaster()
+        return [postmaster, *children_of(postmaster)]
+
+    def freeze(self) -> None:
+        """Stop every process of the server (SIGSTOP): its kernel still takes connections and bytes, and
+        nothing answers, as a frozen host or a path that black-holes packets does."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signal_number: int) -> None:
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):  # a backend that ended since /proc listed it
+                os.kill(pid, signal_number)
+
     def close(self) -> None:
         try:
+            with contextlib.suppress(OSError, ValueError):  # a test that froze it may end before it thaws it
+                self.thaw()
             if self.running():  # a test that stops it may end before it starts it again
                 self.stop()
         finally:

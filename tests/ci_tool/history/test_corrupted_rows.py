@@ -196,5 +196,5 @@ def test_a_run_on_a_corrupted_history_runs_its_tests_and_keeps_them(
     else:
         assert code == 0
         warnings = err.splitlines()
-    assert all(line.startswith(f"warning: {history}: table ") for line in warnings), err
-    assert bool(warnings) == (corruption == "test-outcome-unknown")  # the one its known-flaky window reads
+    # a green run's report asks known_flaky about no test, so it reads none of the bad rows
+    assert warnings == [], err

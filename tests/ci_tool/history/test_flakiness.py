@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.history.flakiness import StageDevices, flake_stats, known_flaky, stage_devices
+from ci_tool.history.flakiness import KnownFlaky, StageDevices, flake_stats, known_flaky, stage_devices
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.history.planted import (
     A10,
@@ -83,3 +83,81 @@ def test_a_test_that_fails_in_a_new_stage_family_counts_there(tmp_path: Path) ->
 )
 def test_stage_devices(stage: str, expected: StageDevices) -> None:
     assert stage_devices(stage) == expected
+
+
+OTHER = "a.py::test_other"
+
+
+def _whole_window(store: HistoryStore, before: float) -> KnownFlaky:
+    """What a report read before it asked about its failures only: every test's rows of the window tallied."""
+    every = {row[0] for row in store.rows("SELECT test_id FROM test_results")}
+    return known_flaky(store, before=before, test_ids=every)
+
+
+def _old_known_flaky(store: HistoryStore, before: float, test_ids: set[str]) -> dict[tuple[str, str], object]:
+    return {key: stats for key, stats in _whole_window(store, before).items() if key[0] in test_ids}
+
+
+def _plant_more(store: HistoryStore) -> None:
+    """Runs r7..r10 after planted.py's six: the planted test on H100 red in r7 and r9 (passing between), and
+    a.py::test_other on A10 red in r7, r9 and r10, passing in r8."""
+    for number in range(7, 11):
+        h100 = failed(PLANTED, "AssertionError: h100") if number % 2 else TestRecord(PLANTED, PASSED, 2.0)
+        other = TestRecord(OTHER, PASSED, 1.0) if number == 8 else failed(OTHER, "OSError: flaky disk")
+        stages = {"H100_PCIe-PyTorch-1": (60.0, [h100]), A10: (600.0, [other])}
+        record_run(store, f"r{number}", DAY_ONE + (number - 1) * HOUR, stages)
+
+
+@pytest.mark.parametrize("hours", range(12), ids=lambda hours: f"hour-{hours}")  # before, at and after each start
+@pytest.mark.parametrize("ids_per_query", [1, 2, 500], ids=["one-id-a-query", "two-ids-a-query", "one-query"])
+@pytest.mark.parametrize(
+    "test_ids",
+    [{PLANTED}, {PLANTED, RERUN, OTHER}, {"a.py::test_broken", "a.py::test_stable"}, {"no.py::such"}],
+    ids=["the-planted-flake", "three-flakes", "broken-and-stable", "unknown"],
+)
+def test_known_flaky_of_some_tests_is_the_whole_windows_answer_for_them(
+    planted_store: HistoryStore, monkeypatch: pytest.MonkeyPatch, ids_per_query: int, test_ids: set[str], hours: int
+) -> None:
+    monkeypatch.setattr("ci_tool.history.flakiness.IDS_PER_QUERY", ids_per_query)
+    _plant_more(planted_store)
+    before = DAY_ONE + hours * HOUR
+    assert known_flaky(planted_store, before=before, test_ids=test_ids) == _old_known_flaky(
+        planted_store, before, test_ids
+    )
+
+
+def test_known_flaky_of_no_tests_reads_nothing(planted_store: HistoryStore) -> None:
+    _plant_more(planted_store)
+    assert known_flaky(planted_store, before=DAY_ONE + 11 * HOUR, test_ids=set()) == {}
+
+
+@pytest.mark.parametrize("number", range(1, 11), ids=lambda number: f"run-{number}")
+def test_a_run_reports_the_same_known_flaky_failures_as_the_whole_window_did(
+    planted_store: HistoryStore, number: int
+) -> None:
+    from ci_tool.history import queries
+    from ci_tool.report.model import build_report, load_report
+
+    _plant_more(planted_store)
+    run = queries.get_run(planted_store, f"r{number}")
+    stages = queries.run_stages(planted_store, run.run_id)
+    tests = {stage.name: queries.stage_tests(planted_store, run.run_id, stage.name) for stage in stages}
+    old = build_report(run, stages, tests, known=_whole_window(planted_store, run.started_at))
+    assert load_report(planted_store, run.run_id) == old
+
+
+def test_the_run_reports_mark_the_planted_flakes_where_they_were_known_flaky(planted_store: HistoryStore) -> None:
+    from ci_tool.report.model import load_report
+
+    _plant_more(planted_store)
+    marked = [(n, t.test_id) for n in range(1, 11) for t in load_report(planted_store, f"r{n}").known_flaky]
+    assert marked == [(6, PLANTED), (9, PLANTED), (9, OTHER), (10, OTHER)]
+
+
+@pytest.mark.parametrize("hours", [2, 4, 6, 8, 11], ids=lambda hours: f"before-hour-{hours}")
+def test_the_window_without_ids_reads_the_tests_that_failed_first_and_answers_as_every_tests_tally(
+    planted_store: HistoryStore, hours: int
+) -> None:
+    _plant_more(planted_store)
+    before = DAY_ONE + hours * HOUR
+    assert known_flaky(planted_store, before=before) == _whole_window(planted_store, before)

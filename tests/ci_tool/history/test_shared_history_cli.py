@@ -1,6 +1,7 @@
 """Two clones of a project, one PostgreSQL history, through the real CLI: runs made at once in both are
 both recorded, the second clone reuses a stage the first passed on the same code, and the password (in the
-URL the runs are given) appears in no output and no file they write."""
+URL the runs are given) appears in no output and no file they write. A server that is stopped, or frozen
+before or during a run, costs the run its record and nothing else: `history import` records it later."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from ci_tool.history.locator import PostgresUrl
 from tests.ci_tool.history.postgres_server import PASSWORD, PostgresServer
@@ -38,8 +42,8 @@ def clones(suite: Path, tmp_path: Path) -> tuple[Path, Path]:
     return first, second
 
 
-def start(root: Path, url: PostgresUrl, *argv: str) -> subprocess.Popen[str]:
-    environ = {**os.environ, "CI_TOOL_HISTORY": url.url}
+def start(root: Path, url: PostgresUrl, *argv: str, environ: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    environ = {**os.environ, **(environ or {}), "CI_TOOL_HISTORY": url.url}
     return subprocess.Popen(
         [sys.executable, "-m", "ci_tool", *argv], cwd=root, env=environ, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -96,11 +100,81 @@ def test_a_run_made_while_the_server_is_stopped_is_recorded_by_history_import_af
         run_dirs = list((first / ".ci-tool" / "runs").iterdir())
         # the stages ran and passed; the run says it is not recorded, and exits 1 for it as on SQLite
         assert (code, len(run_dirs), PASSWORD in out) == (1, 1, False), out
-        assert "CPU-Generic-1: passed in " in out
+        assert "CPU-Generic-1: passed in " in out, out
         told = [line for line in out.splitlines() if "history import" in line]
         assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
         assert f"{url.shown()}: cannot open the history: expected a PostgreSQL server" in told[0]
         server.start()
+        code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
+        assert (code, PASSWORD in out) == (0, False), out
+        code, listed = finish(start(first, url, "history", "--json"))
+        assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
+    finally:
+        server.close()
+
+
+FREEZE_CASE = """\
+import os
+import signal
+from pathlib import Path
+
+
+def test_freeze_the_history_server():  # as a host that stops answering mid-run: SIGSTOP to all its processes
+    if not os.environ["FREEZE_POSTMASTER"]:
+        return  # frozen before the run
+    postmaster = int(os.environ["FREEZE_POSTMASTER"])
+    children = [int(stat.parent.name) for stat in Path("/proc").glob("[0-9]*/stat")
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster]
+    for pid in (postmaster, *children):
+        os.kill(pid, signal.SIGSTOP)
+"""
+FREEZE_LIST = """\
+l0_freeze:
+- condition:
+    terms:
+      stage: pre_merge
+  tests:
+  - cases/case_basic.py::test_pass
+  - cases/case_freeze.py
+"""
+FREEZE_CATALOG = """\
+version: 1
+families:
+- {name: CPU-Generic, platform: cpu, context: l0_freeze, splits: 1}
+"""
+SHORT_DEADLINES = "?connect_timeout=2&options=-c%20statement_timeout%3D1000"  # an answer waits 1 + 2 s
+FROZEN = {
+    "during-a-connect": "cannot open the history: expected a PostgreSQL server to answer within 2 s (connect_timeout)",
+    "during-the-run": "cannot write the history: expected the PostgreSQL server to answer within 3 s, found no answer",
+}
+
+
+@pytest.mark.parametrize("when", list(FROZEN))
+def test_a_run_whose_server_freezes_ends_keeps_its_records_and_history_import_records_them_after_the_thaw(
+    suite: Path, tmp_path: Path, when: str
+) -> None:
+    (suite / "cases" / "case_freeze.py").write_text(FREEZE_CASE)
+    (suite / "test-db" / "l0_fixture.yml").write_text((suite / "test-db" / "l0_fixture.yml").read_text() + FREEZE_LIST)
+    (suite / "freeze.yml").write_text(FREEZE_CATALOG)
+    first, _ = clones(suite, tmp_path)
+    server = PostgresServer()  # its own: this test freezes it
+    try:
+        url = PostgresUrl(server.create_database("history") + SHORT_DEADLINES)
+        environ = {"FREEZE_POSTMASTER": str(server.postmaster()) if when == "during-the-run" else ""}
+        if when == "during-a-connect":
+            server.freeze()
+        begun = time.monotonic()
+        code, out = finish(start(first, url, "run", "/bot run", "--catalog", "freeze.yml", "--system-info",
+                                 "cpu-only.json", environ=environ))  # fmt: skip
+        took = time.monotonic() - begun
+        server.thaw()
+        run_dirs = list((first / ".ci-tool" / "runs").iterdir())
+        # the stage ran and passed; the run ends at the deadline, says in one line it is not recorded, exits 1
+        assert (code, len(run_dirs), PASSWORD in out, took < 300) == (1, 1, False, True), out
+        assert "CPU-Generic-1: passed in " in out, out
+        told = [line for line in out.splitlines() if "history import" in line]
+        assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
+        assert f"the run is not in the history ({url.shown()}: {FROZEN[when]}" in told[0]
         code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
         assert (code, PASSWORD in out) == (0, False), out
         code, listed = finish(start(first, url, "history", "--json"))

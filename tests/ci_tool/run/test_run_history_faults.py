@@ -216,7 +216,8 @@ def test_a_results_folder_that_cannot_be_made_stops_the_run_before_it_is_recorde
     done = ci_tool_where_modes_bind(*verb, *options, "--history", "h.sqlite", cwd=in_suite)
     code, out, err = done.returncode, done.stdout, done.stderr
     shown = err.split("'")[1]
-    assert (code, out) == (1, "")
+    # the reuse note is all it printed: nothing ran (the suite is no git checkout, so reuse is off)
+    assert (code, out) == (1, "reuse: off (not a git checkout: the code a run tests cannot be told apart)\n")
     assert shown.startswith(folder)
     assert err == (
         f"error: cannot create the results folder {shown!r}: {reason} "

@@ -1,0 +1,115 @@
+"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run).
+
+    /bot run             refused when the head was committed after the comment; the comment claimed (the
+                         bot's reaction: one handling wins, the others follow its build); plan reply; stop
+                         the PR's older runs; trigger (idempotent, dispatch/trigger.py); the reply edited to
+                         "triggered: build N", or to why Jenkins could not start it (error status); pending
+                         status; with --wait, the build followed to its end, the CI report posted and the
+                         final status set (never success without a test report)
+    /bot kill            stop the PR's runs; their statuses "killed by /bot kill"; a reply listing them
+    /bot skip            the full build's context green on the head, the comment as description
+    /bot reuse-pipeline  stop the PR's runs; the newest passing build's statuses carried to the head when
+                         the selection it archived is the one its request selects now, and its commit holds
+                         the head's code (the same git tree) unless the commenter may `/bot skip`
+
+A reply or status GitHub refuses is reported (a warning line, exit 1 at the end) and never undoes, loses or
+repeats the dispatch: handling the comment again finds the build instead of triggering one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ci_tool.atomic import append_text
+from ci_tool.bot.event import Action, Decision
+from ci_tool.bot.flags import SubCommand
+from ci_tool.bot.lifecycle.answer import Answer
+from ci_tool.bot.lifecycle.reuse import reuse
+from ci_tool.bot.lifecycle.run import run
+from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
+from ci_tool.bot.reply import (
+    code,
+    could_not_reach,
+    pushed_after_comment,
+    with_lines,
+)
+from ci_tool.bot.status import (
+    skipped,
+)
+from ci_tool.dispatch.github import utc_text
+from ci_tool.dispatch.model import PullRequest
+from ci_tool.dispatch.trigger import (
+    stop_pull_request,
+)
+from ci_tool.errors import DispatchError
+
+
+def carry_out(answer: Answer, replies: Replies, reach: JenkinsReach | None, *, github_output: Path | None) -> int:
+    """Post the reply, or act on Jenkins and GitHub for a dispatch; 1 when GitHub refused a post."""
+    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    if decision.action is not Action.DISPATCH or request is None:
+        replies.comment(reply)
+    elif pr is not None and _pushed_after(replies, decision, pr):
+        pass  # the command was written for an older head: the reply says so
+    elif request.command is SubCommand.SKIP and pr is not None:
+        skip(replies, pr, str(request.flags.get("comment", "")), reply)
+    elif reach is not None:
+        with reach.history() as history:
+            services = Services(reach.client, replies, reach.job, history, reach.pace, reach.report_url)
+            _on_jenkins(services, answer, wait=reach.wait, github_output=github_output)
+    return 1 if replies.failures else 0
+
+
+def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output: Path | None) -> None:
+    """/bot run, kill or reuse-pipeline, with the history open."""
+    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    assert request is not None  # a dispatch's
+    if request.command is SubCommand.RUN and answer.plan is not None and pr is not None:
+        started = run(services, decision, answer.plan, pr, reply, wait=wait)
+        if github_output is not None and started.build is not None:
+            outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
+            append_text(github_output, outputs, what="the GitHub outputs")
+    elif request.command in (SubCommand.KILL, SubCommand.REUSE_PIPELINE):
+        try:
+            if request.command is SubCommand.KILL:
+                kill(services, decision.event.number, reply)
+            elif pr is not None:
+                reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+        except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
+            services.replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
+            raise
+
+
+def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool:
+    """Refuse (replying why) when the head was committed after the comment: a run, skip or reuse-pipeline
+    applies to the head the commenter saw, never to one pushed since.
+
+    GitHub's REST API tells no push time for an ordinary push; what it tells is the head commit's committer
+    date, which the committer's machine writes. A date after the comment proves the head is newer than what
+    the commenter saw; a date before it proves nothing (a back-dated commit pushed later), so the build is
+    also pinned to the head read here (HEAD_SHA) and never to what a branch holds when Jenkins gets to it.
+    """
+    approved_at = decision.event.approved_at
+    if approved_at is None:
+        return False
+    head = replies.github.commit(pr.repository, pr.head_sha)
+    if head.committed_at <= approved_at:
+        return False
+    command = decision.request.line if decision.request else ""
+    committed, commented = utc_text(head.committed_at), utc_text(approved_at)
+    replies.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
+    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
+    return True
+
+
+def kill(services: Services, pr_number: int, reply: str) -> None:
+    runs = stop_pull_request(services.jenkins, services.job, pr_number)
+    lines = mark_stopped(services, runs, None)
+    services.echo(f"killed: {len(runs.stopped)} build(s) stopped, {len(runs.cancelled)} queued item(s) cancelled")
+    services.replies.comment(with_lines(reply, lines, none="Nothing was running for this pull request."))
+
+
+def skip(replies: Replies, pr: PullRequest, comment: str, reply: str) -> None:
+    status = skipped(comment)
+    replies.status(pr.head_sha, status)
+    replies.comment(with_lines(reply, [f"Set {code(status.context)} to success on {pr.head_sha[:12]}."], none=""))

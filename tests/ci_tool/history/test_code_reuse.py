@@ -1,0 +1,65 @@
+"""Reuse over every run of one code (CI's, where each stage is a run of its own), on both backends: a stage
+that passed in any run of the code is reused from the newest such run; a stage that only failed spares the
+tests its newest run passed; other code, and runs of other code, spare nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from ci_tool.history.locator import History
+from ci_tool.history.records import RunRecord, StageRecord, TestRecord
+from ci_tool.history.reuse import REUSED_FROM, StageReuse, passed_on_code, stage_reuse
+from ci_tool.history.store import HistoryStore
+from ci_tool.outcomes import RunState, StageState, TestOutcome
+
+COMMIT, OTHER = "a" * 40, "b" * 40
+
+
+def stage_run(
+    store: HistoryStore, run_id: str, stage: StageRecord, tests: tuple[TestRecord, ...] = (), *, commit: str = COMMIT
+) -> None:
+    """One `ci-tool stage run` as an agent records it: a run of its own, of one stage."""
+    started = stage.started_at or 0.0
+    store.start_run(RunRecord(run_id, f"ci-tool stage run {stage.name}", RunState.RUNNING, started,
+                              code_commit=commit, scope=f"stage {stage.name}"))  # fmt: skip
+    store.record_stage(stage, tests, recorded_at=started + 1)
+    store.finish_run(run_id, state=RunState.FAILED if stage.state is StageState.FAILED else RunState.PASSED,
+                     finished_at=started + 1)  # fmt: skip
+
+
+@pytest.fixture
+def store(history_at: History) -> Generator[HistoryStore]:
+    with HistoryStore(history_at) as opened:
+        stage_run(opened, "r1", StageRecord("r1", "CPU-1", StageState.PASSED, started_at=10.0))
+        stage_run(opened, "r2", StageRecord("r2", "CPU-1", StageState.PASSED, started_at=20.0))  # the newest pass
+        stage_run(opened, "r3", StageRecord("r3", "CPU-1", StageState.FAILED, started_at=30.0))  # a flake since
+        stage_run(
+            opened, "r4", StageRecord("r4", "CPU-2", StageState.REUSED, started_at=40.0, details={REUSED_FROM: "r0"})
+        )
+        failed = StageRecord("r5", "GPU-1", StageState.FAILED, started_at=50.0)
+        tests = (
+            TestRecord("t.py::test_ok", TestOutcome.PASSED, 1.0),
+            TestRecord("t.py::test_bad", TestOutcome.FAILED, 1.0),
+        )
+        stage_run(opened, "r5", failed, tests)
+        stage_run(opened, "r6", StageRecord("r6", "CPU-3", StageState.PASSED, started_at=60.0), commit=OTHER)
+        yield opened
+
+
+def test_every_stage_that_passed_on_the_code_is_reused_from_the_newest_run_it_passed_in(store: HistoryStore) -> None:
+    assert passed_on_code(store, commit=COMMIT, diff_hash="") == {"CPU-1": "r2", "CPU-2": "r0"}
+    assert passed_on_code(store, commit=OTHER, diff_hash="") == {"CPU-3": "r6"}
+    assert passed_on_code(store, commit=COMMIT, diff_hash="f" * 64) == {}  # the same commit with an edit
+
+
+def test_a_stage_that_only_failed_spares_the_tests_its_newest_run_passed(store: HistoryStore) -> None:
+    found = stage_reuse(store, commit=COMMIT, diff_hash="", stage="GPU-1")
+    assert found.passed_in is None and found.tests is not None
+    assert (dict(found.tests.passed), sorted(found.tests.recorded)) == (
+        {"t.py::test_ok": "r5"},
+        ["t.py::test_bad", "t.py::test_ok"],
+    )
+    assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-1") == StageReuse(passed_in="r2")
+    assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-3") == StageReuse()  # another code's

@@ -1,0 +1,51 @@
+"""The one planner every consumer plans catalog stages with: a stage, a family's whole render, a selection; the
+waives file reaches every plan it makes, and the facts are the ones it holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tool.errors import StageError
+from ci_tool.stages.catalog import Catalog
+from ci_tool.stages.catalog_load import read_catalog
+from ci_tool.stages.planner import Planner
+from ci_tool.testdb.model import TestDb
+from tests.ci_tool.stages.test_plan import CATALOG, DURATIONS, db  # noqa: F401  (db: the module's fixture)
+
+WAIVES = "test-db/waives.txt"
+WITH_DOCS = CATALOG + "- {name: CPU-Build_Docs, platform: cpu}\n"
+
+
+@pytest.fixture
+def catalog(db: TestDb) -> Catalog:  # noqa: F811
+    return read_catalog(WITH_DOCS, file="stages.yml", db=db, durations=DURATIONS)
+
+
+def test_a_selection_plans_each_stage_as_planning_it_alone_does(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+    planner = Planner(db, DURATIONS, waives_file=WAIVES)
+    together = planner.selection(catalog.stages)
+    assert together == {stage.name.name: planner.stage(stage) for stage in catalog.stages}
+    assert {plan.waives_file for name, plan in together.items() if name != "CPU-Build_Docs"} == {WAIVES}
+
+
+def test_a_family_runs_its_whole_render_unsharded_with_the_waives(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+    family = catalog.stage("A10-PyTorch-1").family
+    plan = Planner(db, DURATIONS, waives_file=WAIVES).family(family)
+    shards = [Planner(db, DURATIONS).stage(catalog.stage(f"A10-PyTorch-{k}")) for k in (1, 2)]
+    assert (plan.name, plan.shard, plan.waives_file) == (family.name, None, WAIVES)
+    assert sorted(line.raw for line in plan.lines) == sorted(line.raw for s in shards for line in s.lines)
+
+
+def test_the_facts_decide_the_render(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+    """A machine's facts leave out what they rule out; the stage name's facts only (None) match a condition on
+    a machine fact, as CI renders before a runner starts."""
+    family = catalog.stage("A10-PyTorch-1").family
+    no_fp8 = Planner(db, DURATIONS, sysinfo={"supports_fp8": False}).family(family)
+    name_only = Planner(db, DURATIONS).family(family)
+    rendered = [[line.raw for line in plan.rendered if line.raw == "t/fp8.py"] for plan in (no_fp8, name_only)]
+    assert rendered == [[], ["t/fp8.py"]]
+
+
+def test_a_family_that_is_no_test_stage_is_an_error(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+    with pytest.raises(StageError, match=r"^expected a test stage to run, found 'CPU-Build_Docs' \(build_docs\)$"):
+        Planner(db, DURATIONS).family(catalog.stage("CPU-Build_Docs").family)
