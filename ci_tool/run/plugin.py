@@ -6,8 +6,8 @@ Without `--test-list` it does nothing. With it:
   expression matching); entries that select nothing are reported (terminal summary and
   `--test-list-report FILE`);
 - `TIMEOUT (N)` (minutes) becomes `pytest.mark.timeout(N*60)` unless the test function (or its
-  parameter set) has its own timeout marker; class and module markers lose to the list, as in the
-  reference's precedence (function > parameter > list > class > module > command line); pytest-timeout's
+  parameter set) has its own timeout marker; class and module markers lose to the list, as in
+  TensorRT-LLM's precedence (function > parameter > list > class > module > command line); pytest-timeout's
   thread method runs on one watchdog thread (ci_tool.run.watchdog) instead of a thread per test;
 - SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
 - `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against
