@@ -27,20 +27,11 @@ from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
 from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
-from ci_tool.bot.reply import (
-    code,
-    could_not_reach,
-    pushed_after_comment,
-    with_lines,
-)
-from ci_tool.bot.status import (
-    skipped,
-)
+from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
+from ci_tool.bot.status import skipped
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
-from ci_tool.dispatch.trigger import (
-    stop_pull_request,
-)
+from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.errors import DispatchError
 
 

@@ -9,21 +9,11 @@ from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
 from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.lifecycle.services import Services
 from ci_tool.bot.plan import RunPlan
-from ci_tool.bot.reply import (
-    shorten,
-)
-from ci_tool.bot.status import (
-    context_for,
-    final,
-    unfollowed,
-    untested,
-)
+from ci_tool.bot.reply import shorten
+from ci_tool.bot.status import context_for, final, unfollowed, untested
 from ci_tool.dispatch.jenkins import NotFound
 from ci_tool.dispatch.model import Build, JenkinsCase, Status, StatusState
-from ci_tool.dispatch.trigger import (
-    Started,
-    wait_for_end,
-)
+from ci_tool.dispatch.trigger import Started, wait_for_end
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.flakiness import known_flaky
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
