@@ -34,7 +34,7 @@ from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.run.changes import change_set, repository_path
+from ci_tool.run.changes import change_set, repository_path, with_pull_request_touches
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.text_file import read_text
 
@@ -225,6 +225,7 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
         from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
 
         changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+        changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
     return _Reached(decision, command, github, jenkins, pr, changes)
 
 

@@ -92,6 +92,20 @@ def from_git(root: Path, base_ref: str, head_ref: str | None = None, *, test_db_
     )
 
 
+def with_pull_request_touches(change: ChangeSet, history: History | None, root: Path) -> ChangeSet:
+    """A pull request's change read from the GitHub API (dispatch/pull_change.py), with what the touch records
+    say of it judged in this clone, as the build judges them in its checkout of the head: only when the clone
+    holds the merge base and the head (the bot workflow fetches the pull request's head). Otherwise it keeps
+    no touch evidence, so a recorded source file runs its full set in this preview, and its origin says why."""
+    if change.base_sha is None or change.head_sha is None:
+        return change
+    missing = [sha for sha in (change.base_sha, change.head_sha) if not gitinfo.has_commit(root, sha)]
+    if missing:
+        why = f"touch records not judged: this clone lacks {', '.join(sha[:12] for sha in missing)}"
+        return replace(change, origin=f"{change.origin} ({why})" if change.origin else why)
+    return replace(change, touches=_touches(history, root, change, change.head_sha))
+
+
 def _touches(history: History | None, root: Path, change: ChangeSet, head: str | None) -> TouchEvidence | None:
     """What the touch records say of `change` (None without a history file or a base to judge them by)."""
     if change.base_sha is None or history is None or (isinstance(history, Path) and not history.is_file()):

@@ -86,4 +86,17 @@ def test_no_expression_is_interpolated_into_a_shell_line() -> None:
 def test_checks_out_the_default_branch_without_persisted_credentials(job_id: str) -> None:
     job = load()["jobs"][job_id]  # type: ignore[index]
     (checkout,) = [step for step in job["steps"] if str(step.get("uses", "")).startswith("actions/checkout@")]
-    assert checkout["with"] == {"persist-credentials": False}  # no `ref:`: never the pull request's code
+    # no `ref:`: never the pull request's code; the answer job's whole history holds the merge base and the
+    # commits touch records were made at
+    full = {"fetch-depth": 0} if job_id == "handle" else {}
+    assert checkout["with"] == {"persist-credentials": False, **full}
+
+
+def test_the_answer_job_fetches_the_pull_requests_head_as_objects_only() -> None:
+    """The head's commits reach the clone for judging touch records; no step checks them out or runs them."""
+    steps = load()["jobs"]["handle"]["steps"]  # type: ignore[index]
+    runs = [str(step.get("run", "")) for step in steps]
+    (fetch,) = [run for run in runs if "git fetch" in run]
+    assert '"+refs/pull/$PR_NUMBER/head:refs/remotes/pull/head"' in fetch
+    assert not any("git checkout" in run or "git switch" in run or "refs/remotes/pull" in run
+                   for run in runs if run != fetch)  # fmt: skip

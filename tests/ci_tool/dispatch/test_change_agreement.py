@@ -234,3 +234,49 @@ def test_with_a_shared_history_the_bot_and_both_pipelines_reuse_the_stage_that_p
         expected,
         expected,
     )
+
+
+def test_with_touch_records_the_bot_and_both_pipelines_narrow_a_source_change_alike(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A post-merge run on `main` recorded which test ran src/pool.py's `alloc` on the CPU stages into the
+    shared history; a pull request that changes `alloc` then narrows the same way in the bot's preview (the
+    change read from GitHub, the records judged in the bot's clone) as in both pipelines: the docs stage
+    drops out, the GPU stages (no records of their GPU types) keep their full sets."""
+    pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
+    root = make_repository(tmp_path / "repo")
+    (root / "tests" / "unit" / "test_pool.py").write_text("from src.pool import alloc\n\n\ndef test_alloc():\n"
+                                                           "    assert alloc() == 1\n")  # fmt: skip
+    (root / "tests" / "slow").mkdir()
+    for name in ("test_big.py", "test_huge.py"):  # the lists' other entries, so the recording run passes
+        (root / "tests" / "slow" / name).write_text("def test_slow():\n    pass\n")
+    commit_all(root, "a test of the pool")
+    shared = tmp_path / "shared.sqlite"
+    env.setenv("CI_TOOL_HISTORY", str(shared))
+    env.chdir(root)
+    shards = '/bot run --stage-list "CPU-Generic-1,CPU-Generic-2,CPU-Generic-3"'
+    cli(capsys, "run", shards, "--record-touches")
+    git(root, "checkout", "-q", "-b", "pr")
+    _edit("src/pool.py", "return 1", "return 1  # the same, said again")(root)
+    commit_all(root, "the pull request")
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+        "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    (reply,) = github.bodies()
+    bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
+    recorded_at = git(root, "rev-parse", "main").strip()[:12]
+    assert f"src/pool.py:alloc: touched rule: runs the 1 test(s) that ran it on CPU records from {recorded_at}" in reply
+    env.chdir(root)
+    expected = [name for name in ALL_PRE_MERGE if name != "CPU-Build_Docs"]
+    assert (bot, jenkins_selection(root), github_selection(root, {"CI_TOOL_HISTORY": str(shared)})) == (
+        expected,
+        expected,
+        expected,
+    )
