@@ -1,6 +1,6 @@
-"""`ci-tool stage run --dry-run`: what a stage's run would start, as text: the query, the lists each process
-reads, and the exact commands with the variables the stage adds to their environment (and, for Slurm, the
-sbatch command)."""
+"""`ci-tool stage run --dry-run`: what a stage's run would start, as text: the query, the order its tests run
+in, the lists each process reads, and the exact commands with the variables the stage adds to their
+environment (and, for Slurm, the sbatch command)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def _header(plan: StagePlan, *, slurm: bool) -> list[str]:
         f"rendered lines, {len(plan.isolated)} isolated",
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
+        plan.priority.summary,
     ]
     if plan.name.policy.runs_alone:
         lines.append(
