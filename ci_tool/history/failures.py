@@ -16,7 +16,7 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.stages.priority import RecentFailure
 
-_COLUMNS = "t.test_id, t.outcome, t.rerun_outcome, r.run_id, t.stage"
+_COLUMNS = "t.test_id, t.rerun_outcome, r.run_id, t.stage"
 _FAILED = (
     f"SELECT {_COLUMNS} FROM test_results t JOIN runs r ON r.run_id = t.run_id "
     "WHERE r.started_at >= ? AND r.started_at < ? AND t.outcome IN (?, ?) ORDER BY t.test_id"
@@ -25,10 +25,8 @@ _FAILED = (
 
 def _failure(store: HistoryStore, row: Sequence[Any]) -> RecentFailure:
     r = rows.view(store, "test_results", _COLUMNS, row).keyed(**{"r.run_id": "run id", "t.stage": "stage"})
-    test_id = r.key_text("t.test_id")
-    r.vocabulary("t.outcome", TestOutcome)
-    rerun = r.optional_vocabulary("t.rerun_outcome", TestOutcome)
-    return RecentFailure(test_id, stayed_red=rerun is None or rerun.is_failure)
+    rerun = r.optional_vocabulary("t.rerun_outcome", TestOutcome)  # the query chose the failed first attempts
+    return RecentFailure(r.key_text("t.test_id"), stayed_red=rerun is None or rerun.is_failure)
 
 
 def recent_failures(store: HistoryStore, *, since: float, before: float) -> tuple[RecentFailure, ...]:
