@@ -33,7 +33,7 @@ def dry_run_text(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None
         ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
         request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
         lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
-    lines.append(facts)
+    lines += [facts, plan.priority.summary]
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
         lines += ["  " + line.raw for line in invocation.batch.lines]
@@ -49,7 +49,6 @@ def _header(plan: StagePlan, *, slurm: bool) -> list[str]:
         f"rendered lines, {len(plan.isolated)} isolated",
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
-        plan.priority.summary,
     ]
     if plan.name.policy.runs_alone:
         lines.append(
