@@ -225,7 +225,10 @@ def main() -> int:
         seconds = record_touches(copy, args.stage, base_history, work / "runs-touches")
         planted = {f"{f.path}::{f.test}" for f in FAULTS if f.kind == "recent"}
         decoys = add_decoys(base_history, args.stage, args.decoys, args.seed, planted)
-        print(f"{args.stage} with --record-touches: {seconds:.0f} s; {len(decoys)} decoy failures (seed {args.seed})")
+        print(
+            f"{args.stage} with --record-touches: {seconds:.0f} s; {len(decoys)} decoy failures (seed {args.seed})",
+            flush=True,
+        )
         print(f"{'fault':34} {'kind':6} {'today s':>10} {'likelihood s':>13} {'ratio':>6}")
         ratios = []
         for fault in faults:
