@@ -14,13 +14,14 @@ from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
 from ci_tool.commands.history import history_option
-from ci_tool.errors import StageError
+from ci_tool.errors import HistoryError, StageError
 from ci_tool.generate.outputs import github_outputs
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import planned_invocations
+from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.reuse import passed_on_checkout
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog import Stage
@@ -30,6 +31,7 @@ from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
+from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.record import record_json
 from ci_tool.stages.request import Step, request_from_json
 from ci_tool.stages.select import select_for_change
@@ -93,6 +95,7 @@ def describe(stage_name: StageName) -> str:
     "[default: the stage name's facts only].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@history_option
 def show_command(
     name: str,
     catalog_path: Path,
@@ -100,14 +103,16 @@ def show_command(
     durations_path: Path | None,
     system_info: Path | None,
     as_json: bool,
+    history_file: Path | None,
 ) -> int:
     """The dry run before asking for a GPU: NAME's query, rendered list, shard, predicted minutes, mode,
-    and the pytest command lines `ci-tool stage run` would start."""
+    the order its tests run in (the history's recent failures first), and the pytest command lines
+    `ci-tool stage run` would start."""
     loaded = load(catalog_path, test_db, durations_path)
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
-    waives = waives_file_of(test_db)
-    planner = Planner(loaded.db, loaded.durations, facts, str(waives) if waives.is_file() else None)
+    waives = str(waives_file_of(test_db)) if waives_file_of(test_db).is_file() else None
+    planner = Planner(loaded.db, loaded.durations, facts, waives, likelihood=_likelihood(history_file))
     plan = planner.stage(found)
     commands = pytest_commands(plan)
     if as_json:
@@ -115,6 +120,16 @@ def show_command(
         return 0
     click.echo(_show_text(found, plan, commands, loaded.durations, facts=facts_line(system_info)), nl=False)
     return 0
+
+
+def _likelihood(history_file: Path | None) -> Likelihood:
+    """The order's inputs from the history; a show is a preview, so a history it cannot read (a server that
+    is down) costs only the order, with a warning, not the show."""
+    try:
+        return read_likelihood(history_path(history_file), None)
+    except HistoryError as error:
+        click.echo(f"warning: the order shown is the list's, the history could not be read: {error}", err=True)
+        return Likelihood()
 
 
 def pytest_commands(plan: StagePlan) -> list[list[str]]:
@@ -152,6 +167,7 @@ def _show_text(found: Stage, plan: StagePlan, commands: list[list[str]], duratio
         f"this stage runs {len(plan.lines)} line(s), predicted {_minutes(plan.predicted_seconds)}"
         + (f"; {unknown} without a recorded duration, counted as {estimates.mean_seconds:g} s" if unknown else ""),
         *(f"  {line.raw}" for line in plan.lines),
+        plan.priority.summary,
         f"pytest ({len(commands)} process(es), from the repository root; {RUN_ID} is chosen when the run starts):",
         *(f"  {shlex.join(command)}" for command in commands),
     ]
@@ -169,6 +185,10 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
         "predicted_seconds": round(plan.predicted_seconds, 3),
         "predicted_minutes": round(plan.predicted_minutes, 3),
         "pytest_args": list(plan.pytest_args),
+        "order": {
+            "summary": plan.priority.summary,
+            "first": [{"test_id": ranked.test_id, "tier": ranked.tier.name.lower()} for ranked in plan.priority.first],
+        },
         "commands": commands,
     }
 

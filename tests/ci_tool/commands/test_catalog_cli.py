@@ -94,6 +94,7 @@ rendered l0_x: 3 line(s)
 this stage runs 2 line(s), predicted 15.0 min (900 s)
   tests/b_test.py ISOLATION
   tests/c_test.py
+order: the list's order (no test of it failed in 7 days or touches the change)
 pytest (2 process(es), from the repository root; <run-id> is chosen when the run starts):
 """
 
@@ -107,6 +108,21 @@ def test_stage_show_prints_query_render_shard_and_commands(capsys: pytest.Captur
     assert f"'--test-list={Path.cwd() / '.ci-tool/runs/<run-id>/A10-PyTorch-2/lists/main.txt'}'" in main_command
     assert "/A10-PyTorch-2/lists/isolated-1.txt" in isolated_command
     assert f"--waives-file={(HERE / 'test-db' / 'waives.txt').resolve()}" in main_command
+
+
+def test_stage_show_with_a_history_it_cannot_read_shows_the_lists_order_and_warns(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    damaged = tmp_path / "history.sqlite"
+    damaged.write_text("not a database")
+    code, out, err = run(capsys, "stage", "show", "A10-PyTorch-2", "--history", str(damaged), *CATALOG)
+    assert (code, out.startswith(SHOW_HEAD)) == (0, True)
+    assert err == (
+        f"warning: the order shown is the list's, the history could not be read: {damaged}: expected a SQLite "
+        "history file, found a file that is not a SQLite database Hint: pass the history file ci-tool writes "
+        "(--history PATH); this one is left as it is\n"
+    )
+    assert damaged.read_text() == "not a database"
 
 
 def test_stage_show_json(capsys: pytest.CaptureFixture[str]) -> None:
