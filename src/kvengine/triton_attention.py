@@ -11,9 +11,10 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
     small combine kernel merges. Masks are the torch path's: position < seq_len, and for a window
     position >= seq_len - W or < sink_tokens.
 
-The fused step passes the new token's K/V ([B, kv_heads, d], views into the QKV projection) too: the program
-whose tile holds position seq_len - 1 stores them into the pool and attends them from registers, so the
-kernel never reads what it writes and no torch op writes the pools. A key-only layer's K tile is its V tile.
+The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot):
+the tile loop masks position seq_len - 1 off, and each row and KV head's split 0 adds it as one more online
+softmax step from registers and stores it into the pool. So the kernel never reads what it writes, and no
+torch op writes the pools. A key-only layer's K tile is its V tile.
 
 Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=1` runs it on CPU tensors
 (how the CPU tests check it against the dense reference).
@@ -31,7 +32,7 @@ import triton.language as tl
 
 @triton.jit
 def _paged_decode_kernel(
-    Q, K, V, K_NEW, V_NEW, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
+    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
     stride_qb, stride_qh, stride_nb, stride_nh, stride_vnb, stride_vnh,
     stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
     stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb,
@@ -39,7 +40,7 @@ def _paged_decode_kernel(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, NEW_KV: tl.constexpr,
-    STORE_NEW: tl.constexpr,
+    STORE_NEW: tl.constexpr, V_WITH_K: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -53,11 +54,7 @@ def _paged_decode_kernel(
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
     seq_len = tl.load(SEQ_LENS + row)
-    if NEW_KV:  # cast to the pool dtype first: attended exactly as a stored-then-loaded token would be
-        k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0).to(K.dtype.element_ty)
-        if not KEY_ONLY:
-            v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok,
-                            other=0.0).to(V.dtype.element_ty)  # fmt: skip
+    limit = seq_len - 1 if NEW_KV else seq_len  # a passed new token is attended after the loop, not read here
     m = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
@@ -71,34 +68,52 @@ def _paged_decode_kernel(
         safe = tl.maximum(slot, 0).to(tl.int64)
         offset = (tile % tiles_per_block) * BLOCK_T + t
         position = logical * TPB + offset
-        valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
+        valid = (slot >= 0) & (offset < TPB) & (position < limit)
         if HAS_WINDOW:
             valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
         kv_mask = valid[:, None] & d_ok[None, :]
-        k_at = K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :]
-        k = tl.load(k_at, mask=kv_mask, other=0.0)
-        if not KEY_ONLY:  # issued before the first product so that both loads are in flight together
-            v_at = V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :]
-            v = tl.load(v_at, mask=kv_mask, other=0.0)
-        if NEW_KV:
-            is_new = (valid & (position == seq_len - 1))[:, None] & d_ok[None, :]
-            k = tl.where(is_new, k_new[None, :], k)
-            if STORE_NEW:
-                tl.store(k_at, k, mask=is_new)
-            if not KEY_ONLY:
-                v = tl.where(is_new, v_new[None, :], v)
-                if STORE_NEW:
-                    tl.store(v_at, v, mask=is_new)
-        if KEY_ONLY:  # the latent is the value too: one load serves both products
-            v = k
+        k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
+                    mask=kv_mask, other=0.0)  # fmt: skip
+        if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
+            v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                        mask=kv_mask, other=0.0)  # fmt: skip
         scores = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PRECISION) * scale
         scores = tl.where(valid[None, :], scores, -1.0e30)
         m_new = tl.maximum(m, tl.max(scores, 1))
         p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
         alpha = tl.exp(m - m_new)
+        if KEY_ONLY:  # the latent is the value too: one load serves both products
+            v = k
+        elif not V_WITH_K:
+            v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                        mask=kv_mask, other=0.0)  # fmt: skip
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
         l_sum = l_sum * alpha + tl.sum(p, 1)
         m = m_new
+    # one online-softmax step more, for position seq_len - 1, by each row and head's split 0 (two ifs: the
+    # constexpr one drops the code at compile time, the other is a branch at run time)
+    if NEW_KV:  # noqa: SIM102
+        if split == 0:
+            # cast to the pool dtype first: attended exactly as a stored-then-loaded token would be
+            k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
+            k_new = k_new.to(K.dtype.element_ty)
+            v_new = k_new
+            if not KEY_ONLY:
+                v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
+                v_new = v_new.to(V.dtype.element_ty)
+            score = tl.sum(q.to(tl.float32) * k_new.to(q.dtype).to(tl.float32)[None, :], 1) * scale
+            m_new = tl.maximum(m, score)
+            alpha = tl.exp(m - m_new)
+            p_new = tl.exp(score - m_new)
+            acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(q.dtype).to(tl.float32)[None, :]
+            l_sum = l_sum * alpha + p_new
+            m = m_new
+            if STORE_NEW:  # the loops of this step never read it (masked), so no program waits on it
+                at = tl.load(NEW_SLOTS + row).to(tl.int64)
+                new_offset = (seq_len - 1) % TPB
+                tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d, k_new, mask=d_ok)
+                if not KEY_ONLY:
+                    tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d, v_new, mask=d_ok)
     out_mask = g_ok[:, None] & d_ok[None, :]
     if SPLIT:
         base = split * stride_ms + row * stride_mb + heads
@@ -132,13 +147,25 @@ def _combine_kernel(
 
 
 @dataclass(frozen=True)
+class NewToken:
+    """The token a decode step adds to each row: K and V [B, kv_heads, d] (V None: key-only), in the compute
+    dtype, and the pool slot of the block that holds position seq_len - 1 ([B], int64)."""
+
+    k: torch.Tensor
+    v: torch.Tensor | None
+    slots: torch.Tensor
+
+
+@dataclass(frozen=True)
 class PagedLaunch:
-    """How one call's grid and programs are shaped (bench/paged_kernel_sweep.py tries others)."""
+    """How one call's grid and programs are shaped (bench/paged_kernel_sweep.py tries others on a GPU)."""
 
     block_t: int  # tokens per tile, a power of two >= 16 (tl.dot's least); tiles past a block are masked
     num_warps: int
     num_stages: int
     programs_per_sm: int  # split a row's tiles until rows x KV heads x splits reach this many per SM
+    v_with_k: bool = False  # load a tile's V beside its K (more bytes in flight, more registers: fewer programs)
+    max_registers: int | None = None  # cap registers a thread (more programs an SM, or spills)
 
 
 @functools.cache
@@ -158,6 +185,11 @@ def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2)
 
 
+def _register_cap(launch: PagedLaunch) -> dict[str, int]:
+    """Triton's maxnreg option, only when set (its interpreter takes no such option)."""
+    return {} if launch.max_registers is None else {"maxnreg": launch.max_registers}
+
+
 def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: PagedLaunch) -> tuple[int, int]:
     """(splits, tiles per split) for `programs` rows x KV heads over `n_tiles` tiles each."""
     wanted = -(-launch.programs_per_sm * multiprocessors // max(1, programs))
@@ -175,17 +207,16 @@ def triton_paged_decode(
     *,
     window_tokens: int | None,
     sink_tokens: int,
-    new_kv: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+    new_token: NewToken | None = None,
     store_new: bool = True,
     splits: int | None = None,
     launch: PagedLaunch | None = None,
     torch_combine: bool = False,
 ) -> torch.Tensor:
     """Attention of q [B, q_heads, d] over the pool blocks `slots` [B, n] (-1: skip), `logical` their logical
-    block ids; the torch path's semantics (see kvengine.attention). `new_kv`: the new token's (k, v or None
-    for key-only) [B, kv_heads, d], attended at position seq_len - 1 and stored there unless `store_new` is
-    False. `splits` forces a split count; `torch_combine` merges splits with torch ops (the step before the
-    fused one did)."""
+    block ids; the torch path's semantics (see kvengine.attention). `new_token`: position seq_len - 1 comes
+    from it, not from the pool, and is stored there unless `store_new` is False. `splits` forces a split
+    count; `torch_combine` merges splits with torch ops (as the step before the fused one did)."""
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
     launch = launch or default_launch(head_dim, tpb)
@@ -204,11 +235,11 @@ def triton_paged_decode(
         target, stride_ms, stride_mb = partial, batch * q_heads, q_heads
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
-    k_new, v_new = new_kv if new_kv is not None else (k_pool, None)
-    v_new = k_new if v_new is None else v_new  # unread when the layer is key-only or no token is passed
+    new = new_token or NewToken(k_pool, None, seq_lens)  # unread when no token is passed
+    k_new, v_new = new.k, new.k if new.v is None else new.v  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
-        q, k_pool, v_pool, k_new, v_new, slots, logical, seq_lens, target, m_out, l_out,
+        q, k_pool, v_pool, k_new, v_new, new.slots, slots, logical, seq_lens, target, m_out, l_out,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
@@ -216,8 +247,8 @@ def triton_paged_decode(
         GROUP=q_heads // kv_heads, BLOCK_G=_next_power_of_two(q_heads // kv_heads, at_least=16), HEAD_DIM=head_dim,
         BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
-        KEY_ONLY=v_pool is k_pool, NEW_KV=new_kv is not None, STORE_NEW=store_new,
-        num_warps=launch.num_warps, num_stages=launch.num_stages,
+        KEY_ONLY=v_pool is k_pool, NEW_KV=new_token is not None, STORE_NEW=store_new, V_WITH_K=launch.v_with_k,
+        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1:
         return out

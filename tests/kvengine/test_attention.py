@@ -155,8 +155,8 @@ def test_the_attention_variable_names_a_path(text: str | None, path: str) -> Non
     [
         pytest.param("toch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="typo"),
         pytest.param("Torch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="capitalized"),
-        pytest.param("triton_unfused", "did you mean 'triton-unfused' or 'triton'? valid: torch, triton, triton-unfused",
-                     id="underscore"),
+        pytest.param("triton_unfused", "did you mean 'triton-unfused' or 'triton'? valid: torch, triton, "
+                     "triton-unfused", id="underscore"),
         pytest.param("flash", "valid: torch, triton, triton-unfused", id="unknown"),
     ],
 )

@@ -30,7 +30,7 @@ from kvengine.memory import TORCH_DTYPES, KvPools
 from kvengine.model import rms_norm
 from kvengine.spec import LayerSpec, ModelSpec, RuntimeLimits
 from kvengine.storage import KvStorage
-from kvengine.triton_attention import PagedLaunch, triton_paged_decode
+from kvengine.triton_attention import NewToken, PagedLaunch, triton_paged_decode
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
 
@@ -44,6 +44,7 @@ LAYERS = {
 LENGTHS = {4: [1, 3, 4, 5, 9, 17, 23], 32: [1, 17, 32, 33, 50, 70], 128: [1, 100, 129, 260]}
 TOLERANCE = {"float32": 1e-5, "float16": 2e-3}
 TILES_OF_16 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2)  # 2 tiles a 32-token block
+V_WITH_K = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, v_with_k=True)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -101,9 +102,11 @@ def split_qkv(f: Filled, layer: LayerSpec) -> tuple[torch.Tensor, torch.Tensor, 
 def attend(f: Filled, layer: LayerSpec, *, new: bool = False, store: bool = True, **options: object) -> torch.Tensor:
     slots, logical, usable = gather_indices(f.table, f.seq_lens, f.layout.life_cycles[0], f.layout.tokens_per_block)
     q, k, v = split_qkv(f, layer)
+    new_slots = f.table.gather(1, ((f.seq_lens - 1) // f.layout.tokens_per_block)[:, None])[:, 0]
     return triton_paged_decode(
         q, f.k_pool, f.v_pool, torch.where(usable, slots, -1), logical, f.seq_lens, window_tokens=layer.window_tokens,
-        sink_tokens=layer.sink_tokens, new_kv=(k, v) if new else None, store_new=store, **options,  # type: ignore[arg-type]
+        sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, new_slots) if new else None, store_new=store,
+        **options,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -242,6 +245,8 @@ CHECKS: dict[str, Check] = {
     **{f"kernel-{name}-splits-{splits}": kernel_check(layer, splits=splits)
        for name, layer in LAYERS.items() for splits in (1, 3)},
     "kernel-full-gqa-torch-merge": kernel_check(LAYERS["full-gqa"], splits=3, torch_combine=True),
+    "kernel-window-6-v-with-k-splits-3": kernel_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
+    "fused-attend-window-6-v-with-k-splits-3": fused_attend_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
     "kernel-full-tiles-of-16-splits-3": kernel_check(LAYERS["full-gqa"], 32, splits=3, launch=TILES_OF_16),
     "kernel-window-40-sink-4-tiles-of-16-splits-4": kernel_check(
         LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=TILES_OF_16),
