@@ -61,15 +61,18 @@ class Filled:
 
     @property
     def seq_lens(self) -> torch.Tensor:
-        return torch.tensor([k.shape[0] for k, _ in self.dense])
+        return torch.tensor([k.shape[0] for k, _ in self.dense], device=self.table.device)
 
 
-def filled(layer: LayerSpec, tpb: int, *, leave_last: bool = False) -> Filled:
-    """Pools holding each row's tokens of LENGTHS[tpb] (the last one left out when `leave_last`)."""
+def filled(
+    layer: LayerSpec, tpb: int, *, leave_last: bool = False, lengths: list[int] | None = None, device: str = "cpu"
+) -> Filled:
+    """Pools holding each row's tokens of `lengths` (LENGTHS[tpb]; the last one left out when `leave_last`)."""
     torch.manual_seed(0)
-    lengths, dtype = LENGTHS[tpb], TORCH_DTYPES[layer.dtype]
+    lengths, dtype = lengths or LENGTHS[tpb], TORCH_DTYPES[layer.dtype]
     layout = build_layout([layer], [layer.window_tokens], tokens_per_block=tpb)
-    storage, pools = KvStorage(layout, [64]), KvPools(layout, [64], device=torch.device("cpu"))
+    slots = sum(-(-length // tpb) for length in lengths) + 1
+    storage, pools = KvStorage(layout, [slots]), KvPools(layout, [slots], device=torch.device(device))
     k_pool, v_pool = pools.layer_kv(0)
     table = torch.full((len(lengths), -(-max(lengths) // tpb) + 1), -1, dtype=torch.int64)
     dense, rows = [], []
@@ -83,11 +86,12 @@ def filled(layer: LayerSpec, tpb: int, *, leave_last: bool = False) -> Filled:
         q = torch.randn(layer.q_heads * layer.head_dim).to(dtype)
         rows.append(torch.cat([q, k[-1].flatten(), v[-1].flatten()]))
         stored = [p for p in range(length - leave_last) if cache.tables[0][p // tpb] >= 0]
-        into = table[row : row + 1].expand(len(stored), -1)
-        write_token_kv(k_pool, into, torch.tensor(stored, dtype=torch.int64), k[stored])
+        into = table[row : row + 1].expand(len(stored), -1).to(device)
+        positions = torch.tensor(stored, dtype=torch.int64, device=device)
+        write_token_kv(k_pool, into, positions, k[stored].to(device))
         if not layer.key_only:
-            write_token_kv(v_pool, into, torch.tensor(stored, dtype=torch.int64), v[stored])
-    return Filled(layout, k_pool, v_pool, table, dense, torch.stack(rows))
+            write_token_kv(v_pool, into, positions, v[stored].to(device))
+    return Filled(layout, k_pool, v_pool, table.to(device), dense, torch.stack(rows).to(device))
 
 
 def split_qkv(f: Filled, layer: LayerSpec) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -114,8 +118,9 @@ def worst_against_dense(f: Filled, layer: LayerSpec, got: torch.Tensor) -> float
     q = split_qkv(f, layer)[0]
     worst = 0.0
     for row, (k, v) in enumerate(f.dense):
-        want = dense_attention(q[row].float(), k, v, window_tokens=layer.window_tokens, sink_tokens=layer.sink_tokens)
-        worst = max(worst, (got[row].float() - want).abs().max().item())
+        want = dense_attention(q[row].float().cpu(), k, v, window_tokens=layer.window_tokens,
+                               sink_tokens=layer.sink_tokens)  # fmt: skip
+        worst = max(worst, (got[row].float().cpu() - want).abs().max().item())
     return worst
 
 
