@@ -52,7 +52,7 @@ def knob_values(shape: Shape) -> dict[str, list[object]]:
     wide = shape.layer.head_dim > 128  # a [16, 512] accumulator: tiles past 32 tokens do not fit registers
     tiles: list[object] = [t for t in (16, 32, 64) if t <= max(16, shape.tokens_per_block) and not (wide and t > 32)]
     values: dict[str, list[object]] = {"block_t": tiles, "num_warps": [2, 4, 8], "num_stages": [1, 2, 3],
-                                       "programs_per_sm": [1, 2, 4], "max_registers": [None, 128, 168]}  # fmt: skip
+                                       "programs_per_sm": [0, 1, 2, 4], "max_registers": [None, 128, 168]}  # fmt: skip
     if not shape.layer.key_only:
         values["v_with_k"] = [False, True]
     return values

@@ -163,7 +163,7 @@ class PagedLaunch:
     block_t: int  # tokens per tile, a power of two >= 16 (tl.dot's least); tiles past a block are masked
     num_warps: int
     num_stages: int
-    programs_per_sm: int  # split a row's tiles until rows x KV heads x splits reach this many per SM
+    programs_per_sm: int  # split a row's tiles until rows x KV heads x splits reach this many per SM (0: never)
     v_with_k: bool = False  # load a tile's V beside its K (more bytes in flight, more registers: fewer programs)
     max_registers: int | None = None  # cap registers a thread (more programs an SM, or spills)
 
