@@ -70,12 +70,9 @@ def test_the_fused_engine_matches_the_dense_reference_on_cuda(spec: ModelSpec, m
     engine = _engine(spec, "triton", monkeypatch, budget_bytes=1 << 22, max_context_tokens=32, hidden_size=32)
     tokens = torch.randint(0, 64, (3, 20), generator=torch.Generator().manual_seed(1)).tolist()
     sequences = [engine.add_sequence() for _ in tokens]
-    hidden = []
-    for step in range(20):
-        out = engine.step(sequences, torch.tensor([t[step] for t in tokens], device="cuda"))  # type: ignore[arg-type]
-        assert out is not None
-        hidden.append(out[1].float().cpu())
-    torch.testing.assert_close(torch.stack(hidden), torch.stack(reference_decode(engine, tokens)), atol=1e-4, rtol=1e-4)
+    steps = [engine.step(sequences, torch.tensor([t[step] for t in tokens], device="cuda")) for step in range(20)]  # type: ignore[arg-type]
+    hidden = [None if out is None else out[1].float().cpu() for out in steps]
+    torch.testing.assert_close(hidden, reference_decode(engine, tokens), atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -89,18 +86,25 @@ def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
     GEMMs may round bf16 activations apart over 60 layers)."""
     spec = load_preset(preset)
     spec = dataclasses.replace(spec, runtime=dataclasses.replace(spec.runtime, max_batch_size=64))
-    found = {}
-    for path in ("triton", "triton-unfused"):
-        engine = _engine(spec, path, monkeypatch, budget_bytes=4 * GIB, max_context_tokens=4 * tpb, hidden_size=256,
-                         compute_dtype="float32")  # fmt: skip
-        sequences = [engine.add_sequence(context_tokens=tpb + row % tpb) for row in range(64)]
-        for step in range(3):
-            out = engine.step(sequences, (torch.arange(64, device="cuda") * 7 + step) % 512)  # type: ignore[arg-type]
-            assert out is not None
-        assert engine.metrics().eager_steps == 0
-        found[path] = [out[1].float(), *(t.float() for group in engine.pools.tensors for t in group)]
-    for fused, per_op in zip(found["triton"], found["triton-unfused"], strict=True):
-        torch.testing.assert_close(fused, per_op, atol=2e-2, rtol=2e-2)
+    (fused, fused_steps), (per_op, per_op_steps) = (
+        _three_graphed_steps(spec, path, tpb, monkeypatch) for path in ("triton", "triton-unfused")
+    )
+    assert (fused_steps, per_op_steps) == ((3, 0), (3, 0))  # (graph steps, eager steps): all three graphed
+    torch.testing.assert_close(fused, per_op, atol=2e-2, rtol=2e-2)
+
+
+def _three_graphed_steps(
+    spec: ModelSpec, path: str, tpb: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[object], tuple[int, int]]:
+    """Each step's hidden states (None for one the pools could not hold) and every pool after three steps of
+    64 rows, and the engine's (graph steps, eager steps)."""
+    engine = _engine(spec, path, monkeypatch, budget_bytes=4 * GIB, max_context_tokens=4 * tpb, hidden_size=256,
+                     compute_dtype="float32")  # fmt: skip
+    sequences = [engine.add_sequence(context_tokens=tpb + row % tpb) for row in range(64)]
+    steps = [engine.step(sequences, (torch.arange(64, device="cuda") * 7 + step) % 512) for step in range(3)]  # type: ignore[arg-type]
+    pools = [t.float() for group in engine.pools.tensors for t in group]
+    hidden = [None if out is None else out[1].float() for out in steps]
+    return [hidden, pools], (engine.metrics().graph_steps, engine.metrics().eager_steps)
 
 
 def _engine(spec: ModelSpec, path: str, monkeypatch: pytest.MonkeyPatch, **options: object) -> DecodeEngine:
