@@ -185,6 +185,12 @@ def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2)
 
 
+def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` when its last dim is contiguous (the kernel steps it by one: the fused step's views are), else
+    a contiguous copy."""
+    return tensor if tensor.stride(-1) == 1 else tensor.contiguous()
+
+
 def _register_cap(launch: PagedLaunch) -> dict[str, int]:
     """Triton's maxnreg option, only when set (its interpreter takes no such option)."""
     return {} if launch.max_registers is None else {"maxnreg": launch.max_registers}
@@ -219,6 +225,7 @@ def triton_paged_decode(
     count; `torch_combine` merges splits with torch ops (as the step before the fused one did)."""
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
+    q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
     launch = launch or default_launch(head_dim, tpb)
     n_tiles = slots.shape[1] * -(-tpb // launch.block_t)
     if splits is None:
@@ -236,7 +243,8 @@ def triton_paged_decode(
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
     new = new_token or NewToken(k_pool, None, seq_lens)  # unread when no token is passed
-    k_new, v_new = new.k, new.k if new.v is None else new.v  # V_NEW unread when the layer is key-only
+    k_new = _unit_step(new.k)
+    v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, slots, logical, seq_lens, target, m_out, l_out,

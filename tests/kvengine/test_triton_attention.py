@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def interpreted() -> dict[str, str]:
-    """Each check's line, by name, from one interpreter run of them all (about a minute and a half)."""
+    """Each check's line, by name, from one interpreter run of them all (about a minute on 2 cores)."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": f"{ROOT}:{ROOT / 'src'}"}
     env.pop("KVENGINE_ATTENTION", None)  # the checks pick their paths themselves
     result = subprocess.run([sys.executable, str(Path(__file__).with_name("triton_check.py"))], capture_output=True,
