@@ -59,6 +59,17 @@ def gather_indices(
     return slots, logical, usable & (slots >= 0)
 
 
+def new_token_blocks(
+    blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor], positions: torch.Tensor, tokens_per_block: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(pool slot, column in `blocks`) per row of the block its new token at `positions` goes to: the one
+    usable column naming that logical block (the fused step's kernel stores the token there)."""
+    slots, logical, usable = blocks
+    match = usable & (logical == (positions // tokens_per_block)[:, None])
+    columns = torch.arange(logical.shape[1], device=logical.device)
+    return (match * slots).sum(dim=1), (match * columns).sum(dim=1)
+
+
 def paged_decode_attention(
     q: torch.Tensor,
     k_pool: torch.Tensor,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvengine.attention import fused_step, gather_indices, paged_decode_attention, write_token_kv
+from kvengine.attention import fused_step, gather_indices, new_token_blocks, paged_decode_attention, write_token_kv
 from kvengine.lifecycle import CacheLayout
 from kvengine.memory import KvPools
 from kvengine.spec import LayerSpec
@@ -92,10 +92,10 @@ class TinyDecoder:
             for table, cycle in zip(inputs.tables, self.layout.life_cycles, strict=True)
         ]
         if self.fused:  # once a step per life cycle, not once a layer: the kernel's slot lists (-1: skip), and
-            # the slot of each row's new token (as write_token_kv finds it)
+            # where each row's new token goes
             blocks = [(torch.where(usable, slots, -1), logical, usable) for slots, logical, usable in blocks]
-            new_slots = [table.gather(1, (inputs.positions // tpb)[:, None])[:, 0] for table in inputs.tables]
-        attend = functools.partial(self._fused_attention, new_slots=new_slots) if self.fused else self._attention
+            new_blocks = [new_token_blocks(b, inputs.positions, tpb) for b in blocks]
+        attend = functools.partial(self._fused_attention, new_blocks=new_blocks) if self.fused else self._attention
         for layer_id in range(len(self.layers)):
             wo = self.weights[layer_id].wo
             attn = attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
@@ -131,10 +131,11 @@ class TinyDecoder:
     def _fused_attention(
         self, layer_id: int, x: torch.Tensor, pools: KvPools, inputs: DecodeInputs,
         blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
-        new_slots: list[torch.Tensor],
+        new_blocks: list[tuple[torch.Tensor, torch.Tensor]],
     ) -> torch.Tensor:
         """The fused step's: norm kernel, one QKV GEMM, the paged kernel storing the new K/V (unless not
-        `write_kv`); blocks' slots already masked. The views into the QKV output are passed as they are."""
+        `write_kv`: the pool holds them already); blocks' slots already masked. The views into the QKV output
+        are passed as they are."""
         from kvengine.triton_attention import NewToken, triton_paged_decode  # imported only where Triton runs
 
         layer, w = self.layers[layer_id], self.weights[layer_id]
@@ -148,7 +149,7 @@ class TinyDecoder:
         slots, logical, _ = blocks[lc_id]
         attn = triton_paged_decode(
             q, k_pool, v_pool, slots, logical, seq_lens, window_tokens=self.layout.life_cycles[lc_id].window_tokens,
-            sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, new_slots[lc_id]), store_new=write_kv,
+            sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, *new_blocks[lc_id]) if write_kv else None,
         )  # fmt: skip
         return attn.view(x.shape[0], -1)
 

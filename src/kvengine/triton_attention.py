@@ -11,10 +11,10 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
     small combine kernel merges. Masks are the torch path's: position < seq_len, and for a window
     position >= seq_len - W or < sink_tokens.
 
-The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot):
-the tile loop masks position seq_len - 1 off, and each row and KV head's split 0 adds it as one more online
-softmax step from registers and stores it into the pool. So the kernel never reads what it writes, and no
-torch op writes the pools. A key-only layer's K tile is its V tile.
+The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
+column): the one program whose tiles hold position seq_len - 1 stores it there before its loop, behind a CTA
+barrier, and reads it back like any token; no other program reads that position, and no torch op writes the
+pools. A key-only layer's K tile is its V tile.
 
 Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=1` runs it on CPU tensors
 (how the CPU tests check it against the dense reference).
@@ -22,6 +22,7 @@ Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -31,16 +32,27 @@ import triton.language as tl
 
 
 @triton.jit
+def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-untyped-def]
+    """One tile's online-softmax step: the running max with its scaled scores (valid tokens only), their
+    exponentials against it, and the factor that rescales what was summed before."""
+    scores = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PRECISION) * scale
+    scores = tl.where(valid[None, :], scores, -1.0e30)
+    m_new = tl.maximum(m, tl.max(scores, 1))
+    p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
+    return m_new, p, tl.exp(m - m_new)
+
+
+@triton.jit
 def _paged_decode_kernel(
-    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
+    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, NEW_COLUMNS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
     stride_qb, stride_qh, stride_nb, stride_nh, stride_vnb, stride_vnh,
     stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
     stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb,
     window, sink_tokens, scale, n_tiles,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
-    PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, NEW_KV: tl.constexpr,
-    STORE_NEW: tl.constexpr, V_WITH_K: tl.constexpr,
+    PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
+    V_WITH_K: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -54,11 +66,23 @@ def _paged_decode_kernel(
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
     seq_len = tl.load(SEQ_LENS + row)
-    limit = seq_len - 1 if NEW_KV else seq_len  # a passed new token is attended after the loop, not read here
+    tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
+    if STORE_NEW:  # the program whose tiles hold position seq_len - 1 stores the new token there first
+        new_offset = (seq_len - 1) % TPB
+        new_tile = tl.load(NEW_COLUMNS + row) * tiles_per_block + new_offset // BLOCK_T
+        if new_tile // PER_SPLIT == split:
+            at = tl.load(NEW_SLOTS + row).to(tl.int64)
+            k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
+            tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d,
+                     k_new.to(K.dtype.element_ty), mask=d_ok)  # fmt: skip
+            if not KEY_ONLY:
+                v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
+                tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d,
+                         v_new.to(V.dtype.element_ty), mask=d_ok)  # fmt: skip
+        tl.debug_barrier()  # a CTA barrier: this program's loads below see its stores
     m = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
-    tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
     for step in range(0, PER_SPLIT):  # one flat loop over tiles: one loop for the compiler to pipeline
         tile = split * PER_SPLIT + step
         column = tile // tiles_per_block
@@ -68,7 +92,7 @@ def _paged_decode_kernel(
         safe = tl.maximum(slot, 0).to(tl.int64)
         offset = (tile % tiles_per_block) * BLOCK_T + t
         position = logical * TPB + offset
-        valid = (slot >= 0) & (offset < TPB) & (position < limit)
+        valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
         if HAS_WINDOW:
             valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
         kv_mask = valid[:, None] & d_ok[None, :]
@@ -77,11 +101,7 @@ def _paged_decode_kernel(
         if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
             v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
                         mask=kv_mask, other=0.0)  # fmt: skip
-        scores = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PRECISION) * scale
-        scores = tl.where(valid[None, :], scores, -1.0e30)
-        m_new = tl.maximum(m, tl.max(scores, 1))
-        p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
-        alpha = tl.exp(m - m_new)
+        m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
         if KEY_ONLY:  # the latent is the value too: one load serves both products
             v = k
         elif not V_WITH_K:
@@ -90,30 +110,6 @@ def _paged_decode_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
         l_sum = l_sum * alpha + tl.sum(p, 1)
         m = m_new
-    # one online-softmax step more, for position seq_len - 1, by each row and head's split 0 (two ifs: the
-    # constexpr one drops the code at compile time, the other is a branch at run time)
-    if NEW_KV:  # noqa: SIM102
-        if split == 0:
-            # cast to the pool dtype first: attended exactly as a stored-then-loaded token would be
-            k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
-            k_new = k_new.to(K.dtype.element_ty)
-            v_new = k_new
-            if not KEY_ONLY:
-                v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
-                v_new = v_new.to(V.dtype.element_ty)
-            score = tl.sum(q.to(tl.float32) * k_new.to(q.dtype).to(tl.float32)[None, :], 1) * scale
-            m_new = tl.maximum(m, score)
-            alpha = tl.exp(m - m_new)
-            p_new = tl.exp(score - m_new)
-            acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(q.dtype).to(tl.float32)[None, :]
-            l_sum = l_sum * alpha + p_new
-            m = m_new
-            if STORE_NEW:  # the loops of this step never read it (masked), so no program waits on it
-                at = tl.load(NEW_SLOTS + row).to(tl.int64)
-                new_offset = (seq_len - 1) % TPB
-                tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d, k_new, mask=d_ok)
-                if not KEY_ONLY:
-                    tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d, v_new, mask=d_ok)
     out_mask = g_ok[:, None] & d_ok[None, :]
     if SPLIT:
         base = split * stride_ms + row * stride_mb + heads
@@ -149,11 +145,13 @@ def _combine_kernel(
 @dataclass(frozen=True)
 class NewToken:
     """The token a decode step adds to each row: K and V [B, kv_heads, d] (V None: key-only), in the compute
-    dtype, and the pool slot of the block that holds position seq_len - 1 ([B], int64)."""
+    dtype; the pool slot of the block that holds position seq_len - 1, and that block's column in the call's
+    slot list ([B] each, int64: kvengine.attention.new_token_columns)."""
 
     k: torch.Tensor
     v: torch.Tensor | None
     slots: torch.Tensor
+    columns: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -179,10 +177,13 @@ def _next_power_of_two(value: int, *, at_least: int) -> int:
 
 def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     """64-token tiles up to head_dim 128, 16 above (a [16, 512] fp32 accumulator already fills 64 registers
-    a thread at 4 warps); enough programs to fill the GPU twice."""
+    a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
+    thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
+    (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 168 (3 an SM)."""
     block_d = _next_power_of_two(head_dim, at_least=16)
     block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 16)
-    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2)
+    cap = 128 if block_d <= 128 else None
+    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
 
 
 def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
@@ -192,8 +193,17 @@ def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _register_cap(launch: PagedLaunch) -> dict[str, int]:
-    """Triton's maxnreg option, only when set (its interpreter takes no such option)."""
-    return {} if launch.max_registers is None else {"maxnreg": launch.max_registers}
+    """Triton's maxnreg launch option, when set and when this Triton's NVIDIA backend has it."""
+    return {} if launch.max_registers is None or not _knows_maxnreg() else {"maxnreg": launch.max_registers}
+
+
+@functools.cache
+def _knows_maxnreg() -> bool:
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "maxnreg" in {field.name for field in dataclasses.fields(CUDAOptions)}
 
 
 def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: PagedLaunch) -> tuple[int, int]:
@@ -214,15 +224,14 @@ def triton_paged_decode(
     window_tokens: int | None,
     sink_tokens: int,
     new_token: NewToken | None = None,
-    store_new: bool = True,
     splits: int | None = None,
     launch: PagedLaunch | None = None,
     torch_combine: bool = False,
 ) -> torch.Tensor:
     """Attention of q [B, q_heads, d] over the pool blocks `slots` [B, n] (-1: skip), `logical` their logical
-    block ids; the torch path's semantics (see kvengine.attention). `new_token`: position seq_len - 1 comes
-    from it, not from the pool, and is stored there unless `store_new` is False. `splits` forces a split
-    count; `torch_combine` merges splits with torch ops (as the step before the fused one did)."""
+    block ids; the torch path's semantics (see kvengine.attention). `new_token`: stored at position
+    seq_len - 1 first (None: the pool holds it already). `splits` forces a split count; `torch_combine`
+    merges splits with torch ops (as the step before the fused one did)."""
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
     q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
@@ -242,12 +251,12 @@ def triton_paged_decode(
         target, stride_ms, stride_mb = partial, batch * q_heads, q_heads
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
-    new = new_token or NewToken(k_pool, None, seq_lens)  # unread when no token is passed
+    new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
-        q, k_pool, v_pool, k_new, v_new, new.slots, slots, logical, seq_lens, target, m_out, l_out,
+        q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
@@ -255,7 +264,7 @@ def triton_paged_decode(
         GROUP=q_heads // kv_heads, BLOCK_G=_next_power_of_two(q_heads // kv_heads, at_least=16), HEAD_DIM=head_dim,
         BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
-        KEY_ONLY=v_pool is k_pool, NEW_KV=new_token is not None, STORE_NEW=store_new, V_WITH_K=launch.v_with_k,
+        KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1:

@@ -5,7 +5,7 @@ as arguments run only those checks.
 
     kernel-*   the paged kernel over filled pools (splits by whole blocks and mid-block, the combine kernel and
                the torch merge), each of the engine's layer kinds, the presets' own head sizes among them
-    fused-*    the new token's K/V passed in: attended from registers, stored into the pool (or not)
+    fused-*    the new token's K/V passed in: stored into the pool (where write_token_kv would) and attended
     norm-*     the RMS norm kernel against kvengine.model.rms_norm
     engine-*   whole decode steps of the fused engine against the dense reference, the per-op step's pools,
                and the planted extra cost
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvengine.attention import _triton_kernel, dense_attention, gather_indices, write_token_kv
+from kvengine.attention import _triton_kernel, dense_attention, gather_indices, new_token_blocks, write_token_kv
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
 from kvengine.lifecycle import CacheLayout, build_layout
@@ -103,14 +103,16 @@ def split_qkv(f: Filled, layer: LayerSpec) -> tuple[torch.Tensor, torch.Tensor, 
     return q, f.qkv[:, q_width : q_width + kv_width].view(heads), v
 
 
-def attend(f: Filled, layer: LayerSpec, *, new: bool = False, store: bool = True, **options: object) -> torch.Tensor:
-    slots, logical, usable = gather_indices(f.table, f.seq_lens, f.layout.life_cycles[0], f.layout.tokens_per_block)
+def attend(f: Filled, layer: LayerSpec, *, new: bool = False, **options: object) -> torch.Tensor:
+    """The kernel over `f`'s pools; `new`: the last token passed in, as the fused step passes it."""
+    tpb = f.layout.tokens_per_block
+    slots, logical, usable = gather_indices(f.table, f.seq_lens, f.layout.life_cycles[0], tpb)
+    blocks = (torch.where(usable, slots, -1), logical, usable)
     q, k, v = split_qkv(f, layer)
-    new_slots = f.table.gather(1, ((f.seq_lens - 1) // f.layout.tokens_per_block)[:, None])[:, 0]
+    token = NewToken(k, v, *new_token_blocks(blocks, f.seq_lens - 1, tpb)) if new else None
     return triton_paged_decode(
-        q, f.k_pool, f.v_pool, torch.where(usable, slots, -1), logical, f.seq_lens, window_tokens=layer.window_tokens,
-        sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, new_slots) if new else None, store_new=store,
-        **options,  # type: ignore[arg-type]
+        q, f.k_pool, f.v_pool, blocks[0], logical, f.seq_lens, window_tokens=layer.window_tokens,
+        sink_tokens=layer.sink_tokens, new_token=token, **options,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -137,28 +139,27 @@ def kernel_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Check:
 
 
 def fused_attend_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Check:
-    """The new token only in the projection output, not the pool: attended all the same."""
+    """The new token passed in, not yet in the pool: attended all the same."""
 
     def run() -> tuple[str, bool]:
         f = filled(layer, tpb, leave_last=True)
-        got = attend(f, layer, new=True, store=False, **options)
+        got = attend(f, layer, new=True, **options)
         return within(worst_against_dense(f, layer, got), TOLERANCE[layer.dtype])
 
     return run
 
 
-def fused_store_check(layer: LayerSpec, *, store: bool, tpb: int = 4, **options: object) -> Check:
-    """The pools after the call equal the pools with the token written by write_token_kv (or untouched)."""
+def fused_store_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Check:
+    """The pools after the call equal the pools with the token written by write_token_kv."""
 
     def run() -> tuple[str, bool]:
         f = filled(layer, tpb, leave_last=True)
         pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)  # a key-only layer's are one tensor
         want = [pool.clone() for pool in pools]
-        if store:
-            _, k, v = split_qkv(f, layer)
-            for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
-                write_token_kv(pool, f.table, f.seq_lens - 1, token)
-        attend(f, layer, new=True, store=store, **options)
+        _, k, v = split_qkv(f, layer)
+        for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
+            write_token_kv(pool, f.table, f.seq_lens - 1, token)
+        attend(f, layer, new=True, **options)
         errors = [(got.float() - w.float()).abs().max().item() for got, w in zip(pools, want, strict=True)]
         return within(max(errors), 0.0)
 
@@ -261,13 +262,13 @@ CHECKS: dict[str, Check] = {
     **{f"fused-attend-{name}-splits-{splits}": fused_attend_check(layer, splits=splits)
        for name, layer in LAYERS.items() for splits in (1, 3)},
     "fused-attend-deepseek-window-d512-splits-5": fused_attend_check(DEEPSEEK_WINDOW, 128, splits=5),
-    "fused-store-full-gqa": fused_store_check(LAYERS["full-gqa"], store=True, splits=3),
-    "fused-store-window-6-sink-4": fused_store_check(LAYERS["window-6-sink-4"], store=True),
-    "fused-store-window-9-key-only": fused_store_check(LAYERS["window-9-key-only"], store=True, splits=3),
-    "fused-store-fp16-tiles-of-16": fused_store_check(LAYERS["full-fp16-gqa-d32"], store=True, tpb=32,
-                                                      launch=TILES_OF_16),
-    "fused-no-store-full-gqa": fused_store_check(LAYERS["full-gqa"], store=False, splits=3),
-    "fused-no-store-window-9-key-only": fused_store_check(LAYERS["window-9-key-only"], store=False),
+    "fused-store-full-gqa-splits-3": fused_store_check(LAYERS["full-gqa"], splits=3),
+    "fused-store-window-6-sink-4": fused_store_check(LAYERS["window-6-sink-4"]),
+    "fused-store-window-9-key-only-splits-3": fused_store_check(LAYERS["window-9-key-only"], splits=3),
+    "fused-store-fp16-tiles-of-16-splits-5": fused_store_check(LAYERS["full-fp16-gqa-d32"], tpb=32, splits=5,
+                                                               launch=TILES_OF_16),
+    "fused-attend-window-40-sink-4-tiles-of-16-splits-4": fused_attend_check(
+        LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=TILES_OF_16),
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
     "norm-float16-100": norm_check(torch.float16, 100, 4e-3),
     "engine-hybrid-matches-dense": engine_reference_check(HYBRID),
