@@ -5,8 +5,10 @@ decodes the case's load, then times the final batch's device step alone (CUDA-gr
 median of 20) and counts the bytes that step must move (kvengine.benchmark.decode_step_bytes: weights, the KV
 blocks its rows attend, the new K/V). Paths:
 
-    triton       the engine's paged-decode kernel (reads live pool blocks in place)
-    torch        gather the table's blocks, then torch's fused SDPA in the pool dtype ($KVENGINE_ATTENTION=torch)
+    triton          the fused step: norm kernel, one QKV GEMM, the paged kernel (reads live pool blocks in
+                    place, stores the new K/V), one combine kernel, the output GEMM into the residual
+    triton-unfused  the step before it: the same paged kernel amid torch ops ($KVENGINE_ATTENTION=triton-unfused)
+    torch           gather the table's blocks, then torch's fused SDPA in the pool dtype ($KVENGINE_ATTENTION=torch)
     fp32-einsum  the engine's attention before this bench existed: gather, upcast to float32, two einsums
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_bandwidth_bench.py [--json out.json]
@@ -33,7 +35,7 @@ from tests.perf.engine_case import build_engine
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-gemma_like-pool4g-b80", "gpu-llama_like-pool12g-b64_1k",
          "gpu-deepseek_v4_like-pool8g-b64_1k")  # fmt: skip
-PATHS = ("triton", "torch", "fp32-einsum")
+PATHS = ("triton", "triton-unfused", "torch", "fp32-einsum")
 
 
 def fp32_einsum_attention(q, k_pool, v_pool, blocks, seq_lens, *, window_tokens, sink_tokens):  # type: ignore[no-untyped-def]
@@ -52,7 +54,7 @@ def fp32_einsum_attention(q, k_pool, v_pool, blocks, seq_lens, *, window_tokens,
 
 def use_path(path: str) -> None:
     attention._triton_kernel.cache_clear()
-    os.environ["KVENGINE_ATTENTION"] = "torch" if path != "triton" else "triton"
+    os.environ["KVENGINE_ATTENTION"] = "torch" if path == "fp32-einsum" else path
     model.paged_decode_attention = fp32_einsum_attention if path == "fp32-einsum" else attention.paged_decode_attention  # type: ignore[assignment]
 
 

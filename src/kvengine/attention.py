@@ -12,6 +12,15 @@ when it is a sink token or p >= seq_len - W. All ops are shape-static, so the st
 On a GPU with Triton the attention is one paged kernel (triton_attention.py) that reads live blocks in
 place; elsewhere the blocks are gathered and attended with torch's fused attention in the pool's dtype.
 `dense_attention`, the reference both are checked against, computes in float32.
+
+$KVENGINE_ATTENTION picks the decode step's path (ATTENTION_PATHS); Triton's own TRITON_INTERPRET=1 lets
+the Triton paths run on CPU tensors (slowly: the CPU tests' way of checking the kernels):
+
+    triton          the fused step: Triton RMS norm, one QKV projection, the paged kernel writes the new
+                    token's K/V and a combine kernel merges splits (kvengine.model); the default
+    triton-unfused  the step before it: torch norm, three projections, torch K/V writes and split merge,
+                    around the same paged kernel (a peer for benches, and a fallback)
+    torch           the per-op step with gathered blocks and torch's SDPA (no Triton at all)
 """
 
 from __future__ import annotations
@@ -50,6 +59,17 @@ def gather_indices(
     return slots, logical, usable & (slots >= 0)
 
 
+def new_token_blocks(
+    blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor], positions: torch.Tensor, tokens_per_block: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(pool slot, column in `blocks`) per row of the block its new token at `positions` goes to: the one
+    usable column naming that logical block (the fused step's kernel stores the token there)."""
+    slots, logical, usable = blocks
+    match = usable & (logical == (positions // tokens_per_block)[:, None])
+    columns = torch.arange(logical.shape[1], device=logical.device)
+    return (match * slots).sum(dim=1), (match * columns).sum(dim=1)
+
+
 def paged_decode_attention(
     q: torch.Tensor,
     k_pool: torch.Tensor,
@@ -62,10 +82,11 @@ def paged_decode_attention(
 ) -> torch.Tensor:
     """One query token per request ([B, q_heads, d]) against its paged KV ([slots, B_tok, kv_heads, d])."""
     slots, logical, usable = blocks
-    kernel = _triton_kernel() if q.is_cuda else None
-    if kernel is not None:
+    kernel = _triton_kernel() if runs_triton(q.device) else None
+    if kernel is not None:  # the per-op step merges splits in torch too; the fused one in a kernel
         return kernel(q, k_pool, v_pool, torch.where(usable, slots, -1), logical, seq_lens,
-                      window_tokens=window_tokens, sink_tokens=sink_tokens)  # fmt: skip
+                      window_tokens=window_tokens, sink_tokens=sink_tokens,
+                      torch_combine=attention_path_from_env() == "triton-unfused")  # fmt: skip
     k, v, valid = gathered_kv(q, k_pool, v_pool, blocks, seq_lens, window_tokens=window_tokens, sink_tokens=sink_tokens)
     # one query token: [B, q_heads, 1, d] against [B, kv_heads, T, d], grouped heads shared (no repeat)
     out = F.scaled_dot_product_attention(
@@ -104,7 +125,7 @@ def gathered_kv(
 
 
 ATTENTION_ENV_VAR = "KVENGINE_ATTENTION"
-ATTENTION_PATHS = ("triton", "torch")  # unset or empty = triton where it is installed
+ATTENTION_PATHS = ("triton", "triton-unfused", "torch")  # unset or empty = triton where it is installed
 
 
 @functools.cache
@@ -118,6 +139,17 @@ def _triton_kernel():  # type: ignore[no-untyped-def]
     except ImportError:
         return None
     return triton_paged_decode
+
+
+def runs_triton(device: torch.device) -> bool:
+    """Whether tensors on `device` take a Triton path: on CUDA, or anywhere under Triton's interpreter."""
+    on_device = device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+    return on_device and _triton_kernel() is not None
+
+
+def fused_step(device: torch.device) -> bool:
+    """Whether the decoder on `device` runs the fused step (the `triton` path; see the module docstring)."""
+    return runs_triton(device) and attention_path_from_env() == "triton"
 
 
 def attention_path_from_env(environ: Mapping[str, str] = os.environ) -> str:

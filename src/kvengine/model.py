@@ -4,15 +4,24 @@ Per layer: RMS-normalized input, Q/K/V projections, the new token's K/V written 
 attention, output projection added to the residual. Weights are random (seeded): the engine's job is
 the cache, not the language. `repeated_layers` run a second time each step, their result dropped and no KV
 written: the planted extra cost of $KVENGINE_EXTRA_STEP_COST (kvengine.step_cost).
+
+Two steps compute that (kvengine.attention names the paths). The per-op step is torch ops around the
+attention, about 25 kernels a layer. The fused step (Triton on a GPU) is five a layer, because a decode step
+of 60 layers at 64 rows is bound by kernel count more than bytes:
+
+    RMS norm kernel -> one QKV GEMM (the weights concatenated at load) -> paged kernel (stores the new K/V)
+    -> combine kernel (split rows only) -> output GEMM accumulated into the residual in place (addmm_)
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from kvengine.attention import gather_indices, paged_decode_attention, write_token_kv
+from kvengine.attention import fused_step, gather_indices, new_token_blocks, paged_decode_attention, write_token_kv
 from kvengine.lifecycle import CacheLayout
 from kvengine.memory import KvPools
 from kvengine.spec import LayerSpec
@@ -20,10 +29,25 @@ from kvengine.spec import LayerSpec
 
 @dataclass(frozen=True)
 class LayerWeights:
-    wq: torch.Tensor  # [hidden, q_heads * head_dim]
-    wk: torch.Tensor  # [hidden, kv_heads * head_dim]
-    wv: torch.Tensor | None  # None for key-only layers
+    """One layer's projections; wq, wk, wv are column views of wqkv (one GEMM for the fused step)."""
+
+    wqkv: torch.Tensor  # [hidden, (q_heads + kv_heads x buffers) * head_dim]: q | k | v (no v when key-only)
     wo: torch.Tensor  # [q_heads * head_dim, hidden]
+    q_width: int  # q_heads * head_dim
+    kv_width: int  # kv_heads * head_dim
+    key_only: bool
+
+    @property
+    def wq(self) -> torch.Tensor:
+        return self.wqkv[:, : self.q_width]
+
+    @property
+    def wk(self) -> torch.Tensor:
+        return self.wqkv[:, self.q_width : self.q_width + self.kv_width]
+
+    @property
+    def wv(self) -> torch.Tensor | None:
+        return None if self.key_only else self.wqkv[:, self.q_width + self.kv_width :]
 
 
 @dataclass(frozen=True)
@@ -55,15 +79,9 @@ class TinyDecoder:
         self.layout = layout
         self.repeated_layers = frozenset(repeated_layers)
         self.embed = weight(vocab_size, hidden_size) * vocab_size**0.5
-        self.weights = tuple(
-            LayerWeights(
-                wq=weight(hidden_size, layer.q_heads * layer.head_dim),
-                wk=weight(hidden_size, layer.num_kv_heads * layer.head_dim),
-                wv=None if layer.key_only else weight(hidden_size, layer.num_kv_heads * layer.head_dim),
-                wo=weight(layer.q_heads * layer.head_dim, hidden_size),
-            )
-            for layer in layers
-        )
+        self.weights = tuple(_layer_weights(layer, hidden_size, weight) for layer in layers)
+        self.fused = fused_step(device)
+        self.norm = _norm_for(self.fused)
 
     def forward(self, pools: KvPools, inputs: DecodeInputs) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.embed[inputs.token_ids]
@@ -73,19 +91,26 @@ class TinyDecoder:
             gather_indices(table, seq_lens, cycle, tpb)
             for table, cycle in zip(inputs.tables, self.layout.life_cycles, strict=True)
         ]
+        if self.fused:  # once a step per life cycle, not once a layer: the kernel's slot lists (-1: skip), and
+            # where each row's new token goes
+            blocks = [(torch.where(usable, slots, -1), logical, usable) for slots, logical, usable in blocks]
+            new_blocks = [new_token_blocks(b, inputs.positions, tpb) for b in blocks]
+        attend = functools.partial(self._fused_attention, new_blocks=new_blocks) if self.fused else self._attention
         for layer_id in range(len(self.layers)):
-            attn = self._layer(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
+            wo = self.weights[layer_id].wo
+            attn = attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
             if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
-                self._layer(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False)
-            x = x + attn
-        logits = rms_norm(x) @ self.embed.T
+                attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False) @ wo
+            # in place: one GEMM accumulating into the residual (x is this step's own, from the embedding)
+            x = x.addmm_(attn, wo) if self.fused else x + attn @ wo
+        logits = self.norm(x) @ self.embed.T
         return logits.argmax(dim=-1), x
 
-    def _layer(
+    def _attention(
         self, layer_id: int, x: torch.Tensor, pools: KvPools, inputs: DecodeInputs,
         blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
     ) -> torch.Tensor:
-        """One layer's contribution to the residual; `write_kv=False` computes it all but stores no K/V."""
+        """The per-op step's attention output [B, q_heads * d]; `write_kv=False` stores no K/V."""
         layer, w = self.layers[layer_id], self.weights[layer_id]
         lc_id = self.layout.placements[layer_id].life_cycle_id
         k_pool, v_pool = pools.layer_kv(layer_id)
@@ -101,8 +126,49 @@ class TinyDecoder:
             q, k_pool, v_pool, blocks[lc_id], seq_lens,
             window_tokens=self.layout.life_cycles[lc_id].window_tokens, sink_tokens=layer.sink_tokens,
         )  # fmt: skip
-        return attn.reshape(x.shape[0], -1) @ w.wo
+        return attn.reshape(x.shape[0], -1)
+
+    def _fused_attention(
+        self, layer_id: int, x: torch.Tensor, pools: KvPools, inputs: DecodeInputs,
+        blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
+        new_blocks: list[tuple[torch.Tensor, torch.Tensor]],
+    ) -> torch.Tensor:
+        """The fused step's: norm kernel, one QKV GEMM, the paged kernel storing the new K/V (unless not
+        `write_kv`: the pool holds them already); blocks' slots already masked. The views into the QKV output
+        are passed as they are."""
+        from kvengine.triton_attention import NewToken, triton_paged_decode  # imported only where Triton runs
+
+        layer, w = self.layers[layer_id], self.weights[layer_id]
+        lc_id = self.layout.placements[layer_id].life_cycle_id
+        k_pool, v_pool = pools.layer_kv(layer_id)
+        qkv = self.norm(x) @ w.wqkv
+        heads = (-1, layer.num_kv_heads, layer.head_dim)
+        q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)
+        k = qkv[:, w.q_width : w.q_width + w.kv_width].view(heads)
+        v = None if w.key_only else qkv[:, w.q_width + w.kv_width :].view(heads)
+        slots, logical, _ = blocks[lc_id]
+        attn = triton_paged_decode(
+            q, k_pool, v_pool, slots, logical, seq_lens, window_tokens=self.layout.life_cycles[lc_id].window_tokens,
+            sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, *new_blocks[lc_id]) if write_kv else None,
+        )  # fmt: skip
+        return attn.view(x.shape[0], -1)
+
+
+def _layer_weights(layer: LayerSpec, hidden_size: int, weight: Callable[[int, int], torch.Tensor]) -> LayerWeights:
+    q_width, kv_width = layer.q_heads * layer.head_dim, layer.num_kv_heads * layer.head_dim
+    # drawn one by one as before the concatenation (q, k, v, o), so a seed gives the same numbers
+    parts = [weight(hidden_size, width) for width in (q_width, kv_width, kv_width)[: 1 + len(layer.roles)]]
+    return LayerWeights(torch.cat(parts, dim=1), weight(q_width, hidden_size), q_width, kv_width, layer.key_only)
 
 
 def rms_norm(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + 1e-6).to(x.dtype)
+
+
+def _norm_for(fused: bool):  # type: ignore[no-untyped-def]
+    """The fused step's norm kernel, else the torch expression (seven kernels on a GPU)."""
+    if not fused:
+        return rms_norm
+    from kvengine.triton_norm import triton_rms_norm  # imported only where Triton runs
+
+    return triton_rms_norm

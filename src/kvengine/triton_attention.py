@@ -5,10 +5,16 @@ live or not) and attends over the copy; this kernel reads each live block once, 
 skips stale or unallocated ones (their loads are masked off), so a decode step moves about the bytes it must.
 
     grid (batch row, KV head, split): the row's query heads of that KV head (a GQA group, padded to 16 for
-    tl.dot) against its blocks [split * per_split, (split + 1) * per_split), online softmax in float32.
-    One split writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc)
-    that `_combine` merges. Masks are the torch path's: position < seq_len, and for a window
+    tl.dot) against its tiles [split * per_split, (split + 1) * per_split), online softmax in float32.
+    A tile is BLOCK_T tokens of one block: tile i is column i // tiles_per_block of the table. One split
+    writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc) that one
+    small combine kernel merges. Masks are the torch path's: position < seq_len, and for a window
     position >= seq_len - W or < sink_tokens.
+
+The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
+column): the one program whose tiles hold position seq_len - 1 stores it there before its loop, behind a CTA
+barrier, and reads it back like any token; no other program reads that position, and no torch op writes the
+pools. A key-only layer's K tile is its V tile.
 
 Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=1` runs it on CPU tensors
 (how the CPU tests check it against the dense reference).
@@ -16,7 +22,9 @@ Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -24,14 +32,27 @@ import triton.language as tl
 
 
 @triton.jit
+def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-untyped-def]
+    """One tile's online-softmax step: the running max with its scaled scores (valid tokens only), their
+    exponentials against it, and the factor that rescales what was summed before."""
+    scores = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PRECISION) * scale
+    scores = tl.where(valid[None, :], scores, -1.0e30)
+    m_new = tl.maximum(m, tl.max(scores, 1))
+    p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
+    return m_new, p, tl.exp(m - m_new)
+
+
+@triton.jit
 def _paged_decode_kernel(
-    Q, K, V, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
-    stride_qb, stride_qh, stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
-    stride_tb, stride_ob, stride_oh, stride_ms, stride_mb,
-    window, sink_tokens, scale, n_blocks,
+    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, NEW_COLUMNS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
+    stride_qb, stride_qh, stride_nb, stride_nh, stride_vnb, stride_vnh,
+    stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
+    stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb,
+    window, sink_tokens, scale, n_tiles,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
-    PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr,
+    PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
+    V_WITH_K: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -45,44 +66,104 @@ def _paged_decode_kernel(
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
     seq_len = tl.load(SEQ_LENS + row)
+    tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
+    if STORE_NEW:  # the program whose tiles hold position seq_len - 1 stores the new token there first
+        new_offset = (seq_len - 1) % TPB
+        new_tile = tl.load(NEW_COLUMNS + row) * tiles_per_block + new_offset // BLOCK_T
+        if new_tile // PER_SPLIT == split:
+            at = tl.load(NEW_SLOTS + row).to(tl.int64)
+            k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
+            tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d,
+                     k_new.to(K.dtype.element_ty), mask=d_ok)  # fmt: skip
+            if not KEY_ONLY:
+                v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
+                tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d,
+                         v_new.to(V.dtype.element_ty), mask=d_ok)  # fmt: skip
+        tl.debug_barrier()  # a CTA barrier: this program's loads below see its stores
     m = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
-    for step in range(0, PER_SPLIT):
-        column = split * PER_SPLIT + step
-        in_table = column < n_blocks  # the last split may have fewer columns
+    for step in range(0, PER_SPLIT):  # one flat loop over tiles: one loop for the compiler to pipeline
+        tile = split * PER_SPLIT + step
+        column = tile // tiles_per_block
+        in_table = tile < n_tiles  # the last split may have fewer tiles
         slot = tl.load(SLOTS + row * stride_tb + column, mask=in_table, other=-1)
-        logical = tl.load(LOGICAL + row * stride_tb + column, mask=in_table, other=0)
+        logical = tl.load(LOGICAL + row * stride_lb + column, mask=in_table, other=0)
         safe = tl.maximum(slot, 0).to(tl.int64)
-        for start in range(0, TPB, BLOCK_T):
-            offset = start + t
-            position = logical * TPB + offset
-            valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
-            if HAS_WINDOW:
-                valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
-            k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
-                        mask=valid[:, None] & d_ok[None, :], other=0.0)  # fmt: skip
-            scores = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PRECISION) * scale
-            scores = tl.where(valid[None, :], scores, -1.0e30)
-            m_new = tl.maximum(m, tl.max(scores, 1))
-            p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
-            alpha = tl.exp(m - m_new)
+        offset = (tile % tiles_per_block) * BLOCK_T + t
+        position = logical * TPB + offset
+        valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
+        if HAS_WINDOW:
+            valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
+        kv_mask = valid[:, None] & d_ok[None, :]
+        k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
+                    mask=kv_mask, other=0.0)  # fmt: skip
+        if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
             v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
-                        mask=valid[:, None] & d_ok[None, :], other=0.0)  # fmt: skip
-            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
-            l_sum = l_sum * alpha + tl.sum(p, 1)
-            m = m_new
+                        mask=kv_mask, other=0.0)  # fmt: skip
+        m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
+        if KEY_ONLY:  # the latent is the value too: one load serves both products
+            v = k
+        elif not V_WITH_K:
+            v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                        mask=kv_mask, other=0.0)  # fmt: skip
+        acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
+        l_sum = l_sum * alpha + tl.sum(p, 1)
+        m = m_new
     out_mask = g_ok[:, None] & d_ok[None, :]
     if SPLIT:
         base = split * stride_ms + row * stride_mb + heads
         tl.store(M_OUT + base, m, mask=g_ok)
         tl.store(L_OUT + base, l_sum, mask=g_ok)
-        tl.store(OUT + (split * stride_ms + row * stride_mb + heads)[:, None] * HEAD_DIM + d[None, :], acc,
-                 mask=out_mask)  # fmt: skip
+        tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc, mask=out_mask)
     else:
         out = acc / tl.maximum(l_sum, 1.0e-30)[:, None]
         tl.store(OUT + row * stride_ob + heads[:, None] * stride_oh + d[None, :], out.to(OUT.dtype.element_ty),
                  mask=out_mask)  # fmt: skip
+
+
+@triton.jit
+def _combine_kernel(
+    PARTIAL, M, L, OUT, stride_s, stride_ob, stride_oh, q_heads,
+    SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """One (row, head): sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m), m = max_s m_s, in the output dtype."""
+    index = tl.program_id(0)  # row * q_heads + head: the partials' [B, q_heads] flattened
+    s = tl.arange(0, BLOCK_S)
+    d = tl.arange(0, BLOCK_D)
+    s_ok = s < SPLITS
+    m = tl.load(M + s * stride_s + index, mask=s_ok, other=-1.0e30)
+    l_sum = tl.load(L + s * stride_s + index, mask=s_ok, other=0.0)
+    acc = tl.load(PARTIAL + (s * stride_s + index)[:, None] * HEAD_DIM + d[None, :],
+                  mask=s_ok[:, None] & (d < HEAD_DIM)[None, :], other=0.0)  # fmt: skip
+    weight = tl.where(s_ok, tl.exp(m - tl.max(m, 0)), 0.0)
+    out = tl.sum(acc * weight[:, None], 0) / tl.maximum(tl.sum(l_sum * weight, 0), 1.0e-30)
+    row, head = index // q_heads, index % q_heads
+    tl.store(OUT + row * stride_ob + head * stride_oh + d, out.to(OUT.dtype.element_ty), mask=d < HEAD_DIM)
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """The token a decode step adds to each row: K and V [B, kv_heads, d] (V None: key-only), in the compute
+    dtype; the pool slot of the block that holds position seq_len - 1, and that block's column in the call's
+    slot list ([B] each, int64: kvengine.attention.new_token_columns)."""
+
+    k: torch.Tensor
+    v: torch.Tensor | None
+    slots: torch.Tensor
+    columns: torch.Tensor
+
+
+@dataclass(frozen=True)
+class PagedLaunch:
+    """How one call's grid and programs are shaped (bench/paged_kernel_sweep.py tries others on a GPU)."""
+
+    block_t: int  # tokens per tile, a power of two >= 16 (tl.dot's least); tiles past a block are masked
+    num_warps: int
+    num_stages: int
+    programs_per_sm: int  # split a row's tiles until rows x KV heads x splits reach this many per SM (0: never)
+    v_with_k: bool = False  # load a tile's V beside its K (more bytes in flight, more registers: fewer programs)
+    max_registers: int | None = None  # cap registers a thread (more programs an SM, or spills)
 
 
 @functools.cache
@@ -92,6 +173,44 @@ def _multiprocessors(device: torch.device) -> int:
 
 def _next_power_of_two(value: int, *, at_least: int) -> int:
     return max(at_least, 1 << (value - 1).bit_length())
+
+
+def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
+    """64-token tiles up to head_dim 128, 16 above (a [16, 512] fp32 accumulator already fills 64 registers
+    a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
+    thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
+    (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 168 (3 an SM)."""
+    block_d = _next_power_of_two(head_dim, at_least=16)
+    block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 16)
+    cap = 128 if block_d <= 128 else None
+    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
+
+
+def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` when its last dim is contiguous (the kernel steps it by one: the fused step's views are), else
+    a contiguous copy."""
+    return tensor if tensor.stride(-1) == 1 else tensor.contiguous()
+
+
+def _register_cap(launch: PagedLaunch) -> dict[str, int]:
+    """Triton's maxnreg launch option, when set and when this Triton's NVIDIA backend has it."""
+    return {} if launch.max_registers is None or not _knows_maxnreg() else {"maxnreg": launch.max_registers}
+
+
+@functools.cache
+def _knows_maxnreg() -> bool:
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "maxnreg" in {field.name for field in dataclasses.fields(CUDAOptions)}
+
+
+def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: PagedLaunch) -> tuple[int, int]:
+    """(splits, tiles per split) for `programs` rows x KV heads over `n_tiles` tiles each."""
+    wanted = -(-launch.programs_per_sm * multiprocessors // max(1, programs))
+    per_split = -(-n_tiles // max(1, min(n_tiles, wanted)))
+    return -(-n_tiles // per_split), per_split
 
 
 def triton_paged_decode(
@@ -104,26 +223,27 @@ def triton_paged_decode(
     *,
     window_tokens: int | None,
     sink_tokens: int,
+    new_token: NewToken | None = None,
     splits: int | None = None,
+    launch: PagedLaunch | None = None,
+    torch_combine: bool = False,
 ) -> torch.Tensor:
-    """Attention of q [B, q_heads, d] over the pool blocks `slots` [B, n] (-1: skip), `logical` their
-    logical block ids; the torch path's semantics (see kvengine.attention). `splits`: force a split count."""
+    """Attention of q [B, q_heads, d] over the pool blocks `slots` [B, n] (-1: skip), `logical` their logical
+    block ids; the torch path's semantics (see kvengine.attention). `new_token`: stored at position
+    seq_len - 1 first (None: the pool holds it already). `splits` forces a split count; `torch_combine`
+    merges splits with torch ops (as the step before the fused one did)."""
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
-    group = q_heads // kv_heads
-    n_blocks = slots.shape[1]
-    q = q.contiguous()
-    slots, logical = slots.contiguous(), logical.contiguous()
-    # enough programs to fill the GPU twice: split a row's blocks when rows x KV heads are few
+    q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
+    launch = launch or default_launch(head_dim, tpb)
+    n_tiles = slots.shape[1] * -(-tpb // launch.block_t)
     if splits is None:
-        splits = -(-2 * _multiprocessors(q.device) // max(1, batch * kv_heads))
-    splits = max(1, min(n_blocks, splits))
-    per_split = -(-n_blocks // splits)
-    splits = -(-n_blocks // per_split)
-    block_d = _next_power_of_two(head_dim, at_least=16)
-    block_t = min(_next_power_of_two(tpb, at_least=16), 64 if block_d <= 128 else 16)
-    precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    out = torch.empty_like(q)
+        splits, per_split = split_count(batch * kv_heads, n_tiles, multiprocessors=_multiprocessors(q.device),
+                                        launch=launch)  # fmt: skip
+    else:
+        per_split = -(-n_tiles // max(1, min(n_tiles, splits)))
+        splits = -(-n_tiles // per_split)
+    out = torch.empty((batch, q_heads, head_dim), dtype=q.dtype, device=q.device)
     if splits > 1:
         partial = torch.empty((splits, batch, q_heads, head_dim), dtype=torch.float32, device=q.device)
         m_out = torch.empty((splits, batch, q_heads), dtype=torch.float32, device=q.device)
@@ -131,23 +251,35 @@ def triton_paged_decode(
         target, stride_ms, stride_mb = partial, batch * q_heads, q_heads
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
+    new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
+    k_new = _unit_step(new.k)
+    v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
+    block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
-        q, k_pool, v_pool, slots, logical, seq_lens, target, m_out, l_out,
-        q.stride(0), q.stride(1), k_pool.stride(0), k_pool.stride(1), k_pool.stride(2),
-        v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
-        slots.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
-        window_tokens or 0, sink_tokens, head_dim**-0.5, n_blocks,
-        GROUP=group, BLOCK_G=_next_power_of_two(group, at_least=16), HEAD_DIM=head_dim, BLOCK_D=block_d,
-        TPB=tpb, BLOCK_T=block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1, PRECISION=precision,
-        PER_SPLIT=per_split,
+        q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
+        q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
+        k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
+        slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
+        window_tokens or 0, sink_tokens, head_dim**-0.5, n_tiles,
+        GROUP=q_heads // kv_heads, BLOCK_G=_next_power_of_two(q_heads // kv_heads, at_least=16), HEAD_DIM=head_dim,
+        BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
+        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
+        KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
+        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1:
         return out
-    return _combine(partial, m_out, l_out).to(q.dtype)
+    if torch_combine:
+        return _combine(partial, m_out, l_out).to(q.dtype)
+    _combine_kernel[(batch * q_heads,)](
+        partial, m_out, l_out, out, stride_ms, out.stride(0), out.stride(1), q_heads,
+        SPLITS=splits, BLOCK_S=_next_power_of_two(splits, at_least=2), HEAD_DIM=head_dim, BLOCK_D=block_d,
+    )  # fmt: skip
+    return out
 
 
 def _combine(partial: torch.Tensor, m: torch.Tensor, l_sum: torch.Tensor) -> torch.Tensor:
-    """Merge split-wise online-softmax partials: sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m)."""
+    """Merge split-wise online-softmax partials in torch ops (about ten kernels): the combine kernel's math."""
     top = m.max(dim=0).values
     weight = torch.exp(m - top)
     return (partial * weight[..., None]).sum(0) / (l_sum * weight).sum(0).clamp_min(1e-30)[..., None]

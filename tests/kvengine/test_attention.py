@@ -18,9 +18,9 @@ from kvengine.engine import DecodeEngine, EngineOptions
 from kvengine.errors import ConfigError
 from kvengine.lifecycle import build_layout
 from kvengine.memory import KvPools
-from kvengine.model import rms_norm
 from kvengine.spec import LayerSpec, ModelSpec
 from kvengine.storage import KvStorage
+from tests.kvengine.reference import reference_decode
 
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
 
@@ -92,38 +92,6 @@ def test_paged_attention_matches_dense(device: str, layer: LayerSpec) -> None:
 TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def reference_decode(engine: DecodeEngine, tokens: list[list[int]]) -> list[torch.Tensor]:
-    """Dense re-computation of the engine's decoder: per step, each sequence's hidden state."""
-    model, layers = engine.model, engine.model.layers
-    keys: list[list[list[torch.Tensor]]] = [[[] for _ in layers] for _ in tokens]
-    values: list[list[list[torch.Tensor]]] = [[[] for _ in layers] for _ in tokens]
-    hidden_per_step = []
-    for step in range(len(tokens[0])):
-        rows = []
-        for seq, seq_tokens in enumerate(tokens):
-            x = model.embed[seq_tokens[step]].cpu().float()
-            for layer_id, (layer, w) in enumerate(zip(layers, model.weights, strict=True)):
-                h = rms_norm(x[None])[0]
-                q = (h @ w.wq.cpu().float()).view(layer.q_heads, layer.head_dim)
-                k = (h @ w.wk.cpu().float()).view(layer.num_kv_heads, layer.head_dim)
-                v = k if w.wv is None else (h @ w.wv.cpu().float()).view(layer.num_kv_heads, layer.head_dim)
-                keys[seq][layer_id].append(k)
-                values[seq][layer_id].append(v)
-                attn = dense_attention(
-                    q,
-                    torch.stack(keys[seq][layer_id]),
-                    torch.stack(values[seq][layer_id]),
-                    window_tokens=engine.sizing.layout.life_cycles[
-                        engine.sizing.layout.placements[layer_id].life_cycle_id
-                    ].window_tokens,
-                    sink_tokens=layer.sink_tokens,
-                )
-                x = x + attn.reshape(-1) @ w.wo.cpu().float()
-            rows.append(x)
-        hidden_per_step.append(torch.stack(rows))
-    return hidden_per_step
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     ("use_graphs", "batch"),
@@ -174,6 +142,7 @@ def test_engine_decode_matches_dense_reference(
         pytest.param(None, "triton", id="unset"),
         pytest.param("", "triton", id="empty"),
         pytest.param("triton", "triton", id="triton"),
+        pytest.param("triton-unfused", "triton-unfused", id="triton-unfused"),
         pytest.param("torch", "torch", id="torch"),
     ],
 )
@@ -184,15 +153,18 @@ def test_the_attention_variable_names_a_path(text: str | None, path: str) -> Non
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        pytest.param("toch", "did you mean 'torch'? valid: torch, triton", id="typo"),
-        pytest.param("Torch", "did you mean 'torch'? valid: torch, triton", id="capitalized"),
-        pytest.param("flash", "valid: torch, triton", id="unknown"),
+        pytest.param("toch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="typo"),
+        pytest.param("Torch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="capitalized"),
+        pytest.param("triton_unfused", "did you mean 'triton-unfused' or 'triton'? valid: torch, triton, "
+                     "triton-unfused", id="underscore"),
+        pytest.param("flash", "valid: torch, triton, triton-unfused", id="unknown"),
     ],
 )
 def test_an_attention_value_naming_no_path_is_an_error_not_the_fast_path(text: str, hint: str) -> None:
     with pytest.raises(ConfigError) as info:
         attention_path_from_env({"KVENGINE_ATTENTION": text})
-    expected = f"KVENGINE_ATTENTION must be one of triton, torch (or unset), found {text!r}. Hint: {hint}"
+    expected = (f"KVENGINE_ATTENTION must be one of triton, triton-unfused, torch (or unset), found {text!r}. "
+                f"Hint: {hint}")  # fmt: skip
     assert str(info.value) == expected
 
 

@@ -1,0 +1,99 @@
+"""Registers, spills and shared memory of the paged-decode kernel for an H200 (sm_90), compiled here: no GPU.
+
+Triton compiles the kernel for a target it is told, and its bundled ptxas and cuobjdump read the cubin. Per
+bandwidth-case layer shape (bench/paged_kernel_sweep.py's) and call (the fused step's, new token passed and
+stored, or the per-op step's), at the default launch: registers a thread, local memory (spills), shared memory,
+cp.async copies in the loop (what Triton pipelines), and how many programs an SM's 64K registers hold.
+Spilled bytes are cuobjdump's stack frame plus local memory.
+
+    PYTHONPATH=$PWD:$PWD/src python3 bench/paged_kernel_registers.py [--warps 8] [--stages 2] [--max-registers 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from bench.paged_kernel_sweep import SHAPES, Shape
+from kvengine.triton_attention import _next_power_of_two, _paged_decode_kernel, default_launch, split_count
+
+H200 = GPUTarget("cuda", 90, 32)
+TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+REGISTERS_AN_SM = 65536
+
+
+def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
+    """(argument types, constexprs, compile options) of the call the engine makes for `shape` on an H200."""
+    layer, tpb = shape.layer, shape.tokens_per_block
+    launch = default_launch(layer.head_dim, tpb)
+    blocks = -(-shape.seq_len // tpb)
+    columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
+    n_tiles = columns * -(-tpb // launch.block_t)
+    splits, per_split = split_count(shape.rows * layer.num_kv_heads, n_tiles, multiprocessors=132, launch=launch)
+    group = layer.q_heads // layer.num_kv_heads
+    constexprs = {
+        "GROUP": group, "BLOCK_G": _next_power_of_two(group, at_least=16), "HEAD_DIM": layer.head_dim,
+        "BLOCK_D": _next_power_of_two(layer.head_dim, at_least=16), "TPB": tpb, "BLOCK_T": launch.block_t,
+        "HAS_WINDOW": layer.window_tokens is not None, "SPLIT": splits > 1, "PRECISION": "tf32",
+        "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": fused,
+        "V_WITH_K": launch.v_with_k,
+    }  # fmt: skip
+    types = {}
+    for name in _paged_decode_kernel.arg_names:
+        if name in constexprs:
+            types[name] = "constexpr"
+        elif name in ("SLOTS", "LOGICAL", "SEQ_LENS", "NEW_SLOTS", "NEW_COLUMNS"):
+            types[name] = "*i64"
+        elif name in ("OUT", "M_OUT", "L_OUT"):
+            types[name] = "*fp32" if splits > 1 else "*bf16"
+        else:
+            types[name] = "*bf16" if name.isupper() else "fp32" if name == "scale" else "i32"
+    options = {"num_warps": launch.num_warps, "num_stages": launch.num_stages}
+    if launch.max_registers is not None:
+        options["maxnreg"] = launch.max_registers
+    options.update(overrides)
+    return types, constexprs, options
+
+
+def resources(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> dict[str, int]:
+    types, constexprs, options = signature(shape, fused=fused, overrides=overrides)
+    compiled = triton.compile(ASTSource(_paged_decode_kernel, types, constexprs=constexprs), target=H200,
+                              options=options)  # fmt: skip
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        Path(cubin.name).write_bytes(compiled.asm["cubin"])
+        usage = subprocess.run([TOOLS / "cuobjdump", "-res-usage", cubin.name], capture_output=True, text=True,
+                               check=True).stdout  # fmt: skip
+    registers = int(re.search(r"REG:(\d+)", usage).group(1))  # type: ignore[union-attr]
+    spilled = sum(int(n) for n in re.findall(r"(?:STACK|LOCAL):(\d+)", usage))  # spills go to the stack frame
+    copies = compiled.asm["ttgir"].count("async_copy_global_to_local")
+    return {"registers": registers, "local_bytes": spilled, "shared_bytes": compiled.metadata.shared,
+            "async_copies": copies, "programs_an_sm": REGISTERS_AN_SM // (registers * 32 * options["num_warps"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--warps", type=int, help="instead of the default launch's")
+    parser.add_argument("--stages", type=int, help="instead of the default launch's")
+    parser.add_argument("--max-registers", type=int, help="ptxas's cap (Triton's maxnreg)")
+    args = parser.parse_args()
+    chosen = {"num_warps": args.warps, "num_stages": args.stages, "maxnreg": args.max_registers}
+    overrides = {name: value for name, value in chosen.items() if value is not None}
+    print(f"triton {triton.__version__}, target sm_90")
+    print("| shape | call | registers | spilled bytes | shared bytes | cp.async in loop | programs an SM |")
+    print("|---|---|---|---|---|---|---|")
+    for name, shape in SHAPES.items():
+        for fused in (True, False):
+            found = resources(shape, fused=fused, overrides=overrides)
+            cells = [name, "fused" if fused else "per-op", *(str(value) for value in found.values())]
+            print("| " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
