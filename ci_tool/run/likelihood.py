@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ci_tool.errors import HistoryError
 from ci_tool.history.failures import recent_failures
 from ci_tool.history.flakiness import SECONDS_PER_DAY
 from ci_tool.history.locator import History
@@ -14,10 +15,19 @@ from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.priority import RECENT_FAILURE_DAYS, Likelihood, RecentFailure, touching_tests
 
 
-def read_likelihood(history: History | None, changes: ChangeSet | None, *, now: float | None = None) -> Likelihood:
+def read_likelihood(
+    history: History | None, changes: ChangeSet | None, *, now: float | None = None, unreadable_ok: bool = False
+) -> Likelihood:
     """The recent failures `history` holds (none when it is a file not made yet) and the tests touching
-    `changes` (none without a change)."""
-    return Likelihood(_failures(history, time.time() if now is None else now), touching_tests(changes))
+    `changes` (none without a change). `unreadable_ok`: a history that cannot be read gives no failures
+    instead of a HistoryError (a run: it reports that history on its own path and keeps its results)."""
+    try:
+        failures = _failures(history, time.time() if now is None else now)
+    except HistoryError:
+        if not unreadable_ok:
+            raise
+        failures = ()
+    return Likelihood(failures, touching_tests(changes))
 
 
 def _failures(history: History | None, now: float) -> tuple[RecentFailure, ...]:

@@ -119,4 +119,4 @@ def ordered_by_likelihood(setup: LocalSetup, changes: ChangeSet | None, *, reord
     recently in its history, then those touching `changes`; with `reorder` off, each in its list's order."""
     if not reorder:
         return setup
-    return replace(setup, likelihood=read_likelihood(setup.config.history, changes))
+    return replace(setup, likelihood=read_likelihood(setup.config.history, changes, unreadable_ok=True))
