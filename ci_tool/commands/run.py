@@ -17,7 +17,7 @@ import click
 from ci_tool.bot.flags import REUSE_PIPELINE, Arg, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
-from ci_tool.commands.run_options import finish, run_options
+from ci_tool.commands.run_options import finish, reorder_option, run_options
 from ci_tool.errors import BotError
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
@@ -25,7 +25,7 @@ from ci_tool.run.progress import Progress
 from ci_tool.run.report import run_state_words
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
-from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, with_merged_waives
+from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection
@@ -74,6 +74,7 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 @click.option(
     "--plan-only", is_flag=True, help="Print the stages the run would start (`+ NAME`, one a line); run nothing."
 )
+@reorder_option
 def run(
     bot_command: str,
     changed_files: tuple[str, ...],
@@ -81,6 +82,7 @@ def run(
     head: str | None,
     labels: tuple[str, ...],
     plan_only: bool,
+    no_reorder: bool,
     options: RunOptions,
 ) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; the /bot run flags
@@ -98,6 +100,7 @@ def run(
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
     changes = change_set(changed_files, base=base, head=head, test_db=options.test_db, history=setup.config.history)
+    setup = ordered_by_likelihood(setup, changes, reorder=not no_reorder)
     main = plan_main_run(setup, wanted, changes=changes, labels=labels)
     echo_errors(main.selection.errors)
     if main.selection.errors:

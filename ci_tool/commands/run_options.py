@@ -1,5 +1,6 @@
 """What `ci-tool run` and `ci-tool stage run` share: their options as one typed value (the executor among
-them; run/setup.py builds the run's set-up from it), and the closing line and exit code of a run."""
+them; run/setup.py builds the run's set-up from it), `--no-reorder`, and the closing line and exit code of a
+run."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS
 from ci_tool.run.session import SessionResult
 from ci_tool.run.setup import RunOptions
 from ci_tool.stages.executors import Executor
+from ci_tool.stages.priority import RECENT_FAILURE_DAYS
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -84,6 +86,14 @@ _RUN_OPTIONS = (
         help="Record which test ran which file into the history (coverage.py; slower): change-based "
         "selection then runs only the tests that ran a changed source file.",
     ),
+)
+
+
+reorder_option = click.option(
+    "--no-reorder",
+    is_flag=True,
+    help="Run each stage's tests in its list's order [default: the tests that failed in the last "
+    f"{RECENT_FAILURE_DAYS} days of the history first, then those whose touch records ran a changed file].",
 )
 
 

@@ -21,6 +21,7 @@ from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import RunSettings, planned_invocations
+from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.reuse import passed_on_checkout
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.cbts import CbtsScope
@@ -92,6 +93,7 @@ def describe(stage_name: StageName) -> str:
     "[default: the stage name's facts only].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
+@history_option
 def show_command(
     name: str,
     catalog_path: Path,
@@ -99,14 +101,17 @@ def show_command(
     durations_path: Path | None,
     system_info: Path | None,
     as_json: bool,
+    history_file: Path | None,
 ) -> int:
     """The dry run before asking for a GPU: NAME's query, rendered list, shard, predicted minutes, mode,
-    and the pytest command lines `ci-tool stage run` would start."""
+    the order its tests run in (the history's recent failures first), and the pytest command lines
+    `ci-tool stage run` would start."""
     loaded = load(catalog_path, test_db, durations_path)
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
-    waives = waives_file_of(test_db)
-    planner = Planner(loaded.db, loaded.durations, facts, str(waives) if waives.is_file() else None)
+    waives = str(waives_file_of(test_db)) if waives_file_of(test_db).is_file() else None
+    likelihood = read_likelihood(history_path(history_file), None)
+    planner = Planner(loaded.db, loaded.durations, facts, waives, likelihood=likelihood)
     plan = planner.stage(found)
     commands = pytest_commands(plan)
     if as_json:
@@ -148,6 +153,7 @@ def _show_text(
         f"this stage runs {len(plan.lines)} line(s), predicted {_minutes(plan.predicted_seconds)}"
         + (f"; {unknown} without a recorded duration, counted as {estimates.mean_seconds:g} s" if unknown else ""),
         *(f"  {line.raw}" for line in plan.lines),
+        plan.priority.summary,
         f"pytest ({len(commands)} process(es), from the repository root; {RUN_ID} is chosen when the run starts):",
         *(f"  {shlex.join(command)}" for command in commands),
     ]
@@ -165,6 +171,10 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
         "predicted_seconds": round(plan.predicted_seconds, 3),
         "predicted_minutes": round(plan.predicted_minutes, 3),
         "pytest_args": list(plan.pytest_args),
+        "order": {
+            "summary": plan.priority.summary,
+            "first": [{"test_id": ranked.test_id, "tier": ranked.tier.name.lower()} for ranked in plan.priority.first],
+        },
         "commands": commands,
     }
 

@@ -14,6 +14,8 @@ With `--executor slurm` the stage is one Slurm batch job (slurm_executor.py), re
 only, and its folder gets the job's files under slurm/; the Jenkins L0_Test runs Slurm families this way.
 With `--base REF` (a pull request's stage, as the generated pipelines run it) the waives are the pull
 request's merged with the tip of REF's (`ci-tool testdb merge-waives`), as `ci-tool run --base` runs them.
+The tests likeliest to fail run first (stages/priority.py): those that failed recently in the history, then,
+with `--base`, those whose touch records ran a file the change changes; `--no-reorder` keeps the list's order.
 Reuse is the default, over every run of the same code in the history (a shared one in CI, CI_TOOL_HISTORY):
 a stage that passed does not run again, and the tests that passed in its newest run skip
 (`--disable-reuse-test` runs everything).
@@ -30,13 +32,14 @@ import click
 from ci_tool import gitinfo
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
-from ci_tool.commands.run_options import finish, run_options
+from ci_tool.commands.run_options import finish, reorder_option, run_options
+from ci_tool.run.changes import change_set
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.progress import Progress
 from ci_tool.run.reuse import plan_stage_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
-from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, with_merged_waives
+from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.run.stage_pick import resolve_stage
 from ci_tool.stages.executors import Executor
 
@@ -62,6 +65,7 @@ from ci_tool.stages.executors import Executor
     is_flag=True,
     help="Run the stage and every test, even when they passed on this code before (reuse is the default).",
 )
+@reorder_option
 @run_options
 def run_command(
     name: str,
@@ -71,6 +75,7 @@ def run_command(
     output_dir: Path | None,
     base: str | None,
     disable_reuse_test: bool,
+    no_reorder: bool,
     options: RunOptions,
 ) -> int:
     """Run stage NAME on this machine (or as a Slurm job): render, waive, shard, pytest; JUnit, logs, history."""
@@ -80,6 +85,8 @@ def run_command(
     if base is not None:  # a pull request's stage: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
+    changes = change_set((), base=base, test_db=options.test_db, history=setup.config.history) if base else None
+    setup = ordered_by_likelihood(setup, changes, reorder=not no_reorder)
     _check_shard(name, shard, setup)
     stage = resolve_stage(name, shard, setup)
     mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None

@@ -1,6 +1,6 @@
-"""`ci-tool stage run --dry-run`: what a stage's run would start, as text: the query, the lists each process
-reads, and the exact commands with the variables the stage adds to their environment (and, for Slurm, the
-sbatch command)."""
+"""`ci-tool stage run --dry-run`: what a stage's run would start, as text: the query, the order its tests run
+in, the lists each process reads, and the exact commands with the variables the stage adds to their
+environment (and, for Slurm, the sbatch command)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def dry_run_text(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None
         ready = ReadyStage(plan, settings, stage.platform, stage.timeout_minutes)
         request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
         lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
-    lines.append(facts)
+    lines += [facts, plan.priority.summary]
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
         lines += ["  " + line.raw for line in invocation.batch.lines]

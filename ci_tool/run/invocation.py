@@ -26,6 +26,8 @@ from pathlib import Path
 from ci_tool.history.locator import HISTORY_ENV, History
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
+from ci_tool.run.order import OPTION as ORDER_OPTION
+from ci_tool.run.order import PLUGIN as ORDER_PLUGIN
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
 from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
@@ -100,6 +102,7 @@ class PytestInvocation:
     variables: Mapping[str, str] = field(default_factory=dict)  # what the stage adds to the environment
     nodes: int = 1  # > 1: launched under srun, one task per node (see the module docstring)
     record_touches: bool = False
+    priority_file: Path | None = None  # the tests to run first (run/order.py); None: the list's order
 
     @property
     def touches_file(self) -> Path:
@@ -168,6 +171,8 @@ class PytestInvocation:
                 command.append(f"{option}={value}")
         if self.record_touches:
             command += ["-p", TOUCH_PLUGIN, f"{TOUCH_OPTION}={self.touches_file}"]
+        if self.priority_file is not None:
+            command += ["-p", ORDER_PLUGIN, f"{ORDER_OPTION}={self.priority_file}"]
         return command + list(self.extra_args)
 
     def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -210,11 +215,17 @@ def isolated_file(settings: RunSettings) -> Path:
     return lists_dir(settings) / "isolated.txt"
 
 
+def priority_file(settings: RunSettings) -> Path:
+    """The tests every process of the stage runs first (the plan's priority), one node id or file a line."""
+    return lists_dir(settings) / "priority.txt"
+
+
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The first process of each batch, in order: what a run of the plan starts when no test crashes and
     nothing is rerun."""
     variables = {**stage_variables(plan, settings.run_id, settings.history), **settings.variables}
     extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
+    priority = priority_file(settings).resolve() if plan.priority.test_ids else None
     return [
         PytestInvocation(
             batch=batch,
@@ -230,6 +241,7 @@ def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestIn
             variables=variables,
             nodes=settings.nodes,
             record_touches=settings.record_touches,
+            priority_file=priority,
         )
         for sequence, batch in enumerate(batches_of(plan), start=1)
     ]

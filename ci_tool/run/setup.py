@@ -1,5 +1,6 @@
 """A local run's set-up, from its options: the catalog, this machine's facts, the waives file (checked before
-anything runs, or merged with a pull request's target branch) and the session's settings."""
+anything runs, or merged with a pull request's target branch), the session's settings, and what its stages'
+tests are ordered by (the history's recent failures, the change's touch records: run/likelihood.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from ci_tool.history.store import history_path
 from ci_tool.layout import waives_file_of
 from ci_tool.run.changes import merged_waives
 from ci_tool.run.flaky import load_flaky_signatures
+from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.planner import Planner
+from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.waives import load_waives
 
@@ -50,6 +54,7 @@ class LocalSetup:
     config: SessionConfig
 
     stage_name_facts: bool = False  # render with the stage name's facts only (a dry run without --system-info)
+    likelihood: Likelihood | None = None  # None: each stage runs in its list's order
 
     @property
     def planning_facts(self) -> dict[str, QueryValue] | None:
@@ -62,7 +67,9 @@ class LocalSetup:
     def planner(self) -> Planner:
         """How this run plans its stages: over its catalog's test-db and durations, its planning facts and
         its waives file."""
-        return Planner(self.loaded.db, self.loaded.durations, self.planning_facts, self.waives_file)
+        return Planner(
+            self.loaded.db, self.loaded.durations, self.planning_facts, self.waives_file, likelihood=self.likelihood
+        )
 
 
 def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: Path | None = None) -> LocalSetup:
@@ -105,3 +112,11 @@ def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> 
     path = folder / f"waives-merged-{digest}.txt"
     write_text_atomically(path, merged.text, what="the merged waives")
     return replace(setup, waives_file=str(path)), merged.summary(base)
+
+
+def ordered_by_likelihood(setup: LocalSetup, changes: ChangeSet | None, *, reorder: bool) -> LocalSetup:
+    """The set-up whose stages run the tests likeliest to fail first (stages/priority.py): those that failed
+    recently in its history, then those touching `changes`; with `reorder` off, each in its list's order."""
+    if not reorder:
+        return setup
+    return replace(setup, likelihood=read_likelihood(setup.config.history, changes))

@@ -39,6 +39,7 @@ from ci_tool.run.invocation import (
     lists_dir,
     next_attempt,
     planned_invocations,
+    priority_file,
 )
 from ci_tool.run.process import EventSink, ProcessOutcome, run_pytest_process, write_nodeids
 from ci_tool.stages.plan import StagePlan
@@ -147,6 +148,8 @@ def _run_batches(
         _write_lines(folder / "shard.txt", plan.lines)
         if plan.isolated:
             _write_lines(isolated_file(settings), plan.isolated)
+        if plan.priority.test_ids:
+            write_nodeids(priority_file(settings), list(plan.priority.test_ids))
         for first in planned_invocations(plan, settings):
             _write_lines(first.list_file, first.batch.lines)
             batch = _BatchRun(first)

@@ -6,6 +6,7 @@
     lines    = this stage's shard (the whole render when the family is not sharded); an id rendered
                twice (blocks with different markers) runs once, as its first line says
     isolated = its ISOLATION lines, each run in its own pytest process
+    priority = the tests to run first, likeliest to fail first (the Planner's, stages/priority.py)
 
 A family narrowed by change-based selection (its `line_filter`) renders the same way and then keeps only the
 lines the filter keeps, over its narrowed shard count; its stages are named `<family>-<K>-cbts`.
@@ -29,6 +30,7 @@ from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.modes import PerfGate
 from ci_tool.stages.names import StageName
+from ci_tool.stages.priority import LIST_ORDER, Priority
 from ci_tool.stages.query import QueryValue, render_query
 from ci_tool.stages.shard import ShardPlan, plan_shards
 from ci_tool.testdb.lines import TestLine
@@ -56,6 +58,7 @@ class StagePlan:
     waives_file: str | None = None  # for the runner; planning does not read it
     predicted_seconds: float = 0.0  # of `lines`, from the durations (unknown entries: the mean, or 1 s)
     shard_plan: ShardPlan | None = None  # the family's split; None when not sharded
+    priority: Priority = LIST_ORDER  # the tests its processes run first (stages/priority.py)
 
     @property
     def regular(self) -> tuple[TestLine, ...]:

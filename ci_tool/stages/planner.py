@@ -10,12 +10,13 @@ waives file the runner reads. Pure: plan.py does the rendering and splitting.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Family, Stage
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.plan import StagePlan, plan_catalog_stage, plan_stage, plan_stages
+from ci_tool.stages.priority import Likelihood, prioritize
 from ci_tool.stages.query import QueryValue
 from ci_tool.testdb.model import TestDb
 
@@ -28,31 +29,36 @@ class Planner:
     # runner starts, and how a Slurm job renders: its node is not this machine)
     sysinfo: Mapping[str, QueryValue] | None = None
     waives_file: str | None = None  # for the runner; planning does not read it
+    likelihood: Likelihood | None = None  # None: each stage runs in its list's order
 
     def stage(self, stage: Stage) -> StagePlan:
         """One catalog stage (its context, shard count and arch come from the catalog)."""
-        return plan_catalog_stage(
-            stage, db=self.db, durations=self.durations, sysinfo=self.sysinfo, waives_file=self.waives_file
+        return self._ordered(
+            plan_catalog_stage(
+                stage, db=self.db, durations=self.durations, sysinfo=self.sysinfo, waives_file=self.waives_file
+            )
         )
 
     def family(self, family: Family) -> StagePlan:
         """A test family's whole render as one stage, unsharded."""
         if not family.name.is_test:
             raise StageError(f"expected a test stage to run, found {family.name.name!r} ({family.name.kind.value})")
-        return plan_stage(
-            family.name,
-            db=self.db,
-            context=family.context,
-            splits=1,
-            durations=self.durations,
-            sysinfo=self.sysinfo,
-            waives_file=self.waives_file,
-            arch=family.arch,
+        return self._ordered(
+            plan_stage(
+                family.name,
+                db=self.db,
+                context=family.context,
+                splits=1,
+                durations=self.durations,
+                sysinfo=self.sysinfo,
+                waives_file=self.waives_file,
+                arch=family.arch,
+            )
         )
 
     def selection(self, stages: Iterable[Stage], *, allow_empty: bool = False) -> dict[str, StagePlan]:
         """Catalog stages: stage name -> plan, in the given order (`allow_empty`: a family may render nothing)."""
-        return plan_stages(
+        plans = plan_stages(
             stages,
             db=self.db,
             durations=self.durations,
@@ -60,3 +66,10 @@ class Planner:
             waives_file=self.waives_file,
             allow_empty=allow_empty,
         )
+        return {name: self._ordered(plan) for name, plan in plans.items()}
+
+    def _ordered(self, plan: StagePlan) -> StagePlan:
+        """The plan with the tests its processes run first, when this planner orders by likelihood."""
+        if self.likelihood is None:
+            return plan
+        return replace(plan, priority=prioritize(self.likelihood, plan.lines, self.durations))

@@ -94,6 +94,7 @@ rendered l0_x: 3 line(s)
 this stage runs 2 line(s), predicted 15.0 min (900 s)
   tests/b_test.py ISOLATION
   tests/c_test.py
+order: the list's order (no test of it failed in 7 days or touches the change)
 pytest (2 process(es), from the repository root; <run-id> is chosen when the run starts):
 """
 

@@ -4,6 +4,7 @@ not one (a test may write it) is one located error, and a report without its sub
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from ci_tool.run import typed_json
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report
+from ci_tool.stages.priority import Priority, Ranked, Tier
 from tests.ci_tool.conftest import planned
 
 TOKEN = "a" * 32
@@ -35,6 +37,16 @@ def test_a_real_plan_and_its_settings_come_back_equal(suite: Path) -> None:
     settings = RunSettings(suite, suite / "out", "r1", flaky_signatures=load_flaky_signatures(), variables={"A": "1"})
     spec = JobSpec(plan, settings, JobFiles(suite / "out" / "slurm"), new_token())
     assert typed_json.load(typed_json.dump(spec), JobSpec, file="job.json", error=SlurmError) == spec
+
+
+def test_a_plan_s_priority_comes_back_equal(suite: Path) -> None:
+    """A Slurm job runs its stage's likeliest failures first too: the priority crosses the hand-off."""
+    first = (Ranked("cases/case_basic.py::test_pass", Tier.FAILED), Ranked("cases/case_crash.py", Tier.TOUCHES))
+    plan = replace(planned(suite, ("CPU-Generic-1",))[0].plan(), priority=Priority(first))
+    spec = JobSpec(plan, RunSettings(suite, suite / "out", "r1"), JobFiles(suite / "out" / "slurm"), new_token())
+    assert typed_json.load(typed_json.dump(spec), JobSpec, file="job.json", error=SlurmError).plan.priority == Priority(
+        first
+    )
 
 
 def _report_json(fixture_run: Any) -> dict[str, Any]:

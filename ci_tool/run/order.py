@@ -1,0 +1,69 @@
+"""pytest plugin of a stage with a priority (stages/priority.py): `--priority-file FILE` names, one a line,
+the tests to run first, in order; the selected items they cover run first in that order, the others after
+them in the order pytest collected them.
+
+An entry covers an item that is it, or is under it: `a.py` covers every test of that file, `a.py::test_x`
+each parameter set of test_x. Only the order changes: which items run (the test list's selection, the
+resumes and reruns) and their markers (TIMEOUT, SKIP, waives) are the test-list plugin's, applied before
+this plugin's hook. Pulling a test out of its module runs that module's module-scoped fixtures once more;
+the time saved is in reaching a failure, not in the process's total.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pytest
+
+from ci_tool.errors import CiToolError
+from ci_tool.text_file import lines, read_text
+
+PLUGIN = "ci_tool.run.order"
+OPTION = "--priority-file"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("ci-tool").addoption(OPTION, metavar="FILE", help="Run these tests first, in this order.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("priority_file", None)
+    if not path:
+        return
+    try:
+        text = read_text(path, name="the priority file", error=CiToolError)
+    except CiToolError as error:
+        raise pytest.UsageError(str(error)) from None
+    entries = [line.strip() for line in lines(text) if line.strip()]
+    config.pluginmanager.register(_Order(dict(reversed([(e, i) for i, e in enumerate(entries)]))), "ci-tool-order")
+
+
+class _Order:
+    def __init__(self, ranks: Mapping[str, int]) -> None:
+        self.ranks = ranks  # entry -> its place (the first of an entry listed twice)
+        self.first = 0
+
+    @pytest.hookimpl(trylast=True)  # after the test list chose the items: this only orders them
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        rest = len(self.ranks)
+        ranked = [(min((self.ranks[a] for a in ancestors(item.nodeid) if a in self.ranks), default=rest), item)
+                  for item in items]  # fmt: skip
+        self.first = sum(1 for rank, _ in ranked if rank < rest)
+        items[:] = [item for _, item in sorted(ranked, key=lambda pair: pair[0])]  # stable: the rest keep order
+
+    def pytest_report_collectionfinish(self, items: list[pytest.Item]) -> str:
+        return f"ci-tool order: {self.first} of {len(items)} selected tests run first ({OPTION})"
+
+
+def ancestors(nodeid: str) -> Iterator[str]:
+    """`d/a.py::C::t[1]`, `d/a.py::C::t`, `d/a.py::C`, `d/a.py`, `d`: the ids that cover a node id."""
+    parts = nodeid.split("::")
+    for count in range(len(parts), 0, -1):
+        *above, last = parts[:count]
+        yield "::".join(parts[:count])
+        if "[" in last and count > 1:
+            yield "::".join([*above, last.split("[", 1)[0]])
+    path = parts[0]
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path

@@ -1,0 +1,130 @@
+"""The order a stage runs its tests in: the likeliest to fail first, so a failing change shows a failure in a
+stage's first minutes instead of its last. Pure: the history's failures and the change's touch records are
+read at the edge (history/failures.py, run/likelihood.py) and arrive as a Likelihood.
+
+    tier 1  failed recently     a first attempt failed in the window and stayed red (no rerun saved it)
+    tier 2  flaky failure       every failure in the window passed on its rerun (a known flaky signature)
+    tier 3  touches the change  a touch record says the test ran a file the change changes
+    then    the rest            in the list's order, as pytest collects it
+
+The window is the RECENT_FAILURE_DAYS before the run, over every stage: a test id that failed on another
+stage is as suspect here. A test of two tiers takes the higher one. Within a tier the shortest test goes
+first (its recorded duration, stages/durations.py), then by id: among tests equally likely to fail, the short
+ones reach a failure sooner. Only tests a line of the stage selects count (a line's path covers the id);
+the priority names node ids, or a file when a whole file failed (a collection error), and the pytest
+processes run what they select of them first (run/order.py). The batches (the regular lines, each ISOLATION
+line) and every marker stay as they are: only the order inside a process changes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from ci_tool.stages.changes import ChangeSet, split_filters
+from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.testdb.check import covers
+from ci_tool.testdb.lines import TestLine
+
+RECENT_FAILURE_DAYS = 7  # a week of runs: last week's red tests are this week's suspects; older ones were fixed
+
+
+class Tier(enum.IntEnum):
+    """Why a test runs early; a lower tier runs first."""
+
+    FAILED = 1
+    FLAKY = 2
+    TOUCHES = 3
+
+
+@dataclass(frozen=True)
+class RecentFailure:
+    """A test whose first attempt failed in the window."""
+
+    test_id: str
+    stayed_red: bool  # at least one of those failures was not saved by a rerun
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """What the order is decided from: the window's failures and the tests touching the change."""
+
+    failures: tuple[RecentFailure, ...] = ()
+    touching: frozenset[str] = frozenset()  # tests whose touch records ran a changed file
+
+
+@dataclass(frozen=True)
+class Ranked:
+    test_id: str
+    tier: Tier
+
+
+@dataclass(frozen=True)
+class Priority:
+    """The tests a stage runs first, in order; `enabled` False: the order was left as the list has it."""
+
+    first: tuple[Ranked, ...] = ()
+    enabled: bool = True
+
+    @property
+    def test_ids(self) -> tuple[str, ...]:
+        return tuple(ranked.test_id for ranked in self.first)
+
+    def count(self, tier: Tier) -> int:
+        return sum(1 for ranked in self.first if ranked.tier is tier)
+
+    @property
+    def summary(self) -> str:
+        """`order: 3 recent failures, 5 touching the change first`: one line for a plan's reader."""
+        if not self.enabled:
+            return "order: the list's order (reordering is off)"
+        parts = [
+            _counted(self.count(Tier.FAILED), "recent failure"),
+            _counted(self.count(Tier.FLAKY), "flaky failure"),
+            f"{self.count(Tier.TOUCHES)} touching the change" if self.count(Tier.TOUCHES) else "",
+        ]
+        shown = ", ".join(part for part in parts if part)
+        if not shown:
+            return f"order: the list's order (no test of it failed in {RECENT_FAILURE_DAYS} days or touches the change)"
+        return f"order: {shown} first"
+
+
+LIST_ORDER = Priority(enabled=False)  # a plan not ordered by likelihood
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}" if count else ""
+
+
+def touching_tests(changes: ChangeSet | None) -> frozenset[str]:
+    """The tests touching the changed code, as the change's touch records say (file -> tests that ran it)."""
+    if changes is None:
+        return frozenset()
+    return frozenset(test for tests in changes.touched_by.values() for test in tests)
+
+
+def tiers(likelihood: Likelihood) -> dict[str, Tier]:
+    """Each suspect test's tier (the higher of two)."""
+    found = dict.fromkeys(likelihood.touching, Tier.TOUCHES)
+    for failure in likelihood.failures:
+        tier = Tier.FAILED if failure.stayed_red else Tier.FLAKY
+        found[failure.test_id] = min(tier, found.get(failure.test_id, tier))
+    return found
+
+
+def prioritize(likelihood: Likelihood, lines: Sequence[TestLine], durations: Durations) -> Priority:
+    """The tests of `lines` to run first (see the module docstring)."""
+    selectors = [split_filters(line.test_id)[0] for line in lines]
+    suspects = {
+        test_id: tier
+        for test_id, tier in tiers(likelihood).items()
+        if any(covers(selector, test_id) or covers(test_id, selector) for selector in selectors)
+    }
+    seconds = _seconds(suspects, durations)
+    order = sorted(suspects, key=lambda test_id: (suspects[test_id], seconds[test_id], test_id))
+    return Priority(tuple(Ranked(test_id, suspects[test_id]) for test_id in order))
+
+
+def _seconds(test_ids: Collection[str], durations: Durations) -> Mapping[str, float]:
+    return estimate_seconds(sorted(test_ids), durations).seconds if test_ids else {}
