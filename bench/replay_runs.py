@@ -54,6 +54,7 @@ class TestResult:
     outcome: TestOutcome
     seconds: float
     stage: str
+    filters: str  # its batch's
     batch: int  # its batch's place in the run
 
 
@@ -124,7 +125,7 @@ def _run_batch(
         paths = [path for path in paths if path not in missing and str(tree / path) not in missing]
     if not junit.is_file():
         return [], f"a pytest process of {batch.stage} ended {done.returncode} with no JUnit file"
-    return [_result(case, batch.stage, index) for case in parse_junit(junit).cases], ""
+    return [_result(case, batch, index) for case in parse_junit(junit).cases], ""
 
 
 def _pytest(tree: Path, arguments: Sequence[str], limit: float) -> subprocess.CompletedProcess[str] | None:
@@ -147,11 +148,11 @@ def _pytest(tree: Path, arguments: Sequence[str], limit: float) -> subprocess.Co
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
-def _result(case: CaseResult, stage: str, index: int) -> TestResult:
+def _result(case: CaseResult, batch: Batch, index: int) -> TestResult:
     nodeid = case.nodeid
     if "::" not in nodeid:  # a file that failed to import: pytest names it by its dotted module
         nodeid = nodeid.replace(".", "/") + ".py"
-    return TestResult(nodeid, case.outcome, case.duration_seconds, stage, index)
+    return TestResult(nodeid, case.outcome, case.duration_seconds, batch.stage, batch.filters, index)
 
 
 def hits(selector: str, test_id: str) -> bool:

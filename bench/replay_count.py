@@ -1,0 +1,153 @@
+"""The replay bench's counting (mutation_replay_bench.py): what each planted fault says of each rule, what each
+commit's selection costs, time to the first failure, and the table. Pure: run results in, numbers and text out.
+
+    caught        a fault is caught by a set when a test of the set fails with it and passed without it
+                  (the commit's baseline run), or when a process of the set crashed or outlived its limit
+    missed        caught by the full set, not by the rule's set: the goal is none
+    minutes       GPU-minutes and GPU stage-minutes predicted (test-db/.test_durations, the catalog), the CPU
+                  stages' engine part measured (the seconds of its tests in the commit's baseline run);
+                  stage-minutes are both together
+    first failure the seconds of a stage's tests before and including its first failing one, in the order
+                  they run (the stage's start-up, the same in every order, left out); a fault's time is its
+                  earliest stage's (stages run side by side). Today: the full set in list order; likelihood:
+                  each process runs its priority first (ci_tool/run/order.py) then the rest in list order
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from replay_mutants import Mutant
+from replay_runs import TestResult
+from replay_select import NARROWING, Rule
+
+from ci_tool.run.order import ancestors
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One planted fault and what each rule's set made of it."""
+
+    commit: str
+    mutant: Mutant
+    failing: frozenset[str]  # tests that failed with it and passed without it
+    caught: Mapping[Rule, bool]
+    first_failure: Mapping[str, float | None] = field(default_factory=dict)  # order -> seconds (None: no failure)
+    broken: str = ""  # a process that left no results
+    checked: bool | None = None  # the function grain's set run for real: did it catch the fault (None: not run)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a rule's selection of one commit costs."""
+
+    gpu_minutes: float
+    gpu_stage_minutes: float
+    cpu_minutes: float  # measured: the engine part of the CPU stages
+
+    @property
+    def stage_minutes(self) -> float:
+        return self.gpu_stage_minutes + self.cpu_minutes
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One replayed commit: each rule's scope and cost, its faults, and the commit's facts for the listing."""
+
+    sha: str
+    subject: str
+    functions: tuple[str, ...]  # the changed functions, `path:unit`
+    scopes: Mapping[Rule, str]
+    costs: Mapping[Rule, Cost]
+    faults: tuple[Fault, ...] = ()
+    reasons: tuple[str, ...] = ()  # the function grain's reasons
+    left_out: tuple[str, ...] = ()  # changed files outside the replayed scope
+    baseline_failures: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+ORDERS = ("today", "likelihood", "narrowed, likelihood")
+
+
+def caught_by(failing: frozenset[str], results: Sequence[TestResult]) -> bool:
+    return any(result.test_id in failing for result in results)
+
+
+def time_to_failure(
+    results: Sequence[TestResult], failing: frozenset[str], priority: Mapping[str, Sequence[str]]
+) -> float | None:
+    """The earliest stage's first failure (see the module docstring); `priority`: stage -> tests run first."""
+    times = [_stage_time(_ordered(results, stage, priority.get(stage, ())), failing) for stage in _stages(results)]
+    found = [seconds for seconds in times if seconds is not None]
+    return min(found) if found else None
+
+
+def _stages(results: Sequence[TestResult]) -> list[str]:
+    return list(dict.fromkeys(result.stage for result in results))
+
+
+def _ordered(results: Sequence[TestResult], stage: str, priority: Sequence[str]) -> list[TestResult]:
+    """A stage's results in the order its processes run them: batch by batch, the priority first in each."""
+    ranks = {test: place for place, test in reversed(list(enumerate(priority)))}
+    mine = [result for result in results if result.stage == stage]
+    rest = len(ranks)
+
+    def rank(result: TestResult) -> tuple[int, int]:
+        return result.batch, min((ranks[a] for a in ancestors(result.test_id) if a in ranks), default=rest)
+
+    return sorted(mine, key=rank)  # stable: the rest keep the order they ran in
+
+
+def _stage_time(results: Sequence[TestResult], failing: frozenset[str]) -> float | None:
+    elapsed = 0.0
+    for result in results:
+        elapsed += result.seconds
+        if result.test_id in failing:
+            return elapsed
+    return None
+
+
+def misses(replayed: Sequence[Replayed], rule: Rule) -> list[Fault]:
+    return [
+        fault for commit in replayed for fault in commit.faults if fault.caught[Rule.FULL] and not fault.caught[rule]
+    ]
+
+
+def saving(replayed: Sequence[Replayed], rule: Rule, measure: str) -> tuple[float, float]:
+    """(full, the rule's) total of one Cost measure over the commits."""
+    full = math.fsum(getattr(commit.costs[Rule.FULL], measure) for commit in replayed)
+    return full, math.fsum(getattr(commit.costs[rule], measure) for commit in replayed)
+
+
+def percent(full: float, kept: float) -> str:
+    return f"{100 * (full - kept) / full:.0f} %" if full > 0 else "-"
+
+
+def first_failure_ratio(faults: Sequence[Fault], order: str) -> tuple[int, str]:
+    """How many faults both orders reach, and the median of order's time over today's."""
+    pairs = [(fault.first_failure.get("today"), fault.first_failure.get(order)) for fault in faults]
+    ratios = [mine / today for today, mine in pairs if today and mine is not None]
+    return len(ratios), f"{statistics.median(ratios):.2f}" if ratios else "-"
+
+
+def table(replayed: Sequence[Replayed]) -> list[str]:
+    """The summary table: one row per rule."""
+    faults = [fault for commit in replayed for fault in commit.faults]
+    caught_full = sum(fault.caught[Rule.FULL] for fault in faults)
+    lines = [
+        "| rule | faults caught | missed (full catches) | GPU-min | GPU-min saved | stage-min | stage-min saved "
+        "| CPU engine min | CPU saved |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for rule in (Rule.FULL, *NARROWING):
+        caught = sum(fault.caught[rule] for fault in faults)
+        missed = len(misses(replayed, rule)) if rule is not Rule.FULL else 0
+        cells = [f"{caught} of {len(faults)}", str(missed) if rule is not Rule.FULL else f"({caught_full})"]
+        for measure in ("gpu_minutes", "stage_minutes", "cpu_minutes"):
+            full, kept = saving(replayed, rule, measure)
+            cells += [f"{kept:.1f}", percent(full, kept)]
+        lines.append(f"| {rule.value} | " + " | ".join(cells) + " |")
+    return lines
