@@ -8,9 +8,9 @@ throw-away history (run/touch_evidence.py), `select_for_change` and the planner.
                               records ran any line of it in a test (the rule before records had units)
     touched, function grain   `/bot run` with the records as they are (stages/touched_rule.py)
 
-The engine's part of a CPU stage is what the bench runs: each line's test files that name the engine's
-package (a test that never names it cannot import it, so cannot meet a fault planted in it); a folder line
-runs its test files one by one, in path order, with the line's `-k`/`-m` filter.
+The engine's part of a CPU stage is what the bench runs: each line's test files that can reach the engine's
+package (replay_scope.py); a folder line runs those files one by one, in path order, with the line's
+`-k`/`-m` filter.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from replay_runs import Batch, TestResult, hits
+from replay_scope import EngineScope
 
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.stages.catalog_load import LoadedCatalog
@@ -111,30 +112,24 @@ def file_grain(evidence: TouchEvidence) -> TouchEvidence:
 def engine_batches(lines: Mapping[str, Sequence[str]], tree: Path, package: str) -> list[Batch]:
     """The engine's part of CPU stages' lines on `tree` (see the module docstring): per stage, one batch per
     filter, in the order the lines first use it."""
+    scope = EngineScope(tree, package)
     batches: list[Batch] = []
     for stage, test_ids in lines.items():
         by_filter: dict[str, list[str]] = {}
         for test_id in test_ids:
             selector, filters = split_filters(test_id)
-            by_filter.setdefault(filters.strip(), []).extend(_engine_paths(tree, selector, package))
+            by_filter.setdefault(filters.strip(), []).extend(_engine_paths(tree, selector, scope))
         batches += [Batch(stage, tuple(dict.fromkeys(paths)), filters) for filters, paths in by_filter.items() if paths]
     return batches
 
 
-def _engine_paths(tree: Path, selector: str, package: str) -> list[str]:
+def _engine_paths(tree: Path, selector: str, scope: EngineScope) -> list[str]:
     path = selector.split("::", 1)[0].split("[", 1)[0]
     found = tree / path
     if found.is_dir():
-        files = sorted(found.rglob("test_*.py"))
-        return [file.relative_to(tree).as_posix() for file in files if _names(file, package)]
-    return [selector] if found.is_file() and _names(found, package) else []
-
-
-def _names(file: Path, package: str) -> bool:
-    try:
-        return package in file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
+        files = [file.relative_to(tree).as_posix() for file in sorted(found.rglob("test_*.py"))]
+        return [file for file in files if scope.holds(file)]
+    return [selector] if found.is_file() and scope.holds(path) else []
 
 
 def covered(results: Sequence[TestResult], batches: Sequence[Batch]) -> list[TestResult]:
