@@ -1,7 +1,8 @@
 """Dispatch overhead: from a `/bot run` comment event to the Jenkins build number, against loopback Jenkins
-and GitHub servers that answer at once (tests/ci_tool/dispatch/fakes.py), so what is measured is ci-tool's
-own work: reading the event and allowlist, the pull request (GitHub), loading the catalog and planning, the
-plan reply, the idempotency look-up (queue and builds), the trigger, and the queue item naming the build.
+and GitHub servers that answer at once (tests/ci_tool/dispatch/fake_jenkins.py, fake_github.py): what is
+measured is ci-tool's own work: reading the event and allowlist, the pull request (GitHub), loading the catalog
+and planning, the plan reply, the idempotency look-up (queue and builds), the trigger, and the queue item naming
+the build.
 
     in-process   ci_tool.cli.main(["bot", "handle", ...]) up to the build number (the "triggered:" line),
                  and the whole handle (then the reply edit and the pending status)
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ci_tool.cli import main  # noqa: E402
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, FakePull  # noqa: E402
+from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull  # noqa: E402
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "ci_tool" / "bot" / "fixtures"
 GOAL_SECONDS = 1.0

@@ -39,7 +39,7 @@ from ci_tool.history.locator import History, PostgresUrl  # noqa: E402
 from ci_tool.history.reuse import latest_run_of, reuse_source  # noqa: E402
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord  # noqa: E402
 from ci_tool.outcomes import RunState, StageState, TestOutcome  # noqa: E402
-from ci_tool.run.report import load_report  # noqa: E402
+from ci_tool.report.model import load_report  # noqa: E402
 from tests.ci_tool.history.postgres_server import PostgresServer  # noqa: E402
 
 TESTS = 500

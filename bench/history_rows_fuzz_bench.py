@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ci_tool.cli import main
 from ci_tool.history.perf_results import PerfResult, record_perf_results
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import record_touches
+from ci_tool.history.touches import TouchRow, record_touches
 from ci_tool.outcomes import PerfVerdict
 from tests.ci_tool.history.planted import A10, DAY_ONE, plant
 
@@ -37,7 +37,7 @@ VALUES = (
     None, 0, -1, 2**63 - 1, 1e300, -1e300, float("nan"), float("inf"), "", "x", "NaN", "1e300", "exploded",
     "passed", "running", "{", "[]", "{\"a\": NaN}", b"\x00\xff", 0.5,
 )  # fmt: skip
-TABLES = ("runs", "stages", "test_results", "perf_results", "touches", "schema_version")
+TABLES = ("runs", "stages", "test_results", "perf_results", "touch_records", "schema_version")
 VERBS = (
     ["history", "--json"], ["report", "latest"], ["report", "r3", "--format", "json"],
     ["flaky", "report", "--today", "2027-01-11"], ["durations", "export"],
@@ -53,7 +53,8 @@ def base_history(path: Path) -> None:
             store,
             [PerfResult("r6", A10, "perf-a-b", "cpu", "decode_tokens_per_s", 10.0, PerfVerdict.RECORDED, DAY_ONE)],
         )
-        record_touches(store, "r6", {"src/a.py": frozenset({"a.py::test_stable"})}, recorded_at=DAY_ONE)
+        row = TouchRow("src/a.py", "f", "a.py::test_stable", "CPU", "CPU-Generic-1", "c1")
+        record_touches(store, "r6", [row], recorded_at=DAY_ONE)
 
 
 def edit(path: Path, rng: random.Random) -> str:

@@ -29,7 +29,10 @@ from pathlib import Path
 
 from ci_tool import sysinfo
 from ci_tool.history.store import HistoryStore, RunRecord
-from ci_tool.run import recording, report
+from ci_tool.outcomes import RunState
+from ci_tool.report.markdown import render_markdown
+from ci_tool.report.model import load_report
+from ci_tool.run import recording
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
@@ -105,11 +108,11 @@ def ci_tool_stage(root: Path, run: int) -> dict[str, float]:
     result = run_stage(plan, settings)
     ran = time.perf_counter()
     with HistoryStore(config.history) as store:
-        store.start_run(RunRecord(run_id, "bench", "running", time.time()))
+        store.start_run(RunRecord(run_id, "bench", RunState.RUNNING, time.time()))
         tests = [recording.to_test_record(test) for test in result.tests]
         store.record_stage(recording.to_stage_record(run_id, result), tests, recorded_at=time.time())
-        store.finish_run(run_id, state=result.state, finished_at=time.time())
-        report.render_markdown(report.load_report(store, run_id))
+        store.finish_run(run_id, state=RunState(result.state.value), finished_at=time.time())  # one stage ran
+        render_markdown(load_report(store, run_id))
     recorded = time.perf_counter()
     pytest_seconds = sum(p.seconds for p in result.processes)
     return {

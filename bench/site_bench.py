@@ -60,8 +60,8 @@ def run_records(index: int) -> tuple[RunRecord, list[tuple[StageRecord, list[Tes
         stages.append(
             (StageRecord(run_id, "DGX_H100-PyTorch-1", StageState.WAITING, reason="needs a GPU"), [], started)
         )
-    state = RunState.FAILED if failed_any else RunState.PASSED
-    return RunRecord(run_id, "/bot run", state, started, started + 300, "bench"), stages
+    run_state = RunState.FAILED if failed_any else RunState.PASSED
+    return RunRecord(run_id, "/bot run", run_state, started, started + 300, "bench"), stages
 
 
 def write_history(path: Path, runs: int) -> None:

@@ -22,21 +22,23 @@ from dataclasses import dataclass
 
 import yaml
 
-from ci_tool.bot.flags import command
+from ci_tool.bot.flags import Permission, command
 from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.yaml_nodes import compose
 
-RUN = "run"
-KILL_SKIP = "kill_skip"
+KEYS = " and ".join(repr(permission.value) for permission in Permission)  # the allowlist's keys: 'run' and ...
 
 # permission -> author associations that hold it without being listed
-ASSOCIATIONS: dict[str, tuple[str, ...]] = {
-    RUN: ("OWNER", "MEMBER", "COLLABORATOR"),
-    KILL_SKIP: ("OWNER", "MEMBER"),
+ASSOCIATIONS: dict[Permission, tuple[str, ...]] = {
+    Permission.RUN: ("OWNER", "MEMBER", "COLLABORATOR"),
+    Permission.KILL_SKIP: ("OWNER", "MEMBER"),
 }
 # permission -> allowlist entries that grant it (kill_skip is the stronger one)
-LISTS_GRANTING: dict[str, tuple[str, ...]] = {RUN: (RUN, KILL_SKIP), KILL_SKIP: (KILL_SKIP,)}
+LISTS_GRANTING: dict[Permission, tuple[Permission, ...]] = {
+    Permission.RUN: (Permission.RUN, Permission.KILL_SKIP),
+    Permission.KILL_SKIP: (Permission.KILL_SKIP,),
+}
 
 # GitHub logins: letters, digits and single inner dashes, at most 39 characters.
 _LOGIN = re.compile(r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}")
@@ -49,8 +51,8 @@ class Allowlist:
     run: frozenset[str] = frozenset()
     kill_skip: frozenset[str] = frozenset()
 
-    def lists(self, entry: str) -> frozenset[str]:
-        return self.run if entry == RUN else self.kill_skip
+    def lists(self, entry: Permission) -> frozenset[str]:
+        return self.run if entry is Permission.RUN else self.kill_skip
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Authorization:
     """Whether `login` may run a sub-command; `via` says how (for logs), `permission` what it needed."""
 
     allowed: bool
-    permission: str | None
+    permission: Permission | None
     via: str
 
 
@@ -69,18 +71,20 @@ def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
         return Allowlist()
     if not isinstance(root, yaml.MappingNode):
         raise BotError(
-            f"expected a mapping of {RUN!r} and {KILL_SKIP!r} to logins, found {_kind(root)}", where=_where(file, root)
+            f"expected a mapping of {KEYS} to logins, found {_kind(root)}", where=_where(file, root)
         )
-    entries: dict[str, frozenset[str]] = {}
+    entries: dict[Permission, frozenset[str]] = {}
     for key_node, value_node in root.value:
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else _kind(key_node)
-        if key not in ASSOCIATIONS:
-            hint = did_you_mean(str(key), ASSOCIATIONS) or f"the keys are {RUN!r} and {KILL_SKIP!r}"
+        if key not in set(Permission):
+            hint = did_you_mean(str(key), [p.value for p in Permission]) or f"the keys are {KEYS}"
             raise BotError(f"unknown key {key!r}", where=_where(file, key_node), hint=hint)
         if key in entries:
             raise BotError(f"key {key!r} given twice", where=_where(file, key_node), hint="merge the two lists")
-        entries[key] = _logins(value_node, key, file)
-    return Allowlist(run=entries.get(RUN, frozenset()), kill_skip=entries.get(KILL_SKIP, frozenset()))
+        entries[Permission(key)] = _logins(value_node, key, file)
+    return Allowlist(
+        run=entries.get(Permission.RUN, frozenset()), kill_skip=entries.get(Permission.KILL_SKIP, frozenset())
+    )
 
 
 def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
@@ -120,7 +124,7 @@ def _kind(node: yaml.Node) -> str:
     return repr(node.value)
 
 
-def permission_of(command_name: str) -> str | None:
+def permission_of(command_name: str) -> Permission | None:
     """The permission a sub-command needs (None: anyone may use it, e.g. help)."""
     sub = command(command_name)
     return sub.permission if sub is not None else None
@@ -135,5 +139,5 @@ def authorize(allowlist: Allowlist, *, command_name: str, login: str, associatio
         return Authorization(True, permission, f"author association {association.upper()}")
     for entry in LISTS_GRANTING[permission]:
         if login.lower() in allowlist.lists(entry):
-            return Authorization(True, permission, f"listed under {entry!r} in {ALLOWLIST_PATH}")
+            return Authorization(True, permission, f"listed under {entry.value!r} in {ALLOWLIST_PATH}")
     return Authorization(False, permission, f"author association {association.upper()} and not listed")

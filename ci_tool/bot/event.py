@@ -21,15 +21,28 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
+from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, ColumnError, Where
 from ci_tool.stages.approvals import MissingApproval
 
-ACTIONS = ("created", "edited")
+E = TypeVar("E", bound=enum.Enum)
+
+
+class CommentAction(enum.StrEnum):
+    """What happened to the comment (GitHub's `action` of an issue_comment event)."""
+
+    CREATED = "created"
+    EDITED = "edited"
+    DELETED = "deleted"
+
+
+ANSWERED = (CommentAction.CREATED, CommentAction.EDITED)  # a deleted comment asks for nothing
 
 
 class Action(enum.Enum):
@@ -43,7 +56,7 @@ class Action(enum.Enum):
 class CommentEvent:
     """The fields of an `issue_comment` payload the bot reads."""
 
-    action: str
+    action: CommentAction
     body: str
     login: str  # the comment's author
     association: str  # the author's association with the repository: OWNER, MEMBER, ...
@@ -52,7 +65,7 @@ class CommentEvent:
     repository: str  # owner/name
     number: int  # the issue or pull request number
     is_pull_request: bool
-    state: str  # "open" or "closed"
+    state: IssueState
     labels: tuple[str, ...]
     comment_id: int
     previous_body: str | None = None  # for edits: the body before the edit, when GitHub sends it
@@ -77,8 +90,8 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
     reader = _Reader(payload, file)
     labels = reader.get("issue.labels", list, default=[])
     changes = reader.get("changes.body.from", str, default=None)
-    action = reader.get("action", str)
-    stamp = "comment.updated_at" if action == "edited" else "comment.created_at"
+    action = reader.choice("action", CommentAction)
+    stamp = "comment.updated_at" if action is CommentAction.EDITED else "comment.created_at"
     return CommentEvent(
         action=action,
         body=reader.get("comment.body", str, default="") or "",
@@ -89,7 +102,7 @@ def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:
         repository=reader.get("repository.full_name", str),
         number=reader.get("issue.number", int),
         is_pull_request=reader.get("issue.pull_request", dict, default=None) is not None,
-        state=reader.get("issue.state", str, default="open"),
+        state=reader.choice("issue.state", IssueState, default=IssueState.OPEN),
         labels=tuple(reader.get(f"issue.labels[{i}].name", str) for i in range(len(labels))),
         comment_id=reader.get("comment.id", int, default=0),
         previous_body=changes,
@@ -119,6 +132,18 @@ class _Reader:
             ) from None
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
+    def choice(self, path: str, kind: type[E], *, default: E | None = None) -> E:
+        """One of an enum's values (the enum's values are the JSON's strings); required without a default."""
+        text = self.get(path, str) if default is None else self.get(path, str, default=default.value)
+        try:
+            return kind(text)
+        except ValueError:
+            values = [repr(item.value) for item in kind]
+            expected = " or ".join(values) if len(values) == 2 else f"one of {', '.join(values)}"
+            raise BotError(
+                f"expected {expected} at {path!r}, found {text!r}", where=Where(self.file, yaml_path=path)
+            ) from None
+
     def get(self, path: str, kind: type, default: object = _MISSING) -> Any:
         value: object = self.payload
         for part in path.replace("[", ".[").split("."):
@@ -145,20 +170,20 @@ class _Reader:
 
 def _ignored(event: CommentEvent) -> str | None:
     """Why a comment needs no answer, or None when it does."""
-    if event.action not in ACTIONS:
-        return f"action {event.action!r} is not a new or edited comment"
+    if event.action not in ANSWERED:
+        return f"action {event.action.value!r} is not a new or edited comment"
     if not event.is_pull_request:
         return "comment on an issue, not on a pull request"
     if event.author_is_bot:
         return f"comment by the bot account {event.login!r}"
     if not is_bot_comment(event.body):
         return "comment does not start with /bot"
-    if event.action == "edited":
+    if event.action is CommentAction.EDITED:
         if event.sender.lower() != event.login.lower():
             return f"comment by {event.login!r} edited by {event.sender!r}"
         if event.previous_body is not None and command_line(event.previous_body) == command_line(event.body):
             return "edit left the command line unchanged"
-    if event.state != "open":
+    if event.state is not IssueState.OPEN:
         return f"pull request #{event.number} is {event.state}"
     return None
 
@@ -172,7 +197,9 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
         request = parse_comment(event.body)
     except BotSyntaxError as error:
         return Decision(Action.HELP, f"syntax error at column {error.col}", event, error=error)
-    if request.command == "help":
+    if request.command is None:  # _ignored saw /bot first; a comment the grammar reads otherwise is ignored too
+        return Decision(Action.IGNORE, "comment does not start with /bot", event)
+    if request.command is SubCommand.HELP:
         return Decision(
             Action.HELP,
             "help asked for" if request.unknown_command is None else f"unknown sub-command {request.unknown_command!r}",
@@ -183,7 +210,7 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
     if not authorization.allowed:
         return Decision(
             Action.REFUSE,
-            f"{event.login!r} lacks the {authorization.permission!r} permission ({authorization.via})",
+            f"{event.login!r} lacks the {str(authorization.permission)!r} permission ({authorization.via})",
             event,
             request,
             authorization=authorization,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ci_tool.stages.request import Kind, Option, Step, flag_name, option
+from ci_tool.stages.request import Option, OptionKind, Step, flag_name, option
 
 
 class Arg(enum.Enum):
@@ -23,21 +23,38 @@ class Arg(enum.Enum):
     TEXT = "text"  # one double-quoted string kept whole; JSON value a string
 
 
+class SubCommand(enum.StrEnum):
+    """A `/bot` sub-command, as typed after `/bot`."""
+
+    RUN = "run"
+    KILL = "kill"
+    SKIP = "skip"
+    REUSE_PIPELINE = "reuse-pipeline"
+    HELP = "help"
+
+
+class Permission(enum.StrEnum):
+    """What a sub-command needs (bot/authorize.py says who holds it); the value is the allowlist's key."""
+
+    RUN = "run"
+    KILL_SKIP = "kill_skip"  # the stronger one: it grants run too
+
+
 @dataclass(frozen=True)
 class Command:
-    """A `/bot` sub-command. `permission` names the allowlist entry it needs (None: anyone)."""
+    """A `/bot` sub-command and the permission it needs (None: anyone)."""
 
-    name: str
+    name: SubCommand
     usage: str
     help: str
-    permission: str | None
+    permission: Permission | None
     # what `bot handle` reads and reaches to carry it out (bot/lifecycle/)
     reads_pull_request: bool = False  # the pull request is read first (its head, labels and state)
     reaches_jenkins: bool = False  # builds are triggered, stopped or read
     plans_stages: bool = False  # the request's stages are planned, with the pull request's change
 
 
-_ARGS = {Kind.SWITCH: Arg.SWITCH, Kind.LIST: Arg.LIST, Kind.PIPELINE_ID: Arg.OPTIONAL_ID}
+_ARGS = {OptionKind.SWITCH: Arg.SWITCH, OptionKind.LIST: Arg.LIST, OptionKind.PIPELINE_ID: Arg.OPTIONAL_ID}
 
 
 @dataclass(frozen=True)
@@ -48,7 +65,7 @@ class Flag:
 
     key: str  # the JSON key: "stage_list" is written `--stage-list`
     help: str  # one line, for `/bot help` and the docs
-    command: str = "run"
+    command: SubCommand = SubCommand.RUN
     text: bool = False  # takes one quoted string kept whole (flags of sub-commands other than run)
     required: bool = False
     metavar: str = ""  # what follows the name in usage lines
@@ -62,7 +79,7 @@ class Flag:
     @property
     def option(self) -> Option | None:
         """The selection request's option this flag sets (None for flags of other sub-commands)."""
-        return option(self.key) if self.command == "run" else None
+        return option(self.key) if self.command is SubCommand.RUN else None
 
     @property
     def arg(self) -> Arg:
@@ -101,35 +118,40 @@ class Conflict:
     reason: str
 
 
-REUSE_PIPELINE = "reuse-pipeline"  # `ci-tool run` takes it besides `/bot run`
 COMMANDS: tuple[Command, ...] = (
     Command(
-        "run",
+        SubCommand.RUN,
         "/bot run [flags]",
         "Start the build and test pipeline; kills any pipeline running for this PR.",
-        "run",
+        Permission.RUN,
         reads_pull_request=True,
         reaches_jenkins=True,
         plans_stages=True,
     ),
-    Command("kill", "/bot kill", "Kill every running pipeline of this PR.", "kill_skip", reaches_jenkins=True),
     Command(
-        "skip",
+        SubCommand.KILL,
+        "/bot kill",
+        "Kill every running pipeline of this PR.",
+        Permission.KILL_SKIP,
+        reaches_jenkins=True,
+    ),
+    Command(
+        SubCommand.SKIP,
         '/bot skip --comment "reason"',
         "Mark the latest commit as validated without testing (dangerous: no test runs).",
-        "kill_skip",
+        Permission.KILL_SKIP,
         reads_pull_request=True,
     ),
     Command(
-        REUSE_PIPELINE,
+        SubCommand.REUSE_PIPELINE,
         "/bot reuse-pipeline",
         "Validate the latest commit with the result of an earlier pipeline; kills running pipelines.",
-        "run",
+        Permission.RUN,
         reads_pull_request=True,
         reaches_jenkins=True,
         plans_stages=True,
     ),
-    Command("help", "/bot help", "Show this help (also `/bot -h`).", None),
+    Command(SubCommand.HELP, "/bot help", "Show this help (also `/bot -h`).", None),
 )
 
 PR_COMMANDS = frozenset(c.name for c in COMMANDS if c.reads_pull_request)
@@ -189,7 +211,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag(
         "comment",
         "Why the commit may skip testing; recorded with the status.",
-        command="skip",
+        command=SubCommand.SKIP,
         text=True,
         required=True,
         metavar='"reason"',

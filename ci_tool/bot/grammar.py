@@ -54,6 +54,7 @@ from ci_tool.bot.flags import (
     HELP_WORDS,
     Arg,
     Flag,
+    SubCommand,
     command,
     flag_by_name,
     flags_of,
@@ -106,15 +107,15 @@ def parse_comment(comment: str) -> BotRequest:
     """Parse a PR comment; raise BotSyntaxError (with a column) when it is a malformed /bot command."""
     line = command_line(comment)
     if not is_bot_comment(comment):
-        return BotRequest("ignore", line=line)
+        return BotRequest(None, line=line)
     _check_visible(line)
     tokens = _Scanner(line, len(PREFIX))
     word = tokens.next()
     if word is None or word.text in HELP_WORDS:
-        return BotRequest("help", line=line)
+        return BotRequest(SubCommand.HELP, line=line)
     sub = command(word.text) if word.kind is TokenKind.WORD else None
     if sub is None:
-        return BotRequest("help", line=line, unknown_command=word.raw)
+        return BotRequest(SubCommand.HELP, line=line, unknown_command=word.raw)
     return _Parser(line, sub.name, word, tokens).parse()
 
 
@@ -205,7 +206,7 @@ class _Scanner:
 class _Parser:
     """Parses the flags after a sub-command word, then checks how they combine."""
 
-    def __init__(self, line: str, sub: str, word: _Token, tokens: _Scanner) -> None:
+    def __init__(self, line: str, sub: SubCommand, word: _Token, tokens: _Scanner) -> None:
         self.line = line
         self.sub = sub
         self.word = word
@@ -227,7 +228,7 @@ class _Parser:
                 hint = f"put all items of {last.name} in one quoted string" if last and last.arg is Arg.LIST else None
                 raise self.error(token.col, f"expected a flag, found the value {token.raw!r}", hint)
             if token.text in HELP_WORDS:
-                return BotRequest("help", line=self.line)
+                return BotRequest(SubCommand.HELP, line=self.line)
             if not _dashed(token.text):
                 self._check_prose(token)
                 prose = self.tokens.rest(token)

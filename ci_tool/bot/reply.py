@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
-from ci_tool.bot.flags import COMMANDS, flag_by_key
+from ci_tool.bot.flags import COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.help import render_help
 from ci_tool.bot.plan import RunPlan
 from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
@@ -66,7 +66,7 @@ def _refusal(decision: Decision) -> str:
     permission = authorization.permission
     associations = _and([a.lower() + "s" for a in ASSOCIATIONS[permission]])
     entries = " or ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission])
-    commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission)
+    commands = " and ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission is permission)
     return (
         f"@{decision.event.login}, thank you for the `/bot {request.command}`. {commands} are open to the "
         f"repository's {associations}, and to the people listed under {entries} in `{ALLOWLIST_PATH}`, "
@@ -111,7 +111,7 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
             )
             lines.append(f"| `{flag_by_key(key).name}` | {cell(shown)} |")
         lines.append("")
-    elif request.command == "run":
+    elif request.command is SubCommand.RUN:
         lines += ["No flags: the default pre-merge selection.", ""]
     if plan is not None:
         return "\n".join([*lines, preview_line(plan), ""]) + "\n" + render_plan(plan)

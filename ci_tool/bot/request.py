@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ci_tool.bot.flags import SubCommand
 from ci_tool.errors import BotError, ColumnError
 from ci_tool.stages.request import RequestSource, SelectionRequest
 
 FlagValue = bool | str | tuple[str, ...]
+NOT_A_COMMAND = "ignore"  # what `bot parse` prints for a comment that is not a /bot comment
 
 class BotSyntaxError(ColumnError, BotError):
     """A `/bot` comment that does not parse: a message, a 1-based column and the line to echo."""
@@ -15,7 +17,8 @@ class BotSyntaxError(ColumnError, BotError):
 
 @dataclass(frozen=True)
 class BotRequest:
-    """A parsed comment. `command` is a sub-command name, "help" or "ignore" (not a /bot comment).
+    """A parsed comment. `command` is its sub-command (`/bot` alone or an unknown word: help), None when the
+    comment is not a /bot comment (its JSON says "ignore").
 
     `values` holds (JSON key, value) in flag-table order: True for switches, a tuple of strings for
     lists, a string for text and for a `--reuse-test` pipeline id.  `columns` keeps, per key, the
@@ -23,7 +26,7 @@ class BotRequest:
     at the comment too.
     """
 
-    command: str
+    command: SubCommand | None
     values: tuple[tuple[str, FlagValue], ...] = ()
     line: str = ""
     columns: tuple[tuple[str, tuple[int, ...]], ...] = field(default=(), compare=False)
@@ -45,13 +48,13 @@ class BotRequest:
     @property
     def is_custom_run(self) -> bool:
         """A partial selection: the run may not set the merge gate green."""
-        return self.command == "run" and self.selection_request().custom_run
+        return self.command is SubCommand.RUN and self.selection_request().custom_run
 
     def selection_request(self) -> SelectionRequest:
         """The selection request a `/bot run` comment asks for, pointing back at its columns: the one
         place a comment becomes what the selection reads."""
-        if self.command != "run":
-            raise BotError(f"expected a /bot run request to select stages, found /bot {self.command}")
+        if self.command is not SubCommand.RUN:
+            raise BotError(f"expected a /bot run request to select stages, found {self.words}")
         source = RequestSource(self.line, dict(self.columns))
         return SelectionRequest(**dict(self.values), source=source)  # type: ignore[arg-type]  # run flag keys
 
@@ -62,4 +65,9 @@ class BotRequest:
 
     def to_json(self) -> dict[str, object]:
         flags = {key: list(value) if isinstance(value, tuple) else value for key, value in self.values}
-        return {"command": self.command, "flags": flags}
+        return {"command": self.command or NOT_A_COMMAND, "flags": flags}
+
+    @property
+    def words(self) -> str:
+        """`/bot run`, for messages (`a comment that is not /bot` when it is none)."""
+        return f"/bot {self.command}" if self.command else "a comment that is not /bot"

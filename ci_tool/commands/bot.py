@@ -17,7 +17,7 @@ import click
 from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import authorize, parse_allowlist
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
-from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, flag_by_key
+from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
@@ -28,6 +28,7 @@ from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.commands.history import history_option
+from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
@@ -58,7 +59,7 @@ def parse(comment: str, as_json: bool) -> None:
 
 
 def _describe(request: BotRequest) -> str:
-    if request.command == "ignore":
+    if request.command is None:
         return "ignore: not a /bot comment"
     lines = [
         request.command
@@ -97,7 +98,7 @@ def plan(
     minutes, the stages left out and why, missing approvals, and whether it can turn the merge gate green.
     Exit 1 when it names stages the catalog does not have."""
     request = parse_comment(sys.stdin.read() if comment == "-" else comment)
-    if request.command != "run":
+    if request.command is not SubCommand.RUN:
         click.echo(_describe(request))
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
@@ -180,7 +181,7 @@ def handle(
                       CodeVersion(pr.head_sha) if pr is not None else None)  # fmt: skip
     plan_for = functools.partial(plan_at_head, head)
     run_plan: RunPlan | None = None
-    if reached.command == "run" and request is not None:
+    if reached.command is SubCommand.RUN and request is not None:
         run_plan = plan_for(request.selection_request())
         decision = settle(decision, run_plan)
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
@@ -216,7 +217,7 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
     jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
     github = None if dry_run or decision.action is Action.IGNORE else settings.github()
     pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
-    if pr is not None and pr.state != "open":  # closed since the event was sent
+    if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
         decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
         command = None
     changes: ChangeSet | None = None

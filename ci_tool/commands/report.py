@@ -21,7 +21,8 @@ from ci_tool.history.perf_results import perf_trends
 from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
 from ci_tool.report.html import RunHref, render_html
-from ci_tool.run.report import load_report, render_markdown, report_json
+from ci_tool.report.markdown import render_markdown
+from ci_tool.report.model import load_report, report_json
 
 FORMATS = ("markdown", "json", "html")
 

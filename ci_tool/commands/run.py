@@ -14,15 +14,15 @@ import sys
 
 import click
 
-from ci_tool.bot.flags import REUSE_PIPELINE, Arg, flag_by_name
+from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, reorder_option, run_options
 from ci_tool.errors import BotError
+from ci_tool.report.words import run_state_words
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.progress import Progress
-from ci_tool.run.report import run_state_words
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
@@ -90,10 +90,10 @@ def run(
     the CI report and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
-    if request.command not in ("run", REUSE_PIPELINE):
-        expected = f"a `/bot run` or `/bot {REUSE_PIPELINE}` command"
+    if request.command not in (SubCommand.RUN, SubCommand.REUSE_PIPELINE):
+        expected = f"a `/bot run` or `/bot {SubCommand.REUSE_PIPELINE}` command"
         raise BotError(f"expected {expected}, found {text.strip()!r}", hint=RUN_HINT)
-    revalidate = request.command == REUSE_PIPELINE
+    revalidate = request.command is SubCommand.REUSE_PIPELINE
     wanted = SelectionRequest() if revalidate else request.selection_request()
     setup = local_setup(options, detailed_log=wanted.detailed_log)
     if base is not None:  # a pull request's run: its waives merged with the target branch's

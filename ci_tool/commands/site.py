@@ -25,7 +25,6 @@ from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.json_file import read_json
 from ci_tool.report import dashboard
 from ci_tool.report import site as layout
-from ci_tool.run import report as run_report
 
 
 @click.command()
@@ -123,11 +122,11 @@ def _write_if_changed(path: Path, text: str) -> bool:
 
 
 def _renderer() -> str:
-    """Which renderer made the pages: a hash of the sources that shape them (the report package and the
-    report's model), so a change of any page's shape makes every run page again, and nothing else does."""
+    """Which renderer made the pages: a hash of the sources that shape them (the report package, the
+    report's model among them), so a change of any page's shape makes every run page again, and nothing else
+    does."""
     digest = hashlib.sha256()
-    sources = [*sorted(Path(report_package.__file__).parent.glob("*.py")), Path(run_report.__file__)]
-    for source in sources:
+    for source in sorted(Path(report_package.__file__).parent.glob("*.py")):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -20,9 +20,10 @@ from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.changes import change_set
-from ci_tool.run.invocation import RunSettings, planned_invocations
+from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.reuse import passed_on_checkout
+from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
@@ -124,7 +125,12 @@ def show_command(
 def pytest_commands(plan: StagePlan) -> list[list[str]]:
     """The pytest processes a run of the plan starts, in order (the runner's own invocations): the regular
     lines in one, each ISOLATION line alone; results go under `.ci-tool/runs/<run-id>/<stage>`."""
-    settings = RunSettings(rootdir=Path("."), results_dir=RESULTS_ROOT / RUN_ID / plan.name.name, run_id=RUN_ID)
+    # A preview of the session `ci-tool stage run` would start here: its settings from the one constructor,
+    # less what a preview never shows (the history, flaky signatures, touch recording).
+    config = SessionConfig(rootdir=Path("."), results_root=RESULTS_ROOT, history=history_path(None), sysinfo={},
+                           flaky_signatures=())  # fmt: skip
+    settings = config.stage_settings(plan.name, results_dir=RESULTS_ROOT / RUN_ID / plan.name.name, run_id=RUN_ID,
+                                     preview=True)  # fmt: skip
     return [
         [*(f"{key}={value}" for key, value in inv.variables.items()), *inv.command(settings.python)]
         for inv in planned_invocations(plan, settings)
@@ -135,9 +141,7 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min ({seconds:.0f} s)"
 
 
-def _show_text(
-    found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, facts: str
-) -> str:
+def _show_text(found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, facts: str) -> str:
     family = found.family
     timeout = f"{found.timeout_minutes} min" + (" (derived)" if family.timeout_derived else "")
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "the whole list (not sharded)"

@@ -17,7 +17,7 @@ from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage
 from ci_tool.run.setup import RunOptions, local_setup
 from ci_tool.run.stage_runner import StageResult
-from ci_tool.run.verify import Verdict, verify_runs, waives_of
+from ci_tool.run.verify import FixVerdict, verify_runs, waives_of
 from ci_tool.run.verify_choice import choose_family, lifted_waives
 from ci_tool.testdb.waive_edit import unified_diff, with_lines_removed
 
@@ -65,7 +65,7 @@ def verify_command(
     return 0 if len(proven) == len(found) else 1
 
 
-def verdict_line(verdict: Verdict) -> str:
+def verdict_line(verdict: FixVerdict) -> str:
     """`ID: passed 3 of 3 runs: unwaive proposed`, or why not."""
     passed = f"{verdict.test_id}: passed {verdict.passed} of {verdict.runs_asked} runs"
     if verdict.proven:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from ci_tool.dispatch.model import Build, CaseResult, QueueItem
+from ci_tool.dispatch.model import Build, JenkinsCase, QueueItem
 from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
 from ci_tool.outcomes import BuildResult, TestOutcome
@@ -52,7 +52,7 @@ def kind(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class Answer:
+class AnswerSource:
     """Which answer is read (the request in words and its URL as shown), for the messages."""
 
     what: str
@@ -135,7 +135,7 @@ def parameters(actions: object) -> dict[str, str]:
     return values
 
 
-def build(answer: Answer, job: str, value: object, path: str = "") -> Build:
+def build(answer: AnswerSource, job: str, value: object, path: str = "") -> Build:
     data = answer.obj(value, path)
     result = answer.text(data, "result", path)
     if result and result not in BuildResult.__members__:
@@ -150,7 +150,7 @@ def build(answer: Answer, job: str, value: object, path: str = "") -> Build:
     )
 
 
-def builds(answer: Answer, job: str, value: object) -> list[tuple[Build, Mapping[str, Any]]]:
+def builds(answer: AnswerSource, job: str, value: object) -> list[tuple[Build, Mapping[str, Any]]]:
     """A job's `builds`, each with its raw object (for the fields only some callers read: causes)."""
     data = answer.obj(value)
     return [(build(answer, job, found, f"builds[{k}]"), found) for k, found in enumerate(answer.items(data, "builds"))]
@@ -170,7 +170,7 @@ def parameters_lists(actions: object, key: str) -> list[list[Any]]:
     ]
 
 
-def queue_item(answer: Answer, jenkins_url: str, value: object, path: str = "") -> QueueItem:
+def queue_item(answer: AnswerSource, jenkins_url: str, value: object, path: str = "") -> QueueItem:
     data = answer.obj(value, path)
     item_id = answer.integer(data, "id", path)
     executable = data.get("executable")
@@ -190,7 +190,7 @@ def queue_item(answer: Answer, jenkins_url: str, value: object, path: str = "") 
     )
 
 
-def queue(answer: Answer, jenkins_url: str, value: object, job_url_suffix: str) -> list[QueueItem]:
+def queue(answer: AnswerSource, jenkins_url: str, value: object, job_url_suffix: str) -> list[QueueItem]:
     """The queue's items of one job (its task URL ends in `job_url_suffix`)."""
     data = answer.obj(value)
     found = []
@@ -215,7 +215,7 @@ def _loose_text(value: object) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
 
-def test_cases(answer: Answer, value: object) -> tuple[CaseResult, ...]:
+def test_cases(answer: AnswerSource, value: object) -> tuple[JenkinsCase, ...]:
     data = answer.obj(value)
     cases = []
     for s, suite in enumerate(answer.items(data, "suites")):
@@ -224,7 +224,7 @@ def test_cases(answer: Answer, value: object) -> tuple[CaseResult, ...]:
             found = answer.obj(case, f"{suite_path}.cases[{c}]")
             properties = found.get("properties")
             cases.append(
-                CaseResult(
+                JenkinsCase(
                     class_name=_loose_text(found.get("className")),
                     name=_loose_text(found.get("name")),
                     outcome=_CASE_OUTCOMES.get(_loose_text(found.get("status")), TestOutcome.ERROR),

@@ -25,7 +25,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
-from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, PullRequest, Status, StatusState
+from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, IssueState, PullRequest, Status, StatusState
 from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
 from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS, RATE_LIMIT_WAIT_SECONDS
@@ -150,7 +150,7 @@ class GitHubClient:
                 head_sha=_text(pull.head.sha, "head.sha"),
                 base_ref=pull.base.ref,
                 author=pull.user.login,
-                state=pull.state,
+                state=IssueState(pull.state),
                 labels=tuple(label.name for label in pull.labels),
             )
 

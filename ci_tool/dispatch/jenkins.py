@@ -29,7 +29,7 @@ import requests
 
 from ci_tool.dispatch import answers
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
-from ci_tool.dispatch.model import Build, CaseResult, Console, QueueItem
+from ci_tool.dispatch.model import Build, Console, JenkinsCase, QueueItem
 from ci_tool.dispatch.urls import split_userinfo
 from ci_tool.errors import DispatchError
 from ci_tool.layout import (
@@ -88,7 +88,7 @@ class JenkinsClient:
         waited = timeout_seconds or self.timeout_seconds
 
         def read_fault(error: Exception) -> Fault | None:
-            crumb = answers.Answer(what, urljoin(self.url, "crumbIssuer/api/json"))
+            crumb = answers.AnswerSource(what, urljoin(self.url, "crumbIssuer/api/json"))
             if isinstance(error, json.JSONDecodeError):  # python-jenkins read a crumb that is no JSON
                 crumb.parse(error.doc)
             if isinstance(error, TypeError | KeyError):  # python-jenkins read a crumb of another shape
@@ -134,10 +134,10 @@ class JenkinsClient:
 
     def _json(
         self, what: str, path: str, params: Mapping[str, str | int] | None = None
-    ) -> tuple[answers.Answer, object]:
-        """A GET's JSON, with the Answer that reads it (named by the request and its URL as shown)."""
+    ) -> tuple[answers.AnswerSource, object]:
+        """A GET's JSON, with the AnswerSource that reads it (named by the request and its URL as shown)."""
         response = self._get(what, path, params)
-        answer = answers.Answer(what, urljoin(self.url, path))
+        answer = answers.AnswerSource(what, urljoin(self.url, path))
         return answer, answer.parse(response.text, response.headers.get("Content-Type", ""))
 
     # -- requests --------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ class JenkinsClient:
             return None
         return data
 
-    def test_cases(self, job: str, number: int) -> tuple[CaseResult, ...]:
+    def test_cases(self, job: str, number: int) -> tuple[JenkinsCase, ...]:
         """The build's test report (the JUnit files its stages recorded); () when it has none."""
         what = f"read the test report of build {number} of {job}"
         try:

@@ -2,7 +2,7 @@
 
     Build        a Jenkins build: number, URL, running or its result, its parameters
     QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
-    CaseResult   one test case of a build's test report
+    JenkinsCase  one test case of a build's test report
     Console      a piece of a build's console text and where the next one starts
     PullRequest  what the bot reads of a pull request: head, base, author, labels (its change is a
                  stages.changes.ChangeSet, dispatch/pull_change.py)
@@ -47,7 +47,7 @@ class QueueItem:
 
 
 @dataclass(frozen=True)
-class CaseResult:
+class JenkinsCase:
     """One test case of a Jenkins test report; the stage is the class name's prefix (ci-tool's JUnit)."""
 
     class_name: str
@@ -66,6 +66,13 @@ class Console:
     more: bool  # the build is still writing
 
 
+class IssueState(enum.StrEnum):
+    """A GitHub issue's or pull request's state (the value is GitHub's)."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
 @dataclass(frozen=True)
 class PullRequest:
     repository: str
@@ -73,7 +80,7 @@ class PullRequest:
     head_sha: str
     base_ref: str
     author: str
-    state: str
+    state: IssueState
     labels: tuple[str, ...]
 
 

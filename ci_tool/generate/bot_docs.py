@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
-from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag
+from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, Permission, SubCommand
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import value_rules
 from ci_tool.bot.request import BotSyntaxError
@@ -39,7 +39,7 @@ def bot_docs_context(_source: object = None) -> dict[str, object]:
     """The rows of every table of docs/bot.md. `_source` (the catalog a target renders from) is unused:
     the bot's tables are the same for every catalog."""
     return {
-        "commands": [{"usage": c.usage, "permission": c.permission or "anyone", "help": c.help} for c in COMMANDS],
+        "commands": [{"usage": c.usage, "permission": str(c.permission or "anyone"), "help": c.help} for c in COMMANDS],
         "flags": [_flag_row(flag) for flag in FLAGS],
         "stage_list_step": Step.STAGE_LIST.value,
         "steps_before_stage_list": Step.STAGE_LIST.value - 1,
@@ -62,7 +62,7 @@ def bot_docs_context(_source: object = None) -> dict[str, object]:
 
 def _flag_row(flag: Flag) -> dict[str, str]:
     return {
-        "usage": f"`/bot {flag.command}` `{flag.usage}`" if flag.command != "run" else f"`{flag.usage}`",
+        "usage": f"`/bot {flag.command}` `{flag.usage}`" if flag.command is not SubCommand.RUN else f"`{flag.usage}`",
         "value": _arg_text(flag),
         "key": flag.key,
         "step": f"{flag.feeds.value}: {STEP_EFFECTS[flag.feeds]}" if flag.feeds else "none (run option)",
@@ -81,10 +81,10 @@ def _arg_text(flag: Flag) -> str:
     return {Arg.SWITCH: "none", Arg.OPTIONAL_ID: "optional pipeline id", Arg.TEXT: "quoted text"}[flag.arg]
 
 
-def _permission_row(permission: str, associations: tuple[str, ...]) -> dict[str, str]:
+def _permission_row(permission: Permission, associations: tuple[str, ...]) -> dict[str, str]:
     return {
-        "permission": permission,
-        "commands": ", ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission == permission),
+        "permission": permission.value,
+        "commands": ", ".join(f"`/bot {c.name}`" for c in COMMANDS if c.permission is permission),
         "associations": ", ".join(associations),
         "entries": ", ".join(f"`{entry}`" for entry in LISTS_GRANTING[permission]),
     }

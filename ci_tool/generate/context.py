@@ -26,6 +26,7 @@ Order is the catalog's order everywhere; nothing depends on the clock or the mac
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -177,12 +178,20 @@ def generate_input(catalog: Catalog) -> GenerateInput:
     return GenerateInput(catalog.stages)
 
 
+class GitHubGroup(enum.StrEnum):
+    """The workflow's phases of matrix jobs, in the order they run (the value starts each job's id)."""
+
+    CPU = "cpu"
+    SINGLE_GPU = "single_gpu"
+    MULTI_GPU = "multi_gpu"  # starts after the others passed, unless fail-fast is off
+
+
 @dataclass(frozen=True)
 class GitHubJob:
     """One matrix job of the workflow: a chunk of at most GITHUB_MATRIX_LIMIT stages of one group."""
 
     id: str  # e.g. "single_gpu_1"
-    group: str  # "cpu", "single_gpu" or "multi_gpu"
+    group: GitHubGroup
     chunk: int  # 1-based
 
 
@@ -234,10 +243,10 @@ def github_runs_on(stage: CatalogStage) -> str | list[str]:
     return [SELF_HOSTED, stage.platform]
 
 
-def github_group(stage: CatalogStage) -> str:
+def github_group(stage: CatalogStage) -> GitHubGroup:
     if stage.name.multi_gpu:
-        return "multi_gpu"
-    return "cpu" if stage.name.is_cpu else "single_gpu"
+        return GitHubGroup.MULTI_GPU
+    return GitHubGroup.CPU if stage.name.is_cpu else GitHubGroup.SINGLE_GPU
 
 
 def _check_unique(stages: Sequence[CatalogStage]) -> None:
@@ -324,8 +333,8 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
 def github_jobs(stages: Sequence[CatalogStage]) -> list[GitHubJob]:
     """The matrix jobs: per group, as many chunks as the catalog could ever fill."""
     jobs: list[GitHubJob] = []
-    for group in ("cpu", "single_gpu", "multi_gpu"):
-        count = sum(1 for stage in stages if github_group(stage) == group)
+    for group in GitHubGroup:
+        count = sum(1 for stage in stages if github_group(stage) is group)
         jobs.extend(GitHubJob(f"{group}_{k}", group, k) for k in range(1, math.ceil(count / GITHUB_MATRIX_LIMIT) + 1))
     return jobs
 
@@ -334,11 +343,11 @@ def github_context(source: GenerateInput) -> dict[str, object]:
     """l0-test.yml: the plan job (ci-tool selects and writes the matrices) and the matrix jobs, the
     single-GPU phase before the multi-GPU one."""
     jobs = github_jobs(source.stages)
-    first_phase = [job.id for job in jobs if job.group != "multi_gpu"]
+    first_phase = [job.id for job in jobs if job.group is not GitHubGroup.MULTI_GPU]
     job_dicts = [
         {
             "id": job.id,
-            "needs": ["plan", *first_phase] if job.group == "multi_gpu" else ["plan"],
+            "needs": ["plan", *first_phase] if job.group is GitHubGroup.MULTI_GPU else ["plan"],
             "if": _github_job_condition(job),
             "output": f"steps.plan.outputs.{job.id}",
             "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
@@ -374,7 +383,7 @@ def github_matrices(stages: Sequence[CatalogStage], chosen: Collection[str]) -> 
     the job ids are the generated workflow's (github_jobs over the same catalog)."""
     rows: dict[str, list[dict[str, object]]] = {}
     for job in github_jobs(stages):
-        members = [stage for stage in stages if github_group(stage) == job.group and stage.name.name in chosen]
+        members = [stage for stage in stages if github_group(stage) is job.group and stage.name.name in chosen]
         page = members[(job.chunk - 1) * GITHUB_MATRIX_LIMIT : job.chunk * GITHUB_MATRIX_LIMIT]
         rows[job.id] = [
             {
@@ -390,7 +399,7 @@ def github_matrices(stages: Sequence[CatalogStage], chosen: Collection[str]) -> 
 
 def _github_job_condition(job: GitHubJob) -> str:
     selected = f"needs.plan.outputs.{job.id} != '[]'"
-    if job.group != "multi_gpu":
+    if job.group is not GitHubGroup.MULTI_GPU:
         return selected
     # Multi-GPU stages start only after the single-GPU phase passed, unless fail-fast is off
     # (post-merge or disable_fail_fast), which starts them anyway: TensorRT-LLM's pipeline hands off the same way.

@@ -21,14 +21,8 @@ from ci_tool.history import flakiness
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult, run_perf_results
-from ci_tool.history.store import (
-    BUSY_TIMEOUT_MS,
-    HistoryStore,
-    RunRecord,
-    StageRecord,
-    StageRecords,
-    TestRecord,
-)
+from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
+from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
 from ci_tool.history.touches import TouchRow, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
 from ci_tool.outcomes import RunState, StageState

@@ -3,7 +3,7 @@ reads them back, store.py writes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ci_tool.outcomes import RunState, StageState, TestOutcome
@@ -57,3 +57,6 @@ class TestRecord:
     @property
     def final_outcome(self) -> TestOutcome:
         return self.rerun_outcome or self.outcome
+
+
+StageRecords = tuple[StageRecord, Sequence[TestRecord], float]  # a stage, its tests, when it was recorded

@@ -132,18 +132,19 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
         ),
     ),
     (
-        TOUCH_STEP,  # touch records per unit, GPU type, stage and commit (history/touches.py); step 5's rows
-        # come along with all of these unknown (''), so they never narrow a stage. `WHERE true`: SQLite reads an
-        # ON CONFLICT right after `SELECT ... FROM t` as part of the SELECT.
+        TOUCH_STEP,  # touch records per file, test and GPU type, with the units it ran, its stage and commit
+        # (history/touches.py); step 5's rows come along with units, GPU type and stage unknown ('') and commit
+        # '', so they never narrow a stage. `WHERE true`: SQLite reads an ON CONFLICT right after
+        # `SELECT ... FROM t` as part of the SELECT.
         (
-            "CREATE TABLE IF NOT EXISTS touch_records (source TEXT NOT NULL, unit TEXT NOT NULL, "
-            "test_id TEXT NOT NULL, gpu_type TEXT NOT NULL, stage TEXT NOT NULL, commit_sha TEXT NOT NULL, "
-            "run_id TEXT NOT NULL, recorded_at REAL NOT NULL, PRIMARY KEY (source, unit, test_id, gpu_type))",
+            "CREATE TABLE IF NOT EXISTS touch_records (source TEXT NOT NULL, test_id TEXT NOT NULL, "
+            "gpu_type TEXT NOT NULL, units TEXT NOT NULL, stage TEXT NOT NULL, commit_sha TEXT NOT NULL, "
+            "run_id TEXT NOT NULL, recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id, gpu_type))",
             "CREATE INDEX IF NOT EXISTS touch_records_by_test ON touch_records (gpu_type, test_id)",
             "CREATE INDEX IF NOT EXISTS touch_records_by_commit ON touch_records (gpu_type, commit_sha)",
-            "INSERT INTO touch_records (source, unit, test_id, gpu_type, stage, commit_sha, run_id, recorded_at) "
-            "SELECT source, '', test_id, '', '', '', run_id, recorded_at FROM touches WHERE true "
-            "ON CONFLICT (source, unit, test_id, gpu_type) DO NOTHING",
+            "INSERT INTO touch_records (source, test_id, gpu_type, units, stage, commit_sha, run_id, recorded_at) "
+            "SELECT source, test_id, '', '', '', '', run_id, recorded_at FROM touches WHERE true "
+            "ON CONFLICT (source, test_id, gpu_type) DO NOTHING",
         ),
     ),
 )

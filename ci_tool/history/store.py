@@ -27,7 +27,7 @@ from ci_tool.errors import HistoryError, Where
 from ci_tool.history import owners
 from ci_tool.history.backend import Backend, Row, Work, Writer, upsert
 from ci_tool.history.locator import HISTORY_ENV, History, PostgresUrl, history_location, locate
-from ci_tool.history.records import RunRecord, StageRecord, TestRecord
+from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.schema import CODE_VERSION, SCHEMA_VERSION, TABLES
 from ci_tool.history.sqlite_backend import BUSY_TIMEOUT_MS, SqliteHistory
 from ci_tool.outcomes import RunState
@@ -35,7 +35,6 @@ from ci_tool.outcomes import RunState
 __all__ = ["BUSY_TIMEOUT_MS", "CODE_VERSION", "HISTORY_ENV", "SCHEMA_VERSION", "TABLES", "Row", "history_path"]
 
 history_path = history_location  # `--history`, else $CI_TOOL_HISTORY, else the default file
-StageRecords = tuple[StageRecord, Sequence[TestRecord], float]  # a stage, its tests, when it was recorded
 
 
 class HistoryStore:

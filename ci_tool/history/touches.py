@@ -1,18 +1,22 @@
-"""Touch records in the history (table `touch_records`, schema step TOUCH_STEP): which test ran which unit of
+"""Touch records in the history (table `touch_records`, schema step TOUCH_STEP): which test ran which units of
 which file (stages/units.py), on which GPU type, in which stage, at which commit (schema.py has the table).
 
-    source, unit          a repository-relative file and one of its units (`BlockPool.allocate`, `<module>`)
-    test_id               the pytest node id of the test that ran a line of it (setup and teardown included)
-    gpu_type, stage       where it ran (StageName.gpu_type: `DGX_H100`, `CPU`; the stage's name)
-    commit_sha            the commit the run tested; '' when the file differed from it (an uncommitted edit):
-                          such a record is stale from the start
+    source, test_id       a repository-relative file, and the pytest node id of a test that ran a line of it
+                          (setup and teardown included)
+    gpu_type              where it ran (StageName.gpu_type: `DGX_H100`, `CPU`); one row per file, test and
+                          GPU type
+    units                 the units of the file it ran (`BlockPool.allocate`, `<module>`), one a line: a row
+                          per unit would be about 4.6 times as many (this repository's own suite)
+    stage, commit_sha     the stage that recorded it, and the commit the run tested; '' when the file
+                          differed from it (an uncommitted edit): such a record is stale from the start
     run_id, recorded_at   the run that made it, and when
 
-A touch-recording run replaces, per GPU type, the rows of every test it recorded: a test that stopped
-running a unit drops out of that unit's record, and tests the run did not record keep theirs. When a record
-counts, and when it is stale, is the change's business (run/touch_evidence.py). The file-grain rows of
-step 5 (`touches`) were copied in with unit, stage and GPU type unknown ('') and commit '': no stage's GPU
-type is '', so they never narrow a stage; the old table stays as it was.
+Readers see one TouchRow per unit. A touch-recording run replaces, per GPU type, the rows of every test it
+recorded: a test that stopped running a unit drops out of that unit's record, and tests the run did not
+record keep theirs. When a record counts, and when it is stale, is the change's business
+(run/touch_evidence.py). The file-grain rows of step 5 (`touches`) were copied in with units, stage and GPU
+type unknown ('') and commit '': no stage's GPU type is '', so they never narrow a stage; the old table
+stays as it was.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
 from ci_tool.text_file import read_text
 
-_COLUMNS = ("source", "unit", "test_id", "gpu_type", "stage", "commit_sha", "run_id", "recorded_at")
-_UPSERT = upsert("touch_records", _COLUMNS, ("source", "unit", "test_id", "gpu_type"))
+_COLUMNS = ("source", "test_id", "gpu_type", "units", "stage", "commit_sha", "run_id", "recorded_at")
+_UPSERT = upsert("touch_records", _COLUMNS, ("source", "test_id", "gpu_type"))
+_UNITS = "\n"  # between a row's units (no qualified name holds a line break)
 _CHUNK = 500  # `IN (?, ...)` marks a statement takes (SQLite allows 32766; PostgreSQL 65535)
 
 UnitTouches = Mapping[tuple[str, str], frozenset[str]]  # (file, unit) -> the tests that ran it
@@ -64,7 +69,13 @@ def stamped(
 def record_touches(store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float) -> None:
     """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type."""
     tests = sorted({(row.test_id, row.gpu_type) for row in records})
-    values = [(r.source, r.unit, r.test_id, r.gpu_type, r.stage, r.commit, run_id, recorded_at) for r in records]
+    units: dict[tuple[str, str, str, str, str], set[str]] = defaultdict(set)
+    for r in records:
+        units[r.source, r.test_id, r.gpu_type, r.stage, r.commit].add(r.unit)
+    values = [
+        (source, test, gpu_type, _UNITS.join(sorted(found)), stage, commit, run_id, recorded_at)
+        for (source, test, gpu_type, stage, commit), found in sorted(units.items())
+    ]
 
     def write(db: Writer) -> None:
         db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", tests)
@@ -85,13 +96,13 @@ def rows_of_files(store: HistoryStore, files: Collection[str]) -> tuple[list[Tou
     bad: set[str] = set()
     for chunk in _chunks(sorted(files)):
         raw = store.rows(
-            "SELECT source, unit, test_id, gpu_type, stage, commit_sha FROM touch_records "
+            "SELECT source, test_id, gpu_type, units, stage, commit_sha FROM touch_records "
             f"WHERE source IN ({', '.join('?' * len(chunk))})",
             tuple(chunk),
         )
         for row in raw:
             try:
-                found.append(_touch_row(store, row))
+                found += _touch_rows(store, row)
             except rows.BadRowError as error:
                 store.warn(f"{error}; file {row[0]!r} is taken as unrecorded")
                 bad.add(str(row[0]))
@@ -120,17 +131,12 @@ def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Co
     return frozenset(test for (test,) in raw if isinstance(test, str) and test)
 
 
-def _touch_row(store: HistoryStore, row: Sequence[object]) -> TouchRow:
-    view = rows.view(store, "touch_records", "source, unit, test_id, gpu_type, stage, commit_sha", row)
+def _touch_rows(store: HistoryStore, row: Sequence[object]) -> list[TouchRow]:
+    view = rows.view(store, "touch_records", "source, test_id, gpu_type, units, stage, commit_sha", row)
     keyed = view.keyed(source="file")
-    return TouchRow(
-        keyed.key_text("source"),
-        keyed.text("unit"),
-        keyed.key_text("test_id"),
-        keyed.text("gpu_type"),
-        keyed.text("stage"),
-        keyed.text("commit_sha"),
-    )
+    source, test, gpu_type = keyed.key_text("source"), keyed.key_text("test_id"), keyed.text("gpu_type")
+    stage, commit = keyed.text("stage"), keyed.text("commit_sha")
+    return [TouchRow(source, unit, test, gpu_type, stage, commit) for unit in keyed.text("units").split(_UNITS)]
 
 
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:

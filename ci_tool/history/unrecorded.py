@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
-from ci_tool.history.records import RunRecord, StageRecord, TestRecord
+from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.rows import COUNT_EXPECTED, MAX_COUNT, MAX_SECONDS, MAX_TIMESTAMP
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 UNRECORDED = "unrecorded.json"
 UNRECORDED_VERSION = 1
-StageRecords = tuple[StageRecord, Sequence[TestRecord], float]  # a stage, its tests, when it was recorded
 E = TypeVar("E", RunState, StageState, TestOutcome)
 # How bad a run state is, worst first: the run is the worst of its stages (run/pipeline.PipelineResult.state).
 _SEVERITY = (RunState.INTERRUPTED, RunState.FAILED, RunState.PENDING, RunState.UNSTABLE, RunState.PASSED)

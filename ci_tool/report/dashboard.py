@@ -17,7 +17,7 @@ from ci_tool.outcomes import RunState
 from ci_tool.perf.shifts import series_shifts
 from ci_tool.report.html import PERF_HEADERS, perf_cells
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
-from ci_tool.run.report import run_state_words, seconds_text
+from ci_tool.report.words import run_state_words, seconds_text
 
 Nav = Sequence[tuple[str, str]]  # (label, href) from the page being rendered
 

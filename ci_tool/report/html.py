@@ -27,12 +27,11 @@ from ci_tool.history.perf_results import PerfKey, PerfResult
 from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import PerfVerdict, StageState, TestOutcome
+from ci_tool.report.model import CiReport, FailedTest
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
-from ci_tool.run.report import (
+from ci_tool.report.words import (
     KNOWN_FLAKY_NOTE,
     KNOWN_FLAKY_TITLE,
-    CiReport,
-    FailedTest,
     counted,
     failures_title,
     known_flaky_words,

@@ -47,7 +47,10 @@ class ReadyStage:
     timeout_minutes: int | None = None  # the stage's limit (a Slurm job's --time); None: no limit asked
 
 
-class Executor(Protocol):
+class StageExecutor(Protocol):
+    """What runs planned stages (this module's docstring gives the life cycle); stages/executors.py's
+    Executor names the kinds."""
+
     def mismatch(self, name: StageName) -> str | None: ...
 
     def can_start(self) -> bool: ...

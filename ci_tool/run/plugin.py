@@ -6,8 +6,8 @@ Without `--test-list` it does nothing. With it:
   expression matching); entries that select nothing are reported (terminal summary and
   `--test-list-report FILE`);
 - `TIMEOUT (N)` (minutes) becomes `pytest.mark.timeout(N*60)` unless the test function (or its
-  parameter set) has its own timeout marker; class and module markers lose to the list, as in the
-  reference's precedence (function > parameter > list > class > module > command line); pytest-timeout's
+  parameter set) has its own timeout marker; class and module markers lose to the list, as in
+  TensorRT-LLM's precedence (function > parameter > list > class > module > command line); pytest-timeout's
   thread method runs on one watchdog thread (ci_tool.run.watchdog) instead of a thread per test;
 - SKIP / XFAIL entries skip / xfail their tests; UNSTABLE adds a testcase property;
 - `--waives-file FILE` skips waived tests with their reason, honouring `full:GPU/` scopes against
@@ -45,7 +45,7 @@ from ci_tool.run.case_reports import case_from_reports
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
-from ci_tool.testdb.lines import TestLine, parse_test_line
+from ci_tool.testdb.lines import LineStatus, TestLine, parse_test_line
 from ci_tool.testdb.waives import load_waives
 from ci_tool.text_file import lines, read_text
 
@@ -212,7 +212,7 @@ class TestListPlugin:
         waives = []
         for waive in load_waives(waives_file):
             if waive.applies_to(token):
-                line = TestLine(raw=waive.test_id, test_id=waive.test_id, status="SKIP", reason=waive.reason)
+                line = TestLine(raw=waive.test_id, test_id=waive.test_id, status=LineStatus.SKIP, reason=waive.reason)
                 waives.append((waive.reason or "no reason given", _make_entry(0, line, waive.where)))
         return waives
 
@@ -272,11 +272,11 @@ class TestListPlugin:
         if minutes and not any(mark.name == "timeout" for mark in item.own_markers):
             item.add_marker(pytest.mark.timeout(minutes * 60))
         status = next((e.line for e in ordered if e.line.status), None)
-        if status is not None and status.status == "SKIP":
+        if status is not None and status.status is LineStatus.SKIP:
             item.add_marker(pytest.mark.skip(reason=status.reason or "SKIP in the test list"))
-        elif status is not None and status.status == "XFAIL":
+        elif status is not None and status.status is LineStatus.XFAIL:
             item.add_marker(pytest.mark.xfail(reason=status.reason or "XFAIL in the test list", strict=False))
-        elif status is not None and status.status == "UNSTABLE":
+        elif status is not None and status.status is LineStatus.UNSTABLE:
             item.user_properties.append((junit.UNSTABLE_PROPERTY, status.reason or ""))
         reason = next((reason for reason, waive in self.waives if waive.selects(item, matchers)), None)
         if reason is not None:

@@ -37,14 +37,16 @@ from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.history.touches import TouchRow, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
-from ci_tool.run import pipeline, recording, report, results_folder
-from ci_tool.run.executor import Executor, LocalExecutor, ReadyStage
+from ci_tool.report.markdown import render_markdown
+from ci_tool.report.model import build_report, failed_test_ids
+from ci_tool.run import pipeline, recording, results_folder
+from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
-from ci_tool.stages.executors import Executor as ExecutorKind
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
@@ -64,7 +66,7 @@ class SessionConfig:
     detailed_log: bool = False  # pytest streams all output (`--detailed-log`)
     output_dir: Path | None = None  # one stage's results folder when given (CI's `--output-dir`)
     history_busy_timeout_ms: int = BUSY_TIMEOUT_MS
-    executor: ExecutorKind = ExecutorKind.LOCAL  # what runs the stages (executor.py)
+    executor: Executor = Executor.LOCAL  # what runs the stages (executor.py)
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
 
@@ -80,7 +82,7 @@ class SessionConfig:
             flaky_signatures=() if preview else self.flaky_signatures,
             rerun_flaky=self.rerun_flaky,
             detailed_log=self.detailed_log,
-            nodes=name.node_count if self.executor is ExecutorKind.SLURM else 1,
+            nodes=name.node_count if self.executor is Executor.SLURM else 1,
             history=None if preview else self.history,
             record_touches=not preview and self.record_touches,
         )
@@ -209,9 +211,9 @@ def run_session(
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
-        known = store.known_flaky(before=run.started_at, test_ids=report.failed_test_ids(tests))
-        built = report.build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
-        markdown = report.render_markdown(built)
+        known = store.known_flaky(before=run.started_at, test_ids=failed_test_ids(tests))
+        built = build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
+        markdown = render_markdown(built)
     kept = results_folder.write_results(
         run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"
     )
@@ -220,9 +222,9 @@ def run_session(
     return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
 
 
-def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> Executor:
+def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> StageExecutor:
     """The executor `config` names, for one run."""
-    if config.executor is ExecutorKind.SLURM:
+    if config.executor is Executor.SLURM:
         from ci_tool.run.slurm_executor import SlurmExecutor  # the local path never imports Slurm's
 
         return SlurmExecutor(run_id=run_id, partition=config.slurm_partition, note=progress.note)

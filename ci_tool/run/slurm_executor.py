@@ -61,7 +61,7 @@ NON_ZERO_EXIT = "NonZeroExitCode"  # the reason of a job whose script exited non
 RESULT_STATES = frozenset({JobState.COMPLETED, JobState.CANCELLED, JobState.TIMEOUT})
 
 
-class Verdict(Enum):
+class JobVerdict(Enum):
     RESULTS = "results"
     INFRA = "infra"
     TIMEOUT = "timeout"
@@ -69,16 +69,16 @@ class Verdict(Enum):
     FAILED = "failed"
 
 
-def verdict(job: Job, *, started: bool, report: JobReport | None) -> Verdict:
+def verdict(job: Job, *, started: bool, report: JobReport | None) -> JobVerdict:
     """What an ended job means for its stage (see the module docstring)."""
     launch_failed = job.state is JobState.FAILED and not started and job.reason != NON_ZERO_EXIT
     if job.state in INFRA_STATES or launch_failed:
-        return Verdict.INFRA
+        return JobVerdict.INFRA
     if job.state is JobState.TIMEOUT:
-        return Verdict.TIMEOUT
+        return JobVerdict.TIMEOUT
     if job.state is JobState.CANCELLED:
-        return Verdict.CANCELLED
-    return Verdict.RESULTS if report is not None else Verdict.FAILED
+        return JobVerdict.CANCELLED
+    return JobVerdict.RESULTS if report is not None else JobVerdict.FAILED
 
 
 def job_program_exited(job: Job) -> bool:
@@ -280,14 +280,14 @@ class SlurmExecutor:
         if stage.cancelled is not None:
             self.done.append(StageOutcome(stage.name, StageState.SKIPPED, stage.cancelled))
             return
-        if found is Verdict.INFRA:
+        if found is JobVerdict.INFRA:
             stage.faults.append(
                 {"job_id": job.job_id, "state": job.state.value, "nodes": job.nodes, "reason": job.reason}
             )
             if len(stage.faults) <= self.infra_retries:
                 self._retry(stage, job)
                 return
-        if found is Verdict.RESULTS and report is not None:
+        if found is JobVerdict.RESULTS and report is not None:
             state, reason = report.result.state, report.result.reason
             if stage.faults and state in (StageState.PASSED, StageState.UNSTABLE):
                 state, reason = StageState.UNSTABLE, f"passed after an infra retry: {self._faults(stage)}"
@@ -328,17 +328,17 @@ class SlurmExecutor:
         retries = min(len(stage.attempts) - 1, len(stage.faults))
         return f"{jobs}, {retries} infra retr{'y' if retries == 1 else 'ies'}"
 
-    def _failure(self, stage: _Stage, job: Job, found: Verdict) -> tuple[StageState, str]:
+    def _failure(self, stage: _Stage, job: Job, found: JobVerdict) -> tuple[StageState, str]:
         """The state and reason of a stage whose job gave no (usable) results."""
-        if found is Verdict.TIMEOUT:
+        if found is JobVerdict.TIMEOUT:
             limit = stage.request.time_minutes
             if limit is None:
                 return StageState.FAILED, f"Slurm job {job.job_id} reached its partition's time limit"
             minutes = f"{limit} minute{'s' if limit != 1 else ''}"
             return StageState.FAILED, f"Slurm job {job.job_id} reached its time limit of {minutes} (--time={limit})"
-        if found is Verdict.CANCELLED:
+        if found is JobVerdict.CANCELLED:
             return StageState.INTERRUPTED, f"Slurm job {job.job_id} was cancelled (scancel)"
-        if found is Verdict.INFRA:
+        if found is JobVerdict.INFRA:
             return StageState.FAILED, f"an infra fault and no retry left: {self._faults(stage)}"
         code = f"exit code {job.exit_code}" if job.signal is None else f"signal {job.signal}"
         log = stage.files.stderr(job.job_id)

@@ -79,7 +79,7 @@ def verify_lines(plan: StagePlan, test_ids: Sequence[str]) -> StagePlan:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class FixVerdict:
     test_id: str
     runs_asked: int
     runs: int  # runs that ran it
@@ -92,7 +92,7 @@ class Verdict:
         return self.passed == self.runs == self.runs_asked
 
 
-def verdicts(test_ids: Sequence[str], results: Sequence[tuple[str, StageResult]], runs_asked: int) -> list[Verdict]:
+def verdicts(test_ids: Sequence[str], results: Sequence[tuple[str, StageResult]], runs_asked: int) -> list[FixVerdict]:
     """Each test's verdict over the (run id, stage result) of its runs."""
     found = []
     for test_id in test_ids:
@@ -109,7 +109,7 @@ def verdicts(test_ids: Sequence[str], results: Sequence[tuple[str, StageResult]]
             elif not failure:
                 why = str(failure_signature(bad.kind, bad.message, bad.text)) if bad.is_failure else bad.outcome
                 failure, failed_run = f"{bad.nodeid}: {why}", run_id
-        found.append(Verdict(test_id, runs_asked, ran, passed, failure, failed_run))
+        found.append(FixVerdict(test_id, runs_asked, ran, passed, failure, failed_run))
     return found
 
 
@@ -122,7 +122,7 @@ def verify_runs(
     config: SessionConfig,
     progress: Progress,
     on_run: Callable[[str, int, StageResult | None], None] = lambda run_id, number, result: None,
-) -> list[Verdict]:
+) -> list[FixVerdict]:
     """Run `plan` (the waived tests, waives lifted) up to `runs` times, each a recorded run, and judge."""
     config = replace(config, rerun_flaky=False)
     planned = replace(stage, plan=lambda: plan)

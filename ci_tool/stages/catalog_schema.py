@@ -56,7 +56,7 @@ _CONTEXT = re.compile(r"[A-Za-z0-9_]+")
 Splits = int | Literal["auto"]
 
 
-class Kind(enum.Enum):
+class FieldKind(enum.Enum):
     """What a field's value is, and so how it is read."""
 
     FAMILY_NAME = "a family name such as 'A10-PyTorch'"
@@ -78,7 +78,7 @@ class Field:
     its value must follow (given every value of the family read without a problem)."""
 
     key: str
-    kind: Kind
+    kind: FieldKind
     what: str  # what the value is, for `expected ...`
     required: bool = False  # of test families (a non-test family needs only its name and platform)
     example: str = ""
@@ -124,20 +124,20 @@ def _splits(values: Values) -> Splits:
 
 
 FAMILY_FIELDS: tuple[Field, ...] = (
-    Field("name", Kind.FAMILY_NAME, Kind.FAMILY_NAME.value, required=True, example="A10-PyTorch"),
+    Field("name", FieldKind.FAMILY_NAME, FieldKind.FAMILY_NAME.value, required=True, example="A10-PyTorch"),
     Field(
         "platform",
-        Kind.TEXT,
+        FieldKind.TEXT,
         "a runner label",
         required=True,
         example="a10",
         check=lambda v: platform_problem(_name(v), str(v["platform"]), _executor(v)),
     ),
-    Field("context", Kind.TEXT, "a test-db context", required=True, example="l0_a10", check=_context_problem),
+    Field("context", FieldKind.TEXT, "a test-db context", required=True, example="l0_a10", check=_context_problem),
     Field(
         "splits",
-        Kind.SPLITS,
-        Kind.SPLITS.value,
+        FieldKind.SPLITS,
+        FieldKind.SPLITS.value,
         required=True,
         example="1",
         check=lambda v: (
@@ -145,13 +145,15 @@ FAMILY_FIELDS: tuple[Field, ...] = (
             or splits_problem(_name(v), _splits(v), has_budget="budget_minutes" in v)
         ),
     ),
-    Field("budget_minutes", Kind.MINUTES, "minutes", check=lambda v: budget_problem(_splits(v))),
-    Field("gpu_count", Kind.COUNT, "a whole number", check=lambda v: _count_check(v, "gpu_count")),
-    Field("node_count", Kind.COUNT, "a whole number", check=lambda v: _count_check(v, "node_count")),
-    Field("on_demand", Kind.BOOL, "true or false", check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))),
-    Field("timeout_minutes", Kind.WHOLE_MINUTES, "minutes >= 1"),
-    Field("arch", Kind.TEXT, "an architecture", check=_arch_problem),
-    Field("executor", Kind.EXECUTOR, " or ".join(Executor), example=Executor.SLURM.value),
+    Field("budget_minutes", FieldKind.MINUTES, "minutes", check=lambda v: budget_problem(_splits(v))),
+    Field("gpu_count", FieldKind.COUNT, "a whole number", check=lambda v: _count_check(v, "gpu_count")),
+    Field("node_count", FieldKind.COUNT, "a whole number", check=lambda v: _count_check(v, "node_count")),
+    Field(
+        "on_demand", FieldKind.BOOL, "true or false", check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))
+    ),
+    Field("timeout_minutes", FieldKind.WHOLE_MINUTES, "minutes >= 1"),
+    Field("arch", FieldKind.TEXT, "an architecture", check=_arch_problem),
+    Field("executor", FieldKind.EXECUTOR, " or ".join(Executor), example=Executor.SLURM.value),
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
 REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
@@ -392,19 +394,19 @@ class _CatalogReader(NodeReader):
 
     def read_value(self, spec: Field, node: Node, path: str) -> object | None:
         """A field's value, read as its kind says (None, and a problem, when it is not one)."""
-        if spec.kind is Kind.FAMILY_NAME:
+        if spec.kind is FieldKind.FAMILY_NAME:
             return self.read_name(node, path)
-        if spec.kind is Kind.TEXT:
+        if spec.kind is FieldKind.TEXT:
             return self.scalar(node, path, ("str",), spec.what)
-        if spec.kind is Kind.SPLITS:
+        if spec.kind is FieldKind.SPLITS:
             return self.read_splits(node, path)
-        if spec.kind is Kind.MINUTES:
+        if spec.kind is FieldKind.MINUTES:
             return self.read_minutes(node, path)
-        if spec.kind is Kind.WHOLE_MINUTES:
+        if spec.kind is FieldKind.WHOLE_MINUTES:
             return self.integer(node, path, spec.what, minimum=1, maximum=MAX_TIMEOUT_MINUTES)
-        if spec.kind is Kind.COUNT:
+        if spec.kind is FieldKind.COUNT:
             return self.integer(node, path, spec.what, minimum=0)
-        if spec.kind is Kind.EXECUTOR:
+        if spec.kind is FieldKind.EXECUTOR:
             return self.read_executor(node, path, spec.what)
         return self.boolean(node, path)
 
@@ -418,7 +420,7 @@ class _CatalogReader(NodeReader):
         return None
 
     def read_name(self, node: Node, path: str) -> StageName | None:
-        text = self.scalar(node, path, ("str",), Kind.FAMILY_NAME.value)
+        text = self.scalar(node, path, ("str",), FieldKind.FAMILY_NAME.value)
         if text is None:
             return None
         try:

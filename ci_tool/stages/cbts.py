@@ -338,9 +338,11 @@ def _claims_touched(path: str, inputs: _Inputs) -> bool:
 
 
 def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> list[str]:
-    assert inputs.changes.touches is not None  # the rule claims only files it has records of
+    touches = inputs.changes.touches
+    if touches is None:  # never: the rule claims only files it has records of
+        return []
     gpu_types = sorted({family.name.gpu_type for family in _narrowable(inputs.catalog)})
-    plan = plan_touched(inputs.changes.touches, paths, gpu_types, test_path=lambda path: _test_path(path, inputs))
+    plan = plan_touched(touches, paths, gpu_types, test_path=lambda path: _test_path(path, inputs))
     for gpu_type, found in plan.paths.items():
         effect.gpu_paths.setdefault(gpu_type, []).extend(found)
     for gpu_type, why in plan.full.items():
@@ -355,7 +357,7 @@ def _test_path(path: str, inputs: _Inputs) -> NarrowPath | None:
     """What a test file changed since the records runs (the tests rule's claim and path); None: no test file."""
     if not path.endswith(".py") or not _claims_tests(path, inputs):
         return None
-    return NarrowPath(posixpath.dirname(path) or "." if posixpath.basename(path) == "conftest.py" else path)
+    return NarrowPath((posixpath.dirname(path) or ".") if posixpath.basename(path) == "conftest.py" else path)
 
 
 RULES: tuple[_Rule, ...] = (

@@ -82,7 +82,7 @@ STEP_EFFECTS: Mapping[Step, str] = {
 }
 
 
-class Kind(enum.Enum):
+class OptionKind(enum.Enum):
     """The value an option takes; the value is how the JSON payload holds it."""
 
     SWITCH = "true"
@@ -95,7 +95,7 @@ class Option:
     """One option of a `/bot run` request, as the selection and the runners understand it."""
 
     key: str  # the JSON key and the SelectionRequest field
-    kind: Kind
+    kind: OptionKind
     step: Step | None = None  # the selection step it feeds; None: a run option that selects no stages
     custom_run: bool = False
     globs: bool = False  # list items may hold `*`
@@ -113,24 +113,24 @@ def flag_name(key: str) -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("reuse_test", Kind.PIPELINE_ID, Step.REUSE),
-    Option("disable_reuse_test", Kind.SWITCH, Step.REUSE, stage_run_option="--disable-reuse-test"),
-    Option("disable_fail_fast", Kind.SWITCH),
-    Option("skip_test", Kind.SWITCH, Step.SKIP_TEST, custom_run=True),
-    Option("stage_list", Kind.LIST, Step.STAGE_LIST, custom_run=True, globs=True),
-    Option("extra_stage", Kind.LIST, Step.EXTRA_STAGE, globs=True),
-    Option("gpu_type", Kind.LIST, Step.GPU_TYPE, custom_run=True),
-    Option("test_backend", Kind.LIST, Step.TEST_BACKEND, custom_run=True, choices=SELECTABLE_BACKENDS),
-    Option("add_multi_gpu_test", Kind.SWITCH, Step.ADD_MULTI_GPU),
-    Option("only_multi_gpu_test", Kind.SWITCH, Step.ONLY_MULTI_GPU, custom_run=True),
-    Option("disable_multi_gpu_test", Kind.SWITCH, Step.DISABLE_MULTI_GPU, custom_run=True),
+    Option("reuse_test", OptionKind.PIPELINE_ID, Step.REUSE),
+    Option("disable_reuse_test", OptionKind.SWITCH, Step.REUSE, stage_run_option="--disable-reuse-test"),
+    Option("disable_fail_fast", OptionKind.SWITCH),
+    Option("skip_test", OptionKind.SWITCH, Step.SKIP_TEST, custom_run=True),
+    Option("stage_list", OptionKind.LIST, Step.STAGE_LIST, custom_run=True, globs=True),
+    Option("extra_stage", OptionKind.LIST, Step.EXTRA_STAGE, globs=True),
+    Option("gpu_type", OptionKind.LIST, Step.GPU_TYPE, custom_run=True),
+    Option("test_backend", OptionKind.LIST, Step.TEST_BACKEND, custom_run=True, choices=SELECTABLE_BACKENDS),
+    Option("add_multi_gpu_test", OptionKind.SWITCH, Step.ADD_MULTI_GPU),
+    Option("only_multi_gpu_test", OptionKind.SWITCH, Step.ONLY_MULTI_GPU, custom_run=True),
+    Option("disable_multi_gpu_test", OptionKind.SWITCH, Step.DISABLE_MULTI_GPU, custom_run=True),
     # A post-merge run runs everything: its stages record which test ran which code (change-based selection's
     # touched rule narrows pre-merge runs by those records).
-    Option("post_merge", Kind.SWITCH, Step.POST_MERGE, stage_run_option="--record-touches"),
-    Option("detailed_log", Kind.SWITCH, stage_run_option="--detailed-log"),
-    Option("debug", Kind.SWITCH, custom_run=True),
-    Option("high_priority", Kind.SWITCH),
-    Option("disable_cbts", Kind.SWITCH, Step.CBTS),
+    Option("post_merge", OptionKind.SWITCH, Step.POST_MERGE, stage_run_option="--record-touches"),
+    Option("detailed_log", OptionKind.SWITCH, stage_run_option="--detailed-log"),
+    Option("debug", OptionKind.SWITCH, custom_run=True),
+    Option("high_priority", OptionKind.SWITCH),
+    Option("disable_cbts", OptionKind.SWITCH, Step.CBTS),
 )
 # The steps whose options leave change-based selection on: post-merge (narrowed like pre-merge), reuse.
 NARROWABLE_STEPS = (Step.POST_MERGE, Step.CBTS, Step.REUSE)
@@ -279,11 +279,11 @@ def request_from_json(data: object, *, source: str = "the request") -> Selection
 
 
 def _value(source: str, found: Option, value: object) -> object:
-    if found.kind is Kind.SWITCH and value is True:
+    if found.kind is OptionKind.SWITCH and value is True:
         return True
-    if found.kind is Kind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
+    if found.kind is OptionKind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
-    if found.kind is Kind.PIPELINE_ID and (value is True or (isinstance(value, str) and is_pipeline_id(value))):
+    if found.kind is OptionKind.PIPELINE_ID and (value is True or (isinstance(value, str) and is_pipeline_id(value))):
         return value
     raise StageError(f"{source}: expected {found.kind.value} for {found.key!r}, found {value!r}")
 

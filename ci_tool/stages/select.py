@@ -60,7 +60,7 @@ from ci_tool.stages.request import (
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StageVerdict:
     """Whether a stage runs, and the step (and why) that decided it last."""
 
     stage: str
@@ -78,7 +78,7 @@ class Selection:
     request: SelectionRequest
     engine: Engine
     selected: tuple[Stage, ...]  # chosen by the steps, in catalog order
-    verdicts: tuple[Verdict, ...]  # one per catalog stage, in catalog order
+    verdicts: tuple[StageVerdict, ...]  # one per catalog stage, in catalog order
     unknown_names: tuple[CiToolError, ...] = ()  # names, globs and GPU tokens the catalog lacks
     refused: tuple[CiToolError, ...] = ()  # options the engine cannot honour
     blocked: tuple[BlockedStage, ...] = ()  # selected stages whose approval label the PR lacks
@@ -103,11 +103,11 @@ class Selection:
         return tuple(stage.name.name for stage in self.stages)
 
     @property
-    def excluded(self) -> tuple[Verdict, ...]:
+    def excluded(self) -> tuple[StageVerdict, ...]:
         return tuple(verdict for verdict in self.verdicts if not verdict.selected)
 
     @property
-    def reused(self) -> tuple[Verdict, ...]:
+    def reused(self) -> tuple[StageVerdict, ...]:
         """Stages not run because they passed in the reused pipeline (they count as passed)."""
         return tuple(v for v in self.excluded if v.step == Step.REUSE)
 
@@ -169,7 +169,7 @@ class _State:
     """The verdict of every stage so far; steps put stages in and take them out."""
 
     catalog: Catalog
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    verdicts: dict[str, StageVerdict] = field(default_factory=dict)
     errors: list[CiToolError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     narrowed: dict[str, list[Stage]] = field(default_factory=dict)  # family -> its `-cbts` stages
@@ -186,11 +186,11 @@ class _State:
 
     def put(self, stages: Iterable[Stage], step: Step, reason: str) -> None:
         for stage in stages:
-            self.verdicts[stage.name.name] = Verdict(stage.name.name, True, step, reason)
+            self.verdicts[stage.name.name] = StageVerdict(stage.name.name, True, step, reason)
 
     def drop(self, stages: Iterable[Stage], step: Step, reason: str) -> None:
         for stage in stages:
-            self.verdicts[stage.name.name] = Verdict(stage.name.name, False, step, reason)
+            self.verdicts[stage.name.name] = StageVerdict(stage.name.name, False, step, reason)
 
     def keep(self, keep: Callable[[Stage], bool], step: Step, reason: str) -> None:
         self.drop([stage for stage in self.selected() if not keep(stage)], step, reason)

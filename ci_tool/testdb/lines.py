@@ -16,13 +16,23 @@ newline, NUL or other control or invisible character (a tab aside) is an error, 
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
 from ci_tool.errors import TestDbError, Where, shown
 from ci_tool.text_file import unprintable
 
-STATUS_MARKERS = ("XFAIL", "SKIP", "UNSTABLE")
+
+class LineStatus(enum.StrEnum):
+    """What a status marker does to the tests a line selects (the value is the marker as written)."""
+
+    XFAIL = "XFAIL"  # expected to fail: a failure is not red
+    SKIP = "SKIP"  # not run
+    UNSTABLE = "UNSTABLE"  # runs; its failure is reported apart
+
+
+STATUS_MARKERS = tuple(status.value for status in LineStatus)
 MAX_TIMEOUT_MINUTES = 7 * 24 * 60  # a week: a longer TIMEOUT is a typo (pytest-timeout gets N * 60 seconds)
 MARKERS = (*STATUS_MARKERS, "TIMEOUT", "ISOLATION")
 
@@ -42,7 +52,7 @@ class TestLine:
     test_id: str
     timeout_minutes: int | None = None
     isolation: bool = False
-    status: str | None = None  # "XFAIL", "SKIP" or "UNSTABLE"
+    status: LineStatus | None = None
     reason: str | None = None  # the text in parentheses after the status marker
 
     @property
@@ -93,7 +103,7 @@ def parse_test_line(text: str, where: Where | None = None) -> TestLine:
 def _parse_markers(raw: str, test_id: str, position: int, where: Where | None) -> TestLine:
     timeout_minutes: int | None = None
     isolation = False
-    status: str | None = None
+    status: LineStatus | None = None
     reason: str | None = None
     seen: set[str] = set()
     while position < len(raw):
@@ -118,7 +128,7 @@ def _parse_markers(raw: str, test_id: str, position: int, where: Where | None) -
                     f"expected at most one of {', '.join(STATUS_MARKERS)}, found {status} and {word} in {raw!r}",
                     where=where,
                 )
-            status = word
+            status = LineStatus(word)
             reason, position = _parse_reason(raw, word, position, where)
         position = _SEPARATOR.match(raw, position).end()  # type: ignore[union-attr]
     return TestLine(raw, test_id, timeout_minutes, isolation, status, reason)

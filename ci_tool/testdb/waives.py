@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.errors import TestDbError, Where
-from ci_tool.testdb.lines import parse_test_line, strip_comment
+from ci_tool.testdb.lines import LineStatus, parse_test_line, strip_comment
 from ci_tool.testdb.waive_terms import WaiveTerms, parse_terms
 from ci_tool.text_file import lines, read_text
 
@@ -50,7 +50,7 @@ def parse_waive_line(text: str, where: Where) -> list[Waive]:
     if scope:
         gpu, body = scope.group(1), body[scope.end() :]
     line = parse_test_line(body, where)
-    if line.status != "SKIP" or line.timeout_minutes is not None or line.isolation:
+    if line.status is not LineStatus.SKIP or line.timeout_minutes is not None or line.isolation:
         raise TestDbError(
             f"expected `<test id> SKIP (<reason>)`, found {text.strip()!r}",
             where=where,

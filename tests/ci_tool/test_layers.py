@@ -22,8 +22,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"stages"}),
     frozenset({"history"}),
     frozenset({"perf"}),
+    frozenset({"report"}),  # the report model and its renderers read history rows, never a running stage
     frozenset({"run"}),
-    frozenset({"report"}),
     frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
     frozenset({"bot"}),
     frozenset({"generate"}),
@@ -124,3 +124,27 @@ def test_a_commands_module_is_a_verb_or_an_option_module(path: Path) -> None:
 def test_no_function_in_commands_is_long(path: Path) -> None:
     found = long_functions(path.read_text(encoding="utf-8"), limit=MAX_COMMAND_FUNCTION_LINES)
     assert found == [], f"commands/{path.name}: split into a library call: {found}"
+
+
+PLANNING = frozenset({"plan_family", "plan_stage", "plan_catalog_stage", "plan_stages", "plan_catalog"})
+
+
+def planning_calls(path: Path) -> set[str]:
+    """The stages/plan.py planning functions `path` imports."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "ci_tool.stages.plan"
+        for alias in node.names
+        if alias.name in PLANNING
+    }
+
+
+def test_the_planner_is_the_one_way_to_plan() -> None:
+    """stages/plan.py's functions are the planner's parts: in ci_tool only stages/planner.py calls them."""
+    callers = {
+        str(path.relative_to(PACKAGE)): sorted(planning_calls(path))
+        for path in MODULES
+        if path.name != "plan.py" and planning_calls(path)
+    }
+    assert callers == {"stages/planner.py": ["plan_catalog_stage", "plan_stage", "plan_stages"]}

@@ -22,25 +22,16 @@ from pathlib import Path
 
 from ci_tool.atomic import append_text
 from ci_tool.bot.event import Action, Decision
-from ci_tool.bot.flags import REUSE_PIPELINE
+from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
 from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
-from ci_tool.bot.reply import (
-    code,
-    could_not_reach,
-    pushed_after_comment,
-    with_lines,
-)
-from ci_tool.bot.status import (
-    skipped,
-)
+from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
+from ci_tool.bot.status import skipped
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
-from ci_tool.dispatch.trigger import (
-    stop_pull_request,
-)
+from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.errors import DispatchError
 
 
@@ -51,7 +42,7 @@ def carry_out(answer: Answer, replies: Replies, reach: JenkinsReach | None, *, g
         replies.comment(reply)
     elif pr is not None and _pushed_after(replies, decision, pr):
         pass  # the command was written for an older head: the reply says so
-    elif request.command == "skip" and pr is not None:
+    elif request.command is SubCommand.SKIP and pr is not None:
         skip(replies, pr, str(request.flags.get("comment", "")), reply)
     elif reach is not None:
         with reach.history() as history:
@@ -64,14 +55,14 @@ def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output
     """/bot run, kill or reuse-pipeline, with the history open."""
     decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
     assert request is not None  # a dispatch's
-    if request.command == "run" and answer.plan is not None and pr is not None:
+    if request.command is SubCommand.RUN and answer.plan is not None and pr is not None:
         started = run(services, decision, answer.plan, pr, reply, wait=wait)
         if github_output is not None and started.build is not None:
             outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
             append_text(github_output, outputs, what="the GitHub outputs")
-    elif request.command in ("kill", REUSE_PIPELINE):
+    elif request.command in (SubCommand.KILL, SubCommand.REUSE_PIPELINE):
         try:
-            if request.command == "kill":
+            if request.command is SubCommand.KILL:
                 kill(services, decision.event.number, reply)
             elif pr is not None:
                 reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)

@@ -5,25 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ci_tool.bot.ci_report import FinishedBuild, render_ci_report, totals
-from ci_tool.bot.ci_report import ci_report as build_ci_report
+from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
+from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.lifecycle.services import Services
 from ci_tool.bot.plan import RunPlan
-from ci_tool.bot.reply import (
-    shorten,
-)
-from ci_tool.bot.status import (
-    context_for,
-    final,
-    unfollowed,
-    untested,
-)
+from ci_tool.bot.reply import shorten
+from ci_tool.bot.status import context_for, final, unfollowed, untested
 from ci_tool.dispatch.jenkins import NotFound
-from ci_tool.dispatch.model import Build, CaseResult, Status, StatusState
-from ci_tool.dispatch.trigger import (
-    Started,
-    wait_for_end,
-)
+from ci_tool.dispatch.model import Build, JenkinsCase, Status, StatusState
+from ci_tool.dispatch.trigger import Started, wait_for_end
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.flakiness import known_flaky
 from ci_tool.layout import SELECTION_ARTIFACT, TEST_JOB
@@ -84,7 +74,7 @@ def _final_status(
     return untested(context, build, f"no {TEST_JOB} build" if not downstream else "no test report")
 
 
-Downstream = tuple[tuple[Build, tuple[CaseResult, ...]], ...]
+Downstream = tuple[tuple[Build, tuple[JenkinsCase, ...]], ...]
 
 
 def _downstream(services: Services, build: Build, unread: list[str]) -> Downstream:

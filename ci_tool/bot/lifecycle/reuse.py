@@ -9,17 +9,10 @@ from collections.abc import Callable
 from ci_tool.bot.lifecycle.follow import archived_record
 from ci_tool.bot.lifecycle.services import Services, mark_stopped, request_of
 from ci_tool.bot.plan import RunPlan
-from ci_tool.bot.reply import (
-    code,
-    with_lines,
-)
-from ci_tool.bot.status import (
-    carried,
-)
+from ci_tool.bot.reply import code, with_lines
+from ci_tool.bot.status import carried
 from ci_tool.dispatch.model import PullRequest, StatusState
-from ci_tool.dispatch.trigger import (
-    stop_pull_request,
-)
+from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.outcomes import BuildResult
 from ci_tool.stages.record import SelectionRecord
 from ci_tool.stages.request import SelectionRequest
@@ -49,7 +42,7 @@ def reuse(
     previous = passing[0]
     request = request_of(previous.parameters)
     record = archived_record(services, previous)
-    why = _not_reusable(record, plan_for(request).selection.names if request is not None else None)
+    why = why_not_reusable(record, plan_for(request).selection.names if request is not None else None)
     if record is None or why is not None:
         why = why or "archived no readable selection"
         services.echo(f"reuse: build {previous.number} {why}")
@@ -89,7 +82,7 @@ def _other_code(services: Services, pr: PullRequest, build_sha: str) -> str:
     return f"tested {code(build_sha[:12])}, whose code (git tree) differs from the head {code(pr.head_sha[:12])}'s"
 
 
-def _not_reusable(record: SelectionRecord | None, now: tuple[str, ...] | None) -> str | None:
+def why_not_reusable(record: SelectionRecord | None, now: tuple[str, ...] | None) -> str | None:
     """Why a passing build's run cannot stand in for the request's selection now (None: it can)."""
     if record is None:
         return None

@@ -17,11 +17,7 @@ from ci_tool.bot.reply import (
     with_lines,
 )
 from ci_tool.bot.status import cancelled as cancelled_status
-from ci_tool.bot.status import (
-    context_for,
-    not_started,
-    pending,
-)
+from ci_tool.bot.status import context_for, not_started, pending
 from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.model import PullRequest, Status, StatusState
 from ci_tool.dispatch.trigger import (

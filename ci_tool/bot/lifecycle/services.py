@@ -8,23 +8,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ci_tool.bot.reply import (
-    shorten,
-    stopped_lines,
-)
-from ci_tool.bot.status import (
-    KILLED_BY_KILL,
-    KILLED_BY_NEWER,
-    context_for,
-    killed,
-)
+from ci_tool.bot.reply import shorten, stopped_lines
+from ci_tool.bot.status import KILLED_BY_KILL, KILLED_BY_NEWER, context_for, killed
 from ci_tool.dispatch.github import Claim, GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.dispatch.model import Build, Status
-from ci_tool.dispatch.trigger import (
-    Pace,
-    Stopped,
-)
+from ci_tool.dispatch.trigger import Pace, Stopped
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import TEST_JOB

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.bot.authorize import Allowlist, authorize, parse_allowlist, permission_of
+from ci_tool.bot.flags import Permission
 from ci_tool.errors import BotError
 from ci_tool.layout import ALLOWLIST_PATH
 
@@ -81,16 +82,16 @@ def test_the_committed_allowlist_parses() -> None:
 @pytest.mark.parametrize(
     ("command", "permission"),
     [
-        ("run", "run"),
-        ("reuse-pipeline", "run"),
-        ("kill", "kill_skip"),
-        ("skip", "kill_skip"),
+        ("run", Permission.RUN),
+        ("reuse-pipeline", Permission.RUN),
+        ("kill", Permission.KILL_SKIP),
+        ("skip", Permission.KILL_SKIP),
         ("help", None),
         ("ignore", None),
     ],
 )
-def test_each_command_needs_its_permission(command: str, permission: str | None) -> None:
-    assert permission_of(command) == permission
+def test_each_command_needs_its_permission(command: str, permission: Permission | None) -> None:
+    assert permission_of(command) is permission
 
 
 @pytest.mark.parametrize(

@@ -124,9 +124,20 @@ def _without(path: str) -> object:
             {**load("run_member"), "issue": {"number": True}},  # type: ignore[dict-item]
             "e.json (issue.number): expected int at 'issue.number', found bool",
         ),
+        (
+            {**load("run_member"), "issue": {"number": 7, "state": "merged"}},  # type: ignore[dict-item]
+            "e.json (issue.state): expected 'open' or 'closed' at 'issue.state', found 'merged'",
+        ),
+        (
+            {**load("run_member"), "action": "pinned"},
+            "e.json (action): expected one of 'created', 'edited', 'deleted' at 'action', found 'pinned'",
+        ),
         ([1, 2], "e.json (action): expected an issue_comment event with 'action', found none"),
     ],
-    ids=["no comment", "no repository", "number as text", "number as bool", "not an object"],
+    ids=[
+        "no comment", "no repository", "number as text", "number as bool", "unknown state", "unknown action",
+        "not an object",
+    ],
 )
 def test_malformed_payloads_are_our_errors(payload: object, message: str) -> None:
     with pytest.raises(BotError) as caught:

@@ -13,13 +13,14 @@ from ci_tool.bot.flags import (
     PR_COMMANDS,
     Arg,
     Flag,
+    SubCommand,
     command,
     flag_by_key,
     flag_by_name,
     flags_of,
 )
 from ci_tool.stages.names import BACKENDS
-from ci_tool.stages.request import OPTIONS, Kind
+from ci_tool.stages.request import OPTIONS, OptionKind
 
 RUN_FLAGS = [
     "--reuse-test",
@@ -77,13 +78,14 @@ def test_test_backend_choices_are_backends_of_the_stage_name_grammar() -> None:
 def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
     """The bot spells the options; what each means is the option table's, with nothing listed twice."""
     assert [(flag.key, flag.option) for flag in flags_of("run")] == [(o.key, o) for o in OPTIONS]
-    assert [flag.option for flag in FLAGS if flag.command != "run"] == [None]
+    assert [flag.option for flag in FLAGS if flag.command is not SubCommand.RUN] == [None]
 
 
 @pytest.mark.parametrize(
-    ("kind", "arg"), [(Kind.SWITCH, Arg.SWITCH), (Kind.LIST, Arg.LIST), (Kind.PIPELINE_ID, Arg.OPTIONAL_ID)]
+    ("kind", "arg"),
+    [(OptionKind.SWITCH, Arg.SWITCH), (OptionKind.LIST, Arg.LIST), (OptionKind.PIPELINE_ID, Arg.OPTIONAL_ID)],
 )
-def test_a_run_flag_takes_what_its_option_holds(kind: Kind, arg: Arg) -> None:
+def test_a_run_flag_takes_what_its_option_holds(kind: OptionKind, arg: Arg) -> None:
     assert {flag.arg for flag in flags_of("run") if flag.option is not None and flag.option.kind is kind} == {arg}
 
 

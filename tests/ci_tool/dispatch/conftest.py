@@ -1,5 +1,6 @@
-"""Fixtures for the dispatch tests: loopback Jenkins and GitHub (fakes.py), an environment holding only what
-these tests give ci-tool, comment events, and `bot(...)`, which runs `ci-tool bot handle` through the CLI."""
+"""Fixtures for the dispatch tests: loopback Jenkins and GitHub (fake_jenkins.py, fake_github.py), an environment
+holding only what these tests give ci-tool, comment events, and `bot(...)`, which runs `ci-tool bot handle` through
+the CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ci_tool.cli import main
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, FakePull
+from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
 
 BOT_FIXTURES = Path(__file__).resolve().parents[1] / "bot" / "fixtures"
 CATALOG = ("--catalog", str(BOT_FIXTURES / "stages.yml"), "--test-db", str(BOT_FIXTURES / "test-db"))

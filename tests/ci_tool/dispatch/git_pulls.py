@@ -13,7 +13,7 @@ from pathlib import Path
 from ci_tool.generate.context import generate_input
 from ci_tool.generate.targets import generate_files
 from ci_tool.stages.catalog_load import open_catalog
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakePull
+from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
 
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
 

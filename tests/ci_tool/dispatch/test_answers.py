@@ -16,7 +16,8 @@ from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
 
 JOB = "L0_MergeRequest"
 JSON = {"Content-Type": "application/json"}
@@ -150,7 +151,7 @@ FIELDS = st.fixed_dictionaries(
 @settings(max_examples=300, deadline=None)
 @given(value=JSON_VALUES | FIELDS | st.fixed_dictionaries({"builds": st.lists(FIELDS, max_size=3)}))
 def test_any_json_answer_gives_a_value_or_our_error(value: object) -> None:
-    answer = answers.Answer("read it", "http://j/x")
+    answer = answers.AnswerSource("read it", "http://j/x")
     for read in (
         lambda: answers.builds(answer, JOB, value),
         lambda: answers.build(answer, JOB, value),

@@ -10,7 +10,8 @@ import pytest
 
 from ci_tool.bot.help import render_help
 from tests.ci_tool.dispatch.conftest import PR, Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, FakePull, Script
+from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
 
 SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 OLD_SHA = "0" * 40

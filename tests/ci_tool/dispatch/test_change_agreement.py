@@ -22,7 +22,8 @@ from ci_tool.history.records import RunRecord, StageRecord
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import RunState, StageState
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
 from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
 from tests.ci_tool.generate.conftest import run_plan_job
 

@@ -10,7 +10,8 @@ import pytest
 
 from ci_tool.dispatch.urls import shown, split_userinfo
 from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
 from tests.ci_tool.dispatch.test_bot_dispatch import PASSING
 
 

@@ -13,7 +13,8 @@ from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient, TriggerLost
 from ci_tool.errors import DispatchError
 from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
 
 NO_WAIT = RetryPolicy(attempts=3, first_delay_seconds=0.0)
 

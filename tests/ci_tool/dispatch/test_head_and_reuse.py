@@ -9,7 +9,8 @@ import pytest
 
 from ci_tool.bot.event import read_event
 from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeCommit, FakeGitHub, FakeJenkins, Script
+from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
 from tests.ci_tool.dispatch.test_bot_dispatch import DEFAULT_STAGES, FULL, OLD_SHA, SHA, statuses
 
 

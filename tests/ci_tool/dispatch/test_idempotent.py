@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, CATALOG, Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
 
 HANDLERS = 3
 REPO_ROOT = Path(__file__).resolve().parents[3]

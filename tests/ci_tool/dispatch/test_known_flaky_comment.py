@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins, Script
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
 from tests.ci_tool.dispatch.test_bot_dispatch import PASSING, case
 from tests.ci_tool.history.planted import PASSED, failed, record_run
 

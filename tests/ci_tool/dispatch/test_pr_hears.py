@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakeJenkins
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
 from tests.ci_tool.dispatch.test_bot_dispatch import FULL, SHA, statuses
 from tests.ci_tool.dispatch.test_faults import closed_port_url
 

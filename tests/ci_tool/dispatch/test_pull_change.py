@@ -23,7 +23,7 @@ from ci_tool.stages.changes import ChangeSet, FileStatus
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
-from tests.ci_tool.dispatch.fakes import FakeGitHub, FakePull
+from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
 from tests.ci_tool.dispatch.git_pulls import commit_all, git, make_repository, serve_pull
 
 REPOSITORY = "example/ci-tool"

@@ -57,7 +57,7 @@ SCENARIOS: dict[str, dict[str, object]] = {
 def runs(  # type: ignore[no-untyped-def]
     generated: dict, run_stub: StubRunner, pull_request: PullRequestOrigin, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict[str, object]]:
-    shared = str(tmp_path_factory.mktemp("shared") / "history.sqlite")
+    shared = str(tmp_path_factory.mktemp("one-history") / "history.sqlite")
     scenarios = []
     for name, scenario in SCENARIOS.items():
         script = str(generated["small"].path(str(scenario["script"])))

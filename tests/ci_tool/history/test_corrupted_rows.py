@@ -36,7 +36,7 @@ CORRUPTIONS = {
     "perf-run-id-empty": "UPDATE perf_results SET run_id = ''",
     "perf-verdict-unknown": "UPDATE perf_results SET verdict = 'great'",
     "perf-post-merge-text": "UPDATE perf_results SET post_merge = 'yes'",
-    "touch-test-null": "INSERT INTO touch_records VALUES ('src/a.py', 'f', '', 'CPU', 'S-1', 'c1', 'r6', 1.0)",
+    "touch-test-null": "INSERT INTO touch_records VALUES ('src/a.py', '', 'CPU', 'f', 'S-1', 'c1', 'r6', 1.0)",
 }
 
 VERBS = {

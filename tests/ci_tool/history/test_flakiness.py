@@ -108,6 +108,7 @@ def _plant_more(store: HistoryStore) -> None:
         record_run(store, f"r{number}", DAY_ONE + (number - 1) * HOUR, stages)
 
 
+@pytest.mark.parametrize("hours", range(12), ids=lambda hours: f"hour-{hours}")  # before, at and after each start
 @pytest.mark.parametrize("ids_per_query", [1, 2, 500], ids=["one-id-a-query", "two-ids-a-query", "one-query"])
 @pytest.mark.parametrize(
     "test_ids",
@@ -115,34 +116,41 @@ def _plant_more(store: HistoryStore) -> None:
     ids=["the-planted-flake", "three-flakes", "broken-and-stable", "unknown"],
 )
 def test_known_flaky_of_some_tests_is_the_whole_windows_answer_for_them(
-    planted_store: HistoryStore, monkeypatch: pytest.MonkeyPatch, ids_per_query: int, test_ids: set[str]
+    planted_store: HistoryStore, monkeypatch: pytest.MonkeyPatch, ids_per_query: int, test_ids: set[str], hours: int
 ) -> None:
     monkeypatch.setattr("ci_tool.history.flakiness.IDS_PER_QUERY", ids_per_query)
     _plant_more(planted_store)
-    for hours in range(0, 12):  # before, at and after every run's start
-        before = DAY_ONE + hours * HOUR
-        assert known_flaky(planted_store, before=before, test_ids=test_ids) == _old_known_flaky(
-            planted_store, before, test_ids
-        ), hours
+    before = DAY_ONE + hours * HOUR
+    assert known_flaky(planted_store, before=before, test_ids=test_ids) == _old_known_flaky(
+        planted_store, before, test_ids
+    )
+
+
+def test_known_flaky_of_no_tests_reads_nothing(planted_store: HistoryStore) -> None:
+    _plant_more(planted_store)
     assert known_flaky(planted_store, before=DAY_ONE + 11 * HOUR, test_ids=set()) == {}
 
 
-def test_every_run_report_marks_the_same_known_flaky_failures_as_the_whole_window_did(
-    planted_store: HistoryStore,
+@pytest.mark.parametrize("number", range(1, 11), ids=lambda number: f"run-{number}")
+def test_a_run_reports_the_same_known_flaky_failures_as_the_whole_window_did(
+    planted_store: HistoryStore, number: int
 ) -> None:
     from ci_tool.history import queries
-    from ci_tool.run.report import build_report, load_report
+    from ci_tool.report.model import build_report, load_report
 
     _plant_more(planted_store)
-    marked = []
-    for number in range(1, 11):
-        run = queries.get_run(planted_store, f"r{number}")
-        stages = queries.run_stages(planted_store, run.run_id)
-        tests = {stage.name: queries.stage_tests(planted_store, run.run_id, stage.name) for stage in stages}
-        old = build_report(run, stages, tests, known=_whole_window(planted_store, run.started_at))
-        new = load_report(planted_store, run.run_id)
-        assert new == old, number
-        marked += [(number, t.test_id) for t in new.known_flaky]
+    run = queries.get_run(planted_store, f"r{number}")
+    stages = queries.run_stages(planted_store, run.run_id)
+    tests = {stage.name: queries.stage_tests(planted_store, run.run_id, stage.name) for stage in stages}
+    old = build_report(run, stages, tests, known=_whole_window(planted_store, run.started_at))
+    assert load_report(planted_store, run.run_id) == old
+
+
+def test_the_run_reports_mark_the_planted_flakes_where_they_were_known_flaky(planted_store: HistoryStore) -> None:
+    from ci_tool.report.model import load_report
+
+    _plant_more(planted_store)
+    marked = [(n, t.test_id) for n in range(1, 11) for t in load_report(planted_store, f"r{n}").known_flaky]
     assert marked == [(6, PLANTED), (9, PLANTED), (9, OTHER), (10, OTHER)]
 
 

@@ -75,6 +75,6 @@ def test_file_grain_rows_of_step_five_migrate_with_everything_unknown(history_at
     set_back(history_at, "INSERT INTO touches VALUES ('src/a.py', 'tests/test_a.py::test_x', 'r0', 5.0)")
     set_back(history_at)
     with HistoryStore(history_at) as store:
-        found = store.rows("SELECT source, unit, test_id, gpu_type, stage, commit_sha, run_id FROM touch_records")
+        found = store.rows("SELECT source, test_id, gpu_type, units, stage, commit_sha, run_id FROM touch_records")
         version = store.rows("SELECT version FROM schema_version")
-    assert (found, version) == ([("src/a.py", "", "tests/test_a.py::test_x", "", "", "", "r0")], [(SCHEMA_VERSION,)])
+    assert (found, version) == ([("src/a.py", "tests/test_a.py::test_x", "", "", "", "", "r0")], [(SCHEMA_VERSION,)])

@@ -13,7 +13,7 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore
 from ci_tool.report.html import render_html
-from ci_tool.run.report import load_report
+from ci_tool.report.model import load_report
 from tests.ci_tool.report.conftest import HOSTILE
 
 if TYPE_CHECKING:

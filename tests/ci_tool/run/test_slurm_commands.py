@@ -18,7 +18,7 @@ from ci_tool.run.slurm import (
     parse_scontrol_job,
     parse_squeue_json,
 )
-from ci_tool.run.slurm_executor import Verdict, gpus_per_node, job_program_exited, verdict
+from ci_tool.run.slurm_executor import JobVerdict, gpus_per_node, job_program_exited, verdict
 from ci_tool.stages.names import parse_stage_name
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
@@ -140,16 +140,16 @@ def test_gpus_that_do_not_split_over_the_nodes_are_refused() -> None:
 @pytest.mark.parametrize(
     ("state", "started", "has_report", "expected"),
     [
-        (JobState.COMPLETED, True, True, Verdict.RESULTS),
-        (JobState.COMPLETED, True, False, Verdict.FAILED),
-        (JobState.FAILED, True, False, Verdict.FAILED),
-        (JobState.FAILED, False, False, Verdict.INFRA),
-        (JobState.NODE_FAIL, True, True, Verdict.INFRA),
-        (JobState.BOOT_FAIL, False, False, Verdict.INFRA),
-        (JobState.PREEMPTED, True, False, Verdict.INFRA),
-        (JobState.TIMEOUT, True, True, Verdict.TIMEOUT),
-        (JobState.CANCELLED, False, False, Verdict.CANCELLED),
-        (JobState.OUT_OF_MEMORY, True, False, Verdict.FAILED),
+        (JobState.COMPLETED, True, True, JobVerdict.RESULTS),
+        (JobState.COMPLETED, True, False, JobVerdict.FAILED),
+        (JobState.FAILED, True, False, JobVerdict.FAILED),
+        (JobState.FAILED, False, False, JobVerdict.INFRA),
+        (JobState.NODE_FAIL, True, True, JobVerdict.INFRA),
+        (JobState.BOOT_FAIL, False, False, JobVerdict.INFRA),
+        (JobState.PREEMPTED, True, False, JobVerdict.INFRA),
+        (JobState.TIMEOUT, True, True, JobVerdict.TIMEOUT),
+        (JobState.CANCELLED, False, False, JobVerdict.CANCELLED),
+        (JobState.OUT_OF_MEMORY, True, False, JobVerdict.FAILED),
     ],
     ids=[
         "completed", "completed-without-results", "runner-crashed", "launch-failed", "node-fail", "boot-fail",
@@ -157,7 +157,7 @@ def test_gpus_that_do_not_split_over_the_nodes_are_refused() -> None:
     ],
 )  # fmt: skip
 def test_what_an_ended_job_means_for_its_stage(
-    state: JobState, started: bool, has_report: bool, expected: Verdict
+    state: JobState, started: bool, has_report: bool, expected: JobVerdict
 ) -> None:
     report = object() if has_report else None
     assert verdict(Job(1, "s", state), started=started, report=report) is expected  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ our real jenkins/stages.yml loads and covers what the project promises."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -299,11 +300,21 @@ def test_the_real_b200_perf_sanity_rows_match_the_reference(real: Catalog) -> No
 
 
 def test_stages_list_json_is_valid_json_for_every_real_stage(real: Catalog) -> None:
-    """Each stage's object survives JSON unchanged (no tuples, enums or NaN), with the documented keys."""
+    """Each stage's object is plain JSON (exact str, int, bool, None or lists of them: no tuple, enum or NaN,
+    which json.dumps would turn into something else), with the documented keys."""
     objects = [stage.to_json() for stage in real.stages]
+    assert [key for o in objects for key, value in o.items() if not _plain_json(value)] == []
     assert json.loads(json.dumps(objects, allow_nan=False)) == objects
     assert {tuple(o) for o in objects} == {JSON_KEYS}
     assert [o["name"] for o in objects] == list(real.names)
+
+
+def _plain_json(value: object) -> bool:
+    if type(value) is list:
+        return all(_plain_json(item) for item in value)
+    if type(value) is float:
+        return math.isfinite(value)
+    return value is None or type(value) in (str, int, bool)
 
 
 JSON_KEYS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_tool.errors import TestDbError
-from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
+from ci_tool.testdb.lines import LineStatus, TestLine, parse_test_line, strip_comment
 
 PARSED = [
     ("node id", "a.py::TestX::test_y[p-1]", TestLine("a.py::TestX::test_y[p-1]", "a.py::TestX::test_y[p-1]")),
@@ -41,21 +41,21 @@ PARSED = [
     (
         "skip with url",
         "a.py::t SKIP (https://nvbugs/5841954)",
-        TestLine("a.py::t SKIP (https://nvbugs/5841954)", "a.py::t", status="SKIP", reason="https://nvbugs/5841954"),
+        TestLine("a.py::t SKIP (https://nvbugs/5841954)", "a.py::t", status=LineStatus.SKIP, reason="https://nvbugs/5841954"),
     ),
-    ("skip without reason", "a.py::t SKIP", TestLine("a.py::t SKIP", "a.py::t", status="SKIP")),
-    ("skip then comment", "a.py::t SKIP # (http://x)", TestLine("a.py::t SKIP", "a.py::t", status="SKIP")),
+    ("skip without reason", "a.py::t SKIP", TestLine("a.py::t SKIP", "a.py::t", status=LineStatus.SKIP)),
+    ("skip then comment", "a.py::t SKIP # (http://x)", TestLine("a.py::t SKIP", "a.py::t", status=LineStatus.SKIP)),
     (
         "reason with parentheses",
         "a.py SKIP (plugin (v2) fails)",
-        TestLine("a.py SKIP (plugin (v2) fails)", "a.py", status="SKIP", reason="plugin (v2) fails"),
+        TestLine("a.py SKIP (plugin (v2) fails)", "a.py", status=LineStatus.SKIP, reason="plugin (v2) fails"),
     ),
     (
         "reason keeps a hash",
         "a.py XFAIL (see http://x/#frag)",
-        TestLine("a.py XFAIL (see http://x/#frag)", "a.py", status="XFAIL", reason="see http://x/#frag"),
+        TestLine("a.py XFAIL (see http://x/#frag)", "a.py", status=LineStatus.XFAIL, reason="see http://x/#frag"),
     ),
-    ("unstable", "a.py UNSTABLE ()", TestLine("a.py UNSTABLE ()", "a.py", status="UNSTABLE", reason="")),
+    ("unstable", "a.py UNSTABLE ()", TestLine("a.py UNSTABLE ()", "a.py", status=LineStatus.UNSTABLE, reason="")),
     ("marker word inside an id", "a.py::test_SKIP_me", TestLine("a.py::test_SKIP_me", "a.py::test_SKIP_me")),
     ("longest timeout", "a.py TIMEOUT (10080)", TestLine("a.py TIMEOUT (10080)", "a.py", timeout_minutes=10080)),
     ("timeout with leading zeros", "a.py TIMEOUT (0090)", TestLine("a.py TIMEOUT (0090)", "a.py", timeout_minutes=90)),

@@ -2,7 +2,7 @@
 reports of the L0_Test builds it started, and the plan in; markdown out.
 
 Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py). The
-stage table, failures grouped by signature and the stages not run are run/report.py's own sections over
+stage table, failures grouped by signature and the stages not run are report/markdown.py's sections over
 StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
 console, "Partly Tested" for a custom run, a newer run that killed this one, what of the build could not be
 read, and the stages where the bot's preview and the run differ.
@@ -10,7 +10,7 @@ read, and the stages where the bot's preview and the run differ.
 The stages are the run's: its archived run record (selection.json, stages/record.py), so a stage the preview
 did not name still gets its test cases. Only a build that archived none falls back to the preview's.
 
-The perf section (run/report.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
+The perf section (report/markdown.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
 (perf/transport.py), not the history: a Jenkins build records its history on the agent that ran it, where
 the bot cannot read it, while the test report, properties kept (`keepProperties: true`), is what Jenkins
 serves of every build, local or Slurm-run. The verdicts are the ones the stage gated with.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.status import counts
-from ci_tool.dispatch.model import Build, CaseResult
+from ci_tool.dispatch.model import Build, JenkinsCase
 from ci_tool.errors import StageError
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
@@ -31,7 +31,8 @@ from ci_tool.history.store import RunRecord, StageRecord, TestRecord
 from ci_tool.markdown import code
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
-from ci_tool.run.report import CiReport, build_report, report_sections
+from ci_tool.report.markdown import report_sections
+from ci_tool.report.model import CiReport, build_report
 from ci_tool.run.signatures import failure_excerpt, failure_signature
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.record import SelectionRecord, differences
@@ -46,22 +47,22 @@ class FinishedBuild:
     it could not be read."""
 
     build: Build
-    downstream: tuple[tuple[Build, tuple[CaseResult, ...]], ...] = ()
+    downstream: tuple[tuple[Build, tuple[JenkinsCase, ...]], ...] = ()
     newer: Build | None = None
     record: SelectionRecord | None = None
     unread: tuple[str, ...] = ()
 
     @property
-    def cases(self) -> tuple[CaseResult, ...]:
+    def cases(self) -> tuple[JenkinsCase, ...]:
         return tuple(case for _, cases in self.downstream for case in cases)
 
 
-def stage_of(case: CaseResult, stages: Sequence[str]) -> str | None:
+def stage_of(case: JenkinsCase, stages: Sequence[str]) -> str | None:
     """The stage a case ran in: the one its class name starts with (`A10-PyTorch-1.tests.a.TestC`)."""
     return next((stage for stage in stages if case.class_name.startswith(stage + ".")), None)
 
 
-def _test_record(case: CaseResult, stage: str) -> TestRecord:
+def _test_record(case: JenkinsCase, stage: str) -> TestRecord:
     rest = case.class_name[len(stage) + 1 :]
     signature = str(failure_signature("", case.message, case.output)) if case.outcome.is_failure else ""
     return TestRecord(
@@ -75,7 +76,7 @@ def _test_record(case: CaseResult, stage: str) -> TestRecord:
 
 
 def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: KnownFlaky | None = None) -> CiReport:
-    """The run/report.py report of a finished build: one stage per planned stage (blocked ones too);
+    """The report (report/model.py) of a finished build: one stage per planned stage (blocked ones too);
     failures of the `known` flaky tests are shown apart, with their rate."""
     selection = plan.selection
     names = list(run_stages(finished, plan))

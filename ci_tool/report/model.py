@@ -1,0 +1,157 @@
+"""The report of a run, built from the history: overall state and totals, the stages, failures grouped
+by failure signature (exception type + normalized message), failures of tests known to be flaky on that GPU
+type before the run (history/flakiness.py) apart, reruns of known flaky failures, waives applied by reason,
+list entries that collected nothing, and the run's perf results; and its JSON form (`ci-tool report --json`).
+
+markdown.py (the PR bot's and `ci-tool report`'s text) and html.py (the site's run page) render it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ci_tool.history import queries
+from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
+from ci_tool.history.perf_results import PerfResult, run_perf_results
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import COUNTED, StageState, TestOutcome
+
+
+@dataclass(frozen=True)
+class FailedTest:
+    stage: str
+    test_id: str
+    outcome: TestOutcome  # the final outcome: failed or error
+    kind: str
+    message: str
+    excerpt: str
+    flake: FlakeStats | None = None  # how flaky it was known to be before the run; None: a new failure
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    signature: str
+    tests: tuple[FailedTest, ...]
+
+
+@dataclass(frozen=True)
+class CiReport:
+    run: RunRecord
+    stages: tuple[StageRecord, ...]
+    failures: tuple[FailureGroup, ...]  # biggest group first
+    reruns: tuple[Mapping[str, object], ...]  # stage, test_id, signature, rerun
+    waives: tuple[tuple[str, tuple[str, ...]], ...]  # reason, waived test ids
+    uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
+    perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
+    known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {key: sum(getattr(s, key) for s in self.stages) for key in COUNTED}
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
+
+
+def load_report(store: HistoryStore, run_id: str) -> CiReport:
+    run = queries.get_run(store, run_id)
+    stages = queries.run_stages(store, run_id)
+    tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
+    perf = run_perf_results(store, run_id)
+    known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
+    return build_report(run, stages, tests, perf=perf, known=known)
+
+
+def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
+    """The tests that stayed red in a run (per stage): the only ones its report asks known_flaky about."""
+    return {test.test_id for found in tests.values() for test in found if test.final_outcome.is_failure}
+
+
+def build_report(
+    run: RunRecord,
+    stages: Sequence[StageRecord],
+    tests: Mapping[str, Sequence[TestRecord]],
+    *,
+    perf: Sequence[PerfResult] = (),
+    known: KnownFlaky | None = None,
+) -> CiReport:
+    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type)."""
+    groups: dict[str, list[FailedTest]] = defaultdict(list)
+    flaky: list[FailedTest] = []
+    waives: dict[str, list[str]] = defaultdict(list)
+    for stage in stages:
+        gpu = stage_devices(stage.name).gpu
+        for test in tests.get(stage.name, ()):
+            if test.final_outcome.is_failure:
+                flake = (known or {}).get((test.test_id, gpu))
+                failed = FailedTest(
+                    stage.name, test.test_id, test.final_outcome, test.kind, test.message, test.output_head, flake
+                )
+                if flake is not None:
+                    flaky.append(failed)
+                else:
+                    groups[test.signature or test.kind or "Failure"].append(failed)
+            if test.waive_reason is not None:
+                waives[test.waive_reason].append(test.test_id)
+    failures = sorted((FailureGroup(sig, tuple(found)) for sig, found in groups.items()), key=_group_order)
+    reruns = tuple({"stage": s.name, **r} for s in stages for r in _details_list(s, "reruns"))
+    uncollected = tuple({"stage": s.name, **u} for s in stages for u in _details_list(s, "uncollected"))
+    return CiReport(
+        run,
+        tuple(stages),
+        tuple(failures),
+        reruns,
+        tuple((r, tuple(ids)) for r, ids in waives.items()),
+        uncollected,
+        tuple(perf),
+        tuple(flaky),
+    )
+
+
+def _group_order(group: FailureGroup) -> tuple[int, str]:
+    return -len(group.tests), group.signature
+
+
+def _details_list(stage: StageRecord, key: str) -> list[Mapping[str, object]]:
+    found = stage.details.get(key, [])
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+def report_json(report: CiReport) -> dict[str, object]:
+    run = report.run
+    return {
+        "run_id": run.run_id,
+        "command": run.command,
+        "state": run.state,
+        "started_at": run.started_at,
+        "duration_seconds": run_seconds(run),
+        "totals": report.totals,
+        "stages": [_stage_json(s) for s in report.stages],
+        "failures": [{"signature": g.signature, "tests": [_failed_json(t) for t in g.tests]} for g in report.failures],
+        "known_flaky": [_failed_json(t) for t in report.known_flaky],
+        "reruns": [dict(r) for r in report.reruns],
+        "waives": [{"reason": reason, "tests": list(ids)} for reason, ids in report.waives],
+        "uncollected": [dict(u) for u in report.uncollected],
+    }
+
+
+def _failed_json(test: FailedTest) -> dict[str, object]:
+    fields = {f.name: getattr(test, f.name) for f in dataclasses.fields(test) if f.name != "flake"}
+    if test.flake is None:
+        return fields
+    flake = test.flake
+    known = {"rate": round(flake.rate, 4), "flaky_runs": flake.flaky_runs, "runs": flake.runs, "gpu": flake.gpu}
+    return {**fields, "known_flaky": known}
+
+
+def _stage_json(stage: StageRecord) -> dict[str, object]:
+    keys = ("name", "state", "reason", "duration_seconds", "passed", "failed", "skipped", "results_dir")
+    return {key: getattr(stage, key) for key in keys}
+
+
+def run_seconds(run: RunRecord) -> float | None:
+    return round(run.finished_at - run.started_at, 3) if run.finished_at is not None else None
