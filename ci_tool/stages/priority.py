@@ -8,17 +8,22 @@ read at the edge (history/failures.py, run/likelihood.py) and arrive as a Likeli
     then    the rest            in the list's order, as pytest collects it
 
 The window is the RECENT_FAILURE_DAYS before the run, over every stage: a test id that failed on another
-stage is as suspect here. A test of two tiers takes the higher one. Within a tier the shortest test goes
-first (its recorded duration, stages/durations.py), then by id: among tests equally likely to fail, the short
-ones reach a failure sooner. Only tests a line of the stage selects count (a line's path covers the id);
-the priority names node ids, or a file when a whole file failed (a collection error), and the pytest
-processes run what they select of them first (run/order.py). The batches (the regular lines, each ISOLATION
-line) and every marker stay as they are: only the order inside a process changes.
+stage is as suspect here. A test of two tiers takes the higher one. Within a tier the suspects of one file
+stay together, and run in pytest's collection order (run/order.py), so a module's fixtures are set up once
+a tier, not once a test; the files go shortest first (the mean recorded duration of their suspects,
+stages/durations.py), then by path: among files equally likely to fail, the short ones reach a failure
+sooner. Only tests a line of the stage selects count (a line's path covers the id; its `-k`/`-m` filter is
+not evaluated here, so the count is an upper bound); the priority names node ids, or a file when a whole
+file failed (a collection error), and the pytest processes run what they select of them first. The
+batches (the regular lines, each ISOLATION line) and every marker stay as they are: only the order inside
+a process changes.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -122,8 +127,21 @@ def prioritize(likelihood: Likelihood, lines: Sequence[TestLine], durations: Dur
         if any(covers(selector, test_id) or covers(test_id, selector) for selector in selectors)
     }
     seconds = _seconds(suspects, durations)
-    order = sorted(suspects, key=lambda test_id: (suspects[test_id], seconds[test_id], test_id))
-    return Priority(tuple(Ranked(test_id, suspects[test_id]) for test_id in order))
+    groups: dict[tuple[Tier, str], list[str]] = defaultdict(list)
+    for test_id in sorted(suspects):
+        groups[(suspects[test_id], file_of(test_id))].append(test_id)
+
+    def shortest_first(group: tuple[Tier, str]) -> tuple[Tier, float, str]:
+        found = groups[group]
+        return group[0], math.fsum(seconds[test_id] for test_id in found) / len(found), group[1]
+
+    order = sorted(groups, key=shortest_first)
+    return Priority(tuple(Ranked(test_id, tier) for tier, path in order for test_id in groups[(tier, path)]))
+
+
+def file_of(test_id: str) -> str:
+    """The file (or folder) part of a node id: the tests of one file run together."""
+    return test_id.split("::", 1)[0]
 
 
 def _seconds(test_ids: Collection[str], durations: Durations) -> Mapping[str, float]:

@@ -11,15 +11,19 @@ from typing import Any
 
 import pytest
 
-from ci_tool.run.order import ancestors
+from ci_tool.run.order import ancestors, groups
 
 LIST = """\
 cases/case_basic.py::test_pass
 cases/case_basic.py::test_prints_timeout TIMEOUT (3)
 cases/case_basic.py::test_block_out_of_range
 cases/case_basic.py::TestGroup
+cases/case_waived.py
 """
+# three groups: case_waived's test; two case_basic entries (run in collection order); test_prints_timeout,
+# after an entry of a file that collected nothing
 PRIORITY = """\
+cases/case_waived.py::test_waived_on_a10
 cases/case_basic.py::TestGroup::test_beta
 cases/case_basic.py::test_block_out_of_range
 cases/case_gone.py::test_removed
@@ -46,17 +50,19 @@ def ordered(
     return root, done
 
 
-def test_the_priority_runs_first_in_its_order_and_the_rest_keep_theirs(
+def test_the_groups_run_first_in_their_order_each_and_the_rest_in_collection_order(
     ordered: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
     root, _ = ordered
     assert started(root / "events.jsonl") == [
-        "cases/case_basic.py::TestGroup::test_beta",
+        "cases/case_waived.py::test_waived_on_a10",
         "cases/case_basic.py::test_block_out_of_range[17]",
         "cases/case_basic.py::test_block_out_of_range[4242]",
+        "cases/case_basic.py::TestGroup::test_beta",
         "cases/case_basic.py::test_prints_timeout",
         "cases/case_basic.py::test_pass",
         "cases/case_basic.py::TestGroup::test_alpha",
+        "cases/case_waived.py::test_waived_everywhere",
     ]
 
 
@@ -65,7 +71,7 @@ def test_a_moved_test_keeps_its_list_timeout(ordered: tuple[Path, subprocess.Com
 
 
 def test_the_process_says_how_many_run_first(ordered: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
-    assert "ci-tool order: 4 of 6 selected tests run first (--priority-file)" in ordered[1].stdout
+    assert "ci-tool order: 5 of 8 selected tests run first (--priority-file)" in ordered[1].stdout
 
 
 def test_a_missing_priority_file_is_a_usage_error(suite: Path, run_pytest: Any) -> None:
@@ -89,3 +95,15 @@ ANCESTORS = [
 @pytest.mark.parametrize(("nodeid", "expected"), [c[1:] for c in ANCESTORS], ids=[c[0] for c in ANCESTORS])
 def test_the_ids_that_cover_a_node_id(nodeid: str, expected: list[str]) -> None:
     assert list(ancestors(nodeid)) == expected
+
+
+GROUPS = [
+    ("one file", ["a.py::t", "a.py::u"], {"a.py::t": 0, "a.py::u": 0}),
+    ("a file again after another", ["a.py::t", "b.py::t", "a.py::u"], {"a.py::t": 0, "b.py::t": 1, "a.py::u": 2}),
+    ("an entry listed twice keeps its first group", ["a.py::t", "b.py", "a.py::t"], {"a.py::t": 0, "b.py": 1}),
+]
+
+
+@pytest.mark.parametrize(("entries", "expected"), [c[1:] for c in GROUPS], ids=[c[0] for c in GROUPS])
+def test_the_groups_of_a_priority_file(entries: list[str], expected: dict[str, int]) -> None:
+    assert groups(entries) == expected
