@@ -5,6 +5,7 @@ history's recent failures and the change's touch records decide what each pytest
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore, TestRecord
-from ci_tool.history.touches import record_touches
+from ci_tool.history.touches import TouchRow, record_touches
 from ci_tool.outcomes import TestOutcome
 from tests.ci_tool.history.planted import failed, record_run
 
@@ -76,12 +77,23 @@ def test_no_reorder_keeps_the_list_s_order(in_suite: Path, capsys: pytest.Captur
     assert started(in_suite, "p01-main") == ["cases/case_basic.py::test_pass", ALPHA, BETA]
 
 
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
 def test_a_test_touching_the_change_runs_first(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (in_suite / "src").mkdir()
+    (in_suite / "src" / "thing.py").write_text("def size():\n    return 1\n")
+    (in_suite / ".gitignore").write_text(".ci-tool/\n")
+    for command in (("init", "-q"), ("add", "."), ("commit", "-q", "-m", "base")):
+        git(in_suite, *command)
+    record = TouchRow("src/thing.py", "size", ALPHA, "CPU", "CPU-Generic-1", git(in_suite, "rev-parse", "HEAD").strip())
     with HistoryStore(in_suite / ".ci-tool" / "history.sqlite") as store:
-        record_touches(store, "earlier", {"src/thing.py": frozenset({ALPHA})}, recorded_at=time.time())
-    (in_suite / "changed.txt").write_text("src/thing.py\n")
-    argv = ["run", '/bot run --stage-list "CPU-Generic-1"', "--catalog", "stages.yml", *CPU_ONLY]
-    run(capsys, *argv, "--changed-files", "changed.txt")
+        record_touches(store, "earlier", [record], recorded_at=time.time())
+    (in_suite / "src" / "thing.py").write_text("def size():\n    return 2\n")  # the change: size's body
+    argv = ["run", '/bot run --stage-list "CPU-Generic-1"', "--catalog", "stages.yml", *CPU_ONLY, "--base", "HEAD"]
+    run(capsys, *argv)
     assert started(in_suite, "p01-main") == [BETA, ALPHA, "cases/case_basic.py::test_pass"]
 
 

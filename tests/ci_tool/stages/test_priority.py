@@ -15,6 +15,8 @@ from ci_tool.stages.priority import (
     tiers,
     touching_tests,
 )
+from ci_tool.stages.touch_records import GpuRecord, RecordedFile, TouchEvidence
+from ci_tool.stages.units import UnitChange
 from ci_tool.testdb.lines import TestLine
 
 
@@ -95,11 +97,15 @@ def test_the_summary_line(priority: Priority, summary: str) -> None:
     assert priority.summary == summary
 
 
+def _recorded(path: str, unit: str, tests: set[str]) -> RecordedFile:
+    """A changed file whose change edits `unit`, which `tests` ran on CPU records."""
+    return RecordedFile(path, UnitChange(units=(unit,)), {"CPU": GpuRecord({unit: frozenset(tests)}, ("c0ffee",))})
+
+
 def test_the_tests_touching_a_change_are_those_its_touch_records_name() -> None:
-    changes = ChangeSet(
-        files=("src/a.py", "src/b.py", "docs/x.md"),
-        touched_by={"src/a.py": frozenset({"t.py::one", "t.py::two"}), "src/b.py": frozenset({"t.py::two"})},
-    )
+    files = {"src/a.py": _recorded("src/a.py", "f", {"t.py::one", "t.py::two"}),
+             "src/b.py": _recorded("src/b.py", "g", {"t.py::two"})}  # fmt: skip
+    changes = ChangeSet(files=("src/a.py", "src/b.py", "docs/x.md"), touches=TouchEvidence(files))
     assert touching_tests(changes) == {"t.py::one", "t.py::two"}
 
 
