@@ -295,13 +295,14 @@ def replay(settings: Settings, say: Callable[[str], None]) -> tuple[list[Replaye
 
 def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--commits", type=int, default=3, help="commits replayed, newest first (default 3)")
+    parser.add_argument("--commits", type=int, default=4, help="commits replayed, newest first (default 4)")
     parser.add_argument("--functions-per-commit", type=int, default=3, help="changed functions planted (default 3)")
     parser.add_argument("--faults-per-function", type=int, default=1, help="mutants per function; 0: every one")
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--spot-checks", type=int, default=3, help="narrowed sets run for real (default 3)")
     parser.add_argument("--jobs", type=int, default=1, help="faults run at a time (default 1)")
     parser.add_argument("--source", default="src/kvengine")
+    parser.add_argument("--repository", type=Path, default=ROOT, help="whose history (default: this checkout)")
     parser.add_argument("--limit-minutes", type=float, default=30, help="one pytest process at most (default 30)")
     parser.add_argument("--quick", action="store_true", help="a tiny made-up repository, every mutant")
     parser.add_argument("--report", type=Path, help="write the tables and the commits and faults (markdown)")
@@ -314,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="mutation-replay-quick-") as quick:
-        repository = build(Path(quick) / "repository") if options.quick else ROOT
+        repository = build(Path(quick) / "repository") if options.quick else options.repository
         every = 1_000_000 if options.quick else 0  # --quick: every commit, function and mutant
         settings = Settings(
             repository, repository, options.source, every or options.commits, every or options.functions_per_commit,
