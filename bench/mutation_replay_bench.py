@@ -149,8 +149,10 @@ def replay_commit(
                 for name, plan in plans[Rule.FULL].plans.items() if plan.name.is_cpu}  # fmt: skip
     context = _Context(commit, plans, full, narrowed, baseline, priority)
     faults = _faults(context, settings, clone, folder)
+    runs = {Rule.FULL: full, **narrowed}
     return Replayed(
-        commit.sha, commit.subject, tuple(f"{path}:{unit}" for path, unit in commit.functions),
+        commit.sha, commit.parent, commit.subject, tuple(f"{path}:{unit}" for path, unit in commit.functions),
+        {rule: tuple(path for batch in batches for path in batch.paths) for rule, batches in runs.items()},
         {rule: plan.scope for rule, plan in plans.items()},
         {rule: _cost(plans[rule], baseline, narrowed.get(rule)) for rule in plans},
         tuple(faults), tuple(plans[Rule.FUNCTION].reasons),

@@ -58,8 +58,10 @@ class Replayed:
     """One replayed commit: each rule's scope and cost, its faults, and the commit's facts for the listing."""
 
     sha: str
+    parent: str
     subject: str
     functions: tuple[str, ...]  # the changed functions, `path:unit`
+    runs: Mapping[Rule, tuple[str, ...]]  # what each rule's set runs of the engine's tests (their paths)
     scopes: Mapping[Rule, str]
     costs: Mapping[Rule, Cost]
     faults: tuple[Fault, ...] = ()

@@ -125,7 +125,9 @@ def json_of(replayed: Sequence[Replayed], skipped: Sequence[tuple[Any, str]]) ->
 def _commit_json(commit: Replayed) -> dict[str, object]:
     return {
         "commit": commit.sha,
+        "parent": commit.parent,
         "subject": commit.subject,
+        "runs": {rule.value: list(paths) for rule, paths in commit.runs.items()},
         "functions": list(commit.functions),
         "scopes": {rule.value: scope for rule, scope in commit.scopes.items()},
         "costs": {
