@@ -114,17 +114,20 @@ def _run_batch(
     if priority:
         prefix.with_suffix(".priority").write_text("".join(f"{test}\n" for test in priority), encoding="utf-8")
         options.append(f"--priority-file={prefix.with_suffix('.priority')}")
-    paths = list(batch.paths)
+    paths, code = list(batch.paths), 0
     while paths:
+        junit.unlink(missing_ok=True)
         done = _pytest(tree, [*options, *paths], limit)
         if done is None:
             return [], f"a pytest process of {batch.stage} outlived {limit:.0f} s"
-        missing = set(_NOT_FOUND.findall(done.stdout + done.stderr))
-        if done.returncode != 4 or not missing:
+        missing, code = set(_NOT_FOUND.findall(done.stdout + done.stderr)), done.returncode
+        if code != 4 or not missing:
             break
         paths = [path for path in paths if path not in missing and str(tree / path) not in missing]
+    if not paths:  # nothing the batch names is in this tree
+        return [], ""
     if not junit.is_file():
-        return [], f"a pytest process of {batch.stage} ended {done.returncode} with no JUnit file"
+        return [], f"a pytest process of {batch.stage} ended {code} with no JUnit file"
     return [_result(case, batch, index) for case in parse_junit(junit).cases], ""
 
 
