@@ -76,11 +76,6 @@ def export_tree(repository: Path, commit: str, folder: Path) -> Path:
     return folder
 
 
-def present(tree: Path, paths: Sequence[str]) -> tuple[str, ...]:
-    """The paths whose file or folder exists in the tree (a test the commit does not have yet)."""
-    return tuple(path for path in paths if (tree / path.split("::", 1)[0]).exists())
-
-
 def run_batches(
     tree: Path,
     batches: Sequence[Batch],
