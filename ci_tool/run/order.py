@@ -62,7 +62,7 @@ class _Order:
 
     @pytest.hookimpl(trylast=True)  # after the test list chose the items: this only orders them
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        rest = len(self.ranks)
+        rest = max(self.ranks.values(), default=-1) + 1  # after every group
         ranked = [(min((self.ranks[a] for a in ancestors(item.nodeid) if a in self.ranks), default=rest), item)
                   for item in items]  # fmt: skip
         self.first = sum(1 for rank, _ in ranked if rank < rest)

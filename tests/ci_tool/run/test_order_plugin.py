@@ -20,9 +20,10 @@ cases/case_basic.py::test_block_out_of_range
 cases/case_basic.py::TestGroup
 cases/case_waived.py
 """
-# three groups: case_waived's test; two case_basic entries (run in collection order); test_prints_timeout,
-# after an entry of a file that collected nothing
+# three groups: case_waived's test (listed twice: once counts); two case_basic entries (run in collection
+# order); test_prints_timeout, after an entry of a file that collected nothing
 PRIORITY = """\
+cases/case_waived.py::test_waived_on_a10
 cases/case_waived.py::test_waived_on_a10
 cases/case_basic.py::TestGroup::test_beta
 cases/case_basic.py::test_block_out_of_range
