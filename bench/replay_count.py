@@ -10,7 +10,8 @@ commit's selection costs, time to the first failure, and the table. Pure: run re
     first failure the seconds of a stage's tests before and including its first failing one, in the order
                   they run (the stage's start-up, the same in every order, left out); a fault's time is its
                   earliest stage's (stages run side by side). Today: the full set in list order; likelihood:
-                  each process runs its priority first (ci_tool/run/order.py) then the rest in list order
+                  each process runs its priority first, as ci_tool/run/order.py ranks it (a run of one file's
+                  entries together, in the order they ran), then the rest in list order
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from replay_mutants import Mutant
 from replay_runs import TestResult
 from replay_select import NARROWING, Rule
 
-from ci_tool.run.order import ancestors
+from ci_tool.run.order import ancestors, groups
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,9 @@ def _stages(results: Sequence[TestResult]) -> list[str]:
 
 def _ordered(results: Sequence[TestResult], stage: str, priority: Sequence[str]) -> list[TestResult]:
     """A stage's results in the order its processes run them: batch by batch, the priority first in each."""
-    ranks = {test: place for place, test in reversed(list(enumerate(priority)))}
+    ranks = groups(list(priority))  # the plugin's own ranks: a run of one file's entries is one group
     mine = [result for result in results if result.stage == stage]
-    rest = len(ranks)
+    rest = max(ranks.values(), default=-1) + 1
 
     def rank(result: TestResult) -> tuple[int, int]:
         return result.batch, min((ranks[a] for a in ancestors(result.test_id) if a in ranks), default=rest)

@@ -28,6 +28,8 @@ RUN = (
 FIRST_FAILURES = [
     ("today: every test before the first failing one, and its own", frozenset({"t/b.py::three[x]"}), {}, 7.0),
     ("a priority runs first in its process", frozenset({"t/b.py::three[x]"}), {"CPU-1": ("t/b.py::three",)}, 4.0),
+    ("one file's entries run as one group, in the order they ran", frozenset({"t/a.py::two"}),
+     {"CPU-1": ("t/b.py::three", "t/a.py::two", "t/a.py::one")}, 7.0),
     ("a priority does not cross into the next process", frozenset({"t/c.py::four"}),
      {"CPU-1": ("t/c.py::four",)}, 15.0),
     ("stages run side by side: the earliest stage's failure", frozenset({"t/c.py::four", "t/d.py::five"}), {}, 0.5),
