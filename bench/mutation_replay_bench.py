@@ -97,15 +97,13 @@ class _Context:
 
 
 def source_commits(clone: Path, source: str) -> list[Commit]:
-    """The non-merge commits that change a function of Python source under `source`, newest first."""
-    listed = _git(clone, "log", "--no-merges", "--format=%H %P", "--", source).splitlines()
+    """The non-merge commits with a parent that change Python source under `source`, newest first."""
+    listed = _git(clone, "log", "--no-merges", "--format=%H %P", "--", f"{source}/*.py").splitlines()
     found = []
-    for line in listed:
-        sha, *parents = line.split()
+    for sha, *parents in (line.split() for line in listed):
         if len(parents) == 1:
-            functions = changed_functions(clone, parents[0], sha, source)
-            if functions:
-                found.append(Commit(sha, parents[0], _git(clone, "log", "-1", "--format=%s", sha).strip(), functions))
+            subject = _git(clone, "log", "-1", "--format=%s", sha).strip()
+            found.append(Commit(sha, parents[0], subject, changed_functions(clone, parents[0], sha, source)))
     return found
 
 
@@ -130,6 +128,8 @@ def replay_commit(
 ) -> Replayed | str:
     """One commit replayed (see the module docstring), or why it cannot be."""
     started = time.monotonic()
+    if not commit.functions:
+        return "it changes no function (module-level code only): no fault to plant"
     at_commit = export_tree(clone, commit.sha, folder / "commit")
     plain = _change(clone, commit, history=None)
     full_plan = rule_plans(loaded, plain)[Rule.FULL]
