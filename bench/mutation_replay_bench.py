@@ -47,7 +47,7 @@ from replay_mutants import Mutant, mutants, pick
 from replay_quick import build
 from replay_report import json_of, report
 from replay_runs import Batch, Run, export_tree, run_batches
-from replay_select import NARROWING, Rule, RulePlan, covered, engine_batches, rule_plans
+from replay_select import NARROWING, Rule, RulePlan, Slot, covered, engine_batches, rule_plans, stage_slots
 
 from ci_tool import gitinfo
 from ci_tool.history.store import HistoryStore
@@ -93,7 +93,8 @@ class _Context:
     full: list[Batch]
     narrowed: dict[Rule, list[Batch]]
     baseline: Run
-    priority: dict[str, tuple[str, ...]]
+    stages: dict[Rule, dict[str, list[Slot]]]  # the full set's and the function grain's stages
+    priority: dict[Rule, dict[str, tuple[str, ...]]]  # the same stages' likelihood order
 
 
 def source_commits(clone: Path, source: str) -> list[Commit]:
@@ -133,21 +134,23 @@ def replay_commit(
     at_commit = export_tree(clone, commit.sha, folder / "commit")
     plain = _change(clone, commit, history=None)
     full_plan = rule_plans(loaded, plain)[Rule.FULL]
-    full = engine_batches(full_plan.cpu_lines(), at_commit, _package(settings))
+    full = engine_batches(stage_slots(full_plan.cpu_lines(), at_commit, _package(settings), loaded.durations))
     if not full:
-        return "no test of today's CPU stages names the engine at this commit"
+        return "no test of today's CPU stages reaches the engine at this commit"
     history = folder / "history.sqlite"
-    _record(commit, export_tree(clone, commit.parent, folder / "parent"), full_plan, settings, folder, history)
+    _record(commit, export_tree(clone, commit.parent, folder / "parent"), full_plan, settings, loaded, folder, history)
     change = _change(clone, commit, history=history)
     plans = rule_plans(loaded, change)
-    narrowed = {rule: engine_batches(plans[rule].cpu_lines(), at_commit, _package(settings)) for rule in NARROWING}
+    stages = {rule: stage_slots(plans[rule].cpu_lines(), at_commit, _package(settings), loaded.durations)
+              for rule in plans}  # fmt: skip
+    narrowed = {rule: engine_batches(stages[rule]) for rule in NARROWING}
     baseline = run_batches(at_commit, full, folder / "baseline", limit_seconds=settings.limit_seconds)
     if baseline.broken:
         return f"the unmutated full set does not finish at this commit: {baseline.broken}"
     likelihood = Likelihood(touching=touching_tests(change))
-    priority = {name: prioritize(likelihood, plan.lines, loaded.durations).test_ids
-                for name, plan in plans[Rule.FULL].plans.items() if plan.name.is_cpu}  # fmt: skip
-    context = _Context(commit, plans, full, narrowed, baseline, priority)
+    ordered = {rule: {name: prioritize(likelihood, plans[rule].plans[name].lines, loaded.durations).test_ids
+                      for name in stages[rule]} for rule in (Rule.FULL, Rule.FUNCTION)}  # fmt: skip
+    context = _Context(commit, plans, full, narrowed, baseline, {rule: stages[rule] for rule in ordered}, ordered)
     faults = _faults(context, settings, clone, folder)
     runs = {Rule.FULL: full, **narrowed}
     return Replayed(
@@ -156,7 +159,7 @@ def replay_commit(
         {rule: plan.scope for rule, plan in plans.items()},
         {rule: _cost(plans[rule], baseline, narrowed.get(rule)) for rule in plans},
         tuple(faults), tuple(plans[Rule.FUNCTION].reasons),
-        tuple(path for path in plain.files if path.startswith(UNRECORDED)),
+        _left_out(clone, commit),
         tuple(sorted(baseline.failed())), time.monotonic() - started,
     )  # fmt: skip
 
@@ -172,9 +175,17 @@ def _change(clone: Path, commit: Commit, *, history: Path | None) -> ChangeSet:
     return replace(found, files=tuple(path for path in found.files if not path.startswith(UNRECORDED)))
 
 
-def _record(commit: Commit, tree: Path, plan: RulePlan, settings: Settings, folder: Path, history: Path) -> None:
+def _left_out(clone: Path, commit: Commit) -> tuple[str, ...]:
+    """The commit's changed files the replayed change leaves out (UNRECORDED)."""
+    paths = _git(clone, "diff", "--name-only", "--no-renames", commit.parent, commit.sha).split()
+    return tuple(path for path in paths if path.startswith(UNRECORDED))
+
+
+def _record(
+    commit: Commit, tree: Path, plan: RulePlan, settings: Settings, loaded: LoadedCatalog, folder: Path, history: Path
+) -> None:
     """The touch records of the full set's engine part at P, into `history` (as a post-merge run of P)."""
-    batches = engine_batches(plan.cpu_lines(), tree, _package(settings))
+    batches = engine_batches(stage_slots(plan.cpu_lines(), tree, _package(settings), loaded.durations))
     run_batches(tree, batches, folder / "record", record=True, limit_seconds=settings.limit_seconds)
     with HistoryStore(history) as store:
         for index, batch in enumerate(batches):
@@ -239,11 +250,11 @@ def _fault(context: _Context, mutant: Mutant, tree: Path, scratch: Path, setting
     finally:
         source.write_text(original, encoding="utf-8")
     shutil.rmtree(scratch, ignore_errors=True)
-    narrowed = covered(run.results, context.narrowed[Rule.FUNCTION])
+    full, narrowed = context.stages[Rule.FULL], context.stages[Rule.FUNCTION]
     first = {
-        "today": time_to_failure(run.results, failing, {}),
-        "likelihood": time_to_failure(run.results, failing, context.priority),
-        "narrowed, likelihood": time_to_failure(narrowed, failing, context.priority),
+        "today": time_to_failure(run.results, failing, full, {}),
+        "likelihood": time_to_failure(run.results, failing, full, context.priority[Rule.FULL]),
+        "narrowed, likelihood": time_to_failure(run.results, failing, narrowed, context.priority[Rule.FUNCTION]),
     }
     return Fault(context.commit.sha, mutant, frozenset(failing), caught, first, run.broken, checked)
 

@@ -8,9 +8,10 @@ commit's selection costs, time to the first failure, and the table. Pure: run re
                   stages' engine part measured (the seconds of its tests in the commit's baseline run);
                   stage-minutes are both together
     first failure the seconds of a stage's tests before and including its first failing one, in the order
-                  they run (the stage's start-up, the same in every order, left out); a fault's time is its
-                  earliest stage's (stages run side by side). Today: the full set in list order; likelihood:
-                  each process runs its priority first, as ci_tool/run/order.py ranks it (a run of one file's
+                  its process runs them: the engine's tests measured, the stage's other lines predicted
+                  (test-db/.test_durations), its start-up (the same in every order) left out; a fault's time
+                  is its earliest stage's (stages run side by side). Today: the full set in list order;
+                  likelihood: the priority first, as ci_tool/run/order.py ranks it (a run of one file's
                   entries together, in the order they ran), then the rest in list order
 """
 
@@ -22,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replay_mutants import Mutant
-from replay_runs import TestResult
-from replay_select import NARROWING, Rule
+from replay_runs import Batch, TestResult
+from replay_select import NARROWING, Rule, Slot, Stages, covered
 
 from ci_tool.run.order import ancestors, groups
 
@@ -80,35 +81,57 @@ def caught_by(failing: frozenset[str], results: Sequence[TestResult]) -> bool:
 
 
 def time_to_failure(
-    results: Sequence[TestResult], failing: frozenset[str], priority: Mapping[str, Sequence[str]]
+    results: Sequence[TestResult], failing: frozenset[str], stages: Stages, priority: Mapping[str, Sequence[str]]
 ) -> float | None:
-    """The earliest stage's first failure (see the module docstring); `priority`: stage -> tests run first."""
-    times = [_stage_time(_ordered(results, stage, priority.get(stage, ())), failing) for stage in _stages(results)]
+    """The earliest stage's first failure (see the module docstring): `stages` in list order, the run's
+    `results` in the slots that hold them, `priority`: stage -> the tests its process runs first."""
+    times = [
+        _stage_time(_timeline(results, slots, priority.get(stage, ())), failing) for stage, slots in stages.items()
+    ]
     found = [seconds for seconds in times if seconds is not None]
     return min(found) if found else None
 
 
-def _stages(results: Sequence[TestResult]) -> list[str]:
-    return list(dict.fromkeys(result.stage for result in results))
+Step = tuple[str, float]  # a test and its seconds; ("", seconds) for a line the bench did not run
 
 
-def _ordered(results: Sequence[TestResult], stage: str, priority: Sequence[str]) -> list[TestResult]:
-    """A stage's results in the order its processes run them: batch by batch, the priority first in each."""
-    ranks = groups(list(priority))  # the plugin's own ranks: a run of one file's entries is one group
-    mine = [result for result in results if result.stage == stage]
+def _timeline(results: Sequence[TestResult], slots: Sequence[Slot], priority: Sequence[str]) -> list[Step]:
+    """A stage's one process: its priority first, ranked as ci_tool/run/order.py ranks it (the priority's
+    groups, each in the order the tests ran), then every line in list order."""
+    seen: set[str] = set()
+    blocks: list[list[TestResult] | float] = []
+    for slot in slots:
+        if not slot.paths:
+            blocks.append(slot.seconds)
+            continue
+        found = [
+            result for result in covered(results, [Batch("", slot.paths, slot.filters)]) if result.test_id not in seen
+        ]
+        seen |= {result.test_id for result in found}
+        blocks.append(found)
+    ranks = groups(list(priority))
     rest = max(ranks.values(), default=-1) + 1
 
-    def rank(result: TestResult) -> tuple[int, int]:
-        return result.batch, min((ranks[a] for a in ancestors(result.test_id) if a in ranks), default=rest)
+    def rank(result: TestResult) -> int:
+        return min((ranks[above] for above in ancestors(result.test_id) if above in ranks), default=rest)
 
-    return sorted(mine, key=rank)  # stable: the rest keep the order they ran in
+    ran = [result for block in blocks if isinstance(block, list) for result in block]
+    first = sorted((result for result in ran if rank(result) < rest), key=rank)  # stable: in the order they ran
+    moved = {result.test_id for result in first}
+    steps = [(result.test_id, result.seconds) for result in first]
+    for block in blocks:
+        if isinstance(block, float):
+            steps.append(("", block))
+        else:
+            steps += [(result.test_id, result.seconds) for result in block if result.test_id not in moved]
+    return steps
 
 
-def _stage_time(results: Sequence[TestResult], failing: frozenset[str]) -> float | None:
+def _stage_time(steps: Sequence[Step], failing: frozenset[str]) -> float | None:
     elapsed = 0.0
-    for result in results:
-        elapsed += result.seconds
-        if result.test_id in failing:
+    for test_id, seconds in steps:
+        elapsed += seconds
+        if test_id in failing:
             return elapsed
     return None
 

@@ -10,7 +10,9 @@ throw-away history (run/touch_evidence.py), `select_for_change` and the planner.
 
 The engine's part of a CPU stage is what the bench runs: each line's test files that can reach the engine's
 package (replay_scope.py); a folder line runs those files one by one, in path order, with the line's
-`-k`/`-m` filter.
+`-k`/`-m` filter. A line that holds none keeps its place in the stage with its predicted seconds (for the
+time to the first failure): it passes with every fault the bench plants, so it is never run. A line that
+holds some counts only those (its other files' seconds left out: today's order reaches a failure sooner).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from replay_scope import EngineScope
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.changes import ChangeSet, split_filters
+from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan, plan_stages
 from ci_tool.stages.select import select_for_change
@@ -109,17 +112,45 @@ def file_grain(evidence: TouchEvidence) -> TouchEvidence:
     return replace(evidence, files=files)
 
 
-def engine_batches(lines: Mapping[str, Sequence[str]], tree: Path, package: str) -> list[Batch]:
-    """The engine's part of CPU stages' lines on `tree` (see the module docstring): per stage, one batch per
-    filter, in the order the lines first use it."""
+@dataclass(frozen=True)
+class Slot:
+    """One line of a stage's list, in list order: the engine's test paths it holds (the bench runs them), or
+    the predicted seconds of a line that holds none (never run: no fault the bench plants reaches it)."""
+
+    filters: str = ""
+    paths: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+Stages = Mapping[str, Sequence[Slot]]  # stage -> its lines as slots
+
+
+def stage_slots(
+    lines: Mapping[str, Sequence[str]], tree: Path, package: str, durations: Durations
+) -> dict[str, list[Slot]]:
+    """Each CPU stage's lines on `tree` as slots (see the module docstring and Slot)."""
     scope = EngineScope(tree, package)
-    batches: list[Batch] = []
+    found: dict[str, list[Slot]] = {}
     for stage, test_ids in lines.items():
-        by_filter: dict[str, list[str]] = {}
+        predicted = estimate_seconds(list(test_ids), durations).seconds if test_ids else {}
+        slots = found.setdefault(stage, [])
         for test_id in test_ids:
             selector, filters = split_filters(test_id)
-            by_filter.setdefault(filters.strip(), []).extend(_engine_paths(tree, selector, scope))
-        batches += [Batch(stage, tuple(dict.fromkeys(paths)), filters) for filters, paths in by_filter.items() if paths]
+            paths = tuple(_engine_paths(tree, selector, scope))
+            slots.append(Slot(filters.strip(), paths) if paths else Slot(seconds=predicted[test_id]))
+    return found
+
+
+def engine_batches(stages: Stages) -> list[Batch]:
+    """The engine's part of the stages as pytest processes: per stage, one batch per filter, in the order its
+    lines first use it."""
+    batches: list[Batch] = []
+    for stage, slots in stages.items():
+        by_filter: dict[str, list[str]] = {}
+        for slot in slots:
+            if slot.paths:
+                by_filter.setdefault(slot.filters, []).extend(slot.paths)
+        batches += [Batch(stage, tuple(dict.fromkeys(paths)), filters) for filters, paths in by_filter.items()]
     return batches
 
 

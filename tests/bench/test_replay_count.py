@@ -7,7 +7,7 @@ import pytest
 from replay_count import Cost, Fault, Replayed, misses, time_to_failure
 from replay_mutants import Mutant, Operator
 from replay_runs import Batch, TestResult
-from replay_select import Rule, covered
+from replay_select import Rule, Slot, covered
 
 from ci_tool.outcomes import TestOutcome
 
@@ -22,16 +22,20 @@ RUN = (
     result("t/a.py::one", 1.0),
     result("t/a.py::two", 2.0),
     result("t/b.py::three[x]", 4.0),
-    result("t/c.py::four", 8.0, batch=1),
+    result("t/c.py::four", 8.0, batch=1, filters=""),
     result("t/d.py::five", 0.5, stage="CPU-2"),
 )
+STAGES = {
+    "CPU-1": [Slot(seconds=10.0), Slot(NOT_GPU, ("t/a.py", "t/b.py")), Slot("", ("t/c.py",))],
+    "CPU-2": [Slot(NOT_GPU, ("t/d.py",))],
+}
 FIRST_FAILURES = [
-    ("today: every test before the first failing one, and its own", frozenset({"t/b.py::three[x]"}), {}, 7.0),
-    ("a priority runs first in its process", frozenset({"t/b.py::three[x]"}), {"CPU-1": ("t/b.py::three",)}, 4.0),
+    ("today: every line before the first failing test, a line not run with its predicted seconds",
+     frozenset({"t/b.py::three[x]"}), {}, 17.0),
+    ("the priority runs first in the stage's process", frozenset({"t/b.py::three[x]"}),
+     {"CPU-1": ("t/b.py::three",)}, 4.0),
     ("one file's entries run as one group, in the order they ran", frozenset({"t/a.py::two"}),
      {"CPU-1": ("t/b.py::three", "t/a.py::two", "t/a.py::one")}, 7.0),
-    ("a priority does not cross into the next process", frozenset({"t/c.py::four"}),
-     {"CPU-1": ("t/c.py::four",)}, 15.0),
     ("stages run side by side: the earliest stage's failure", frozenset({"t/c.py::four", "t/d.py::five"}), {}, 0.5),
     ("no failing test: none", frozenset(), {}, None),
 ]  # fmt: skip
@@ -43,14 +47,14 @@ FIRST_FAILURES = [
 def test_time_to_the_first_failure(
     failing: frozenset[str], priority: dict[str, tuple[str, ...]], seconds: float | None
 ) -> None:
-    assert time_to_failure(RUN, failing, priority) == seconds
+    assert time_to_failure(RUN, failing, STAGES, priority) == seconds
 
 
 COVERED = [
     ("a node id without its parameters selects each parameter set", (Batch("CPU-1", ("t/b.py::three",), NOT_GPU),),
      ["t/b.py::three[x]"]),
     ("a file selects its tests; another filter's batch selects nothing", (Batch("CPU-1", ("t/a.py",), NOT_GPU),
-     Batch("CPU-1", ("t/c.py",), "")), ["t/a.py::one", "t/a.py::two"]),
+     Batch("CPU-1", ("t/d.py",), "")), ["t/a.py::one", "t/a.py::two"]),
 ]  # fmt: skip
 
 
