@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import queue
 import random
 import shutil
@@ -157,7 +158,7 @@ def replay_commit(
         commit.sha, commit.parent, commit.subject, tuple(f"{path}:{unit}" for path, unit in commit.functions),
         {rule: tuple(path for batch in batches for path in batch.paths) for rule, batches in runs.items()},
         {rule: plan.scope for rule, plan in plans.items()},
-        {rule: _cost(plans[rule], baseline, narrowed.get(rule)) for rule in plans},
+        {rule: _cost(plans[rule], stages[rule], baseline) for rule in plans},
         tuple(faults), tuple(plans[Rule.FUNCTION].reasons),
         _left_out(clone, commit),
         tuple(sorted(baseline.failed())), time.monotonic() - started,
@@ -197,9 +198,13 @@ def _record(
     shutil.rmtree(tree)
 
 
-def _cost(plan: RulePlan, baseline: Run, batches: list[Batch] | None) -> Cost:
-    results = baseline.results if batches is None else covered(baseline.results, batches)
-    return Cost(plan.gpu_minutes, plan.gpu_stage_minutes, sum(result.seconds for result in results) / 60)
+def _cost(plan: RulePlan, stages: dict[str, list[Slot]], baseline: Run) -> Cost:
+    """A rule's minutes (replay_count.py): its engine tests as the baseline run measured them, the rest predicted."""
+    engine = math.fsum(result.seconds for result in covered(baseline.results, engine_batches(stages))) / 60
+    others = math.fsum(slot.seconds for slots in stages.values() for slot in slots) / 60
+    untested = math.fsum(found.predicted_minutes for found in plan.plans.values() if found.name.is_cpu
+                         and not found.name.is_test)  # fmt: skip
+    return Cost(plan.gpu_minutes, plan.gpu_stage_minutes, engine + others + untested, engine)
 
 
 def _faults(context: _Context, settings: Settings, clone: Path, folder: Path) -> list[Fault]:

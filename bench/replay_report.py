@@ -71,7 +71,7 @@ def _misses(replayed: Sequence[Replayed]) -> list[str]:
 
 def _commits(replayed: Sequence[Replayed]) -> list[str]:
     lines = [
-        "| commit | subject | functions | faults | full catches | function grain | GPU-min full / fn | CPU engine min "
+        "| commit | subject | functions | faults | full catches | function grain | GPU-min full / fn | CPU stage-min "
         "full / fn | left out |",
         "|---|---|---:|---:|---:|---|---:|---:|---|",
     ]
@@ -82,7 +82,8 @@ def _commits(replayed: Sequence[Replayed]) -> list[str]:
             f"| {commit.sha[:10]} | {commit.subject[:60]} | {len(commit.functions)} | {len(commit.faults)} "
             f"| {caught} | "
             f"{commit.scopes[Rule.FUNCTION]} | {full.gpu_minutes:.1f} / {mine.gpu_minutes:.1f} | "
-            f"{full.cpu_minutes:.2f} / {mine.cpu_minutes:.2f} | {len(commit.left_out)} file(s) under ci_tool/ |"
+            f"{full.cpu_stage_minutes:.2f} / {mine.cpu_stage_minutes:.2f} | {len(commit.left_out)} file(s) under "
+            "ci_tool/ |"
         )
     for commit in replayed:
         lines += ["", f"{commit.sha[:10]} function grain:", *(f"- {reason}" for reason in commit.reasons)]
@@ -134,7 +135,8 @@ def _commit_json(commit: Replayed) -> dict[str, object]:
             rule.value: {
                 "gpu_minutes": cost.gpu_minutes,
                 "gpu_stage_minutes": cost.gpu_stage_minutes,
-                "cpu_minutes": cost.cpu_minutes,
+                "cpu_stage_minutes": cost.cpu_stage_minutes,
+                "engine_minutes": cost.engine_minutes,
             }
             for rule, cost in commit.costs.items()
         },

@@ -79,6 +79,6 @@ def test_a_miss_is_a_fault_the_full_set_catches_and_the_rule_does_not() -> None:
         fault("missed", **{"full set": True, "touched, function grain": False}),
         fault("caught_by_neither", **{"full set": False, "touched, function grain": False}),
     )
-    cost = Cost(0.0, 0.0, 0.0)
+    cost = Cost(0.0, 0.0, 0.0, 0.0)
     commit = Replayed("c0ffee", "beef", "a commit", (), {}, {}, {Rule.FULL: cost}, faults)
     assert [found.mutant.unit for found in misses([commit], Rule.FUNCTION)] == ["missed"]
