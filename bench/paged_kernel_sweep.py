@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from ci_tool.perf.devices import peak_memory_bytes_per_s
-from kvengine.attention import gather_indices
+from kvengine.attention import gather_indices, new_token_blocks
 from kvengine.lifecycle import build_layout
 from kvengine.spec import LayerSpec
 from kvengine.triton_attention import NewToken, PagedLaunch, default_launch, triton_paged_decode
@@ -70,7 +70,8 @@ class Call:
         table = torch.randperm(rows * blocks, device="cuda").view(rows, blocks)  # blocks scattered over the pool
         slots, self.logical, usable = gather_indices(table, self.seq_lens, cycle, tpb)
         self.slots = torch.where(usable, slots, -1)
-        self.new_slots = table.gather(1, ((self.seq_lens - 1) // tpb)[:, None])[:, 0]
+        # the new token's slot and column, as the engine's step finds them
+        self.new_blocks = new_token_blocks((self.slots, self.logical, usable), self.seq_lens - 1, tpb)
         pool_shape = (rows * blocks, tpb, layer.num_kv_heads, layer.head_dim)
         self.pools = []
         for _ in range(copies):
@@ -89,7 +90,7 @@ class Call:
         return triton_paged_decode(
             self.qkv[:, :q_width].view(-1, layer.q_heads, layer.head_dim), k_pool, v_pool, self.slots, self.logical,
             self.seq_lens, window_tokens=layer.window_tokens, sink_tokens=layer.sink_tokens,
-            new_token=NewToken(k, v, self.new_slots), launch=launch,
+            new_token=NewToken(k, v, *self.new_blocks), launch=launch,
         )  # fmt: skip
 
 

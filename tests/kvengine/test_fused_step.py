@@ -85,7 +85,10 @@ def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
     """Graphs on, 64 rows of about two blocks; float32 activations over the presets' bf16 pools (the two paths'
     GEMMs may round bf16 activations apart over 60 layers)."""
     spec = load_preset(preset)
-    spec = dataclasses.replace(spec, runtime=dataclasses.replace(spec.runtime, max_batch_size=64))
+    # max_seq_len the test's own: the DeepSeek-like manager sizes its pools for max-length rows, and at the
+    # preset's 65536 its 128-token window pool holds only about half of these 64 rows
+    runtime = dataclasses.replace(spec.runtime, max_batch_size=64, max_seq_len=4 * tpb)
+    spec = dataclasses.replace(spec, runtime=runtime)
     (fused, fused_steps), (per_op, per_op_steps) = (
         _three_graphed_steps(spec, path, tpb, monkeypatch) for path in ("triton", "triton-unfused")
     )
@@ -101,6 +104,7 @@ def _three_graphed_steps(
     engine = _engine(spec, path, monkeypatch, budget_bytes=4 * GIB, max_context_tokens=4 * tpb, hidden_size=256,
                      compute_dtype="float32")  # fmt: skip
     sequences = [engine.add_sequence(context_tokens=tpb + row % tpb) for row in range(64)]
+    assert None not in sequences, "the pools hold every row"
     steps = [engine.step(sequences, (torch.arange(64, device="cuda") * 7 + step) % 512) for step in range(3)]  # type: ignore[arg-type]
     pools = [t.float() for group in engine.pools.tensors for t in group]
     hidden = [None if out is None else out[1].float() for out in steps]

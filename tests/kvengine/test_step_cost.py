@@ -18,7 +18,9 @@ from kvengine.spec import ModelSpec
 from kvengine.step_cost import ENV_VAR, extra_step_cost_from_env, plan_extra_cost
 
 GEMMA_KINDS = (["sliding"] * 5 + ["full"]) * 10
-MM_PER_LAYER = 4  # tiny_hybrid's layers: q, k, v and output projections
+# tiny_hybrid's layers: the per-op step multiplies q, k, v and the output apart; the fused step (Triton on a
+# GPU) does one QKV GEMM and the output GEMM (an addmm into the residual; a repeated layer's is a plain mm)
+GEMMS_PER_LAYER = {False: 4, True: 2}  # keyed by TinyDecoder.fused
 DecodeSteps = Callable[..., list[torch.Tensor]]  # the `decode_steps` fixture (tests/kvengine/conftest.py)
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
 
@@ -138,7 +140,8 @@ def test_each_step_repeats_its_layers_work_and_writes_no_kv(
         {op: slowed_step[op] - plain_step[op] for op in plain_step | slowed_step}
         for plain_step, slowed_step in zip(counts["plain"], counts["slowed"], strict=True)
     ]
-    once = {"aten::mm": MM_PER_LAYER * repeated, "aten::scaled_dot_product_attention": repeated, "aten::index_put_": 0}
+    mm = GEMMS_PER_LAYER[plain.model.fused] * repeated
+    once = {"aten::mm": mm, "aten::scaled_dot_product_attention": repeated, "aten::index_put_": 0}
     assert extra_per_step == [once] * 3
 
 
@@ -183,9 +186,10 @@ def test_the_warm_up_captures_the_extra_work(tiny_hybrid_spec: ModelSpec, device
     for name, extra in {"plain": 0.0, "slowed": 0.5}.items():
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             engine = _engine(tiny_hybrid_spec, device=device, extra=extra)
-        matmuls[name] = sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
+        matmuls[name] = sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm"))
     assert engine.metrics().captured_sizes == (1, 2, 4, 8)
-    per_step = MM_PER_LAYER * len(tiny_hybrid_spec.layers) + 1  # the layers' projections and the logits
+    per_layer = GEMMS_PER_LAYER[engine.model.fused]
+    per_step = per_layer * len(tiny_hybrid_spec.layers) + 1  # the layers' projections and the logits
     steps, rest = divmod(matmuls["plain"], per_step)
-    assert (rest, matmuls["slowed"]) == (0, steps * (per_step + 2 * MM_PER_LAYER))
+    assert (rest, matmuls["slowed"]) == (0, steps * (per_step + 2 * per_layer))
     assert steps >= 4  # at least one step per captured size
