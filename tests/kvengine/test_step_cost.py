@@ -21,6 +21,7 @@ GEMMA_KINDS = (["sliding"] * 5 + ["full"]) * 10
 # tiny_hybrid's layers: the per-op step multiplies q, k, v and the output apart; the fused step (Triton on a
 # GPU) does one QKV GEMM and the output GEMM (an addmm into the residual; a repeated layer's is a plain mm)
 GEMMS_PER_LAYER = {False: 4, True: 2}  # keyed by TinyDecoder.fused
+GEMM_OPS = ("aten::mm", "aten::addmm_")  # the profiler's names: a plain product, the in-place accumulation
 DecodeSteps = Callable[..., list[torch.Tensor]]  # the `decode_steps` fixture (tests/kvengine/conftest.py)
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
 
@@ -186,7 +187,7 @@ def test_the_warm_up_captures_the_extra_work(tiny_hybrid_spec: ModelSpec, device
     for name, extra in {"plain": 0.0, "slowed": 0.5}.items():
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             engine = _engine(tiny_hybrid_spec, device=device, extra=extra)
-        matmuls[name] = sum(e.count for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm"))
+        matmuls[name] = sum(e.count for e in prof.key_averages() if e.key in GEMM_OPS)
     assert engine.metrics().captured_sizes == (1, 2, 4, 8)
     per_layer = GEMMS_PER_LAYER[engine.model.fused]
     per_step = per_layer * len(tiny_hybrid_spec.layers) + 1  # the layers' projections and the logits

@@ -1,5 +1,6 @@
 """The history tests' backends: `history_at` is a fresh history on each backend in turn, a SQLite file and a
-database on one real PostgreSQL server per session (postgres_server.py); `postgres_server` is that server."""
+database on one real PostgreSQL server per session (postgres_server.py); `postgres_server` is that server,
+`own_postgres_server` one for a single test."""
 
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ _names: Iterator[int] = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Generator[PostgresServer]:
+    reason = why_not()
+    if reason is not None:
+        pytest.skip(reason)
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def own_postgres_server() -> Generator[PostgresServer]:
+    """A server of the test's own, for a test that stops or freezes it (skips with the reason where none can
+    start, as the session's does)."""
     reason = why_not()
     if reason is not None:
         pytest.skip(reason)

@@ -144,41 +144,38 @@ def test_a_run_id_recorded_twice_is_refused(postgres_url: PostgresUrl) -> None:
 
 
 def test_a_run_made_while_the_server_is_stopped_is_imported_after_the_restart(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], own_postgres_server: PostgresServer
 ) -> None:
-    server = PostgresServer()  # its own: this test stops it
-    try:
-        url = PostgresUrl(server.create_database("history"))
-        heard: list[str] = []
-        run_dir = tmp_path / "run"
-        run_dir.mkdir()
-        with RunRecorder(url, run_dir, warn=heard.append) as recorder:
-            recorder.start_run(RunRecord("r-outage", "run", RunState.RUNNING, 10.0))
-            server.stop()  # the network cut, the server gone mid-run
-            tests = [TestRecord("tests/a.py::t", "passed", 1.5)]
-            recorder.record_stage(StageRecord("r-outage", "CPU-Generic-1", "passed", passed=1), tests, recorded_at=11.0)
-            recorder.finish_run("r-outage", state=RunState.PASSED, finished_at=12.0)
-            unrecorded = recorder.unrecorded
-        assert (run_dir / UNRECORDED).is_file()
-        assert unrecorded is not None
-        assert str(unrecorded).startswith(
-            f"{run_dir}: the run is not in the history ({url.shown()}: cannot write the history: "
-        )
-        assert str(unrecorded).endswith(
-            f"Hint: `ci-tool history import {run_dir}` records them once the history can take them"
-        )
-        assert all(PASSWORD not in line for line in [*heard, str(unrecorded)])
-        server.start()
-        code, out, err = _history(["history", "import", str(run_dir), "--history", url.url], capsys)
-        assert (code, PASSWORD in out + err) == (0, False)
-        with HistoryStore(url, read_only=True) as store:
-            run = queries.get_run(store, "r-outage")
-            stage_tests = queries.stage_tests(store, "r-outage", "CPU-Generic-1")
-        assert (run.state, run.finished_at, [t.test_id for t in stage_tests]) == (
-            RunState.PASSED, 12.0, ["tests/a.py::t"],
-        )  # fmt: skip
-    finally:
-        server.close()
+    server = own_postgres_server  # its own: this test stops it
+    url = PostgresUrl(server.create_database("history"))
+    heard: list[str] = []
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with RunRecorder(url, run_dir, warn=heard.append) as recorder:
+        recorder.start_run(RunRecord("r-outage", "run", RunState.RUNNING, 10.0))
+        server.stop()  # the network cut, the server gone mid-run
+        tests = [TestRecord("tests/a.py::t", "passed", 1.5)]
+        recorder.record_stage(StageRecord("r-outage", "CPU-Generic-1", "passed", passed=1), tests, recorded_at=11.0)
+        recorder.finish_run("r-outage", state=RunState.PASSED, finished_at=12.0)
+        unrecorded = recorder.unrecorded
+    assert (run_dir / UNRECORDED).is_file()
+    assert unrecorded is not None
+    assert str(unrecorded).startswith(
+        f"{run_dir}: the run is not in the history ({url.shown()}: cannot write the history: "
+    )
+    assert str(unrecorded).endswith(
+        f"Hint: `ci-tool history import {run_dir}` records them once the history can take them"
+    )
+    assert all(PASSWORD not in line for line in [*heard, str(unrecorded)])
+    server.start()
+    code, out, err = _history(["history", "import", str(run_dir), "--history", url.url], capsys)
+    assert (code, PASSWORD in out + err) == (0, False)
+    with HistoryStore(url, read_only=True) as store:
+        run = queries.get_run(store, "r-outage")
+        stage_tests = queries.stage_tests(store, "r-outage", "CPU-Generic-1")
+    assert (run.state, run.finished_at, [t.test_id for t in stage_tests]) == (
+        RunState.PASSED, 12.0, ["tests/a.py::t"],
+    )  # fmt: skip
 
 
 def _execute(url: PostgresUrl, *statements: str) -> None:

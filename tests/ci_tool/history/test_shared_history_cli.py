@@ -89,28 +89,25 @@ def test_eight_stage_runs_at_once_give_eight_records(suite: Path, tmp_path: Path
 
 
 def test_a_run_made_while_the_server_is_stopped_is_recorded_by_history_import_after_the_restart(
-    suite: Path, tmp_path: Path
+    suite: Path, tmp_path: Path, own_postgres_server: PostgresServer
 ) -> None:
     first, _ = clones(suite, tmp_path)
-    server = PostgresServer()  # its own: this test stops it
-    try:
-        url = PostgresUrl(server.create_database("history"))
-        server.stop()
-        code, out = finish(start(first, url, *RUN))
-        run_dirs = list((first / ".ci-tool" / "runs").iterdir())
-        # the stages ran and passed; the run says it is not recorded, and exits 1 for it as on SQLite
-        assert (code, len(run_dirs), PASSWORD in out) == (1, 1, False), out
-        assert "CPU-Generic-1: passed in " in out, out
-        told = [line for line in out.splitlines() if "history import" in line]
-        assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
-        assert f"{url.shown()}: cannot open the history: expected a PostgreSQL server" in told[0]
-        server.start()
-        code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
-        assert (code, PASSWORD in out) == (0, False), out
-        code, listed = finish(start(first, url, "history", "--json"))
-        assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
-    finally:
-        server.close()
+    server = own_postgres_server  # its own: this test stops it
+    url = PostgresUrl(server.create_database("history"))
+    server.stop()
+    code, out = finish(start(first, url, *RUN))
+    run_dirs = list((first / ".ci-tool" / "runs").iterdir())
+    # the stages ran and passed; the run says it is not recorded, and exits 1 for it as on SQLite
+    assert (code, len(run_dirs), PASSWORD in out) == (1, 1, False), out
+    assert "CPU-Generic-1: passed in " in out, out
+    told = [line for line in out.splitlines() if "history import" in line]
+    assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
+    assert f"{url.shown()}: cannot open the history: expected a PostgreSQL server" in told[0]
+    server.start()
+    code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
+    assert (code, PASSWORD in out) == (0, False), out
+    code, listed = finish(start(first, url, "history", "--json"))
+    assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
 
 
 FREEZE_CASE = """\
@@ -151,33 +148,30 @@ FROZEN = {
 
 @pytest.mark.parametrize("when", list(FROZEN))
 def test_a_run_whose_server_freezes_ends_keeps_its_records_and_history_import_records_them_after_the_thaw(
-    suite: Path, tmp_path: Path, when: str
+    suite: Path, tmp_path: Path, when: str, own_postgres_server: PostgresServer
 ) -> None:
     (suite / "cases" / "case_freeze.py").write_text(FREEZE_CASE)
     (suite / "test-db" / "l0_fixture.yml").write_text((suite / "test-db" / "l0_fixture.yml").read_text() + FREEZE_LIST)
     (suite / "freeze.yml").write_text(FREEZE_CATALOG)
     first, _ = clones(suite, tmp_path)
-    server = PostgresServer()  # its own: this test freezes it
-    try:
-        url = PostgresUrl(server.create_database("history") + SHORT_DEADLINES)
-        environ = {"FREEZE_POSTMASTER": str(server.postmaster()) if when == "during-the-run" else ""}
-        if when == "during-a-connect":
-            server.freeze()
-        begun = time.monotonic()
-        code, out = finish(start(first, url, "run", "/bot run", "--catalog", "freeze.yml", "--system-info",
-                                 "cpu-only.json", environ=environ))  # fmt: skip
-        took = time.monotonic() - begun
-        server.thaw()
-        run_dirs = list((first / ".ci-tool" / "runs").iterdir())
-        # the stage ran and passed; the run ends at the deadline, says in one line it is not recorded, exits 1
-        assert (code, len(run_dirs), PASSWORD in out, took < 300) == (1, 1, False, True), out
-        assert "CPU-Generic-1: passed in " in out, out
-        told = [line for line in out.splitlines() if "history import" in line]
-        assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
-        assert f"the run is not in the history ({url.shown()}: {FROZEN[when]}" in told[0]
-        code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
-        assert (code, PASSWORD in out) == (0, False), out
-        code, listed = finish(start(first, url, "history", "--json"))
-        assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
-    finally:
-        server.close()
+    server = own_postgres_server  # its own: this test freezes it
+    url = PostgresUrl(server.create_database("history") + SHORT_DEADLINES)
+    environ = {"FREEZE_POSTMASTER": str(server.postmaster()) if when == "during-the-run" else ""}
+    if when == "during-a-connect":
+        server.freeze()
+    begun = time.monotonic()
+    code, out = finish(start(first, url, "run", "/bot run", "--catalog", "freeze.yml", "--system-info",
+                             "cpu-only.json", environ=environ))  # fmt: skip
+    took = time.monotonic() - begun
+    server.thaw()
+    run_dirs = list((first / ".ci-tool" / "runs").iterdir())
+    # the stage ran and passed; the run ends at the deadline, says in one line it is not recorded, exits 1
+    assert (code, len(run_dirs), PASSWORD in out, took < 300) == (1, 1, False, True), out
+    assert "CPU-Generic-1: passed in " in out, out
+    told = [line for line in out.splitlines() if "history import" in line]
+    assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
+    assert f"the run is not in the history ({url.shown()}: {FROZEN[when]}" in told[0]
+    code, out = finish(start(first, url, "history", "import", f".ci-tool/runs/{run_dirs[0].name}"))
+    assert (code, PASSWORD in out) == (0, False), out
+    code, listed = finish(start(first, url, "history", "--json"))
+    assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [(run_dirs[0].name, "passed")]
