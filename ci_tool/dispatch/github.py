@@ -20,15 +20,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import github
 import requests
-from github import Auth, Github, GithubException
 
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, IssueState, PullRequest, Status, StatusState
+from ci_tool.dispatch.requirements import client_module
 from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
 from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS, RATE_LIMIT_WAIT_SECONDS
+
+client_module("github", client="Github", distribution="PyGithub")  # one line where it is missing, not a traceback
+import github  # noqa: E402
+from github import Auth, Github, GithubException  # noqa: E402
 
 T = TypeVar("T")
 CLAIM_REACTION = "eyes"  # the bot's reaction on a comment it handles: the claim

@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 from urllib.parse import urljoin
 
-import jenkins
 import requests
 
 from ci_tool.dispatch import answers
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import Build, Console, JenkinsCase, QueueItem
+from ci_tool.dispatch.requirements import client_module
 from ci_tool.dispatch.urls import split_userinfo
 from ci_tool.errors import DispatchError
 from ci_tool.layout import (
@@ -40,6 +40,7 @@ from ci_tool.layout import (
     TRIGGER_TIMEOUT_SECONDS,
 )
 
+jenkins = client_module("jenkins", client="Jenkins", distribution="python-jenkins")
 T = TypeVar("T")
 BUILDS_LOOKED_AT = 100  # the newest builds of a job searched for a comment's or a pull request's builds
 _PARAMETERS_TREE = "actions[parameters[name,value]]"
