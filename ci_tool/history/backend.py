@@ -16,6 +16,8 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
+    def fetchall(self) -> list[Row]: ...
+
 
 class Writer(Protocol):
     """The open write transaction a store's `write(work)` hands to `work`."""

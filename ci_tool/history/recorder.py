@@ -23,7 +23,7 @@ from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
-from ci_tool.history.touches import TouchRow, record_touches
+from ci_tool.history.touches import TouchRow, WholeStage, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
 from ci_tool.outcomes import RunState, StageState
 
@@ -74,11 +74,14 @@ class RunRecorder:
         hurry = self.hurry
         self._write(lambda store: store.record_stage(stage, tests, recorded_at=recorded_at, hurry=hurry))
 
-    def record_touches(self, run_id: str, touches: Sequence[TouchRow], *, recorded_at: float) -> None:
-        """Store a stage's touch records; without the history they stay in its folder (parts/*.touches.json)."""
-        if self.store is not None and touches:
+    def record_touches(
+        self, run_id: str, touches: Sequence[TouchRow], *, recorded_at: float, whole_stage: WholeStage | None = None
+    ) -> None:
+        """Store a stage's touch records (and, where it ran whole, drop those of its tests that are gone); without
+        the history they stay in its folder (parts/*.touches.json)."""
+        if self.store is not None and (touches or whole_stage is not None):
             try:
-                record_touches(self.store, run_id, touches, recorded_at=recorded_at)
+                record_touches(self.store, run_id, touches, recorded_at=recorded_at, whole_stage=whole_stage)
             except HistoryError as error:
                 self._fall_back(error)
 

@@ -13,10 +13,10 @@ which file (stages/units.py), on which GPU type, in which stage, at which commit
 
 Readers see one TouchRow per unit. A touch-recording run replaces, per GPU type, the rows of every test it
 recorded: a test that stopped running a unit drops out of that unit's record, and tests the run did not
-record keep theirs. When a record counts, and when it is stale, is the change's business
-(run/touch_evidence.py). The file-grain rows of step 5 (`touches`) were copied in with units, stage and GPU
-type unknown ('') and commit '': no stage's GPU type is '', so they never narrow a stage; the old table
-stays as it was.
+record keep theirs, unless the run ran their whole stage without them (WholeStage: the test is gone). When a
+record counts, and when it is stale, is the change's business (run/touch_evidence.py). The file-grain rows
+of step 5 (`touches`) were copied in with units, stage and GPU type unknown ('') and commit '': no stage's GPU
+type is '', so they never narrow a stage; the old table stays as it was.
 """
 
 from __future__ import annotations
@@ -66,8 +66,23 @@ def stamped(
     ]
 
 
-def record_touches(store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float) -> None:
-    """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type."""
+@dataclass(frozen=True)
+class WholeStage:
+    """Every test a whole stage ran on one GPU type (passed, failed or skipped, reused ones too): a record of
+    that stage and GPU type naming another test names one that is gone, deleted or moved to another stage."""
+
+    stage: str
+    gpu_type: str
+    tests: frozenset[str]
+
+
+def record_touches(
+    store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float,
+    whole_stage: WholeStage | None = None,
+) -> None:
+    """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type; with
+    `whole_stage`, also drop that stage's rows of tests it no longer has (a test without records counts as
+    unrecorded and runs, so dropping never loses a test; keeping them would grow the history for ever)."""
     tests = sorted({(row.test_id, row.gpu_type) for row in records})
     units: dict[tuple[str, str, str, str, str], set[str]] = defaultdict(set)
     for r in records:
@@ -78,6 +93,11 @@ def record_touches(store: HistoryStore, run_id: str, records: Sequence[TouchRow]
     ]
 
     def write(db: Writer) -> None:
+        if whole_stage is not None:
+            key = (whole_stage.stage, whole_stage.gpu_type)
+            kept = db.execute("SELECT DISTINCT test_id FROM touch_records WHERE stage = ? AND gpu_type = ?", key)
+            gone = [(test, *key) for (test,) in kept.fetchall() if test not in whole_stage.tests]
+            db.executemany("DELETE FROM touch_records WHERE test_id = ? AND stage = ? AND gpu_type = ?", gone)
         db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", tests)
         db.executemany(_UPSERT, values)
 

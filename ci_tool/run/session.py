@@ -34,7 +34,7 @@ from ci_tool.history.locator import History
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
-from ci_tool.history.touches import TouchRow, read_touch_files, stamped
+from ci_tool.history.touches import TouchRow, WholeStage, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.report.markdown import render_markdown
@@ -288,7 +288,8 @@ class _Runner:
         tests = [recording.to_test_record(test) for test in finished.tests]
         self.store.record_stage(recording.to_stage_record(self.run_id, finished), tests, recorded_at=time.time())
         if self.config.record_touches:
-            self.store.record_touches(self.run_id, self._touch_rows(finished), recorded_at=time.time())
+            touches, whole = self._touch_rows(finished), _whole_stage(finished, self.names[finished.stage])
+            self.store.record_touches(self.run_id, touches, recorded_at=time.time(), whole_stage=whole)
         self.progress.stage_finished(
             finished.stage, finished.state, finished.duration_seconds, finished.counts, finished.reason
         )
@@ -345,3 +346,11 @@ def make_results_folder(path: Path) -> None:
             f"cannot create the results folder {str(path)!r}: {error.strerror}",
             hint="pass --results-dir (or --output-dir) a folder you can write",
         ) from None
+
+
+def _whole_stage(finished: StageResult, name: StageName) -> WholeStage | None:
+    """Every test of a stage that ran whole: not narrowed by change-based selection, not interrupted, every file
+    collected (a file that failed to import has tests no result names)."""
+    if name.cbts or finished.state == StageState.INTERRUPTED or finished.uncollected:
+        return None
+    return WholeStage(finished.stage, name.gpu_type, frozenset(test.first.nodeid for test in finished.tests))

@@ -12,7 +12,15 @@ from ci_tool.history.backend import Writer
 from ci_tool.history.locator import History
 from ci_tool.history.schema import TOUCH_STEP
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore
-from ci_tool.history.touches import TouchRow, record_commits, record_touches, rows_of_files, stamped, touching_tests
+from ci_tool.history.touches import (
+    TouchRow,
+    WholeStage,
+    record_commits,
+    record_touches,
+    rows_of_files,
+    stamped,
+    touching_tests,
+)
 
 
 @pytest.fixture
@@ -78,3 +86,19 @@ def test_file_grain_rows_of_step_five_migrate_with_everything_unknown(history_at
         found = store.rows("SELECT source, test_id, gpu_type, units, stage, commit_sha, run_id FROM touch_records")
         version = store.rows("SELECT version FROM schema_version")
     assert (found, version) == ([("src/a.py", "tests/test_a.py::test_x", "", "", "", "", "r0")], [(SCHEMA_VERSION,)])
+
+
+def test_a_stage_run_whole_drops_its_records_of_tests_that_are_gone_and_keeps_every_other(store: HistoryStore) -> None:
+    other = TouchRow("a.py", "f", "t4", "CPU", "CPU-Generic-2", "c1")  # another stage's test
+    record_touches(store, "r1", [row("a.py", "f", "t1"), row("a.py", "f", "t2"), row("b.py", "g", "t3"), other,
+                                 row("a.py", "f", "t2", "A10")], recorded_at=1.0)  # fmt: skip
+    # t2 was deleted; t3 ran but was skipped (no new record); t1 recorded again
+    whole = WholeStage("CPU-Generic-1", "CPU", frozenset({"t1", "t3"}))
+    record_touches(store, "r2", [row("a.py", "f", "t1", commit="c2")], recorded_at=2.0, whole_stage=whole)
+    found, _ = rows_of_files(store, ["a.py", "b.py"])
+    assert sorted((r.test_id, r.gpu_type, r.stage, r.commit) for r in found) == [
+        ("t1", "CPU", "CPU-Generic-1", "c2"),
+        ("t2", "A10", "A10-Generic-1", "c1"),  # the same test on another GPU type: that runner's business
+        ("t3", "CPU", "CPU-Generic-1", "c1"),
+        ("t4", "CPU", "CPU-Generic-2", "c1"),
+    ]

@@ -154,3 +154,18 @@ def test_a_stage_run_records_its_stage_gpu_type_and_commit(recorded: Path, capsy
             ("triple", "tests/test_triple.py::test_triple[2]", "CPU", "CPU-Generic-1", head),
         ],
     )
+
+
+def test_a_deleted_test_loses_its_records_when_its_stage_records_again(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(recorded, "rm", "-q", "tests/test_double.py")
+    git(recorded, "commit", "-q", "-m", "drop test_double")
+    code = main(["stage", "run", "CPU-Generic-1", "--record-touches", "--output-dir", str(recorded.parent / "out"),
+                 "--catalog", "stages.yml", "--disable-reuse-test"])  # fmt: skip
+    capsys.readouterr()
+    with HistoryStore(recorded / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        rows, _ = rows_of_files(store, ["src/a.py"])
+    assert (code, sorted({r.test_id for r in rows})) == (
+        0, ["<outside tests>", "tests/test_triple.py::test_triple[1]", "tests/test_triple.py::test_triple[2]"],
+    )  # fmt: skip
