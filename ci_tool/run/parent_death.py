@@ -51,7 +51,8 @@ def supported() -> bool:
 
 def child_preparation(parent_pid: int | None = None) -> Callable[[], None] | None:
     """The `preexec_fn` that gives a child the parent-death signal (None where there is none). It makes
-    one system call and reads the parent pid: nothing that takes a lock after fork."""
+    one system call and reads the parent pid (two more where the parent is gone): nothing that takes a lock
+    after fork."""
     prctl = _PRCTL
     if prctl is None:
         return None
@@ -60,6 +61,9 @@ def child_preparation(parent_pid: int | None = None) -> Callable[[], None] | Non
     def prepare() -> None:
         prctl(_PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
         if os.getppid() != parent:  # the parent died before the signal was set: nobody would send it
+            # default first: a handler the fork inherited must not run here (pytest under ci-tool answers it
+            # by killing its whole group: end_group_on_sigterm)
+            signal.signal(PARENT_DEATH_SIGNAL, signal.SIG_DFL)
             os.kill(os.getpid(), PARENT_DEATH_SIGNAL)
 
     return prepare
