@@ -1,5 +1,6 @@
 """What a run orders its stages' tests by (stages/priority.py), read at the edge: the history's failures of
-the RECENT_FAILURE_DAYS before now, and the tests the change's touch records say ran a changed file."""
+the RECENT_FAILURE_DAYS before now, the tests the change's touch records say ran a changed file, and the test
+files it changes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from ci_tool.history.flakiness import SECONDS_PER_DAY
 from ci_tool.history.locator import History
 from ci_tool.history.store import HistoryStore
 from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.priority import RECENT_FAILURE_DAYS, Likelihood, RecentFailure, touching_tests
+from ci_tool.stages.priority import (
+    RECENT_FAILURE_DAYS,
+    Likelihood,
+    RecentFailure,
+    changed_test_files,
+    touching_tests,
+)
 
 
 def read_likelihood(
@@ -27,7 +34,7 @@ def read_likelihood(
         if not unreadable_ok:
             raise
         failures = ()
-    return Likelihood(failures, touching_tests(changes))
+    return Likelihood(failures, touching_tests(changes), changed_test_files(changes))
 
 
 def _failures(history: History | None, now: float) -> tuple[RecentFailure, ...]:

@@ -4,7 +4,8 @@ read at the edge (history/failures.py, run/likelihood.py) and arrive as a Likeli
 
     tier 1  failed recently     a first attempt failed in the window and stayed red (no rerun saved it)
     tier 2  flaky failure       every failure in the window passed on its rerun (a known flaky signature)
-    tier 3  touches the change  a touch record says the test ran a file the change changes
+    tier 3  changed test file   the change edits or adds the test file (its new tests have no records yet)
+    tier 4  touches the change  a touch record says the test ran a file the change changes
     then    the rest            in the list's order, as pytest collects it
 
 The window is the RECENT_FAILURE_DAYS before the run, over every stage: a test id that failed on another
@@ -40,7 +41,8 @@ class Tier(enum.IntEnum):
 
     FAILED = 1
     FLAKY = 2
-    TOUCHES = 3
+    CHANGED = 3
+    TOUCHES = 4
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Likelihood:
 
     failures: tuple[RecentFailure, ...] = ()
     touching: frozenset[str] = frozenset()  # tests whose touch records ran a changed file
+    changed_tests: frozenset[str] = frozenset()  # test files the change edits or adds
 
 
 @dataclass(frozen=True)
@@ -87,11 +90,13 @@ class Priority:
         parts = [
             _counted(self.count(Tier.FAILED), "recent failure"),
             _counted(self.count(Tier.FLAKY), "flaky failure"),
+            _counted(self.count(Tier.CHANGED), "changed test file"),
             f"{self.count(Tier.TOUCHES)} touching the change" if self.count(Tier.TOUCHES) else "",
         ]
         shown = ", ".join(part for part in parts if part)
         if not shown:
-            return f"order: the list's order (no test of it failed in {RECENT_FAILURE_DAYS} days or touches the change)"
+            return (f"order: the list's order (no test of it failed in {RECENT_FAILURE_DAYS} days, is a changed "
+                    "test file or touches the change)")  # fmt: skip
         return f"order: {shown} first"
 
 
@@ -109,9 +114,21 @@ def touching_tests(changes: ChangeSet | None) -> frozenset[str]:
     return frozenset(test for tests in changes.touched_by.values() for test in tests)
 
 
+def changed_test_files(changes: ChangeSet | None) -> frozenset[str]:
+    """The test files (`test_*.py`, `*_test.py`: pytest's default names) the change edits or adds."""
+    if changes is None:
+        return frozenset()
+    return frozenset(
+        path for path in changes.files
+        if path not in changes.deleted and path.rsplit("/", 1)[-1].endswith(".py")
+        and (path.rsplit("/", 1)[-1].startswith("test_") or path.endswith("_test.py"))
+    )  # fmt: skip
+
+
 def tiers(likelihood: Likelihood) -> dict[str, Tier]:
     """Each suspect test's tier (the higher of two)."""
     found = dict.fromkeys(likelihood.touching, Tier.TOUCHES)
+    found.update(dict.fromkeys(likelihood.changed_tests, Tier.CHANGED))
     for failure in likelihood.failures:
         tier = Tier.FAILED if failure.stayed_red else Tier.FLAKY
         found[failure.test_id] = min(tier, found.get(failure.test_id, tier))

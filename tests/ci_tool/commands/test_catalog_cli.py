@@ -14,6 +14,13 @@ HERE = Path(__file__).parent / "catalog"
 CATALOG = ("--catalog", str(HERE / "stages.yml"), "--test-db", str(HERE / "test-db"))
 
 
+@pytest.fixture(autouse=True)
+def own_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A history of the test's own: the checkout's .ci-tool/history.sqlite would lend these commands its passed
+    stages (reuse) and failures (order): in a `ci-tool run` of this repository, the stages before this one."""
+    monkeypatch.setenv("CI_TOOL_HISTORY", str(tmp_path / "own-history.sqlite"))
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -94,7 +101,7 @@ rendered l0_x: 3 line(s)
 this stage runs 2 line(s), predicted 15.0 min (900 s)
   tests/b_test.py ISOLATION
   tests/c_test.py
-order: the list's order (no test of it failed in 7 days or touches the change)
+order: the list's order (no test of it failed in 7 days, is a changed test file or touches the change)
 pytest (2 process(es), from the repository root; <run-id> is chosen when the run starts):
 """
 

@@ -11,6 +11,7 @@ from ci_tool.stages.priority import (
     Priority,
     RecentFailure,
     Tier,
+    changed_test_files,
     prioritize,
     tiers,
     touching_tests,
@@ -65,6 +66,12 @@ ORDERS = [
     ("a failed file (a collection error) over a node id line",
      Likelihood((red("tests/b.py"),)),
      [("tests/b.py", Tier.FAILED)]),
+    ("a changed test file after the failures, before the tests touching the change",
+     Likelihood((flaky("tests/a/x.py::fast"),), frozenset({"tests/a/y.py::t"}), frozenset({"tests/b.py"})),
+     [("tests/a/x.py::fast", Tier.FLAKY), ("tests/b.py", Tier.CHANGED), ("tests/a/y.py::t", Tier.TOUCHES)]),
+    ("a changed test file no line selects is left out",
+     Likelihood(changed_tests=frozenset({"tests/other/test_x.py"})),
+     []),
     ("nothing suspect", Likelihood(), []),
 ]  # fmt: skip
 
@@ -80,7 +87,8 @@ def test_a_test_red_and_flaky_in_the_window_is_red() -> None:
 
 SUMMARIES = [
     ("off", LIST_ORDER, "order: the list's order (reordering is off)"),
-    ("nothing suspect", Priority(), "order: the list's order (no test of it failed in 7 days or touches the change)"),
+    ("nothing suspect", Priority(),
+     "order: the list's order (no test of it failed in 7 days, is a changed test file or touches the change)"),
     ("one of each tier",
      prioritize(Likelihood((red("tests/a/x.py::slow"), flaky("tests/a/y.py::t")), frozenset({"tests/b.py::test_b"})),
                 LINES, DURATIONS),
@@ -89,6 +97,10 @@ SUMMARIES = [
      prioritize(Likelihood((red("tests/a/x.py::slow"), red("tests/a/y.py::t"), red("tests/a/x.py::fast")),
                            frozenset({"tests/b.py::test_b", "tests/a/q.py::t"})), LINES, DURATIONS),
      "order: 3 recent failures, 2 touching the change first"),
+    ("a changed test file",
+     prioritize(Likelihood(touching=frozenset({"tests/b.py::test_b"}), changed_tests=frozenset({"tests/a/y.py"})),
+                LINES, DURATIONS),
+     "order: 1 changed test file, 1 touching the change first"),
 ]  # fmt: skip
 
 
@@ -111,3 +123,13 @@ def test_the_tests_touching_a_change_are_those_its_touch_records_name() -> None:
 
 def test_no_change_touches_no_test() -> None:
     assert touching_tests(None) == frozenset()
+
+
+def test_the_changed_test_files_are_the_edited_and_added_ones_named_as_pytest_finds_them() -> None:
+    changes = ChangeSet(
+        files=("tests/a/test_x.py", "tests/a/y_test.py", "tests/a/conftest.py", "tests/a/helpers.py",
+               "src/test_data.txt", "tests/gone/test_old.py", "tools/test_tool.py"),
+        deleted=frozenset({"tests/gone/test_old.py"}),
+    )  # fmt: skip
+    assert changed_test_files(changes) == {"tests/a/test_x.py", "tests/a/y_test.py", "tools/test_tool.py"}
+    assert changed_test_files(None) == frozenset()
