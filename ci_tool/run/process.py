@@ -78,6 +78,13 @@ class EventReader:
         *complete, self.buffer = self.buffer.split("\n")
         return [event for line in complete if line.strip() and (event := _event(line)) is not None]
 
+    def read_all(self) -> list[dict[str, object]]:
+        """Every complete event of the file, read from its start (the reader is closed after)."""
+        try:
+            return self.read()
+        finally:
+            self.close()
+
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
@@ -129,10 +136,13 @@ def run_pytest_process(
         finally:  # what the tests started and left running ends with the stage
             _signal_group(child, signal.SIGKILL)
             child.wait()
-    for event in reader.read():
-        events.append(event)
-        on_event(event)
     reader.close()
+    # the whole file once more: an interrupt that landed while a read was under way took the lines it had read
+    # (a test's start among them, read just as its test signalled that it ran)
+    every = EventReader(invocation.events_file).read_all()
+    for event in every[len(events) :]:
+        on_event(event)
+    events = every
     seconds = time.monotonic() - started
     return _outcome(invocation, command, child.returncode, events, interrupted_by, stalled, seconds)
 

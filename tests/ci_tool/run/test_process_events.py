@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from ci_tool.outcomes import TestOutcome
+from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventReader
+from ci_tool.run.stage_runner import run_stage
+from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.plan import plan_stage
+from ci_tool.testdb.load import load_test_db
 
 
 def test_a_torn_event_line_is_skipped_and_the_next_events_are_read(tmp_path: Path) -> None:
@@ -24,3 +33,28 @@ def test_a_torn_event_line_is_skipped_and_the_next_events_are_read(tmp_path: Pat
 
 def test_an_events_file_not_there_yet_reads_as_no_events(tmp_path: Path) -> None:
     assert EventReader(tmp_path / "missing.jsonl").read() == []
+
+
+def test_an_interrupt_landing_while_events_are_read_loses_none_of_them(
+    slow_suite: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interrupt (ci-tool's SIGINT/SIGTERM handler raising KeyboardInterrupt) lands just after a read took
+    test_slow's start from the file, before it was handed on: the test is still recorded as interrupted."""
+    read, interrupts = EventReader.read, []
+
+    def interrupted_after_the_start_of_test_slow(reader: EventReader) -> list[dict[str, object]]:
+        events = read(reader)
+        started = any(e.get("event") == "start" and str(e.get("nodeid")).endswith("::test_slow") for e in events)
+        if started and not interrupts:  # once: the signal lands one time
+            interrupts.append(True)
+            raise KeyboardInterrupt  # what was read is gone with the frame, as a signal there would leave it
+        return events
+
+    monkeypatch.setattr(EventReader, "read", interrupted_after_the_start_of_test_slow)
+    db = load_test_db(slow_suite.root / "test-db")
+    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_slow", splits=1, durations={})
+    result = run_stage(plan, RunSettings(slow_suite.root, slow_suite.root / "out", "r1"))
+    assert [(t.first.nodeid, t.first.outcome, t.first.message) for t in result.tests] == [
+        ("cases/case_slow.py::test_quick", TestOutcome.PASSED, ""),
+        ("cases/case_slow.py::test_slow", TestOutcome.SKIPPED, "interrupted (Ctrl-C) before the test finished"),
+    ]
