@@ -17,26 +17,25 @@ from tests.ci_tool.history.postgres_server import PostgresServer, why_not
 _names: Iterator[int] = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Generator[PostgresServer]:
+def _started_server() -> Generator[PostgresServer]:
+    """A new server, closed after; a skip with the reason where none can start."""
     reason = why_not()
     if reason is not None:
         pytest.skip(reason)
     server = PostgresServer()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Generator[PostgresServer]:
+    yield from _started_server()
 
 
 @pytest.fixture
 def own_postgres_server() -> Generator[PostgresServer]:
-    """A server of the test's own, for a test that stops or freezes it (skips with the reason where none can
-    start, as the session's does)."""
-    reason = why_not()
-    if reason is not None:
-        pytest.skip(reason)
-    server = PostgresServer()
-    yield server
-    server.close()
+    """A server of the test's own, for a test that stops or freezes it."""
+    yield from _started_server()
 
 
 @pytest.fixture
