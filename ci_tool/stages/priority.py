@@ -118,11 +118,12 @@ def changed_test_files(changes: ChangeSet | None) -> frozenset[str]:
     """The test files (`test_*.py`, `*_test.py`: pytest's default names) the change edits or adds."""
     if changes is None:
         return frozenset()
-    return frozenset(
-        path for path in changes.files
-        if path not in changes.deleted and path.rsplit("/", 1)[-1].endswith(".py")
-        and (path.rsplit("/", 1)[-1].startswith("test_") or path.endswith("_test.py"))
-    )  # fmt: skip
+    return frozenset(path for path in changes.files if path not in changes.deleted and _is_test_file(path))
+
+
+def _is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def tiers(likelihood: Likelihood) -> dict[str, Tier]:
