@@ -6,8 +6,16 @@ texts and diff hunks in, unit names out.
                def's header (decorators, signature, defaults), which run when the module is imported
     line       belongs to the innermost function whose body holds it, else to <module>
     a change   edits the units its removed lines lie in at the base and its added lines at the head; a
-               def header it edits edits <module> too (the header runs at import); a unit the head has
+               def header it edits edits <module> too (the header runs at import; a nested def's header
+               runs in the body that holds it); a unit the head has
                and the base lacks is new: no record made before the change can know it
+    inert      a blank or comment-only line (past the first two, where a coding line may stand) runs
+               nothing: a change of one edits no unit
+    free       a new top-level function whose name the base never mentions (no def, assignment, import,
+               use or `import *` of it, and not a builtin), with no decorator and no call in its header:
+               no code at the base can reach it, so it runs only through code the change also edits, whose
+               records select the tests. Its header edits no <module> and it (and what it nests) is not
+               new. A new method is never free: it may override an inherited one unseen.
 
     @dataclass                      <module>   (a decorator: runs at import)
     class Pool:                     <module>
@@ -19,7 +27,10 @@ texts and diff hunks in, unit names out.
 from __future__ import annotations
 
 import ast
+import builtins
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -28,11 +39,28 @@ _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what holds statements
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
+_INERT_TOKENS = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENCODING,
+        tokenize.ENDMARKER,
+    }
+)
+_CODING_LINES = 2  # a comment on these lines may be a coding declaration, which changes how the file reads
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
 @dataclass(frozen=True)
 class _Def:
     unit: str
     header: tuple[int, int]  # first decorator line .. the line before the body
     body: tuple[int, int]  # first body line .. last line
+    plain_header: bool = False  # no decorator, no call in its defaults or annotations: import only binds it
+    at_import: bool = True  # its header runs at import (not nested in a function, whose body runs it)
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,8 @@ class SourceUnits:
     """Which unit each line of one source text lies in (see the module docstring)."""
 
     defs: tuple[_Def, ...]  # outer before inner: the last that holds a line is the innermost
+    code_lines: frozenset[int] | None = None  # the lines that are not inert (None: every line counts)
+    mentioned: frozenset[str] = frozenset()  # every identifier the text names ("*" for an `import *`)
 
     @property
     def names(self) -> frozenset[str]:
@@ -53,14 +83,34 @@ class SourceUnits:
                 found = candidate.unit
         return found
 
-    def edited_by(self, lines: Iterable[int]) -> set[str]:
-        """The units an edit of `lines` changes: each line's unit, and <module> for a def header's line."""
+    def edited_by(self, lines: Iterable[int], free: frozenset[str] = frozenset()) -> set[str]:
+        """The units an edit of `lines` changes: each code line's unit, and <module> for a def header's line
+        (not for the header of a `free` function: see the module docstring)."""
         found: set[str] = set()
         for line in lines:
-            found.add(self.unit_at(line))
-            if any(d.header[0] <= line <= d.header[1] for d in self.defs):
-                found.add(MODULE_UNIT)
+            if self.code_lines is not None and line not in self.code_lines:
+                continue
+            headers = [d for d in self.defs if d.at_import and d.header[0] <= line <= d.header[1]]
+            if headers and headers[0].unit in free:  # binding a name nothing else names: the function's own edit
+                found.add(headers[0].unit)
+            elif headers:
+                found |= {self.unit_at(line), MODULE_UNIT}
+            else:
+                found.add(self.unit_at(line))
         return found
+
+    def free_functions(self, base: SourceUnits) -> frozenset[str]:
+        """The new top-level functions of this text (the head) that no code of `base` can reach."""
+        if "*" in base.mentioned:
+            return frozenset()
+        return frozenset(
+            found.unit
+            for found in self.defs
+            if "." not in found.unit
+            and found.plain_header
+            and found.unit not in base.mentioned
+            and found.unit not in _BUILTIN_NAMES
+        )
 
 
 def source_units(text: str) -> SourceUnits | None:
@@ -71,10 +121,47 @@ def source_units(text: str) -> SourceUnits | None:
         return None
     found: list[_Def] = []
     _collect(tree.body, "", found)
-    return SourceUnits(tuple(found))
+    return SourceUnits(tuple(found), _code_lines(text), _mentioned(tree))
 
 
-def _collect(body: Sequence[ast.AST], prefix: str, found: list[_Def]) -> None:
+def _code_lines(text: str) -> frozenset[int] | None:
+    """The lines a token of code starts on or spans (a multi-line string: each of its lines); None when the
+    text does not tokenize (then no line is taken for inert)."""
+    lines: set[int] = set(range(1, _CODING_LINES + 1))
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type not in _INERT_TOKENS:
+                lines.update(range(token.start[0], token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return frozenset(lines)
+
+
+def _mentioned(tree: ast.AST) -> frozenset[str]:
+    """Every identifier the tree names, in any role (a name, an attribute, a def, an import, an argument)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        for field in ("id", "name", "asname", "attr", "arg"):
+            value = getattr(node, field, None)
+            if isinstance(value, str):
+                found.add(value.split(".", 1)[0])  # `import a.b` binds `a`
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            found.update(node.names)
+    return frozenset(found)
+
+
+def _plain_header(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether importing the def only binds its name: no decorator, no call among its defaults and annotations."""
+    if node.decorator_list:
+        return False
+    arguments = node.args
+    header = [*arguments.defaults, *arguments.kw_defaults, node.returns]
+    header += [arg.annotation for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    header += [arg.annotation for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+    return not any(isinstance(sub, ast.Call) for part in header if part is not None for sub in ast.walk(part))
+
+
+def _collect(body: Sequence[ast.AST], prefix: str, found: list[_Def], in_function: bool = False) -> None:
     for node in body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             unit = prefix + node.name
@@ -82,12 +169,12 @@ def _collect(body: Sequence[ast.AST], prefix: str, found: list[_Def]) -> None:
             first = node.body[0].lineno
             # A one-line def (`def f(): return 1`): its line is the body's, and the header's too.
             header = (start, first - 1 if first > node.lineno else node.lineno)
-            found.append(_Def(unit, header, (first, node.end_lineno or first)))
-            _collect(node.body, unit + ".", found)
+            found.append(_Def(unit, header, (first, node.end_lineno or first), _plain_header(node), not in_function))
+            _collect(node.body, unit + ".", found, in_function=True)
         elif isinstance(node, ast.ClassDef):
-            _collect(node.body, prefix + node.name + ".", found)
+            _collect(node.body, prefix + node.name + ".", found, in_function)
         else:  # defs under if/try/with/for/match at this level keep this level's prefix
-            _collect([c for c in ast.iter_child_nodes(node) if isinstance(c, _BLOCKS)], prefix, found)
+            _collect([c for c in ast.iter_child_nodes(node) if isinstance(c, _BLOCKS)], prefix, found, in_function)
 
 
 @dataclass(frozen=True)
@@ -127,8 +214,9 @@ def changed_units(base: str | None, head: str | None, hunks: Sequence[Hunk]) -> 
     if base is None or head is None:  # added or removed: all of it
         side = head_units if base is None else base_units
         edited = set(side.names)
-    else:
-        edited = base_units.edited_by(line for hunk in hunks for line in hunk.removed)
-        edited |= head_units.edited_by(line for hunk in hunks for line in hunk.added)
-    new = edited - base_units.names if base is not None else edited
+        return UnitChange(tuple(sorted(edited)), tuple(sorted(edited)) if base is None else ())
+    free = head_units.free_functions(base_units)
+    edited = base_units.edited_by(line for hunk in hunks for line in hunk.removed)
+    edited |= head_units.edited_by((line for hunk in hunks for line in hunk.added), free)
+    new = {unit for unit in edited - base_units.names if unit.split(".", 1)[0] not in free}
     return UnitChange(tuple(sorted(edited)), tuple(sorted(new)))

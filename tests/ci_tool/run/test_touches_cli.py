@@ -102,6 +102,15 @@ def test_the_narrowed_stage_runs_only_those_tests(recorded: Path, capsys: pytest
     assert out.splitlines()[-1] == "2 passed, 0 failed, 0 skipped; 1 stage waiting for a runner"  # A10 waits
 
 
+def test_a_new_function_only_its_edited_caller_reaches_runs_that_callers_tests(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No code at the base names `scaled`: it runs only through triple, which the change edits."""
+    commit(recorded, A.replace("3 * x", "scaled(x, 3)") + "\n\n# a helper\ndef scaled(x, k):\n    return k * x\n")
+    out = select(capsys)
+    assert "step 16: src/a.py:scaled, triple: touched rule: runs the 1 test(s) that ran them on CPU records" in out
+
+
 def test_a_module_level_change_runs_the_full_set(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
     commit(recorded, "SCALE = 2\n\n\n" + A)
     out = select(capsys)

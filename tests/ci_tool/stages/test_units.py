@@ -125,7 +125,54 @@ def test_hunks_give_the_removed_and_added_lines() -> None:
 BASE = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
 CASES = {
     "one-function": (BASE, BASE.replace("return 1", "return 10"), UnitChange(("one",))),
-    "new-function": (BASE, BASE + "\n\ndef three():\n    return 3\n", UnitChange(("<module>", "three"), ("three",))),
+    # a new top-level function no base code names: free (its header and the blank lines edit no <module>)
+    "free-function": (
+        BASE,
+        BASE + "\n\ndef three(n: int = 3):\n    def inner():\n        return n\n    return inner\n",
+        UnitChange(("three", "three.inner")),
+    ),
+    "free-function-called": (
+        BASE,
+        BASE.replace("return 2", "return three()") + "\n\ndef three():\n    return 3\n",
+        UnitChange(("three", "two")),
+    ),
+    # a name the base mentions (a use, here), a builtin's, a decorated def, a call in a default, an
+    # `import *` at the base, a method: each may be reached by code the change does not edit
+    "name-mentioned": (
+        BASE + "X = three\n",
+        BASE + "X = three\n\n\ndef three():\n    return 3\n",
+        UnitChange(("<module>", "three"), ("three",)),
+    ),
+    "builtin-name": (BASE, BASE + "\n\ndef len(x):\n    return 3\n", UnitChange(("<module>", "len"), ("len",))),
+    "decorated": (
+        BASE,
+        BASE + "\n\n@register\ndef three():\n    return 3\n",
+        UnitChange(("<module>", "three"), ("three",)),
+    ),
+    "call-in-default": (
+        BASE,
+        BASE + "\n\ndef three(n=make()):\n    return n\n",
+        UnitChange(("<module>", "three"), ("three",)),
+    ),
+    "star-import": (
+        "from os import *\n" + BASE,
+        "from os import *\n" + BASE + "\n\ndef three():\n    return 3\n",
+        UnitChange(("<module>", "three"), ("three",)),
+    ),
+    "new-method": (
+        "class P:\n    def a(self):\n        return 1\n",
+        "class P:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n",
+        UnitChange(("<module>", "P.b"), ("P.b",)),
+    ),
+    # inert lines: a comment or a blank line runs nothing; a comment-like line inside a string is code, and a
+    # comment on the first two lines may declare the file's coding
+    "comment-only": (
+        BASE,
+        BASE.replace("    return 2\n", "    # two, as ever\n    return 2\n\n# the end\n"),
+        UnitChange(),
+    ),
+    "hash-in-a-string": ('S = """\n"""\n' + BASE, 'S = """\n# not a comment\n"""\n' + BASE, UnitChange(("<module>",))),
+    "coding-line": (BASE, "# -*- coding: latin-1 -*-\n" + BASE, UnitChange(("<module>",))),
     "body-line": (BASE, BASE.replace("    return 2\n", "    x = 2\n    return x\n"), UnitChange(("two",))),
     "removed-function": (BASE, "def one():\n    return 1\n", UnitChange(("<module>", "two"))),  # its header too
     "added-file": (None, BASE, UnitChange(("<module>", "one", "two"), ("<module>", "one", "two"))),
