@@ -7,15 +7,17 @@ texts and diff hunks in, unit names out.
     line       belongs to the innermost function whose body holds it, else to <module>
     a change   edits the units its removed lines lie in at the base and its added lines at the head; a
                def header it edits edits <module> too (the header runs at import; a nested def's header
-               runs in the body that holds it); a unit the head has
-               and the base lacks is new: no record made before the change can know it
+               runs in the body that holds it), except a plain header (no decorator, no call in its
+               defaults or annotations: importing it only binds the name) of a function both sides have,
+               or of a free one: that edit is the function's own (the tests that called it ran its body);
+               a unit the head has and the base lacks is new: no record made before the change can know it
     inert      a blank or comment-only line (past the first two, where a coding line may stand) runs
                nothing: a change of one edits no unit
     free       a new top-level function whose name the base never mentions (no def, assignment, import,
                use or `import *` of it, and not a builtin), with no decorator and no call in its header:
                no code at the base can reach it, so it runs only through code the change also edits, whose
-               records select the tests. Its header edits no <module> and it (and what it nests) is not
-               new. A new method is never free: it may override an inherited one unseen.
+               records select the tests. It (and what it nests) is not new. A new method is never free:
+               it may override an inherited one unseen.
 
     @dataclass                      <module>   (a decorator: runs at import)
     class Pool:                     <module>
@@ -83,15 +85,15 @@ class SourceUnits:
                 found = candidate.unit
         return found
 
-    def edited_by(self, lines: Iterable[int], free: frozenset[str] = frozenset()) -> set[str]:
-        """The units an edit of `lines` changes: each code line's unit, and <module> for a def header's line
-        (not for the header of a `free` function: see the module docstring)."""
+    def edited_by(self, lines: Iterable[int], own_headers: frozenset[str] = frozenset()) -> set[str]:
+        """The units an edit of `lines` changes: each code line's unit, and <module> for a def header's line,
+        but for the plain header of a def in `own_headers`, whose edit is the def's own (module docstring)."""
         found: set[str] = set()
         for line in lines:
             if self.code_lines is not None and line not in self.code_lines:
                 continue
             headers = [d for d in self.defs if d.at_import and d.header[0] <= line <= d.header[1]]
-            if headers and headers[0].unit in free:  # binding a name nothing else names: the function's own edit
+            if headers and headers[0].plain_header and headers[0].unit in own_headers:
                 found.add(headers[0].unit)
             elif headers:
                 found |= {self.unit_at(line), MODULE_UNIT}
@@ -216,7 +218,8 @@ def changed_units(base: str | None, head: str | None, hunks: Sequence[Hunk]) -> 
         edited = set(side.names)
         return UnitChange(tuple(sorted(edited)), tuple(sorted(edited)) if base is None else ())
     free = head_units.free_functions(base_units)
-    edited = base_units.edited_by(line for hunk in hunks for line in hunk.removed)
-    edited |= head_units.edited_by((line for hunk in hunks for line in hunk.added), free)
+    both = base_units.names & head_units.names  # a def one side lacks binds or unbinds a name: <module>
+    edited = base_units.edited_by((line for hunk in hunks for line in hunk.removed), both)
+    edited |= head_units.edited_by((line for hunk in hunks for line in hunk.added), both | free)
     new = {unit for unit in edited - base_units.names if unit.split(".", 1)[0] not in free}
     return UnitChange(tuple(sorted(edited)), tuple(sorted(new)))

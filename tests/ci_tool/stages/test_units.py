@@ -174,6 +174,15 @@ CASES = {
     "hash-in-a-string": ('S = """\n"""\n' + BASE, 'S = """\n# not a comment\n"""\n' + BASE, UnitChange(("<module>",))),
     "coding-line": (BASE, "# -*- coding: latin-1 -*-\n" + BASE, UnitChange(("<module>",))),
     "body-line": (BASE, BASE.replace("    return 2\n", "    x = 2\n    return x\n"), UnitChange(("two",))),
+    # a plain header (no decorator, no call) of a def both sides have: the def's own edit; a rename unbinds
+    # the old name (and `deux` is mentioned nowhere at the base: free, but the old name's loss is <module>)
+    "signature": (BASE, BASE.replace("def two():", "def two(n=2):"), UnitChange(("two",))),
+    "renamed": (BASE, BASE.replace("def two():", "def deux():"), UnitChange(("<module>", "deux"))),
+    "decorated-signature": (
+        "@cache\n" + BASE,
+        "@cache\n" + BASE.replace("def one():", "def one(n=1):"),
+        UnitChange(("<module>",)),
+    ),
     "removed-function": (BASE, "def one():\n    return 1\n", UnitChange(("<module>", "two"))),  # its header too
     "added-file": (None, BASE, UnitChange(("<module>", "one", "two"), ("<module>", "one", "two"))),
     "removed-file": (BASE, None, UnitChange(("<module>", "one", "two"))),
