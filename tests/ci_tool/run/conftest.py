@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ci_tool.run.prompt_signals import reset_to_prompt_defaults
+
 RunPytest = Callable[..., subprocess.CompletedProcess[str]]
 PROCESS_TIMEOUT_SECONDS = 300  # a safety net for a busy machine, not a measure: the waits end on events
 
@@ -63,8 +65,7 @@ class SlowSuite:
         SIGINT ignored; or with the pty end `terminal` as its controlling terminal and only output."""
 
         def prepare() -> None:
-            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(signum, signal.SIG_DFL)
+            reset_to_prompt_defaults()
             if ignore_sigint:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
             if terminal is not None:

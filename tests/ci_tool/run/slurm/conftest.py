@@ -19,6 +19,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.ci_tool.run.prompt_signals import reset_to_prompt_defaults
+
 NODES = ("n1", "n2")  # the nodes stages spread over, set down and retried on
 PARTITIONS = {
     "cpu": NODES,
@@ -268,8 +270,10 @@ def slurm_project(tmp_path: Path, slurm_cluster: object, monkeypatch: pytest.Mon
 def _start_ci_tool(root: Path, *args: str) -> subprocess.Popen[str]:
     log = open(root / "ci-tool.log", "w")  # noqa: SIM115 - the child writes it; closed with the process
     env = {key: value for key, value in os.environ.items() if key != "CI_TOOL_HISTORY"}  # the project's own
+    command = [sys.executable, "-m", "ci_tool", *args]
+    # as from a prompt: the Ctrl-C test's SIGINT must not meet a disposition this test run inherited
     return subprocess.Popen(
-        [sys.executable, "-m", "ci_tool", *args], cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True, env=env
+        command, cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=reset_to_prompt_defaults
     )
 
 
