@@ -14,7 +14,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_tool.stages.units import MODULE_UNIT, UnitChange, changed_units, parse_hunks
+from ci_tool.stages.touch_records import RecordedFile
+from ci_tool.stages.units import UnitChange, changed_units, parse_hunks
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYED = ("6161427e5d", "75d2d31f58", "f41e2a48a5", "b73a6c7573", "960c6bc744")  # docs/PERF.md's replay
@@ -25,14 +26,10 @@ def _git(*args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None  # None: the file is not on that side
 
 
-def verdict(change: UnitChange) -> str:
-    if change.undecided:
-        return f"full set: {change.undecided}"
-    if change.new:
-        return f"full set: adds {', '.join(change.new)}"
-    if MODULE_UNIT in change.units:
-        return "full set: module-level code"
-    return "narrows"
+def verdict(path: str, change: UnitChange) -> str:
+    """The touched rule's own judgement of the change (touch_records.RecordedFile), before any record."""
+    why = RecordedFile(path, change).unrecorded
+    return f"full set: {why}" if why else "narrows"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             base, head = _git("show", f"{commit}^:{path}"), _git("show", f"{commit}:{path}")
             change = changed_units(base, head, parse_hunks(diff))
             shown = ", ".join(change.units[:4]) + (f" +{len(change.units) - 4}" if len(change.units) > 4 else "")
-            print(f"| {commit[:10]} | {path} | {shown} | {verdict(change)} |")
+            print(f"| {commit[:10]} | {path} | {shown} | {verdict(path, change)} |")
     return 0
 
 
