@@ -1,6 +1,7 @@
 """What the touched rule's function grain can say about each replayed commit before any record is read: for
 every changed Python file under --source, the units its diff edits (stages/units.py) and whether the rule may
-narrow it, or why not (a unit it adds, module-level code, a file that does not parse). A file it may narrow
+narrow it, or why not (a unit it adds, module-level code, a name other files read, a file that does not
+parse), as run/touch_evidence.py judges it. A file it may narrow
 runs the tests whose records ran those units; the others run their stages' full set. Cheap: git and ast only,
 no test runs, so it shows at once what a change of the unit rules does to mutation_replay_bench.py's commits.
 
@@ -14,8 +15,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from ci_tool.run.touch_evidence import file_change
 from ci_tool.stages.touch_records import RecordedFile
-from ci_tool.stages.units import UnitChange, changed_units, parse_hunks
+from ci_tool.stages.units import UnitChange
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYED = ("6161427e5d", "75d2d31f58", "f41e2a48a5", "b73a6c7573", "960c6bc744")  # docs/PERF.md's replay
@@ -41,9 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for commit in options.commits:
         names = _git("diff", "--name-only", "--no-renames", f"{commit}^", commit, "--", options.source) or ""
         for path in (name for name in names.split() if name.endswith(".py")):
-            diff = _git("diff", "-U0", "--no-renames", "--no-color", f"{commit}^", commit, "--", path) or ""
-            base, head = _git("show", f"{commit}^:{path}"), _git("show", f"{commit}:{path}")
-            change = changed_units(base, head, parse_hunks(diff))
+            change = file_change(ROOT, path, base=f"{commit}^", head=commit)
             shown = ", ".join(change.units[:4]) + (f" +{len(change.units) - 4}" if len(change.units) > 4 else "")
             print(f"| {commit[:10]} | {path} | {shown} | {verdict(path, change)} |")
     return 0

@@ -14,6 +14,8 @@
     changed_between(root, old, new)  the paths that differ between two commits
     files_at(root, rev)       every file a revision holds
     line_diff(root, rev, head, path)  one file's `git diff -U0` (head None: the work tree)
+    files_naming(root, head, names, glob)  the files matching `glob` at `head` (None: the work tree, untracked
+                              files too) that hold any of `names` as a whole word
 
 Two runs test the same code when both the commit and the uncommitted hash agree: a run on a clean
 checkout and a run with an edit differ even on one commit. git runs without the user's diff drivers,
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,3 +203,18 @@ def line_diff(root: Path, rev: str, head: str | None, path: str) -> str:
     """`git diff -U0` of one file from `rev` to `head` (None: the work tree): its hunks, no context lines."""
     options = ("diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv")
     return _git(root, *options, rev, *([head] if head else []), "--", path).stdout.decode("utf-8", "replace")
+
+
+def files_naming(root: Path, head: str | None, names: Collection[str], glob: str) -> frozenset[str]:
+    """The repository-relative files matching `glob` at `head` (None: the work tree, its untracked files
+    too) in which any of `names` stands as a whole word (`git grep -w -F`)."""
+    if not names:
+        return frozenset()
+    patterns = [argument for name in sorted(names) for argument in ("-e", name)]
+    where = [head] if head else ["--untracked"]
+    listed = _git(root, "grep", "-l", "-z", "-w", "-F", "--full-name", *patterns, *where, "--", glob, check=False)
+    if listed.returncode not in (0, 1):  # 1: no file names them
+        message = listed.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git grep failed in {str(root)!r}: {message or listed.returncode}")
+    prefix = f"{head}:" if head else ""
+    return frozenset(os.fsdecode(name).removeprefix(prefix) for name in listed.stdout.split(b"\0") if name)

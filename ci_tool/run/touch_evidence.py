@@ -9,7 +9,9 @@ stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows
 Per changed Python file with records: its units at B and H and the hunks between (stages/units.py), and per
 GPU type whether its records there are fresh. Per GPU type: the commits its records were made at, the files
 of its tests whose records are stale, and the files changed since those commits. One `git diff --name-only`
-per commit the records name, one `git diff -U0` per changed file with records.
+per commit the records name, one `git diff -U0` per changed file with records, and one `git grep` for the
+names a change may export to other files (stages/units.py: a public constant, a public kernel, an
+__init__.py's imports): where another Python file names one, the file cannot narrow.
 """
 
 from __future__ import annotations
@@ -78,9 +80,7 @@ def _recorded_file(
     root: Path, path: str, rows: Sequence[TouchRow], *, base: str, head: str | None, commits: _Commits
 ) -> RecordedFile:
     """One changed file: its unit change, and per GPU type its fresh record or why it has none."""
-    at_base = gitinfo.file_at(root, base, path)
-    at_head = _text_at(root, head, path)
-    change = changed_units(at_base, at_head, parse_hunks(gitinfo.line_diff(root, base, head, path)))
+    change = file_change(root, path, base=base, head=head)
     records: dict[str, GpuRecord] = {}
     stale: dict[str, str] = {}
     for gpu_type in sorted({row.gpu_type for row in rows}):
@@ -95,6 +95,32 @@ def _recorded_file(
         made_at = tuple(sorted({row.commit for row in mine}))
         records[gpu_type] = GpuRecord({unit: frozenset(tests) for unit, tests in units.items()}, made_at)
     return RecordedFile(path, change, records, stale)
+
+
+def file_change(root: Path, path: str, *, base: str, head: str | None) -> UnitChange:
+    """What the change base..head (head None: the work tree) does to the Python file `path`, unit by unit
+    (stages/units.py); undecided where a name it may export stands in another Python file."""
+    at_base = gitinfo.file_at(root, base, path)
+    at_head = _text_at(root, head, path)
+    hunks = parse_hunks(gitinfo.line_diff(root, base, head, path))
+    return _read_elsewhere(root, head, path, changed_units(at_base, at_head, hunks, package_init=_is_init(path)))
+
+
+def _read_elsewhere(root: Path, head: str | None, path: str, change: UnitChange) -> UnitChange:
+    """`change`, or why it cannot narrow where a name it changes that other files may read (a public
+    constant, a public kernel, a package's import) stands in another Python file: what that file does with
+    it (at import too) is not in this file's records."""
+    others = sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path})
+    if not others:
+        return change
+    names = ", ".join(f"`{name}`" for name in change.exported)
+    where = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    why = f"it changes {names}, which other files name too ({where}): what they do with it is not in its records"
+    return UnitChange(change.units, change.new, why, change.exported)
+
+
+def _is_init(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == "__init__.py"
 
 
 def _gpu_records(

@@ -112,13 +112,36 @@ def test_a_new_function_only_its_edited_caller_reaches_runs_that_callers_tests(
 
 
 def test_a_module_level_change_runs_the_full_set(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    commit(recorded, "SCALE = 2\n\n\n" + A)
+    commit(recorded, "print('imported')\n\n\n" + A)
     out = select(capsys)
     assert (
         "step 16: src/a.py: touched rule: cannot narrow (it edits module-level code, which runs at import, outside "
         "the tests)\n"
     ) in out
     assert "+ CPU-Generic-1  (step 1: pre-merge set)" in out
+
+
+def test_a_private_constant_runs_the_tests_of_the_functions_that_read_it(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`_FACTOR = 3` only binds a name at import; triple reads it, and only triple's test ran triple."""
+    commit(recorded, "_FACTOR = 3\n\n\n" + A.replace("3 * x", "_FACTOR * x"))
+    out = select(capsys)
+    assert "step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records" in out
+
+
+def test_a_public_constant_another_file_names_runs_the_full_set(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A test reads FACTOR at import (a parameter list): no record of src/a.py can see that."""
+    test = recorded / "tests" / "test_triple.py"
+    test.write_text(FILES["tests/test_triple.py"].replace("import triple", "import FACTOR, triple"))
+    commit(recorded, "FACTOR = 3\n\n\n" + A.replace("3 * x", "FACTOR * x"))
+    out = select(capsys)
+    assert (
+        "step 16: src/a.py: touched rule: cannot narrow (it changes `FACTOR`, which other files name too "
+        "(tests/test_triple.py): what they do with it is not in its records)\n"
+    ) in out
 
 
 def test_a_record_goes_stale_once_its_file_changes_on_the_base(

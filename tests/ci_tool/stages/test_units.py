@@ -86,9 +86,9 @@ def test_the_names_are_every_function_and_the_module() -> None:
         ([8], {"top"}),
         ([7], {"<module>"}),
         ([21], {"Pool.wait", "<module>"}),  # a one-line def's line is its header too
-        ([3, 18], {"<module>", "Pool.take.check"}),
+        ([3, 18], {"<module>", "maybe", "Pool.take.check"}),  # LIMIT: read by `if LIMIT:` and by maybe()
     ],
-    ids=["body", "header", "one-line-def", "two-units"],
+    ids=["body", "header", "one-line-def", "binding-and-unit"],
 )
 def test_an_edit_changes_the_units_of_its_lines(lines: list[int], edited: set[str]) -> None:
     assert units().edited_by(lines) == edited
@@ -171,7 +171,11 @@ CASES = {
         BASE.replace("    return 2\n", "    # two, as ever\n    return 2\n\n# the end\n"),
         UnitChange(),
     ),
-    "hash-in-a-string": ('S = """\n"""\n' + BASE, 'S = """\n# not a comment\n"""\n' + BASE, UnitChange(("<module>",))),
+    "hash-in-a-string": (
+        'f("""\n""")\n' + BASE,
+        'f("""\n# not a comment\n""")\n' + BASE,
+        UnitChange(("<module>",)),
+    ),
     "coding-line": (BASE, "# -*- coding: latin-1 -*-\n" + BASE, UnitChange(("<module>",))),
     "body-line": (BASE, BASE.replace("    return 2\n", "    x = 2\n    return x\n"), UnitChange(("two",))),
     # a plain header (no decorator, no call) of a def both sides have: the def's own edit; a rename unbinds
@@ -182,6 +186,11 @@ CASES = {
         "@cache\n" + BASE,
         "@cache\n" + BASE.replace("def one():", "def one(n=1):"),
         UnitChange(("<module>",)),
+    ),
+    "wrapped-signature": (
+        "import functools\n\n\n@functools.cache\n" + BASE,
+        "import functools\n\n\n@functools.cache\n" + BASE.replace("def one():", "def one(n=1):"),
+        UnitChange(("one",)),
     ),
     "removed-function": (BASE, "def one():\n    return 1\n", UnitChange(("<module>", "two"))),  # its header too
     "added-file": (None, BASE, UnitChange(("<module>", "one", "two"), ("<module>", "one", "two"))),
@@ -194,6 +203,126 @@ CASES = {
 def test_a_change_edits_the_units_its_hunks_lie_in(base: str | None, head: str | None, expected: UnitChange) -> None:
     hunks = _hunks(base or "", head or "")
     assert changed_units(base, head, hunks) == expected
+
+
+READS = "def one():\n    return 1\n\n\ndef two():\n    return _LIMIT + 2\n"
+KERNELS = """\
+import triton
+
+
+@triton.jit
+def _inner(x):
+    return x + 1
+
+
+@triton.jit
+def _kernel(x):
+    return _inner(x)
+
+
+def launch(x):
+    return _kernel[(1,)](x)
+"""
+SHAPE = """\
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    \"\"\"A shape.\"\"\"
+
+    n: int
+
+
+def two():
+    return _Shape(2)
+"""
+BINDINGS = {
+    # a statement that only binds names edits the units that read them
+    "private-constant": (
+        "_LIMIT = 2\n\n\n" + READS,
+        "_LIMIT = 3\n\n\n" + READS,
+        UnitChange(("two",), through=("two",)),
+    ),
+    "public-constant": (
+        "_LIMIT = LIMIT = 2\n\n\n" + READS,
+        "_LIMIT = LIMIT = 3\n\n\n" + READS,
+        UnitChange(("two",), exported=("LIMIT",), through=("two",)),
+    ),
+    "read-through-a-binding": (
+        "_BASE = 1\n_LIMIT = _BASE + 1\n\n\n" + READS,
+        "_BASE = 2\n_LIMIT = _BASE + 1\n\n\n" + READS,
+        UnitChange(("two",), through=("two",)),
+    ),
+    "read-at-import": (
+        "_LIMIT = 2\nprint(_LIMIT)\n\n\n" + READS,
+        "_LIMIT = 3\nprint(_LIMIT)\n\n\n" + READS,
+        UnitChange(("<module>", "two"), through=("<module>", "two")),
+    ),
+    "value-with-a-call": ("_LIMIT = int(2)\n\n\n" + READS, "_LIMIT = int(3)\n\n\n" + READS, UnitChange(("<module>",))),
+    "unread-constant": ("_UNUSED = 2\n" + BASE, "_UNUSED = 3\n" + BASE, UnitChange()),
+    "import-added": (
+        BASE,
+        "import os\n" + BASE.replace("return 2", "return os.sep"),
+        UnitChange(("two",)),
+    ),
+    "import-changed": (
+        "from os import sep as _LIMIT\n\n\n" + READS,
+        "from os import pathsep as _LIMIT\n\n\n" + READS,
+        UnitChange(("two",), through=("two",)),
+    ),
+    # a class statement that only binds its name (dataclass, builtin or own bases, fields, defs) is a binding
+    "dataclass-field": (
+        SHAPE,
+        SHAPE.replace("    n: int\n", "    n: int\n    m: int = 0\n"),
+        UnitChange(("two",), through=("two",)),
+    ),
+    "public-class": (
+        SHAPE.replace("_Shape", "Shape"),
+        SHAPE.replace("_Shape", "Shape").replace('"""A shape."""', '"""A shape, sized."""'),
+        UnitChange(("two",), exported=("Shape",), through=("two",)),
+    ),
+    "unknown-base": (
+        "class P(Base):\n    x = 1\n",
+        "class P(Base):\n    x = 2\n",
+        UnitChange(("<module>",)),
+    ),
+    # a new class no base code names, with its methods, is free
+    "new-class": (
+        BASE,
+        BASE.replace("return 2", "return _Two().run()") + "\n\nclass _Two:\n    def run(self):\n        return 2\n",
+        UnitChange(("_Two.run", "two")),
+    ),
+    "docstring": ('"""One."""\n' + BASE, '"""One, two."""\n' + BASE, UnitChange()),
+    # a compiled def's edit is its launchers' too, and theirs
+    "kernel-body": (
+        KERNELS,
+        KERNELS.replace("x + 1", "x + 2"),
+        UnitChange(("_inner", "_kernel", "launch"), through=("_kernel", "launch")),
+    ),
+    "public-kernel": (
+        KERNELS.replace("_kernel", "kernel"),
+        KERNELS.replace("_kernel", "kernel").replace("return _inner(x)", "return _inner(x) * 2"),
+        UnitChange(("kernel", "launch"), exported=("kernel",), through=("launch",)),
+    ),
+    # a new kernel no base code names is free: only its launchers (edited here) reach it
+    "new-kernel": (
+        KERNELS.replace("@triton.jit\ndef _inner(x):\n    return x + 1\n\n\n", "").replace("_inner(x)", "x + 1"),
+        KERNELS,
+        UnitChange(("_inner", "_kernel", "launch"), through=("launch",)),
+    ),
+}
+
+
+@pytest.mark.parametrize(("base", "head", "expected"), list(BINDINGS.values()), ids=list(BINDINGS))
+def test_a_binding_or_a_kernel_edits_the_units_that_read_it(base: str, head: str, expected: UnitChange) -> None:
+    assert changed_units(base, head, _hunks(base, head)) == expected
+
+
+def test_an_init_file_exports_what_it_imports() -> None:
+    base, head = "from os import sep\n", "from os import sep, pathsep\n"
+    assert changed_units(base, head, _hunks(base, head), package_init=True).exported == ("pathsep", "sep")
+    assert changed_units(base, head, _hunks(base, head)).exported == ()
 
 
 def _hunks(base: str, head: str) -> tuple[Hunk, ...]:
