@@ -43,9 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for commit in options.commits:
         names = _git("diff", "--name-only", "--no-renames", f"{commit}^", commit, "--", options.source) or ""
         for path in (name for name in names.split() if name.endswith(".py")):
-            change = file_change(ROOT, path, base=f"{commit}^", head=commit)
+            found = file_change(ROOT, path, base=f"{commit}^", head=commit)
+            change = found.change
             shown = ", ".join(change.units[:4]) + (f" +{len(change.units) - 4}" if len(change.units) > 4 else "")
             print(f"| {commit[:10]} | {path} | {shown} | {verdict(path, change)} |")
+            for other, units in sorted(found.readers.items()):
+                print(f"| {commit[:10]} | {other} (reads it) | {', '.join(sorted(units))} | narrows |")
     return 0
 
 

@@ -10,21 +10,25 @@ Per changed Python file with records: its units at B and H and the hunks between
 GPU type whether its records there are fresh. Per GPU type: the commits its records were made at, the files
 of its tests whose records are stale, and the files changed since those commits. One `git diff --name-only`
 per commit the records name, one `git diff -U0` per changed file with records, and one `git grep` for the
-names a change may export to other files (stages/units.py: a public constant, a public kernel, an
-__init__.py's imports): where another Python file names one, the file cannot narrow.
+names a change may export to other files (stages/units.py: a public constant or class, a public kernel, an
+__init__.py's imports): the units of another Python file that read one are edited too (they read what the
+change made), and where one reads it at import, the file cannot narrow.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_tool import gitinfo
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import TouchRow, has_touch_records, record_commits, rows_of_files, touching_tests
 from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
-from ci_tool.stages.units import UnitChange, changed_units, parse_hunks
+from ci_tool.stages.units import MODULE_UNIT, UnitChange, changed_units, parse_hunks, source_units
+
+_DAMAGED = "a record of it is damaged"
 
 
 class _Commits:
@@ -63,24 +67,43 @@ def touch_evidence(
     for row in rows:
         if row.gpu_type:  # step 5's rows: made nowhere known
             by_file[row.source].append(row)
-    recorded = {
-        path: _recorded_file(root, path, found, base=base, head=head, commits=commits)
-        for path, found in sorted(by_file.items())
-    }
-    recorded |= {path: RecordedFile(path, UnitChange(undecided="a record of it is damaged")) for path in bad}
+    changes = {path: file_change(root, path, base=base, head=head) for path in sorted(by_file)}
+    recorded = {path: _recorded_file(path, by_file[path], changes[path].change, commits) for path in changes}
+    recorded |= {path: RecordedFile(path, UnitChange(undecided=_DAMAGED)) for path in bad}
+    readers = _readers(store, changes, commits)
     present = (gitinfo.files_at(root, base) - set(deleted)) | (set(files) - set(deleted))
     gpu_types = {
         gpu_type: _gpu_records(store, gpu_type, sorted(found), commits, present)
         for gpu_type, found in sorted(record_commits(store).items())
     }
-    return TouchEvidence(recorded, gpu_types)
+    return TouchEvidence(recorded, gpu_types, readers)
+
+
+def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _Commits) -> dict[str, RecordedFile]:
+    """The other files that read what the changes export, each as a change of its reading units."""
+    units: dict[str, set[str]] = defaultdict(set)
+    read_from: dict[str, set[str]] = defaultdict(set)
+    for path, change in changes.items():
+        for other, reading in change.readers.items():
+            units[other] |= reading
+            read_from[other].add(path)
+    rows, bad = rows_of_files(store, sorted(units))
+    by_file: dict[str, list[TouchRow]] = defaultdict(list)
+    for row in rows:
+        if row.gpu_type:
+            by_file[row.source].append(row)
+    found = {}
+    for other in sorted(units):
+        them = tuple(sorted(units[other]))
+        edit = UnitChange(undecided=_DAMAGED) if other in bad else UnitChange(them, through=them)
+        found[other] = _recorded_file(other, by_file[other], edit, commits, tuple(sorted(read_from[other])))
+    return found
 
 
 def _recorded_file(
-    root: Path, path: str, rows: Sequence[TouchRow], *, base: str, head: str | None, commits: _Commits
+    path: str, rows: Sequence[TouchRow], change: UnitChange, commits: _Commits, read_from: tuple[str, ...] = ()
 ) -> RecordedFile:
-    """One changed file: its unit change, and per GPU type its fresh record or why it has none."""
-    change = file_change(root, path, base=base, head=head)
+    """One file's unit change, and per GPU type its fresh record or why it has none."""
     records: dict[str, GpuRecord] = {}
     stale: dict[str, str] = {}
     for gpu_type in sorted({row.gpu_type for row in rows}):
@@ -94,29 +117,40 @@ def _recorded_file(
             units[row.unit].add(row.test_id)
         made_at = tuple(sorted({row.commit for row in mine}))
         records[gpu_type] = GpuRecord({unit: frozenset(tests) for unit, tests in units.items()}, made_at)
-    return RecordedFile(path, change, records, stale)
+    return RecordedFile(path, change, records, stale, read_from)
 
 
-def file_change(root: Path, path: str, *, base: str, head: str | None) -> UnitChange:
-    """What the change base..head (head None: the work tree) does to the Python file `path`, unit by unit
-    (stages/units.py); undecided where a name it may export stands in another Python file."""
+@dataclass(frozen=True)
+class FileChange:
+    """What a change does to one Python file (stages/units.py), and, for each other file that reads a name
+    it exports, the units there that read it."""
+
+    change: UnitChange
+    readers: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileChange:
+    """What the change base..head (head None: the work tree) does to the Python file `path`, unit by unit,
+    and the units of other Python files at the head that read a name it exports; undecided where one of
+    those reads it at import (module-level code) or does not parse."""
     at_base = gitinfo.file_at(root, base, path)
     at_head = _text_at(root, head, path)
     hunks = parse_hunks(gitinfo.line_diff(root, base, head, path))
-    return _read_elsewhere(root, head, path, changed_units(at_base, at_head, hunks, package_init=_is_init(path)))
-
-
-def _read_elsewhere(root: Path, head: str | None, path: str, change: UnitChange) -> UnitChange:
-    """`change`, or why it cannot narrow where a name it changes that other files may read (a public
-    constant, a public kernel, a package's import) stands in another Python file: what that file does with
-    it (at import too) is not in this file's records."""
-    others = sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path})
-    if not others:
-        return change
+    change = changed_units(at_base, at_head, hunks, package_init=_is_init(path))
+    readers: dict[str, frozenset[str]] = {}
     names = ", ".join(f"`{name}`" for name in change.exported)
-    where = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-    why = f"it changes {names}, which other files name too ({where}): what they do with it is not in its records"
-    return UnitChange(change.units, change.new, why, change.exported)
+    for other in sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path}):
+        text = _text_at(root, head, other)
+        units = source_units(text) if text is not None else None
+        why = f"it changes {names}, which {other} names, and {other} does not parse" if units is None else ""
+        found = units.readers_elsewhere(change.exported) if units is not None else set()
+        if MODULE_UNIT in found:
+            why = f"it changes {names}, which {other} reads in module-level code, at import"
+        if why:
+            return FileChange(UnitChange(change.units, change.new, why, change.exported, change.through))
+        if found:
+            readers[other] = frozenset(found)
+    return FileChange(change, readers)
 
 
 def _is_init(path: str) -> bool:

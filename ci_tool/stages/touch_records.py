@@ -54,6 +54,7 @@ class RecordedFile:
     change: UnitChange
     records: Mapping[str, GpuRecord] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
+    read_from: tuple[str, ...] = ()  # a file the change leaves as it is: the changed files it reads names of
 
     @property
     def unrecorded(self) -> str:
@@ -86,11 +87,13 @@ class GpuRecords:
 
 @dataclass(frozen=True)
 class TouchEvidence:
-    """The touch records of a change: each changed file that has a record on some GPU type, and every GPU
-    type that has records."""
+    """The touch records of a change: each changed file that has a record on some GPU type, every GPU type
+    that has records, and the other files that read a name a changed file exports (its public constants,
+    classes and kernels) with the units there that read it."""
 
     files: Mapping[str, RecordedFile] = field(default_factory=dict)
     gpu_types: Mapping[str, GpuRecords] = field(default_factory=dict)
+    readers: Mapping[str, RecordedFile] = field(default_factory=dict)  # other files reading what they export
 
 
 def _names(units: Collection[str]) -> str:

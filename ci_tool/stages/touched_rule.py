@@ -2,7 +2,8 @@
 GPU type's stages to the tests that ran what the change edits there. Pure: the TouchEvidence in
 (stages/touch_records.py, whose docstring says when a record is stale), what each GPU type runs out.
 
-    for each changed file F the rule claims (F has records on some GPU type):
+    for each changed file F the rule claims (F has records on some GPU type), and each file that reads a
+    name F exports (touch_records.TouchEvidence.readers: its reading units are its edit):
       F cannot narrow anywhere (it edits module-level code, adds a unit, does not parse): the rule cannot
         decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
@@ -49,6 +50,7 @@ def plan_touched(
     `test_path` says which changed files are test files (the tests rule's claim)."""
     plan = TouchedPlan()
     recorded = [evidence.files[path] for path in files]
+    recorded += [found for found in evidence.readers.values() if set(found.read_from) & set(files)]
     for found in recorded:
         if found.unrecorded:
             plan.undecided.append(found.unrecorded)
@@ -79,7 +81,8 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
     ran = "ran them" if len(found.change.units) > 1 else "ran it"
     made = _shown([commit[:12] for commit in record.commits])
-    return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}"
+    reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
+    return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}{reads}"
 
 
 def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:

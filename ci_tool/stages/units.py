@@ -107,6 +107,7 @@ class SourceUnits:
     mentioned: frozenset[str] = frozenset()  # every identifier the text names ("*" for an `import *`)
     bindings: tuple[_Binding, ...] = ()
     reads: Mapping[str, frozenset[str]] = field(default_factory=dict)  # name -> the units whose code reads it
+    attributes: Mapping[str, frozenset[str]] = field(default_factory=dict)  # `x.NAME`: NAME -> its readers
 
     @property
     def names(self) -> frozenset[str]:
@@ -162,6 +163,24 @@ class SourceUnits:
             pending |= {bound for found in self.bindings if name in found.reads for bound in found.names} - seen
         return {unit for name in seen for unit in self.reads.get(name, ())}
 
+    def readers_elsewhere(self, names: Collection[str]) -> set[str]:
+        """The units of this file that read `names`, which another file binds: by name once imported (`from m
+        import N as M`), as an attribute (`m.N`), and through this file's bindings that read them; <module>
+        where a public binding of this file reads them (what other files then do with it is unseen)."""
+        found = self.launched_through(
+            {unit for name in names for unit in self.attributes.get(name, ())} | self.readers(names)
+        )
+        pending, seen = set(names), set()
+        while pending:  # the bindings that read them, and those that read those
+            name = pending.pop()
+            seen.add(name)
+            for binding in self.bindings:
+                if name in binding.reads and not binding.imports:
+                    if any(not bound.startswith("_") or bound.endswith("__") for bound in binding.names):
+                        found.add(MODULE_UNIT)
+                    pending |= binding.names - seen
+        return found
+
     def launched_through(self, units: Iterable[str]) -> set[str]:
         """`units` and, for each compiled def among them, the units that name it, and theirs in turn."""
         compiled = {found.unit for found in self.defs if found.compiled}
@@ -208,7 +227,8 @@ def source_units(text: str) -> SourceUnits | None:
     _collect(tree.body, "", found, aliases)
     bindings = _bindings(tree, aliases)
     draft = SourceUnits(tuple(found), _code_lines(text), _mentioned(tree), bindings)
-    return SourceUnits(draft.defs, draft.code_lines, draft.mentioned, bindings, _reads(tree, draft))
+    reads, attributes = _reads(tree, draft)
+    return SourceUnits(draft.defs, draft.code_lines, draft.mentioned, bindings, reads, attributes)
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
@@ -261,7 +281,8 @@ def _bindings(tree: ast.Module, aliases: Mapping[str, str]) -> tuple[_Binding, .
             bound = frozenset(alias.asname or alias.name.split(".", 1)[0] for alias in node.names)
             found.append(_Binding(lines, bound, imports=True))
         elif isinstance(node, ast.ImportFrom) and all(alias.name != "*" for alias in node.names):
-            found.append(_Binding(lines, frozenset(alias.asname or alias.name for alias in node.names), imports=True))
+            bound = frozenset(alias.asname or alias.name for alias in node.names)
+            found.append(_Binding(lines, bound, frozenset(alias.name for alias in node.names), imports=True))
         elif isinstance(node, ast.Assign | ast.AnnAssign) and _assigns_names(node):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound = frozenset(sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name))
@@ -303,14 +324,20 @@ def _binds_a_class(node: ast.ClassDef, aliases: Mapping[str, str], classes: Coll
 
 
 def _names_read(nodes: Iterable[ast.expr | None]) -> frozenset[str]:
-    return frozenset(
-        sub.id for node in nodes if node is not None for sub in ast.walk(node) if isinstance(sub, ast.Name)
-    )
+    """The names and attribute names the expressions read (`_X = mod.N` reads `mod` and `N`)."""
+    found: set[str] = set()
+    for sub in (sub for node in nodes if node is not None for sub in ast.walk(node)):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+    return frozenset(found)
 
 
-def _reads(tree: ast.Module, units: SourceUnits) -> dict[str, frozenset[str]]:
-    """Name -> the units whose code reads it, the bindings' own reads left out; an annotation is left out
-    too where `from __future__ import annotations` keeps annotations from being evaluated."""
+def _reads(tree: ast.Module, units: SourceUnits) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """Name -> the units whose code reads it, and attribute name -> the units that read it off an object
+    (`module.NAME`); the bindings' own reads left out, and an annotation where `from __future__ import
+    annotations` keeps annotations from being evaluated."""
     skipped: set[int] = set()
     if any(
         isinstance(node, ast.ImportFrom)
@@ -327,12 +354,19 @@ def _reads(tree: ast.Module, units: SourceUnits) -> dict[str, frozenset[str]]:
             elif isinstance(node, ast.AnnAssign):
                 annotations.append(node.annotation)
             skipped |= {id(sub) for part in annotations if part is not None for sub in ast.walk(part)}
-    found: dict[str, set[str]] = {}
+    names: dict[str, set[str]] = {}
+    attributes: dict[str, set[str]] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Name) or isinstance(node.ctx, ast.Store) or id(node) in skipped:
-            continue
-        if units.binding_at(node.lineno) is None:  # a binding's own reads are its `reads`
-            found.setdefault(node.id, set()).add(units.unit_at(node.lineno))
+        if id(node) in skipped or not hasattr(node, "lineno") or units.binding_at(node.lineno) is not None:
+            continue  # a binding's own reads are its `reads`
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            names.setdefault(node.id, set()).add(units.unit_at(node.lineno))
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+            attributes.setdefault(node.attr, set()).add(units.unit_at(node.lineno))
+    return _frozen(names), _frozen(attributes)
+
+
+def _frozen(found: Mapping[str, set[str]]) -> dict[str, frozenset[str]]:
     return {name: frozenset(readers) for name, readers in found.items()}
 
 

@@ -130,18 +130,34 @@ def test_a_private_constant_runs_the_tests_of_the_functions_that_read_it(
     assert "step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records" in out
 
 
-def test_a_public_constant_another_file_names_runs_the_full_set(
+def test_a_public_constant_a_test_reads_at_import_runs_the_full_set(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A test reads FACTOR at import (a parameter list): no record of src/a.py can see that."""
+    """A test file reads FACTOR in its parameter list, at collection: no record can see that."""
     test = recorded / "tests" / "test_triple.py"
-    test.write_text(FILES["tests/test_triple.py"].replace("import triple", "import FACTOR, triple"))
+    triple = FILES["tests/test_triple.py"].replace("import triple", "import FACTOR, triple")
+    test.write_text(triple.replace("[1, 2]", "[1, FACTOR]"))
     commit(recorded, "FACTOR = 3\n\n\n" + A.replace("3 * x", "FACTOR * x"))
     out = select(capsys)
     assert (
-        "step 16: src/a.py: touched rule: cannot narrow (it changes `FACTOR`, which other files name too "
-        "(tests/test_triple.py): what they do with it is not in its records)\n"
+        "step 16: src/a.py: touched rule: cannot narrow (it changes `FACTOR`, which tests/test_triple.py reads in "
+        "module-level code, at import)\n"
     ) in out
+
+
+def test_a_public_constant_another_file_reads_runs_the_tests_of_its_readers_there(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """test_double reads a.FACTOR in its body: it runs beside triple's test, and the plan says why."""
+    test = recorded / "tests" / "test_double.py"
+    test.write_text("from src import a\n\n\ndef test_double():\n    assert a.double(2) == 4 < a.FACTOR + 2\n")
+    commit(recorded, "FACTOR = 3\n\n\n" + A.replace("3 * x", "FACTOR * x"))
+    out = select(capsys)
+    assert "step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records" in out
+    assert (
+        "step 16: tests/test_double.py:test_double: touched rule: runs the 1 test(s) that ran it on CPU records from "
+    ) in out
+    assert "(it reads what src/a.py change(s))" in out
 
 
 def test_a_record_goes_stale_once_its_file_changes_on_the_base(

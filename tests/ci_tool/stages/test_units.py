@@ -333,3 +333,41 @@ def _hunks(base: str, head: str) -> tuple[Hunk, ...]:
         if tag != "equal":
             found.append(Hunk(range(a1 + 1, a2 + 1), range(b1 + 1, b2 + 1)))
     return tuple(found)
+
+
+READER = """\
+from __future__ import annotations
+
+import m
+from m import N as M
+
+_ALIAS = m.N
+
+
+def by_import():
+    return M
+
+
+def by_attribute():
+    return m.N
+
+
+def through_a_binding():
+    return _ALIAS
+
+
+def annotated(x: M) -> None:
+    return None
+
+
+def elsewhere():
+    return 1
+"""
+
+
+def test_another_files_readers_of_a_name_are_found_every_way_it_reads_it() -> None:
+    units = source_units(READER)
+    assert units is not None
+    assert units.readers_elsewhere({"N"}) == {"by_import", "by_attribute", "through_a_binding"}
+    public = source_units(READER + "\nALIAS = m.N\n")  # other files may read ALIAS: unseen, so <module>
+    assert public is not None and "<module>" in public.readers_elsewhere({"N"})
