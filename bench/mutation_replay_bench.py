@@ -121,7 +121,8 @@ def changed_functions(clone: Path, parent: str, sha: str, source: str) -> tuple[
         change = changed_units(
             gitinfo.file_at(clone, parent, path), head, parse_hunks(gitinfo.line_diff(clone, parent, sha, path))
         )
-        found += [(path, unit) for unit in change.units if unit != MODULE_UNIT and unit in units.names]
+        edited = set(change.units) - set(change.through)  # the readers of what it binds are as they were
+        found += [(path, unit) for unit in sorted(edited) if unit != MODULE_UNIT and unit in units.names]
     return tuple(found)
 
 
