@@ -139,6 +139,11 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
     change = changed_units(at_base, at_head, hunks, package_init=_is_init(path))
     readers: dict[str, frozenset[str]] = {}
     names = ", ".join(f"`{name}`" for name in change.exported)
+    importers = sorted(gitinfo.files_naming(root, head, change.unbound, "*.py") - {path})
+    if importers:  # `from path import NAME` there no longer imports
+        gone = ", ".join(f"`{name}`" for name in change.unbound)
+        why = f"it removes {gone}, which {importers[0]} still names"
+        return FileChange(UnitChange(change.units, change.new, why, change.exported, change.through, change.unbound))
     for other in sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path}):
         text = _text_at(root, head, other)
         units = source_units(text) if text is not None else None
@@ -147,7 +152,9 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
         if MODULE_UNIT in found:
             why = f"it changes {names}, which {other} reads in module-level code, at import"
         if why:
-            return FileChange(UnitChange(change.units, change.new, why, change.exported, change.through))
+            return FileChange(
+                UnitChange(change.units, change.new, why, change.exported, change.through, change.unbound)
+            )
         if found:
             readers[other] = frozenset(found)
     return FileChange(change, readers)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import io
 import re
 import tokenize
@@ -113,12 +114,29 @@ class SourceUnits:
     def names(self) -> frozenset[str]:
         return frozenset({MODULE_UNIT, *(found.unit for found in self.defs)})
 
+    @property
+    def top_level_names(self) -> frozenset[str]:
+        """The names the text binds at its top level, by a def or a binding."""
+        defs = {found.unit for found in self.defs if "." not in found.unit}
+        return frozenset(defs | {name for found in self.bindings for name in found.names})
+
     def unit_at(self, line: int) -> str:
         """The unit line `line` (1-based) runs in."""
-        found = MODULE_UNIT
-        for candidate in self.defs:
-            if candidate.body[0] <= line <= candidate.body[1]:
-                found = candidate.unit
+        return self._units_by_line.get(line, MODULE_UNIT)
+
+    @functools.cached_property
+    def _units_by_line(self) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for candidate in self.defs:  # outer before inner: the innermost is written last
+            found |= dict.fromkeys(range(candidate.body[0], candidate.body[1] + 1), candidate.unit)
+        return found
+
+    @functools.cached_property
+    def _bindings_by_line(self) -> dict[int, _Binding]:
+        in_defs = {line for found in self.defs for line in range(found.header[0], found.body[1] + 1)}
+        found: dict[int, _Binding] = {}
+        for binding in self.bindings:
+            found |= {line: binding for line in range(binding.lines[0], binding.lines[1] + 1) if line not in in_defs}
         return found
 
     def edited_by(self, lines: Iterable[int], own_headers: frozenset[str] = frozenset()) -> set[str]:
@@ -150,9 +168,7 @@ class SourceUnits:
 
     def binding_at(self, line: int) -> _Binding | None:
         """The binding a line lies in, outside the defs it holds (a method's lines are the method's)."""
-        if any(found.header[0] <= line <= found.body[1] for found in self.defs):
-            return None
-        return next((found for found in self.bindings if found.lines[0] <= line <= found.lines[1]), None)
+        return self._bindings_by_line.get(line)
 
     def readers(self, names: Iterable[str]) -> set[str]:
         """The units whose code reads any of `names`, also through the bindings that read them."""
@@ -226,8 +242,9 @@ def source_units(text: str) -> SourceUnits | None:
     found: list[_Def] = []
     _collect(tree.body, "", found, aliases)
     bindings = _bindings(tree, aliases)
-    draft = SourceUnits(tuple(found), _code_lines(text), _mentioned(tree), bindings)
-    reads, attributes = _reads(tree, draft)
+    nodes = list(ast.walk(tree))  # walked once: three readers go through every node
+    draft = SourceUnits(tuple(found), _code_lines(text), _mentioned(nodes), bindings)
+    reads, attributes = _reads(tree, nodes, draft)
     return SourceUnits(draft.defs, draft.code_lines, draft.mentioned, bindings, reads, attributes)
 
 
@@ -334,7 +351,9 @@ def _names_read(nodes: Iterable[ast.expr | None]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _reads(tree: ast.Module, units: SourceUnits) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+def _reads(
+    tree: ast.Module, nodes: Sequence[ast.AST], units: SourceUnits
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
     """Name -> the units whose code reads it, and attribute name -> the units that read it off an object
     (`module.NAME`); the bindings' own reads left out, and an annotation where `from __future__ import
     annotations` keeps annotations from being evaluated."""
@@ -345,7 +364,7 @@ def _reads(tree: ast.Module, units: SourceUnits) -> tuple[dict[str, frozenset[st
         and any(a.name == "annotations" for a in node.names)
         for node in tree.body
     ):
-        for node in ast.walk(tree):
+        for node in nodes:
             annotations: list[ast.expr | None] = []
             if isinstance(node, ast.arg):
                 annotations.append(node.annotation)
@@ -356,7 +375,7 @@ def _reads(tree: ast.Module, units: SourceUnits) -> tuple[dict[str, frozenset[st
             skipped |= {id(sub) for part in annotations if part is not None for sub in ast.walk(part)}
     names: dict[str, set[str]] = {}
     attributes: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if id(node) in skipped or not hasattr(node, "lineno") or units.binding_at(node.lineno) is not None:
             continue  # a binding's own reads are its `reads`
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
@@ -384,10 +403,10 @@ def _code_lines(text: str) -> frozenset[int] | None:
     return frozenset(lines)
 
 
-def _mentioned(tree: ast.AST) -> frozenset[str]:
-    """Every identifier the tree names, in any role (a name, an attribute, a def, an import, an argument)."""
+def _mentioned(nodes: Iterable[ast.AST]) -> frozenset[str]:
+    """Every identifier the nodes name, in any role (a name, an attribute, a def, an import, an argument)."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         for role in ("id", "name", "asname", "attr", "arg"):
             value = getattr(node, role, None)
             if isinstance(value, str):
@@ -459,6 +478,7 @@ class UnitChange:
     undecided: str = ""  # "" when the change was mapped to units
     exported: tuple[str, ...] = ()
     through: tuple[str, ...] = ()  # among `units`, those edited only as readers of a binding or launchers
+    unbound: tuple[str, ...] = ()  # among `exported`, those the head no longer binds
 
 
 def changed_units(
@@ -492,8 +512,13 @@ def changed_units(
         }
     new = {unit for unit in edited - base_units.names if unit.split(".", 1)[0] not in free}
     through = edited - direct
+    unbound = exported - head_units.top_level_names  # an import of it elsewhere now fails
     return UnitChange(
-        tuple(sorted(edited)), tuple(sorted(new)), exported=tuple(sorted(exported)), through=tuple(sorted(through))
+        tuple(sorted(edited)),
+        tuple(sorted(new)),
+        exported=tuple(sorted(exported)),
+        through=tuple(sorted(through)),
+        unbound=tuple(sorted(unbound)),
     )
 
 

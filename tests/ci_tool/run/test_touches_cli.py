@@ -160,6 +160,22 @@ def test_a_public_constant_another_file_reads_runs_the_tests_of_its_readers_ther
     assert "(it reads what src/a.py change(s))" in out
 
 
+def test_a_removed_public_name_another_file_imports_runs_the_full_set(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main's src/a.py binds FACTOR; the change drops it while src/b.py still imports it: every importer of
+    src/b.py now fails to import, which no record of src/a.py can see."""
+    (recorded / "src" / "b.py").write_text("from src.a import FACTOR\n")
+    git(recorded, "add", "src/b.py")
+    commit(recorded, "FACTOR = 3\n\n\n" + A)
+    git(recorded, "checkout", "-q", "main")
+    git(recorded, "merge", "-q", "pr")
+    git(recorded, "checkout", "-q", "-b", "pr3")
+    commit(recorded, A)
+    out = select(capsys)
+    assert "src/a.py: touched rule: cannot narrow (it removes `FACTOR`, which src/b.py still names)" in out
+
+
 def test_a_record_goes_stale_once_its_file_changes_on_the_base(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -371,3 +371,8 @@ def test_another_files_readers_of_a_name_are_found_every_way_it_reads_it() -> No
     assert units.readers_elsewhere({"N"}) == {"by_import", "by_attribute", "through_a_binding"}
     public = source_units(READER + "\nALIAS = m.N\n")  # other files may read ALIAS: unseen, so <module>
     assert public is not None and "<module>" in public.readers_elsewhere({"N"})
+
+
+def test_a_removed_public_name_is_unbound() -> None:
+    base, head = "LIMIT = 2\n\n\ndef two():\n    return 2\n", "def two():\n    return 2\n"
+    assert changed_units(base, head, _hunks(base, head)).unbound == ("LIMIT",)
