@@ -77,7 +77,11 @@ class WholeStage:
 
 
 def record_touches(
-    store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float,
+    store: HistoryStore,
+    run_id: str,
+    records: Sequence[TouchRow],
+    *,
+    recorded_at: float,
     whole_stage: WholeStage | None = None,
 ) -> None:
     """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type; with
@@ -149,6 +153,20 @@ def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Co
             marks = ", ".join("?" * len(chunk))
             raw += store.rows(f"{query} AND source IN ({marks})", (gpu_type, commit, *chunk))
     return frozenset(test for (test,) in raw if isinstance(test, str) and test)
+
+
+def recorded_tests(store: HistoryStore, *, gpu_type: str) -> frozenset[str]:
+    """Every test with a record on `gpu_type`."""
+    raw = store.rows("SELECT DISTINCT test_id FROM touch_records WHERE gpu_type = ?", (gpu_type,))
+    return frozenset(test for (test,) in raw if isinstance(test, str) and test)
+
+
+def tests_with_unit(store: HistoryStore, *, gpu_type: str, unit: str) -> frozenset[str]:
+    """The tests whose records on `gpu_type` hold `unit` in some file."""
+    query = "SELECT test_id, units FROM touch_records WHERE gpu_type = ? AND units LIKE ?"
+    raw = store.rows(query, (gpu_type, f"%{unit}%"))
+    found = (test for test, units in raw if isinstance(units, str) and unit in units.split(_UNITS))
+    return frozenset(test for test in found if isinstance(test, str) and test)
 
 
 def _touch_rows(store: HistoryStore, row: Sequence[object]) -> list[TouchRow]:

@@ -24,8 +24,23 @@ from pathlib import Path
 
 from ci_tool import gitinfo
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import TouchRow, has_touch_records, record_commits, rows_of_files, touching_tests
-from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.history.touches import (
+    TouchRow,
+    has_touch_records,
+    record_commits,
+    recorded_tests,
+    rows_of_files,
+    tests_with_unit,
+    touching_tests,
+)
+from ci_tool.stages.touch_records import (
+    OUTSIDE_TESTS,
+    UNMEASURED,
+    GpuRecord,
+    GpuRecords,
+    RecordedFile,
+    TouchEvidence,
+)
 from ci_tool.stages.units import MODULE_UNIT, UnitChange, changed_units, parse_hunks, source_units
 
 _DAMAGED = "a record of it is damaged"
@@ -178,11 +193,20 @@ def _gpu_records(
         changed |= since
         stale |= touching_tests(store, gpu_type=gpu_type, commit=commit, files=since)
     test_files = {test.split("::", 1)[0] for test in stale if test != OUTSIDE_TESTS}
+    ran = {test.split("::", 1)[0] for test in recorded_tests(store, gpu_type=gpu_type)}
     return GpuRecords(
         tuple(made_at),
         tuple(sorted(path for path in test_files if path in present)),
         tuple(sorted(path for path in changed if path in present)),
+        tuple(sorted(tests_with_unit(store, gpu_type=gpu_type, unit=UNMEASURED))),
+        tuple(sorted(path for path in present if _is_test_file(path) and path not in ran)),
     )
+
+
+def _is_test_file(path: str) -> bool:
+    """Whether pytest collects the file by its name (its default `python_files`: test_*.py, *_test.py)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def _text_at(root: Path, head: str | None, path: str) -> str | None:

@@ -10,6 +10,11 @@ beside the record (FILE.d/); a child still running when the session ends, or kil
 not counted, and one started with an environment of its own (without COVERAGE_PROCESS_START) is not
 measured.
 
+A test marked `timed` (it measures time: a perf case, a gate) runs unmeasured, coverage stopped and its
+children not started under it, since coverage's tracer slows what it measures; its record is the unit
+UNMEASURED of its test file (stages/touch_records.py), and a narrowed stage runs it whatever the change. A
+wider fixture first set up inside it is unmeasured too, and so is every test that uses that fixture.
+
 A fixture wider than a function (module, class, session scope) is set up once, inside the first test that
 asks for it: what its set-up runs is counted for every test that uses it. What runs outside every test
 (imports while collecting, a wider fixture's teardown after its last test) is counted for OUTSIDE_TESTS
@@ -36,13 +41,14 @@ from pathlib import Path
 import pytest
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.stages.touch_records import OUTSIDE_TESTS
+from ci_tool.stages.touch_records import OUTSIDE_TESTS, UNMEASURED
 from ci_tool.stages.units import MODULE_UNIT, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
 TEST_VARIABLE = "TOUCH_RECORD_TEST"  # not CI_TOOL_*: test suites (ours) keep those from their tests
 FIXTURE_CONTEXT = "<fixture> "  # + a fixture's name: what its set-up ran (no node id starts with "<")
+TIMED = "timed"  # the marker of a test that measures time: it runs unmeasured
 _START_VARIABLE = "COVERAGE_PROCESS_START"
 _OMIT = "*/.venv/*"
 # A child process's warnings would land in the output a test checks; a child measures what it can, silently.
@@ -63,6 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{TIMED}: measures time; a touch-recording run leaves it unmeasured")
     target = config.getoption("touch_record", None)
     if target:
         config.pluginmanager.register(_Recorder(Path(target), config.rootpath), "ci-tool-touches")
@@ -77,13 +84,16 @@ class _Recorder:
         self.target, self.root = target.resolve(), root.resolve()
         self.children = self.target.with_name(self.target.name + ".d")
         self.children.mkdir(parents=True, exist_ok=True)
-        config = self.children / "coverage.ini"
-        config.write_text(_child_config(self.children, self.root), encoding="utf-8")
+        self.child_config = self.children / "coverage.ini"
+        self.child_config.write_text(_child_config(self.children, self.root), encoding="utf-8")
         self.saved = {name: os.environ.get(name) for name in (_START_VARIABLE, TEST_VARIABLE)}
-        os.environ[_START_VARIABLE] = str(config)
+        os.environ[_START_VARIABLE] = str(self.child_config)
         os.environ[TEST_VARIABLE] = ""
         self.contexts: list[str] = []  # the test, and the wider fixtures it is setting up, innermost last
         self.fixtures: dict[str, frozenset[str]] = {}  # test -> the fixtures it uses
+        self.timing = False  # a `timed` test is running: nothing is measured
+        self.unmeasured: set[str] = set()  # the `timed` tests
+        self.unmeasured_fixtures: set[tuple[str, str]] = set()  # (name, where defined) of those set up inside one
         self.coverage = coverage.Coverage(data_file=None, source=[str(self.root)], omit=[_OMIT], config_file=False)
         self.coverage.start()
 
@@ -94,6 +104,8 @@ class _Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         self.fixtures[item.nodeid] = frozenset(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker(TIMED) is not None:
+            return (yield from self._unmeasured(item.nodeid))
         self.contexts.append(item.nodeid)
         self._switch(item.nodeid)
         try:
@@ -102,11 +114,27 @@ class _Recorder:
             self.contexts.pop()
             self._switch(self.contexts[-1] if self.contexts else "")
 
+    def _unmeasured(self, test: str) -> Generator[None, object, object]:
+        """Run a `timed` test with coverage stopped and its children unmeasured (the module docstring)."""
+        self.unmeasured.add(test)
+        self.timing = True
+        self.coverage.stop()
+        os.environ.pop(_START_VARIABLE, None)
+        try:
+            return (yield)
+        finally:
+            os.environ[_START_VARIABLE] = str(self.child_config)
+            self.coverage.start()
+            self._switch(self.contexts[-1] if self.contexts else "")
+            self.timing = False
+
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[object]) -> Generator[None, object, object]:
         """A fixture wider than a function is set up once, in the first test that asks for it: what its set-up
         runs belongs to every test that uses it."""
-        if fixturedef.scope == "function":
+        if fixturedef.scope != "function" and self.timing:
+            self.unmeasured_fixtures.add((fixturedef.argname, fixturedef.baseid))
+        if fixturedef.scope == "function" or self.timing:
             return (yield)
         self.contexts.append(FIXTURE_CONTEXT + fixturedef.argname)
         self._switch(self.contexts[-1])
@@ -127,7 +155,13 @@ class _Recorder:
         _add(lines, self.coverage.get_data())
         for path in sorted(self.children.glob("child*")):
             _add(lines, _child_data(path))
-        record = _record(_attributed(lines, self.fixtures), self.root)
+        unmeasured = self.unmeasured | {
+            test
+            for test, names in self.fixtures.items()
+            for name, where in self.unmeasured_fixtures
+            if name in names and test.startswith(where)  # the fixture is visible where it was defined
+        }
+        record = _record(_attributed(lines, self.fixtures), self.root, unmeasured)
         write_text_atomically(self.target, json.dumps(record, separators=(",", ":")) + "\n")
         shutil.rmtree(self.children, ignore_errors=True)
 
@@ -182,8 +216,9 @@ def _tests_of(context: str, users: Mapping[str, set[str]]) -> set[str]:
     return {context}
 
 
-def _record(lines: Lines, root: Path) -> dict[str, object]:
-    """The record file's JSON: each file under `root` (not the virtual environment), its units, their tests."""
+def _record(lines: Lines, root: Path, unmeasured: Iterable[str] = ()) -> dict[str, object]:
+    """The record file's JSON: each file under `root` (not the virtual environment), its units, their tests;
+    an `unmeasured` test holds the unit UNMEASURED of its own test file, and nothing else."""
     units: dict[str, dict[str, set[str]]] = {}
     for measured, by_line in lines.items():
         path = Path(measured).resolve()
@@ -192,11 +227,18 @@ def _record(lines: Lines, root: Path) -> dict[str, object]:
         found = _units_of(path, by_line.items())
         if found:
             units[path.relative_to(root).as_posix()] = found
+    skipped = set(unmeasured)
+    for found in units.values():  # a test both measured and not (a fixture first set up in a timed one)
+        for ran in found.values():
+            ran -= skipped
+    for test in sorted(skipped):
+        units.setdefault(test.split("::", 1)[0], {}).setdefault(UNMEASURED, set()).add(test)
     tests = sorted({test for found in units.values() for ran in found.values() for test in ran})
     index = {test: position for position, test in enumerate(tests)}
     files = {
-        source: {unit: sorted(index[test] for test in ran) for unit, ran in sorted(found.items())}
+        source: {unit: sorted(index[test] for test in ran) for unit, ran in sorted(found.items()) if ran}
         for source, found in sorted(units.items())
+        if any(found.values())
     }
     return {"tests": tests, "files": files}
 

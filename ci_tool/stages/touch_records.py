@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ci_tool.stages.units import MODULE_UNIT, UnitChange
 
 OUTSIDE_TESTS = "<outside tests>"  # the "test" of what a stage ran outside its tests
+UNMEASURED = "<unmeasured>"  # the unit a test that ran unmeasured (`timed`) records in its own test file
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,15 @@ class RecordedFile:
 @dataclass(frozen=True)
 class GpuRecords:
     """A GPU type's records as a whole: the commits they were made at, the files of its tests whose records
-    are stale, and the files changed between those commits and the base (both as they exist at the head):
-    the test files among them run on its stages whatever the change."""
+    are stale, the files changed between those commits and the base (both as they exist at the head), the
+    tests it ran unmeasured, and the test files none of its records ran (a stage that never recorded, a
+    test it never ran): all of these run on its stages whatever the change."""
 
     commits: tuple[str, ...]
     stale_test_files: tuple[str, ...] = ()
     changed_since: tuple[str, ...] = ()
+    unmeasured: tuple[str, ...] = ()  # tests its records ran unmeasured (`timed`): what they run is unknown
+    unrecorded_test_files: tuple[str, ...] = ()  # test files (at the head) none of its records ran
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ GPU type's stages to the tests that ran what the change edits there. Pure: the T
         tests on G (at import: every test may read what it made): G's stages run their full set
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
         of G ran one), each test function once
-    a G that narrows also runs its stale tests' files and the test files changed since its records.
+    a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
+    its records ran unmeasured (`timed`), and the test files no record of G ran.
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ def plan_touched(
     for gpu_type in gpu_types:
         for found in recorded:
             plan.say(gpu_type, _plan_file(plan, found, gpu_type, evidence))
-        rerun = _rerun(plan, evidence, gpu_type, test_path) if gpu_type not in plan.full else ""
-        if rerun:
-            plan.say(gpu_type, rerun)
+        for line in _rerun(plan, evidence, gpu_type, test_path) if gpu_type not in plan.full else []:
+            plan.say(gpu_type, line)
     return plan
 
 
@@ -95,18 +95,26 @@ def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evid
     return ""
 
 
-def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> str:
-    """The stale tests' files and the test files changed since the records, which `gpu_type`'s stages run."""
+def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> list[str]:
+    """What `gpu_type`'s stages run whatever the change: the stale tests' files and the test files changed
+    since the records, the tests the records ran unmeasured, and the test files no record of it ran; one
+    line for each kind found."""
     records = evidence.gpu_types[gpu_type]
+    made = _shown([commit[:12] for commit in records.commits])
     changed = [path for path in map(test_path, records.changed_since) if path is not None]
-    found = list(dict.fromkeys([*(NarrowPath(path) for path in records.stale_test_files), *changed]))
-    if not found:
-        return ""
-    plan.paths.setdefault(gpu_type, []).extend(found)
-    return (
-        f"touched rule: {gpu_type} stages also run {len(found)} test path(s) their records do not know as they are "
-        f"now (stale, or changed since {_shown([commit[:12] for commit in records.commits])})"
-    )
+    stale = list(dict.fromkeys([*(NarrowPath(path) for path in records.stale_test_files), *changed]))
+    unmeasured = [NarrowPath(test) for test in sorted({test.split("[", 1)[0] for test in records.unmeasured})]
+    unrecorded = [path for path in map(test_path, records.unrecorded_test_files) if path is not None]
+    lines = []
+    for found, why in (
+        (stale, f"their records do not know as they are now (stale, or changed since {made})"),
+        (unmeasured, "their records ran unmeasured (timed: coverage would slow what they measure)"),
+        (unrecorded, f"no {gpu_type} record ran (never recorded there)"),
+    ):
+        if found:
+            plan.paths.setdefault(gpu_type, []).extend(found)
+            lines.append(f"touched rule: {gpu_type} stages also run {len(found)} test path(s) {why}")
+    return lines
 
 
 def _shown(items: Sequence[str]) -> str:

@@ -21,6 +21,8 @@ from ci_tool.perf.fixture import PerfSanity
 from kvengine.loader import preset_names
 from tests.perf.engine_case import measure
 
+pytestmark = pytest.mark.timed  # it measures time: a touch-recording run leaves it unmeasured
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = Path(os.environ.get("CI_TOOL_PERF_CONFIGS") or ROOT / CONFIG_DIR)
 CASES = [case for config in load_configs(CONFIGS, models=preset_names()) for case in config.cases]

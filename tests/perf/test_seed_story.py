@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timed  # it measures time: a touch-recording run leaves it unmeasured
+
 ROOT = Path(__file__).resolve().parents[2]
 GEMMA = ROOT / "tests/scripts/perf-sanity/gemma_like.yaml"
 MODES = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=pytest.mark.gpu)]

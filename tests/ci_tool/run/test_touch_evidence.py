@@ -81,4 +81,20 @@ def test_a_test_whose_record_holds_a_file_changed_since_reruns_its_file(repo: Pa
         TouchRow("src/b.py", "<module>", T2, "CPU", "S-1", made),
     ]
     found = evidence(repo, rows, base)
-    assert found.gpu_types == {"CPU": GpuRecords((made,), ("tests/test_b.py",), ("src/b.py", "tests/test_new.py"))}
+    changed = ("src/b.py", "tests/test_new.py")
+    unrecorded = ("tests/test_new.py",)  # no record ran it: it runs too
+    assert found.gpu_types == {"CPU": GpuRecords((made,), ("tests/test_b.py",), changed, (), unrecorded)}
+
+
+def test_tests_recorded_unmeasured_and_test_files_no_record_ran_are_listed(repo: Path) -> None:
+    timed = "tests/test_perf.py::test_case[gpu]"
+    made = commit(
+        repo,
+        {"src/a.py": A, "tests/test_a.py": "x = 1\n", "tests/test_perf.py": "y = 1\n", "tests/test_c.py": "z = 1\n"},
+    )
+    rows = [
+        TouchRow("src/a.py", "one", T1, "CPU", "CPU-Generic-1", made),
+        TouchRow("tests/test_perf.py", "<unmeasured>", timed, "CPU", "CPU-Generic-1", made),
+    ]
+    records = evidence(repo, rows, made).gpu_types["CPU"]
+    assert (records.unmeasured, records.unrecorded_test_files) == ((timed,), ("tests/test_c.py",))

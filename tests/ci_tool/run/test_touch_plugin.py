@@ -39,6 +39,13 @@ FILES = {
         "def test_second(made):\n    assert made == 3\n\n\n"
         "def test_alone():\n    assert True\n"
     ),
+    # a timed test runs unmeasured; the module fixture first set up inside it leaves test_after unmeasured too
+    "tests/test_timed.py": (
+        "import pytest\n\nfrom pkg.calc import Acc, triple\n\n\n"
+        "@pytest.fixture(scope='module')\ndef made():\n    return Acc().add(1)\n\n\n"
+        "@pytest.mark.timed\ndef test_timed(made):\n    assert triple(2) == 6\n\n\n"
+        "def test_after(made):\n    assert made == 2\n"
+    ),
 }
 
 
@@ -76,6 +83,21 @@ def test_a_test_is_recorded_in_the_units_it_ran(record: dict[str, object], unit:
     data = record["json"]
     assert isinstance(data, dict)
     assert [data["tests"][i] for i in data["files"]["pkg/calc.py"].get(unit, [])] == tests
+
+
+def test_a_timed_test_and_the_users_of_what_it_set_up_are_recorded_as_unmeasured(record: dict[str, object]) -> None:
+    data = record["json"]
+    assert isinstance(data, dict)
+    timed = data["files"]["tests/test_timed.py"]
+    unmeasured = ["tests/test_timed.py::test_after", "tests/test_timed.py::test_timed"]
+    assert [data["tests"][i] for i in timed["<unmeasured>"]] == unmeasured
+    assert all(test not in unmeasured for unit in ("triple", "Acc.add") for test in units_of(data, unit))
+
+
+def units_of(data: dict[str, object], unit: str) -> list[str]:
+    tests, files = data["tests"], data["files"]
+    assert isinstance(tests, list) and isinstance(files, dict)
+    return [tests[i] for i in files["pkg/calc.py"].get(unit, [])]
 
 
 def test_the_childrens_data_is_gone_once_merged(record: dict[str, object]) -> None:

@@ -130,3 +130,26 @@ def test_stale_tests_and_test_files_changed_since_the_records_run_too() -> None:
         "touched rule: CPU stages also run 2 test path(s) their records do not know as they are now (stale, or "
         "changed since 111111111111)",
     )
+
+
+def test_tests_run_unmeasured_and_test_files_no_record_ran_run_too() -> None:
+    """A timed test's record says nothing of what it runs; a test file no record of the GPU type ran (a stage
+    that never recorded there) may run anything."""
+    unmeasured = ("tests/test_perf.py::test_case[gpu-a]", "tests/test_perf.py::test_case[gpu-b]")
+    records = {"CPU": GpuRecords((C1,), unmeasured=unmeasured, unrecorded_test_files=("tests/test_never.py",))}
+    evidence = TouchEvidence({POOL: RecordedFile(POOL, UnitChange(("Pool.free",)), RECORDS)}, records)
+    planned = plan_touched(evidence, [POOL], ["CPU"], test_path=NarrowPath)
+    assert (planned.paths, planned.reasons[1:]) == (
+        {
+            "CPU": [
+                NarrowPath("tests/test_pool.py::test_c"),
+                NarrowPath("tests/test_perf.py::test_case"),
+                NarrowPath("tests/test_never.py"),
+            ]
+        },
+        [
+            "touched rule: CPU stages also run 1 test path(s) their records ran unmeasured (timed: coverage would "
+            "slow what they measure)",
+            "touched rule: CPU stages also run 1 test path(s) no CPU record ran (never recorded there)",
+        ],
+    )
