@@ -303,7 +303,8 @@ def _bindings(tree: ast.Module, aliases: Mapping[str, str]) -> tuple[_Binding, .
         elif isinstance(node, ast.Assign | ast.AnnAssign) and _assigns_names(node):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound = frozenset(sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name))
-            found.append(_Binding(lines, bound, _names_read([node.value])))
+            if "__all__" not in bound:  # what `from this import *` elsewhere binds: no reader names it
+                found.append(_Binding(lines, bound, _names_read([node.value])))
         elif isinstance(node, ast.ClassDef) and _binds_a_class(node, aliases, classes):
             classes.add(node.name)
             start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])

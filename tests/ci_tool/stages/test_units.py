@@ -260,6 +260,7 @@ BINDINGS = {
         UnitChange(("<module>", "two"), through=("<module>", "two")),
     ),
     "value-with-a-call": ("_LIMIT = int(2)\n\n\n" + READS, "_LIMIT = int(3)\n\n\n" + READS, UnitChange(("<module>",))),
+    "all": ('__all__ = ["one"]\n' + BASE, '__all__ = ["one", "two"]\n' + BASE, UnitChange(("<module>",))),
     "unread-constant": ("_UNUSED = 2\n" + BASE, "_UNUSED = 3\n" + BASE, UnitChange()),
     "import-added": (
         BASE,
