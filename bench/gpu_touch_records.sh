@@ -9,6 +9,7 @@
 # 3. `ci-tool bot plan '/bot run' --base main` answers what each pre-merge stage runs and why (plan.md), and
 #    `ci-tool run '/bot run --disable-fail-fast' --base main` runs that narrowed pipeline (narrowed.log): each
 #    stage that runs a test of the fault must fail on it (fail-fast off: the first failure stops no stage).
+# CPU_STAGES and GPU_STAGES name the recording stages (default: CPU-Generic-1 and 2, DGX_H200-PyTorch-Post-Merge-1).
 # What comes back under $OUT: record.log (and one record-STAGE.log each), fault.diff, plan.md, narrowed.log,
 # history.sqlite.
 set -uo pipefail
@@ -55,6 +56,7 @@ git diff -U0 main -- "$FAULT_FILE" | tee "$OUT/fault.diff"
 
 "${CI_TOOL[@]}" bot plan '/bot run' --base main --head HEAD --history "$HISTORY" >"$OUT/plan.md" 2>&1
 echo "bot plan: exit $?"
+[ -n "${PLAN_ONLY:-}" ] && exit 0  # the plan alone (PLAN_ONLY=1): the narrowed run is left out
 start=$(date +%s)
 "${CI_TOOL[@]}" run '/bot run --disable-fail-fast' --base main --head HEAD --history "$HISTORY" --results-dir "$WORK/runs" \
     >"$OUT/narrowed.log" 2>&1
