@@ -33,6 +33,7 @@ from ci_tool.history.touches import (
     tests_with_unit,
     touching_tests,
 )
+from ci_tool.stages.changes import is_test_file
 from ci_tool.stages.touch_records import (
     OUTSIDE_TESTS,
     UNMEASURED,
@@ -199,14 +200,8 @@ def _gpu_records(
         tuple(sorted(path for path in test_files if path in present)),
         tuple(sorted(path for path in changed if path in present)),
         tuple(sorted(tests_with_unit(store, gpu_type=gpu_type, unit=UNMEASURED))),
-        tuple(sorted(path for path in present if _is_test_file(path) and path not in ran)),
+        tuple(sorted(path for path in present if is_test_file(path) and path not in ran)),
     )
-
-
-def _is_test_file(path: str) -> bool:
-    """Whether pytest collects the file by its name (its default `python_files`: test_*.py, *_test.py)."""
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
 def _text_at(root: Path, head: str | None, path: str) -> str | None:

@@ -96,6 +96,12 @@ class ChangeSet:
         return f"{self.base_sha[:12]}..{self.head_sha[:12]}"
 
 
+def is_test_file(path: str) -> bool:
+    """Whether pytest collects the file by its name (its default `python_files`: test_*.py, *_test.py)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
 def rule_input(path: str, test_db_dir: str) -> bool:
     """Whether the change-based rules read `path`'s text at the base and the head: a test-db list or the
     waives file (both builders fetch exactly these)."""

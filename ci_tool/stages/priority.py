@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ci_tool.stages.changes import ChangeSet, split_filters
+from ci_tool.stages.changes import ChangeSet, is_test_file, split_filters
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.lines import TestLine
@@ -118,12 +118,7 @@ def changed_test_files(changes: ChangeSet | None) -> frozenset[str]:
     """The test files (`test_*.py`, `*_test.py`: pytest's default names) the change edits or adds."""
     if changes is None:
         return frozenset()
-    return frozenset(path for path in changes.files if path not in changes.deleted and _is_test_file(path))
-
-
-def _is_test_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return frozenset(path for path in changes.files if path not in changes.deleted and is_test_file(path))
 
 
 def tiers(likelihood: Likelihood) -> dict[str, Tier]:
