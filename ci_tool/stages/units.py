@@ -172,11 +172,7 @@ class SourceUnits:
 
     def readers(self, names: Iterable[str]) -> set[str]:
         """The units whose code reads any of `names`, also through the bindings that read them."""
-        pending, seen = set(names), set()
-        while pending:
-            name = pending.pop()
-            seen.add(name)
-            pending |= {bound for found in self.bindings if name in found.reads for bound in found.names} - seen
+        seen, _ = self._through_bindings(names)
         return {unit for name in seen for unit in self.reads.get(name, ())}
 
     def readers_elsewhere(self, names: Collection[str]) -> set[str]:
@@ -186,16 +182,21 @@ class SourceUnits:
         found = self.launched_through(
             {unit for name in names for unit in self.attributes.get(name, ())} | self.readers(names)
         )
-        pending, seen = set(names), set()
-        while pending:  # the bindings that read them, and those that read those
+        _, through = self._through_bindings(names)
+        if any(not binding.imports and any(map(_public, binding.names)) for binding in through):
+            found.add(MODULE_UNIT)
+        return found
+
+    def _through_bindings(self, names: Iterable[str]) -> tuple[set[str], set[_Binding]]:
+        """`names` and the names of the bindings that read them, and those that read those; and those bindings."""
+        pending, seen, through = set(names), set(), set()
+        while pending:
             name = pending.pop()
             seen.add(name)
-            for binding in self.bindings:
-                if name in binding.reads and not binding.imports:
-                    if any(not bound.startswith("_") or bound.endswith("__") for bound in binding.names):
-                        found.add(MODULE_UNIT)
-                    pending |= binding.names - seen
-        return found
+            reading = {found for found in self.bindings if name in found.reads}
+            through |= reading
+            pending |= {bound for found in reading for bound in found.names} - seen
+        return seen, through
 
     def launched_through(self, units: Iterable[str]) -> set[str]:
         """`units` and, for each compiled def among them, the units that name it, and theirs in turn."""
@@ -509,7 +510,7 @@ def changed_units(
         direct |= mine
         edited |= side.launched_through(mine | side.readers(name for found in bindings for name in found.names))
         exported |= _exported(bindings, package_init) | {
-            unit for unit in side.compiled(edited) if not unit.rsplit(".", 1)[-1].startswith("_")
+            unit for unit in side.compiled(edited) if _public(unit.rsplit(".", 1)[-1])
         }
     new = {unit for unit in edited - base_units.names if unit.split(".", 1)[0] not in free}
     through = edited - direct
@@ -531,5 +532,10 @@ def _exported(bindings: Iterable[_Binding], package_init: bool) -> set[str]:
         if binding.imports:
             found |= binding.names if package_init else set()
         elif "__doc__" not in binding.names:
-            found |= {name for name in binding.names if not name.startswith("_") or name.endswith("__")}
+            found |= set(filter(_public, binding.names))
     return found
+
+
+def _public(name: str) -> bool:
+    """Whether other files may read the name: no leading underscore, or a dunder."""
+    return not name.startswith("_") or name.endswith("__")
