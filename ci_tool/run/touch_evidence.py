@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool import gitinfo
@@ -78,11 +78,7 @@ def touch_evidence(
     if not has_touch_records(store):
         return TouchEvidence()
     commits = _Commits(root, base)
-    rows, bad = rows_of_files(store, [path for path in files if path.endswith(".py")])
-    by_file: dict[str, list[TouchRow]] = defaultdict(list)
-    for row in rows:
-        if row.gpu_type:  # step 5's rows: made nowhere known
-            by_file[row.source].append(row)
+    by_file, bad = _rows_by_file(store, [path for path in files if path.endswith(".py")])
     changes = {path: file_change(root, path, base=base, head=head) for path in sorted(by_file)}
     recorded = {path: _recorded_file(path, by_file[path], changes[path].change, commits) for path in changes}
     recorded |= {path: RecordedFile(path, UnitChange(undecided=_DAMAGED)) for path in bad}
@@ -103,17 +99,23 @@ def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _C
         for other, reading in change.readers.items():
             units[other] |= reading
             read_from[other].add(path)
-    rows, bad = rows_of_files(store, sorted(units))
-    by_file: dict[str, list[TouchRow]] = defaultdict(list)
-    for row in rows:
-        if row.gpu_type:
-            by_file[row.source].append(row)
+    by_file, bad = _rows_by_file(store, sorted(units))
     found = {}
     for other in sorted(units):
         them = tuple(sorted(units[other]))
         edit = UnitChange(undecided=_DAMAGED) if other in bad else UnitChange(them, through=them)
         found[other] = _recorded_file(other, by_file[other], edit, commits, tuple(sorted(read_from[other])))
     return found
+
+
+def _rows_by_file(store: HistoryStore, files: Sequence[str]) -> tuple[dict[str, list[TouchRow]], set[str]]:
+    """The records of `files` by file, and the files a bad row spoils."""
+    rows, bad = rows_of_files(store, files)
+    by_file: dict[str, list[TouchRow]] = defaultdict(list)
+    for row in rows:
+        if row.gpu_type:  # step 5's rows: made nowhere known
+            by_file[row.source].append(row)
+    return by_file, bad
 
 
 def _recorded_file(
@@ -159,7 +161,7 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
     if importers:  # `from path import NAME` there no longer imports
         gone = ", ".join(f"`{name}`" for name in change.unbound)
         why = f"it removes {gone}, which {importers[0]} still names"
-        return FileChange(UnitChange(change.units, change.new, why, change.exported, change.through, change.unbound))
+        return FileChange(replace(change, undecided=why))
     for other in sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path}):
         text = _text_at(root, head, other)
         units = source_units(text) if text is not None else None
@@ -168,9 +170,7 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
         if MODULE_UNIT in found:
             why = f"it changes {names}, which {other} reads in module-level code, at import"
         if why:
-            return FileChange(
-                UnitChange(change.units, change.new, why, change.exported, change.through, change.unbound)
-            )
+            return FileChange(replace(change, undecided=why))
         if found:
             readers[other] = frozenset(found)
     return FileChange(change, readers)
