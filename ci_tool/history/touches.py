@@ -77,11 +77,7 @@ class WholeStage:
 
 
 def record_touches(
-    store: HistoryStore,
-    run_id: str,
-    records: Sequence[TouchRow],
-    *,
-    recorded_at: float,
+    store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float,
     whole_stage: WholeStage | None = None,
 ) -> None:
     """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type; with

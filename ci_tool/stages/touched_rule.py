@@ -76,8 +76,7 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
         return f"{where}: touched rule: {gpu_type} stages run their full set ({why})"
     if record is None:  # fresh records of the GPU type, and none of them ran the file
         return f"{where}: touched rule: no test ran it on {gpu_type} records: nothing to run there"
-    # A parametrized id names its function: parameters may hold blanks no list line can carry.
-    tests = sorted({test.split("[", 1)[0] for test in record.tests_of(found.change.units)})
+    tests = sorted(set(map(_function_of, record.tests_of(found.change.units))))
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
     ran = "ran them" if len(found.change.units) > 1 else "ran it"
     made = _shown([commit[:12] for commit in record.commits])
@@ -103,7 +102,7 @@ def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path:
     made = _shown([commit[:12] for commit in records.commits])
     changed = [path for path in map(test_path, records.changed_since) if path is not None]
     stale = list(dict.fromkeys([*(NarrowPath(path) for path in records.stale_test_files), *changed]))
-    unmeasured = [NarrowPath(test) for test in sorted({test.split("[", 1)[0] for test in records.unmeasured})]
+    unmeasured = [NarrowPath(test) for test in sorted(set(map(_function_of, records.unmeasured)))]
     unrecorded = [path for path in map(test_path, records.unrecorded_test_files) if path is not None]
     lines = []
     for found, why in (
@@ -115,6 +114,11 @@ def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path:
             plan.paths.setdefault(gpu_type, []).extend(found)
             lines.append(f"touched rule: {gpu_type} stages also run {len(found)} test path(s) {why}")
     return lines
+
+
+def _function_of(test: str) -> str:
+    """A parametrized id's function: parameters may hold blanks no list line can carry."""
+    return test.split("[", 1)[0]
 
 
 def _shown(items: Sequence[str]) -> str:
