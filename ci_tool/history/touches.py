@@ -13,7 +13,12 @@ which file (stages/units.py), on which GPU type, in which stage, at which commit
 
 Readers see one TouchRow per unit. A touch-recording run replaces, per GPU type, the rows of every test it
 recorded: a test that stopped running a unit drops out of that unit's record, and tests the run did not
-record keep theirs, unless the run ran their whole stage without them (WholeStage: the test is gone). When a
+record keep theirs, unless the run ran their whole stage without them (WholeStage: the test is gone).
+What ran outside the tests (OUTSIDE_TESTS: imports while collecting) is kept per stage, under a test id
+that names it (`<outside tests> CPU-Generic-1`; readers see OUTSIDE_TESTS): two stages of one GPU type
+import different modules, and one stage's record must not replace the other's. Only a whole stage's run
+replaces its stage's; a part of it (`-k`, a narrowed stage) collects only some modules, so it adds its
+units to each file's row and leaves the row's commit as it was (the row stays as stale as it was). When a
 record counts, and when it is stale, is the change's business (run/touch_evidence.py). The file-grain rows
 of step 5 (`touches`) were copied in with units, stage and GPU type unknown ('') and commit '': no stage's GPU
 type is '', so they never narrow a stage; the old table stays as it was.
@@ -32,6 +37,7 @@ from ci_tool.history.backend import Writer, upsert
 from ci_tool.history.schema import TOUCH_STEP
 from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
+from ci_tool.stages.touch_records import OUTSIDE_TESTS
 from ci_tool.text_file import read_text
 
 _COLUMNS = ("source", "test_id", "gpu_type", "units", "stage", "commit_sha", "run_id", "recorded_at")
@@ -76,6 +82,9 @@ class WholeStage:
     tests: frozenset[str]
 
 
+_RowKey = tuple[str, str, str, str, str]  # source, stored test id, GPU type, stage, commit
+
+
 def record_touches(
     store: HistoryStore, run_id: str, records: Sequence[TouchRow], *, recorded_at: float,
     whole_stage: WholeStage | None = None,
@@ -83,25 +92,64 @@ def record_touches(
     """Store a stage's touch records, replacing the earlier rows of each recorded test on its GPU type; with
     `whole_stage`, also drop that stage's rows of tests it no longer has (a test without records counts as
     unrecorded and runs, so dropping never loses a test; keeping them would grow the history for ever)."""
-    tests = sorted({(row.test_id, row.gpu_type) for row in records})
-    units: dict[tuple[str, str, str, str, str], set[str]] = defaultdict(set)
+    units: dict[_RowKey, set[str]] = defaultdict(set)
     for r in records:
-        units[r.source, r.test_id, r.gpu_type, r.stage, r.commit].add(r.unit)
-    values = [
-        (source, test, gpu_type, _UNITS.join(sorted(found)), stage, commit, run_id, recorded_at)
-        for (source, test, gpu_type, stage, commit), found in sorted(units.items())
-    ]
+        units[r.source, _stored_test(r.test_id, r.stage), r.gpu_type, r.stage, r.commit].add(r.unit)
+    tests = sorted({(test, gpu_type) for _, test, gpu_type, _, _ in units})
+    replaced = [key for key in tests if whole_stage is not None or not is_outside(key[0])]
 
     def write(db: Writer) -> None:
         if whole_stage is not None:
             key = (whole_stage.stage, whole_stage.gpu_type)
             kept = db.execute("SELECT DISTINCT test_id FROM touch_records WHERE stage = ? AND gpu_type = ?", key)
-            gone = [(test, *key) for (test,) in kept.fetchall() if test not in whole_stage.tests]
+            gone = [(test, *key) for (test,) in kept.fetchall() if _read_test(test) not in whole_stage.tests]
             db.executemany("DELETE FROM touch_records WHERE test_id = ? AND stage = ? AND gpu_type = ?", gone)
-        db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", tests)
-        db.executemany(_UPSERT, values)
+        db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", replaced)
+        db.executemany("DELETE FROM touch_records WHERE test_id = ? AND gpu_type = ?", _unstaged(tests))
+        merged = _merged_outside(db, units) if whole_stage is None else units
+        db.executemany(_UPSERT, [
+            (source, test, gpu_type, _UNITS.join(sorted(found)), stage, commit, run_id, recorded_at)
+            for (source, test, gpu_type, stage, commit), found in sorted(merged.items())
+        ])  # fmt: skip
 
     store.write(write)
+
+
+def is_outside(test_id: str) -> bool:
+    """Whether a stored test id is a stage's record of what ran outside its tests (see the module docstring)."""
+    return test_id == OUTSIDE_TESTS or test_id.startswith(f"{OUTSIDE_TESTS} ")
+
+
+def _stored_test(test_id: str, stage: str) -> str:
+    return f"{OUTSIDE_TESTS} {stage}" if test_id == OUTSIDE_TESTS else test_id
+
+
+def _read_test(stored: str) -> str:
+    return OUTSIDE_TESTS if is_outside(stored) else stored
+
+
+def _unstaged(tests: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The rows an older ci-tool wrote for what ran outside the tests on the GPU types a run records it on
+    (one for all stages): the stage-named rows replace them."""
+    return sorted({(OUTSIDE_TESTS, gpu_type) for test, gpu_type in tests if is_outside(test)})
+
+
+def _merged_outside(db: Writer, units: Mapping[_RowKey, set[str]]) -> dict[_RowKey, set[str]]:
+    """A part of a stage's run: its outside rows added to the stage's rows already there, at their commit."""
+    merged = dict(units)
+    for key, found in units.items():
+        source, test, gpu_type, stage, _ = key
+        if not is_outside(test):
+            continue
+        there = db.execute(
+            "SELECT units, commit_sha FROM touch_records WHERE source = ? AND test_id = ? AND gpu_type = ?",
+            (source, test, gpu_type),
+        ).fetchall()
+        if there:
+            old_units, old_commit = there[0]
+            del merged[key]
+            merged[source, test, gpu_type, stage, str(old_commit)] = found | set(str(old_units).split(_UNITS))
+    return merged
 
 
 def has_touch_records(store: HistoryStore) -> bool:
@@ -148,13 +196,13 @@ def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Co
         for chunk in _chunks(sorted(files)):
             marks = ", ".join("?" * len(chunk))
             raw += store.rows(f"{query} AND source IN ({marks})", (gpu_type, commit, *chunk))
-    return frozenset(test for (test,) in raw if isinstance(test, str) and test)
+    return frozenset(_read_test(test) for (test,) in raw if isinstance(test, str) and test)
 
 
 def recorded_tests(store: HistoryStore, *, gpu_type: str) -> frozenset[str]:
     """Every test with a record on `gpu_type`."""
     raw = store.rows("SELECT DISTINCT test_id FROM touch_records WHERE gpu_type = ?", (gpu_type,))
-    return frozenset(test for (test,) in raw if isinstance(test, str) and test)
+    return frozenset(_read_test(test) for (test,) in raw if isinstance(test, str) and test)
 
 
 def tests_with_unit(store: HistoryStore, *, gpu_type: str, unit: str) -> frozenset[str]:
@@ -162,7 +210,7 @@ def tests_with_unit(store: HistoryStore, *, gpu_type: str, unit: str) -> frozens
     query = "SELECT test_id, units FROM touch_records WHERE gpu_type = ? AND units LIKE ?"
     raw = store.rows(query, (gpu_type, f"%{unit}%"))
     found = (test for test, units in raw if isinstance(units, str) and unit in units.split(_UNITS))
-    return frozenset(test for test in found if isinstance(test, str) and test)
+    return frozenset(_read_test(test) for test in found if isinstance(test, str) and test)
 
 
 def _touch_rows(store: HistoryStore, row: Sequence[object]) -> list[TouchRow]:
@@ -170,6 +218,7 @@ def _touch_rows(store: HistoryStore, row: Sequence[object]) -> list[TouchRow]:
     keyed = view.keyed(source="file")
     source, test, gpu_type = keyed.key_text("source"), keyed.key_text("test_id"), keyed.text("gpu_type")
     stage, commit = keyed.text("stage"), keyed.text("commit_sha")
+    test = _read_test(test)
     return [TouchRow(source, unit, test, gpu_type, stage, commit) for unit in keyed.text("units").split(_UNITS)]
 
 

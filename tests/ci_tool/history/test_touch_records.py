@@ -17,10 +17,12 @@ from ci_tool.history.touches import (
     WholeStage,
     record_commits,
     record_touches,
+    recorded_tests,
     rows_of_files,
     stamped,
     touching_tests,
 )
+from ci_tool.stages.touch_records import OUTSIDE_TESTS
 
 
 @pytest.fixture
@@ -102,3 +104,55 @@ def test_a_stage_run_whole_drops_its_records_of_tests_that_are_gone_and_keeps_ev
         ("t3", "CPU", "CPU-Generic-1", "c1"),
         ("t4", "CPU", "CPU-Generic-2", "c1"),
     ]
+
+
+def outside(source: str, unit: str, stage: str, commit: str = "c1") -> TouchRow:
+    return TouchRow(source, unit, OUTSIDE_TESTS, "CPU", stage, commit)
+
+
+def outside_rows(store: HistoryStore) -> list[tuple[str, str, str, str]]:
+    found, _ = rows_of_files(store, ["a.py", "b.py"])
+    return sorted((r.source, r.unit, r.stage, r.commit) for r in found if r.test_id == OUTSIDE_TESTS)
+
+
+def test_what_two_stages_of_one_gpu_type_ran_outside_their_tests_is_kept_for_both(store: HistoryStore) -> None:
+    """Post-merge records CPU-Generic and CPU-Generic-PerfSanity, both CPU: the second must not wipe what the
+    first imported, or a change to a function that runs at import there would narrow."""
+    first = WholeStage("CPU-Generic-1", "CPU", frozenset({"t1"}))
+    second = WholeStage("CPU-PerfSanity-1", "CPU", frozenset({"t2"}))
+    record_touches(store, "r1", [outside("a.py", "f", "CPU-Generic-1"), row("a.py", "f", "t1")],
+                   recorded_at=1.0, whole_stage=first)  # fmt: skip
+    record_touches(store, "r1", [outside("b.py", "g", "CPU-PerfSanity-1"), TouchRow("b.py", "g", "t2", "CPU",
+                   "CPU-PerfSanity-1", "c1")], recorded_at=2.0, whole_stage=second)  # fmt: skip
+    assert outside_rows(store) == [("a.py", "f", "CPU-Generic-1", "c1"), ("b.py", "g", "CPU-PerfSanity-1", "c1")]
+    assert recorded_tests(store, gpu_type="CPU") == {"t1", "t2", OUTSIDE_TESTS}
+    assert touching_tests(store, gpu_type="CPU", commit="c1", files=["a.py"]) == {"t1", OUTSIDE_TESTS}
+
+
+def test_a_whole_stage_replaces_what_it_ran_outside_its_tests_and_a_part_of_it_only_adds(store: HistoryStore) -> None:
+    whole = WholeStage("CPU-Generic-1", "CPU", frozenset({"t1"}))
+    record_touches(store, "r1", [outside("a.py", "f", "CPU-Generic-1"), outside("b.py", "g", "CPU-Generic-1")],
+                   recorded_at=1.0, whole_stage=whole)  # fmt: skip
+    # a part of the stage (-k) collected only some modules: a.py's row grows and keeps its commit
+    record_touches(store, "r2", [outside("a.py", "h", "CPU-Generic-1", "c2")], recorded_at=2.0)
+    assert outside_rows(store) == [
+        ("a.py", "f", "CPU-Generic-1", "c1"),
+        ("a.py", "h", "CPU-Generic-1", "c1"),
+        ("b.py", "g", "CPU-Generic-1", "c1"),
+    ]
+    # the whole stage again: what it ran outside its tests now is all it keeps
+    record_touches(store, "r3", [outside("a.py", "h", "CPU-Generic-1", "c3")], recorded_at=3.0, whole_stage=whole)
+    assert outside_rows(store) == [("a.py", "h", "CPU-Generic-1", "c3")]
+
+
+def test_the_one_row_an_older_ci_tool_kept_for_every_stage_gives_way_to_the_stage_named_ones(
+    store: HistoryStore,
+) -> None:
+    def older(db: Writer) -> None:  # as ci-tool wrote it before the rows named their stage
+        db.execute("INSERT INTO touch_records VALUES ('a.py', ?, 'CPU', 'f', 'CPU-Generic-2', 'c0', 'r0', 0.0)",
+                   (OUTSIDE_TESTS,))  # fmt: skip
+
+    store.write(older)
+    assert outside_rows(store) == [("a.py", "f", "CPU-Generic-2", "c0")]
+    record_touches(store, "r1", [outside("b.py", "g", "CPU-Generic-1")], recorded_at=1.0)
+    assert outside_rows(store) == [("b.py", "g", "CPU-Generic-1", "c1")]
