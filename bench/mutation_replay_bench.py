@@ -5,7 +5,9 @@ For each non-merge commit C (parent P) of the history that changes Python source
 
     records   the engine part of today's CPU pre-merge stages (replay_select.py) runs at P, a tree of P in a
               temporary folder, with touch recording (ci_tool/run/touches.py), into a throw-away SQLite
-              history: the records a post-merge run of P leaves, stamped with P, the stage and GPU type CPU
+              history: the records a post-merge run of P leaves, stamped with P, the stage and GPU type CPU;
+              with --records DIR, DIR/<P>.sqlite instead where it is there: whole stages' records, every
+              test file's, made by bench/replay_records.py (on a GPU runner: its GPU type's too)
     change    C's change against P read from git with those records (run/changes.change_set), less its files
               under ci_tool/ (ci-tool's own code: its tests are not what this bench records; listed per commit)
     rules     the full set, today's rules, and the touched rule at file and at function grain, each through
@@ -22,7 +24,8 @@ and operator), GPU-minutes and stage-minutes per rule, and time to the first fai
 the likelihood order (ci_tool/stages/priority.py: the tests whose records ran the change first).
 
     .venv/bin/python bench/mutation_replay_bench.py [--commits N] [--functions-per-commit F]
-        [--faults-per-function K] [--seed S] [--spot-checks C] [--jobs J] [--report FILE] [--json FILE]
+        [--faults-per-function K] [--seed S] [--spot-checks C] [--jobs J] [--records DIR] [--report FILE]
+        [--json FILE]
     .venv/bin/python bench/mutation_replay_bench.py --quick --json FILE   (a tiny made-up repository)
 """
 
@@ -75,6 +78,7 @@ class Settings:
     spot_checks: int
     jobs: int
     limit_seconds: float
+    records: Path | None = None  # made elsewhere: DIR/<parent>.sqlite (bench/replay_records.py)
 
 
 @dataclass(frozen=True)
@@ -134,13 +138,20 @@ def replay_commit(
     if not commit.functions:
         return "it changes no function (module-level code only): no fault to plant"
     at_commit = export_tree(clone, commit.sha, folder / "commit")
-    plain = _change(clone, commit, history=None)
+    plain = plain_change(clone, commit)
     full_plan = rule_plans(loaded, plain)[Rule.FULL]
     full = engine_batches(stage_slots(full_plan.cpu_lines(), at_commit, _package(settings), loaded.durations))
     if not full:
         return "no test of today's CPU stages reaches the engine at this commit"
     history = folder / "history.sqlite"
-    _record(commit, export_tree(clone, commit.parent, folder / "parent"), full_plan, settings, loaded, folder, history)
+    made = settings.records / f"{commit.parent}.sqlite" if settings.records is not None else None
+    if made is not None and made.is_file():
+        shutil.copyfile(made, history)
+        records = "whole stages (bench/replay_records.py)"
+    else:
+        tree = export_tree(clone, commit.parent, folder / "parent")
+        _record(commit, tree, full_plan, settings, loaded, folder, history)
+        records = "the engine part"
     change = _change(clone, commit, history=history)
     plans = rule_plans(loaded, change)
     stages = {rule: stage_slots(plans[rule].cpu_lines(), at_commit, _package(settings), loaded.durations)
@@ -162,12 +173,17 @@ def replay_commit(
         {rule: _cost(plans[rule], stages[rule], baseline) for rule in plans},
         tuple(faults), tuple(plans[Rule.FUNCTION].reasons),
         _left_out(clone, commit),
-        tuple(sorted(baseline.failed())), time.monotonic() - started,
+        tuple(sorted(baseline.failed())), time.monotonic() - started, records,
     )  # fmt: skip
 
 
 def _package(settings: Settings) -> str:
     return settings.source.rstrip("/").rsplit("/", 1)[-1]
+
+
+def plain_change(clone: Path, commit: Commit) -> ChangeSet:
+    """C's change without touch records."""
+    return _change(clone, commit, history=None)
 
 
 def _change(clone: Path, commit: Commit, *, history: Path | None) -> ChangeSet:
@@ -323,6 +339,7 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--repository", type=Path, default=ROOT, help="whose history (default: this checkout)")
     parser.add_argument("--limit-minutes", type=float, default=30, help="one pytest process at most (default 30)")
+    parser.add_argument("--records", type=Path, help="records made by bench/replay_records.py: DIR/<parent>.sqlite")
     parser.add_argument("--quick", action="store_true", help="a tiny made-up repository, every mutant")
     parser.add_argument("--report", type=Path, help="write the tables and the commits and faults (markdown)")
     parser.add_argument("--json", type=Path, help="write every number (JSON)")
@@ -339,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings(
             repository, repository, options.source, every or options.commits, every or options.functions_per_commit,
             0 if options.quick else options.faults_per_function, options.seed, options.spot_checks, options.jobs,
-            options.limit_minutes * 60,
+            options.limit_minutes * 60, options.records,
         )  # fmt: skip
         replayed, skipped = replay(settings, say)
     command = " ".join(["bench/mutation_replay_bench.py", *(argv if argv is not None else sys.argv[1:])])

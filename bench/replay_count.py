@@ -73,6 +73,7 @@ class Replayed:
     left_out: tuple[str, ...] = ()  # changed files outside the replayed scope
     baseline_failures: tuple[str, ...] = ()
     seconds: float = 0.0
+    records: str = ""  # what the records at the parent cover: "the engine part", or whole stages
 
 
 ORDERS = ("today", "likelihood", "narrowed, likelihood")

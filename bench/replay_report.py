@@ -72,8 +72,8 @@ def _misses(replayed: Sequence[Replayed]) -> list[str]:
 def _commits(replayed: Sequence[Replayed]) -> list[str]:
     lines = [
         "| commit | subject | functions | faults | full catches | function grain | GPU-min full / fn | CPU stage-min "
-        "full / fn | left out |",
-        "|---|---|---:|---:|---:|---|---:|---:|---|",
+        "full / fn | records at the parent | left out |",
+        "|---|---|---:|---:|---:|---|---:|---:|---|---|",
     ]
     for commit in replayed:
         full, mine = commit.costs[Rule.FULL], commit.costs[Rule.FUNCTION]
@@ -82,7 +82,8 @@ def _commits(replayed: Sequence[Replayed]) -> list[str]:
             f"| {commit.sha[:10]} | {commit.subject[:60]} | {len(commit.functions)} | {len(commit.faults)} "
             f"| {caught} | "
             f"{commit.scopes[Rule.FUNCTION]} | {full.gpu_minutes:.1f} / {mine.gpu_minutes:.1f} | "
-            f"{full.cpu_stage_minutes:.2f} / {mine.cpu_stage_minutes:.2f} | {len(commit.left_out)} file(s) under "
+            f"{full.cpu_stage_minutes:.2f} / {mine.cpu_stage_minutes:.2f} | {commit.records} "
+            f"| {len(commit.left_out)} file(s) under "
             "ci_tool/ |"
         )
     for commit in replayed:
@@ -128,6 +129,7 @@ def _commit_json(commit: Replayed) -> dict[str, object]:
         "commit": commit.sha,
         "parent": commit.parent,
         "subject": commit.subject,
+        "records": commit.records,
         "runs": {rule.value: list(paths) for rule, paths in commit.runs.items()},
         "functions": list(commit.functions),
         "scopes": {rule.value: scope for rule, scope in commit.scopes.items()},
