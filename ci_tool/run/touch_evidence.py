@@ -12,7 +12,8 @@ of its tests whose records are stale, and the files changed since those commits.
 per commit the records name, one `git diff -U0` per changed file with records, and one `git grep` for the
 names a change may export to other files (stages/units.py: a public constant or class, a public kernel, an
 __init__.py's imports): the units of another Python file that read one are edited too (they read what the
-change made), and where one reads it at import, the file cannot narrow.
+change made), its module-level code where it reads one at import. A change that reaches a file's
+module-level code also names the test paths that import that file (run/importers.py, a few `git grep`s).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ci_tool.history.touches import (
     tests_with_unit,
     touching_tests,
 )
+from ci_tool.run.importers import importing_tests
 from ci_tool.stages.changes import is_test_file
 from ci_tool.stages.touch_records import (
     OUTSIDE_TESTS,
@@ -42,7 +44,7 @@ from ci_tool.stages.touch_records import (
     RecordedFile,
     TouchEvidence,
 )
-from ci_tool.stages.units import MODULE_UNIT, UnitChange, changed_units, parse_hunks, source_units
+from ci_tool.stages.units import UnitChange, changed_units, parse_hunks, source_units
 
 _DAMAGED = "a record of it is damaged"
 
@@ -83,12 +85,23 @@ def touch_evidence(
     recorded = {path: _recorded_file(path, by_file[path], changes[path].change, commits) for path in changes}
     recorded |= {path: RecordedFile(path, UnitChange(undecided=_DAMAGED)) for path in bad}
     readers = _readers(store, changes, commits)
+    recorded, readers = (
+        {path: _with_importers(found, root, head) for path, found in files.items()} for files in (recorded, readers)
+    )
     present = (gitinfo.files_at(root, base) - set(deleted)) | (set(files) - set(deleted))
     gpu_types = {
         gpu_type: _gpu_records(store, gpu_type, sorted(found), commits, present)
         for gpu_type, found in sorted(record_commits(store).items())
     }
     return TouchEvidence(recorded, gpu_types, readers)
+
+
+def _with_importers(found: RecordedFile, root: Path, head: str | None) -> RecordedFile:
+    """`found` with the test paths that import it, where the change reaches its module-level code."""
+    if not found.at_import or found.change.undecided or found.change.new:
+        return found
+    importing = importing_tests(root, head, found.path)
+    return replace(found, importers=importing.paths, importers_unknown=importing.unknown)
 
 
 def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _Commits) -> dict[str, RecordedFile]:
@@ -167,8 +180,6 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
         units = source_units(text) if text is not None else None
         why = f"it changes {names}, which {other} names, and {other} does not parse" if units is None else ""
         found = units.readers_elsewhere(change.exported) if units is not None else set()
-        if MODULE_UNIT in found:
-            why = f"it changes {names}, which {other} reads in module-level code, at import"
         if why:
             return FileChange(replace(change, undecided=why))
         if found:

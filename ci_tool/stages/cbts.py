@@ -10,7 +10,9 @@ Each changed file is claimed by the first rule that claims it:
     test-db       TEST_DB/*.yml                          the entries the change added or changed
     tests         a test file under change_rules.tests   the list entries that cover it, cut down to it
                   that a list entry covers, or a          (a conftest.py: to its folder); a deleted file:
-                  conftest.py there                       only the entries that name it
+                  conftest.py there (not a helper         only the entries that name it
+                  module or data file: its readers
+                  are elsewhere)
     docs          change_rules.docs                      the docs stage
     touched       a file with touch records (post-merge  per GPU type, the tests whose records there ran
                   runs and `--record-touches` make        the units the change edits (touched_rule.py;
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, path_matches
-from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, split_filters
+from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
@@ -296,11 +298,15 @@ def _entries(text: str | None, path: str) -> list[tuple[str, object, str]]:
 
 
 def _claims_tests(path: str, inputs: _Inputs) -> bool:
+    """A test file a list entry covers, or a conftest.py, under change_rules.tests. Not a helper module or a
+    data file there: the tests that read one live in other files, which its own path does not run (the
+    touched rule and run/importers.py find them for a module with records; otherwise the full set runs)."""
     if not any(path_matches(rule, path) for rule in inputs.catalog.change_rules.tests):
         return False
-    return posixpath.basename(path) == "conftest.py" or any(
-        covers(selector, path) or covers(path, selector) for selector in _selectors(inputs.db)
-    )
+    if posixpath.basename(path) == "conftest.py":
+        return True
+    selectors = _selectors(inputs.db)
+    return is_test_file(path) and any(covers(selector, path) or covers(path, selector) for selector in selectors)
 
 
 def _apply_tests(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:

@@ -56,6 +56,8 @@ class RecordedFile:
     records: Mapping[str, GpuRecord] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
     read_from: tuple[str, ...] = ()  # a file the change leaves as it is: the changed files it reads names of
+    importers: tuple[str, ...] = ()  # for a change of its module-level code: the test paths that import it
+    importers_unknown: str = ""  # why those are not known ("" when they are, or the change needs none)
 
     @property
     def unrecorded(self) -> str:
@@ -65,13 +67,25 @@ class RecordedFile:
             return self.change.undecided
         if self.change.new:
             return f"it adds {_names(self.change.new)}: no record knows {'them' if len(self.change.new) > 1 else 'it'}"
-        if MODULE_UNIT in self.change.units:
-            return "it edits module-level code, which runs at import, outside the tests"
+        if MODULE_UNIT in self.change.units and self.importers_unknown:
+            return f"it edits module-level code, which runs at import, outside the tests, and {self.importers_unknown}"
         return ""
+
+    @property
+    def at_import(self) -> bool:
+        """Whether the change reaches code that runs at import (its module-level code, or a module-level read of
+        a name another file changes): the test paths that import the file run, and every test that ran a unit
+        of it (what its module-level code binds, any of them may read)."""
+        return MODULE_UNIT in self.change.units
+
+    def edited_units(self, record: GpuRecord) -> tuple[str, ...]:
+        """The units whose tests a change reaches on `record`'s GPU type: every unit of the file when the change
+        runs at import (at_import), else the units it edits."""
+        return tuple(record.units) if self.at_import else self.change.units
 
     def touched_by(self) -> frozenset[str]:
         """The tests whose fresh records, on any GPU type, ran a unit the change edits."""
-        found = frozenset().union(*(record.tests_of(self.change.units) for record in self.records.values()))
+        found = frozenset().union(*(record.tests_of(self.edited_units(record)) for record in self.records.values()))
         return frozenset(found - {OUTSIDE_TESTS})
 
 

@@ -4,13 +4,15 @@ GPU type's stages to the tests that ran what the change edits there. Pure: the T
 
     for each changed file F the rule claims (F has records on some GPU type), and each file that reads a
     name F exports (touch_records.TouchEvidence.readers: its reading units are its edit):
-      F cannot narrow anywhere (it edits module-level code, adds a unit, does not parse): the rule cannot
-        decide, and the full set runs
+      F cannot narrow anywhere (it adds a unit, does not parse, or edits module-level code of a module
+        whose importers are not known): the rule cannot decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
-      G has no records at all, F's records on G are stale, or a unit the change edits ran outside the
-        tests on G (at import: every test may read what it made): G's stages run their full set
+      G has no records at all, F's records on G are stale, or a function the change edits ran outside
+        the tests on G (at import: every test may read what it made): G's stages run their full set
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
-        of G ran one), each test function once
+        of G ran one), each test function once; where the change reaches F's module-level code (its own
+        edit there, or F reads a changed name at import), the tests that ran any unit of F, and the test
+        paths that import F (run/importers.py: what it made at import, they may read)
     a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
     its records ran unmeasured (`timed`), and the test files no record of G ran.
 """
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ci_tool.stages.changes import NarrowPath
 from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, RecordedFile, TouchEvidence
+from ci_tool.stages.units import MODULE_UNIT
 
 _SHOWN = 3  # commits or units a line names before counting the rest
 
@@ -74,14 +77,20 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     if why:
         plan.full.setdefault(gpu_type, why)
         return f"{where}: touched rule: {gpu_type} stages run their full set ({why})"
-    if record is None:  # fresh records of the GPU type, and none of them ran the file
-        return f"{where}: touched rule: no test ran it on {gpu_type} records: nothing to run there"
-    tests = sorted(set(map(_function_of, record.tests_of(found.change.units))))
-    plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
-    ran = "ran them" if len(found.change.units) > 1 else "ran it"
-    made = _shown([commit[:12] for commit in record.commits])
+    importers = f" and the {len(found.importers)} test path(s) that import it" if found.at_import else ""
+    if found.importers:
+        plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
     reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
-    return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}{reads}"
+    if record is None:  # fresh records of the GPU type, and none of them ran the file
+        what = f"runs{importers.removeprefix(' and')}" if importers else "nothing to run there"
+        return f"{where}: touched rule: no test ran it on {gpu_type} records: {what}{reads}"
+    tests = sorted(set(map(_function_of, record.tests_of(found.edited_units(record)) - {OUTSIDE_TESTS})))
+    plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
+    ran = "ran a unit of it (it changes code that runs at import)" if found.at_import else (
+        "ran them" if len(found.change.units) > 1 else "ran it")  # fmt: skip
+    made = _shown([commit[:12] for commit in record.commits])
+    return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}" + (
+        f"{importers}{reads}")  # fmt: skip
 
 
 def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:
@@ -89,7 +98,8 @@ def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evid
         return f"no {gpu_type} records"
     if gpu_type in found.stale:
         return f"its {gpu_type} records are stale: {found.stale[gpu_type]}"
-    if record is not None and OUTSIDE_TESTS in record.tests_of(found.change.units):
+    functions = [unit for unit in found.change.units if unit != MODULE_UNIT]  # importers see module-level code
+    if record is not None and OUTSIDE_TESTS in record.tests_of(functions):
         return "it ran outside the tests (at import), and every test may read what it made"
     return ""
 

@@ -111,14 +111,19 @@ def test_a_new_function_only_its_edited_caller_reaches_runs_that_callers_tests(
     assert "step 16: src/a.py:scaled, triple: touched rule: runs the 1 test(s) that ran them on CPU records" in out
 
 
-def test_a_module_level_change_runs_the_full_set(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_module_level_change_runs_the_tests_that_ran_the_file_and_those_that_import_it(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The new top-level call runs at import, while pytest collects: no record can see which test reads what
+    it made, so every test that ran src/a.py runs, and every test file that imports it."""
     commit(recorded, "print('imported')\n\n\n" + A)
     out = select(capsys)
     assert (
-        "step 16: src/a.py: touched rule: cannot narrow (it edits module-level code, which runs at import, outside "
-        "the tests)\n"
+        "step 16: src/a.py:<module>: touched rule: runs the 2 test(s) that ran a unit of it (it changes code that "
+        "runs at import) on CPU records from "
     ) in out
-    assert "+ CPU-Generic-1  (step 1: pre-merge set)" in out
+    assert "and the 2 test path(s) that import it\n" in out
+    assert "+ CPU-Generic-1-cbts" in out
 
 
 def test_a_private_constant_runs_the_tests_of_the_functions_that_read_it(
@@ -130,19 +135,22 @@ def test_a_private_constant_runs_the_tests_of_the_functions_that_read_it(
     assert "step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records" in out
 
 
-def test_a_public_constant_a_test_reads_at_import_runs_the_full_set(
+def test_a_public_constant_a_test_reads_at_import_runs_that_test_file(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A test file reads FACTOR in its parameter list, at collection: no record can see that."""
+    """A test file reads FACTOR in its parameter list, at collection: no record can see that, so the test file
+    that reads it runs whole, beside the tests of triple (which reads it too)."""
     test = recorded / "tests" / "test_triple.py"
     triple = FILES["tests/test_triple.py"].replace("import triple", "import FACTOR, triple")
     test.write_text(triple.replace("[1, 2]", "[1, FACTOR]"))
     commit(recorded, "FACTOR = 3\n\n\n" + A.replace("3 * x", "FACTOR * x"))
     out = select(capsys)
+    assert "step 16: src/a.py:triple: touched rule: runs the 1 test(s) that ran it on CPU records" in out
     assert (
-        "step 16: src/a.py: touched rule: cannot narrow (it changes `FACTOR`, which tests/test_triple.py reads in "
-        "module-level code, at import)\n"
+        "step 16: tests/test_triple.py:<module>, test_triple: touched rule: runs the 1 test(s) that ran a unit of it "
+        "(it changes code that runs at import) on CPU records from "
     ) in out
+    assert "and the 1 test path(s) that import it (it reads what src/a.py change(s))\n" in out
 
 
 def test_a_public_constant_another_file_reads_runs_the_tests_of_its_readers_there(

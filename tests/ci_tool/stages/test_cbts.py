@@ -82,6 +82,9 @@ FALLBACKS = {
     "a source file": (("src/engine/pool.py",), None, "src/engine/pool.py: no rule claims it"),
     "a source file among docs": (("docs/a.md", "src/x.py"), None, "src/x.py: no rule claims it"),
     "a test helper no entry covers": (("tests/fixtures/data.txt",), None, "tests/fixtures/data.txt: no rule claims it"),
+    # an entry covers these, yet their own path runs none of the tests that read them (in other files)
+    "a helper an entry covers": (("tests/engine/helpers.py",), None, "tests/engine/helpers.py: no rule claims it"),
+    "a data file an entry covers": (("tests/unit/golden.txt",), None, "tests/unit/golden.txt: no rule claims it"),
     "waives without a base": (
         (WAIVES,),
         None,

@@ -84,7 +84,8 @@ def test_a_gpu_type_whose_records_cannot_tell_runs_its_full_set(
 UNRECORDED = {
     "module-level": (
         UnitChange(("<module>", "Pool.free")),
-        "it edits module-level code, which runs at import, outside the tests",
+        "it edits module-level code, which runs at import, outside the tests, and more than 60 modules import "
+        "src/pool.py, directly or not",
     ),
     "new-unit": (UnitChange(("Pool.grow",), ("Pool.grow",)), "it adds Pool.grow: no record knows it"),
     "unparsed": (
@@ -96,7 +97,8 @@ UNRECORDED = {
 
 @pytest.mark.parametrize(("change", "why"), list(UNRECORDED.values()), ids=list(UNRECORDED))
 def test_a_change_no_record_can_narrow_cannot_decide(change: UnitChange, why: str) -> None:
-    planned = plan(RecordedFile(POOL, change, RECORDS))
+    unknown = "more than 60 modules import src/pool.py, directly or not"
+    planned = plan(RecordedFile(POOL, change, RECORDS, importers_unknown=unknown))
     assert (planned.undecided, planned.reasons, planned.paths) == (
         [why],
         [f"{POOL}: touched rule: cannot narrow ({why})"],
@@ -152,4 +154,21 @@ def test_tests_run_unmeasured_and_test_files_no_record_ran_run_too() -> None:
             "slow what they measure)",
             "touched rule: CPU stages also run 1 test path(s) no CPU record ran (never recorded there)",
         ],
+    )
+
+
+def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_paths_that_import_it() -> None:
+    """What module-level code made at import, any function of the file and any importer may read; what ran
+    it while pytest collected is <outside tests>, which the importers stand for here."""
+    records = {gpu: GpuRecord({**record.units, "<module>": frozenset({"<outside tests>"})}, record.commits)
+               for gpu, record in RECORDS.items()}  # fmt: skip
+    importers = ("tests/test_pool.py", "tests/engine")
+    planned = plan(RecordedFile(POOL, UnitChange(("<module>",)), records, importers=importers))
+    assert (planned.undecided, planned.full, planned.paths["CPU"]) == ([], {}, [
+        NarrowPath("tests/test_pool.py"), NarrowPath("tests/engine"), NarrowPath("tests/test_pool.py::test_a"),
+        NarrowPath("tests/test_pool.py::test_b"), NarrowPath("tests/test_pool.py::test_c"),
+    ])  # fmt: skip
+    assert planned.reasons[1] == (
+        f"{POOL}:<module>: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that runs at "
+        "import) on CPU records from 111111111111 and the 2 test path(s) that import it"
     )

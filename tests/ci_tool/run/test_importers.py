@@ -1,0 +1,80 @@
+"""Which test files import a module (run/importers.py), read from a real git repository at a commit."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ci_tool.run import importers
+from ci_tool.run.importers import ImportingTests, importing_tests, module_names
+
+FILES = {
+    "src/eng/__init__.py": "from eng.pool import Pool\n",
+    "src/eng/pool.py": "class Pool:\n    pass\n",
+    "src/eng/model.py": "from . import pool\n\n\ndef build():\n    return pool.Pool()\n",
+    "tests/eng/helper.py": "from eng.model import build\n\nMADE = build()\n",
+    "tests/eng/test_model.py": "from tests.eng.helper import MADE\n\n\ndef test_made():\n    assert MADE\n",
+    "tests/eng/test_lazy.py": "def test_lazy():\n    import eng.pool\n    assert eng.pool\n",
+    "tests/eng/test_words.py": "def test_words():\n    assert 'pool' != 'model'\n",  # names them, imports nothing
+    "tests/other/conftest.py": "import src.eng.pool\n",
+    "tests/other/test_x.py": "def test_x():\n    pass\n",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def test_a_module_is_named_from_the_rootdir_and_from_its_source_root() -> None:
+    assert module_names("src/eng/pool.py") == ("src.eng.pool", "eng.pool")
+    assert module_names("src/eng/__init__.py") == ("src.eng", "eng")
+    assert module_names("tests/eng/helper.py") == ("tests.eng.helper",)
+
+
+def test_the_test_files_that_import_a_module_directly_through_helpers_lazily_or_by_a_conftest(repo: Path) -> None:
+    """pool.py: model.py imports it relatively, helper.py imports model at import and test_model.py imports
+    helper; test_lazy.py imports it in a test's body; tests/other's conftest.py imports it as src.eng.pool."""
+    assert importing_tests(repo, "HEAD", "src/eng/pool.py") == ImportingTests(
+        ("tests/eng/test_lazy.py", "tests/eng/test_model.py", "tests/other")
+    )
+
+
+def test_a_test_file_is_its_own_importer_and_a_conftest_its_folder(repo: Path) -> None:
+    assert importing_tests(repo, "HEAD", "tests/eng/test_words.py") == ImportingTests(("tests/eng/test_words.py",))
+    assert importing_tests(repo, "HEAD", "tests/other/conftest.py") == ImportingTests(("tests/other",))
+
+
+def test_the_work_tree_is_read_when_no_commit_is_given(repo: Path) -> None:
+    (repo / "tests" / "eng" / "test_new.py").write_text("from tests.eng import helper\n")  # untracked
+    assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
+        ("tests/eng/test_model.py", "tests/eng/test_new.py")
+    )
+
+
+def test_a_file_that_names_the_module_and_does_not_parse_leaves_the_answer_unknown(repo: Path) -> None:
+    (repo / "tests" / "eng" / "test_broken.py").write_text("import tests.eng.helper\ndef (\n")
+    assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
+        unknown="tests/eng/test_broken.py may import tests/eng/helper.py and does not parse"
+    )
+
+
+def test_too_many_modules_on_the_way_leave_the_answer_unknown(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importers, "LIMIT", 2)
+    assert importing_tests(repo, "HEAD", "src/eng/pool.py") == ImportingTests(
+        unknown="more than 2 modules import src/eng/pool.py, directly or not"
+    )
