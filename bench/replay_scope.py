@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path, PurePosixPath
 
+from ci_tool.run.importers import imported_names
+
 
 class EngineScope:
     def __init__(self, tree: Path, package: str, *, roots: tuple[str, ...] = ("", "src/")) -> None:
@@ -32,7 +34,7 @@ class EngineScope:
             module = ast.parse((self.tree / path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             return False
-        names = _imports(module, path)
+        names = imported_names(module, path)
         found = any(name.split(".")[0] == self.package for name in names)
         found = found or (path.startswith("tests/") and self.package in _words(module))
         found = found or any(self._reaches(imported) for imported in self._files(names))
@@ -59,20 +61,3 @@ def _words(module: ast.Module) -> set[str]:
     texts = [node.value for node in ast.walk(module) if isinstance(node, ast.Constant)
              and isinstance(node.value, str) and id(node) not in docstrings]  # fmt: skip
     return {word for text in texts for word in re.findall(r"\w+", text)}
-
-
-def _imports(tree: ast.Module, path: str) -> set[str]:
-    """The module names a file imports (`from a.b import c` also counts `a.b.c`, which may be a module; a
-    relative import is read against the file's own package)."""
-    package = PurePosixPath(path).parent.as_posix().replace("/", ".")
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, *([base] if base else [])])
-            found |= {base, *(f"{base}.{alias.name}" for alias in node.names)} - {""}
-    return found

@@ -95,11 +95,16 @@ def _under(imported: str, module: str) -> bool:
 
 
 def _imports(text: str, path: str) -> set[str] | None:
-    """The dotted names a file's import statements name (`from a.b import c`: `a.b` and `a.b.c`)."""
+    """The dotted names a file's import statements name (None: it does not parse)."""
     try:
-        tree = ast.parse(text)
+        return imported_names(ast.parse(text), path)
     except (SyntaxError, ValueError):
         return None
+
+
+def imported_names(tree: ast.Module, path: str) -> set[str]:
+    """The dotted names the import statements of the file at `path` name, anywhere in it (`from a.b import c`
+    also counts `a.b.c`, which may be a module; a relative import is read against the file's package)."""
     package = _dotted(path) if PurePosixPath(path).name == "__init__.py" else _dotted(path).rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
