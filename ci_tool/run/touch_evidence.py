@@ -97,11 +97,11 @@ def touch_evidence(
 
 
 def _with_importers(found: RecordedFile, root: Path, head: str | None) -> RecordedFile:
-    """`found` with the test paths that import it, where the change reaches its module-level code."""
-    if not found.at_import or found.change.undecided or found.change.new:
+    """`found` with the test paths that import it, where the change reaches code that runs at import."""
+    if not found.runs_at_import() or found.change.undecided or found.change.new:
         return found
     importing = importing_tests(root, head, found.path)
-    return replace(found, importers=importing.paths, importers_unknown=importing.unknown)
+    return replace(found, importers=importing.paths, importers_unknown=importing.unknown, importers_read=True)
 
 
 def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _Commits) -> dict[str, RecordedFile]:

@@ -56,8 +56,9 @@ class RecordedFile:
     records: Mapping[str, GpuRecord] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
     read_from: tuple[str, ...] = ()  # a file the change leaves as it is: the changed files it reads names of
-    importers: tuple[str, ...] = ()  # for a change of its module-level code: the test paths that import it
-    importers_unknown: str = ""  # why those are not known ("" when they are, or the change needs none)
+    importers: tuple[str, ...] = ()  # for a change that runs at import: the test paths that import the file
+    importers_unknown: str = ""  # why those are not known ("" when they are, or were not looked for)
+    importers_read: bool = False  # whether they were looked for (run/importers.py)
 
     @property
     def unrecorded(self) -> str:
@@ -77,6 +78,15 @@ class RecordedFile:
         a name another file changes): the test paths that import the file run, and every test that ran a unit
         of it (what its module-level code binds, any of them may read)."""
         return MODULE_UNIT in self.change.units
+
+    def runs_at_import(self) -> bool:
+        """Whether the change reaches code that runs at import: its module-level code (at_import), or a function
+        it edits that a record shows running outside the tests (while pytest collected, called by some module's
+        import-time code: a module that imports this file). Either way the test paths that import the file
+        stand for what no record can attribute."""
+        functions = [unit for unit in self.change.units if unit != MODULE_UNIT]
+        ran_outside = any(OUTSIDE_TESTS in record.tests_of(functions) for record in self.records.values())
+        return self.at_import or ran_outside
 
     def edited_units(self, record: GpuRecord) -> tuple[str, ...]:
         """The units whose tests a change reaches on `record`'s GPU type: every unit of the file when the change

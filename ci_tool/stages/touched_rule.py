@@ -8,11 +8,13 @@ GPU type's stages to the tests that ran what the change edits there. Pure: the T
         whose importers are not known): the rule cannot decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
       G has no records at all, F's records on G are stale, or a function the change edits ran outside
-        the tests on G (at import: every test may read what it made): G's stages run their full set
+        the tests on G (at import: every test may read what it made) and F's importers are not known:
+        G's stages run their full set
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
         of G ran one), each test function once; where the change reaches F's module-level code (its own
         edit there, or F reads a changed name at import), the tests that ran any unit of F, and the test
-        paths that import F (run/importers.py: what it made at import, they may read)
+        paths that import F (run/importers.py: what it made at import, they may read); the same test
+        paths where a function it edits ran outside the tests (some importer's import-time code called it)
     a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
     its records ran unmeasured (`timed`), and the test files no record of G ran.
 """
@@ -77,7 +79,7 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     if why:
         plan.full.setdefault(gpu_type, why)
         return f"{where}: touched rule: {gpu_type} stages run their full set ({why})"
-    importers = f" and the {len(found.importers)} test path(s) that import it" if found.at_import else ""
+    importers = f" and the {len(found.importers)} test path(s) that import it" if found.importers_read else ""
     if found.importers:
         plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
     reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
@@ -99,7 +101,8 @@ def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evid
     if gpu_type in found.stale:
         return f"its {gpu_type} records are stale: {found.stale[gpu_type]}"
     functions = [unit for unit in found.change.units if unit != MODULE_UNIT]  # importers see module-level code
-    if record is not None and OUTSIDE_TESTS in record.tests_of(functions):
+    known = found.importers_read and not found.importers_unknown  # they stand for what ran at import
+    if record is not None and OUTSIDE_TESTS in record.tests_of(functions) and not known:
         return "it ran outside the tests (at import), and every test may read what it made"
     return ""
 

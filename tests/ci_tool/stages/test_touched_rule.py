@@ -163,7 +163,7 @@ def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_pa
     records = {gpu: GpuRecord({**record.units, "<module>": frozenset({"<outside tests>"})}, record.commits)
                for gpu, record in RECORDS.items()}  # fmt: skip
     importers = ("tests/test_pool.py", "tests/engine")
-    planned = plan(RecordedFile(POOL, UnitChange(("<module>",)), records, importers=importers))
+    planned = plan(RecordedFile(POOL, UnitChange(("<module>",)), records, importers=importers, importers_read=True))
     assert (planned.undecided, planned.full, planned.paths["CPU"]) == ([], {}, [
         NarrowPath("tests/test_pool.py"), NarrowPath("tests/engine"), NarrowPath("tests/test_pool.py::test_a"),
         NarrowPath("tests/test_pool.py::test_b"), NarrowPath("tests/test_pool.py::test_c"),
@@ -172,3 +172,16 @@ def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_pa
         f"{POOL}:<module>: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that runs at "
         "import) on CPU records from 111111111111 and the 2 test path(s) that import it"
     )
+
+
+def test_a_function_that_ran_at_import_narrows_to_its_tests_and_the_test_paths_that_import_its_file() -> None:
+    """Some importer's import-time code called Pool.allocate on A10 (<outside tests>): the importers stand for
+    it, so A10 narrows where it would otherwise run its full set (FULL["outside-tests"])."""
+    ran = frozenset({"<outside tests>", "tests/test_gpu.py::test_g"})
+    records = {**RECORDS, "A10": GpuRecord({"Pool.allocate": ran}, (C1,))}
+    found = RecordedFile(POOL, ALLOCATE, records, importers=("tests/test_gpu.py",), importers_read=True)
+    assert found.runs_at_import() and not found.at_import
+    planned = plan(found)
+    assert (planned.full, planned.paths["A10"]) == (
+        {}, [NarrowPath("tests/test_gpu.py"), NarrowPath("tests/test_gpu.py::test_g")],
+    )  # fmt: skip
