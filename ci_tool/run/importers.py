@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ci_tool import gitinfo
-from ci_tool.stages.changes import is_test_file
+from ci_tool.stages.changes import test_path_of
 
 LIMIT = 60  # modules followed before the answer is unknown
 SOURCE_ROOTS = ("src/",)  # folders whose files import without the folder's name (besides the rootdir)
@@ -81,12 +81,10 @@ def importing_tests(root: Path, head: str | None, path: str) -> ImportingTests:
 
 def _kept(path: str, found: set[str]) -> bool:
     """Add a test file, or a conftest.py's folder, to `found`; whether `path` is a module to follow instead."""
-    if PurePosixPath(path).name == "conftest.py":
-        found.add(PurePosixPath(path).parent.as_posix())
-    elif is_test_file(path):
-        found.add(path)
-    else:
+    test_path = test_path_of(path)
+    if test_path is None:
         return True
+    found.add(test_path)
     return False
 
 

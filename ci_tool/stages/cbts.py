@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, path_matches
-from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters
+from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters, test_path_of
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
@@ -311,12 +311,10 @@ def _claims_tests(path: str, inputs: _Inputs) -> bool:
 
 def _apply_tests(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
     for path in paths:
-        if posixpath.basename(path) == "conftest.py":
-            effect.paths.append(NarrowPath(posixpath.dirname(path) or "."))
-        elif path in inputs.changes.deleted:  # only entries naming it still reach it
+        if path in inputs.changes.deleted and is_test_file(path):  # only entries naming it still reach it
             effect.paths += [NarrowPath(s) for s in _selectors(inputs.db) if covers(path, s)]
         else:
-            effect.paths.append(NarrowPath(path))
+            effect.paths.append(NarrowPath(test_path_of(path) or path))  # the rule claims no other file
     return f"{_files(paths)}: tests rule: runs the list entries that cover {'them' if len(paths) > 1 else 'it'}"
 
 
@@ -361,9 +359,8 @@ def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> li
 
 def _test_path(path: str, inputs: _Inputs) -> NarrowPath | None:
     """What a test file changed since the records runs (the tests rule's claim and path); None: no test file."""
-    if not path.endswith(".py") or not _claims_tests(path, inputs):
-        return None
-    return NarrowPath((posixpath.dirname(path) or ".") if posixpath.basename(path) == "conftest.py" else path)
+    found = test_path_of(path) if path.endswith(".py") and _claims_tests(path, inputs) else None
+    return NarrowPath(found) if found is not None else None
 
 
 RULES: tuple[_Rule, ...] = (

@@ -102,6 +102,14 @@ def is_test_file(path: str) -> bool:
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
+def test_path_of(path: str) -> str | None:
+    """What running a changed test-side file means: a test file runs itself, a conftest.py its folder (every
+    test under it uses what it sets up); None for any other file (a helper module, data)."""
+    if posixpath.basename(path) == "conftest.py":
+        return posixpath.dirname(path) or "."
+    return path if is_test_file(path) else None
+
+
 def rule_input(path: str, test_db_dir: str) -> bool:
     """Whether the change-based rules read `path`'s text at the base and the head: a test-db list or the
     waives file (both builders fetch exactly these)."""
