@@ -135,20 +135,24 @@ def _unstaged(tests: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _merged_outside(db: Writer, units: Mapping[_RowKey, set[str]]) -> dict[_RowKey, set[str]]:
-    """A part of a stage's run: its outside rows added to the stage's rows already there, at their commit."""
+    """A part of a stage's run: its outside rows added to the stage's rows already there, at their commit (one
+    query per stage and GPU type, not one per file)."""
     merged = dict(units)
+    there: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}  # (test, GPU type) -> source -> units, commit
     for key, found in units.items():
         source, test, gpu_type, stage, _ = key
         if not is_outside(test):
             continue
-        there = db.execute(
-            "SELECT units, commit_sha FROM touch_records WHERE source = ? AND test_id = ? AND gpu_type = ?",
-            (source, test, gpu_type),
-        ).fetchall()
-        if there:
-            old_units, old_commit = there[0]
+        if (test, gpu_type) not in there:
+            rows = db.execute(
+                "SELECT source, units, commit_sha FROM touch_records WHERE test_id = ? AND gpu_type = ?",
+                (test, gpu_type),
+            ).fetchall()
+            there[test, gpu_type] = {str(row[0]): (str(row[1]), str(row[2])) for row in rows}
+        if source in there[test, gpu_type]:
+            old_units, old_commit = there[test, gpu_type][source]
             del merged[key]
-            merged[source, test, gpu_type, stage, str(old_commit)] = found | set(str(old_units).split(_UNITS))
+            merged[source, test, gpu_type, stage, old_commit] = found | set(old_units.split(_UNITS))
     return merged
 
 
