@@ -1,6 +1,9 @@
 """Touch records for the mutation replay (mutation_replay_bench.py --records DIR), made as a post-merge run
-makes them: every line of the full set's CPU test stages, whole, at the parent P of each replayed commit,
-and with --gpu-type G, the lines of G's stages too (on a runner of G: records are per GPU type).
+makes them: every line of its CPU test stages, whole, at the parent P of each replayed commit, and with
+--gpu-type G, the lines of G's stages too, its Post-Merge ones included (on a runner of G: records are per
+GPU type). A post-merge run is the one that records: its Post-Merge stages run what the pre-merge ones
+filter out (H200's `tests/kvengine` whole, where pre-merge runs `-m "gpu"`), so those test files have
+records on G and a narrowed stage of G can leave them out.
 
     .venv/bin/python bench/replay_records.py --commits N [--skip K] --jobs J [--gpu-type DGX_H200] --out DIR
 
@@ -12,8 +15,9 @@ stamped with P, the stage and its GPU type, and DIR/records.json each process's 
 counts. The engine-part records the replay makes by itself cover only the tests that can reach the engine;
 with these, every other test file has a record too, and a narrowed stage can leave it out.
 
-A GPU type's lines under tests/perf/ are left out: their tests are `timed`, which record only that they ran
-unmeasured, so a narrowed stage runs them whatever the change, recorded or not.
+A GPU type's lines under tests/perf/, and a CPU Post-Merge stage's, are left out: their tests are `timed`,
+which record only that they ran unmeasured, so a narrowed stage runs them whatever the change, recorded or
+not.
 """
 
 from __future__ import annotations
@@ -32,13 +36,14 @@ from pathlib import Path
 
 from mutation_replay_bench import plain_change, source_commits
 from replay_runs import Batch, Run, export_tree, run_batches
-from replay_select import Rule, RulePlan, rule_plans
+from replay_select import RulePlan, post_merge_plan
 
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import read_touch_files, record_touches, stamped
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import split_filters
 from ci_tool.stages.durations import estimate_seconds
+from ci_tool.stages.names import CPU_GPU_TOKEN
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMED_LINES = "tests/perf/"  # a GPU type's lines left out (see the module docstring)
@@ -55,8 +60,10 @@ class Job:
 
 
 def jobs_of(plan: RulePlan, parent: str, loaded: LoadedCatalog, gpu_type: str | None) -> list[Job]:
-    """Every line of the plan's CPU test stages, and of `gpu_type`'s (its timed lines left out), as jobs."""
+    """Every line of the plan's CPU test stages, and of `gpu_type`'s (its timed lines left out), as jobs; a
+    line two stages of one GPU type share runs once (its records are the GPU type's)."""
     found = []
+    seen: set[tuple[str, str]] = set()  # (GPU type, line)
     for stage, planned in plan.plans.items():
         name = planned.name
         wanted = (name.is_cpu and name.is_test) or (gpu_type is not None and name.gpu_type == gpu_type)
@@ -66,16 +73,19 @@ def jobs_of(plan: RulePlan, parent: str, loaded: LoadedCatalog, gpu_type: str | 
         predicted = estimate_seconds(lines, loaded.durations).seconds
         for test_id in lines:
             selector, filters = split_filters(test_id)
-            if not name.is_cpu and selector.startswith(TIMED_LINES):
+            timed = selector.startswith(TIMED_LINES) and (not name.is_cpu or name.post_merge)
+            if timed or (name.gpu_type, test_id) in seen:
                 continue
+            seen.add((name.gpu_type, test_id))
             batch = Batch(stage, (selector.strip(),), filters.strip())
             found.append(Job(parent, name.gpu_type, batch, predicted[test_id]))
     return found
 
 
 def record_all(jobs: Sequence[Job], trees: dict[str, Path], scratch: Path, workers: int) -> list[tuple[Job, Run, Path]]:
-    """Run every job with touch recording, `workers` at a time, the longest predicted first."""
-    ordered = sorted(enumerate(jobs), key=lambda item: -item[1].predicted)
+    """Run every job with touch recording, `workers` at a time: the GPU type's first (test-db/.test_durations
+    knows them from CPU runs, which skip their GPU tests), then the longest predicted first."""
+    ordered = sorted(enumerate(jobs), key=lambda item: (item[1].gpu_type == CPU_GPU_TOKEN, -item[1].predicted))
 
     def one(item: tuple[int, Job]) -> tuple[Job, Run, Path]:
         index, job = item
@@ -131,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs: list[Job] = []
         trees: dict[str, Path] = {}
         for commit in chosen:
-            plan = rule_plans(loaded, plain_change(clone, commit))[Rule.FULL]
+            plan = post_merge_plan(loaded, plain_change(clone, commit))
             trees[commit.parent] = export_tree(clone, commit.parent, Path(scratch) / commit.parent[:12])
             jobs += jobs_of(plan, commit.parent, loaded, options.gpu_type)
         print(f"{len(jobs)} processes for {len(chosen)} parents, {options.jobs} at a time", file=sys.stderr, flush=True)

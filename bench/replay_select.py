@@ -88,8 +88,14 @@ def rule_plans(loaded: LoadedCatalog, change: ChangeSet) -> dict[Rule, RulePlan]
     return {rule: _plan(loaded, rule, found) for rule, found in changes.items()}
 
 
-def _plan(loaded: LoadedCatalog, rule: Rule, change: ChangeSet) -> RulePlan:
-    comment = "/bot run --disable-cbts" if rule is Rule.FULL else "/bot run"
+def post_merge_plan(loaded: LoadedCatalog, change: ChangeSet) -> RulePlan:
+    """What a post-merge run of the change's head runs: the full set and the Post-Merge stages, whole (the
+    run that records touches)."""
+    return _plan(loaded, Rule.FULL, change, comment="/bot run --post-merge --disable-cbts")
+
+
+def _plan(loaded: LoadedCatalog, rule: Rule, change: ChangeSet, *, comment: str = "") -> RulePlan:
+    comment = comment or ("/bot run --disable-cbts" if rule is Rule.FULL else "/bot run")
     request = parse_comment(comment).selection_request()
     selection = select_for_change(loaded, request, engine=Engine.LOCAL, changes=change)
     plans = plan_stages(selection.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)

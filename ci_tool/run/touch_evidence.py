@@ -98,7 +98,7 @@ def touch_evidence(
 
 def _with_importers(found: RecordedFile, root: Path, head: str | None) -> RecordedFile:
     """`found` with the test paths that import it, where the change reaches code that runs at import."""
-    if not found.runs_at_import() or found.change.undecided or found.change.new:
+    if not found.runs_at_import() or found.change.undecided:
         return found
     importing = importing_tests(root, head, found.path)
     return replace(found, importers=importing.paths, importers_unknown=importing.unknown, importers_read=True)

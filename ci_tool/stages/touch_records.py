@@ -62,14 +62,20 @@ class RecordedFile:
 
     @property
     def unrecorded(self) -> str:
-        """Why no record can narrow for this change ("" when one can): a change of module-level code (it runs
-        at import, outside the tests), a unit the change adds, or a file the change cannot be mapped in."""
+        """Why no record can narrow for this change ("" when one can): a file the change cannot be mapped in, a
+        change of module-level code (it runs at import, outside the tests) whose importers are not known, or a
+        unit the change adds while they are not known. A new def's header runs at import (a def nested in a
+        function is its function's: stages/units.py), so the change reaches module-level code: every test
+        that ran a unit of the file and every test path that imports it run, and code that can call the new
+        unit is either the file's, which those tests ran, or another file's, which imports it."""
         if self.change.undecided:
             return self.change.undecided
-        if self.change.new:
-            return f"it adds {_names(self.change.new)}: no record knows {'them' if len(self.change.new) > 1 else 'it'}"
-        if MODULE_UNIT in self.change.units and self.importers_unknown:
-            return f"it edits module-level code, which runs at import, outside the tests, and {self.importers_unknown}"
+        new = _names(self.change.new)
+        if self.change.new and not (self.at_import and self.importers_read):  # importers stand for what calls it
+            return f"it adds {new}: no record knows {'them' if len(self.change.new) > 1 else 'it'}"
+        if self.at_import and self.importers_unknown:
+            what = f"it adds {new}, whose def runs" if self.change.new else "it edits module-level code, which runs"
+            return f"{what} at import, outside the tests, and {self.importers_unknown}"
         return ""
 
     @property

@@ -4,16 +4,17 @@ GPU type's stages to the tests that ran what the change edits there. Pure: the T
 
     for each changed file F the rule claims (F has records on some GPU type), and each file that reads a
     name F exports (touch_records.TouchEvidence.readers: its reading units are its edit):
-      F cannot narrow anywhere (it adds a unit, does not parse, or edits module-level code of a module
-        whose importers are not known): the rule cannot decide, and the full set runs
+      F cannot narrow anywhere (it does not parse, or it edits module-level code, a new def's header
+        among it, of a module whose importers are not known): the rule cannot decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
       G has no records at all, F's records on G are stale, or a function the change edits ran outside
         the tests on G (at import: every test may read what it made) and F's importers are not known:
         G's stages run their full set
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
         of G ran one), each test function once; where the change reaches F's module-level code (its own
-        edit there, or F reads a changed name at import), the tests that ran any unit of F, and the test
-        paths that import F (run/importers.py: what it made at import, they may read); the same test
+        edit there, a def it adds, or F reads a changed name at import), the tests that ran any unit of F,
+        and the test paths that import F (run/importers.py: what it made at import, they may read; what
+        can call a new def is F's code, which those tests ran, or an importer's); the same test
         paths where a function it edits ran outside the tests (some importer's import-time code called it)
     a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
     its records ran unmeasured (`timed`), and the test files no record of G ran.
@@ -88,7 +89,8 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
         return f"{where}: touched rule: no test ran it on {gpu_type} records: {what}{reads}"
     tests = sorted(set(map(_function_of, record.tests_of(found.edited_units(record)) - {OUTSIDE_TESTS})))
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
-    ran = "ran a unit of it (it changes code that runs at import)" if found.at_import else (
+    adds = f"; it adds {_shown(found.change.new)}, which no record knows" if found.change.new else ""
+    ran = f"ran a unit of it (it changes code that runs at import{adds})" if found.at_import else (
         "ran them" if len(found.change.units) > 1 else "ran it")  # fmt: skip
     made = _shown([commit[:12] for commit in record.commits])
     return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}" + (

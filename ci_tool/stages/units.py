@@ -11,7 +11,8 @@ texts and diff hunks in, unit names out.
                wrap, no call in its defaults or annotations: importing it only binds the name) of a
                function both sides have, or of a free one: that edit is the function's own (the tests that
                called it ran its body); a unit the head has and the base lacks is new: no record made
-               before the change can know it
+               before the change can know it (but a def nested in a function, which runs only inside
+               that function, whose body the change edits: the function's tests run it)
     inert      a blank or comment-only line runs nothing: a change of one edits no unit (but for a comment
                on the first two lines, which may declare the file's coding)
     free       a new top-level function whose name the base never mentions (no def, assignment, import,
@@ -512,7 +513,8 @@ def changed_units(
         exported |= _exported(bindings, package_init) | {
             unit for unit in side.compiled(edited) if _public(unit.rsplit(".", 1)[-1])
         }
-    new = {unit for unit in edited - base_units.names if unit.split(".", 1)[0] not in free}
+    nested = {found.unit for found in head_units.defs if not found.at_import}  # their function's edit holds them
+    new = {unit for unit in edited - base_units.names - nested if unit.split(".", 1)[0] not in free}
     through = edited - direct
     unbound = exported - head_units.top_level_names  # an import of it elsewhere now fails
     return UnitChange(

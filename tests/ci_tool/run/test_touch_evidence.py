@@ -98,3 +98,18 @@ def test_tests_recorded_unmeasured_and_test_files_no_record_ran_are_listed(repo:
     ]
     records = evidence(repo, rows, made).gpu_types["CPU"]
     assert (records.unmeasured, records.unrecorded_test_files) == ((timed,), ("tests/test_c.py",))
+
+
+def test_a_method_a_change_adds_narrows_through_the_test_paths_that_import_its_file(repo: Path) -> None:
+    """A new def's header runs at import: the change reaches the file's module-level code, so the test paths
+    that import the file are looked for, and with them known nothing is left undecided."""
+    pool = "class Pool:\n    def take(self):\n        return 1\n"
+    made = commit(repo, {"src/pool.py": pool, "tests/test_pool.py": "from pool import Pool\n", "tests/test_x.py": ""})
+    (repo / "src" / "pool.py").write_text(pool + "\n    def grow(self):\n        return 2\n")
+    rows = [TouchRow("src/pool.py", "Pool.take", "tests/test_pool.py::test_take", "CPU", "CPU-Generic-1", made)]
+    with HistoryStore(repo.parent / "h.sqlite") as store:
+        record_touches(store, "r1", rows, recorded_at=1.0)
+        found = touch_evidence(store, repo, base=made, head=None, files=["src/pool.py"], deleted=()).files
+    assert (found["src/pool.py"].change.new, found["src/pool.py"].unrecorded, found["src/pool.py"].importers) == (
+        ("Pool.grow",), "", ("tests/test_pool.py",)
+    )  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ci_tool.stages.changes import NarrowPath
@@ -172,6 +174,23 @@ def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_pa
         f"{POOL}:<module>: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that runs at "
         "import) on CPU records from 111111111111 and the 2 test path(s) that import it"
     )
+
+
+def test_a_def_the_change_adds_narrows_like_module_level_code_when_the_importers_are_known() -> None:
+    """A new method's header binds it at import: what can call it is the file's own code (the tests that ran a
+    unit of it) or an importer's (the test paths that import it)."""
+    grow = UnitChange(("<module>", "Pool.grow"), ("Pool.grow",))
+    found = RecordedFile(POOL, grow, {"CPU": RECORDS["CPU"]}, importers=("tests/test_pool.py",), importers_read=True)
+    planned = plan(found, {"CPU": EVERYWHERE["CPU"]})
+    assert (planned.undecided, planned.paths["CPU"][:2], planned.reasons[-1]) == ([], [
+        NarrowPath("tests/test_pool.py"), NarrowPath("tests/test_pool.py::test_a"),
+    ], f"{POOL}:<module>, Pool.grow: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that "
+       "runs at import; it adds Pool.grow, which no record knows) on CPU records from 111111111111 and the 1 test "
+       "path(s) that import it")  # fmt: skip
+    unknown = plan(replace(found, importers=(), importers_unknown="more than 60 modules import src/pool.py"))
+    assert unknown.undecided == [
+        "it adds Pool.grow, whose def runs at import, outside the tests, and more than 60 modules import src/pool.py"
+    ]
 
 
 def test_a_function_that_ran_at_import_narrows_to_its_tests_and_the_test_paths_that_import_its_file() -> None:

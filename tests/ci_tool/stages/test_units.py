@@ -159,6 +159,12 @@ CASES = {
         "from os import *\n" + BASE + "\n\ndef three():\n    return 3\n",
         UnitChange(("<module>", "three"), ("three",)),
     ),
+    # a def nested in a function runs only inside it: the function's edit holds it, so it is not new
+    "new-nested-def": (
+        "def a():\n    return 1\n",
+        "def a():\n    def inner():\n        return 1\n\n    return inner()\n",
+        UnitChange(("a", "a.inner")),
+    ),
     "new-method": (
         "class P:\n    def a(self):\n        return 1\n",
         "class P:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n",
