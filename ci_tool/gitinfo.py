@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,14 +205,15 @@ def line_diff(root: Path, rev: str, head: str | None, path: str) -> str:
     return _git(root, *options, rev, *([head] if head else []), "--", path).stdout.decode("utf-8", "replace")
 
 
-def files_naming(root: Path, head: str | None, names: Collection[str], glob: str) -> frozenset[str]:
-    """The repository-relative files matching `glob` at `head` (None: the work tree, its untracked files
-    too) in which any of `names` stands as a whole word (`git grep -w -F`)."""
+def files_naming(root: Path, head: str | None, names: Collection[str], glob: str | Sequence[str]) -> frozenset[str]:
+    """The repository-relative files matching `glob` (a pathspec, or several: `*`, `:!*.md`) at `head` (None:
+    the work tree, its untracked files too) in which any of `names` stands as a whole word (`git grep -w -F`)."""
     if not names:
         return frozenset()
     patterns = [argument for name in sorted(names) for argument in ("-e", name)]
     where = [head] if head else ["--untracked"]
-    listed = _git(root, "grep", "-l", "-z", "-w", "-F", "--full-name", *patterns, *where, "--", glob, check=False)
+    globs = [glob] if isinstance(glob, str) else list(glob)
+    listed = _git(root, "grep", "-l", "-z", "-w", "-F", "--full-name", *patterns, *where, "--", *globs, check=False)
     if listed.returncode not in (0, 1):  # 1: no file names them
         message = listed.stderr.decode("utf-8", "replace").strip()
         raise GitError(f"git grep failed in {str(root)!r}: {message or listed.returncode}")

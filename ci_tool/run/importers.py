@@ -3,6 +3,7 @@ a change to the module's import-time code reaches (touch_evidence.py). A record 
 top-level code runs once, while pytest collects, outside every test.
 
     importing_tests(root, head, path) -> ImportingTests
+    loading_files(root, head, path) -> the other files that may load the module
 
 From the module, each step asks `git grep -w` for the files that name the last dotted part of a module found
 (`triton_check` for tests/kvengine/triton_check.py, `kvengine` for src/kvengine/__init__.py), and keeps
@@ -13,6 +14,11 @@ other module is followed in turn, since what it made at import holds what it rea
 parse, or more than LIMIT modules on the way, leaves the answer unknown: the caller then cannot narrow.
 Dotted names are rootdir-relative, and also relative to a source root (src/) for a file under one; what a
 test starts in a process is not here (its record says that).
+
+`loading_files` is one step of the same search, wider: the files (any kind but prose: *.md, *.rst, *.txt)
+that import the module or spell one of its dotted names (a string an importlib call, `mock.patch`,
+`pytest.importorskip` or an entry point holds). A module loaded by a name built at run time (a loop over a
+folder's files) is not seen.
 """
 
 from __future__ import annotations
@@ -77,6 +83,29 @@ def importing_tests(root: Path, head: str | None, path: str) -> ImportingTests:
             if _kept(other, found):
                 step.append(other)
     return ImportingTests(tuple(sorted(found)))
+
+
+PROSE = (":!*.md", ":!*.rst", ":!*.txt")  # files that name a module without loading it
+
+
+def loading_files(root: Path, head: str | None, path: str) -> tuple[str, ...]:
+    """The files at `head` (None: the work tree) but `path` that import the module `path` or spell one of its
+    dotted names (see the module docstring); a Python file that does not parse counts as one."""
+    names = module_names(path)
+    words = {name.rsplit(".", 1)[-1] for name in names}
+    found = []
+    for other in sorted(gitinfo.files_naming(root, head, words, ("*", *PROSE)) - {path}):
+        text = gitinfo.file_at(root, head, other) if head is not None else _read(root / other)
+        if text is None:
+            continue
+        imported = _imports(text, other) if other.endswith(".py") else set()
+        if (
+            imported is None
+            or any(name in text for name in names if "." in name)
+            or any(_under(found_name, name) for found_name in imported for name in names)
+        ):
+            found.append(other)
+    return tuple(found)
 
 
 def _kept(path: str, found: set[str]) -> bool:

@@ -14,6 +14,9 @@ names a change may export to other files (stages/units.py: a public constant or 
 __init__.py's imports): the units of another Python file that read one are edited too (they read what the
 change made), its module-level code where it reads one at import. A change that reaches a file's
 module-level code also names the test paths that import that file (run/importers.py, a few `git grep`s).
+A Python file the change adds (not a test file, which the tests rule runs) has no record; what loads it
+does (run/importers.loading_files, one `git grep`): when every such file is one the change edits too, the
+new file runs only through them, and their own records select its tests.
 """
 
 from __future__ import annotations
@@ -34,11 +37,12 @@ from ci_tool.history.touches import (
     tests_with_unit,
     touching_tests,
 )
-from ci_tool.run.importers import importing_tests
+from ci_tool.run.importers import importing_tests, loading_files
 from ci_tool.stages.changes import is_test_file
 from ci_tool.stages.touch_records import (
     OUTSIDE_TESTS,
     UNMEASURED,
+    AddedFile,
     GpuRecord,
     GpuRecords,
     RecordedFile,
@@ -88,12 +92,24 @@ def touch_evidence(
     recorded, readers = (
         {path: _with_importers(found, root, head) for path, found in files.items()} for files in (recorded, readers)
     )
-    present = (gitinfo.files_at(root, base) - set(deleted)) | (set(files) - set(deleted))
+    at_base = gitinfo.files_at(root, base)
+    present = (at_base - set(deleted)) | (set(files) - set(deleted))
     gpu_types = {
         gpu_type: _gpu_records(store, gpu_type, sorted(found), commits, present)
         for gpu_type, found in sorted(record_commits(store).items())
     }
-    return TouchEvidence(recorded, gpu_types, readers)
+    added = [path for path in files if path.endswith(".py") and path not in at_base and path not in deleted]
+    return TouchEvidence(recorded, gpu_types, readers, _added(root, head, added, files))
+
+
+def _added(root: Path, head: str | None, added: Sequence[str], files: Sequence[str]) -> dict[str, AddedFile]:
+    """Each new Python file that is not a test file, and the files that load it (see the module docstring)."""
+    found = {}
+    for path in added:
+        if not is_test_file(path):
+            loading = loading_files(root, head, path)
+            found[path] = AddedFile(path, loading, tuple(other for other in loading if other not in files))
+    return found
 
 
 def _with_importers(found: RecordedFile, root: Path, head: str | None) -> RecordedFile:

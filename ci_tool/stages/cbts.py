@@ -338,7 +338,7 @@ def _apply_docs(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
 
 def _claims_touched(path: str, inputs: _Inputs) -> bool:
     touches = inputs.changes.touches
-    return not inputs.post_merge and touches is not None and path in touches.files
+    return not inputs.post_merge and touches is not None and (path in touches.files or path in touches.added)
 
 
 def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> list[str]:

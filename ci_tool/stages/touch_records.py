@@ -120,14 +120,35 @@ class GpuRecords:
 
 
 @dataclass(frozen=True)
+class AddedFile:
+    """A Python file the change adds (no record can know it), and the files that load it: those that import it
+    or spell its dotted name (run/importers.loading_files)."""
+
+    path: str
+    loaded_by: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()  # among them, the files the change leaves as they are
+
+    @property
+    def unrecorded(self) -> str:
+        """Why no record can narrow for it ("" when one can): a file the change leaves as it is loads it, and what
+        that file does with it now, no record knows. Else it runs only through files the change edits, whose
+        records select the tests that reach it."""
+        if not self.unchanged:
+            return ""
+        others = f" and {len(self.unchanged) - 1} more" if len(self.unchanged) > 1 else ""
+        return f"it is new, and {self.unchanged[0]}{others}, which the change leaves as it is, load(s) it"
+
+
+@dataclass(frozen=True)
 class TouchEvidence:
     """The touch records of a change: each changed file that has a record on some GPU type, every GPU type
-    that has records, and the other files that read a name a changed file exports (its public constants,
-    classes and kernels) with the units there that read it."""
+    that has records, the other files that read a name a changed file exports (its public constants,
+    classes and kernels) with the units there that read it, and the Python files the change adds."""
 
     files: Mapping[str, RecordedFile] = field(default_factory=dict)
     gpu_types: Mapping[str, GpuRecords] = field(default_factory=dict)
     readers: Mapping[str, RecordedFile] = field(default_factory=dict)  # other files reading what they export
+    added: Mapping[str, AddedFile] = field(default_factory=dict)  # new Python files, test files excepted
 
 
 def _names(units: Collection[str]) -> str:

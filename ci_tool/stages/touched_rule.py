@@ -18,6 +18,10 @@ GPU type's stages to the tests that ran what the change edits there. Pure: the T
         paths where a function it edits ran outside the tests (some importer's import-time code called it)
     a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
     its records ran unmeasured (`timed`), and the test files no record of G ran.
+
+    a Python file F the change adds (no record knows it; touch_records.AddedFile): where a file the change
+    leaves as it is loads F, the rule cannot decide; else F runs only through the changed files that load
+    it, whose own lines above select its tests, and F adds none of its own
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ci_tool.stages.changes import NarrowPath
-from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, RecordedFile, TouchEvidence
+from ci_tool.stages.touch_records import OUTSIDE_TESTS, AddedFile, GpuRecord, RecordedFile, TouchEvidence
 from ci_tool.stages.units import MODULE_UNIT
 
 _SHOWN = 3  # commits or units a line names before counting the rest
@@ -56,14 +60,16 @@ def plan_touched(
     """The touched rule's plan for the claimed `files` on the stages of `gpu_types` (see the module docstring);
     `test_path` says which changed files are test files (the tests rule's claim)."""
     plan = TouchedPlan()
-    recorded = [evidence.files[path] for path in files]
+    recorded = [evidence.files[path] for path in files if path in evidence.files]
     recorded += [found for found in evidence.readers.values() if set(found.read_from) & set(files)]
-    for found in recorded:
+    added = [evidence.added[path] for path in files if path in evidence.added]
+    for found in [*recorded, *added]:
         if found.unrecorded:
             plan.undecided.append(found.unrecorded)
             plan.reasons.append(f"{found.path}: touched rule: cannot narrow ({found.unrecorded})")
     if plan.undecided:
         return plan
+    plan.reasons += [_added_line(found) for found in added]
     for gpu_type in gpu_types:
         for found in recorded:
             plan.say(gpu_type, _plan_file(plan, found, gpu_type, evidence))
@@ -95,6 +101,15 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     made = _shown([commit[:12] for commit in record.commits])
     return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}" + (
         f"{importers}{reads}")  # fmt: skip
+
+
+def _added_line(found: AddedFile) -> str:
+    if not found.loaded_by:
+        return f"{found.path}: touched rule: a new file that no file loads: nothing runs it"
+    return (
+        f"{found.path}: touched rule: a new file that only files this change edits load ({_shown(found.loaded_by)}): "
+        "their records select what reaches it"
+    )
 
 
 def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:

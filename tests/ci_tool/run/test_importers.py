@@ -78,3 +78,19 @@ def test_too_many_modules_on_the_way_leave_the_answer_unknown(repo: Path, monkey
     assert importing_tests(repo, "HEAD", "src/eng/pool.py") == ImportingTests(
         unknown="more than 2 modules import src/eng/pool.py, directly or not"
     )
+
+
+def test_the_files_that_load_a_module_import_it_or_spell_its_dotted_name(repo: Path) -> None:
+    """model.py imports pool relatively and __init__.py by name; a string may load it (an importlib call, an
+    entry point); a word alone (test_words.py) or prose loads nothing."""
+    (repo / "tests" / "eng" / "test_patch.py").write_text(
+        "def test_p(monkeypatch):\n    monkeypatch.setattr('eng.pool.X', 1)\n"
+    )
+    (repo / "pyproject.toml").write_text('[project.entry-points.x]\npool = "eng.pool:Pool"\n')
+    (repo / "README.md").write_text("eng.pool holds the pool\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "more")
+    assert importers.loading_files(repo, "HEAD", "src/eng/pool.py") == (
+        "pyproject.toml", "src/eng/__init__.py", "src/eng/model.py", "tests/eng/test_lazy.py",
+        "tests/eng/test_patch.py", "tests/other/conftest.py",
+    )  # fmt: skip

@@ -11,7 +11,7 @@ import pytest
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import TouchRow, record_touches
 from ci_tool.run.touch_evidence import touch_evidence
-from ci_tool.stages.touch_records import GpuRecord, GpuRecords, TouchEvidence
+from ci_tool.stages.touch_records import AddedFile, GpuRecord, GpuRecords, TouchEvidence
 
 A = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
 T1, T2 = "tests/test_a.py::test_one", "tests/test_b.py::test_b"
@@ -112,4 +112,24 @@ def test_a_method_a_change_adds_narrows_through_the_test_paths_that_import_its_f
         found = touch_evidence(store, repo, base=made, head=None, files=["src/pool.py"], deleted=()).files
     assert (found["src/pool.py"].change.new, found["src/pool.py"].unrecorded, found["src/pool.py"].importers) == (
         ("Pool.grow",), "", ("tests/test_pool.py",)
+    )  # fmt: skip
+
+
+def test_a_new_file_knows_the_files_that_load_it_and_which_of_those_the_change_leaves_as_they_are(repo: Path) -> None:
+    made = commit(repo, {"src/a.py": A, "src/b.py": "B = 1\n", "tests/test_a.py": "x = 1\n"})
+    (repo / "src" / "norm.py").write_text("def norm():\n    return 1\n")
+    (repo / "src" / "a.py").write_text("from norm import norm\n\n" + A)
+    (repo / "tests" / "test_norm.py").write_text("from norm import norm\n")  # a new test file: the tests rule's
+    rows = [TouchRow("src/a.py", "one", T1, "CPU", "CPU-Generic-1", made)]
+    with HistoryStore(repo.parent / "h.sqlite") as store:
+        record_touches(store, "r1", rows, recorded_at=1.0)
+        changed = ["src/a.py", "src/norm.py", "tests/test_norm.py"]
+        found = touch_evidence(store, repo, base=made, head=None, files=changed, deleted=())
+        assert found.added == {"src/norm.py": AddedFile("src/norm.py", ("src/a.py", "tests/test_norm.py"))}
+        (repo / "src" / "b.py").write_text("import norm\n\nB = 1\n")  # now a file the change leaves loads it too
+        git(repo, "add", "src/b.py")
+        git(repo, "commit", "-q", "-m", "b")
+        later = touch_evidence(store, repo, base=made, head=None, files=changed, deleted=()).added["src/norm.py"]
+    assert (later.unchanged, later.unrecorded) == (
+        ("src/b.py",), "it is new, and src/b.py, which the change leaves as it is, load(s) it"
     )  # fmt: skip

@@ -126,6 +126,22 @@ def test_a_module_level_change_runs_the_tests_that_ran_the_file_and_those_that_i
     assert "+ CPU-Generic-1-cbts" in out
 
 
+def test_a_new_module_only_the_changed_file_imports_runs_through_that_files_tests(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """src/b.py is new and src/a.py, which the change edits, alone imports it: the new import runs at import, so
+    a.py's tests and importers run, and b.py adds none of its own (no test at the base can reach it)."""
+    (recorded / "src" / "b.py").write_text("def scale(x, k):\n    return k * x\n")
+    git(recorded, "add", "src/b.py")
+    commit(recorded, "from src.b import scale\n\n\n" + A.replace("3 * x", "scale(x, 3)"))
+    out = select(capsys)
+    assert (
+        "step 16: src/b.py: touched rule: a new file that only files this change edits load (src/a.py): their "
+        "records select what reaches it\n"
+    ) in out
+    assert "+ CPU-Generic-1-cbts" in out and "the full set runs" not in out
+
+
 def test_a_private_constant_runs_the_tests_of_the_functions_that_read_it(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from ci_tool.stages.changes import NarrowPath
-from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.stages.touch_records import AddedFile, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
 from ci_tool.stages.touched_rule import TouchedPlan, plan_touched
 from ci_tool.stages.units import UnitChange
 
@@ -204,3 +204,30 @@ def test_a_function_that_ran_at_import_narrows_to_its_tests_and_the_test_paths_t
     assert (planned.full, planned.paths["A10"]) == (
         {}, [NarrowPath("tests/test_gpu.py"), NarrowPath("tests/test_gpu.py::test_g")],
     )  # fmt: skip
+
+
+def test_a_new_file_only_changed_files_load_adds_no_test_of_its_own() -> None:
+    """What runs a new file is what loads it: files the change edits, whose own lines select their tests."""
+    norm = AddedFile("src/norm.py", ("src/pool.py",))
+    evidence = TouchEvidence({POOL: RecordedFile(POOL, ALLOCATE, RECORDS)}, EVERYWHERE, added={norm.path: norm})
+    planned = plan_touched(evidence, [POOL, norm.path], ["A10", "CPU"], test_path=lambda path: None)
+    assert (planned.undecided, planned.paths, planned.reasons[0]) == (
+        [],
+        plan(RecordedFile(POOL, ALLOCATE, RECORDS)).paths,
+        "src/norm.py: touched rule: a new file that only files this change edits load (src/pool.py): their records "
+        "select what reaches it",
+    )
+    unused = AddedFile("src/unused.py")
+    alone = plan_touched(TouchEvidence({}, EVERYWHERE, added={unused.path: unused}), [unused.path], ["CPU"],
+                         test_path=lambda path: None)  # fmt: skip
+    assert (alone.paths, alone.reasons) == (
+        {},
+        ["src/unused.py: touched rule: a new file that no file loads: nothing runs it"],
+    )
+
+
+def test_a_new_file_that_an_unchanged_file_loads_cannot_be_decided() -> None:
+    norm = AddedFile("src/norm.py", ("src/pool.py", "src/b.py"), ("src/b.py",))
+    planned = plan_touched(TouchEvidence({}, EVERYWHERE, added={norm.path: norm}), [norm.path], ["CPU"],
+                           test_path=lambda path: None)  # fmt: skip
+    assert planned.undecided == ["it is new, and src/b.py, which the change leaves as it is, load(s) it"]
