@@ -63,7 +63,8 @@ def plan_touched(
     recorded = [evidence.files[path] for path in files if path in evidence.files]
     recorded += [found for found in evidence.readers.values() if set(found.read_from) & set(files)]
     added = [evidence.added[path] for path in files if path in evidence.added]
-    for found in [*recorded, *added]:
+    undecidable: list[RecordedFile | AddedFile] = [*recorded, *added]
+    for found in undecidable:
         if found.unrecorded:
             plan.undecided.append(found.unrecorded)
             plan.reasons.append(f"{found.path}: touched rule: cannot narrow ({found.unrecorded})")
