@@ -187,7 +187,9 @@ def split_filters(test_id: str) -> tuple[str, str]:
 
 
 def narrowed_line(line: TestLine, paths: Sequence[str]) -> list[TestLine]:
-    """What of `line` runs for the narrowing `paths`: the line itself, the paths it holds, or nothing."""
+    """What of `line` runs for the narrowing `paths`: the line itself, the paths it holds, or nothing; a path
+    another of them already runs (a node id of a file that runs whole with the same filter) is left out, so
+    the plan predicts each test once."""
     selector, filters = split_filters(line.test_id)
     found: list[TestLine] = []
     for path in paths:
@@ -199,4 +201,12 @@ def narrowed_line(line: TestLine, paths: Sequence[str]) -> list[TestLine]:
                 return [line]  # two filters do not combine; the line is the safe superset
             test_id = target + (filters or target_filters)
             found.append(replace(line, test_id=test_id, raw=test_id + line.raw[len(line.test_id) :]))
-    return found
+    return [one for one in found if not any(_runs_within(one.test_id, other.test_id) for other in found)]
+
+
+def _runs_within(test_id: str, other: str) -> bool:
+    """Whether the line `other` runs every test the different line `test_id` runs: its path holds the path of
+    `test_id`, and its filter is none or the same."""
+    path, filters = split_filters(test_id)
+    other_path, other_filters = split_filters(other)
+    return test_id != other and covers(other_path, path) and other_filters.strip() in ("", filters.strip())
