@@ -39,7 +39,7 @@ from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, path_matches
 from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters, test_path_of
-from ci_tool.stages.durations import Durations, estimate_seconds
+from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
 from ci_tool.stages.request import SelectionRequest
@@ -198,8 +198,7 @@ def _families(catalog: Catalog, db: TestDb, durations: Durations, effect: _Effec
             line_filter=None if full else line_filter,
         )
         if rendered.test_ids:
-            predicted = estimate_seconds(rendered.test_ids, durations).seconds
-            seconds = math.fsum(predicted.values())
+            seconds = math.fsum(rendered.seconds)
             shards = family.splits if full else narrowed_shards(family, seconds, len(rendered.test_ids))
             touched = tuple(effect.gpu_reasons.get(family.name.gpu_type, ()))
             found[family.name.name] = FamilyNarrowing(

@@ -144,19 +144,32 @@ def render_family(
     line_filter: LineFilter | None = None,
 ) -> FamilyRender:
     """Render a family's list (a name without its shard index) and estimate its tests; a narrowed family's
-    render keeps the lines its filter keeps."""
+    render keeps the lines its filter keeps, and its estimate is at most its whole render's."""
     query = normalize_query(render_query(family, sysinfo, arch=arch, gpu=gpu))
-    rendered = tuple(render(db, context, query, allow_empty=allow_empty or line_filter is not None))
+    whole = tuple(render(db, context, query, allow_empty=allow_empty or line_filter is not None))
+    rendered = whole
     if line_filter is not None:
-        rendered = line_filter.apply(rendered, context=context, gpu=family.gpu)
+        rendered = line_filter.apply(whole, context=context, gpu=family.gpu)
         if not rendered and not allow_empty:
             raise StageError(
                 f"expected the narrowed list of {family.name!r} to keep a line of context {context!r} here, found none",
                 hint="change-based selection chose it from the stage facts; this machine renders other lines",
             )
     ids = tuple(dict.fromkeys(line.test_id for line in rendered))
+    seconds = _estimates(ids, durations)
+    if line_filter is not None and seconds:
+        # A narrowed line lies under a whole line with its filter, and the lines share the whole's processes: it
+        # runs a part of the whole's tests, never more. Its own estimate can be more (a node id the durations do
+        # not know counts the list's mean; its folder sums only the ids they know), so the whole's caps it.
+        cap = math.fsum(_estimates(tuple(dict.fromkeys(line.test_id for line in whole)), durations))
+        total = math.fsum(seconds)
+        seconds = tuple(part * cap / total for part in seconds) if total > cap else seconds
+    return FamilyRender(query, rendered, ids, seconds)
+
+
+def _estimates(ids: tuple[str, ...], durations: Durations) -> tuple[float, ...]:
     estimates = estimate_seconds(ids, durations).seconds if ids else {}
-    return FamilyRender(query, rendered, ids, tuple(estimates[test_id] for test_id in ids))
+    return tuple(estimates[test_id] for test_id in ids)
 
 
 def plan_family(
@@ -178,7 +191,8 @@ def plan_family(
     shard_plan = None
     if found.test_ids and family.policy.sharded and splits > 1:
         isolated = [line.test_id for line in found.rendered if line.isolation]
-        shard_plan = plan_shards(found.test_ids, durations, splits=splits, isolated=isolated)
+        estimated = dict(zip(found.test_ids, found.seconds, strict=True))  # the render's own (a narrowed one's capped)
+        shard_plan = plan_shards(found.test_ids, estimated, splits=splits, isolated=isolated)
     whole_seconds = math.fsum(found.seconds)
     narrowed = line_filter is not None
     return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds, narrowed)

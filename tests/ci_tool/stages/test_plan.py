@@ -7,6 +7,7 @@ import pytest
 from ci_tool.errors import StageError, TestDbError
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import read_catalog
+from ci_tool.stages.changes import LineFilter, NarrowPath
 from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.modes import PERF_PYTEST_ARGS
 from ci_tool.stages.names import parse_family_name, parse_stage_name
@@ -103,6 +104,20 @@ def test_a_family_render_estimates_each_distinct_test(db: TestDb) -> None:
     found = render_family(parse_family_name("A10-PyTorch"), db=db, context="l0_x", durations=DURATIONS)
     assert len(found.test_ids) == len(set(found.test_ids)) == len(found.seconds) > 0
     assert found.seconds == tuple(estimate_seconds(found.test_ids, DURATIONS).seconds[t] for t in found.test_ids)
+
+
+def test_a_narrowed_render_is_estimated_at_most_as_its_whole_render(db: TestDb) -> None:
+    """Node ids of t/c.py the durations do not know count the mean of the narrowed list's known ones (t/d.py's
+    12 s each): the list runs t/d.py and a part of t/c.py, so its estimate is capped at the whole render's."""
+    name, durations = parse_family_name("A10-PyTorch"), {"t/a.py": 2.0, "t/c.py::t0": 4.0, "t/d.py": 12.0}
+    narrowing = LineFilter((NarrowPath("t/d.py"), *(NarrowPath(f"t/c.py::t{k}") for k in range(1, 6))))
+    whole = render_family(name, db=db, context="l0_x", durations=durations)
+    narrowed = render_family(name, db=db, context="l0_x", durations=durations, line_filter=narrowing)
+    estimated = estimate_seconds(narrowed.test_ids, durations).seconds
+    assert (len(narrowed.test_ids), sum(estimated.values()) > sum(whole.seconds)) == (6, True)
+    assert sum(narrowed.seconds) == pytest.approx(sum(whole.seconds))
+    split = plan_family(name, db=db, context="l0_x", splits=2, durations=durations, line_filter=narrowing)
+    assert split.makespan_seconds <= sum(whole.seconds) / 2 + 1e-9  # the shards split the capped estimates
 
 
 def test_an_empty_render_is_an_error_unless_allowed(db: TestDb) -> None:
