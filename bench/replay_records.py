@@ -5,7 +5,8 @@ GPU type). A post-merge run is the one that records: its Post-Merge stages run w
 filter out (H200's `tests/kvengine` whole, where pre-merge runs `-m "gpu"`), so those test files have
 records on G and a narrowed stage of G can leave them out.
 
-    .venv/bin/python bench/replay_records.py --commits N [--skip K] --jobs J [--gpu-type DGX_H200] --out DIR
+    .venv/bin/python bench/replay_records.py --commits N [--skip K] --jobs J [--gpu-type DGX_H200 [--no-cpu]]
+        --out DIR
 
 For N source commits (after the newest K) the replay would take (mutation_replay_bench.source_commits, those that change
 a function), each P's tree (out of git, never a worktree) runs its stages' lines, one pytest process a line,
@@ -59,14 +60,14 @@ class Job:
     predicted: float  # seconds (test-db/.test_durations)
 
 
-def jobs_of(plan: RulePlan, parent: str, loaded: LoadedCatalog, gpu_type: str | None) -> list[Job]:
-    """Every line of the plan's CPU test stages, and of `gpu_type`'s (its timed lines left out), as jobs; a
-    line two stages of one GPU type share runs once (its records are the GPU type's)."""
+def jobs_of(plan: RulePlan, parent: str, loaded: LoadedCatalog, gpu_type: str | None, *, cpu: bool = True) -> list[Job]:
+    """Every line of the plan's CPU test stages (unless not `cpu`), and of `gpu_type`'s (its timed lines left
+    out), as jobs; a line two stages of one GPU type share runs once (its records are the GPU type's)."""
     found = []
     seen: set[tuple[str, str]] = set()  # (GPU type, line)
     for stage, planned in plan.plans.items():
         name = planned.name
-        wanted = (name.is_cpu and name.is_test) or (gpu_type is not None and name.gpu_type == gpu_type)
+        wanted = (cpu and name.is_cpu and name.is_test) or (gpu_type is not None and name.gpu_type == gpu_type)
         lines = [line.test_id for line in planned.lines]
         if not wanted or not lines:
             continue
@@ -125,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip", type=int, default=0, help="commits passed over first, newest first (default 0)")
     parser.add_argument("--jobs", type=int, default=2, help="pytest processes at a time (default 2)")
     parser.add_argument("--gpu-type", help="also record this GPU type's stages (run on a runner of it)")
+    parser.add_argument("--no-cpu", action="store_true", help="only the --gpu-type's lines (CPU ones made elsewhere)")
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--repository", type=Path, default=ROOT, help="whose history (default: this checkout)")
     parser.add_argument("--out", type=Path, required=True, help="the folder for <parent>.sqlite and records.json")
@@ -143,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for commit in chosen:
             plan = post_merge_plan(loaded, plain_change(clone, commit))
             trees[commit.parent] = export_tree(clone, commit.parent, Path(scratch) / commit.parent[:12])
-            jobs += jobs_of(plan, commit.parent, loaded, options.gpu_type)
+            jobs += jobs_of(plan, commit.parent, loaded, options.gpu_type, cpu=not options.no_cpu)
         print(f"{len(jobs)} processes for {len(chosen)} parents, {options.jobs} at a time", file=sys.stderr, flush=True)
         done = record_all(jobs, trees, Path(scratch) / "runs", options.jobs)
         rows = {commit.parent: write_history(options.out / f"{commit.parent}.sqlite", commit.parent, done)
