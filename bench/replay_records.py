@@ -84,8 +84,9 @@ def jobs_of(plan: RulePlan, parent: str, loaded: LoadedCatalog, gpu_type: str | 
 
 
 def record_all(jobs: Sequence[Job], trees: dict[str, Path], scratch: Path, workers: int) -> list[tuple[Job, Run, Path]]:
-    """Run every job with touch recording, `workers` at a time: the GPU type's first (test-db/.test_durations
-    knows them from CPU runs, which skip their GPU tests), then the longest predicted first."""
+    """Run every job with touch recording, `workers` at a time: the GPU type's first (a whole folder in one
+    process, `tests/kvengine` on an H200 runner, the longest of all under coverage), then the longest
+    predicted first."""
     ordered = sorted(enumerate(jobs), key=lambda item: (item[1].gpu_type == CPU_GPU_TOKEN, -item[1].predicted))
 
     def one(item: tuple[int, Job]) -> tuple[Job, Run, Path]:
