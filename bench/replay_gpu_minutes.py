@@ -34,16 +34,19 @@ TIMED = "timed lines"
 
 
 def by_gpu_type(plan: RulePlan, loaded: LoadedCatalog) -> dict[str, float]:
-    """GPU type -> its stages' predicted GPU-minutes, the timed lines of every GPU type under TIMED."""
+    """GPU type -> its stages' predicted GPU-minutes (the plan's, shared among the lines by their own
+    estimates), the timed lines of every GPU type under TIMED."""
     found: dict[str, float] = defaultdict(float)
     for stage in plan.plans.values():
         if stage.name.is_cpu:
             continue
         ids = [line.test_id for line in stage.lines]
         seconds = estimate_seconds(ids, loaded.durations).seconds if ids else {}
+        total = math.fsum(seconds.values())
+        scale = stage.predicted_seconds / total if total else 0.0  # the plan's (a narrowed stage's is capped)
         for test_id in ids:
             timed = split_filters(test_id)[0].startswith(TIMED_LINES)
-            found[TIMED if timed else stage.name.gpu_type] += seconds[test_id] * stage.name.gpu_count / 60
+            found[TIMED if timed else stage.name.gpu_type] += seconds[test_id] * scale * stage.name.gpu_count / 60
     return dict(found)
 
 
