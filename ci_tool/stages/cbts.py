@@ -33,7 +33,7 @@ import enum
 import math
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
@@ -43,6 +43,7 @@ from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
 from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.touch_records import TouchEvidence
 from ci_tool.stages.touched_rule import plan_touched
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import parse_test_db_file
@@ -317,12 +318,14 @@ def _apply_tests(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> str:
     return f"{_files(paths)}: tests rule: runs the list entries that cover {'them' if len(paths) > 1 else 'it'}"
 
 
-def _selectors(db: TestDb) -> set[str]:
+def _selectors(db: TestDb, context: str | None = None) -> set[str]:
+    """The paths the lines of `context` (None: every context) name, their filters left out."""
+    if context is None:
+        contexts = list(db.contexts.values())
+    else:
+        contexts = [db.contexts[context]] if context in db.contexts else []
     return {
-        split_filters(entry.line.test_id)[0]
-        for context in db.contexts.values()
-        for block in context.blocks
-        for entry in block.entries
+        split_filters(entry.line.test_id)[0] for found in contexts for block in found.blocks for entry in block.entries
     }
 
 
@@ -345,7 +348,9 @@ def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> li
     if touches is None:  # never: the rule claims only files it has records of
         return []
     gpu_types = sorted({family.name.gpu_type for family in _narrowable(inputs.catalog)})
-    plan = plan_touched(touches, paths, gpu_types, test_path=lambda path: _test_path(path, inputs))
+    plan = plan_touched(
+        _listed_only(touches, inputs), paths, gpu_types, test_path=lambda path: _test_path(path, inputs)
+    )
     for gpu_type, found in plan.paths.items():
         effect.gpu_paths.setdefault(gpu_type, []).extend(found)
     for gpu_type, why in plan.full.items():
@@ -354,6 +359,25 @@ def _apply_touched(paths: Sequence[str], inputs: _Inputs, effect: _Effect) -> li
         effect.gpu_reasons.setdefault(gpu_type, []).extend(lines)
     effect.undecided += plan.undecided
     return plan.reasons
+
+
+def _listed_only(touches: TouchEvidence, inputs: _Inputs) -> TouchEvidence:
+    """The evidence with each GPU type's test files that no record ran cut to those its families' lists hold
+    (a line under the file, or above it): no stage of the GPU type runs the others, and the plan would
+    count them."""
+    selectors: dict[str, set[str]] = {}
+    for family in _narrowable(inputs.catalog):
+        selectors.setdefault(family.name.gpu_type, set()).update(_selectors(inputs.db, family.context))
+
+    def listed(gpu_type: str, path: str) -> bool:
+        return any(covers(line, path) or covers(path, line) for line in selectors.get(gpu_type, ()))
+
+    gpu_types = {
+        gpu_type: replace(found, unrecorded_test_files=tuple(
+            path for path in found.unrecorded_test_files if listed(gpu_type, path)))
+        for gpu_type, found in touches.gpu_types.items()
+    }  # fmt: skip
+    return replace(touches, gpu_types=gpu_types)
 
 
 def _test_path(path: str, inputs: _Inputs) -> NarrowPath | None:

@@ -15,6 +15,8 @@ from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import plan_stages
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.stages.units import UnitChange
 
 FOLDER = Path(__file__).parent / "catalogs" / "cbts"
 LOADED = open_catalog(FOLDER / "stages.yml", FOLDER / "test-db")
@@ -280,3 +282,27 @@ def test_the_selection_json_says_what_cbts_did() -> None:
         "families": {"CPU-Generic": {"lines": 1, "predicted_seconds": 5.0, "shards": 1}},
         "docs": False,
     }
+
+
+def test_a_gpu_types_unrecorded_test_files_count_only_where_its_lists_hold_them() -> None:
+    """No A10 record ran tests/engine/test_attention.py (an A10 line) or tests/ci/test_cli.py (no A10 line):
+    only the first runs there, and the plan counts only it."""
+    allocate = UnitChange(("Pool.allocate",))
+    records = {"A10": GpuRecord({"Pool.allocate": frozenset({"tests/engine/test_pool.py::test_alloc"})}, ("1" * 40,))}
+    unrecorded = ("tests/ci/test_cli.py", "tests/engine/test_attention.py")
+    evidence = TouchEvidence(
+        {"src/pool.py": RecordedFile("src/pool.py", allocate, records)},
+        {"A10": GpuRecords(("1" * 40,), unrecorded_test_files=unrecorded)},
+    )
+    request = parse_comment("/bot run").selection_request()
+    selection = select_for_change(
+        LOADED, request, engine=Engine.LOCAL, changes=ChangeSet(("src/pool.py",), touches=evidence)
+    )
+    assert selection.narrowing is not None
+    assert "touched rule: A10 stages also run 1 test path(s) no A10 record ran (never recorded there)" in (
+        selection.narrowing.reasons
+    )
+    assert lines(selection)["A10-PyTorch-1-cbts"] == [
+        "tests/engine/test_attention.py",
+        "tests/engine/test_pool.py::test_alloc",
+    ]
