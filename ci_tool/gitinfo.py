@@ -56,11 +56,12 @@ class CodeVersion:
         return f"commit {self.commit[:12]} + uncommitted changes {self.diff_hash[:8]}"
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def _git(root: Path, *args: str, check: bool = True, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     try:
         done = subprocess.run(
-            [*_GIT, *args], cwd=root, capture_output=True, check=False, timeout=_TIMEOUT_SECONDS, env=environment
+            [*_GIT, *args], cwd=root, input=stdin, capture_output=True, check=False, timeout=_TIMEOUT_SECONDS,
+            env=environment,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise GitError(f"cannot run git in {str(root)!r}: {error}") from None
@@ -177,6 +178,29 @@ def file_at(root: Path, rev: str, path: str) -> str | None:
         _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")  # an unknown rev is an error
         return None
     return _git(root, "show", f"{rev}:{path}").stdout.decode("utf-8", "replace")
+
+
+def texts_at(root: Path, rev: str, paths: Collection[str]) -> dict[str, str | None]:
+    """The texts of many repository-relative `paths` at `rev` in one `git cat-file --batch` (None: `rev` has no
+    such file); `file_at` for one."""
+    order = sorted(path for path in paths if "\n" not in path)  # the batch reads one name a line
+    found: dict[str, str | None] = {path: file_at(root, rev, path) for path in paths if "\n" in path}
+    if not order:
+        return found
+    _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")  # an unknown rev is an error
+    out = _git(root, "cat-file", "--batch", stdin="".join(f"{rev}:{path}\n" for path in order).encode()).stdout
+    at = 0
+    for path in order:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # `<rev>:<path> missing`
+            found[path], at = None, end + 1
+            continue
+        size = int(header[2])
+        blob = out[end + 1 : end + 1 + size]
+        found[path] = blob.decode("utf-8", "replace") if header[1] == b"blob" else None  # a folder is no file
+        at = end + 1 + size + 1  # the object, then its newline
+    return found
 
 
 def has_commit(root: Path, sha: str) -> bool:

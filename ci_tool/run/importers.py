@@ -1,46 +1,89 @@
-"""Which test files import a module, directly or through other modules, read from the files at a commit: what
-a change to the module's import-time code reaches (touch_evidence.py). A record cannot say it: a module's
-top-level code runs once, while pytest collects, outside every test.
+"""Which test paths can load a module (its import reach), read from the files at a commit: what a change to
+the module can reach when no record says more (touch_evidence.py). A record cannot say what a module's
+top-level code did (it runs once, while pytest collects, outside every test); and a GPU type with no
+records, or a test whose record is stale or was made unmeasured, has none to say what it runs.
 
     importing_tests(root, head, path) -> ImportingTests
     loading_files(root, head, path) -> the other files that may load the module
 
-From the module, each step asks `git grep -w` for the files that name the last dotted part of a module found
-(`triton_check` for tests/kvengine/triton_check.py, `kvengine` for src/kvengine/__init__.py), and keeps
-those whose import statements (anywhere in the file, a function's too; relative ones read against the
-file's package) name the module or something under it. A test file found is kept (the module itself too,
-when it is one); a conftest.py stands for its folder (every test under it may use what it imports); any
-other module is followed in turn, since what it made at import holds what it read. A file that does not
-parse, or more than LIMIT modules on the way, leaves the answer unknown: the caller then cannot narrow.
-Dotted names are rootdir-relative, and also relative to a source root (src/) for a file under one; what a
-test starts in a process is not here (its record says that).
+A Python file F loads a module M of the repository when
 
-`loading_files` is one step of the same search, wider: the files (any kind but prose: *.md, *.rst, *.txt)
-that import the module or spell one of its dotted names (a string an importlib call, `mock.patch`,
-`pytest.importorskip` or an entry point holds). A module loaded by a name built at run time (a loop over a
-folder's files) is not seen.
+    import      an import statement anywhere in F (a function's too; a relative one read against F's
+                package) names M or something under it (`import a.b.c` runs a/__init__.py and a/b/__init__.py
+                too);
+    name        a string constant of F (docstrings left out) is M's dotted name or a name under it, alone or
+                as `module:attribute`: an importlib call, `mock.patch`, `pytest.importorskip`, a lazy
+                command table; or F runs `python -m M` (the strings "-m" and M side by side in a list, a
+                tuple or a call, or `-m M` in a string), which runs M/__main__.py too for a package M;
+    path        a string constant of F holds the path of M's file (`tests/perf/test_x.py::test_y` for a
+                pytest it starts, `Path(__file__).with_name("fake.py")`), read against F's folder and the
+                rootdir;
+    script      F starts processes (it imports subprocess, multiprocessing, pty or asyncio, or calls
+                os.system, os.popen, an os.exec* or os.spawn*) and a string constant of F names one of the
+                project's console scripts (pyproject.toml's [project.scripts]) whose module is M.
+
+From the module, each step asks `git grep -w` for the files that name the last dotted part of a module found
+(a package's name for its __main__.py, a script's name for its module) and keeps those that load one of
+them. A test file found is kept (the module itself too, when it is one); a conftest.py stands for its folder
+(every test under it may use what it imports); any other module is followed in turn, since what it made at
+import holds what it read. Dotted names are rootdir-relative, and also relative to a source root (src/) for
+a file under one.
+
+Some modules every test of every stage loads, whatever its list: ci-tool's runner plugins
+(run/plugins.py), the project's own pytest plugins (`-p NAME` in the pytest configuration's addopts,
+pyproject.toml's `pytest11` entry points) and a conftest.py at the rootdir. A module that reaches one of
+them reaches every test: the answer is then unknown ("every test loads it"), as it is when a file that
+names a module on the way does not parse. The caller cannot narrow then.
+
+Not seen: a module loaded by a name built at run time (a loop over a folder's files), a process started by
+a script of another project. `loading_files` is one step of the same search, wider: the files of any kind
+but prose (*.md, *.rst, *.txt) that load the module or spell one of its dotted names.
 """
 
 from __future__ import annotations
 
 import ast
+import configparser
+import itertools
+import posixpath
+import re
+import shlex
+import tomllib
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ci_tool import gitinfo
+from ci_tool.run.plugins import RUNNER_MODULES
 from ci_tool.stages.changes import test_path_of
 
-LIMIT = 60  # modules followed before the answer is unknown
 SOURCE_ROOTS = ("src/",)  # folders whose files import without the folder's name (besides the rootdir)
+_CONFIG_FILES = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")  # where pytest and the scripts are set
+_SPAWNING_MODULES = frozenset({"subprocess", "multiprocessing", "pty", "asyncio"})
+_OS_SPAWN = re.compile(r"system|popen|exec\w*|spawn\w*|posix_spawn\w*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_PY_PATH = re.compile(r"[\w./-]*\w\.py(?![\w])")
+_MAIN = "__main__"
+_RUN_MODULE = re.compile(r"(?<![\w-])-m\s+([A-Za-z_][\w.]*)")  # `python -m NAME` in a command line's text
 
 
 @dataclass(frozen=True)
 class ImportingTests:
-    """The test paths that import a module (test files, and the folders of conftest.py files), or why they
+    """The test paths that can load a module (test files, and the folders of conftest.py files), or why they
     are unknown."""
 
     paths: tuple[str, ...] = ()
     unknown: str = ""
+
+
+@dataclass(frozen=True)
+class Project:
+    """What the project's configuration says loads a module: its console scripts (name -> module), and the
+    modules every test process loads (ci-tool's runner plugins, the pytest plugins its configuration names)."""
+
+    scripts: dict[str, str]
+    everywhere: frozenset[str]
 
 
 def module_names(path: str) -> tuple[str, ...]:
@@ -58,54 +101,200 @@ def _dotted(path: str) -> str:
     return ".".join(parts)
 
 
-def importing_tests(root: Path, head: str | None, path: str) -> ImportingTests:
-    """The test paths whose imports reach `path` at `head` (None: the work tree); see the module docstring.
-    One `git grep` a step: the modules found at one step are looked for together at the next."""
-    found: set[str] = set()
-    seen = {path}
-    step = [path] if _kept(path, found) else []
-    while step:
-        if len(seen) > LIMIT:
-            return ImportingTests(unknown=f"more than {LIMIT} modules import {path}, directly or not")
-        names = {name for module in step for name in module_names(module)}
-        if not names:
-            return ImportingTests(unknown=f"{path} has no module name to import it by")
-        words = {name.rsplit(".", 1)[-1] for name in names}
-        step = []
-        for other in sorted(gitinfo.files_naming(root, head, words, "*.py") - seen):
-            text = gitinfo.file_at(root, head, other) if head is not None else _read(root / other)
-            imported = _imports(text, other) if text is not None else None
-            if imported is None:
-                return ImportingTests(unknown=f"{other} may import {path} and does not parse")
-            if not any(_under(found_name, name) for found_name in imported for name in names):
-                continue
-            seen.add(other)
-            if _kept(other, found):
-                step.append(other)
-    return ImportingTests(tuple(sorted(found)))
+class ImportIndex:
+    """The import reach of modules at one commit (`head`; None: the work tree), each file read and parsed at
+    most once however many modules are asked about."""
+
+    def __init__(self, root: Path, head: str | None) -> None:
+        self.root, self.head = root, head
+        self.project = read_project(root, head)
+        self._loaded: dict[str, set[str] | None] = {}  # file -> what it loads (None: it does not parse)
+
+    def importing_tests(self, path: str) -> ImportingTests:
+        """The test paths that can load `path` (see the module docstring). One `git grep` a step: the modules
+        found at one step are looked for together at the next."""
+        found: set[str] = set()
+        seen = {path}
+        step = [path] if _kept(path, found) else []
+        while step:
+            names = {name for module in step for name in module_names(module)}
+            if not names:
+                return ImportingTests(unknown=f"{path} has no module name to import it by")
+            runner = sorted(name for name in names if name in self.project.everywhere)
+            if runner:
+                return ImportingTests(unknown=f"every test loads it ({runner[0]} is loaded into every pytest)")
+            words = {_word(name) for name in names} | {script for script, module in self.project.scripts.items()
+                                                       if module in names}  # fmt: skip
+            candidates = sorted(gitinfo.files_naming(self.root, self.head, words, "*.py") - seen)
+            step = []
+            for other, loaded in self._loads(candidates).items():
+                if loaded is None:
+                    return ImportingTests(unknown=f"{other} may load {path} and does not parse")
+                if any(_under(name, module) for name in loaded for module in names):
+                    seen.add(other)
+                    if _kept(other, found):
+                        step.append(other)
+        if "." in found:
+            return ImportingTests(unknown="every test loads it (the conftest.py at the rootdir does)")
+        return ImportingTests(tuple(sorted(found)))
+
+    def loading_files(self, path: str) -> tuple[str, ...]:
+        """The files but `path` that load the module `path` (a Python file, as the module docstring says) or
+        spell one of its dotted names (any other file); a Python file that does not parse counts as one."""
+        names = module_names(path)
+        words = {_word(name) for name in names}
+        candidates = sorted(gitinfo.files_naming(self.root, self.head, words, ("*", *PROSE)) - {path})
+        python = self._loads([other for other in candidates if other.endswith(".py")])
+        found = []
+        for other, text in _texts(self.root, self.head, candidates).items():
+            loaded = python.get(other, set())
+            if text is not None and (
+                loaded is None
+                or any(name in text for name in names if "." in name)
+                or any(_under(found_name, name) for found_name in loaded for name in names)
+            ):
+                found.append(other)
+        return tuple(found)
+
+    def _loads(self, paths: list[str]) -> dict[str, set[str] | None]:
+        unread = [path for path in paths if path not in self._loaded]
+        for path, text in _texts(self.root, self.head, unread).items():
+            self._loaded[path] = loads(text, path, self.project.scripts) if text is not None else set()
+        return {path: self._loaded[path] for path in paths}
 
 
 PROSE = (":!*.md", ":!*.rst", ":!*.txt")  # files that name a module without loading it
 
 
+def importing_tests(root: Path, head: str | None, path: str) -> ImportingTests:
+    """The test paths that can load `path` at `head` (None: the work tree): ImportIndex for one module."""
+    return ImportIndex(root, head).importing_tests(path)
+
+
 def loading_files(root: Path, head: str | None, path: str) -> tuple[str, ...]:
-    """The files at `head` (None: the work tree) but `path` that import the module `path` or spell one of its
-    dotted names (see the module docstring); a Python file that does not parse counts as one."""
-    names = module_names(path)
-    words = {name.rsplit(".", 1)[-1] for name in names}
+    """The files at `head` (None: the work tree) but `path` that load or name the module: ImportIndex for one."""
+    return ImportIndex(root, head).loading_files(path)
+
+
+def read_project(root: Path, head: str | None) -> Project:
+    """The project's console scripts and the modules every test process loads, from its configuration files
+    at `head` (None: the work tree); a file that does not read names none."""
+    texts = _texts(root, head, _CONFIG_FILES)
+    scripts: dict[str, str] = {}
+    plugins: set[str] = set(RUNNER_MODULES)
+    pyproject = _toml(texts.get("pyproject.toml"))
+    project = _mapping(pyproject.get("project"))
+    for name, target in _table(project.get("scripts")).items():
+        scripts[name] = target.split(":", 1)[0].strip()
+    pytest11 = _table(_mapping(project.get("entry-points")).get("pytest11"))
+    plugins |= {target.split(":", 1)[0].strip() for target in pytest11.values()}
+    ini = _mapping(_mapping(_mapping(pyproject.get("tool")).get("pytest")).get("ini_options"))
+    addopts = [ini.get("addopts", "")]
+    for name, section in (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        addopts.append(_ini_option(texts.get(name), section, "addopts"))
+    plugins |= {plugin for options in addopts for plugin in _plugin_options(options)}
+    return Project(scripts, frozenset(plugins))
+
+
+def loads(text: str, path: str, scripts: dict[str, str]) -> set[str] | None:
+    """The dotted names the Python file at `path` loads (see the module docstring: its imports, the names
+    and paths its strings hold, the modules and scripts it starts); None when it does not parse."""
+    try:
+        nodes = list(ast.walk(ast.parse(text)))  # one walk: the checks below read this list
+    except (SyntaxError, ValueError):
+        return None
+    found = _imported(nodes, path)
+    spawns = _spawns(nodes, found)
+    found |= {name for module in _run_as_module(nodes) for name in (module, f"{module}.{_MAIN}")}
+    folder = posixpath.dirname(path)
+    for string in _strings(nodes):
+        target = string.strip().split(":", 1)[0]
+        if _DOTTED.fullmatch(target):
+            found.add(target)
+        found |= {name for module in _RUN_MODULE.findall(string) for name in (module, f"{module}.{_MAIN}")}
+        for written in _PY_PATH.findall(string):
+            found |= {name for candidate in _resolved(folder, written) for name in module_names(candidate)}
+        if spawns:
+            found |= {module for script, module in scripts.items() if _names_script(string, script)}
+    return found
+
+
+def imported_names(tree: ast.Module, path: str) -> set[str]:
+    """The dotted names the import statements of the file at `path` name, anywhere in it (`from a.b import c`
+    also counts `a.b.c`, which may be a module; a relative import is read against the file's package)."""
+    return _imported(list(ast.walk(tree)), path)
+
+
+def _imported(nodes: list[ast.AST], path: str) -> set[str]:
+    package = _dotted(path) if PurePosixPath(path).name == "__init__.py" else _dotted(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            found |= {base, *(f"{base}.{alias.name}" for alias in node.names)} - {""}
+    return found
+
+
+def _strings(nodes: list[ast.AST]) -> list[str]:
+    """A module's string constants (an f-string's literal parts too), its docstrings left out: a docstring
+    that names a module runs nothing of it."""
+    docstrings = {id(node.body[0].value) for node in nodes
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}  # fmt: skip
+    return [
+        node.value
+        for node in nodes
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def _run_as_module(nodes: list[ast.AST]) -> set[str]:
+    """The modules a command line of the file runs as `-m NAME` (a list, a tuple or a call's arguments holding
+    the strings "-m" and NAME one after the other)."""
+    found = set()
+    for node in nodes:
+        items = node.elts if isinstance(node, ast.List | ast.Tuple) else node.args if isinstance(node, ast.Call) else []
+        for flag, name in itertools.pairwise(items):
+            is_flag = isinstance(flag, ast.Constant) and flag.value == "-m"
+            if is_flag and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                found |= {name.value} if _DOTTED.fullmatch(name.value) else set()
+    return found
+
+
+def _spawns(nodes: list[ast.AST], imported: Collection[str]) -> bool:
+    """Whether the module may start a process: it imports a module that starts them, or calls os's."""
+    if any(name.split(".", 1)[0] in _SPAWNING_MODULES for name in imported):
+        return True
+    return any(isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os"
+               and _OS_SPAWN.fullmatch(node.attr) for node in nodes)  # fmt: skip
+
+
+def _names_script(string: str, script: str) -> bool:
+    """Whether `string` names the console script as a command (`ci-tool run`, `.venv/bin/ci-tool`)."""
+    return re.search(rf"(?<![\w.-]){re.escape(script)}(?![\w.-])", string) is not None
+
+
+def _resolved(folder: str, written: str) -> list[str]:
+    """The repository-relative paths a path in a string may mean: from the file's folder, from the rootdir."""
     found = []
-    for other in sorted(gitinfo.files_naming(root, head, words, ("*", *PROSE)) - {path}):
-        text = gitinfo.file_at(root, head, other) if head is not None else _read(root / other)
-        if text is None:
-            continue
-        imported = _imports(text, other) if other.endswith(".py") else set()
-        if (
-            imported is None
-            or any(name in text for name in names if "." in name)
-            or any(_under(found_name, name) for found_name in imported for name in names)
-        ):
-            found.append(other)
-    return tuple(found)
+    for base in (folder, ""):
+        candidate = posixpath.normpath(posixpath.join(base, written.lstrip("/") if base == "" else written))
+        if not candidate.startswith("..") and candidate != ".":
+            found.append(candidate)
+    return found
+
+
+def _word(name: str) -> str:
+    """What `git grep -w` looks for to find a file naming module `name` (a __main__.py: its package's name,
+    which `python -m` spells)."""
+    parts = name.split(".")
+    return parts[-2] if parts[-1] == _MAIN and len(parts) > 1 else parts[-1]
 
 
 def _kept(path: str, found: set[str]) -> bool:
@@ -121,34 +310,55 @@ def _under(imported: str, module: str) -> bool:
     return imported == module or imported.startswith(f"{module}.")
 
 
-def _imports(text: str, path: str) -> set[str] | None:
-    """The dotted names a file's import statements name (None: it does not parse)."""
-    try:
-        return imported_names(ast.parse(text), path)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def imported_names(tree: ast.Module, path: str) -> set[str]:
-    """The dotted names the import statements of the file at `path` name, anywhere in it (`from a.b import c`
-    also counts `a.b.c`, which may be a module; a relative import is read against the file's package)."""
-    package = _dotted(path) if PurePosixPath(path).name == "__init__.py" else _dotted(path).rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
-                base = ".".join([*parts, *([base] if base else [])])
-            found |= {base, *(f"{base}.{alias.name}" for alias in node.names)} - {""}
+def _texts(root: Path, head: str | None, paths: Iterable[str]) -> dict[str, str | None]:
+    """The texts of `paths` at `head` (None: the work tree); None for one that does not exist or read."""
+    if head is not None:
+        return gitinfo.texts_at(root, head, list(paths))
+    found: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            found[path] = (root / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            found[path] = None
     return found
 
 
-def _read(path: Path) -> str | None:
+def _toml(text: str | None) -> dict[str, Any]:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        return tomllib.loads(text) if text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _table(value: object) -> dict[str, str]:
+    return {str(key): item for key, item in value.items() if isinstance(item, str)} if isinstance(value, dict) else {}
+
+
+def _ini_option(text: str | None, section: str, option: str) -> str:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text or "")
+    except configparser.Error:
+        return ""
+    return parser.get(section, option, fallback="")
+
+
+def _plugin_options(addopts: object) -> set[str]:
+    """The plugin modules `-p NAME` / `-pNAME` in pytest's addopts name (`-p no:NAME` loads nothing)."""
+    if isinstance(addopts, list):
+        words = [str(word) for word in addopts]
+    else:
+        try:
+            words = shlex.split(str(addopts))
+        except ValueError:
+            return set()
+    found = set()
+    for word, following in itertools.pairwise([*words, ""]):
+        value = following if word == "-p" else word.removeprefix("-p") if word.startswith("-p") else ""
+        if value and not value.startswith("no:"):
+            found.add(value)
+    return found

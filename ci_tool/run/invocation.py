@@ -27,9 +27,8 @@ from ci_tool.history.locator import HISTORY_ENV, History
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.order import OPTION as ORDER_OPTION
-from ci_tool.run.order import PLUGIN as ORDER_PLUGIN
+from ci_tool.run.plugins import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN, TOUCH_PLUGIN
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
-from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
 from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine
@@ -142,7 +141,7 @@ class PytestInvocation:
             return []
         return [
             "srun", f"--nodes={self.nodes}", f"--ntasks={self.nodes}", "--ntasks-per-node=1",
-            python, "-m", "ci_tool.run.ranks", f"--done={self.done_file}", "--",
+            python, "-m", RANKS_LAUNCHER, f"--done={self.done_file}", "--",
         ]  # fmt: skip
 
     def command(self, python: str) -> list[str]:
@@ -150,7 +149,7 @@ class PytestInvocation:
         pytest picks its rootdir)."""
         command = [
             *self.launcher(python),
-            python, "-m", "pytest", "-p", "ci_tool.run.plugin", "-ra", "--continue-on-collection-errors",
+            python, "-m", "pytest", "-p", TEST_LIST_PLUGIN, "-ra", "--continue-on-collection-errors",
             f"--test-list={self.list_file}",
             f"--test-list-report={self.report_file}",
             f"--stage-name={self.stage}",

@@ -20,10 +20,11 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from ci_tool.errors import CiToolError
+from ci_tool.run.plugins import ORDER_PLUGIN
 from ci_tool.stages.priority import file_of
 from ci_tool.text_file import lines, read_text
 
-PLUGIN = "ci_tool.run.order"
+PLUGIN = ORDER_PLUGIN
 OPTION = "--priority-file"
 
 

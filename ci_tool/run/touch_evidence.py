@@ -6,16 +6,17 @@ stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows
         H   the commit the change ends at (None: the work tree)
         F   the changed paths; D those the change removes
 
-Per changed Python file with records: its units at B and H and the hunks between (stages/units.py), and per
-GPU type whether its records there are fresh. Per GPU type: the commits its records were made at, the files
-of its tests whose records are stale, and the files changed since those commits. One `git diff --name-only`
-per commit the records name, one `git diff -U0` per changed file with records, and one `git grep` for the
-names a change may export to other files (stages/units.py: a public constant or class, a public kernel, an
-__init__.py's imports): the units of another Python file that read one are edited too (they read what the
-change made), its module-level code where it reads one at import. A change that reaches a file's
-module-level code also names the test paths that import that file (run/importers.py, a few `git grep`s).
-A Python file the change adds (not a test file, which the tests rule runs) has no record; what loads it
-does (run/importers.loading_files, one `git grep`): when every such file is one the change edits too, the
+Per changed Python file (test files and conftest.py files aside: the tests rule runs them): its units at B
+and H and the hunks between (stages/units.py), per GPU type with records whether its records there are
+fresh (a file none of them ran counts as fresh when it did not change since they were made), and the test
+paths that can load it (its import reach, run/importers.py: a few `git grep`s, each file read once). Per GPU
+type: the commits its records were made at, the files of its tests whose records are stale, and the files
+changed since those commits. One `git diff --name-only` per commit the records name, one `git diff -U0` per
+changed file, and one `git grep` for the names a change may export to other files (stages/units.py: a
+public constant or class, a public kernel, an __init__.py's imports): the units of another Python file that
+read one are edited too (they read what the change made), its module-level code where it reads one at
+import. A Python file the change adds (not a test file, which the tests rule runs) has no record; what
+loads it does (run/importers.py, one `git grep`): when every such file is one the change edits too, the
 new file runs only through them, and their own records select its tests.
 """
 
@@ -37,8 +38,8 @@ from ci_tool.history.touches import (
     tests_with_unit,
     touching_tests,
 )
-from ci_tool.run.importers import importing_tests, loading_files
-from ci_tool.stages.changes import is_test_file
+from ci_tool.run.importers import ImportIndex
+from ci_tool.stages.changes import is_test_file, test_path_of
 from ci_tool.stages.touch_records import (
     OUTSIDE_TESTS,
     UNMEASURED,
@@ -84,43 +85,50 @@ def touch_evidence(
     if not has_touch_records(store):
         return TouchEvidence()
     commits = _Commits(root, base)
-    by_file, bad = _rows_by_file(store, [path for path in files if path.endswith(".py")])
-    changes = {path: file_change(root, path, base=base, head=head) for path in sorted(by_file)}
-    recorded = {path: _recorded_file(path, by_file[path], changes[path].change, commits) for path in changes}
-    recorded |= {path: RecordedFile(path, UnitChange(undecided=_DAMAGED)) for path in bad}
-    readers = _readers(store, changes, commits)
-    recorded, readers = (
-        {path: _with_importers(found, root, head) for path, found in files.items()} for files in (recorded, readers)
-    )
+    made_at = record_commits(store)
     at_base = gitinfo.files_at(root, base)
+    judged = [path for path in files if path.endswith(".py") and path in at_base and test_path_of(path) is None]
+    by_file, bad = _rows_by_file(store, judged)
+    changes = {path: file_change(root, path, base=base, head=head) for path in judged if path not in bad}
+    recorded = {
+        path: _recorded_file(path, by_file[path], change.change, commits, made_at) for path, change in changes.items()
+    }
+    recorded |= {path: RecordedFile(path, UnitChange(undecided=_DAMAGED)) for path in bad}
+    readers = _readers(store, changes, commits, made_at)
+    index = ImportIndex(root, head)
+    recorded, readers = (
+        {path: _with_importers(found, index) for path, found in files.items()} for files in (recorded, readers)
+    )
     present = (at_base - set(deleted)) | (set(files) - set(deleted))
     gpu_types = {
         gpu_type: _gpu_records(store, gpu_type, sorted(found), commits, present)
-        for gpu_type, found in sorted(record_commits(store).items())
+        for gpu_type, found in sorted(made_at.items())
     }
     added = [path for path in files if path.endswith(".py") and path not in at_base and path not in deleted]
-    return TouchEvidence(recorded, gpu_types, readers, _added(root, head, added, files))
+    return TouchEvidence(recorded, gpu_types, readers, _added(index, added, files))
 
 
-def _added(root: Path, head: str | None, added: Sequence[str], files: Sequence[str]) -> dict[str, AddedFile]:
+def _added(index: ImportIndex, added: Sequence[str], files: Sequence[str]) -> dict[str, AddedFile]:
     """Each new Python file that is not a test file, and the files that load it (see the module docstring)."""
     found = {}
     for path in added:
         if not is_test_file(path):
-            loading = loading_files(root, head, path)
+            loading = index.loading_files(path)
             found[path] = AddedFile(path, loading, tuple(other for other in loading if other not in files))
     return found
 
 
-def _with_importers(found: RecordedFile, root: Path, head: str | None) -> RecordedFile:
-    """`found` with the test paths that import it, where the change reaches code that runs at import."""
-    if not found.runs_at_import() or found.change.undecided:
+def _with_importers(found: RecordedFile, index: ImportIndex) -> RecordedFile:
+    """`found` with the test paths that can load it (run/importers.py), where the change can be judged."""
+    if found.change.undecided:
         return found
-    importing = importing_tests(root, head, found.path)
-    return replace(found, importers=importing.paths, importers_unknown=importing.unknown, importers_read=True)
+    reach = index.importing_tests(found.path)
+    return replace(found, importers=reach.paths, importers_unknown=reach.unknown, importers_read=True)
 
 
-def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _Commits) -> dict[str, RecordedFile]:
+def _readers(
+    store: HistoryStore, changes: Mapping[str, FileChange], commits: _Commits, made_at: Mapping[str, Collection[str]]
+) -> dict[str, RecordedFile]:
     """The other files that read what the changes export, each as a change of its reading units."""
     units: dict[str, set[str]] = defaultdict(set)
     read_from: dict[str, set[str]] = defaultdict(set)
@@ -133,7 +141,7 @@ def _readers(store: HistoryStore, changes: Mapping[str, FileChange], commits: _C
     for other in sorted(units):
         them = tuple(sorted(units[other]))
         edit = UnitChange(undecided=_DAMAGED) if other in bad else UnitChange(them, through=them)
-        found[other] = _recorded_file(other, by_file[other], edit, commits, tuple(sorted(read_from[other])))
+        found[other] = _recorded_file(other, by_file[other], edit, commits, made_at, tuple(sorted(read_from[other])))
     return found
 
 
@@ -148,22 +156,31 @@ def _rows_by_file(store: HistoryStore, files: Sequence[str]) -> tuple[dict[str, 
 
 
 def _recorded_file(
-    path: str, rows: Sequence[TouchRow], change: UnitChange, commits: _Commits, read_from: tuple[str, ...] = ()
+    path: str,
+    rows: Sequence[TouchRow],
+    change: UnitChange,
+    commits: _Commits,
+    made_at: Mapping[str, Collection[str]],
+    read_from: tuple[str, ...] = (),
 ) -> RecordedFile:
-    """One file's unit change, and per GPU type its fresh record or why it has none."""
+    """One file's unit change, and per GPU type with records (`made_at`: GPU type -> the commits its records
+    were made at) its fresh record, or why it has none: its rows are stale, or none of its records ran the
+    file and the file changed since they were made."""
     records: dict[str, GpuRecord] = {}
     stale: dict[str, str] = {}
-    for gpu_type in sorted({row.gpu_type for row in rows}):
+    for gpu_type in sorted(set(made_at) | {row.gpu_type for row in rows}):
         mine = [row for row in rows if row.gpu_type == gpu_type]
-        why = next((reason for row in mine if (reason := commits.why_stale(row.commit, path))), "")
+        made = [row.commit for row in mine] if mine else list(made_at.get(gpu_type, ()))
+        why = next((reason for commit in made if (reason := commits.why_stale(commit, path))), "")
         if why:
             stale[gpu_type] = why
+        if why or not mine:
             continue
         units: dict[str, set[str]] = defaultdict(set)
         for row in mine:
             units[row.unit].add(row.test_id)
-        made_at = tuple(sorted({row.commit for row in mine}))
-        records[gpu_type] = GpuRecord({unit: frozenset(tests) for unit, tests in units.items()}, made_at)
+        tests_of = {unit: frozenset(tests) for unit, tests in units.items()}
+        records[gpu_type] = GpuRecord(tests_of, tuple(sorted(set(made))))
     return RecordedFile(path, change, records, stale, read_from)
 
 

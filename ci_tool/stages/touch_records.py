@@ -10,11 +10,12 @@ Staleness, for a change whose base is B:
 
     a record made at commit C counts as unrecorded when its file changed between C and B (git), when C
       is not in the local clone, or when C is '' (made on an uncommitted edit), until a run records it
-      again; a changed file with such a record on a GPU type is unrecorded there: those stages run
-      their full set;
+      again; a changed file with such a record on a GPU type is unrecorded there (so is a file no record of
+      the GPU type ran that changed since its records were made): those stages run the test paths that can
+      load it (its import reach, run/importers.py);
     a test with a stale record (any file it ran changed since its record) may now run other code: its
       test file runs on the stages of that GPU type (a test file itself changed since the records: the
-      same), whatever the change.
+      same) where it can load a file the change edits.
 """
 
 from __future__ import annotations
@@ -48,17 +49,18 @@ class GpuRecord:
 
 @dataclass(frozen=True)
 class RecordedFile:
-    """A changed file that has records on some GPU type: what the change does to it unit by unit, its fresh
-    record per GPU type, and why the others do not count (GPU type -> reason)."""
+    """A changed Python file (tests aside): what the change does to it unit by unit, its fresh record per GPU
+    type (none where no record of that GPU type ran it), why the others do not count (GPU type -> reason),
+    and the test paths that can load it."""
 
     path: str
     change: UnitChange
     records: Mapping[str, GpuRecord] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
     read_from: tuple[str, ...] = ()  # a file the change leaves as it is: the changed files it reads names of
-    importers: tuple[str, ...] = ()  # for a change that runs at import: the test paths that import the file
+    importers: tuple[str, ...] = ()  # the test paths that can load the file (its import reach, run/importers.py)
     importers_unknown: str = ""  # why those are not known ("" when they are, or were not looked for)
-    importers_read: bool = False  # whether they were looked for (run/importers.py)
+    importers_read: bool = False  # whether they were looked for
 
     @property
     def unrecorded(self) -> str:
@@ -141,9 +143,10 @@ class AddedFile:
 
 @dataclass(frozen=True)
 class TouchEvidence:
-    """The touch records of a change: each changed file that has a record on some GPU type, every GPU type
-    that has records, the other files that read a name a changed file exports (its public constants,
-    classes and kernels) with the units there that read it, and the Python files the change adds."""
+    """The touch records of a change: each changed Python file that is not a test file (where some GPU type
+    has records), every GPU type that has records, the other files that read a name a changed file exports
+    (its public constants, classes and kernels) with the units there that read it, and the Python files the
+    change adds."""
 
     files: Mapping[str, RecordedFile] = field(default_factory=dict)
     gpu_types: Mapping[str, GpuRecords] = field(default_factory=dict)

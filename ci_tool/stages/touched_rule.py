@@ -1,23 +1,29 @@
-"""The touched rule of change-based selection (cbts.py): a changed source file with touch records narrows each
-GPU type's stages to the tests that ran what the change edits there. Pure: the TouchEvidence in
-(stages/touch_records.py, whose docstring says when a record is stale), what each GPU type runs out.
+"""The touched rule of change-based selection (cbts.py): a changed source file narrows each GPU type's stages
+to the tests that ran what the change edits there, and where no record can say, to the test paths that can
+load the file (its import reach, run/importers.py). Pure: the TouchEvidence in (stages/touch_records.py,
+whose docstring says when a record is stale), what each GPU type runs out.
 
-    for each changed file F the rule claims (F has records on some GPU type), and each file that reads a
-    name F exports (touch_records.TouchEvidence.readers: its reading units are its edit):
+    for each changed file F the rule claims (a Python file of the change, tests aside, where some GPU type has
+    records), and each file that reads a name F exports (touch_records.TouchEvidence.readers: its reading
+    units are its edit):
       F cannot narrow anywhere (it does not parse, or it edits module-level code, a new def's header
-        among it, of a module whose importers are not known): the rule cannot decide, and the full set runs
+        among it, of a module whose import reach is not known): the rule cannot decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
-      G has no records at all, F's records on G are stale, or a function the change edits ran outside
-        the tests on G (at import: every test may read what it made) and F's importers are not known:
-        G's stages run their full set
+      G has no records at all, F's records on G are stale, or a function the change edits ran outside the
+        tests on G (at import: every test may read what it made): no record of G can say what reaches F, so
+        G's stages run the test paths that can load F (what cannot import it cannot run it); its full set
+        where those are not known (a file on the way does not parse; every test loads F: ci-tool's runner
+        plugins, the project's pytest plugins or a rootdir conftest.py reach it)
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
         of G ran one), each test function once; where the change reaches F's module-level code (its own
         edit there, a def it adds, or F reads a changed name at import), the tests that ran any unit of F,
-        and the test paths that import F (run/importers.py: what it made at import, they may read; what
-        can call a new def is F's code, which those tests ran, or an importer's); the same test
-        paths where a function it edits ran outside the tests (some importer's import-time code called it)
-    a G that narrows also runs its stale tests' files, the test files changed since its records, the tests
-    its records ran unmeasured (`timed`), and the test files no record of G ran.
+        and the test paths that can load F (what it made at import, they may read; what can call a new def
+        is F's code, which those tests ran, or an importer's); the same test paths where a function it edits
+        ran outside the tests (some importer's import-time code called it)
+    a G that has records also runs, among the tests its records cannot speak for (its stale tests' files,
+    the test files changed since its records, the tests its records ran unmeasured (`timed`), and the test
+    files no record of G ran), those that can load a changed file; all of them where some changed file's
+    import reach is not known.
 
     a Python file F the change adds (no record knows it; touch_records.AddedFile): where a file the change
     leaves as it is loads F, the rule cannot decide; else F runs only through the changed files that load
@@ -29,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ci_tool.stages.changes import NarrowPath
+from ci_tool.stages.changes import NarrowPath, split_filters
 from ci_tool.stages.touch_records import OUTSIDE_TESTS, AddedFile, GpuRecord, RecordedFile, TouchEvidence
 from ci_tool.stages.units import MODULE_UNIT
+from ci_tool.testdb.check import covers
 
 _SHOWN = 3  # commits or units a line names before counting the rest
 
@@ -71,11 +78,13 @@ def plan_touched(
     if plan.undecided:
         return plan
     plan.reasons += [_added_line(found) for found in added]
+    reach = _reach(recorded)
     for gpu_type in gpu_types:
         for found in recorded:
             plan.say(gpu_type, _plan_file(plan, found, gpu_type, evidence))
-        for line in _rerun(plan, evidence, gpu_type, test_path) if gpu_type not in plan.full else []:
-            plan.say(gpu_type, line)
+        if gpu_type in evidence.gpu_types and gpu_type not in plan.full:
+            for line in _rerun(plan, evidence, gpu_type, test_path, reach):
+                plan.say(gpu_type, line)
     return plan
 
 
@@ -83,16 +92,16 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     """What `found` asks of the stages of `gpu_type`, and its line."""
     where = f"{found.path}:{_shown(found.change.units)}" if found.change.units else found.path
     record = found.records.get(gpu_type)
-    why = _why_full(found, gpu_type, record, evidence)
+    why = _why_no_record_tells(found, gpu_type, record, evidence)
     if why:
-        plan.full.setdefault(gpu_type, why)
-        return f"{where}: touched rule: {gpu_type} stages run their full set ({why})"
-    importers = f" and the {len(found.importers)} test path(s) that import it" if found.importers_read else ""
-    if found.importers:
+        return _plan_by_reach(plan, found, gpu_type, where, why)
+    through_import = found.runs_at_import() and found.importers_read and not found.importers_unknown
+    loading = f" and the {len(found.importers)} test path(s) that can load it" if through_import else ""
+    if through_import:
         plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
     reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
     if record is None:  # fresh records of the GPU type, and none of them ran the file
-        what = f"runs{importers.removeprefix(' and')}" if importers else "nothing to run there"
+        what = f"runs{loading.removeprefix(' and')}" if loading else "nothing to run there"
         return f"{where}: touched rule: no test ran it on {gpu_type} records: {what}{reads}"
     tests = sorted(set(map(_function_of, record.tests_of(found.edited_units(record)) - {OUTSIDE_TESTS})))
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
@@ -101,7 +110,19 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
         "ran them" if len(found.change.units) > 1 else "ran it")  # fmt: skip
     made = _shown([commit[:12] for commit in record.commits])
     return f"{where}: touched rule: runs the {len(tests)} test(s) that {ran} on {gpu_type} records from {made}" + (
-        f"{importers}{reads}")  # fmt: skip
+        f"{loading}{reads}")  # fmt: skip
+
+
+def _plan_by_reach(plan: TouchedPlan, found: RecordedFile, gpu_type: str, where: str, why: str) -> str:
+    """What `found` asks of `gpu_type`'s stages when none of its records can say (`why`): the test paths that
+    can load the file, or the full set where those are not known."""
+    if found.importers_unknown or not found.importers_read:
+        unknown = found.importers_unknown or "what can load it was not looked for"
+        plan.full.setdefault(gpu_type, f"{why}, and {unknown}")
+        return f"{where}: touched rule: {gpu_type} stages run their full set ({why}, and {unknown})"
+    plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
+    reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
+    return f"{where}: touched rule: {why}: runs the {len(found.importers)} test path(s) that can load it{reads}"
 
 
 def _added_line(found: AddedFile) -> str:
@@ -113,7 +134,8 @@ def _added_line(found: AddedFile) -> str:
     )
 
 
-def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:
+def _why_no_record_tells(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evidence: TouchEvidence) -> str:
+    """Why no record of `gpu_type` can say which of its tests reach the change ("" when one can)."""
     if gpu_type not in evidence.gpu_types:
         return f"no {gpu_type} records"
     if gpu_type in found.stale:
@@ -125,10 +147,20 @@ def _why_full(found: RecordedFile, gpu_type: str, record: GpuRecord | None, evid
     return ""
 
 
-def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath) -> list[str]:
-    """What `gpu_type`'s stages run whatever the change: the stale tests' files and the test files changed
-    since the records, the tests the records ran unmeasured, and the test files no record of it ran; one
-    line for each kind found."""
+def _reach(recorded: Sequence[RecordedFile]) -> tuple[str, ...] | None:
+    """The test paths that can load some changed file (None: some file's are not known)."""
+    if any(found.importers_unknown or not found.importers_read for found in recorded):
+        return None
+    return tuple(sorted({path for found in recorded for path in found.importers}))
+
+
+def _rerun(
+    plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path: TestPath, reach: tuple[str, ...] | None
+) -> list[str]:
+    """What `gpu_type`'s stages run beyond what its records select: of the tests its records cannot speak for
+    (the stale tests' files and the test files changed since the records, the tests the records ran
+    unmeasured, the test files no record of it ran), those that can load a changed file (`reach`; None: all
+    of them); one line for each kind found."""
     records = evidence.gpu_types[gpu_type]
     made = _shown([commit[:12] for commit in records.commits])
     changed = [path for path in map(test_path, records.changed_since) if path is not None]
@@ -136,15 +168,25 @@ def _rerun(plan: TouchedPlan, evidence: TouchEvidence, gpu_type: str, test_path:
     unmeasured = [NarrowPath(test) for test in sorted(set(map(_function_of, records.unmeasured)))]
     unrecorded = [path for path in map(test_path, records.unrecorded_test_files) if path is not None]
     lines = []
-    for found, why in (
+    for candidates, why in (
         (stale, f"their records do not know as they are now (stale, or changed since {made})"),
         (unmeasured, "their records ran unmeasured (timed: coverage would slow what they measure)"),
         (unrecorded, f"no {gpu_type} record ran (never recorded there)"),
     ):
+        found = [path for path in candidates if reach is None or _can_load(path, reach)]
         if found:
             plan.paths.setdefault(gpu_type, []).extend(found)
-            lines.append(f"touched rule: {gpu_type} stages also run {len(found)} test path(s) {why}")
+        left_out = len(candidates) - len(found)
+        if candidates:
+            cut = f"; {left_out} more cannot load the change" if left_out else ""
+            lines.append(f"touched rule: {gpu_type} stages also run {len(found)} test path(s) {why}{cut}")
     return lines
+
+
+def _can_load(path: NarrowPath, reach: tuple[str, ...]) -> bool:
+    """Whether the tests under `path` can load a changed file: a path of the reach holds them, or they hold one."""
+    test = split_filters(path.path)[0].split("::", 1)[0]
+    return any(covers(loading, test) or covers(test, loading) for loading in reach)
 
 
 def _function_of(test: str) -> str:

@@ -69,14 +69,85 @@ def test_the_work_tree_is_read_when_no_commit_is_given(repo: Path) -> None:
 def test_a_file_that_names_the_module_and_does_not_parse_leaves_the_answer_unknown(repo: Path) -> None:
     (repo / "tests" / "eng" / "test_broken.py").write_text("import tests.eng.helper\ndef (\n")
     assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
-        unknown="tests/eng/test_broken.py may import tests/eng/helper.py and does not parse"
+        unknown="tests/eng/test_broken.py may load tests/eng/helper.py and does not parse"
     )
 
 
-def test_too_many_modules_on_the_way_leave_the_answer_unknown(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(importers, "LIMIT", 2)
-    assert importing_tests(repo, "HEAD", "src/eng/pool.py") == ImportingTests(
-        unknown="more than 2 modules import src/eng/pool.py, directly or not"
+LOADS = {
+    "importlib": ("import importlib\nimportlib.import_module('eng.pool')\n", {"eng.pool"}),
+    "lazy-table": ('COMMANDS = {"grow": "eng.pool:grow"}\n', {"eng.pool"}),
+    "patch-target": ("def test_p(monkeypatch):\n    monkeypatch.setattr('eng.pool.LIMIT', 1)\n", {"eng.pool.LIMIT"}),
+    "python-m": (
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'eng', 'plan'])\n",
+        {"eng", "eng.__main__"},
+    ),
+    "python-m-text": ("import os\nos.system('python -m eng plan')\n", {"eng", "eng.__main__"}),
+    "pytest-node": (
+        "import subprocess\nsubprocess.run(['pytest', f'tests/eng/test_model.py::test_made[{1}]'])\n",
+        {"tests.eng.test_model"},
+    ),
+    "sibling-file": (
+        "from pathlib import Path\nHELPER = Path(__file__).with_name('helper.py')\n",
+        {"tests.eng.helper"},
+    ),
+    "script": ("import subprocess\nsubprocess.run(['eng-cli', 'plan'])\n", {"eng.cli"}),
+}
+
+
+@pytest.mark.parametrize(("text", "loaded"), list(LOADS.values()), ids=list(LOADS))
+def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> None:
+    """Strings that name a module (alone or as module:attribute), a `-m` run, a path to a .py file, or a console
+    script a file that starts processes runs."""
+    found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
+    assert found is not None and loaded <= found
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"""eng.pool holds the pool; see tests/eng/helper.py and `eng-cli plan`"""\n', "HINT = 'run eng-cli plan'\n"],
+    ids=["docstring", "script-named-by-a-file-that-starts-no-process"],
+)
+def test_prose_loads_nothing(text: str) -> None:
+    found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
+    assert found is not None and not {name for name in found if name.startswith(("eng", "tests."))}
+
+
+def test_a_test_that_starts_a_console_script_reaches_the_scripts_module(repo: Path) -> None:
+    (repo / "pyproject.toml").write_text('[project.scripts]\neng = "eng.model:main"\n')
+    (repo / "tests" / "eng" / "test_cli.py").write_text(
+        "import subprocess\n\n\ndef test_cli():\n    subprocess.run(['eng', 'build'], check=True)\n"
+    )
+    assert importing_tests(repo, None, "src/eng/pool.py") == ImportingTests(
+        ("tests/eng/test_cli.py", "tests/eng/test_lazy.py", "tests/eng/test_model.py", "tests/other")
+    )
+
+
+EVERY_TEST = {
+    "addopts": ('[tool.pytest.ini_options]\naddopts = "-q -p eng.model -p no:cacheprovider"\n', "eng.model"),
+    "addopts-list": ('[tool.pytest.ini_options]\naddopts = ["-peng.model"]\n', "eng.model"),
+    "pytest11": ('[project.entry-points.pytest11]\neng = "eng.model"\n', "eng.model"),
+}
+
+
+@pytest.mark.parametrize(("pyproject", "plugin"), list(EVERY_TEST.values()), ids=list(EVERY_TEST))
+def test_a_module_a_pytest_plugin_loads_reaches_every_test(repo: Path, pyproject: str, plugin: str) -> None:
+    """The project's pytest plugins load into every test process: whatever they reach, every test may run."""
+    (repo / "pyproject.toml").write_text(pyproject)
+    assert importing_tests(repo, None, "src/eng/pool.py") == ImportingTests(
+        unknown=f"every test loads it ({plugin} is loaded into every pytest)"
+    )
+
+
+def test_ci_tools_runner_plugins_and_a_rootdir_conftest_reach_every_test(repo: Path) -> None:
+    (repo / "ci_tool" / "run").mkdir(parents=True)
+    (repo / "ci_tool" / "run" / "plugin.py").write_text("import eng.pool\n")
+    assert importing_tests(repo, None, "src/eng/pool.py") == ImportingTests(
+        unknown="every test loads it (ci_tool.run.plugin is loaded into every pytest)"
+    )
+    (repo / "ci_tool" / "run" / "plugin.py").unlink()
+    (repo / "conftest.py").write_text("from eng import model\n")
+    assert importing_tests(repo, None, "src/eng/pool.py") == ImportingTests(
+        unknown="every test loads it (the conftest.py at the rootdir does)"
     )
 
 

@@ -1,7 +1,7 @@
 """Touch records for real, end to end: a git repository with src/a.py (two functions) and a test of each;
 `ci-tool run --record-touches` records which test ran which function on the CPU stage; a pull request that
 changes one function then runs, per stage, only the tests that ran it, and the plan says why. The A10 stage
-has no A10 records: it runs its full set."""
+has no A10 records: it runs the test files that can load the changed file."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ FILES = {
         "import pytest\n\nfrom src.a import triple\n\n\n"
         '@pytest.mark.parametrize("x", [1, 2])\ndef test_triple(x):\n    assert triple(x) == 3 * x\n'
     ),
+    "tests/test_words.py": "def test_words():\n    assert 'triple' != 'double'\n",  # names, loads nothing
     "test-db/l0_x.yml": "version: 0.0.1\nl0_x:\n- tests: [tests]\n",
     "stages.yml": (
         "version: 1\nchange_rules: {tests: [tests/]}\nfamilies:\n"
@@ -85,13 +86,29 @@ def test_a_change_to_one_function_runs_the_tests_that_ran_it_and_says_why(
     assert "+ CPU-Generic-1-cbts  (step 16: change-based selection: 1 line(s) of the family, 1 shard(s); " in out
 
 
-def test_a_gpu_stage_without_records_of_its_gpu_type_runs_its_full_set(
+def test_a_gpu_stage_without_records_of_its_gpu_type_runs_the_test_files_that_can_load_the_file(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """No A10 record says which A10 test ran triple; a test file that cannot import src/a.py cannot run it."""
     commit(recorded, A.replace("3 * x", "x * 3"))
     out = select(capsys)
-    assert "step 16: src/a.py:triple: touched rule: A10 stages run their full set (no A10 records)\n" in out
-    assert "+ A10-PyTorch-1  (step 16: change-based selection: its full set (no A10 records))" in out
+    assert "step 16: src/a.py:triple: touched rule: no A10 records: runs the 2 test path(s) that can load it\n" in out
+    assert "+ A10-PyTorch-1-cbts  (step 16: change-based selection: 2 line(s) of the family, 1 shard(s); " in out
+
+
+def test_a_gpu_stage_without_records_runs_its_full_set_when_every_test_loads_the_file(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A conftest.py at the rootdir imports src/a.py: every test of every stage may run what changed."""
+    (recorded / "conftest.py").write_text("import src.a  # noqa: F401\n")
+    git(recorded, "add", "conftest.py")
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    out = select(capsys)
+    assert (
+        "step 16: src/a.py:triple: touched rule: A10 stages run their full set (no A10 records, and every test "
+        "loads it (the conftest.py at the rootdir does))\n"
+    ) in out
+    assert "+ A10-PyTorch-1  (step 16: change-based selection: its full set (no A10 records, and every test" in out
 
 
 def test_the_narrowed_stage_runs_only_those_tests(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,7 +139,7 @@ def test_a_module_level_change_runs_the_tests_that_ran_the_file_and_those_that_i
         "step 16: src/a.py:<module>: touched rule: runs the 2 test(s) that ran a unit of it (it changes code that "
         "runs at import) on CPU records from "
     ) in out
-    assert "and the 2 test path(s) that import it\n" in out
+    assert "and the 2 test path(s) that can load it\n" in out
     assert "+ CPU-Generic-1-cbts" in out
 
 
@@ -166,7 +183,7 @@ def test_a_public_constant_a_test_reads_at_import_runs_that_test_file(
         "step 16: tests/test_triple.py:<module>, test_triple: touched rule: runs the 1 test(s) that ran a unit of it "
         "(it changes code that runs at import) on CPU records from "
     ) in out
-    assert "and the 1 test path(s) that import it (it reads what src/a.py change(s))\n" in out
+    assert "and the 1 test path(s) that can load it (it reads what src/a.py change(s))\n" in out
 
 
 def test_a_public_constant_another_file_reads_runs_the_tests_of_its_readers_there(
@@ -203,7 +220,8 @@ def test_a_removed_public_name_another_file_imports_runs_the_full_set(
 def test_a_record_goes_stale_once_its_file_changes_on_the_base(
     recorded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """main moves on with a change of src/a.py after the records were made: they no longer count."""
+    """main moves on with a change of src/a.py after the records were made: they no longer count, and the test
+    files that can load src/a.py stand in for them."""
     git(recorded, "checkout", "-q", "main")
     commit(recorded, A.replace("2 * x", "x * 2"))
     git(recorded, "checkout", "-q", "-b", "pr2")
@@ -211,8 +229,8 @@ def test_a_record_goes_stale_once_its_file_changes_on_the_base(
     out = select(capsys)
     recorded_at = git(recorded, "rev-parse", "main~1").strip()  # where the fixture made the records
     assert (
-        "step 16: src/a.py:triple: touched rule: CPU stages run their full set (its CPU records are stale: "
-        f"src/a.py changed since {recorded_at[:12]})\n"
+        "step 16: src/a.py:triple: touched rule: its CPU records are stale: src/a.py changed since "
+        f"{recorded_at[:12]}: runs the 2 test path(s) that can load it\n"
     ) in out
 
 

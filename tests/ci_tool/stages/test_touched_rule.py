@@ -52,42 +52,65 @@ def test_each_gpu_type_says_why_in_one_line() -> None:
     ]
 
 
-FULL = {
+EVERY_TEST = "every test loads it (ci_tool.run.plugin is loaded into every pytest)"
+NO_RECORD_TELLS = {
     "stale": (
         RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}, {"A10": f"{POOL} changed since 111111111111"}),
         EVERYWHERE,
-        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (its A10 records are stale: {POOL} "
-        "changed since 111111111111)",
+        f"its A10 records are stale: {POOL} changed since 111111111111",
     ),
-    "no-records": (
-        RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}),
-        {"CPU": EVERYWHERE["CPU"]},
-        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (no A10 records)",
-    ),
+    "no-records": (RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}), {"CPU": EVERYWHERE["CPU"]}, "no A10 records"),
+}
+
+
+@pytest.mark.parametrize(("found", "gpu_types", "why"), list(NO_RECORD_TELLS.values()), ids=list(NO_RECORD_TELLS))
+def test_a_gpu_type_no_record_speaks_for_runs_the_test_paths_that_can_load_the_file(
+    found: RecordedFile, gpu_types: dict[str, GpuRecords], why: str
+) -> None:
+    """What cannot import the file cannot run it, on any GPU: its import reach stands in for the records."""
+    planned = plan(replace(found, importers=("tests/test_gpu.py", "tests/engine"), importers_read=True), gpu_types)
+    assert (planned.full, planned.paths["A10"], planned.reasons[0]) == (
+        {},
+        [NarrowPath("tests/test_gpu.py"), NarrowPath("tests/engine")],
+        f"{POOL}:Pool.allocate: touched rule: {why}: runs the 2 test path(s) that can load it",
+    )
+
+
+FULL = {
+    **{
+        name: (replace(found, importers_unknown=EVERY_TEST, importers_read=True), gpu_types, f"{why}, and {EVERY_TEST}")
+        for name, (found, gpu_types, why) in NO_RECORD_TELLS.items()
+    },
     "outside-tests": (
         RecordedFile(
-            POOL, ALLOCATE, {**RECORDS, "A10": GpuRecord({"Pool.allocate": frozenset({"<outside tests>"})}, (C1,))}
+            POOL,
+            ALLOCATE,
+            {**RECORDS, "A10": GpuRecord({"Pool.allocate": frozenset({"<outside tests>"})}, (C1,))},
+            importers_unknown=EVERY_TEST,
+            importers_read=True,
         ),
         EVERYWHERE,
-        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set (it ran outside the tests (at import), "
-        "and every test may read what it made)",
+        f"it ran outside the tests (at import), and every test may read what it made, and {EVERY_TEST}",
     ),
 }
 
 
-@pytest.mark.parametrize(("found", "gpu_types", "reason"), list(FULL.values()), ids=list(FULL))
-def test_a_gpu_type_whose_records_cannot_tell_runs_its_full_set(
-    found: RecordedFile, gpu_types: dict[str, GpuRecords], reason: str
+@pytest.mark.parametrize(("found", "gpu_types", "why"), list(FULL.values()), ids=list(FULL))
+def test_a_gpu_type_runs_its_full_set_where_neither_records_nor_the_import_reach_can_tell(
+    found: RecordedFile, gpu_types: dict[str, GpuRecords], why: str
 ) -> None:
     planned = plan(found, gpu_types)
-    assert (list(planned.full), planned.reasons[0], list(planned.paths)) == (["A10"], reason, ["CPU"])
+    assert (list(planned.full), planned.reasons[0], list(planned.paths)) == (
+        ["A10"],
+        f"{POOL}:Pool.allocate: touched rule: A10 stages run their full set ({why})",
+        ["CPU"],
+    )
 
 
 UNRECORDED = {
     "module-level": (
         UnitChange(("<module>", "Pool.free")),
-        "it edits module-level code, which runs at import, outside the tests, and more than 60 modules import "
-        "src/pool.py, directly or not",
+        f"it edits module-level code, which runs at import, outside the tests, and {EVERY_TEST}",
     ),
     "new-unit": (UnitChange(("Pool.grow",), ("Pool.grow",)), "it adds Pool.grow: no record knows it"),
     "unparsed": (
@@ -99,8 +122,7 @@ UNRECORDED = {
 
 @pytest.mark.parametrize(("change", "why"), list(UNRECORDED.values()), ids=list(UNRECORDED))
 def test_a_change_no_record_can_narrow_cannot_decide(change: UnitChange, why: str) -> None:
-    unknown = "more than 60 modules import src/pool.py, directly or not"
-    planned = plan(RecordedFile(POOL, change, RECORDS, importers_unknown=unknown))
+    planned = plan(RecordedFile(POOL, change, RECORDS, importers_unknown=EVERY_TEST))
     assert (planned.undecided, planned.reasons, planned.paths) == (
         [why],
         [f"{POOL}: touched rule: cannot narrow ({why})"],
@@ -159,6 +181,37 @@ def test_tests_run_unmeasured_and_test_files_no_record_ran_run_too() -> None:
     )
 
 
+def test_of_the_tests_no_record_speaks_for_only_those_that_can_load_the_change_run() -> None:
+    """A stale test, a timed one and a test file never recorded may run anything they can load; a test path
+    that cannot import the changed file cannot reach it, so it stays out, and the line counts it."""
+    unmeasured = ("tests/perf/test_perf.py::test_case[gpu-a]", "tests/test_timed.py::test_t")
+    records = {"CPU": GpuRecords(
+        (C1,), ("tests/test_old.py", "tests/engine/test_stale.py"), unmeasured=unmeasured,
+        unrecorded_test_files=("tests/test_never.py", "tests/engine/test_never.py"),
+    )}  # fmt: skip
+    found = RecordedFile(POOL, UnitChange(("Pool.free",)), RECORDS, importers=("tests/engine", "tests/perf"),
+                         importers_read=True)  # fmt: skip
+    planned = plan_touched(TouchEvidence({POOL: found}, records), [POOL], ["CPU"], test_path=NarrowPath)
+    assert (planned.paths, planned.reasons[1:]) == (
+        {
+            "CPU": [
+                NarrowPath("tests/test_pool.py::test_c"),
+                NarrowPath("tests/engine/test_stale.py"),
+                NarrowPath("tests/perf/test_perf.py::test_case"),
+                NarrowPath("tests/engine/test_never.py"),
+            ]
+        },
+        [
+            "touched rule: CPU stages also run 1 test path(s) their records do not know as they are now (stale, or "
+            "changed since 111111111111); 1 more cannot load the change",
+            "touched rule: CPU stages also run 1 test path(s) their records ran unmeasured (timed: coverage would "
+            "slow what they measure); 1 more cannot load the change",
+            "touched rule: CPU stages also run 1 test path(s) no CPU record ran (never recorded there); 1 more "
+            "cannot load the change",
+        ],
+    )
+
+
 def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_paths_that_import_it() -> None:
     """What module-level code made at import, any function of the file and any importer may read; what ran
     it while pytest collected is <outside tests>, which the importers stand for here."""
@@ -172,7 +225,7 @@ def test_a_module_level_change_runs_every_test_that_ran_the_file_and_the_test_pa
     ])  # fmt: skip
     assert planned.reasons[1] == (
         f"{POOL}:<module>: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that runs at "
-        "import) on CPU records from 111111111111 and the 2 test path(s) that import it"
+        "import) on CPU records from 111111111111 and the 2 test path(s) that can load it"
     )
 
 
@@ -186,11 +239,9 @@ def test_a_def_the_change_adds_narrows_like_module_level_code_when_the_importers
         NarrowPath("tests/test_pool.py"), NarrowPath("tests/test_pool.py::test_a"),
     ], f"{POOL}:<module>, Pool.grow: touched rule: runs the 3 test(s) that ran a unit of it (it changes code that "
        "runs at import; it adds Pool.grow, which no record knows) on CPU records from 111111111111 and the 1 test "
-       "path(s) that import it")  # fmt: skip
-    unknown = plan(replace(found, importers=(), importers_unknown="more than 60 modules import src/pool.py"))
-    assert unknown.undecided == [
-        "it adds Pool.grow, whose def runs at import, outside the tests, and more than 60 modules import src/pool.py"
-    ]
+       "path(s) that can load it")  # fmt: skip
+    unknown = plan(replace(found, importers=(), importers_unknown=EVERY_TEST))
+    assert unknown.undecided == [f"it adds Pool.grow, whose def runs at import, outside the tests, and {EVERY_TEST}"]
 
 
 def test_a_function_that_ran_at_import_narrows_to_its_tests_and_the_test_paths_that_import_its_file() -> None:
