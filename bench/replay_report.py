@@ -12,7 +12,7 @@ from typing import Any
 from replay_count import ORDERS, Fault, Replayed, first_failure_ratio, misses, table
 from replay_select import NARROWING, Rule
 
-_SHORT = {Rule.FULL: "full", Rule.TODAY: "today", Rule.FILE: "file", Rule.FUNCTION: "function"}
+_SHORT = {Rule.FULL: "full", Rule.TODAY: "today", Rule.FILE: "file", Rule.FUNCTION: "function", Rule.REACH: "reach"}
 
 
 def report(replayed: Sequence[Replayed], skipped: Sequence[tuple[Any, str]], *, command: str, seconds: float) -> str:

@@ -7,6 +7,9 @@ throw-away history (run/touch_evidence.py), `select_for_change` and the planner.
     touched, file grain       `/bot run` with the records cut to files: a changed file runs every test whose
                               records ran any line of it in a test (the rule before records had units)
     touched, function grain   `/bot run` with the records as they are (stages/touched_rule.py)
+    import reach              `/bot run` as if no GPU type had records: each stage runs the test paths that
+                              can load a changed file (run/importers.py), what a stage of a GPU type that
+                              never recorded runs
 
 The engine's part of a CPU stage is what the bench runs: each line's test files that can reach the engine's
 package (replay_scope.py); a folder line runs those files one by one, in path order, with the line's
@@ -44,9 +47,10 @@ class Rule(enum.StrEnum):
     TODAY = "today's rules"
     FILE = "touched, file grain"
     FUNCTION = "touched, function grain"
+    REACH = "import reach"
 
 
-NARROWING = (Rule.TODAY, Rule.FILE, Rule.FUNCTION)
+NARROWING = (Rule.TODAY, Rule.FILE, Rule.FUNCTION, Rule.REACH)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ def rule_plans(loaded: LoadedCatalog, change: ChangeSet) -> dict[Rule, RulePlan]
         Rule.TODAY: replace(change, touches=None),
         Rule.FILE: replace(change, touches=file_grain(evidence) if evidence is not None else None),
         Rule.FUNCTION: change,
+        Rule.REACH: replace(change, touches=reach_only(evidence) if evidence is not None else None),
     }
     return {rule: _plan(loaded, rule, found) for rule, found in changes.items()}
 
@@ -116,6 +121,14 @@ def file_grain(evidence: TouchEvidence) -> TouchEvidence:
                    for gpu, record in found.records.items()}  # fmt: skip
         files[path] = replace(found, change=UnitChange(units=(WHOLE_FILE,)), records=records)
     return replace(evidence, files=files)
+
+
+def reach_only(evidence: TouchEvidence) -> TouchEvidence:
+    """The evidence of a history where no GPU type has records: the touched rule judges each changed file by
+    the test paths that can load it, on every GPU type."""
+    unrecorded = {path: replace(found, records={}, stale={}) for path, found in evidence.files.items()}
+    readers = {path: replace(found, records={}, stale={}) for path, found in evidence.readers.items()}
+    return replace(evidence, files=unrecorded, readers=readers, gpu_types={})
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ from ci_tool.history.locator import HISTORY_ENV, History
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.order import OPTION as ORDER_OPTION
-from ci_tool.run.plugins import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN, TOUCH_PLUGIN
+from ci_tool.run.plugins import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
+from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
 from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine

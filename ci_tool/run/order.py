@@ -21,7 +21,7 @@ import pytest
 
 from ci_tool.errors import CiToolError
 from ci_tool.run.plugins import ORDER_PLUGIN
-from ci_tool.stages.priority import file_of
+from ci_tool.testdb.lines import file_of
 from ci_tool.text_file import lines, read_text
 
 PLUGIN = ORDER_PLUGIN

@@ -41,11 +41,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.run.plugins import TOUCH_PLUGIN
 from ci_tool.stages.touch_records import OUTSIDE_TESTS, UNMEASURED
 from ci_tool.stages.units import MODULE_UNIT, source_units
 
-PLUGIN = TOUCH_PLUGIN
+PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
 TEST_VARIABLE = "TOUCH_RECORD_TEST"  # not CI_TOOL_*: test suites (ours) keep those from their tests
 FIXTURE_CONTEXT = "<fixture> "  # + a fixture's name: what its set-up ran (no node id starts with "<")

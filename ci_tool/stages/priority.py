@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ci_tool.stages.changes import ChangeSet, is_test_file, split_filters
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.testdb.check import covers
-from ci_tool.testdb.lines import TestLine
+from ci_tool.testdb.lines import TestLine, file_of
 
 RECENT_FAILURE_DAYS = 7  # a week of runs: last week's red tests are this week's suspects; older ones were fixed
 
@@ -150,11 +150,6 @@ def prioritize(likelihood: Likelihood, lines: Sequence[TestLine], durations: Dur
 
     order = sorted(groups, key=shortest_first)
     return Priority(tuple(Ranked(test_id, tier) for tier, path in order for test_id in groups[(tier, path)]))
-
-
-def file_of(test_id: str) -> str:
-    """The file (or folder) part of a node id: the tests of one file run together."""
-    return test_id.split("::", 1)[0]
 
 
 def _seconds(test_ids: Collection[str], durations: Durations) -> Mapping[str, float]:

@@ -62,6 +62,11 @@ class TestLine:
         return head.split("::", 1)[0]
 
 
+def file_of(test_id: str) -> str:
+    """The file (or folder) part of a node id: `tests/a.py::test_x[p]` -> `tests/a.py`."""
+    return test_id.split("::", 1)[0]
+
+
 def strip_comment(text: str) -> str:
     """Drop a `#` comment that starts a line or follows a blank, unless it sits inside parentheses."""
     depth = 0
