@@ -9,11 +9,12 @@ whose docstring says when a record is stale), what each GPU type runs out.
       F cannot narrow anywhere (it does not parse, or it edits module-level code, a new def's header
         among it, of a module whose import reach is not known): the rule cannot decide, and the full set runs
     and then for each GPU type G of the catalog's test families:
-      G has no records at all, F's records on G are stale, or a function the change edits ran outside the
-        tests on G (at import: every test may read what it made): no record of G can say what reaches F, so
-        G's stages run the test paths that can load F (what cannot import it cannot run it); its full set
-        where those are not known (a file on the way does not parse; every test loads F: ci-tool's runner
-        plugins, the project's pytest plugins or a rootdir conftest.py reach it)
+      G has no records at all, F's records on G are stale, none of G's records ran F (a process a test
+        started with an environment of its own is not measured), or a function the change edits ran outside
+        the tests on G (at import: every test may read what it made): no record of G can say what reaches
+        F, so G's stages run the test paths that can load F (what cannot import it cannot run it); its full
+        set where those are not known (a file on the way does not parse; every test loads F: ci-tool's
+        runner plugins, the project's pytest plugins or a rootdir conftest.py reach it)
       else: G's stages run the tests whose records on G ran a unit the change edits (none when no test
         of G ran one), each test function once; where the change reaches F's module-level code (its own
         edit there, a def it adds, or F reads a changed name at import), the tests that ran any unit of F,
@@ -95,14 +96,13 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
     why = _why_no_record_tells(found, gpu_type, record, evidence)
     if why:
         return _plan_by_reach(plan, found, gpu_type, where, why)
+    if record is None:  # fresh records of the GPU type, none of which ran the file (or a child they left unmeasured)
+        return _plan_by_reach(plan, found, gpu_type, where, f"no test ran it on {gpu_type} records")
     through_import = found.runs_at_import() and found.importers_read and not found.importers_unknown
     loading = f" and the {len(found.importers)} test path(s) that can load it" if through_import else ""
     if through_import:
         plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
     reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
-    if record is None:  # fresh records of the GPU type, and none of them ran the file
-        what = f"runs{loading.removeprefix(' and')}" if loading else "nothing to run there"
-        return f"{where}: touched rule: no test ran it on {gpu_type} records: {what}{reads}"
     tests = sorted(set(map(_function_of, record.tests_of(found.edited_units(record)) - {OUTSIDE_TESTS})))
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
     adds = f"; it adds {_shown(found.change.new)}, which no record knows" if found.change.new else ""

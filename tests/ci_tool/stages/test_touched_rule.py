@@ -130,12 +130,14 @@ def test_a_change_no_record_can_narrow_cannot_decide(change: UnitChange, why: st
     )
 
 
-def test_a_file_no_test_of_a_gpu_type_ran_runs_nothing_there() -> None:
-    planned = plan(RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}))
-    assert (planned.full, list(planned.paths), planned.reasons[0]) == (
+def test_a_file_no_test_of_a_gpu_type_ran_runs_the_test_paths_that_can_load_it_there() -> None:
+    """A10's records never ran the file, yet a test may run it in a process coverage did not measure."""
+    found = RecordedFile(POOL, ALLOCATE, {"CPU": RECORDS["CPU"]}, importers=("tests/engine",), importers_read=True)
+    planned = plan(found)
+    assert (planned.full, planned.paths["A10"], planned.reasons[0]) == (
         {},
-        ["CPU"],
-        f"{POOL}:Pool.allocate: touched rule: no test ran it on A10 records: nothing to run there",
+        [NarrowPath("tests/engine")],
+        f"{POOL}:Pool.allocate: touched rule: no test ran it on A10 records: runs the 1 test path(s) that can load it",
     )
 
 
