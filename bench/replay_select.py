@@ -80,8 +80,8 @@ class RulePlan:
         return [plan for plan in self.plans.values() if not plan.name.is_cpu]
 
 
-def rule_plans(loaded: LoadedCatalog, change: ChangeSet) -> dict[Rule, RulePlan]:
-    """Each rule's plan for `change` (see the module docstring)."""
+def rule_plans(loaded: LoadedCatalog, change: ChangeSet, rules: Sequence[Rule] = tuple(Rule)) -> dict[Rule, RulePlan]:
+    """Each rule's plan for `change` (see the module docstring), of `rules`."""
     evidence = change.touches
     changes = {
         Rule.FULL: change,
@@ -90,7 +90,7 @@ def rule_plans(loaded: LoadedCatalog, change: ChangeSet) -> dict[Rule, RulePlan]
         Rule.FUNCTION: change,
         Rule.REACH: replace(change, touches=reach_only(evidence) if evidence is not None else None),
     }
-    return {rule: _plan(loaded, rule, found) for rule, found in changes.items()}
+    return {rule: _plan(loaded, rule, found) for rule, found in changes.items() if rule in rules}
 
 
 def post_merge_plan(loaded: LoadedCatalog, change: ChangeSet) -> RulePlan:

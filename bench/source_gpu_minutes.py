@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 history=options.history)  # fmt: skip
             if change is None or change.touches is None:
                 raise SystemExit(f"{sha[:12]}: no touch records read from {options.history}")
-            plans = rule_plans(loaded, change)
+            plans = rule_plans(loaded, change, RULES)
             reach = plans[Rule.REACH]
             why = "; ".join(line for line in reach.reasons if any(word in line for word in FULL_REASONS))
             gpu = {rule.value: by_gpu_type(plans[rule], loaded) for rule in RULES}

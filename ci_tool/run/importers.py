@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import functools
 import itertools
 import posixpath
 import re
@@ -108,7 +109,7 @@ class ImportIndex:
     def __init__(self, root: Path, head: str | None) -> None:
         self.root, self.head = root, head
         self.project = read_project(root, head)
-        self._loaded: dict[str, set[str] | None] = {}  # file -> what it loads (None: it does not parse)
+        self._loaded: dict[str, frozenset[str] | None] = {}  # file -> what it loads (None: it does not parse)
 
     def importing_tests(self, path: str) -> ImportingTests:
         """The test paths that can load `path` (see the module docstring). One `git grep` a step: the modules
@@ -147,7 +148,7 @@ class ImportIndex:
         python = self._loads([other for other in candidates if other.endswith(".py")])
         found = []
         for other, text in _texts(self.root, self.head, candidates).items():
-            loaded = python.get(other, set())
+            loaded = python.get(other, frozenset())
             if text is not None and (
                 loaded is None
                 or any(name in text for name in names if "." in name)
@@ -156,10 +157,11 @@ class ImportIndex:
                 found.append(other)
         return tuple(found)
 
-    def _loads(self, paths: list[str]) -> dict[str, set[str] | None]:
+    def _loads(self, paths: list[str]) -> dict[str, frozenset[str] | None]:
         unread = [path for path in paths if path not in self._loaded]
+        scripts = tuple(sorted(self.project.scripts.items()))
         for path, text in _texts(self.root, self.head, unread).items():
-            self._loaded[path] = loads(text, path, self.project.scripts) if text is not None else set()
+            self._loaded[path] = _loads_of(text, path, scripts) if text is not None else frozenset()
         return {path: self._loaded[path] for path in paths}
 
 
@@ -194,6 +196,13 @@ def read_project(root: Path, head: str | None) -> Project:
         addopts.append(_ini_option(texts.get(name), section, "addopts"))
     plugins |= {plugin for options in addopts for plugin in _plugin_options(options)}
     return Project(scripts, frozenset(plugins))
+
+
+@functools.lru_cache(maxsize=8192)
+def _loads_of(text: str, path: str, scripts: tuple[tuple[str, str], ...]) -> frozenset[str] | None:
+    """`loads`, remembered by the file's text: the files of two commits near each other are mostly the same."""
+    found = loads(text, path, dict(scripts))
+    return frozenset(found) if found is not None else None
 
 
 def loads(text: str, path: str, scripts: dict[str, str]) -> set[str] | None:
