@@ -42,7 +42,7 @@ from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.changes import test_path_of
 
 RULES = (Rule.FULL, Rule.TODAY, Rule.REACH)
-_GPU_TYPE = re.compile(r"\b(?:CPU|A10|DGX_\w+|GB\w+)(?=[ )])")  # the GPU type a reason names
+_GPU_TYPE = re.compile(r"\b(?:CPU|A10|DGX_[\w-]+|GB[\w-]+)(?=[ )])")  # the GPU type a reason names
 FULL_REASONS = ("no rule claims", "cannot narrow", "run their full set")  # a plan line that says why
 OUT_OF_SCOPE = ("bench/",)
 

@@ -82,10 +82,10 @@ def touch_evidence(
     store: HistoryStore, root: Path, *, base: str, head: str | None, files: Sequence[str], deleted: Collection[str]
 ) -> TouchEvidence:
     """The touch records of the change base..head (see the module docstring)."""
-    if not has_touch_records(store):
+    made_at = record_commits(store) if has_touch_records(store) else {}
+    if not made_at:  # no GPU type has recorded: the touched rule claims nothing
         return TouchEvidence()
     commits = _Commits(root, base)
-    made_at = record_commits(store)
     at_base = gitinfo.files_at(root, base)
     judged = [path for path in files if path.endswith(".py") and path in at_base and test_path_of(path) is None]
     by_file, bad = _rows_by_file(store, judged)

@@ -247,7 +247,8 @@ def test_with_touch_records_the_bot_and_both_pipelines_narrow_a_source_change_al
     """A post-merge run on `main` recorded which test ran src/pool.py's `alloc` on the CPU stages into the
     shared history; a pull request that changes `alloc` then narrows the same way in the bot's preview (the
     change read from GitHub, the records judged in the bot's clone) as in both pipelines: the docs stage
-    drops out, the GPU stages (no records of their GPU types) keep their full sets."""
+    drops out, and so do the GPU stages (no records of their GPU types): none of their tests can load
+    src/pool.py."""
     pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
     root = make_repository(tmp_path / "repo")
     (root / "tests" / "unit" / "test_pool.py").write_text("from src.pool import alloc\n\n\ndef test_alloc():\n"
@@ -273,8 +274,9 @@ def test_with_touch_records_the_bot_and_both_pipelines_narrow_a_source_change_al
     bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
     recorded_at = git(root, "rev-parse", "main").strip()[:12]
     assert f"src/pool.py:alloc: touched rule: runs the 1 test(s) that ran it on CPU records from {recorded_at}" in reply
+    assert "src/pool.py:alloc: touched rule: no A10 records: runs the 1 test path(s) that can load it" in reply
     env.chdir(root)
-    expected = [name for name in ALL_PRE_MERGE if name != "CPU-Build_Docs"]
+    expected = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"]
     assert (bot, jenkins_selection(root), github_selection(root, {"CI_TOOL_HISTORY": str(shared)})) == (
         expected,
         expected,
