@@ -121,8 +121,8 @@ class ImportIndex:
             names = {name for module in step for name in module_names(module)}
             if not names:
                 return ImportingTests(unknown=f"{path} has no module name to import it by")
-            runner = sorted(name for name in names if name in self.project.everywhere)
-            if runner:
+            runner = sorted(plugin for plugin in self.project.everywhere if _loads_any({plugin}, names))
+            if runner:  # the plugin itself, or a package above it (importing a.b.c runs a/__init__.py)
                 return ImportingTests(unknown=f"every test loads it ({runner[0]} is loaded into every pytest)")
             words = {_word(name) for name in names} | {script for script, module in self.project.scripts.items()
                                                        if module in names}  # fmt: skip

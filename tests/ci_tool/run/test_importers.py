@@ -141,8 +141,11 @@ def test_a_module_a_pytest_plugin_loads_reaches_every_test(repo: Path, pyproject
 def test_ci_tools_runner_plugins_and_a_rootdir_conftest_reach_every_test(repo: Path) -> None:
     (repo / "ci_tool" / "run").mkdir(parents=True)
     (repo / "ci_tool" / "run" / "plugin.py").write_text("import eng.pool\n")
-    assert importing_tests(repo, None, "src/eng/pool.py") == ImportingTests(
-        unknown="every test loads it (ci_tool.run.plugin is loaded into every pytest)"
+    (repo / "ci_tool" / "run" / "__init__.py").write_text("")
+    runner = ImportingTests(unknown="every test loads it (ci_tool.run.plugin is loaded into every pytest)")
+    assert importing_tests(repo, None, "src/eng/pool.py") == runner
+    assert importing_tests(repo, None, "ci_tool/run/__init__.py") == ImportingTests(  # importing a plugin runs it
+        unknown="every test loads it (ci_tool.run.order is loaded into every pytest)"
     )
     (repo / "ci_tool" / "run" / "plugin.py").unlink()
     (repo / "conftest.py").write_text("from eng import model\n")
