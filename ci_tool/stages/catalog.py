@@ -10,6 +10,8 @@
       tests: [PATH, ...]                 test files here run the list entries that cover them
       docs: [PATH, ...]                  docs: the docs stage checks them
       out_of_scope: [PATH, ...]          nothing to test (durations, benchmarks)
+      readers: {TEST: [PATH, ...], ...}  a test that reads files as text (a check of the code itself:
+                                         layers, names, style): a change to one runs it, whatever narrows
     families:
     - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
       platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
@@ -34,7 +36,7 @@ import fnmatch
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tool.errors import StageError, Where, did_you_mean
@@ -120,6 +122,21 @@ class ChangeRules:
     tests: tuple[str, ...] = ()
     docs: tuple[str, ...] = ()
     out_of_scope: tuple[str, ...] = ()
+    readers: tuple[TextReader, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextReader:
+    """A test path that reads files as text, not by importing them (a check of the code itself: its layers,
+    names or style): no touch record and no import shows that it reaches them, so a change to a file matching
+    one of `reads` (PATH rules) runs it."""
+
+    test: str
+    reads: tuple[str, ...]
+
+    def reads_any(self, paths: Sequence[str]) -> tuple[str, ...]:
+        """The paths of `paths` this test reads."""
+        return tuple(path for path in paths if any(path_matches(rule, path) for rule in self.reads))
 
 
 @dataclass(frozen=True)

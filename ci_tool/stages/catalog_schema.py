@@ -29,6 +29,7 @@ from ci_tool.stages.catalog import (
     ChangeRules,
     FileGroup,
     TagTrigger,
+    TextReader,
     TimeoutRule,
     carries,
     tokens_of,
@@ -163,7 +164,7 @@ CATALOGED_NON_TEST = (StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY)
 TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "families")
 TIMEOUT_KEYS = ("margin", "minimum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
-CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope")
+CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
 
 
 @dataclass(frozen=True)
@@ -243,10 +244,25 @@ class _CatalogReader(NodeReader):
         )
 
     def read_change_rules(self, node: Node) -> ChangeRules:
-        what = "a mapping of tests, docs and out_of_scope path lists"
+        what = "a mapping of tests, docs and out_of_scope path lists, and readers"
         fields = self.mapping(node, "change_rules", what, CHANGE_RULE_KEYS) or {}
-        found = {key: self.paths(value, f"change_rules.{key}") for key, value in fields.items()}
-        return ChangeRules(**found)
+        found = {key: self.paths(value, f"change_rules.{key}") for key, value in fields.items() if key != "readers"}
+        readers = self.read_readers(fields["readers"]) if "readers" in fields else ()
+        return ChangeRules(**found, readers=readers)
+
+    def read_readers(self, node: Node) -> tuple[TextReader, ...]:
+        fields = self.mapping(node, "change_rules.readers", "a mapping of test path: the paths it reads", None) or {}
+        readers = []
+        for test, value in fields.items():
+            key_path = f"change_rules.readers.{test}"
+            problem = _path_problem(test)
+            if problem:
+                self.problem(value, key_path, f"expected a test path, {problem}, found {test!r}")
+                continue
+            reads = self.paths(value, key_path)
+            if reads:
+                readers.append(TextReader(test, reads))
+        return tuple(readers)
 
     def paths(self, node: Node, path: str) -> tuple[str, ...]:
         return self.strings(node, path, "paths", _path_problem)

@@ -14,17 +14,20 @@ Each changed file is claimed by the first rule that claims it:
                   module or data file: its readers
                   are elsewhere)
     docs          change_rules.docs                      the docs stage
-    touched       a file with touch records (post-merge  per GPU type, the tests whose records there ran
-                  runs and `--record-touches` make        the units the change edits (touched_rule.py;
-                  them; not in a post-merge request,      a GPU type whose records cannot tell runs its
-                  which runs everything)                  full set)
+    touched       a Python file, tests aside, once a      per GPU type, the tests whose records there ran
+                  GPU type has touch records (post-merge  the units the change edits (touched_rule.py;
+                  runs and `--record-touches` make them;  where no record of a GPU type can tell, the
+                  not in a post-merge request, which      test paths that can load the file, its import
+                  runs everything)                        reach; the full set where that is unknown)
 
-A file no rule claims, or a rule that cannot decide (no base revision to compare the test-db with, a file
-that does not read), runs the full set. When every file is claimed the set is narrowed: a family keeps the
-lines of its render the rules' filter keeps (changes.LineFilter: every rule's paths, and the touched rule's
-for the family's GPU type) and runs them on `k = clamp(ceil(predicted / budget), 1, splits)` shards, its
-stages named `<family>-<K>-cbts`; a family that keeps none drops out; a family whose GPU type the touched
-rule runs in full keeps its own stages. Nothing kept and no docs to check is a noop: no test stage runs.
+Whatever claims a file, a test that reads it as text (change_rules.readers: a check of the code itself, which
+no touch record or import shows reaching it) runs too. A file no rule claims, or a rule that cannot decide
+(no base revision to compare the test-db with, a file that does not read), runs the full set. When every
+file is claimed the set is narrowed: a family keeps the lines of its render the rules' filter keeps
+(changes.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
+`k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family that
+keeps none drops out; a family whose GPU type the touched rule runs in full keeps its own stages. Nothing
+kept and no docs to check is a noop: no test stage runs.
 """
 
 from __future__ import annotations
@@ -163,6 +166,7 @@ def narrow(
             said = rule.apply(claimed[rule.name], inputs, effect)
             reasons += [said] if isinstance(said, str) else said
     found = {name: tuple(paths) for name, paths in claimed.items() if paths}
+    reasons += _add_readers(inputs, effect)
     if unclaimed:
         reasons.append(f"{_files(unclaimed)}: no rule claims {'them' if len(unclaimed) > 1 else 'it'}")
     if unclaimed or effect.undecided:
@@ -172,6 +176,18 @@ def narrow(
     scope = CbtsScope.NARROWED if families or effect.docs else CbtsScope.NOOP
     reasons.append(_summary(len(families), effect.docs))
     return Narrowing(scope, tuple(reasons), families, effect.docs, claimed=found)
+
+
+def _add_readers(inputs: _Inputs, effect: _Effect) -> list[str]:
+    """The tests that read a changed file as text (change_rules.readers), whatever the rules narrowed to; a
+    line each."""
+    lines = []
+    for reader in inputs.catalog.change_rules.readers:
+        read = reader.reads_any(inputs.changes.files)
+        if read:
+            effect.paths.append(NarrowPath(reader.test))
+            lines.append(f"{reader.test}: readers rule: it reads {_files(read)} as text")
+    return lines
 
 
 def _summary(families: int, docs: bool) -> str:

@@ -306,3 +306,23 @@ def test_a_gpu_types_unrecorded_test_files_count_only_where_its_lists_hold_them(
         "tests/engine/test_attention.py",
         "tests/engine/test_pool.py::test_alloc",
     ]
+
+
+def test_a_test_that_reads_a_changed_file_as_text_runs_whatever_else_narrows(tmp_path: Path) -> None:
+    """change_rules.readers: a check of the code itself (its layers, its style) reads files as text, so no
+    touch record or import shows it reaching them; a change to one runs it, here beside the docs stage."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    text = (FOLDER / "stages.yml").read_text().replace(
+        "  out_of_scope:", "  readers:\n    tests/tools/test_cli.py: ['*.md']\n  out_of_scope:"
+    )
+    (folder / "stages.yml").write_text(text)
+    loaded = open_catalog(folder / "stages.yml", FOLDER / "test-db")
+    request = parse_comment("/bot run").selection_request()
+    selection = select_for_change(loaded, request, engine=Engine.LOCAL, changes=ChangeSet(("README.md",)))
+    assert selection.names == ("CPU-Generic-1-cbts", "CPU-Build_Docs")
+    assert selection.narrowing is not None and selection.narrowing.reasons == (
+        "README.md: docs rule: the docs stage checks it",
+        "tests/tools/test_cli.py: readers rule: it reads README.md as text",
+        "change-based selection: narrowed to 1 family and the docs stage",
+    )
