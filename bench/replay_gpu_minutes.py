@@ -6,8 +6,9 @@ seconds.
     .venv/bin/python bench/replay_gpu_minutes.py --commits N --records DIR [--json FILE]
 
 Per commit, each GPU type's stages are summed (minutes x GPUs); a GPU type with no records in DIR/<P>.sqlite
-runs its full set, and its row says so. The timed lines (the perf cases under tests/perf/) are summed apart:
-their records say only that they ran unmeasured, so a narrowed stage runs them whatever the change.
+runs the test paths that can load the changed files (the import reach), and its row says it has none. The
+timed lines (the perf cases under tests/perf/) are summed apart: their records say only that they ran
+unmeasured, so a narrowed stage runs them when they can load a changed file.
 """
 
 from __future__ import annotations
