@@ -6,17 +6,18 @@ stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows
         H   the commit the change ends at (None: the work tree)
         F   the changed paths; D those the change removes
 
-Per changed Python file (test files and conftest.py files aside: the tests rule runs them): its units at B
-and H and the hunks between (stages/units.py), per GPU type with records whether its records there are
-fresh (a file none of them ran counts as fresh when it did not change since they were made), and the test
-paths that can load it (its import reach, run/importers.py: a few `git grep`s, each file read once). Per GPU
-type: the commits its records were made at, the files of its tests whose records are stale, and the files
-changed since those commits. One `git diff --name-only` per commit the records name, one `git diff -U0` per
-changed file, and one `git grep` for the names a change may export to other files (stages/units.py: a
-public constant or class, a public kernel, an __init__.py's imports): the units of another Python file that
-read one are edited too (they read what the change made), its module-level code where it reads one at
-import. A Python file the change adds (not a test file, which the tests rule runs) has no record; what
-loads it does (run/importers.py, one `git grep`): when every such file is one the change edits too, the
+Per changed Python file (a test file or conftest.py only where it has records: the tests rule runs it, and
+its records put the tests that ran what the change edits first): its units at B and H and the hunks between
+(stages/units.py), per GPU type with records whether its records there are fresh (a file none of them ran
+counts as fresh when it did not change since they were made), and the test paths that can load it (its
+import reach, run/importers.py: a few `git grep`s, each file read once). Per GPU type: the commits its
+records were made at, the files of its tests whose records are stale, and the files changed since those
+commits. One `git diff --name-only` per commit the records name, one `git diff -U0` per changed file, and
+one `git grep` for the names a change may export to other files (stages/units.py: a public constant or
+class, a public kernel, an __init__.py's imports): the units of another Python file that read one are
+edited too (they read what the change made), its module-level code where it reads one at import. A Python
+file the change adds (not a test file, which the tests rule runs) has no record; what loads it does
+(run/importers.py, one `git grep`): when every such file is one the change edits too, the
 new file runs only through them, and their own records select its tests.
 """
 
@@ -87,8 +88,10 @@ def touch_evidence(
         return TouchEvidence()
     commits = _Commits(root, base)
     at_base = gitinfo.files_at(root, base)
-    judged = [path for path in files if path.endswith(".py") and path in at_base and test_path_of(path) is None]
-    by_file, bad = _rows_by_file(store, judged)
+    python = [path for path in files if path.endswith(".py") and path in at_base]
+    by_file, bad = _rows_by_file(store, python)
+    # a test file or conftest.py only with records: the tests rule runs it, its records order the tests first
+    judged = [path for path in python if test_path_of(path) is None or path in by_file or path in bad]
     changes = {path: file_change(root, path, base=base, head=head) for path in judged if path not in bad}
     recorded = {
         path: _recorded_file(path, by_file[path], change.change, commits, made_at) for path, change in changes.items()
