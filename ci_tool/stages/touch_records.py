@@ -49,9 +49,9 @@ class GpuRecord:
 
 @dataclass(frozen=True)
 class RecordedFile:
-    """A changed Python file (tests aside): what the change does to it unit by unit, its fresh record per GPU
-    type (none where no record of that GPU type ran it), why the others do not count (GPU type -> reason),
-    and the test paths that can load it."""
+    """A changed Python file (a test file only where it has records): what the change does to it unit by unit,
+    its fresh record per GPU type (none where no record of that GPU type ran it), why the others do not count
+    (GPU type -> reason), and the test paths that can load it."""
 
     path: str
     change: UnitChange
@@ -143,10 +143,10 @@ class AddedFile:
 
 @dataclass(frozen=True)
 class TouchEvidence:
-    """The touch records of a change: each changed Python file that is not a test file (where some GPU type
-    has records), every GPU type that has records, the other files that read a name a changed file exports
-    (its public constants, classes and kernels) with the units there that read it, and the Python files the
-    change adds."""
+    """The touch records of a change (none while no GPU type has records): each changed Python file, a test
+    file or conftest.py only where it has records; every GPU type that has records; the other files that read
+    a name a changed file exports (its public constants, classes and kernels) with the units there that read
+    it; and the Python files the change adds."""
 
     files: Mapping[str, RecordedFile] = field(default_factory=dict)
     gpu_types: Mapping[str, GpuRecords] = field(default_factory=dict)
