@@ -56,7 +56,9 @@ class CodeVersion:
         return f"commit {self.commit[:12]} + uncommitted changes {self.diff_hash[:8]}"
 
 
-def _git(root: Path, *args: str, check: bool = True, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def _git(
+    root: Path, *args: str, check: bool = True, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     try:
         done = subprocess.run(
@@ -180,9 +182,11 @@ def file_at(root: Path, rev: str, path: str) -> str | None:
     return _git(root, "show", f"{rev}:{path}").stdout.decode("utf-8", "replace")
 
 
-def texts_at(root: Path, rev: str, paths: Collection[str]) -> dict[str, str | None]:
+def texts_at(root: Path, rev: str | None, paths: Collection[str]) -> dict[str, str | None]:
     """The texts of many repository-relative `paths` at `rev` in one `git cat-file --batch` (None: `rev` has no
-    such file); `file_at` for one."""
+    such file, or it does not read), or in the work tree when `rev` is None."""
+    if rev is None:
+        return {path: _work_tree_text(root / path) for path in paths}
     order = sorted(path for path in paths if "\n" not in path)  # the batch reads one name a line
     found: dict[str, str | None] = {path: file_at(root, rev, path) for path in paths if "\n" in path}
     if not order:
@@ -201,6 +205,13 @@ def texts_at(root: Path, rev: str, paths: Collection[str]) -> dict[str, str | No
         found[path] = blob.decode("utf-8", "replace") if header[1] == b"blob" else None  # a folder is no file
         at = end + 1 + size + 1  # the object, then its newline
     return found
+
+
+def _work_tree_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def has_commit(root: Path, sha: str) -> bool:

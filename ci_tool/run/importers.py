@@ -164,7 +164,7 @@ class ImportIndex:
 
     def _texts(self, paths: list[str]) -> dict[str, str | None]:
         unread = [path for path in paths if path not in self._read]
-        self._read.update(_texts(self.root, self.head, unread))
+        self._read.update(gitinfo.texts_at(self.root, self.head, unread))
         return {path: self._read[path] for path in paths}
 
     def _loads(self, paths: list[str]) -> dict[str, frozenset[str] | None]:
@@ -190,7 +190,7 @@ def loading_files(root: Path, head: str | None, path: str) -> tuple[str, ...]:
 def read_project(root: Path, head: str | None) -> Project:
     """The project's console scripts and the modules every test process loads, from its configuration files
     at `head` (None: the work tree); a file that does not read names none."""
-    texts = _texts(root, head, _CONFIG_FILES)
+    texts = gitinfo.texts_at(root, head, _CONFIG_FILES)
     scripts: dict[str, str] = {}
     plugins: set[str] = set(RUNNER_MODULES)
     pyproject = _toml(texts.get("pyproject.toml"))
@@ -360,19 +360,6 @@ def _loads_any(loaded: Collection[str], modules: Collection[str]) -> bool:
 def _prefixes(name: str) -> Iterable[str]:
     parts = name.split(".")
     return (".".join(parts[:end]) for end in range(1, len(parts) + 1))
-
-
-def _texts(root: Path, head: str | None, paths: Iterable[str]) -> dict[str, str | None]:
-    """The texts of `paths` at `head` (None: the work tree); None for one that does not exist or read."""
-    if head is not None:
-        return gitinfo.texts_at(root, head, list(paths))
-    found: dict[str, str | None] = {}
-    for path in paths:
-        try:
-            found[path] = (root / path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            found[path] = None
-    return found
 
 
 def _toml(text: str | None) -> dict[str, Any]:

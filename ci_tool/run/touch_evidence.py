@@ -252,9 +252,4 @@ def _gpu_records(
 
 
 def _text_at(root: Path, head: str | None, path: str) -> str | None:
-    if head is not None:
-        return gitinfo.file_at(root, head, path)
-    try:
-        return (root / path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    return gitinfo.texts_at(root, head, [path])[path]

@@ -81,6 +81,11 @@ class RecordedFile:
         return ""
 
     @property
+    def reach_known(self) -> bool:
+        """Whether the test paths that can load the file were looked for and are known (`importers`)."""
+        return self.importers_read and not self.importers_unknown
+
+    @property
     def at_import(self) -> bool:
         """Whether the change reaches code that runs at import (its module-level code, or a module-level read of
         a name another file changes): the test paths that import the file run, and every test that ran a unit

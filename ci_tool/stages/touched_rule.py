@@ -98,11 +98,11 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
         return _plan_by_reach(plan, found, gpu_type, where, why)
     if record is None:  # fresh records of the GPU type, none of which ran the file (or a child they left unmeasured)
         return _plan_by_reach(plan, found, gpu_type, where, f"no test ran it on {gpu_type} records")
-    through_import = found.runs_at_import() and found.importers_read and not found.importers_unknown
+    through_import = found.runs_at_import() and found.reach_known
     loading = f" and the {len(found.importers)} test path(s) that can load it" if through_import else ""
     if through_import:
         plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
-    reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
+    reads = _reads(found)
     tests = sorted(set(map(_function_of, record.tests_of(found.edited_units(record)) - {OUTSIDE_TESTS})))
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(test) for test in tests)
     adds = f"; it adds {_shown(found.change.new)}, which no record knows" if found.change.new else ""
@@ -116,13 +116,17 @@ def _plan_file(plan: TouchedPlan, found: RecordedFile, gpu_type: str, evidence: 
 def _plan_by_reach(plan: TouchedPlan, found: RecordedFile, gpu_type: str, where: str, why: str) -> str:
     """What `found` asks of `gpu_type`'s stages when none of its records can say (`why`): the test paths that
     can load the file, or the full set where those are not known."""
-    if found.importers_unknown or not found.importers_read:
+    if not found.reach_known:
         unknown = found.importers_unknown or "what can load it was not looked for"
         plan.full.setdefault(gpu_type, f"{why}, and {unknown}")
         return f"{where}: touched rule: {gpu_type} stages run their full set ({why}, and {unknown})"
     plan.paths.setdefault(gpu_type, []).extend(NarrowPath(path) for path in found.importers)
-    reads = f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
-    return f"{where}: touched rule: {why}: runs the {len(found.importers)} test path(s) that can load it{reads}"
+    return f"{where}: touched rule: {why}: runs the {len(found.importers)} test path(s) that can load it{_reads(found)}"
+
+
+def _reads(found: RecordedFile) -> str:
+    """What a plan line adds for a file that reads what other changed files bind."""
+    return f" (it reads what {_shown(found.read_from)} change(s))" if found.read_from else ""
 
 
 def _added_line(found: AddedFile) -> str:
@@ -141,15 +145,15 @@ def _why_no_record_tells(found: RecordedFile, gpu_type: str, record: GpuRecord |
     if gpu_type in found.stale:
         return f"its {gpu_type} records are stale: {found.stale[gpu_type]}"
     functions = [unit for unit in found.change.units if unit != MODULE_UNIT]  # importers see module-level code
-    known = found.importers_read and not found.importers_unknown  # they stand for what ran at import
-    if record is not None and OUTSIDE_TESTS in record.tests_of(functions) and not known:
+    if record is not None and OUTSIDE_TESTS in record.tests_of(functions) and not found.reach_known:
+        # the test paths that can load the file stand for what ran at import; unknown, nothing does
         return "it ran outside the tests (at import), and every test may read what it made"
     return ""
 
 
 def _reach(recorded: Sequence[RecordedFile]) -> tuple[str, ...] | None:
     """The test paths that can load some changed file (None: some file's are not known)."""
-    if any(found.importers_unknown or not found.importers_read for found in recorded):
+    if not all(found.reach_known for found in recorded):
         return None
     return tuple(sorted({path for found in recorded for path in found.importers}))
 

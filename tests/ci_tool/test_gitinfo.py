@@ -102,6 +102,22 @@ def test_a_file_at_a_revision(repo: Path) -> None:
     assert gitinfo.file_at(repo, first, "missing.txt") is None
 
 
+def test_many_files_at_a_revision_or_in_the_work_tree(repo: Path) -> None:
+    """One batch: a file, a missing one, a folder (no file), and the work tree's edit when no revision is given."""
+    (repo / "sub").mkdir()
+    (repo / "sub" / "b.txt").write_text("bee\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "second")
+    (repo / "a.txt").write_text("edited\n")
+    paths = ["a.txt", "sub", "sub/b.txt", "gone.txt"]
+    assert gitinfo.texts_at(repo, "HEAD", paths) == {"a.txt": "one\n", "sub": None, "sub/b.txt": "bee\n",
+                                                     "gone.txt": None}  # fmt: skip
+    assert gitinfo.texts_at(repo, None, paths) == {"a.txt": "edited\n", "sub": None, "sub/b.txt": "bee\n",
+                                                   "gone.txt": None}  # fmt: skip
+    with pytest.raises(GitError):
+        gitinfo.texts_at(repo, "no-such-rev", paths)
+
+
 def test_an_unknown_revision_is_an_error(repo: Path) -> None:
     with pytest.raises(GitError, match="git rev-parse --verify --quiet nope\\^\\{commit\\} failed in "):
         gitinfo.file_at(repo, "nope", "a.txt")
