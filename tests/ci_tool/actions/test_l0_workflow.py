@@ -124,7 +124,7 @@ def test_the_jobs_that_ran_are_the_stages_stage_select_names(scenario: Scenario,
 
 def test_a_gpu_stage_on_this_machine_waits_for_a_runner(scenario: Scenario) -> None:
     log = scenario.runs[0].job(GPU_STAGE).text
-    assert "waiting for a runner" in log, log
+    assert f"{GPU_STAGE}: waiting for a runner: needs 1 A10 GPU" in log, log
     assert f"{GPU_STAGE}: passed" not in log
 
 
