@@ -1,7 +1,7 @@
 """The stage catalog: `jenkins/stages.yml` (hand-written, the single source of truth) as frozen values.
 
     version: 1
-    timeouts: {margin: 2.0, minimum_minutes: 30}   optional (these are the defaults); see TimeoutRule
+    timeouts: {margin: 2.0, minimum_minutes: 30, maximum_minutes: 240}   optional (the defaults); TimeoutRule
     multi_gpu_paths: [PATH, ...]        a changed file here adds the pre-merge multi-GPU stages (selection step 2)
     tag_triggers: {PATH: TOKEN, ...}    a changed file here adds every stage carrying TOKEN   (step 3)
     file_groups:                         a change confined to one group runs only its stages   (step 11)
@@ -53,16 +53,30 @@ _BACKEND_TOKENS = {value: token for token, value in BACKENDS.items()}
 @dataclass(frozen=True)
 class TimeoutRule:
     """A family without `timeout_minutes` gets its slowest stage's predicted minutes times `margin`,
-    rounded up to a multiple of `step_minutes`, and at least `minimum_minutes` (predictions come from
-    test-db/.test_durations; entries without a recorded duration count as the mean, or 1 s)."""
+    rounded up to a multiple of `step_minutes`, at least `minimum_minutes` and at most `maximum_minutes`
+    (predictions come from test-db/.test_durations; an entry without a recorded duration is priced by its
+    folder's recorded neighbours: durations.py). The cap is the policy for predictions that run away: a
+    shard predicted at over `maximum_minutes / margin` should be split further (more `splits`, or `splits:
+    auto` with a budget), and a stage that truly needs longer writes its own `timeout_minutes`."""
 
     margin: float = 2.0
     minimum_minutes: int = 30
+    maximum_minutes: int = 240
     step_minutes: int = 5
 
     def minutes(self, predicted_seconds: float) -> int:
         scaled = math.ceil(predicted_seconds / 60 * self.margin / self.step_minutes) * self.step_minutes
-        return max(self.minimum_minutes, scaled)
+        return min(self.maximum_minutes, max(self.minimum_minutes, scaled))
+
+    def explain(self, predicted_seconds: float) -> str:
+        """Where a derived timeout came from, for `stage show`."""
+        minutes = self.minutes(predicted_seconds)
+        bound = (
+            f", capped at {self.maximum_minutes}" if minutes == self.maximum_minutes
+            else f", raised to the minimum {self.minimum_minutes}" if minutes == self.minimum_minutes
+            else f", rounded up to {self.step_minutes}"
+        )  # fmt: skip
+        return f"derived: {self.margin:g} x the slowest shard's predicted {predicted_seconds / 60:.1f} min{bound}"
 
 
 def path_matches(pattern: str, path: str) -> bool:
@@ -123,6 +137,20 @@ class ChangeRules:
     docs: tuple[str, ...] = ()
     out_of_scope: tuple[str, ...] = ()
     readers: tuple[TextReader, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckPolicy:
+    """What `ci-tool testdb check` holds the test-db to beyond its schema (the catalog's `checks:`). The
+    defaults are ci-tool's stricter rules; a project moving over keeps its own (TensorRT-LLM's test-db
+    carries `TIMEOUT (60)` on many lines, and its check leaves `unittest/` waives out of the stale rule)."""
+
+    redundant_timeouts: bool = True  # flag a TIMEOUT marker that repeats the default per-test limit
+    stale_waives_exempt: tuple[str, ...] = ()  # waives under these PATH rules are never stale
+
+    def exempts(self, test_id: str) -> bool:
+        """Whether a waive of `test_id` is left out of the stale-waive rule."""
+        return any(path_matches(rule, test_id) for rule in self.stale_waives_exempt)
 
 
 @dataclass(frozen=True)
@@ -252,6 +280,7 @@ class Catalog:
     tag_triggers: tuple[TagTrigger, ...] = ()
     file_groups: tuple[FileGroup, ...] = ()
     change_rules: ChangeRules = ChangeRules()
+    checks: CheckPolicy = CheckPolicy()
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Stage]:

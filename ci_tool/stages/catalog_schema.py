@@ -2,7 +2,8 @@
 readers, the hints and the rules, and `parse_catalog` reads `jenkins/stages.yml` text into a CatalogSpec.
 Pure: no test-db, no durations (catalog_load.py resolves a spec against them).
 
-Validation, every problem of the file collected, the first raised (`file:line:col (yaml.path): ...`):
+Validation, every problem of the file collected and raised at once (`file:line:col (yaml.path): ...`, one
+line each: errors.raise_all):
 - unknown keys anywhere (a typo such as `split: 4` would otherwise run one shard), with did-you-mean;
 - family names parse as test families (names.py), in today's spelling, each once, or name one of the
   non-test stages the runners know (the docs stage `GPU-Build_Docs`, `GPU-PackageSanityCheck-KEY`);
@@ -23,10 +24,11 @@ from typing import Literal
 
 from yaml.nodes import Node, SequenceNode
 
-from ci_tool.errors import StageError, Where, did_you_mean
+from ci_tool.errors import CiToolError, StageError, Where, did_you_mean, raise_all
 from ci_tool.stages.catalog import (
     FORMAT_VERSION,
     ChangeRules,
+    CheckPolicy,
     FileGroup,
     TagTrigger,
     TextReader,
@@ -44,7 +46,7 @@ from ci_tool.stages.catalog_rules import (
     platform_problem,
     splits_problem,
 )
-from ci_tool.stages.executors import Executor
+from ci_tool.stages.executors import AUTO_PREFIX, Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
 from ci_tool.stages.query import ARCHES
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
@@ -161,8 +163,11 @@ REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
 NON_TEST_REQUIRED_KEYS = ("name", "platform")  # and `context` for package sanity (catalog_rules.context_problem)
 # The non-test stages a catalog may hold: the runners know their jobs (run/jobs.py).
 CATALOGED_NON_TEST = (StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY)
-TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "families")
-TIMEOUT_KEYS = ("margin", "minimum_minutes")
+TOP_KEYS = (
+    "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "families"
+)  # fmt: skip
+CHECK_KEYS = ("redundant_timeouts", "stale_waives_exempt")
+TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
 CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
 
@@ -201,14 +206,22 @@ class CatalogSpec:
     file_groups: tuple[FileGroup, ...] = ()
     group_stage_wheres: tuple[tuple[Where, ...], ...] = field(default=(), compare=False)  # per group, per glob
     change_rules: ChangeRules = field(default_factory=ChangeRules)
+    checks: CheckPolicy = field(default_factory=CheckPolicy)
 
 
 def parse_catalog(text: str, *, file: str) -> CatalogSpec:
-    """Validate catalog YAML text into a CatalogSpec; raise its first problem."""
+    """Validate catalog YAML text into a CatalogSpec; raise every problem at once."""
+    spec, problems = read_catalog_spec(text, file=file)
+    raise_all(problems, file)
+    return spec
+
+
+def read_catalog_spec(text: str, *, file: str) -> tuple[CatalogSpec, list[CiToolError]]:
+    """Catalog YAML text read as far as it can be: the spec of what is valid (a family with a problem left
+    out) and every problem found. YAML that does not parse raises: nothing can be read past it."""
     reader = _CatalogReader(file)
     spec = reader.read(compose(text, file=file, error=StageError))
-    reader.raise_first()
-    return spec
+    return spec, reader.problems
 
 
 class _CatalogReader(NodeReader):
@@ -241,7 +254,19 @@ class _CatalogReader(NodeReader):
             file_groups=groups,
             group_stage_wheres=group_wheres,
             change_rules=self.read_change_rules(top["change_rules"]) if "change_rules" in top else ChangeRules(),
+            checks=self.read_checks(top["checks"]) if "checks" in top else CheckPolicy(),
         )
+
+    def read_checks(self, node: Node) -> CheckPolicy:
+        what = "a mapping of redundant_timeouts (true or false) and stale_waives_exempt (paths)"
+        fields = self.mapping(node, "checks", what, CHECK_KEYS) or {}
+        redundant = self.boolean(fields["redundant_timeouts"], "checks.redundant_timeouts") if (
+            "redundant_timeouts" in fields
+        ) else None  # fmt: skip
+        exempt = self.paths(fields["stale_waives_exempt"], "checks.stale_waives_exempt") if (
+            "stale_waives_exempt" in fields
+        ) else ()  # fmt: skip
+        return CheckPolicy(redundant_timeouts=True if redundant is None else redundant, stale_waives_exempt=exempt)
 
     def read_change_rules(self, node: Node) -> ChangeRules:
         what = "a mapping of tests, docs and out_of_scope path lists, and readers"
@@ -268,7 +293,7 @@ class _CatalogReader(NodeReader):
         return self.strings(node, path, "paths", _path_problem)
 
     def read_timeouts(self, node: Node) -> TimeoutRule:
-        fields = self.mapping(node, "timeouts", "a mapping of margin and minimum_minutes", TIMEOUT_KEYS) or {}
+        fields = self.mapping(node, "timeouts", "a mapping of margin, minimum_minutes and maximum_minutes", TIMEOUT_KEYS) or {}
         default = TimeoutRule()
         margin = default.margin
         if "margin" in fields:
@@ -288,7 +313,16 @@ class _CatalogReader(NodeReader):
                 minimum=1,
                 maximum=MAX_TIMEOUT_MINUTES,
             )
-        return TimeoutRule(margin, minimum or default.minimum_minutes)
+        maximum = None
+        if "maximum_minutes" in fields:
+            maximum = self.integer(
+                fields["maximum_minutes"],
+                "timeouts.maximum_minutes",
+                f"minutes >= {minimum or default.minimum_minutes} (the minimum)",
+                minimum=minimum or default.minimum_minutes,
+                maximum=MAX_TIMEOUT_MINUTES,
+            )
+        return TimeoutRule(margin, minimum or default.minimum_minutes, maximum or default.maximum_minutes)
 
     def read_triggers(self, node: Node, names: list[StageName]) -> tuple[TagTrigger, ...]:
         fields = self.mapping(node, "tag_triggers", "a mapping of path: token", None) or {}
@@ -382,6 +416,8 @@ class _CatalogReader(NodeReader):
                     values[spec.key] = value
         if len(self.problems) > before:
             return None
+        if "executor" not in values and str(values.get("platform", "")).startswith(AUTO_PREFIX):
+            values["executor"] = Executor.SLURM  # `auto:<pool>` names a Slurm pool: Slurm runs it unless said
         if name is not None and non_test:
             problem = context_problem(name, "context" in values)
             if problem is not None:

@@ -192,7 +192,7 @@ def plan_family(
     if found.test_ids and family.policy.sharded and splits > 1:
         isolated = [line.test_id for line in found.rendered if line.isolation]
         estimated = dict(zip(found.test_ids, found.seconds, strict=True))  # the render's own (a narrowed one's capped)
-        shard_plan = plan_shards(found.test_ids, estimated, splits=splits, isolated=isolated)
+        shard_plan = plan_shards(found.test_ids, estimated, splits=splits, isolated=isolated, empty_shards_ok=True)
     whole_seconds = math.fsum(found.seconds)
     narrowed = line_filter is not None
     return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds, narrowed)
