@@ -118,8 +118,9 @@ def show_command(
     if as_json:
         click.echo(json.dumps(_show_json(found, plan, commands), indent=2))
         return 0
-    said = facts_line(system_info)
-    click.echo(_show_text(found, plan, commands, loaded.durations, facts=said, timeouts=loaded.catalog.timeouts), nl=False)
+    said = facts_line(system_info, platform=found.platform, platform_facts=found.family.facts is not None)
+    timeouts = loaded.catalog.timeouts
+    click.echo(_show_text(found, plan, commands, loaded.durations, facts=said, timeouts=timeouts), nl=False)
     return 0
 
 

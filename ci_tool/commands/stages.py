@@ -11,10 +11,10 @@ import click
 from ci_tool.atomic import write_text_atomically
 from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.errors import StageError
-from ci_tool.stages.reference_import import import_stage_table
-from ci_tool.text_file import read_text
 from ci_tool.stages.catalog import Stage, TimeoutRule
 from ci_tool.stages.modes import TestMode
+from ci_tool.stages.reference_import import import_stage_table
+from ci_tool.text_file import read_text
 
 COLUMNS = ("STAGE", "PLATFORM", "CONTEXT", "SHARD", "GPUS", "MODE", "MERGE", "TIMEOUT")
 

@@ -18,7 +18,7 @@ from ci_tool.perf.reach import perf_findings
 from ci_tool.run.changes import merged_waives
 from ci_tool.stages.catalog import CheckPolicy
 from ci_tool.stages.catalog_load import load_catalog
-from ci_tool.stages.catalog_schema import read_catalog_spec
+from ci_tool.stages.catalog_schema import parse_check_policy, read_catalog_spec
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.reach import empty_families, unreachable_blocks
 from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_timeouts, stale_waives
@@ -98,6 +98,12 @@ def render_command(
     f"--test-db is {TEST_DB_DIR}].",
 )
 @click.option("--require-links", is_flag=True, help="Also fail waives whose reason links no issue.")
+@click.option(
+    "--checks",
+    "checks_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A YAML file holding `checks:` as the catalog writes it (which lints run) [default: the catalog's].",
+)
 @today_option
 def check_command(
     test_db: Path,
@@ -105,16 +111,19 @@ def check_command(
     collect: bool,
     catalog_path: Path | None,
     require_links: bool,
+    checks_path: Path | None,
     today: datetime.date | None,
 ) -> int:
     """Validate the test-db and its waives; print every problem, one per line. With a stage catalog,
-    also blocks no stage renders and stages whose context renders nothing. Waives past their
-    `until YYYY-MM-DD` day always fail; with --require-links, so do waives without an issue link."""
+    also blocks no stage renders and stages whose context renders nothing. Which lints run (a TIMEOUT
+    that repeats the default, stale waives and their exemptions) is the catalog's `checks:` or --checks.
+    Waives past their `until YYYY-MM-DD` day always fail; with --require-links, so do waives without an
+    issue link."""
     db, db_problems = read_test_db(test_db)
     waive_list, waive_problems = read_waives(waives or waives_file_of(test_db))
     if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
         catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
-    policy = _check_policy(catalog_path)
+    policy = _check_policy(catalog_path) if checks_path is None else _read_policy(checks_path)
     problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db)]
     problems += redundant_timeouts(db) if policy.redundant_timeouts else []
     problems += [*duplicate_waives(waive_list), *stale_waives(db, waive_list, exempt=policy.exempts)]
@@ -168,6 +177,10 @@ def _check_policy(catalog_file: Path | None) -> CheckPolicy:
     except CiToolError:
         return CheckPolicy()
     return spec.checks
+
+
+def _read_policy(checks_file: Path) -> CheckPolicy:
+    return parse_check_policy(read_text(checks_file, name="the checks file", error=StageError), file=str(checks_file))
 
 
 def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiToolError]:

@@ -303,7 +303,8 @@ def _empty_shard(plan: StagePlan) -> tuple[StageState, str]:
     has nothing to run, and passes saying so."""
     tests = len({line.test_id for line in plan.rendered})
     return StageState.PASSED, (
-        f"shard {plan.shard} of {plan.shards} is empty: its family's list holds {tests} test(s) for {plan.shards} shards"
+        f"shard {plan.shard} of {plan.shards} is empty: its family's list holds {tests} test(s) "
+        f"for {plan.shards} shards"
     )
 
 

@@ -12,6 +12,14 @@
       out_of_scope: [PATH, ...]          nothing to test (durations, benchmarks)
       readers: {TEST: [PATH, ...], ...}  a test that reads files as text (a check of the code itself:
                                          layers, names, style): a change to one runs it, whatever narrows
+    checks:                              what `testdb check` holds the test-db to (CheckPolicy)
+      redundant_timeouts: true           `TIMEOUT (60)` repeating the default is flagged
+      stale_waives: true                 a waive naming a test in no list is flagged ...
+      stale_waives_exempt: [PATH, ...]   ... unless it lies under one of these
+    platforms:                           what each platform's runners report (sysinfo keys), e.g.
+      dgx-b200-flex: {gpu: B100, system_gpu_count: 8, gpu_memory: 183359, cpu: x86_64}
+                                         dry runs render with these in place of a probe (the label
+                                         without `auto:`); a platform not here renders with the name's facts
     families:
     - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
       platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
@@ -37,13 +45,14 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ci_tool.errors import StageError, Where, did_you_mean
 from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName
+from ci_tool.stages.query import QueryValue
 
 FORMAT_VERSION = 1
 STAGES_LIST_HINT = "`ci-tool stages list` prints every stage"
@@ -146,11 +155,12 @@ class CheckPolicy:
     carries `TIMEOUT (60)` on many lines, and its check leaves `unittest/` waives out of the stale rule)."""
 
     redundant_timeouts: bool = True  # flag a TIMEOUT marker that repeats the default per-test limit
+    stale_waives: bool = True  # flag a waive that names a test in no list (off: waives also cover other lists)
     stale_waives_exempt: tuple[str, ...] = ()  # waives under these PATH rules are never stale
 
     def exempts(self, test_id: str) -> bool:
         """Whether a waive of `test_id` is left out of the stale-waive rule."""
-        return any(path_matches(rule, test_id) for rule in self.stale_waives_exempt)
+        return not self.stale_waives or any(path_matches(rule, test_id) for rule in self.stale_waives_exempt)
 
 
 @dataclass(frozen=True)
@@ -183,6 +193,9 @@ class Family:
     where: Where
     executor: Executor = Executor.LOCAL
     line_filter: LineFilter | None = None  # narrowed: the lines of its render it runs
+    # what its platform's runners report (the catalog's `platforms:`), which a dry run renders with in place of
+    # a machine's probe; None: the catalog does not say, and the stage name's facts stand alone
+    facts: Mapping[str, QueryValue] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -281,6 +294,7 @@ class Catalog:
     file_groups: tuple[FileGroup, ...] = ()
     change_rules: ChangeRules = ChangeRules()
     checks: CheckPolicy = CheckPolicy()
+    platforms: Mapping[str, Mapping[str, QueryValue]] = field(default_factory=dict)  # pool label -> facts
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Stage]:

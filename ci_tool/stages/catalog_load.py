@@ -26,6 +26,7 @@ from ci_tool.layout import durations_file_of
 from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, stage_glob_matches
 from ci_tool.stages.catalog_schema import CatalogSpec, FamilySpec, read_catalog_spec
 from ci_tool.stages.durations import Durations, load_durations
+from ci_tool.stages.executors import pool_of
 from ci_tool.stages.plan import render_family
 from ci_tool.stages.shard import greedy_makespan, shards_for_budget
 from ci_tool.testdb.load import load_test_db
@@ -91,6 +92,7 @@ def resolve_catalog(
         spec.file_groups,
         spec.change_rules,
         spec.checks,
+        spec.platforms,
     )
     for group, wheres in zip(catalog.file_groups, spec.group_stage_wheres, strict=True):
         for pattern, where in zip(group.stages, wheres, strict=True):
@@ -134,8 +136,9 @@ def _resolve(
             )
         )
         return None
+    facts = spec.platforms.get(pool_of(written.platform))
     found = render_family(
-        name, db=db, context=written.context, durations=durations, arch=written.arch, allow_empty=True
+        name, db=db, context=written.context, durations=durations, sysinfo=facts, arch=written.arch, allow_empty=True
     )
     ids, seconds = found.test_ids, found.seconds
     sharded = name.is_test and name.policy.sharded and bool(ids)
@@ -163,4 +166,5 @@ def _resolve(
         arch=written.arch,
         where=written.where(),
         executor=written.executor,
+        facts=facts,
     )

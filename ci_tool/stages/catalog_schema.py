@@ -48,9 +48,10 @@ from ci_tool.stages.catalog_rules import (
 )
 from ci_tool.stages.executors import AUTO_PREFIX, Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
-from ci_tool.stages.query import ARCHES
+from ci_tool.stages.query import ARCHES, QueryValue
+from ci_tool.sysinfo import KEY_KINDS
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
-from ci_tool.yaml_nodes import NodeReader, compose, describe, int_value, kind
+from ci_tool.yaml_nodes import NodeReader, bool_value, compose, describe, float_value, int_value, kind
 
 MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
 MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
@@ -164,9 +165,12 @@ NON_TEST_REQUIRED_KEYS = ("name", "platform")  # and `context` for package sanit
 # The non-test stages a catalog may hold: the runners know their jobs (run/jobs.py).
 CATALOGED_NON_TEST = (StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY)
 TOP_KEYS = (
-    "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "families"
+    "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "platforms",
+    "families",
 )  # fmt: skip
-CHECK_KEYS = ("redundant_timeouts", "stale_waives_exempt")
+CHECK_KEYS = ("redundant_timeouts", "stale_waives", "stale_waives_exempt")
+FACT_KEYS = tuple(KEY_KINDS)  # a platform's facts are what `ci-tool sysinfo` reports
+_BAD = object()  # a fact that is not of its key's kind
 TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
 CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
@@ -207,6 +211,7 @@ class CatalogSpec:
     group_stage_wheres: tuple[tuple[Where, ...], ...] = field(default=(), compare=False)  # per group, per glob
     change_rules: ChangeRules = field(default_factory=ChangeRules)
     checks: CheckPolicy = field(default_factory=CheckPolicy)
+    platforms: Mapping[str, Mapping[str, QueryValue]] = field(default_factory=dict)
 
 
 def parse_catalog(text: str, *, file: str) -> CatalogSpec:
@@ -214,6 +219,19 @@ def parse_catalog(text: str, *, file: str) -> CatalogSpec:
     spec, problems = read_catalog_spec(text, file=file)
     raise_all(problems, file)
     return spec
+
+
+def parse_check_policy(text: str, *, file: str) -> CheckPolicy:
+    """A checks file: `checks:` as a catalog writes it, alone (`testdb check --checks FILE`)."""
+    reader = _CatalogReader(file)
+    document = compose(text, file=file, error=StageError)
+    top = reader.mapping(document, "", "a mapping with `checks:`", ("checks",)) if document is not None else None
+    policy = reader.read_checks(top["checks"]) if top and "checks" in top else None
+    if policy is None and not reader.problems:
+        reader.problems.append(StageError("expected `checks:` in the checks file, found none", where=Where(file)))
+    reader.raise_all()
+    assert policy is not None  # raise_all raised otherwise
+    return policy
 
 
 def read_catalog_spec(text: str, *, file: str) -> tuple[CatalogSpec, list[CiToolError]]:
@@ -255,18 +273,46 @@ class _CatalogReader(NodeReader):
             group_stage_wheres=group_wheres,
             change_rules=self.read_change_rules(top["change_rules"]) if "change_rules" in top else ChangeRules(),
             checks=self.read_checks(top["checks"]) if "checks" in top else CheckPolicy(),
+            platforms=self.read_platforms(top["platforms"]) if "platforms" in top else {},
         )
 
+    def read_platforms(self, node: Node) -> dict[str, Mapping[str, QueryValue]]:
+        what = "a mapping of platform label: the facts its runners report"
+        platforms: dict[str, Mapping[str, QueryValue]] = {}
+        for label, value in (self.mapping(node, "platforms", what, None) or {}).items():
+            path = f"platforms.{label}"
+            if label.startswith(AUTO_PREFIX):
+                self.problem(value, path, f"expected a platform label without {AUTO_PREFIX!r}, found {label!r}",
+                             f"write {label.removeprefix(AUTO_PREFIX)!r}: its facts serve both spellings")  # fmt: skip
+                continue
+            fields = self.mapping(value, path, "a mapping of sysinfo keys (`ci-tool sysinfo --json`)", FACT_KEYS)
+            facts = {key: self.read_fact(key, fact, f"{path}.{key}") for key, fact in (fields or {}).items()}
+            if fields is not None:
+                platforms[label] = {key: fact for key, fact in facts.items() if fact is not _BAD}  # type: ignore[misc]
+        return platforms
+
+    def read_fact(self, key: str, node: Node, path: str) -> object:
+        """One fact, of the kind `ci-tool sysinfo` reports for its key (_BAD, and a problem, when not)."""
+        text = self.scalar(node, path, ("str", "int", "float", "bool", "null"), KEY_KINDS[key].description)
+        readers: dict[str, Callable[[str], object]] = {
+            "null": lambda _: None, "int": int_value, "float": float_value, "bool": bool_value
+        }  # fmt: skip
+        value = None if text is None else readers.get(kind(node), str)(text)
+        if text is None or not KEY_KINDS[key].holds(value):
+            if text is not None:
+                self.mismatch(node, path, KEY_KINDS[key].description)
+            return _BAD
+        return value
+
     def read_checks(self, node: Node) -> CheckPolicy:
-        what = "a mapping of redundant_timeouts (true or false) and stale_waives_exempt (paths)"
+        what = "a mapping of redundant_timeouts and stale_waives (true or false) and stale_waives_exempt (paths)"
         fields = self.mapping(node, "checks", what, CHECK_KEYS) or {}
-        redundant = self.boolean(fields["redundant_timeouts"], "checks.redundant_timeouts") if (
-            "redundant_timeouts" in fields
-        ) else None  # fmt: skip
+        switches = {key: self.boolean(fields[key], f"checks.{key}") for key in CHECK_KEYS[:2] if key in fields}
         exempt = self.paths(fields["stale_waives_exempt"], "checks.stale_waives_exempt") if (
             "stale_waives_exempt" in fields
         ) else ()  # fmt: skip
-        return CheckPolicy(redundant_timeouts=True if redundant is None else redundant, stale_waives_exempt=exempt)
+        written = {key: value for key, value in switches.items() if value is not None}
+        return CheckPolicy(**written, stale_waives_exempt=exempt)  # type: ignore[arg-type]  # booleans, by key
 
     def read_change_rules(self, node: Node) -> ChangeRules:
         what = "a mapping of tests, docs and out_of_scope path lists, and readers"
@@ -293,7 +339,8 @@ class _CatalogReader(NodeReader):
         return self.strings(node, path, "paths", _path_problem)
 
     def read_timeouts(self, node: Node) -> TimeoutRule:
-        fields = self.mapping(node, "timeouts", "a mapping of margin, minimum_minutes and maximum_minutes", TIMEOUT_KEYS) or {}
+        what = "a mapping of margin, minimum_minutes and maximum_minutes"
+        fields = self.mapping(node, "timeouts", what, TIMEOUT_KEYS) or {}
         default = TimeoutRule()
         margin = default.margin
         if "margin" in fields:

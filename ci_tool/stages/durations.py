@@ -129,9 +129,9 @@ def estimate_seconds(test_ids: Sequence[str], durations: Durations) -> Estimates
     index = _Index(durations)
     known: dict[str, float] = {}
     for test_id in test_ids:
-        seconds = index.lookup(test_id)
-        if seconds is not None:
-            known[test_id] = seconds
+        found = index.lookup(test_id)
+        if found is not None:
+            known[test_id] = found
     unknown = frozenset(t for t in test_ids if t not in known)
     priced = _NeighbourPrices(known)
     costs = process_costs(test_ids, durations)

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ci_tool.errors import CiToolError, StageError, Where, raise_all
+from ci_tool.json_file import parse_json
 from ci_tool.stages.catalog import FORMAT_VERSION
 from ci_tool.stages.executors import AUTO_PREFIX
 from ci_tool.stages.names import parse_family_name
@@ -94,20 +95,12 @@ class ImportedCatalog:
 
 def import_stage_table(text: str, *, source: str) -> ImportedCatalog:
     """The reference's stage table (either form, told apart by its first character) as a catalog."""
-    if text.lstrip().startswith("{"):
-        families = _from_configs(text, source)
-    else:
-        families = _from_rows(text, source)
+    families = _from_configs(text, source) if text.lstrip().startswith("{") else _from_rows(text, source)
     return ImportedCatalog(tuple(families), source)
 
 
 def _from_configs(text: str, source: str) -> list[ImportedFamily]:
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as error:
-        detail = f"{error.msg} at line {error.lineno} column {error.colno}" if isinstance(error, json.JSONDecodeError) \
-            else "nesting too deep"  # fmt: skip
-        raise StageError(f"expected the reference's stage JSON, found invalid JSON ({detail})", where=Where(source))
+    data = parse_json(text, file=source, error=StageError)
     configs = data.get("configs") if isinstance(data, dict) else None
     if not isinstance(configs, list):
         raise StageError(
