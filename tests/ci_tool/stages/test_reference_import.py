@@ -165,3 +165,41 @@ def test_the_command_writes_a_new_file_and_never_overwrites(tmp_path: Path) -> N
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert second.returncode == 1
     assert "expected a new file for the catalog, found 'stages.yml' already there" in second.stderr
+
+
+@needs_corpus(TEST_DB)
+def test_platform_facts_render_what_the_reference_runners_report(tmp_path: Path) -> None:
+    """The reference's single-GPU B200 families render l0_b200, whose blocks ask for `*b100*` (what that pool's
+    GPUs report): empty from the stage name's facts (DGX_B200), their lists once the catalog says so (the
+    CPP family stays empty: l0_b200 has no `backend: cpp` block)."""
+    db = load_test_db(TEST_DB)
+    b200 = tuple(f for f in imported(CONFIGS).families if f.context == "l0_b200")
+    assert [f.name for f in b200] == ["DGX_B200-CPP", "DGX_B200-PyTorch", "DGX_B200-PyTorch-Post-Merge"]
+    text = ImportedCatalog(b200, "configs").yaml()
+    durations = load_durations(CORPUS / "test_durations.json")
+
+    def rendered(catalog_text: str) -> dict[str, int]:
+        from ci_tool.stages.planner import Planner
+
+        catalog = read_catalog(catalog_text, file="stages.yml", db=db, durations=durations)
+        plans = Planner(db, durations).selection(catalog.stages, allow_empty=True)
+        return {name: len(plan.lines) for name, plan in plans.items()}
+
+    assert set(rendered(text).values()) == {0}
+    with_facts = text.replace("families:\n", "platforms:\n  dgx-b200-flex: {gpu: B100}\nfamilies:\n")
+    counts = rendered(with_facts)
+    assert counts.pop("DGX_B200-CPP-1") == 0
+    assert len(counts) == 11 and all(count > 0 for count in counts.values())
+    catalog_file = tmp_path / "stages.yml"
+    catalog_file.write_text(with_facts, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ci_tool", "stage", "show", "DGX_B200-PyTorch-3", "--catalog", str(catalog_file),
+         "--test-db", str(TEST_DB), "--durations", str(CORPUS / "test_durations.json")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == (
+        "facts: the stage name's over platform 'dgx-b200-flex''s (the catalog's `platforms:`); "
+        "--system-info FILE renders for a machine"
+    )
+    assert "gpu=B100" in done.stdout.splitlines()[3]
