@@ -42,17 +42,25 @@ class Where:
 class CiToolError(Exception):
     """Base of every error ci-tool reports to a user (exit code 1)."""
 
-    def __init__(self, message: str, *, where: Where | None = None, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: Where | None = None,
+        hint: str | None = None,
+        problems: Sequence[CiToolError] = (),
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.where = where
         self.hint = hint
+        self.problems = tuple(problems)  # an input's every problem, each a line under this one (raise_all)
 
     def __str__(self) -> str:
         text = f"{self.where}: {self.message}" if self.where else self.message
         if self.hint:
             text += f" Hint: {self.hint}"
-        return text
+        return "\n".join([text, *("  " + str(problem) for problem in self.problems)])
 
 
 class ColumnError(CiToolError):
@@ -137,14 +145,20 @@ class GitError(CiToolError):
     """git could not answer a question about the checkout (an unknown revision, a failed command)."""
 
 
-def raise_first(problems: list[CiToolError], file: str) -> None:
-    """Raise the first of a file's problems, its hint counting the others (`ci-tool` shows one line)."""
+def raise_all(problems: Sequence[CiToolError], file: str) -> None:
+    """Raise an input's problems at once: one as it is; several as one error of the first's domain that
+    counts them and lists each on a line of its own (a user fixes them all in one pass, not one per try)."""
     if not problems:
         return
-    first, more = problems[0], len(problems) - 1
-    if more:
-        first.hint = (first.hint + " " if first.hint else "") + f"({more} more problem(s) in {file})"
-    raise first
+    if len(problems) == 1:
+        raise problems[0]
+    raise all_problems(problems, file)
+
+
+def all_problems(problems: Sequence[CiToolError], file: str) -> CiToolError:
+    """One error of the first problem's domain listing `problems` (at least two) of `file`."""
+    domain = type(problems[0]) if type(problems[0]).__init__ is CiToolError.__init__ else CiToolError
+    return domain(f"{len(problems)} problems, each on a line below", where=Where(file), problems=problems)
 
 
 def closest(name: str, choices: Iterable[str], *, limit: int = 3) -> list[str]:

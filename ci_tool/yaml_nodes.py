@@ -23,7 +23,7 @@ import yaml
 import yaml.reader
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ci_tool.errors import CiToolError, Where, did_you_mean, raise_first, shown
+from ci_tool.errors import CiToolError, Where, did_you_mean, raise_all, shown
 from ci_tool.text_file import unprintable
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -330,6 +330,6 @@ class NodeReader:
                 values.append(text)
         return tuple(values)
 
-    def raise_first(self) -> None:
-        """Raise the first problem, its hint counting the others (`ci-tool` shows one line)."""
-        raise_first(self.problems, self.file)
+    def raise_all(self) -> None:
+        """Raise every problem found (errors.raise_all)."""
+        raise_all(self.problems, self.file)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ci_tool.stages.request import Option, OptionKind, Step, flag_name, option
+from ci_tool.stages.request import LEGACY_KEYS, Option, OptionKind, Step, flag_name, option
 
 
 class Arg(enum.Enum):
@@ -70,11 +70,17 @@ class Flag:
     required: bool = False
     metavar: str = ""  # what follows the name in usage lines
     empty_hint: str = ""  # the hint for an empty list value
+    empty_ok: bool = False  # an empty list is taken as if the flag were left out (the reference does so)
 
     @property
     def name(self) -> str:
         """As typed: `--stage-list`."""
         return flag_name(self.key)
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Old spellings a comment may still use (stages/request.py LEGACY_KEYS)."""
+        return tuple(flag_name(old) for old, key in LEGACY_KEYS.items() if key == self.key)
 
     @property
     def option(self) -> Option | None:
@@ -178,9 +184,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("skip_test", "Run only the build, docs and package-sanity stages."),
     Flag(
         "stage_list",
-        "Run only these stages (exact names or `*` globs); overrides the other selection flags.",
+        'Run only these stages (exact names or `*` globs); overrides the other selection flags (`""`: as if '
+        "left out).",
         metavar='"A,B"',
-        empty_hint="name at least one stage; to run no test stages use --skip-test",
+        empty_ok=True,
     ),
     Flag(
         "extra_stage",
@@ -194,8 +201,13 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("test_backend", "Keep stages with a listed backend, plus stages with no backend.", metavar='"a,b"'),
     Flag("add_multi_gpu_test", "Add the multi-GPU stages to the pre-merge set."),
-    Flag("only_multi_gpu_test", "Run only the multi-GPU stages (the post-merge ones with --post-merge)."),
+    Flag(
+        "only_multi_gpu_test",
+        "Run only the multi-GPU stages (the post-merge ones with --post-merge); `--multi-gpu-test` is its old "
+        "spelling.",
+    ),
     Flag("disable_multi_gpu_test", "Remove the multi-GPU stages, including file-triggered ones."),
+    Flag("only_perf_sanity_test", "Keep only the PerfSanity stages of the selection (all of them with --post-merge)."),
     Flag("post_merge", "Run the post-merge set: pre-merge, multi-GPU and all Post-Merge stages."),
     Flag("detailed_log", "Stream all pytest output (`pytest -s`); very large logs."),
     Flag(
@@ -219,6 +231,7 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 _MULTI_GPU = ("--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-gpu-test")
+_PERF_SANITY = "--only-perf-sanity-test"
 
 # --stage-list with a flag it makes moot is not a conflict: the selection runs it and notes the other
 # flag had no effect, as TensorRT-LLM's bot does (stages/request.py REPLACED_BY_STAGE_LIST).
@@ -233,7 +246,7 @@ CONFLICTS: tuple[Conflict, ...] = (
     ),
     *(
         Conflict("--skip-test", name, f"--skip-test runs no test stages, so {name} would be ignored")
-        for name in ("--stage-list", "--gpu-type", "--test-backend", "--post-merge", *_MULTI_GPU)
+        for name in ("--stage-list", "--gpu-type", "--test-backend", "--post-merge", *_MULTI_GPU, _PERF_SANITY)
     ),
 )
 

@@ -282,15 +282,17 @@ class _Parser:
         raise self.error(token.col, f"unknown flag {name!r}", hint)
 
     def _flag(self, token: _Token) -> None:
-        name, equals, _ = token.text.partition("=")
-        flag = next((f for f in self.allowed if f.name == name), None)
+        written, equals, _ = token.text.partition("=")
+        flag = next((f for f in self.allowed if written in (f.name, *f.aliases)), None)
         if flag is None:
-            self._unknown_flag(_Token(TokenKind.WORD, name, token.col, name))
+            self._unknown_flag(_Token(TokenKind.WORD, written, token.col, written))
+        name = flag.name  # an old spelling counts as the flag it now is (the selection notes it)
         if equals:
-            col = token.col + len(name)
+            col = token.col + len(written)
             if flag.arg is Arg.SWITCH:
-                raise self.error(col, f"{name} takes no value, found {token.raw[len(name) :]!r}", f"write {name} alone")
-            raise self.error(col, f"expected a blank after {name}, found '='", f'write {name} "…"')
+                found = token.raw[len(written) :]
+                raise self.error(col, f"{written} takes no value, found {found!r}", f"write {written} alone")
+            raise self.error(col, f"expected a blank after {written}, found '='", f'write {written} "…"')
         if name in self.seen:
             first = self.seen[name].col
             hint = "merge the values into one list" if flag.arg is Arg.LIST else "drop one of them"
@@ -363,7 +365,7 @@ class _Parser:
             self._check_item(flag, text, text_cols)
             items.append(text.lower() if flag.choices else text)
             cols.append(text_cols[0])
-        if not items:
+        if not items and not flag.empty_ok:
             raise self.error(
                 string.col,
                 f"expected at least one item in {flag.name}, found {string.raw!r}",

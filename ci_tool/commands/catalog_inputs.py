@@ -14,6 +14,7 @@ import click
 from ci_tool.errors import CiToolError, StageError, capped, not_shown
 from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.executors import pool_of
 from ci_tool.text_file import lines, read_text
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -121,18 +122,24 @@ def read_changed_files(path: Path) -> tuple[str, ...]:
     return tuple(line.strip() for line in lines(text) if line.strip())
 
 
-def facts_line(system_info: Path | None, *, slurm: bool = False) -> str:
+def facts_line(
+    system_info: Path | None, *, platform: str = "", platform_facts: bool = False, slurm: bool = False
+) -> str:
     """The one line `stage show` and `stage run --dry-run` print about the facts they rendered with: the
-    stage name's (what CI knows before a runner starts; a condition on a fact only the runner knows
-    matches), or a sysinfo file's under them."""
+    stage name's over what the catalog says its platform's runners report (`platform_facts`), else the
+    name's alone (what CI knows before a runner starts; a condition on a fact only the runner knows
+    matches), or a sysinfo file's under the name's."""
+    if system_info is not None and not slurm:
+        return f"facts: {system_info} (--system-info) under the stage name's"
+    if platform_facts:
+        said = f"facts: the stage name's over platform {pool_of(platform)!r}'s (the catalog's `platforms:`)"
+    else:
+        said = "facts: the stage name's only"
     if slurm:
-        return "facts: the stage name's only, as its Slurm job renders"
-    if system_info is None:
-        return (
-            "facts: the stage name's only (conditions on machine facts match); "
-            "--system-info FILE renders for a machine"
-        )
-    return f"facts: {system_info} (--system-info) under the stage name's"
+        return f"{said}, as its Slurm job renders"
+    if platform_facts:
+        return f"{said}; --system-info FILE renders for a machine"
+    return f"{said} (conditions on machine facts match); --system-info FILE renders for a machine"
 
 
 def echo_errors(errors: Sequence[CiToolError]) -> None:

@@ -11,6 +11,7 @@ records a run of this code that passes by reuse, when an earlier run of it passe
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import click
 
@@ -27,7 +28,7 @@ from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.request import RunMode, SelectionRequest
 from ci_tool.stages.select import Selection
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
@@ -74,6 +75,14 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 @click.option(
     "--plan-only", is_flag=True, help="Print the stages the run would start (`+ NAME`, one a line); run nothing."
 )
+@click.option(
+    "--run-mode",
+    type=click.Choice([mode.value for mode in RunMode]),
+    default=RunMode.FULL.value,
+    show_default=True,
+    help="Which run this is: a nightly release validation runs the package-sanity stages only, a release "
+    "check the non-test stages only (CI's REQUEST carries it as `run_mode`).",
+)
 @reorder_option
 def run(
     bot_command: str,
@@ -82,6 +91,7 @@ def run(
     head: str | None,
     labels: tuple[str, ...],
     plan_only: bool,
+    run_mode: str,
     no_reorder: bool,
     options: RunOptions,
 ) -> int:
@@ -94,7 +104,7 @@ def run(
         expected = f"a `/bot run` or `/bot {SubCommand.REUSE_PIPELINE}` command"
         raise BotError(f"expected {expected}, found {text.strip()!r}", hint=RUN_HINT)
     revalidate = request.command is SubCommand.REUSE_PIPELINE
-    wanted = SelectionRequest() if revalidate else request.selection_request()
+    wanted = replace(SelectionRequest() if revalidate else request.selection_request(), run_mode=RunMode(run_mode))
     setup = local_setup(options, detailed_log=wanted.detailed_log)
     if base is not None:  # a pull request's run: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)

@@ -24,7 +24,7 @@ from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.reuse import passed_on_checkout
 from ci_tool.run.session import SessionConfig
-from ci_tool.stages.catalog import Stage
+from ci_tool.stages.catalog import Stage, TimeoutRule
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
@@ -118,7 +118,9 @@ def show_command(
     if as_json:
         click.echo(json.dumps(_show_json(found, plan, commands), indent=2))
         return 0
-    click.echo(_show_text(found, plan, commands, loaded.durations, facts=facts_line(system_info)), nl=False)
+    said = facts_line(system_info, platform=found.platform, platform_facts=found.family.facts is not None)
+    timeouts = loaded.catalog.timeouts
+    click.echo(_show_text(found, plan, commands, loaded.durations, facts=said, timeouts=timeouts), nl=False)
     return 0
 
 
@@ -151,9 +153,12 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min ({seconds:.0f} s)"
 
 
-def _show_text(found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, facts: str) -> str:
+def _show_text(
+    found: Stage, plan: StagePlan, commands: list[list[str]], durations: Durations, *, facts: str, timeouts: TimeoutRule
+) -> str:
     family = found.family
-    timeout = f"{found.timeout_minutes} min" + (" (derived)" if family.timeout_derived else "")
+    basis = timeouts.explain(family.predicted_minutes * 60) if family.timeout_derived else "written in the catalog"
+    timeout = f"{found.timeout_minutes} min ({basis})"
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "the whole list (not sharded)"
     estimates = estimate_seconds([line.test_id for line in plan.lines], durations)
     unknown = len(estimates.unknown)
@@ -165,7 +170,7 @@ def _show_text(found: Stage, plan: StagePlan, commands: list[list[str]], duratio
         f"rendered {plan.context}: {len(plan.rendered)} line(s)",
         *(f"  {line.raw}" for line in plan.rendered),
         f"this stage runs {len(plan.lines)} line(s), predicted {_minutes(plan.predicted_seconds)}"
-        + (f"; {unknown} without a recorded duration, counted as {estimates.mean_seconds:g} s" if unknown else ""),
+        + (f"; {unknown} without a recorded duration, priced at their folders' median" if unknown else ""),
         *(f"  {line.raw}" for line in plan.lines),
         plan.priority.summary,
         f"pytest ({len(commands)} process(es), from the repository root; {RUN_ID} is chosen when the run starts):",

@@ -41,7 +41,7 @@ from ci_tool.run.reuse import plan_stage_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.run.stage_pick import resolve_stage
-from ci_tool.stages.executors import Executor
+from ci_tool.stages.executors import Executor, pool_of
 
 
 @click.command("run")
@@ -95,7 +95,9 @@ def run_command(
             f"warning: this machine is not a runner for {stage.name.name} ({mismatch}); running anyway", err=True
         )
     if dry_run:
-        facts = facts_line(options.system_info, slurm=options.executor is Executor.SLURM)
+        has_facts = pool_of(stage.platform) in setup.loaded.catalog.platforms
+        slurm = options.executor is Executor.SLURM
+        facts = facts_line(options.system_info, platform=stage.platform, platform_facts=has_facts, slurm=slurm)
         click.echo(dry_run_text(stage, setup, output_dir, facts=facts), nl=False)
         return 0
     return _run(stage, setup, options, disable_reuse_test=disable_reuse_test)

@@ -11,12 +11,14 @@ import click
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
 from ci_tool.commands.clock import resolve_today, today_option
-from ci_tool.errors import CiToolError, TestDbError
+from ci_tool.errors import CiToolError, StageError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
 from ci_tool.perf.reach import perf_findings
 from ci_tool.run.changes import merged_waives
+from ci_tool.stages.catalog import CheckPolicy
 from ci_tool.stages.catalog_load import load_catalog
+from ci_tool.stages.catalog_schema import parse_check_policy, read_catalog_spec
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.reach import empty_families, unreachable_blocks
 from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_timeouts, stale_waives
@@ -25,6 +27,7 @@ from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.testdb.waive_terms import expired_waives, unlinked_waives
 from ci_tool.testdb.waives import read_waives
+from ci_tool.text_file import read_text
 
 test_db_option = click.option(
     "--test-db",
@@ -95,6 +98,12 @@ def render_command(
     f"--test-db is {TEST_DB_DIR}].",
 )
 @click.option("--require-links", is_flag=True, help="Also fail waives whose reason links no issue.")
+@click.option(
+    "--checks",
+    "checks_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A YAML file holding `checks:` as the catalog writes it (which lints run) [default: the catalog's].",
+)
 @today_option
 def check_command(
     test_db: Path,
@@ -102,20 +111,25 @@ def check_command(
     collect: bool,
     catalog_path: Path | None,
     require_links: bool,
+    checks_path: Path | None,
     today: datetime.date | None,
 ) -> int:
     """Validate the test-db and its waives; print every problem, one per line. With a stage catalog,
-    also blocks no stage renders and stages whose context renders nothing. Waives past their
-    `until YYYY-MM-DD` day always fail; with --require-links, so do waives without an issue link."""
+    also blocks no stage renders and stages whose context renders nothing. Which lints run (a TIMEOUT
+    that repeats the default, stale waives and their exemptions) is the catalog's `checks:` or --checks.
+    Waives past their `until YYYY-MM-DD` day always fail; with --require-links, so do waives without an
+    issue link."""
     db, db_problems = read_test_db(test_db)
     waive_list, waive_problems = read_waives(waives or waives_file_of(test_db))
-    problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db), *redundant_timeouts(db)]
-    problems += [*duplicate_waives(waive_list), *stale_waives(db, waive_list)]
+    if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
+        catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
+    policy = _check_policy(catalog_path) if checks_path is None else _read_policy(checks_path)
+    problems: list[CiToolError] = [*db_problems, *waive_problems, *duplicate_tests(db)]
+    problems += redundant_timeouts(db) if policy.redundant_timeouts else []
+    problems += [*duplicate_waives(waive_list), *stale_waives(db, waive_list, exempt=policy.exempts)]
     problems += expired_waives(waive_list, resolve_today(today))
     if require_links:
         problems += unlinked_waives(waive_list)
-    if catalog_path is None and test_db == Path(TEST_DB_DIR) and Path(CATALOG_PATH).is_file():
-        catalog_path = Path(CATALOG_PATH)  # the repository's catalog goes with the repository's test-db
     if catalog_path is not None:
         problems += _catalog_findings(catalog_path, test_db, db)
     if collect:
@@ -152,6 +166,23 @@ def merge_waives_command(test_db: Path, waives: Path | None, base: str, output: 
     return 0
 
 
+def _check_policy(catalog_file: Path | None) -> CheckPolicy:
+    """The catalog's `checks:` (the defaults without a catalog, or when the catalog cannot be read: its
+    problems are reported with the catalog's findings)."""
+    if catalog_file is None:
+        return CheckPolicy()
+    try:
+        spec, _ = read_catalog_spec(read_text(catalog_file, name="the stage catalog", error=StageError),
+                                    file=str(catalog_file))  # fmt: skip
+    except CiToolError:
+        return CheckPolicy()
+    return spec.checks
+
+
+def _read_policy(checks_file: Path) -> CheckPolicy:
+    return parse_check_policy(read_text(checks_file, name="the checks file", error=StageError), file=str(checks_file))
+
+
 def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiToolError]:
     """Blocks no catalog stage renders, families that render nothing, perf cases outside a gated stage or
     without their config, perf-gated families without a case (or the catalog's load error)."""
@@ -160,7 +191,7 @@ def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiT
         durations = load_durations(durations_file) if durations_file.is_file() else {}
         catalog = load_catalog(catalog_file, db=db, durations=durations)
     except CiToolError as error:
-        return [error]
+        return list(error.problems) or [error]  # each problem a line of its own, counted
     # the test-db folder sits at the repository root, where the perf-sanity configs' folder is too
     perf = perf_findings(catalog, db, root=test_db.parent)
     return unreachable_blocks(catalog, db) + empty_families(catalog, db) + perf

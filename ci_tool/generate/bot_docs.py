@@ -18,7 +18,7 @@ from ci_tool.bot.request import BotSyntaxError
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.stages.approvals import LABEL_RULES
 from ci_tool.stages.engines import HANDLING, REUSE_ID
-from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, Step, flag_name
+from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, RunMode, Step, flag_name
 
 # Comments shown in docs/bot.md with what they parse to; among them comments posted on TensorRT-LLM pull requests.
 EXAMPLES: tuple[str, ...] = (
@@ -31,7 +31,14 @@ EXAMPLES: tuple[str, ...] = (
     '/bot skip --comment "waive only"',
     "/bot run --post-merge -disable-fail-fast",
     '/bot run --stage-list ""',
+    "/bot run --multi-gpu-test",
     "/bot skip",
+)
+# What each run mode selects: a job sets it (CI's REQUEST `run_mode`, `ci-tool run --run-mode`), no comment does.
+RUN_MODE_EFFECTS: tuple[tuple[RunMode, str], ...] = (
+    (RunMode.FULL, "the selection the flags make (a pull request's, or a post-merge run's)"),
+    (RunMode.NIGHTLY_RELEASE, "the package-sanity stages only (a nightly release validation)"),
+    (RunMode.RELEASE_CHECK, "the non-test stages only: the docs build and package sanity (a release branch's check)"),
 )
 
 
@@ -57,6 +64,8 @@ def bot_docs_context(_source: object = None) -> dict[str, object]:
         "allowlist_path": ALLOWLIST_PATH,
         "permissions": [_permission_row(permission, associations) for permission, associations in ASSOCIATIONS.items()],
         "examples": [{"comment": comment, "result": _parsed(comment)} for comment in EXAMPLES],
+        "run_modes": [{"mode": mode.value, "effect": effect} for mode, effect in RUN_MODE_EFFECTS],
+        "run_mode_step": Step.RUN_MODE.value,
     }
 
 

@@ -65,7 +65,7 @@ def load_baselines(folder: Path, gpu: str) -> dict[tuple[str, str], Baseline]:
     root = compose(text, file=str(path), error=PerfError)
     reader = NodeReader(str(path), PerfError)
     found = _read(reader, root, gpu) if root is not None else {}
-    reader.raise_first()
+    reader.raise_all()
     return found
 
 

@@ -159,8 +159,8 @@ def load_config(path: Path, *, models: Iterable[str] | None = None) -> PerfConfi
         reader.problem(root, None, f"expected a config file name of [a-z0-9_]+, found {path.name!r}",
                        "rename it with underscores: a dash separates the parts of a case id")  # fmt: skip
     if reader.problems or config is None:
-        reader.raise_first()
-    assert config is not None  # raise_first raised otherwise
+        reader.raise_all()
+    assert config is not None  # raise_all raised otherwise
     return config
 
 

@@ -128,7 +128,7 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
         interrupted, refusal = True, refused.strerror
     tests = tuple(test for batch in batches for test in batch.tests)
     uncollected = _uncollected(processes)
-    state, reason = _state(tests, processes, interrupted)
+    state, reason = _state(tests, processes, interrupted) if plan.lines or not plan.rendered else _empty_shard(plan)
     result = StageResult(
         plan.name.name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock,
         settings.results_dir, predicted_seconds=plan.predicted_seconds,
@@ -296,6 +296,16 @@ def _reused(test: TestResult) -> bool:
     """Whether the test skipped as reused: it passed on this code in an earlier run, so a stage of such
     skips (and waived ones) did run its tests, only not all here."""
     return reused_test_origin(test.first.prop(junit.WAIVED_PROPERTY)) is not None
+
+
+def _empty_shard(plan: StagePlan) -> tuple[StageState, str]:
+    """A shard past its family's test count (a catalog may keep more shards than tests: shard.plan_shards)
+    has nothing to run, and passes saying so."""
+    tests = len({line.test_id for line in plan.rendered})
+    return StageState.PASSED, (
+        f"shard {plan.shard} of {plan.shards} is empty: its family's list holds {tests} test(s) "
+        f"for {plan.shards} shards"
+    )
 
 
 def _state(

@@ -1,7 +1,7 @@
 """The stage catalog: `jenkins/stages.yml` (hand-written, the single source of truth) as frozen values.
 
     version: 1
-    timeouts: {margin: 2.0, minimum_minutes: 30}   optional (these are the defaults); see TimeoutRule
+    timeouts: {margin: 2.0, minimum_minutes: 30, maximum_minutes: 240}   optional (the defaults); TimeoutRule
     multi_gpu_paths: [PATH, ...]        a changed file here adds the pre-merge multi-GPU stages (selection step 2)
     tag_triggers: {PATH: TOKEN, ...}    a changed file here adds every stage carrying TOKEN   (step 3)
     file_groups:                         a change confined to one group runs only its stages   (step 11)
@@ -12,6 +12,14 @@
       out_of_scope: [PATH, ...]          nothing to test (durations, benchmarks)
       readers: {TEST: [PATH, ...], ...}  a test that reads files as text (a check of the code itself:
                                          layers, names, style): a change to one runs it, whatever narrows
+    checks:                              what `testdb check` holds the test-db to (CheckPolicy)
+      redundant_timeouts: true           `TIMEOUT (60)` repeating the default is flagged
+      stale_waives: true                 a waive naming a test in no list is flagged ...
+      stale_waives_exempt: [PATH, ...]   ... unless it lies under one of these
+    platforms:                           what each platform's runners report (sysinfo keys), e.g.
+      dgx-b200-flex: {gpu: B100, system_gpu_count: 8, gpu_memory: 183359, cpu: x86_64}
+                                         dry runs render with these in place of a probe (the label
+                                         without `auto:`); a platform not here renders with the name's facts
     families:
     - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
       platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
@@ -37,13 +45,14 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ci_tool.errors import StageError, Where, did_you_mean
 from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName
+from ci_tool.stages.query import QueryValue
 
 FORMAT_VERSION = 1
 STAGES_LIST_HINT = "`ci-tool stages list` prints every stage"
@@ -53,16 +62,30 @@ _BACKEND_TOKENS = {value: token for token, value in BACKENDS.items()}
 @dataclass(frozen=True)
 class TimeoutRule:
     """A family without `timeout_minutes` gets its slowest stage's predicted minutes times `margin`,
-    rounded up to a multiple of `step_minutes`, and at least `minimum_minutes` (predictions come from
-    test-db/.test_durations; entries without a recorded duration count as the mean, or 1 s)."""
+    rounded up to a multiple of `step_minutes`, at least `minimum_minutes` and at most `maximum_minutes`
+    (predictions come from test-db/.test_durations; an entry without a recorded duration is priced by its
+    folder's recorded neighbours: durations.py). The cap is the policy for predictions that run away: a
+    shard predicted at over `maximum_minutes / margin` should be split further (more `splits`, or `splits:
+    auto` with a budget), and a stage that truly needs longer writes its own `timeout_minutes`."""
 
     margin: float = 2.0
     minimum_minutes: int = 30
+    maximum_minutes: int = 240
     step_minutes: int = 5
 
     def minutes(self, predicted_seconds: float) -> int:
         scaled = math.ceil(predicted_seconds / 60 * self.margin / self.step_minutes) * self.step_minutes
-        return max(self.minimum_minutes, scaled)
+        return min(self.maximum_minutes, max(self.minimum_minutes, scaled))
+
+    def explain(self, predicted_seconds: float) -> str:
+        """Where a derived timeout came from, for `stage show`."""
+        minutes = self.minutes(predicted_seconds)
+        bound = (
+            f", capped at {self.maximum_minutes}" if minutes == self.maximum_minutes
+            else f", raised to the minimum {self.minimum_minutes}" if minutes == self.minimum_minutes
+            else f", rounded up to {self.step_minutes}"
+        )  # fmt: skip
+        return f"derived: {self.margin:g} x the slowest shard's predicted {predicted_seconds / 60:.1f} min{bound}"
 
 
 def path_matches(pattern: str, path: str) -> bool:
@@ -126,6 +149,21 @@ class ChangeRules:
 
 
 @dataclass(frozen=True)
+class CheckPolicy:
+    """What `ci-tool testdb check` holds the test-db to beyond its schema (the catalog's `checks:`). The
+    defaults are ci-tool's stricter rules; a project moving over keeps its own (TensorRT-LLM's test-db
+    carries `TIMEOUT (60)` on many lines, and its check leaves `unittest/` waives out of the stale rule)."""
+
+    redundant_timeouts: bool = True  # flag a TIMEOUT marker that repeats the default per-test limit
+    stale_waives: bool = True  # flag a waive that names a test in no list (off: waives also cover other lists)
+    stale_waives_exempt: tuple[str, ...] = ()  # waives under these PATH rules are never stale
+
+    def exempts(self, test_id: str) -> bool:
+        """Whether a waive of `test_id` is left out of the stale-waive rule."""
+        return not self.stale_waives or any(path_matches(rule, test_id) for rule in self.stale_waives_exempt)
+
+
+@dataclass(frozen=True)
 class TextReader:
     """A test path that reads files as text, not by importing them (a check of the code itself: its layers,
     names or style): no touch record and no import shows that it reaches them, so a change to a file matching
@@ -155,6 +193,9 @@ class Family:
     where: Where
     executor: Executor = Executor.LOCAL
     line_filter: LineFilter | None = None  # narrowed: the lines of its render it runs
+    # what its platform's runners report (the catalog's `platforms:`), which a dry run renders with in place of
+    # a machine's probe; None: the catalog does not say, and the stage name's facts stand alone
+    facts: Mapping[str, QueryValue] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -252,6 +293,8 @@ class Catalog:
     tag_triggers: tuple[TagTrigger, ...] = ()
     file_groups: tuple[FileGroup, ...] = ()
     change_rules: ChangeRules = ChangeRules()
+    checks: CheckPolicy = CheckPolicy()
+    platforms: Mapping[str, Mapping[str, QueryValue]] = field(default_factory=dict)  # pool label -> facts
 
     @functools.cached_property
     def by_name(self) -> Mapping[str, Stage]:

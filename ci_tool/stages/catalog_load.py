@@ -6,11 +6,13 @@
       splits: auto     -> the smallest count whose split fits budget_minutes (shard.shards_for_budget)
       no timeout       -> TimeoutRule over the slowest shard of a greedy split (shard.greedy_makespan): an
                           upper bound of the balanced split a run computes, without computing it
-      a sharded family needs at least as many tests as shards;
+      a sharded family with more shards than tests loads: its stage names stay (people type them) and the
+      shards past the tests' count are empty (a run of one passes, saying so);
     each file group's stage globs must match some stage.
 
 A context that renders nothing is not a load error: `ci-tool testdb check` reports it. Every problem is
-collected and the first raised, like parse_catalog's.
+collected, the schema's and the resolution's together (a family the schema refused is not resolved; the
+others are), and all are raised at once (errors.raise_all): a catalog is fixed in one pass.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_tool.errors import CiToolError, StageError, did_you_mean, raise_first
+from ci_tool.errors import CiToolError, StageError, did_you_mean, raise_all
 from ci_tool.layout import durations_file_of
 from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, stage_glob_matches
-from ci_tool.stages.catalog_schema import CatalogSpec, FamilySpec, parse_catalog
+from ci_tool.stages.catalog_schema import CatalogSpec, FamilySpec, read_catalog_spec
 from ci_tool.stages.durations import Durations, load_durations
+from ci_tool.stages.executors import pool_of
 from ci_tool.stages.plan import render_family
-from ci_tool.stages.shard import check_splits, greedy_makespan, shards_for_budget
+from ci_tool.stages.shard import greedy_makespan, shards_for_budget
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
 from ci_tool.text_file import read_text
@@ -59,20 +62,25 @@ def open_catalog(
 
 
 def load_catalog(path: str | Path, *, db: TestDb, durations: Durations) -> Catalog:
-    """Read, validate and resolve a catalog file; raise its first problem."""
+    """Read, validate and resolve a catalog file; raise its every problem at once."""
     text = read_text(path, name="the stage catalog", error=StageError)
     return read_catalog(text, file=str(path), db=db, durations=durations)
 
 
 def read_catalog(text: str, *, file: str, db: TestDb, durations: Durations) -> Catalog:
     """Validate catalog YAML text and resolve it against the test-db and durations."""
-    return resolve_catalog(parse_catalog(text, file=file), db=db, durations=durations)
+    spec, problems = read_catalog_spec(text, file=file)
+    return resolve_catalog(spec, db=db, durations=durations, problems=problems)
 
 
-def resolve_catalog(spec: CatalogSpec, *, db: TestDb, durations: Durations) -> Catalog:
-    """The catalog `spec` describes, its families resolved against the test-db (see the module docstring)."""
-    problems: list[CiToolError] = []
+def resolve_catalog(
+    spec: CatalogSpec, *, db: TestDb, durations: Durations, problems: list[CiToolError] | None = None
+) -> Catalog:
+    """The catalog `spec` describes, its families resolved against the test-db (see the module docstring);
+    `problems`: the schema's, raised with the resolution's."""
+    problems = list(problems or ())
     families = [family for written in spec.families if (family := _resolve(written, spec, db, durations, problems))]
+    unresolved = [written.name.name for written in spec.families if written.name not in {f.name for f in families}]
     stages = tuple(stage for family in families for stage in family_stages(family))
     catalog = Catalog(
         spec.file,
@@ -83,10 +91,14 @@ def resolve_catalog(spec: CatalogSpec, *, db: TestDb, durations: Durations) -> C
         spec.tag_triggers,
         spec.file_groups,
         spec.change_rules,
+        spec.checks,
+        spec.platforms,
     )
     for group, wheres in zip(catalog.file_groups, spec.group_stage_wheres, strict=True):
         for pattern, where in zip(group.stages, wheres, strict=True):
-            if not any(stage_glob_matches(pattern, name) for name in catalog.names):
+            # a family with a problem of its own has no stages: a glob meant for it is not a second problem
+            meant = (*catalog.names, *unresolved, *(f"{name}-1" for name in unresolved))
+            if not any(stage_glob_matches(pattern, name) for name in meant):
                 problems.append(
                     StageError(
                         f"expected the stage glob {pattern!r} of file group {group.name!r} to match a stage, "
@@ -95,7 +107,7 @@ def resolve_catalog(spec: CatalogSpec, *, db: TestDb, durations: Durations) -> C
                         hint=did_you_mean(pattern, catalog.names) or STAGES_LIST_HINT,
                     )
                 )
-    raise_first(problems, spec.file)
+    raise_all(problems, spec.file)
     return catalog
 
 
@@ -124,8 +136,9 @@ def _resolve(
             )
         )
         return None
+    facts = spec.platforms.get(pool_of(written.platform))
     found = render_family(
-        name, db=db, context=written.context, durations=durations, arch=written.arch, allow_empty=True
+        name, db=db, context=written.context, durations=durations, sysinfo=facts, arch=written.arch, allow_empty=True
     )
     ids, seconds = found.test_ids, found.seconds
     sharded = name.is_test and name.policy.sharded and bool(ids)
@@ -134,8 +147,8 @@ def _resolve(
             budget = (written.budget_minutes or 0) * 60
             splits = shards_for_budget(ids, seconds, budget) if sharded else 1
         else:
-            splits = check_splits(written.splits, len(ids)) if sharded else written.splits
-    except CiToolError as error:  # too few tests for the shards; a test longer than the budget
+            splits = written.splits  # more shards than tests: the extra shards are empty (shard.plan_shards)
+    except CiToolError as error:  # a test longer than the budget
         problems.append(
             StageError(f"family {name.name!r}: {error.message}", where=written.where("splits"), hint=error.hint)
         )
@@ -153,4 +166,5 @@ def _resolve(
         arch=written.arch,
         where=written.where(),
         executor=written.executor,
+        facts=facts,
     )

@@ -6,7 +6,8 @@ found ...) and a hint with the exact fix. The loader (catalog_load.py) attaches 
     rule                         why
     CPU families on `cpu`,       a CPU stage needs no GPU machine, and a GPU stage on `cpu` would render
     GPU families elsewhere       its list and then find no GPU
-    `auto:<pool>` with slurm     `auto:` names a Slurm pool: no runner label is spelled that way
+    `auto:<pool>` with slurm     `auto:` names a Slurm pool: no runner label is spelled that way (a family
+                                 that writes no executor runs on Slurm; one that writes another is refused)
     `-x<N>` platforms >= GPUs    a 4-GPU stage on an 1-GPU pool never runs
     counts agree with the name   the name is the one source of GPU/node counts (Jenkins, GitHub, the bot
                                  and local runs read the name); the catalog may repeat them, not differ

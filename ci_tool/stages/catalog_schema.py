@@ -2,7 +2,8 @@
 readers, the hints and the rules, and `parse_catalog` reads `jenkins/stages.yml` text into a CatalogSpec.
 Pure: no test-db, no durations (catalog_load.py resolves a spec against them).
 
-Validation, every problem of the file collected, the first raised (`file:line:col (yaml.path): ...`):
+Validation, every problem of the file collected and raised at once (`file:line:col (yaml.path): ...`, one
+line each: errors.raise_all):
 - unknown keys anywhere (a typo such as `split: 4` would otherwise run one shard), with did-you-mean;
 - family names parse as test families (names.py), in today's spelling, each once, or name one of the
   non-test stages the runners know (the docs stage `GPU-Build_Docs`, `GPU-PackageSanityCheck-KEY`);
@@ -23,10 +24,11 @@ from typing import Literal
 
 from yaml.nodes import Node, SequenceNode
 
-from ci_tool.errors import StageError, Where, did_you_mean
+from ci_tool.errors import CiToolError, StageError, Where, did_you_mean, raise_all
 from ci_tool.stages.catalog import (
     FORMAT_VERSION,
     ChangeRules,
+    CheckPolicy,
     FileGroup,
     TagTrigger,
     TextReader,
@@ -44,11 +46,12 @@ from ci_tool.stages.catalog_rules import (
     platform_problem,
     splits_problem,
 )
-from ci_tool.stages.executors import Executor
+from ci_tool.stages.executors import AUTO_PREFIX, Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
-from ci_tool.stages.query import ARCHES
+from ci_tool.stages.query import ARCHES, QueryValue
+from ci_tool.sysinfo import KEY_KINDS
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
-from ci_tool.yaml_nodes import NodeReader, compose, describe, int_value, kind
+from ci_tool.yaml_nodes import NodeReader, bool_value, compose, describe, float_value, int_value, kind
 
 MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
 MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
@@ -161,8 +164,14 @@ REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
 NON_TEST_REQUIRED_KEYS = ("name", "platform")  # and `context` for package sanity (catalog_rules.context_problem)
 # The non-test stages a catalog may hold: the runners know their jobs (run/jobs.py).
 CATALOGED_NON_TEST = (StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY)
-TOP_KEYS = ("version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "families")
-TIMEOUT_KEYS = ("margin", "minimum_minutes")
+TOP_KEYS = (
+    "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "platforms",
+    "families",
+)  # fmt: skip
+CHECK_KEYS = ("redundant_timeouts", "stale_waives", "stale_waives_exempt")
+FACT_KEYS = tuple(KEY_KINDS)  # a platform's facts are what `ci-tool sysinfo` reports
+_BAD = object()  # a fact that is not of its key's kind
+TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
 CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
 
@@ -201,14 +210,36 @@ class CatalogSpec:
     file_groups: tuple[FileGroup, ...] = ()
     group_stage_wheres: tuple[tuple[Where, ...], ...] = field(default=(), compare=False)  # per group, per glob
     change_rules: ChangeRules = field(default_factory=ChangeRules)
+    checks: CheckPolicy = field(default_factory=CheckPolicy)
+    platforms: Mapping[str, Mapping[str, QueryValue]] = field(default_factory=dict)
 
 
 def parse_catalog(text: str, *, file: str) -> CatalogSpec:
-    """Validate catalog YAML text into a CatalogSpec; raise its first problem."""
+    """Validate catalog YAML text into a CatalogSpec; raise every problem at once."""
+    spec, problems = read_catalog_spec(text, file=file)
+    raise_all(problems, file)
+    return spec
+
+
+def parse_check_policy(text: str, *, file: str) -> CheckPolicy:
+    """A checks file: `checks:` as a catalog writes it, alone (`testdb check --checks FILE`)."""
+    reader = _CatalogReader(file)
+    document = compose(text, file=file, error=StageError)
+    top = reader.mapping(document, "", "a mapping with `checks:`", ("checks",)) if document is not None else None
+    policy = reader.read_checks(top["checks"]) if top and "checks" in top else None
+    if policy is None and not reader.problems:
+        reader.problems.append(StageError("expected `checks:` in the checks file, found none", where=Where(file)))
+    reader.raise_all()
+    assert policy is not None  # raise_all raised otherwise
+    return policy
+
+
+def read_catalog_spec(text: str, *, file: str) -> tuple[CatalogSpec, list[CiToolError]]:
+    """Catalog YAML text read as far as it can be: the spec of what is valid (a family with a problem left
+    out) and every problem found. YAML that does not parse raises: nothing can be read past it."""
     reader = _CatalogReader(file)
     spec = reader.read(compose(text, file=file, error=StageError))
-    reader.raise_first()
-    return spec
+    return spec, reader.problems
 
 
 class _CatalogReader(NodeReader):
@@ -241,7 +272,47 @@ class _CatalogReader(NodeReader):
             file_groups=groups,
             group_stage_wheres=group_wheres,
             change_rules=self.read_change_rules(top["change_rules"]) if "change_rules" in top else ChangeRules(),
+            checks=self.read_checks(top["checks"]) if "checks" in top else CheckPolicy(),
+            platforms=self.read_platforms(top["platforms"]) if "platforms" in top else {},
         )
+
+    def read_platforms(self, node: Node) -> dict[str, Mapping[str, QueryValue]]:
+        what = "a mapping of platform label: the facts its runners report"
+        platforms: dict[str, Mapping[str, QueryValue]] = {}
+        for label, value in (self.mapping(node, "platforms", what, None) or {}).items():
+            path = f"platforms.{label}"
+            if label.startswith(AUTO_PREFIX):
+                self.problem(value, path, f"expected a platform label without {AUTO_PREFIX!r}, found {label!r}",
+                             f"write {label.removeprefix(AUTO_PREFIX)!r}: its facts serve both spellings")  # fmt: skip
+                continue
+            fields = self.mapping(value, path, "a mapping of sysinfo keys (`ci-tool sysinfo --json`)", FACT_KEYS)
+            facts = {key: self.read_fact(key, fact, f"{path}.{key}") for key, fact in (fields or {}).items()}
+            if fields is not None:
+                platforms[label] = {key: fact for key, fact in facts.items() if fact is not _BAD}  # type: ignore[misc]
+        return platforms
+
+    def read_fact(self, key: str, node: Node, path: str) -> object:
+        """One fact, of the kind `ci-tool sysinfo` reports for its key (_BAD, and a problem, when not)."""
+        text = self.scalar(node, path, ("str", "int", "float", "bool", "null"), KEY_KINDS[key].description)
+        readers: dict[str, Callable[[str], object]] = {
+            "null": lambda _: None, "int": int_value, "float": float_value, "bool": bool_value
+        }  # fmt: skip
+        value = None if text is None else readers.get(kind(node), str)(text)
+        if text is None or not KEY_KINDS[key].holds(value):
+            if text is not None:
+                self.mismatch(node, path, KEY_KINDS[key].description)
+            return _BAD
+        return value
+
+    def read_checks(self, node: Node) -> CheckPolicy:
+        what = "a mapping of redundant_timeouts and stale_waives (true or false) and stale_waives_exempt (paths)"
+        fields = self.mapping(node, "checks", what, CHECK_KEYS) or {}
+        switches = {key: self.boolean(fields[key], f"checks.{key}") for key in CHECK_KEYS[:2] if key in fields}
+        exempt = self.paths(fields["stale_waives_exempt"], "checks.stale_waives_exempt") if (
+            "stale_waives_exempt" in fields
+        ) else ()  # fmt: skip
+        written = {key: value for key, value in switches.items() if value is not None}
+        return CheckPolicy(**written, stale_waives_exempt=exempt)  # type: ignore[arg-type]  # booleans, by key
 
     def read_change_rules(self, node: Node) -> ChangeRules:
         what = "a mapping of tests, docs and out_of_scope path lists, and readers"
@@ -268,7 +339,8 @@ class _CatalogReader(NodeReader):
         return self.strings(node, path, "paths", _path_problem)
 
     def read_timeouts(self, node: Node) -> TimeoutRule:
-        fields = self.mapping(node, "timeouts", "a mapping of margin and minimum_minutes", TIMEOUT_KEYS) or {}
+        what = "a mapping of margin, minimum_minutes and maximum_minutes"
+        fields = self.mapping(node, "timeouts", what, TIMEOUT_KEYS) or {}
         default = TimeoutRule()
         margin = default.margin
         if "margin" in fields:
@@ -288,7 +360,16 @@ class _CatalogReader(NodeReader):
                 minimum=1,
                 maximum=MAX_TIMEOUT_MINUTES,
             )
-        return TimeoutRule(margin, minimum or default.minimum_minutes)
+        maximum = None
+        if "maximum_minutes" in fields:
+            maximum = self.integer(
+                fields["maximum_minutes"],
+                "timeouts.maximum_minutes",
+                f"minutes >= {minimum or default.minimum_minutes} (the minimum)",
+                minimum=minimum or default.minimum_minutes,
+                maximum=MAX_TIMEOUT_MINUTES,
+            )
+        return TimeoutRule(margin, minimum or default.minimum_minutes, maximum or default.maximum_minutes)
 
     def read_triggers(self, node: Node, names: list[StageName]) -> tuple[TagTrigger, ...]:
         fields = self.mapping(node, "tag_triggers", "a mapping of path: token", None) or {}
@@ -382,6 +463,8 @@ class _CatalogReader(NodeReader):
                     values[spec.key] = value
         if len(self.problems) > before:
             return None
+        if "executor" not in values and str(values.get("platform", "")).startswith(AUTO_PREFIX):
+            values["executor"] = Executor.SLURM  # `auto:<pool>` names a Slurm pool: Slurm runs it unless said
         if name is not None and non_test:
             problem = context_problem(name, "context" in values)
             if problem is not None:

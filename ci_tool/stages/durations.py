@@ -7,8 +7,13 @@ per node id (and sometimes per whole entry). The estimate of an entry is, first 
     2. the recorded duration of its path, the entry up to the first blank (`-k`/`-m` dropped);
     3. the sum over recorded ids under that path (`path/...`, `path::...`, `path[...]`), counting an id
        only when no shorter recorded id above it is counted already (no double counting);
-    4. the mean of the estimates found by 1-3 for this list, or 1.0 when none was found
-       (pytest-split's rule: the mean of the relevant known durations).
+    4. the median of the estimates found by 1-3 for this list's entries in its nearest folder (the entry's
+       own folder, else the one above, ...), else of the whole list's, or 1.0 when none was found.
+
+Rule 4 prices an unknown entry by its neighbours: a list that mixes second-long unit tests with hour-long
+perf cases (TensorRT-LLM's do) would price every unknown unit-test file at the perf cases' mean under
+pytest-split's rule (the mean of all known durations), and a CPU stage's derived timeout would run to
+many hours. The median keeps one slow neighbour from pricing a whole folder.
 
 To that each entry adds its per-process cost: what running it costs beyond its tests' own time (the
 interpreter, imports, collection), learnt from the history (`ci-tool durations export`) and kept in the
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +79,8 @@ def load_durations(path: str | Path) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Estimates:
-    """Estimated seconds for each entry of one list; `unknown` entries were given `mean_seconds`."""
+    """Estimated seconds for each entry of one list; `unknown` entries were priced by rule 4, whose last
+    resort is `mean_seconds` (the median of the list's known entries: the middle one, not an average)."""
 
     seconds: Mapping[str, float]
     unknown: frozenset[str]
@@ -122,13 +129,36 @@ def estimate_seconds(test_ids: Sequence[str], durations: Durations) -> Estimates
     index = _Index(durations)
     known: dict[str, float] = {}
     for test_id in test_ids:
-        seconds = index.lookup(test_id)
-        if seconds is not None:
-            known[test_id] = seconds
-    mean = math.fsum(known.values()) / len(known) if known else 1.0
+        found = index.lookup(test_id)
+        if found is not None:
+            known[test_id] = found
     unknown = frozenset(t for t in test_ids if t not in known)
+    priced = _NeighbourPrices(known)
     costs = process_costs(test_ids, durations)
-    return Estimates({t: known.get(t, mean) + costs[t] for t in test_ids}, unknown, mean)
+    seconds = {t: (known[t] if t in known else priced.of(t)) + costs[t] for t in test_ids}
+    return Estimates(seconds, unknown, priced.whole)
+
+
+class _NeighbourPrices:
+    """Rule 4: the median known estimate of an entry's nearest folder that has one, else the list's."""
+
+    def __init__(self, known: Mapping[str, float]) -> None:
+        by_folder: dict[str, list[float]] = {}
+        for entry, seconds in known.items():
+            for folder in _folders(entry):
+                by_folder.setdefault(folder, []).append(seconds)
+        self.medians = {folder: statistics.median(values) for folder, values in by_folder.items()}
+        self.whole = statistics.median(known.values()) if known else 1.0
+
+    def of(self, entry: str) -> float:
+        return next((self.medians[f] for f in _folders(entry) if f in self.medians), self.whole)
+
+
+def _folders(entry: str) -> list[str]:
+    """The folders an entry's path lies in, nearest first: `a/b/t.py::x -k y` -> ['a/b/', 'a/']."""
+    path = entry.split(" ", 1)[0].split("::", 1)[0]
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:depth]) + "/" for depth in range(len(parts), 0, -1)]
 
 
 def process_costs(test_ids: Sequence[str], durations: Durations) -> dict[str, float]:

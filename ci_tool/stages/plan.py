@@ -192,7 +192,7 @@ def plan_family(
     if found.test_ids and family.policy.sharded and splits > 1:
         isolated = [line.test_id for line in found.rendered if line.isolation]
         estimated = dict(zip(found.test_ids, found.seconds, strict=True))  # the render's own (a narrowed one's capped)
-        shard_plan = plan_shards(found.test_ids, estimated, splits=splits, isolated=isolated)
+        shard_plan = plan_shards(found.test_ids, estimated, splits=splits, isolated=isolated, empty_shards_ok=True)
     whole_seconds = math.fsum(found.seconds)
     narrowed = line_filter is not None
     return FamilyPlan(family, context, found.query, found.rendered, splits, shard_plan, whole_seconds, narrowed)
@@ -243,7 +243,7 @@ def plan_catalog_stage(
         context=stage.context,
         splits=stage.splits,
         durations=durations,
-        sysinfo=sysinfo,
+        sysinfo=sysinfo if sysinfo is not None else stage.family.facts,
         waives_file=waives_file,
         arch=stage.arch,
         gpu=gpu,
@@ -289,7 +289,7 @@ def plan_stages(
                 context=family.context,
                 splits=family.splits,
                 durations=durations,
-                sysinfo=sysinfo,
+                sysinfo=sysinfo if sysinfo is not None else family.facts,
                 arch=family.arch,
                 allow_empty=allow_empty,
                 line_filter=family.line_filter,

@@ -25,8 +25,9 @@ from ci_tool.testdb.model import TestDb
 class Planner:
     db: TestDb
     durations: Durations
-    # the facts a stage's query is merged over; None: the stage name's facts only (what CI knows before a
-    # runner starts, and how a Slurm job renders: its node is not this machine)
+    # the facts a stage's query is merged over (a machine's probe); None: what the catalog says its platform's
+    # runners report (Family.facts), else the stage name's facts only (what CI knows before a runner starts,
+    # and how a Slurm job renders: its node is not this machine)
     sysinfo: Mapping[str, QueryValue] | None = None
     waives_file: str | None = None  # for the runner; planning does not read it
     likelihood: Likelihood | None = None  # None: each stage runs in its list's order
@@ -50,7 +51,7 @@ class Planner:
                 context=family.context,
                 splits=1,
                 durations=self.durations,
-                sysinfo=self.sysinfo,
+                sysinfo=self.sysinfo if self.sysinfo is not None else family.facts,
                 waives_file=self.waives_file,
                 arch=family.arch,
             )

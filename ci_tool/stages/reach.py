@@ -1,7 +1,8 @@
 """Which test-db blocks the catalog's stages reach, and which stages render nothing. Pure.
 
-A stage renders a block when its query matches the block's condition. Only the stage-derived keys are
-known here (stage, backend, orchestrator, auto_trigger, system_gpu_count, gpu; cpu on CPU stages); a
+A stage renders a block when its query matches the block's condition. The stage-derived keys are known
+here (stage, backend, orchestrator, auto_trigger, system_gpu_count, gpu; cpu on CPU stages), over what the
+catalog says the family's platform reports (its `platforms:` facts: a B200 pool that reports `B100`); a
 key the query lacks matches anything, as sysinfo keys do until a runner reports them. So a block is
 unreachable when every stage on its context contradicts it on a stage-derived key: a `stage: post_merge,
 backend: autodeploy` block with no Post-Merge AutoDeploy stage never runs.
@@ -11,14 +12,15 @@ from __future__ import annotations
 
 from ci_tool.errors import CiToolError, StageError, TestDbError
 from ci_tool.stages.catalog import Catalog, Family
-from ci_tool.stages.query import stage_query
+from ci_tool.stages.query import render_query
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import Query, matches, normalize_query
 
 
 def family_query(family: Family) -> Query:
-    """The query every stage of a family renders with, before sysinfo."""
-    return normalize_query(stage_query(family.name, arch=family.arch))
+    """The query every stage of a family renders with before a machine's probe: the name's facts over its
+    platform's."""
+    return normalize_query(render_query(family.name, family.facts, arch=family.arch))
 
 
 def unreachable_blocks(catalog: Catalog, db: TestDb) -> list[CiToolError]:

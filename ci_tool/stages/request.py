@@ -15,14 +15,19 @@ it means to the selection; the bot's flag table (bot/flags.py) adds only how a c
     gpu_type                 list      9     yes
     test_backend             list      10    yes
     add_multi_gpu_test       switch    6
-    only_multi_gpu_test      switch    7     yes
+    only_multi_gpu_test      switch    7     yes          (`--multi-gpu-test`, the old spelling, too)
     disable_multi_gpu_test   switch    8     yes
+    only_perf_sanity_test    switch    15    yes
     post_merge               switch    4                 `ci-tool stage run --record-touches` (CI's touch
                                                              records), and the selection's fail_fast
     detailed_log             switch    -                 `ci-tool stage run --detailed-log`
     debug                    switch    -     yes
     high_priority            switch    -
     disable_cbts             switch    16
+
+A request also has a run mode, set by the job that sends it (a nightly or release job), never by a comment:
+`full` (the default), `nightly_release` (the package-sanity stages only, step 17) or `release_check` (the
+non-test stages only: docs and package sanity, step 17); any mode but full is a custom run.
 
 A custom run is a partial selection: it may not turn the merge gate green. An option's
 flag is its key spelled with dashes (`stage_list` -> `--stage-list`), the one spelling rule of both.
@@ -36,7 +41,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ci_tool.errors import ColumnError, StageError, did_you_mean
 from ci_tool.stages.names import SELECTABLE_BACKENDS
@@ -62,7 +67,9 @@ class Step(enum.IntEnum):
     DROP_ON_DEMAND = 12
     STAGE_LIST = 13
     EXTRA_STAGE = 14
+    ONLY_PERF_SANITY = 15  # not the reference's (which validates here): it keeps what the steps before chose
     CBTS = 16
+    RUN_MODE = 17
     REUSE = 18
 
 
@@ -77,6 +84,7 @@ STEP_EFFECTS: Mapping[Step, str] = {
     Step.TEST_BACKEND: "keeps stages with a listed backend or none",
     Step.STAGE_LIST: "replaces the set with the matching stages",
     Step.EXTRA_STAGE: "adds the matching stages",
+    Step.ONLY_PERF_SANITY: "keeps only the PerfSanity stages (the post-merge ones too with --post-merge)",
     Step.CBTS: "turns change-based selection off: the full set runs",
     Step.REUSE: "stages that passed in the reused run of the same code do not run",
 }
@@ -124,6 +132,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("add_multi_gpu_test", OptionKind.SWITCH, Step.ADD_MULTI_GPU),
     Option("only_multi_gpu_test", OptionKind.SWITCH, Step.ONLY_MULTI_GPU, custom_run=True),
     Option("disable_multi_gpu_test", OptionKind.SWITCH, Step.DISABLE_MULTI_GPU, custom_run=True),
+    Option("only_perf_sanity_test", OptionKind.SWITCH, Step.ONLY_PERF_SANITY, custom_run=True),
     # A post-merge run runs everything: its stages record which test ran which code (change-based selection's
     # touched rule narrows pre-merge runs by those records).
     Option("post_merge", OptionKind.SWITCH, Step.POST_MERGE, stage_run_option="--record-touches"),
@@ -138,6 +147,20 @@ NARROWABLE_STEPS = (Step.POST_MERGE, Step.CBTS, Step.REUSE)
 # Options that --stage-list makes moot: it replaces the set they shape (TensorRT-LLM's bot accepts them).
 REPLACED_BY_STAGE_LIST = ("gpu_type", "test_backend", "add_multi_gpu_test", "only_multi_gpu_test",
                           "disable_multi_gpu_test")  # fmt: skip
+
+
+# Old spellings the reference's users still type, each the key of the option it now is: a comment's flag
+# (`--multi-gpu-test`) and CI's JSON key (`multi_gpu_test`) alike. The selection notes the current one.
+LEGACY_KEYS: Mapping[str, str] = {"multi_gpu_test": "only_multi_gpu_test"}
+
+
+class RunMode(enum.StrEnum):
+    """Which of its runs a project's CI sends: a pull request's or a post-merge run (full), a nightly release
+    validation, or a release branch's check. Set by the job, never by a comment."""
+
+    FULL = "full"
+    NIGHTLY_RELEASE = "nightly_release"  # the package-sanity stages only
+    RELEASE_CHECK = "release_check"  # the non-test stages only (docs and package sanity)
 
 
 def option(key: str) -> Option:
@@ -181,6 +204,8 @@ class SelectionRequest:
     debug: bool = False
     high_priority: bool = False
     disable_cbts: bool = False
+    only_perf_sanity_test: bool = False
+    run_mode: RunMode = RunMode.FULL
     source: RequestSource | None = field(default=None, compare=False)
 
     def has(self, key: str) -> bool:
@@ -200,7 +225,7 @@ class SelectionRequest:
     @property
     def custom_run(self) -> bool:
         """A partial selection: the run may not set the merge gate green."""
-        return any(found.custom_run for found in self.given)
+        return any(found.custom_run for found in self.given) or self.run_mode is not RunMode.FULL
 
     @property
     def fail_fast(self) -> bool:
@@ -227,6 +252,8 @@ class SelectionRequest:
             for found in self.given
             if found.step is not None and found.step is not Step.REUSE
         }
+        if self.run_mode is not RunMode.FULL:
+            flags["run_mode"] = self.run_mode.value
         return json.dumps(flags, sort_keys=True)
 
     @property
@@ -244,7 +271,28 @@ class SelectionRequest:
         """CI's `REQUEST` payload, `{"command": "run", "flags": {...}}` (request_from_json reads it back):
         the given options only, lists as lists."""
         flags = {found.key: _json_value(getattr(self, found.key)) for found in self.given}
-        return {"command": "run", "flags": flags}
+        mode = {"run_mode": self.run_mode.value} if self.run_mode is not RunMode.FULL else {}
+        return {"command": "run", "flags": flags, **mode}
+
+    def spelled(self, key: str) -> str:
+        """How the comment spelled an option's flag (its name, or an old spelling: LEGACY_KEYS)."""
+        if self.source is None or key not in self.source.columns:
+            return flag_name(key)
+        start = self.source.columns[key][0] - 1
+        return self.source.line[start:].split(maxsplit=1)[0].partition("=")[0]
+
+
+def request_notes(request: SelectionRequest) -> list[str]:
+    """What the selection says of how a comment was written: an old flag spelling it took, an empty
+    `--stage-list` it took as left out."""
+    notes = [
+        f"{request.spelled(found.key)} is the old spelling of {found.name}: it ran as that"
+        for found in request.given
+        if request.spelled(found.key) != found.name
+    ]
+    if request.source is not None and "stage_list" in request.source.columns and not request.stage_list:
+        notes.append(f'{flag_name("stage_list")} "" names no stage: the usual selection runs, as if it were left out')
+    return notes
 
 
 def _json_value(value: object) -> object:
@@ -257,11 +305,14 @@ def request_from_flags(flags: object, *, source: str = "the request") -> Selecti
         raise StageError(f'{source}: expected "flags" to be a JSON object, found {_kind(flags)}')
     known = {found.key: found for found in OPTIONS}
     values: dict[str, object] = {}
-    for key, value in flags.items():
+    for written, value in flags.items():
+        key = LEGACY_KEYS.get(written, written)
         found = known.get(key)
         if found is None:
             hint = did_you_mean(key, known) or f"the flags of /bot run are {', '.join(known)}"
             raise StageError(f"{source}: expected a flag of /bot run, found {key!r}", hint=hint)
+        if key in values:
+            raise StageError(f"{source}: expected {key!r} once, found it also as {written!r}", hint=f"drop {written!r}")
         values[key] = _value(source, found, value)
     return SelectionRequest(**values)  # type: ignore[arg-type]  # keys and types checked above
 
@@ -275,7 +326,13 @@ def request_from_json(data: object, *, source: str = "the request") -> Selection
             f"{source}: expected a /bot run request to select stages, found /bot {data['command']}",
             hint='write {"command": "run", "flags": {...}}',
         )
-    return request_from_flags(data.get("flags", {}), source=source)
+    request = request_from_flags(data.get("flags", {}), source=source)
+    mode = data.get("run_mode", RunMode.FULL.value)
+    if mode not in set(RunMode):
+        modes = [m.value for m in RunMode]
+        hint = did_you_mean(str(mode), modes) or f"the run modes are {', '.join(modes)}"
+        raise StageError(f"{source}: expected a run mode ({', '.join(modes)}), found {mode!r}", hint=hint)
+    return replace(request, run_mode=RunMode(mode))
 
 
 def _value(source: str, found: Option, value: object) -> object:

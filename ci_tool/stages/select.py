@@ -47,15 +47,18 @@ from ci_tool.stages.engines import (
     queue_priority,
     refusals,
 )
+from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE, StageKind
 from ci_tool.stages.request import (
     OPTIONS,
     REPLACED_BY_STAGE_LIST,
     STEP_EFFECTS,
     Option,
+    RunMode,
     SelectionRequest,
     Step,
     flag_name,
+    request_notes,
 )
 
 
@@ -244,7 +247,7 @@ def select_stages(
         refused=tuple(refusals(request, engine)),
         blocked=blocked,
         missing=missing_approvals(request, blocked, catalog=catalog.stages),
-        notes=(*state.notes, *option_notes(request, engine)),
+        notes=(*state.notes, *request_notes(request), *option_notes(request, engine)),
         narrowing=narrowing,
         candidates=tuple(state.stages()),
     )
@@ -387,6 +390,18 @@ def _extra_stage(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> N
             state.put([stage], Step.EXTRA_STAGE, f"{flag.name} {matched[stage.name.name]}")
 
 
+def _only_perf_sanity(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
+    state.keep(lambda s: s.mode is TestMode.PERF_SANITY, Step.ONLY_PERF_SANITY, f"{flags[0].name}: not PerfSanity")
+
+
+def _run_mode(state: _State, inputs: _Inputs, _: tuple[Option, ...]) -> None:
+    mode = inputs.request.run_mode
+    if mode is RunMode.NIGHTLY_RELEASE:
+        state.keep(lambda s: s.name.kind is StageKind.PACKAGE_SANITY, Step.RUN_MODE, f"run mode {mode}: sanity only")
+    elif mode is RunMode.RELEASE_CHECK:
+        state.keep(lambda s: not s.name.is_test, Step.RUN_MODE, f"run mode {mode}: no test stages")
+
+
 def _cbts(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
     narrowing = inputs.narrowing
     if narrowing is None or not narrowing.narrows:
@@ -444,7 +459,9 @@ RULES: tuple[Rule, ...] = tuple(
             Rule(Step.DROP_ON_DEMAND, _drop_on_demand),
             Rule(Step.STAGE_LIST, _stage_list, fed=True),
             Rule(Step.EXTRA_STAGE, _extra_stage, fed=True),
+            Rule(Step.ONLY_PERF_SANITY, _only_perf_sanity, fed=True),
             Rule(Step.CBTS, _cbts, fed=True, always=True),  # narrowing is the default; cbts.py turns it off
+            Rule(Step.RUN_MODE, _run_mode),
             Rule(Step.REUSE, _reuse, fed=True, always=True),  # reuse is the default
         ),
         key=lambda rule: rule.step,

@@ -9,8 +9,10 @@ Algorithms (the registry ALGORITHMS; the CLI's --algorithm choices come from it)
   it can never be worse than least_duration.
 
 Plans (`plan_shards`):
-- every test lands in exactly one shard and no shard is empty: more shards than tests is an error;
-  a shard left empty by zero-second tests gets a zero-second test from the fullest shard;
+- every test lands in exactly one shard and no shard is empty: more shards than tests is an error, unless
+  the plan is asked to keep the extra shards (`empty_shards_ok`: a catalog family whose stage names
+  people already type keeps them, each shard past the tests' count empty); a shard left empty by
+  zero-second tests gets a zero-second test from the fullest shard;
 - ISOLATION tests are balanced like any other (as TensorRT-LLM's CI shards them by collection) and each
   shard lists them apart in `isolated_ids`: the runner runs those one per process;
 - `splits="auto"` takes the smallest shard count whose split keeps every shard within `budget_seconds`
@@ -101,17 +103,21 @@ def plan_shards(
     budget_seconds: float | None = None,
     algorithm: str = DEFAULT_ALGORITHM,
     isolated: Collection[str] = (),
+    empty_shards_ok: bool = False,
 ) -> ShardPlan:
     """Split `test_ids` into shards balanced on the durations' estimates (see the module doc)."""
     split = _algorithm(algorithm)
     _check_ids(test_ids)
     seconds = estimate_seconds(test_ids, durations).seconds
     weights = [seconds[t] for t in test_ids]
+    padding = 0
     if splits == "auto":
         count = shards_for_budget(test_ids, weights, budget_seconds, algorithm=algorithm)
+    elif empty_shards_ok and splits > len(test_ids):
+        count, padding = len(test_ids), splits - len(test_ids)
     else:
         count = check_splits(splits, len(test_ids))
-    groups = _fill_empty(split(test_ids, weights, count), weights)
+    groups = [*_fill_empty(split(test_ids, weights, count), weights), *([] for _ in range(padding))]
     isolated_set = frozenset(isolated)
     shards = tuple(
         Shard(
@@ -122,7 +128,7 @@ def plan_shards(
         )
         for k, group in enumerate(groups)
     )
-    lower_bound = max(math.fsum(weights) / count, max(weights))
+    lower_bound = max(math.fsum(weights) / (count + padding), max(weights))
     return ShardPlan(algorithm, shards, lower_bound)
 
 

@@ -13,7 +13,7 @@ from typing import cast
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ci_tool.errors import TestDbError, Where
+from ci_tool.errors import TestDbError, Where, raise_all
 from ci_tool.testdb.lines import parse_test_line
 from ci_tool.testdb.model import (
     BLOCK_KEYS,
@@ -39,16 +39,11 @@ def yaml_files(root: Path) -> list[Path]:
 
 
 def load_test_db(root: str | Path, *, texts: Mapping[str, str | None] | None = None) -> TestDb:
-    """Load and validate a test-db folder; raise the first problem found. `texts`: file name -> the text to
-    read instead of the folder's file (None: as if it were gone), e.g. a pull request's lists at its head."""
+    """Load and validate a test-db folder; raise every problem found at once (errors.raise_all). `texts`: file
+    name -> the text to read instead of the folder's file (None: as if it were gone), e.g. a pull request's
+    lists at its head."""
     db, problems = read_test_db(root, texts=texts)
-    if problems:
-        first = problems[0]
-        if len(problems) > 1:
-            first.hint = (first.hint + " " if first.hint else "") + (
-                f"({len(problems) - 1} more problem(s); `ci-tool testdb check` lists them all)"
-            )
-        raise first
+    raise_all(problems, str(root))
     return db
 
 

@@ -34,6 +34,7 @@ RUN_FLAGS = [
     "--add-multi-gpu-test",
     "--only-multi-gpu-test",
     "--disable-multi-gpu-test",
+    "--only-perf-sanity-test",  # in the reference's help at one commit (bot-command.yml)
     "--post-merge",
     "--detailed-log",
     "--debug",
@@ -105,3 +106,9 @@ def test_what_bot_handle_reads_and_reaches_for_each_command(
 ) -> None:
     facts = (name in PR_COMMANDS, name in JENKINS_COMMANDS, name in PLANNED_COMMANDS)
     assert facts == (reads_pull_request, reaches_jenkins, plans_stages)
+
+
+def test_the_old_multi_gpu_spelling_is_an_alias_of_the_current_flag() -> None:
+    assert {flag.name: flag.aliases for flag in flags_of("run") if flag.aliases} == {
+        "--only-multi-gpu-test": ("--multi-gpu-test",)
+    }

@@ -63,6 +63,14 @@ REAL_COMMENTS = [
 ]
 
 
+REAL_COMMENTS += [
+    ('/bot run --stage-list ""', {"stage_list": []}),  # the reference takes it as left out (the selection notes it)
+    ("/bot run --only-multi-gpu-test", {"only_multi_gpu_test": True}),
+    ("/bot run --multi-gpu-test", {"only_multi_gpu_test": True}),  # the old spelling, still typed
+    ("/bot run --only-perf-sanity-test --post-merge", {"only_perf_sanity_test": True, "post_merge": True}),
+]
+
+
 @pytest.mark.parametrize(("comment", "flags"), REAL_COMMENTS, ids=[c for c, _ in REAL_COMMENTS])
 def test_real_comments_parse_as_intended(comment: str, flags: dict[str, object]) -> None:
     command = comment.split()[1]
@@ -75,12 +83,6 @@ REAL_MISTAKES = [
         "/bot run --post-merge -disable-fail-fast",
         23,
         "unknown flag '-disable-fail-fast' Hint: did you mean '--disable-fail-fast'?",
-    ),
-    (
-        '/bot run --stage-list ""',
-        23,
-        "expected at least one item in --stage-list, found '\"\"' "
-        "Hint: name at least one stage; to run no test stages use --skip-test",
     ),
     (
         "/bot skip",
@@ -149,7 +151,8 @@ ERRORS = [
         10,
         "unknown flag '--fast' Hint: /bot run takes --reuse-test, --disable-reuse-test, "
         "--disable-fail-fast, --skip-test, --stage-list, --extra-stage, --gpu-type, --test-backend, "
-        "--add-multi-gpu-test, --only-multi-gpu-test, --disable-multi-gpu-test, --post-merge, --detailed-log, "
+        "--add-multi-gpu-test, --only-multi-gpu-test, --disable-multi-gpu-test, --only-perf-sanity-test, "
+        "--post-merge, --detailed-log, "
         "--debug, --high-priority, --disable-cbts",
     ),
     ('/bot run --stagelist "A"', 10, "unknown flag '--stagelist' Hint: did you mean '--stage-list'?"),
@@ -497,3 +500,11 @@ def test_stage_list_with_a_flag_it_makes_moot_parses_as_the_reference_runs_it() 
         "command": "run",
         "flags": {"disable_fail_fast": True, "stage_list": ["GB200-4_GPUs-PyTorch-1"], "add_multi_gpu_test": True},
     }
+
+
+def test_the_old_spelling_counts_as_its_flag_when_both_are_given() -> None:
+    with pytest.raises(BotSyntaxError) as caught:
+        parse_comment("/bot run --multi-gpu-test --only-multi-gpu-test")
+    assert (caught.value.col, caught.value.headline) == (
+        27, "--only-multi-gpu-test given twice (first at column 10) Hint: drop one of them"
+    )  # fmt: skip

@@ -43,3 +43,24 @@ def test_the_run_command_knows_its_options() -> None:
     assert {"--base", "--results-dir", "--system-info", "--help"} <= {
         opt for param in run.get_params(click.Context(run)) for opt in param.opts
     }
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--run-mode", "nightly_release"], ["+ CPU-PackageSanityCheck-PY311"]),
+        (["--post-merge", "--run-mode", "release_check"], ["+ CPU-Build_Docs", "+ CPU-PackageSanityCheck-PY311"]),
+        (["--only-perf-sanity-test"],
+         ["+ CPU-Generic-PerfSanity-1", "+ DGX_B200-PyTorch-PerfSanity-1", "+ DGX_H200-PyTorch-PerfSanity-1"]),
+    ],
+    ids=["nightly", "release-check", "only-perf-sanity"],
+)
+def test_a_local_run_plans_run_modes_and_the_perf_sanity_flag(
+    argv: list[str], expected: list[str], capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    """The local engine: this repository's catalog, planned (`--plan-only`) as `ci-tool run` would run it."""
+    from ci_tool.cli import main
+
+    assert main(["run", *argv, "--plan-only", "--history", f"{tmp_path}/h.sqlite"]) == 0
+    planned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("+ ")]
+    assert planned == expected

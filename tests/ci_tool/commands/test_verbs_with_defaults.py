@@ -122,6 +122,7 @@ VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("stage", "show", "CPU-Generic-1"), 0, ""),
     (("stage", "show", "A10-PyTorch-1", "--system-info", "bad-sysinfo.json"), 1, "error: bad-sysinfo.json:1:9 (gpu)"),
     (("stages", "list"), 0, ""),
+    (("stages", "import", "tests/ci_tool/stages/reference/test_stage_configs.json"), 0, ""),
     (("shard", "--durations", "test-db/.test_durations", "--splits", "2", "cpu.txt"), 0, ""),
     (("history",), 0, ""),
     (("history", "import", ".ci-tool"), 1, "error: "),

@@ -34,7 +34,19 @@ REQUESTS: dict[str, tuple[dict[str, object], list[str], list[str]]] = {
     "tag trigger": ({}, [FULL], ["src/models/deepseek.py"]),
     "multi-GPU path, unlabelled": ({}, [], ["src/dist/group.py", "README.md"]),
     "docs only": ({}, [], ["docs/guide.md"]),
+    "old multi-GPU spelling": ({"multi_gpu_test": True}, [FULL], []),
+    "only perf sanity, post-merge": ({"only_perf_sanity_test": True, "post_merge": True}, [POST], []),
+    "empty stage list": ({"stage_list": []}, [], []),
+    "nightly release mode": ({"run_mode": "nightly_release"}, [], []),
+    "release check mode": ({"run_mode": "release_check", "post_merge": True}, [POST], []),
 }
+
+
+def request_json(flags: dict[str, object]) -> str:
+    """CI's REQUEST for a table row: its flags, and its run mode (a key of the request, not a flag) when set."""
+    flags = dict(flags)
+    mode = flags.pop("run_mode", None)
+    return json.dumps({"command": "run", "flags": flags, **({"run_mode": mode} if mode else {})})
 
 
 def git_workspace(make_workspace, name: str, changed: list[str]) -> Path:  # type: ignore[no-untyped-def]
@@ -69,7 +81,7 @@ def jenkins(generated: dict, run_stub, make_workspace) -> dict[str, dict[str, ob
         workspace = git_workspace(make_workspace, f"jenkins-{name}", changed)
         scenarios.append({
             "script": str(generated["small"].path(MERGE_REQUEST)),
-            "params": {"REQUEST": json.dumps({"command": "run", "flags": flags}), "LABELS": json.dumps(labels)},
+            "params": {"REQUEST": request_json(flags), "LABELS": json.dumps(labels)},
             "env": {"CHANGE_TARGET": "main"} if changed else {},
             "execute": ["stage select", "git fetch"],
             "workspace": str(workspace),
@@ -119,7 +131,7 @@ def test_both_pipelines_start_and_block_the_same_stages_the_same_way(
     plan = plan_job(
         generated["small"].files[WORKFLOW],
         workspace,
-        request=json.dumps({"command": "run", "flags": flags}),
+        request=request_json(flags),
         labels=json.dumps(labels),
         base_ref="main" if changed else "",
     )
@@ -135,6 +147,11 @@ def test_the_requests_cover_what_the_engines_must_agree_on(jenkins: dict) -> Non
     assert any(view["stage_run_args"] == {("--detailed-log",)} for view in views)
     assert "DGX_H100-4_GPUs-PyTorch-DeepSeek-1" in jenkins_view(jenkins["tag trigger"])["stages"]  # type: ignore[operator]
     assert jenkins_view(jenkins["docs only"])["stages"] == ["CPU-Generic-1"]
+    old_spelling = jenkins_view(jenkins["old multi-GPU spelling"])["stages"]
+    assert old_spelling and all("_GPUs" in name for name in old_spelling)  # type: ignore[union-attr]
+    assert jenkins_view(jenkins["empty stage list"])["stages"] == jenkins_view(jenkins["bare run"])["stages"]
+    perf = jenkins_view(jenkins["only perf sanity, post-merge"])["stages"]
+    assert perf == ["DGX_B200-PyTorch-PerfSanity-Post-Merge-1"]
 
 
 def expected(spec: CatalogStage) -> dict[str, object]:

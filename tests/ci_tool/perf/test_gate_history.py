@@ -94,8 +94,10 @@ ONE = "  - {name: b, concurrency: 1, input_len: 1, output_len: 1}\n"
         pytest.param("version: 2\n" + S.split("\n", 1)[1] + CLIENTS + ONE,
                      "c.yaml:1:10 (version): expected version 1, found 2", id="wrong-version"),
         pytest.param("version: 1\nmodel: gemma-lik\nserver_configs: []\n",
-                     "c.yaml:2:8 (model): expected a model preset, found 'gemma-lik' Hint: did you mean "
-                     "'gemma-like' or 'llama-like'? (1 more problem(s) in {dir}/c.yaml)", id="unknown-model"),
+                     "c.yaml: 2 problems, each on a line below\n  {dir}/c.yaml:2:8 (model): expected a model preset, "
+                     "found 'gemma-lik' Hint: did you mean 'gemma-like' or 'llama-like'?\n  {dir}/c.yaml:3:17 "
+                     "(server_configs): expected a non-empty list of server configs, found an empty list",
+                     id="unknown-model"),
         pytest.param(S.replace("max_batch_size: 8", "max_batch_size: 0") + CLIENTS + ONE,
                      "c.yaml:5:19 (server_configs[0].max_batch_size): expected an integer >= 1, found 0",
                      id="bad-batch"),

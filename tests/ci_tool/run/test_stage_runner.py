@@ -191,3 +191,17 @@ def test_isolated_test_under_a_folder_line_runs_once_alone(suite: Path) -> None:
         ("p01-main", ["cases/case_basic.py::TestGroup::test_alpha"]),
         ("p02-isolated-1", ["cases/case_basic.py::TestGroup::test_beta"]),
     ]
+
+
+def test_an_empty_shard_passes_saying_so(suite: Path) -> None:
+    """A family with more shards than tests (a catalog may keep the stage names people type): shard 3 of a
+    two-test family has nothing to run, and passes saying why, starting no pytest."""
+    (suite / "test-db" / "l0_two.yml").write_text(
+        "version: 0.0.1\nl0_two:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass, cases/case_flaky.py]\n"
+    )
+    db = load_test_db(suite / "test-db")
+    plan = plan_stage(parse_stage_name("CPU-Generic-3"), db=db, context="l0_two", splits=3, durations={})
+    result = run_stage(plan, RunSettings(suite, suite / "out", "r1"))
+    assert (result.state, result.reason, result.processes) == (
+        "passed", "shard 3 of 3 is empty: its family's list holds 2 test(s) for 3 shards", ()
+    )  # fmt: skip

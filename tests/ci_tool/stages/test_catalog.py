@@ -405,3 +405,88 @@ def test_skip_test_runs_exactly_the_docs_and_package_sanity_stages(real: Catalog
     request = parse_comment("/bot run --skip-test").selection_request()
     selection = select_stages(real, request, engine=Engine.LOCAL)
     assert selection.names == ("CPU-Build_Docs", "CPU-PackageSanityCheck-PY311")
+
+
+def test_an_auto_pool_runs_on_slurm_unless_the_family_says_otherwise() -> None:
+    family = "{name: DGX_B200-PyTorch, platform: 'auto:dgx-b200-flex', context: l0_x, splits: 1}"
+    text = f"version: 1\nfamilies:\n- {family}\n"
+    assert [(s.name.name, s.executor) for s in parse(text).stages] == [("DGX_B200-PyTorch-1", "slurm")]
+
+
+def test_a_family_with_more_shards_than_tests_keeps_its_stage_names_and_empty_shards() -> None:
+    from ci_tool.stages.planner import Planner
+
+    text = "version: 1\nfamilies:\n- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 5}\n"
+    catalog = parse(text)
+    assert catalog.names == tuple(f"A10-PyTorch-{k}" for k in range(1, 6))
+    plans = Planner(DB, DURATIONS).selection(catalog.stages)
+    assert [len(plan.lines) for plan in plans.values()] == [1, 1, 1, 0, 0]
+    assert sorted(line.test_id for plan in plans.values() for line in plan.lines) == [
+        "tests/a_test.py", "tests/b_test.py", "tests/c_test.py"
+    ]  # fmt: skip
+
+
+def test_a_timeout_past_the_cap_is_capped_and_says_so() -> None:
+    rule = TimeoutRule()
+    assert (rule.minutes(3 * 3600), rule.explain(3 * 3600)) == (
+        240, "derived: 2 x the slowest shard's predicted 180.0 min, capped at 240"
+    )  # fmt: skip
+    assert rule.explain(60) == "derived: 2 x the slowest shard's predicted 1.0 min, raised to the minimum 30"
+    assert TimeoutRule(maximum_minutes=600).minutes(3 * 3600) == 360
+    text = CPU_ONLY.replace("families:", "timeouts: {maximum_minutes: 20}\nfamilies:")
+    with pytest.raises(StageError, match=r"maximum_minutes\): expected minutes >= 30 \(the minimum\), found 20"):
+        parse(text)
+
+
+PLATFORMS = """\
+version: 1
+platforms:
+  dgx-h200-flex: {gpu: H200, system_gpu_count: 1, gpu_memory: 143771, cpu: x86_64, supports_fp8: true}
+families:
+- {name: DGX_B200-PyTorch, platform: 'auto:dgx-h200-flex', context: l0_h200, splits: 1}
+- {name: A10-PyTorch, platform: a10, context: l0_h200, splits: 1}
+"""
+
+
+def test_a_platforms_facts_render_what_its_runners_will() -> None:
+    """A B200-named family on a pool whose runners report H200 renders the H200 block; a platform the catalog
+    says nothing of renders with the stage name's facts (A10: no H200 test)."""
+    from ci_tool.stages.planner import Planner
+
+    catalog = parse(PLATFORMS)
+    plans = Planner(DB, DURATIONS).selection(catalog.stages, allow_empty=True)
+    assert {name: [line.test_id for line in plan.lines] for name, plan in plans.items()} == {
+        "DGX_B200-PyTorch-1": ["tests/h200_test.py"],
+        "A10-PyTorch-1": [],
+    }
+    assert catalog.families[0].facts == {
+        "gpu": "H200", "system_gpu_count": 1, "gpu_memory": 143771, "cpu": "x86_64", "supports_fp8": True
+    }  # fmt: skip
+    assert catalog.families[1].facts is None
+
+
+@pytest.mark.parametrize(
+    ("platforms", "message"),
+    [
+        ("{a10: {gpuu: A10}}", "(platforms.a10.gpuu): expected one of sysname"),
+        ("{a10: {system_gpu_count: many}}", "(platforms.a10.system_gpu_count): expected a GPU count"),
+        ("{'auto:a10': {gpu: A10}}", "(platforms.auto:a10): expected a platform label without 'auto:', found"),
+    ],
+    ids=["unknown-key", "bad-kind", "auto-label"],
+)
+def test_bad_platform_facts_are_located(platforms: str, message: str) -> None:
+    text = CPU_ONLY.replace("families:", f"platforms: {platforms}\nfamilies:")
+    with pytest.raises(StageError) as raised:
+        parse(text)
+    assert message in str(raised.value)
+
+
+def test_the_check_policy_is_read_from_the_catalog() -> None:
+    text = (
+        "version: 1\nchecks: {redundant_timeouts: false, stale_waives_exempt: [unittest/]}\n"
+        "families:\n- {name: CPU-Generic, platform: cpu, context: l0_x, splits: 1}\n"
+    )
+    checks = parse(text).checks
+    found = (checks.redundant_timeouts, checks.stale_waives, checks.exempts("unittest/a.py"), checks.exempts("b.py"))
+    assert found == (False, True, True, False)
+    assert parse(CPU_ONLY).checks.redundant_timeouts is True

@@ -130,7 +130,9 @@ def _check(text: str, durations: dict[str, float]) -> None:
     try:
         catalog = read_catalog(text, file="stages.yml", db=DB, durations=durations)
     except StageError as error:
-        assert "\n" not in str(error)  # one line
+        # one line, or a headline and one line per problem
+        assert str(error).count("\n") == len(error.problems) != 1
+        assert all("\n" not in str(problem) for problem in error.problems)
     else:
         assert isinstance(catalog, Catalog)
         assert all(family.timeout_minutes > 0 and 1 <= family.splits <= 1000 for family in catalog.families)

@@ -99,7 +99,7 @@ def test_estimate_of_one_entry(entry: str, seconds: float) -> None:
     assert (estimates.seconds[entry], estimates.unknown) == (seconds, frozenset())
 
 
-def test_unknown_entries_get_the_mean_of_the_known_ones_in_the_list() -> None:
+def test_an_unknown_entry_outside_every_known_folder_gets_the_lists_median() -> None:
     estimates = estimate_seconds(["a/test_x.py::test_one", "a/test_y.py::T::test_z", "new.py::t"], DURATIONS)
     assert estimates.seconds == {"a/test_x.py::test_one": 10.0, "a/test_y.py::T::test_z": 5.0, "new.py::t": 7.5}
     assert (estimates.unknown, estimates.mean_seconds) == (frozenset({"new.py::t"}), 7.5)
@@ -143,9 +143,23 @@ def test_any_durations_parse_or_raise_our_error_and_estimate_finite_seconds(data
 def test_each_entry_adds_its_recorded_per_process_cost() -> None:
     durations = {"a.py::t": 2.0, "b.py::t": 3.0, "process-cost:a.py": 1.5, "process-cost:b.py": 0.5}
     estimates = estimate_seconds(["a.py", "b.py", "c.py"], durations)
-    # c.py: the mean of the known test seconds (2.5) and of the recorded costs (1.0)
+    # c.py: the median of the known test seconds (2.5) and the mean of the recorded costs (1.0)
     assert estimates.seconds == {"a.py": 3.5, "b.py": 3.5, "c.py": 3.5}
 
 
 def test_without_recorded_costs_nothing_is_added() -> None:
     assert estimate_seconds(["a.py"], {"a.py::t": 2.0}).seconds == {"a.py": 2.0}
+
+
+def test_an_unknown_entry_is_priced_by_its_nearest_folder_not_by_slow_strangers() -> None:
+    """A list mixing second-long unit tests with hour-long perf cases: an unknown unit-test file costs what
+    its folder's recorded files do (the median, so one slow neighbour does not price the folder)."""
+    durations = {
+        "unittest/a/test_1.py": 2.0, "unittest/a/test_2.py": 4.0, "unittest/a/test_3.py": 900.0,
+        "unittest/b/test_4.py": 6.0, "perf/test_perf.py::case": 7200.0,
+    }  # fmt: skip
+    entries = [*durations, "unittest/a/test_new.py", "unittest/c/test_new.py", "examples/test_new.py"]
+    estimates = estimate_seconds(entries, durations)
+    assert [estimates.seconds[entry] for entry in entries[-3:]] == [4.0, 5.0, 6.0]
+    # unittest/a/: median of 2, 4, 900; unittest/: median of 2, 4, 900, 6; the whole list: of all five
+    assert estimates.unknown == frozenset(entries[-3:])

@@ -3,8 +3,10 @@ reason recorded for each stage, name validation, approvals and the merge gate, a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,11 +16,12 @@ from ci_tool.stages.approvals import FULL_PRE_MERGE_APPROVED, POST_MERGE_APPROVE
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.request import SelectionRequest, Step
+from ci_tool.stages.request import RunMode, SelectionRequest, Step, request_from_json
 from ci_tool.stages.select import RULES, Selection, option_steps, rule_for, select_stages
 
 CATALOGS = Path(__file__).parent / "catalogs"
 CATALOG: Catalog = open_catalog(CATALOGS / "select.yml", CATALOGS / "test-db").catalog
+ROOT = Path(__file__).resolve().parents[3]
 
 DEFAULT = (
     "CPU-Generic-1",
@@ -254,7 +257,7 @@ def test_every_stage_has_one_verdict_in_catalog_order() -> None:
 
 def test_rules_run_in_step_order() -> None:
     steps = [rule.step for rule in RULES]
-    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 18]
+    assert steps == sorted(steps) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
 
 
 @pytest.mark.parametrize("step", option_steps(), ids=str)
@@ -491,6 +494,7 @@ FLAG_WALK = {
     "debug": ('/bot run --stage-list "A10-CPP-1" --debug', '/bot run --stage-list "A10-CPP-1"'),
     "high_priority": ("/bot run --high-priority", "/bot run"),
     "disable_cbts": ("/bot run --disable-cbts", "/bot run"),
+    "only_perf_sanity_test": ("/bot run --only-perf-sanity-test --post-merge", "/bot run --post-merge"),
 }  # fmt: skip
 # Flags whose effect is the run's, not the selection's, where the engine keeps a history: reuse on a local run
 # selects from the history's passed stages (tests/ci_tool/run/test_reuse_cli.py pins that).
@@ -537,3 +541,57 @@ def test_the_selection_json_carries_what_every_consumer_acts_on() -> None:
         False,
         False,
     )
+
+
+def test_only_perf_sanity_keeps_the_perf_sanity_stages_of_the_selection() -> None:
+    pre, post = select("/bot run --only-perf-sanity-test"), select("/bot run --only-perf-sanity-test --post-merge")
+    perf = [name for name in CATALOG.names if "-PerfSanity-" in name]
+    assert pre.names == tuple(name for name in perf if "Post-Merge" not in name)
+    assert post.names == tuple(perf) and post.custom_run
+    reasons = {v.reason for v in post.excluded if v.step is Step.ONLY_PERF_SANITY}
+    assert reasons == {"--only-perf-sanity-test: not PerfSanity"}
+
+
+def test_the_old_multi_gpu_spelling_runs_as_the_current_one_and_says_so() -> None:
+    old, new = select("/bot run --multi-gpu-test"), select("/bot run --only-multi-gpu-test")
+    assert old.names == new.names and old.names
+    assert old.notes == ("--multi-gpu-test is the old spelling of --only-multi-gpu-test: it ran as that",)
+
+
+def test_an_empty_stage_list_is_taken_as_left_out() -> None:
+    selection = select('/bot run --stage-list ""')
+    assert (selection.names, selection.custom_run) == (select("/bot run").names, False)
+    assert selection.notes == ('--stage-list "" names no stage: the usual selection runs, as if it were left out',)
+
+
+@pytest.mark.parametrize(
+    ("mode", "kept"),
+    [
+        (RunMode.NIGHTLY_RELEASE, lambda s: s.name.kind.value == "package_sanity"),
+        (RunMode.RELEASE_CHECK, lambda s: not s.name.is_test),
+    ],
+    ids=["nightly_release", "release_check"],
+)
+def test_a_run_mode_keeps_its_stages_after_the_flags(mode: RunMode, kept: Callable[[Any], bool]) -> None:
+    """On this repository's catalog, which has a docs stage and a package-sanity stage."""
+    real = open_catalog(ROOT / "jenkins" / "stages.yml", ROOT / "test-db").catalog
+    request = replace(parse_comment("/bot run --post-merge").selection_request(), run_mode=mode)
+    selection = select_stages(real, request, engine=Engine.JENKINS, labels=APPROVED)
+    assert selection.names == tuple(s.name.name for s in real.stages if kept(s))
+    assert selection.custom_run and selection.names
+    assert request_from_json(request.to_json()) == request  # CI's REQUEST carries the mode
+
+
+def test_an_unknown_run_mode_is_refused_naming_the_modes() -> None:
+    with pytest.raises(StageError) as raised:
+        request_from_json({"command": "run", "flags": {}, "run_mode": "nightly"}, source="REQUEST")
+    assert str(raised.value) == (
+        "REQUEST: expected a run mode (full, nightly_release, release_check), found 'nightly' "
+        "Hint: did you mean 'nightly_release'?"
+    )
+
+
+def test_the_json_payload_takes_the_old_multi_gpu_key() -> None:
+    assert request_from_json({"command": "run", "flags": {"multi_gpu_test": True}}).only_multi_gpu_test
+    with pytest.raises(StageError, match="expected 'only_multi_gpu_test' once, found it also as 'multi_gpu_test'"):
+        request_from_json({"command": "run", "flags": {"only_multi_gpu_test": True, "multi_gpu_test": True}})
