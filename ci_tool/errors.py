@@ -156,9 +156,16 @@ def raise_all(problems: Sequence[CiToolError], file: str) -> None:
 
 
 def all_problems(problems: Sequence[CiToolError], file: str) -> CiToolError:
-    """One error of the first problem's domain listing `problems` (at least two) of `file`."""
+    """One error of the first problem's domain listing `problems` (at least two) of `file`, in the order they
+    stand in the file (whichever check found them)."""
     domain = type(problems[0]) if type(problems[0]).__init__ is CiToolError.__init__ else CiToolError
-    return domain(f"{len(problems)} problems, each on a line below", where=Where(file), problems=problems)
+    ordered = sorted(problems, key=_position)
+    return domain(f"{len(problems)} problems, each on a line below", where=Where(file), problems=ordered)
+
+
+def _position(problem: CiToolError) -> tuple[str, int, int]:
+    where = problem.where or Where()
+    return where.file or "", where.line or 0, where.col or 0
 
 
 def closest(name: str, choices: Iterable[str], *, limit: int = 3) -> list[str]:

@@ -330,3 +330,37 @@ def test_testdb_check_reports_a_catalog_that_does_not_load(capsys: pytest.Captur
 def test_testdb_check_passes_with_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "testdb", "check", *CATALOG)
     assert (code, out) == (0, "test-db OK: 1 contexts, 5 test lines, 1 waives\n")
+
+
+BROKEN = """\
+version: 1
+families:
+- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 1, gpus: 1}
+- {name: CPU-Generic, platform: cpu, context: l0_nowhere, splits: 1}
+- {name: DGX_H100-PyTorch, platform: cpu, context: l0_x, splits: 1}
+"""
+
+
+@pytest.mark.parametrize(
+    "verb", [("stages", "list"), ("generate", "--check"), ("stage", "show", "A10-PyTorch-1")], ids=" ".join
+)
+def test_every_verb_that_loads_a_catalog_lists_all_its_problems(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, verb: tuple[str, ...]
+) -> None:
+    (tmp_path / "stages.yml").write_text(BROKEN)
+    code, _, err = run(capsys, *verb, "--catalog", str(tmp_path / "stages.yml"), "--test-db", str(HERE / "test-db"))
+    lines = err.splitlines()
+    assert (code, lines[0]) == (1, f"error: {tmp_path}/stages.yml: 3 problems, each on a line below")
+    assert [line.split(": ", 1)[0] for line in lines[1:]] == [
+        f"  {tmp_path}/stages.yml:3:64 (families[0].gpus)",
+        f"  {tmp_path}/stages.yml:4:47 (families[1].context)",
+        f"  {tmp_path}/stages.yml:5:38 (families[2].platform)",
+    ]
+
+
+def test_testdb_check_counts_each_catalog_problem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "stages.yml").write_text(BROKEN)
+    code, _, err = run(capsys, "testdb", "check", "--test-db", str(HERE / "test-db"),
+                       "--catalog", str(tmp_path / "stages.yml"))  # fmt: skip
+    assert code == 1
+    assert sum(f"{tmp_path}/stages.yml:" in line for line in err.splitlines()) == 3
