@@ -126,7 +126,7 @@ class Step {
     }
 }
 
-@Field final int WAIT_SECONDS = 60  // the longest a running or concurrent stage waits for the others
+@Field final int WAIT_SECONDS = 30  // the longest a running or concurrent stage waits: generous, the steps take milliseconds
 @Field final String UNMODELLED_HINT = 'model it in steps() of tests/ci_tool/generate/pipeline_stub.groovy, as Jenkins runs it'
 @Field final GroovyClassLoader loader = new GroovyClassLoader()
 @Field final Map compiled = [:]

@@ -120,12 +120,17 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-passes": l0_test(["A10-PyTorch-1", "CPU-Generic-1"]),
     "test-perf-label": l0_test(["H100_PCIe-PyTorch-Perf-1"]),
     "test-slurm": l0_test(["GB200-8_GPUs-2_Nodes-PyTorch-1"]),
-    # the other two stages still run when A10-PyTorch-2 fails: fail-fast aborts them
-    "test-fail-fast": l0_test(["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], failing_stages=["A10-PyTorch-2"],
-                              running_stages=["A10-PyTorch-1", "CPU-Generic-1"]),
+    # the three stages start; A10-PyTorch-2 fails while the other two still run: fail-fast aborts them
+    "test-fail-fast": l0_test(
+        ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
+        failing_stages=["A10-PyTorch-2"],
+        running_stages=["A10-PyTorch-1", "CPU-Generic-1"],
+        concurrent_stages=["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
+    ),
     # each stage's run waits until the other's has started: they pass only when the branches overlap
-    "test-concurrent": l0_test(["A10-PyTorch-1", "CPU-Generic-1"],
-                               concurrent_stages=["A10-PyTorch-1", "CPU-Generic-1"]),
+    "test-concurrent": l0_test(
+        ["A10-PyTorch-1", "CPU-Generic-1"], concurrent_stages=["A10-PyTorch-1", "CPU-Generic-1"]
+    ),
     "test-no-fail-fast": l0_test(
         ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], fail_fast=False, failing_stages=["A10-PyTorch-2"]
     ),
@@ -141,8 +146,11 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-real-stage-run": l0_test(["CPU-Generic-1"], run_args=["--detailed-log"], execute=["stage run"]),
     "mr-passes": merge_request(selection(["GH200-PyTorch-1", MULTI, "A10-PyTorch-1"])),
     "mr-single-fails": merge_request(
-        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"]), failing_stages=["A10-PyTorch-1"],
-        running_stages=["GH200-PyTorch-1"],  # aarch64's L0_Test run is still going when x86_64's fails
+        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"]),
+        failing_stages=["A10-PyTorch-1"],
+        # both L0_Test runs start, and aarch64's is still going when x86_64's fails
+        concurrent_stages=["A10-PyTorch-1", "GH200-PyTorch-1"],
+        running_stages=["GH200-PyTorch-1"],
     ),
     "mr-concurrent": merge_request(
         selection(["A10-PyTorch-1", "GH200-PyTorch-1"]), concurrent_stages=["A10-PyTorch-1", "GH200-PyTorch-1"]

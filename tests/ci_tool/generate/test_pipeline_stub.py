@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,9 @@ UNMODELLED = {  # the stub's message for each pipeline that uses what it does no
 }
 
 
+StubResult = tuple[subprocess.CompletedProcess[str], dict[str, Any]]  # the process, and each scenario's result
+
+
 def _file_name(pipeline: str) -> str:
     return pipeline.replace(" ", "_") + ".groovy"
 
@@ -68,7 +72,7 @@ def _file_name(pipeline: str) -> str:
 @pytest.fixture(scope="module")
 def stub(
     generated: dict[str, Generated], stub_process: StubProcess, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, object]]]:
+) -> StubResult:
     """One stub run: the modelled steps, the steps of every generated Groovy file (every golden catalog's and
     the repository's), and each hand-written pipeline, run (the `uses` one read)."""
     folder = tmp_path_factory.mktemp("pipelines")
@@ -88,9 +92,9 @@ def stub(
     return process, dict(zip(scenarios, json.loads(process.stdout), strict=True))
 
 
-def test_the_stub_models_exactly_the_steps_and_globals_the_generated_pipelines_use(stub) -> None:  # type: ignore[no-untyped-def]
+def test_the_stub_models_exactly_the_steps_and_globals_the_generated_pipelines_use(stub: StubResult) -> None:
     _, results = stub
-    modelled: dict[str, dict[str, object]] = results["modelled"]["modelled"]
+    modelled: dict[str, dict[str, Any]] = results["modelled"]["modelled"]
     used: dict[str, set[str]] = {}
     where: dict[str, str] = {}
     for name, result in results.items():
@@ -107,7 +111,7 @@ def test_the_stub_models_exactly_the_steps_and_globals_the_generated_pipelines_u
             assert used[step] == set(spec["named"]), f"{step}: the named arguments the generated Groovy passes"
 
 
-def test_the_steps_a_script_uses_are_read_from_its_syntax_tree(stub) -> None:  # type: ignore[no-untyped-def]
+def test_the_steps_a_script_uses_are_read_from_its_syntax_tree(stub: StubResult) -> None:
     _, results = stub
     # its own method, its local variable and its closure variable are not steps; a step inside a closure is
     assert results["uses"]["uses"] == {
@@ -119,7 +123,7 @@ def test_the_steps_a_script_uses_are_read_from_its_syntax_tree(stub) -> None:  #
     }
 
 
-def test_what_the_stub_does_not_model_fails_its_run_naming_the_line(stub) -> None:  # type: ignore[no-untyped-def]
+def test_what_the_stub_does_not_model_fails_its_run_naming_the_line(stub: StubResult) -> None:
     process, results = stub
     assert process.returncode == 1
     messages = {name: f"{message} Hint: {HINT}" for name, message in UNMODELLED.items()}
@@ -130,13 +134,13 @@ def test_what_the_stub_does_not_model_fails_its_run_naming_the_line(stub) -> Non
     assert "carried on" not in str(results["swallowed by catch Exception"]["calls"])
 
 
-def test_parallel_returns_every_branchs_result_by_name(stub) -> None:  # type: ignore[no-untyped-def]
+def test_parallel_returns_every_branchs_result_by_name(stub: StubResult) -> None:
     _, results = stub
     run = results["branch results"]
     assert (run["error"], run["calls"][-1]) == (None, {"step": "echo", "message": "[a:A, b:B]"})
 
 
-def test_without_fail_fast_a_failed_branch_fails_the_parallel_once_the_others_have_ended(stub) -> None:  # type: ignore[no-untyped-def]
+def test_without_fail_fast_a_failed_branch_fails_the_parallel_once_the_others_have_ended(stub: StubResult) -> None:
     _, results = stub
     run = results["a branch fails"]
     assert run["error"] == "a broke"
