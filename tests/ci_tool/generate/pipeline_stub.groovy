@@ -5,7 +5,7 @@
 // A table scenario, {"script": path, "method": name}, returns {"table": the method's return value}
 // without running the pipeline. A steps scenario, {"modelled": true}, returns {"modelled": {name: {"plugin":
 // the Jenkins plugin that provides it, "named": the named arguments the stub understands, or null}}}, every
-// step and global variable the stub models (STEPS). A uses scenario, {"uses": path}, returns {"uses": {name:
+// step and global variable the stub models (steps(), the one list). A uses scenario, {"uses": path}, returns {"uses": {name:
 // {"named": [named arguments], "at": "file:line" of its first use}}}: every step and global variable the
 // script calls, read from its syntax tree (its own methods and variables left out).
 // A run scenario returns {"calls": [...], "error": message or null}:
