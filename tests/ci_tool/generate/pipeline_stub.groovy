@@ -326,7 +326,7 @@ Map steps(Map scenario, Map files, Map stashes) {
 }
 
 // Runs `command` for real in the workspace, so the contract between pipeline and ci-tool is tested; returns
-// what it printed. Fail-fast's abort kills it, as Jenkins kills an aborted `sh`.
+// what it printed. Fail-fast's abort kills it and every process it started, as Jenkins kills an aborted `sh`.
 String execute(String command, Map scenario, File workspace, Map bound) {
     Map environment = new HashMap(System.getenv())
     environment.putAll(scenario.params ?: [:])
@@ -339,6 +339,7 @@ String execute(String command, Map scenario, File workspace, Map bound) {
     try {
         process.waitFor()
     } catch (InterruptedException stopped) {
+        process.toHandle().descendants().forEach { it.destroy() }
         process.destroy()
         throw aborted(current.get())
     }

@@ -8,6 +8,7 @@ Jenkins' results and failures. Every scenario here runs in one JVM.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,16 @@ PIPELINES: dict[str, str] = {
     "in a parallel branch": "parallel(a: { echo 'a' }, b: {\n    deleteDir()\n})\n",
     "branch results": "Map results = parallel(a: { 'A' }, b: { 'B' })\necho \"${results}\"\n",
     "a branch fails": "parallel(a: { error('a broke') }, b: { echo 'b ran to its end' })\necho 'not reached'\n",
+    # b fails once a's real `sh` is running (a FIFO hands over): fail-fast kills a's shell and its `sleep`
+    "fail fast kills a real sh": (
+        "parallel(failFast: true,\n"
+        "    a: { sh 'echo $$ > shell.pid; sleep 60 & echo $! > sleep.pid; "
+        "echo started > ready.fifo; wait; echo never' },\n"
+        "    b: {\n"
+        "        sh 'read line < ready.fifo'\n"
+        "        error('b broke')\n"
+        "    })\n"
+    ),
     "uses": (
         "void helper(Closure body) {\n    body()\n}\n"
         "String local = 'x'\n"
@@ -87,9 +98,16 @@ def stub(
         (folder / _file_name(name)).write_text(source, encoding="utf-8")
         path = str(folder / _file_name(name))
         scenarios[name] = {"uses": path} if name == "uses" else {"script": path, "params": {"NAME": "n"}}
+    workspace = tmp_path_factory.mktemp("fail-fast-workspace")
+    os.mkfifo(workspace / "ready.fifo")
+    scenarios["fail fast kills a real sh"] |= {"workspace": str(workspace), "execute": ["fifo"]}
     process = stub_process(list(scenarios.values()))
     assert process.stdout, process.stderr
-    return process, dict(zip(scenarios, json.loads(process.stdout), strict=True))
+    results = {
+        name: {**result, "workspace": scenario.get("workspace")}
+        for (name, scenario), result in zip(scenarios.items(), json.loads(process.stdout), strict=True)
+    }
+    return process, results
 
 
 def test_the_stub_models_exactly_the_steps_and_globals_the_generated_pipelines_use(stub: StubResult) -> None:
@@ -149,3 +167,29 @@ def test_without_fail_fast_a_failed_branch_fails_the_parallel_once_the_others_ha
         {"step": "error", "message": "a broke"},
         {"step": "echo", "message": "b ran to its end"},
     ]
+
+
+def test_fail_fast_kills_a_running_real_sh_and_every_process_it_started(stub: StubResult) -> None:
+    _, results = stub
+    run = results["fail fast kills a real sh"]
+    assert run["error"] == "b broke"
+    assert [(call["step"], call.get("exitCode", call.get("branches"))) for call in run["calls"]] == [
+        ("parallel", ["a", "b"]),
+        ("sh", None),  # a's, killed: nothing executed is recorded for it
+        ("sh", None),
+        ("executed", 0),
+        ("error", None),
+        ("aborted", ["a"]),
+    ]
+    workspace = Path(run["workspace"])
+    for started in ("shell.pid", "sleep.pid"):
+        assert not _alive(int((workspace / started).read_text())), started
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, killed but not yet reaped by whoever adopted it, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
