@@ -315,7 +315,9 @@ Map steps(Map scenario, Map files, Map stashes) {
             Map parameters = args.parameters.collectEntries { [it.name, it.value] }
             List stages = new JsonSlurper().parseText(parameters.STAGES)
             List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
-            String result = stages.any { it in failing } ? 'FAILURE' : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
+            // a running one ends only when fail-fast aborts this branch, and the downstream build with it
+            String result = stages.any { it in running } ? 'ABORTED' : stages.any { it in failing } ? 'FAILURE'
+                : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
             record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, failFast: parameters.FAIL_FAST,
                    stageRunArgs: stageRunArgs, result: result, parameters: parameters)
             runsAlongside(stages)

@@ -432,6 +432,7 @@ def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_ot
         ("build", ["GH200-PyTorch-1"]),
         ("aborted", ["aarch64"]),
     ]
+    assert [call["result"] for call in run["calls"] if call["step"] == "build"] == ["FAILURE", "ABORTED"]
 
 
 def test_the_architectures_run_at_the_same_time(runs: dict) -> None:

@@ -2,8 +2,8 @@
 global variables the generated pipelines use, read from their syntax trees, so a step a template gains fails
 here until the stub models it; a step, argument or global it does not model fails the stub's run with the
 script's file and line, even inside `catch (Exception)` or a `parallel` branch; and its `parallel` has
-Jenkins' results and failures. Every scenario here runs in one JVM.
-"""
+Jenkins' results and failures, fail-fast killing a real `sh` that still runs. Every scenario here runs in one
+JVM."""
 
 from __future__ import annotations
 
