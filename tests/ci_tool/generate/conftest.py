@@ -140,18 +140,32 @@ def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
 StubRunner = Callable[[Sequence[Mapping[str, object]]], list[dict[str, object]]]
 
 
+StubProcess = Callable[[Sequence[Mapping[str, object]]], subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture(scope="session")
-def run_stub(tmp_path_factory: pytest.TempPathFactory) -> StubRunner:
-    """Runs scenarios through pipeline_stub.groovy in one JVM; one result per scenario, in order."""
+def stub_process(tmp_path_factory: pytest.TempPathFactory) -> StubProcess:
+    """Runs scenarios through pipeline_stub.groovy in one JVM: the finished process, whatever its exit code."""
     groovy = _groovy_tool("groovy")
     work = tmp_path_factory.mktemp("stub")
 
-    def run(scenarios: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    def run(scenarios: Sequence[Mapping[str, object]]) -> subprocess.CompletedProcess[str]:
         spec = work / "scenarios.json"
         spec.write_text(json.dumps(list(scenarios)), encoding="utf-8")
-        result = subprocess.run(
+        return subprocess.run(
             [groovy, str(STUB), str(spec)], capture_output=True, text=True, env=_java_env(), timeout=300
         )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def run_stub(stub_process: StubProcess) -> StubRunner:
+    """Runs scenarios through pipeline_stub.groovy in one JVM; one result per scenario, in order. A scenario
+    that calls a step the stub does not model fails it (the stub exits 1 and names the step)."""
+
+    def run(scenarios: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+        result = stub_process(scenarios)
         assert result.returncode == 0, result.stderr
         results: list[dict[str, object]] = json.loads(result.stdout)
         return results

@@ -3,7 +3,12 @@
 //   groovy pipeline_stub.groovy scenarios.json   -> prints a JSON list, one result per scenario
 //
 // A table scenario, {"script": path, "method": name}, returns {"table": the method's return value}
-// without running the pipeline. A run scenario returns {"calls": [...], "error": message or null}:
+// without running the pipeline. A steps scenario, {"modelled": true}, returns {"modelled": {name: {"plugin":
+// the Jenkins plugin that provides it, "named": the named arguments the stub understands, or null}}}, every
+// step and global variable the stub models (steps(), the one list). A uses scenario, {"uses": path}, returns {"uses": {name:
+// {"named": [named arguments], "at": "file:line" of its first use}}}: every step and global variable the
+// script calls, read from its syntax tree (its own methods and variables left out).
+// A run scenario returns {"calls": [...], "error": message or null}:
 //   {"script": path, "params": {...}, "env": {...},
 //    "files": {name: the JSON value readJSON(file: name) returns},
 //    "workspace": folder, "execute": [substrings of `sh` scripts to run for real, with bash, in the workspace,
@@ -11,15 +16,42 @@
 //    "stdout": {substring of an `sh` script not run for real: what it prints, for `returnStdout`},
 //    "credentials": {Jenkins credential id: its secret text, which withCredentials binds; others are missing},
 //    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
-//    "unstable_stages": [names whose L0_Test run ends UNSTABLE]}
-// `parallel` runs its branches one after another; with failFast, a failing branch aborts the ones after
-// it (recorded as an "aborted" step), as Jenkins aborts the still-running siblings.
+//    "unstable_stages": [names whose L0_Test run ends UNSTABLE],
+//    "running_stages": [names whose `ci-tool stage run`, or whose L0_Test run, is still running when another
+//                       branch fails: it runs until fail-fast aborts it (WAIT_SECONDS at most)],
+//    "concurrent_stages": [names whose `ci-tool stage run`s, or L0_Test runs, each wait until all of them
+//                          have started (WAIT_SECONDS at most): they pass only when their branches overlap]}
+//
+// `parallel` runs every branch on a thread of its own, as Jenkins does: it returns the branches' results by
+// name and, once all have ended, fails with the first failure; with failFast the first failure aborts the
+// branches still running (their `finally` blocks still run; recorded as an "aborted" step after the
+// branches' steps). Each branch records its steps in a list of its own, joined in the branches' order once
+// all have ended, so a run's record does not depend on how the threads were scheduled.
+//
+// A step, named argument or global variable the stub does not model fails the whole stub run (exit 1, the
+// message on stderr): a pipeline that calls one would fail on Jenkins, or run untested here.
 
 import groovy.json.JsonOutput
 import groovy.json.JsonSlurper
 import groovy.transform.Field
+import java.util.concurrent.BrokenBarrierException
+import java.util.concurrent.CyclicBarrier
+import java.util.concurrent.LinkedBlockingQueue
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.TimeoutException
+import org.codehaus.groovy.ast.ClassCodeVisitorSupport
+import org.codehaus.groovy.ast.ClassNode
+import org.codehaus.groovy.ast.DynamicVariable
+import org.codehaus.groovy.ast.expr.MapExpression
+import org.codehaus.groovy.ast.expr.MethodCallExpression
+import org.codehaus.groovy.ast.expr.TupleExpression
+import org.codehaus.groovy.ast.expr.VariableExpression
+import org.codehaus.groovy.control.CompilationUnit
+import org.codehaus.groovy.control.Phases
+import org.codehaus.groovy.control.SourceUnit
 import org.codehaus.groovy.runtime.InvokerHelper
 
+// A step's failure, as Jenkins' AbortException: the build fails with its message.
 class PipelineError extends RuntimeException {
     PipelineError(String message) { super(message) }
 }
@@ -29,8 +61,76 @@ class CredentialNotFound extends RuntimeException {
     CredentialNotFound(String message) { super(message) }
 }
 
+// What fail-fast throws into a branch it aborts: Jenkins' FlowInterruptedException is an InterruptedException,
+// which the pipelines rethrow where they catch a step's failure.
+class BranchAborted extends InterruptedException {
+    BranchAborted(String message) { super(message) }
+}
+
+// A step, argument or global the stub does not model. An Error, so that no `catch (Exception)` in a
+// pipeline can take it for a step's failure and carry on.
+class Unmodelled extends Error {
+    Unmodelled(String message) { super(message) }
+}
+
+// The binding of a run: the modelled steps and globals, and nothing else. Groovy asks it for every name the
+// script does not declare in scope, method calls included; the script's own fields it finds on the script.
+class StrictBinding extends Binding {
+    private Script script  // this.@script: a Binding's properties are its variables
+
+    StrictBinding(Map variables) { super(variables) }
+
+    void setScript(Script script) { this.@script = script }
+
+    @Override
+    Object getVariable(String name) {
+        if (!getVariables().containsKey(name)) {
+            Script owner = this.@script
+            if (owner != null && owner.getMetaClass().hasProperty(owner, name) != null) {
+                throw new MissingPropertyException(name, owner.getClass())  // Script.getProperty: the field
+            }
+            throw new Unmodelled("expected a step or global variable the stub models, found '${name}'")
+        }
+        return super.getVariable(name)
+    }
+}
+
+// One thread of a run: the main one, or a `parallel` branch, with what it recorded and what it has bound.
+class Branch {
+    final String name
+    final List calls = []
+    final Map bound  // withCredentials' variables, for the `sh` steps inside it
+    volatile boolean abortRequested = false
+    boolean abortDelivered = false
+    Thread thread
+    Object result
+    Throwable failure
+
+    Branch(String name, Map bound) {
+        this.name = name
+        this.bound = new HashMap(bound)
+    }
+}
+
+// A step of the DSL: the plugin that provides it, the named arguments the stub understands ([]: none; null:
+// a global variable, or a map whose keys are data, as parallel's branch names), and what it does.
+class Step {
+    final String plugin
+    final List named
+    final Object value  // a Closure for a step, the value for a global variable
+
+    Step(String plugin, List named, Object value) {
+        this.plugin = plugin
+        this.named = named
+        this.value = value
+    }
+}
+
+@Field final int WAIT_SECONDS = 30  // the longest a running or concurrent stage waits: generous, the steps take milliseconds
+@Field final String UNMODELLED_HINT = 'model it in steps() of tests/ci_tool/generate/pipeline_stub.groovy, as Jenkins runs it'
 @Field final GroovyClassLoader loader = new GroovyClassLoader()
 @Field final Map compiled = [:]
+@Field final ThreadLocal<Branch> current = new ThreadLocal<Branch>()
 
 // Each script is compiled once; every scenario runs a fresh instance with its own binding.
 Script instance(String path, Binding binding) {
@@ -42,157 +142,399 @@ Map tableOf(Map scenario) {
     return [table: instance(scenario.script, new Binding()).invokeMethod(scenario.method, null)]
 }
 
-Map runScenario(Map scenario) {
-    List calls = []
-    Map files = [:]
+void record(Map call) {
+    current.get().calls << call.collectEntries { k, v -> [k, v instanceof GString ? v.toString() : v] }
+}
+
+// A step's entry: where fail-fast's abort reaches a branch that is between blocking steps.
+void checkpoint() {
+    Branch branch = current.get()
+    synchronized (branch) {  // with abort(): the interrupt that came with the request is cleared with it
+        if (branch.abortRequested) {
+            Thread.interrupted()  // the abort is delivered here, once
+            throw aborted(branch)
+        }
+    }
+}
+
+BranchAborted aborted(Branch branch) {
+    branch.abortRequested = false
+    branch.abortDelivered = true
+    return new BranchAborted("Failed in another branch: ${branch.name} aborted (fail-fast)")
+}
+
+// Every step and global variable the generated pipelines may use, and nothing else: the one list the binding
+// holds and test_pipeline_stub.py checks against what the generated Groovy calls.
+Map steps(Map scenario, Map files, Map stashes) {
     List failing = scenario.failing_stages ?: []
     List unstableStages = scenario.unstable_stages ?: []
-    def record = { Map call -> calls << call.collectEntries { k, v -> [k, v instanceof GString ? v.toString() : v] } }
-    def binding = new Binding()
-    binding.setVariable('params', scenario.params)
-    binding.setVariable('scm', 'scm')
-    binding.setVariable('env', scenario.env ?: [:])
+    List running = scenario.running_stages ?: []
+    List concurrent = scenario.concurrent_stages ?: []
+    CyclicBarrier together = concurrent ? new CyclicBarrier(concurrent.size()) : null
     File workspace = scenario.workspace ? new File(scenario.workspace) : null
-    binding.setVariable('properties', { List properties ->
-        record(step: 'properties', parameters: properties.flatten().collect { it.name })
-    })
-    binding.setVariable('parameters', { List parameters -> parameters })
-    binding.setVariable('text', { Map parameter -> parameter })
-    binding.setVariable('booleanParam', { Map parameter -> parameter })
-    binding.setVariable('string', { Map parameter -> parameter })
-    binding.setVariable('readJSON', { Map args ->
-        if (args.containsKey('file')) {
-            if (workspace != null && new File(workspace, args.file).exists()) {
-                return new JsonSlurper().parse(new File(workspace, args.file))
-            }
-            return (scenario.files ?: [:])[args.file]
-        }
-        return new JsonSlurper().parseText(args.text)
-    })
-    binding.setVariable('writeJSON', { Map args -> assert args.returnText; JsonOutput.toJson(args.json) })
-    binding.setVariable('writeFile', { Map args ->
-        files[args.file] = args.text
-        if (workspace != null) {
-            new File(workspace, args.file).text = args.text
-        }
-        record(step: 'writeFile', file: args.file)
-    })
-    binding.setVariable('node', { String label, Closure body -> record(step: 'node', label: label); body() })
-    binding.setVariable('stage', { String name, Closure body -> record(step: 'stage', name: name); body() })
-    binding.setVariable('timeout', { Map args, Closure body -> record(step: 'timeout', time: args.time, unit: args.unit); body() })
-    binding.setVariable('checkout', { scm -> record(step: 'checkout') })
-    binding.setVariable('echo', { message -> record(step: 'echo', message: message.toString()) })
-    binding.setVariable('error', { message -> record(step: 'error', message: message.toString()); throw new PipelineError(message.toString()) })
-    binding.setVariable('unstable', { message -> record(step: 'unstable', message: message.toString()) })
-    binding.setVariable('sleep', { Map args -> record(step: 'sleep', time: args.time, unit: args.unit) })
-    // "credentials": {id: secret text}: withCredentials binds each to its variable for the steps inside it
-    // (for `sh`, in the environment of what runs for real, and named in its record), as Jenkins does.
     Map credentials = scenario.credentials ?: [:]
-    Map bound = [:]
-    Map stashes = [:]
-    binding.setVariable('withCredentials', { List bindings, Closure body ->
-        Map exported = [:]
-        for (Map wanted : bindings) {
-            if (!credentials.containsKey(wanted.credentialsId)) {
-                record(step: 'withCredentials', missing: wanted.credentialsId)
-                throw new CredentialNotFound("Could not find credentials entry with ID '${wanted.credentialsId}'")
+    // What a stage's run does before it ends: wait for the concurrent ones, or run until fail-fast aborts it.
+    def runsAlongside = { List stages ->
+        if (stages.any { it in concurrent }) {
+            try {
+                together.await(WAIT_SECONDS, TimeUnit.SECONDS)
+            } catch (InterruptedException stopped) {
+                throw aborted(current.get())
+            } catch (TimeoutException | BrokenBarrierException ignored) {
+                throw new PipelineError("${stages.join(', ')}: waited ${WAIT_SECONDS} s for ${concurrent.join(', ')} " +
+                                        "to run at the same time")
             }
-            exported[wanted.variable] = credentials[wanted.credentialsId]
         }
-        record(step: 'withCredentials', variables: exported.keySet() as List)
-        Map before = new HashMap(bound)
-        bound.putAll(exported)
-        try {
-            return body()
-        } finally {
-            bound.clear()
-            bound.putAll(before)
+        if (stages.any { it in running }) {
+            try {
+                Thread.sleep(TimeUnit.SECONDS.toMillis(WAIT_SECONDS))  // woken by fail-fast's interrupt
+            } catch (InterruptedException stopped) {
+                throw aborted(current.get())
+            }
+            throw new PipelineError("${stages.join(', ')}: still running after ${WAIT_SECONDS} s; nothing aborted it")
         }
-    })
-    binding.setVariable('stash', { Map args -> stashes[args.name] = args.includes; record(step: 'stash', name: args.name, includes: args.includes) })
-    binding.setVariable('unstash', { String name ->
-        record(step: 'unstash', name: name)
-        if (!stashes.containsKey(name)) {
-            throw new PipelineError("No such saved stash '${name}'")
-        }
-    })
-    binding.setVariable('sh', { script ->
-        // sh 'script', or sh(returnStdout: true, script: 'script'), which returns what the script printed
-        boolean returnStdout = script instanceof Map && script.returnStdout
-        String command = (script instanceof Map ? script.script : script).toString()
-        record(bound ? [step: 'sh', script: command, credentials: bound.keySet() as List] : [step: 'sh', script: command])
-        String printed = ''
-        (scenario.stdout ?: [:]).each { String wanted, String text -> if (command.contains(wanted)) { printed = text } }
-        for (String wanted : scenario.execute ?: []) {
-            if (command.contains(wanted)) {
-                // Run it for real in the workspace, so the contract between pipeline and ci-tool is tested.
-                Map environment = new HashMap(System.getenv())
-                environment.putAll(scenario.params ?: [:])
-                environment.putAll(scenario.env ?: [:])
-                environment.putAll(bound)
-                List variables = environment.collect { k, v -> "${k}=${v}".toString() }
-                Process process = ['bash', '-c', command].execute(variables, workspace)
-                StringBuilder out = new StringBuilder(), err = new StringBuilder()
-                process.waitForProcessOutput(out, err)
-                record(step: 'executed', script: command, exitCode: process.exitValue(), stdout: out.toString(),
-                       stderr: err.toString())
-                if (process.exitValue() != 0) {
-                    throw new PipelineError("script returned exit code ${process.exitValue()}")
+    }
+    def parameter = { Map parameter -> parameter }
+    return [
+        params: new Step('workflow-cps', null, scenario.params),
+        env: new Step('workflow-cps', null, scenario.env ?: [:]),
+        scm: new Step('workflow-multibranch', null, 'scm'),
+        properties: new Step('workflow-multibranch', [], { List properties ->
+            record(step: 'properties', parameters: properties.flatten().collect { it.name })
+        }),
+        parameters: new Step('core', [], { List parameters -> parameters }),
+        text: new Step('core', ['name', 'defaultValue', 'description', 'value'], parameter),
+        booleanParam: new Step('core', ['name', 'defaultValue', 'description', 'value'], parameter),
+        // a string parameter, or credentials-binding's secret text binding
+        string: new Step('core, credentials-binding',
+                         ['name', 'defaultValue', 'description', 'value', 'credentialsId', 'variable'], parameter),
+        readJSON: new Step('pipeline-utility-steps', ['file', 'text'], { Map args ->
+            if (args.containsKey('file')) {
+                if (workspace != null && new File(workspace, args.file).exists()) {
+                    return new JsonSlurper().parse(new File(workspace, args.file))
                 }
-                printed = out.toString()
-                break
+                return (scenario.files ?: [:])[args.file]
             }
-        }
-        for (String name : failing) {
-            if (command.contains(" stage run '${name}' ")) {
+            return new JsonSlurper().parseText(args.text)
+        }),
+        writeJSON: new Step('pipeline-utility-steps', ['returnText', 'json'], { Map args ->
+            assert args.returnText
+            JsonOutput.toJson(args.json)
+        }),
+        writeFile: new Step('workflow-basic-steps', ['file', 'text'], { Map args ->
+            files[args.file] = args.text
+            if (workspace != null) {
+                new File(workspace, args.file).text = args.text
+            }
+            record(step: 'writeFile', file: args.file)
+        }),
+        node: new Step('workflow-durable-task-step', [], { String label, Closure body ->
+            record(step: 'node', label: label)
+            body()
+        }),
+        stage: new Step('pipeline-stage-step', [], { String name, Closure body ->
+            record(step: 'stage', name: name)
+            body()
+        }),
+        timeout: new Step('workflow-basic-steps', ['time', 'unit'], { Map args, Closure body ->
+            record(step: 'timeout', time: args.time, unit: args.unit)
+            body()
+        }),
+        checkout: new Step('workflow-scm-step', [], { scm -> record(step: 'checkout') }),
+        echo: new Step('workflow-basic-steps', [], { message -> record(step: 'echo', message: message.toString()) }),
+        error: new Step('workflow-basic-steps', [], { message ->
+            record(step: 'error', message: message.toString())
+            throw new PipelineError(message.toString())
+        }),
+        unstable: new Step('workflow-basic-steps', [], { message ->
+            record(step: 'unstable', message: message.toString())
+        }),
+        sleep: new Step('workflow-basic-steps', ['time', 'unit'], { Map args ->
+            record(step: 'sleep', time: args.time, unit: args.unit)
+        }),
+        // "credentials": {id: secret text}: withCredentials binds each to its variable for the steps inside it
+        // (for `sh`, in the environment of what runs for real, and named in its record), as Jenkins does.
+        withCredentials: new Step('credentials-binding', [], { List bindings, Closure body ->
+            Map exported = [:]
+            for (Map wanted : bindings) {
+                if (!credentials.containsKey(wanted.credentialsId)) {
+                    record(step: 'withCredentials', missing: wanted.credentialsId)
+                    throw new CredentialNotFound("Could not find credentials entry with ID '${wanted.credentialsId}'")
+                }
+                exported[wanted.variable] = credentials[wanted.credentialsId]
+            }
+            record(step: 'withCredentials', variables: exported.keySet() as List)
+            Map bound = current.get().bound
+            Map before = new HashMap(bound)
+            bound.putAll(exported)
+            try {
+                return body()
+            } finally {
+                bound.clear()
+                bound.putAll(before)
+            }
+        }),
+        stash: new Step('workflow-basic-steps', ['name', 'includes'], { Map args ->
+            stashes[args.name] = args.includes
+            record(step: 'stash', name: args.name, includes: args.includes)
+        }),
+        unstash: new Step('workflow-basic-steps', [], { String name ->
+            record(step: 'unstash', name: name)
+            if (!stashes.containsKey(name)) {
+                throw new PipelineError("No such saved stash '${name}'")
+            }
+        }),
+        sh: new Step('workflow-durable-task-step', ['script', 'returnStdout'], { script ->
+            // sh 'script', or sh(returnStdout: true, script: 'script'), which returns what the script printed
+            boolean returnStdout = script instanceof Map && script.returnStdout
+            String command = (script instanceof Map ? script.script : script).toString()
+            Map bound = current.get().bound
+            record(bound ? [step: 'sh', script: command, credentials: bound.keySet() as List] : [step: 'sh', script: command])
+            String printed = ''
+            (scenario.stdout ?: [:]).each { String wanted, String text -> if (command.contains(wanted)) { printed = text } }
+            for (String wanted : scenario.execute ?: []) {
+                if (command.contains(wanted)) {
+                    printed = execute(command, scenario, workspace, bound)
+                    break
+                }
+            }
+            List stages = (failing + running + concurrent).findAll { command.contains(" stage run '${it}' ") }
+            runsAlongside(stages)
+            if (stages.any { it in failing }) {
                 throw new PipelineError("script returned exit code 1")
             }
-        }
-        return returnStdout ? printed : null
-    })
-    binding.setVariable('junit', { Map args -> record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults) })
-    binding.setVariable('archiveArtifacts', { Map args -> record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive) })
-    binding.setVariable('build', { Map args ->
-        Map parameters = args.parameters.collectEntries { [it.name, it.value] }
-        List stages = new JsonSlurper().parseText(parameters.STAGES)
-        List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
-        String result = stages.any { it in failing } ? 'FAILURE' : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
-        record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, failFast: parameters.FAIL_FAST,
-               stageRunArgs: stageRunArgs, result: result, parameters: parameters)
-        return [result: result]
-    })
-    binding.setVariable('parallel', { Map branches ->
-        boolean failFast = branches.failFast ?: false
-        List names = branches.keySet().findAll { it != 'failFast' } as List
-        record(step: 'parallel', branches: names, failFast: failFast)
-        Throwable first = null
-        for (int i = 0; i < names.size(); i++) {
+            return returnStdout ? printed : null
+        }),
+        junit: new Step('junit', ['testResults', 'allowEmptyResults', 'keepProperties'], { Map args ->
+            record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults)
+        }),
+        archiveArtifacts: new Step('core', ['artifacts', 'allowEmptyArchive'], { Map args ->
+            record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive)
+        }),
+        build: new Step('pipeline-build-step', ['job', 'propagate', 'wait', 'parameters'], { Map args ->
+            Map parameters = args.parameters.collectEntries { [it.name, it.value] }
+            List stages = new JsonSlurper().parseText(parameters.STAGES)
+            List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
+            // a running one ends only when fail-fast aborts this branch, and the downstream build with it
+            String result = stages.any { it in running } ? 'ABORTED' : stages.any { it in failing } ? 'FAILURE'
+                : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
+            record(step: 'build', job: args.job, propagate: args.propagate, stages: stages, failFast: parameters.FAIL_FAST,
+                   stageRunArgs: stageRunArgs, result: result, parameters: parameters)
+            runsAlongside(stages)
+            return [result: result]
+        }),
+        parallel: new Step('workflow-cps', null, { Map branches -> runParallel(branches) }),
+    ]
+}
+
+// Runs `command` for real in the workspace, so the contract between pipeline and ci-tool is tested; returns
+// what it printed. Fail-fast's abort kills it and every process it started, as Jenkins kills an aborted `sh`.
+String execute(String command, Map scenario, File workspace, Map bound) {
+    Map environment = new HashMap(System.getenv())
+    environment.putAll(scenario.params ?: [:])
+    environment.putAll(scenario.env ?: [:])
+    environment.putAll(bound)
+    List variables = environment.collect { k, v -> "${k}=${v}".toString() }
+    Process process = ['bash', '-c', command].execute(variables, workspace)
+    StringBuilder out = new StringBuilder(), err = new StringBuilder()
+    Thread reading = process.consumeProcessOutputStream(out), readingErrors = process.consumeProcessErrorStream(err)
+    try {
+        process.waitFor()
+    } catch (InterruptedException stopped) {
+        process.toHandle().descendants().forEach { it.destroy() }
+        process.destroy()
+        throw aborted(current.get())
+    }
+    reading.join()
+    readingErrors.join()
+    record(step: 'executed', script: command, exitCode: process.exitValue(), stdout: out.toString(),
+           stderr: err.toString())
+    if (process.exitValue() != 0) {
+        throw new PipelineError("script returned exit code ${process.exitValue()}")
+    }
+    return out.toString()
+}
+
+// Jenkins' `parallel`: each branch on its own thread; the branches' results by name once all have ended, or
+// the first failure; with failFast the first failure aborts the branches still running.
+Map runParallel(Map branches) {
+    Branch parent = current.get()
+    boolean failFast = branches.failFast ?: false
+    List names = branches.keySet().findAll { it != 'failFast' } as List
+    record(step: 'parallel', branches: names, failFast: failFast)
+    List children = names.collect { new Branch(it as String, parent.bound) }
+    LinkedBlockingQueue ended = new LinkedBlockingQueue()
+    children.each { Branch child ->
+        child.thread = Thread.start("branch ${child.name}") {
+            current.set(child)
             try {
-                branches[names[i]]()
-            } catch (PipelineError failure) {
-                if (failFast) {
-                    record(step: 'aborted', branches: names.subList(i + 1, names.size()))
-                    throw failure
-                }
-                first = first ?: failure
+                child.result = branches[child.name]()
+            } catch (Throwable failure) {
+                child.failure = failure
+            } finally {
+                ended.put(child)
             }
         }
-        if (first != null) {
-            throw first
+    }
+    Throwable first = null
+    Set running = new LinkedHashSet(children)
+    while (running) {
+        Branch child
+        try {
+            child = ended.take()
+        } catch (InterruptedException stopped) {  // this branch itself aborted: so are its branches
+            parent.abortRequested = true
+            running.each { abort(it) }
+            continue
         }
-    })
+        running.remove(child)
+        if (child.failure != null && !child.abortDelivered) {
+            if (first == null) {
+                first = child.failure
+                if (failFast) {
+                    running.each { abort(it) }
+                }
+            } else {
+                first.addSuppressed(child.failure)
+            }
+        }
+    }
+    children.each { parent.calls.addAll(it.calls) }
+    List abortedNames = children.findAll { it.abortDelivered }*.name
+    if (abortedNames) {
+        record(step: 'aborted', branches: abortedNames)
+    }
+    if (parent.abortRequested) {
+        checkpoint()
+    }
+    Throwable unmodelled = children*.failure.find { it instanceof Unmodelled }
+    if (unmodelled != null) {
+        throw unmodelled  // never hidden behind another branch's failure
+    }
+    if (first != null) {
+        throw first
+    }
+    return children.collectEntries { [it.name, it.result] }
+}
+
+void abort(Branch branch) {
+    synchronized (branch) {
+        branch.abortRequested = true
+        branch.thread.interrupt()  // wakes a step that waits: a running stage, a real `sh`
+    }
+}
+
+// The binding's value for a step: its closure behind the fail-fast checkpoint and the check of its named
+// arguments; a global variable as it is.
+Object bindingValue(String name, Step step) {
+    if (!(step.value instanceof Closure)) {
+        return step.value
+    }
+    Closure body = step.value
+    return { Object... arguments ->
+        checkpoint()
+        if (step.named != null && arguments && arguments[0] instanceof Map) {
+            List unknown = (arguments[0] as Map).keySet().findAll { !(it in step.named) } as List
+            if (unknown) {
+                throw new Unmodelled("${name}: expected the named arguments the stub models " +
+                                     "(${step.named.join(', ')}), found ${unknown.join(', ')}")
+            }
+        }
+        return body(*arguments)
+    }
+}
+
+Map runScenario(Map scenario) {
+    Map stashes = Collections.synchronizedMap([:])
+    Map files = Collections.synchronizedMap([:])
+    Map modelled = steps(scenario, files, stashes)
+    def binding = new StrictBinding(modelled.collectEntries { name, step -> [name, bindingValue(name, step)] })
+    Branch main = new Branch(null, [:])
+    current.set(main)
     String error = null
     try {
-        instance(scenario.script, binding).run()
+        Script script = instance(scenario.script, binding)
+        binding.setScript(script)
+        script.run()
     } catch (PipelineError failure) {
         error = failure.message
+    } catch (Unmodelled unmodelled) {
+        String message = "${where(unmodelled, scenario.script)}: ${unmodelled.message} Hint: ${UNMODELLED_HINT}"
+        return [calls: main.calls, error: null, unmodelled: message]
+    } finally {
+        current.remove()
     }
-    return [calls: calls, error: error]
+    return [calls: main.calls, error: error]
+}
+
+// file:line of the script's line that called what the stub does not model.
+String where(Throwable problem, String script) {
+    String file = new File(script).name
+    StackTraceElement frame = problem.stackTrace.find { it.fileName == file && it.lineNumber > 0 }
+    return frame ? "${file}:${frame.lineNumber}" : file
+}
+
+Map modelledSteps() {
+    return [modelled: steps([:], [:], [:]).collectEntries { name, step -> [name, [plugin: step.plugin, named: step.named]] }]
+}
+
+// Every step and global variable `path` calls, from its syntax tree after semantic analysis: calls on the
+// script itself that are none of its methods, and variables it neither declares nor holds as fields.
+Map usesOf(String path) {
+    CompilationUnit unit = new CompilationUnit()
+    unit.addSource(new File(path))
+    unit.compile(Phases.SEMANTIC_ANALYSIS)
+    String file = new File(path).name
+    Map uses = new TreeMap()
+    def use = { String name, int line, Collection named ->
+        Map entry = uses[name] ?: (uses[name] = [named: new TreeSet(), line: line])
+        entry.named.addAll(named)
+        entry.line = Math.min(entry.line, line)
+    }
+    for (ClassNode script : unit.AST.classes) {
+        Set own = script.methods*.name as Set
+        def visitor = new ClassCodeVisitorSupport() {
+            @Override
+            protected SourceUnit getSourceUnit() { null }
+
+            @Override
+            void visitMethodCallExpression(MethodCallExpression call) {
+                if (call.implicitThis && !(call.methodAsString in own)) {
+                    def arguments = call.arguments instanceof TupleExpression ? call.arguments.expressions : []
+                    def map = arguments ? arguments[0] : null
+                    use(call.methodAsString, call.lineNumber,
+                        map instanceof MapExpression ? map.mapEntryExpressions*.keyExpression*.text : [])
+                }
+                super.visitMethodCallExpression(call)
+            }
+
+            @Override
+            void visitVariableExpression(VariableExpression variable) {
+                if (variable.accessedVariable instanceof DynamicVariable && script.getField(variable.name) == null) {
+                    use(variable.name, variable.lineNumber, [])
+                }
+                super.visitVariableExpression(variable)
+            }
+        }
+        script.methods.findAll { it.lineNumber > 0 || it.name == 'run' }.each { visitor.visitMethod(it) }
+    }
+    return [uses: uses.collectEntries { name, entry -> [name, [named: entry.named as List, at: "${file}:${entry.line}".toString()]] }]
 }
 
 List scenarios = new JsonSlurper().parse(new File(args[0]))
 List results = []
 for (Map scenario : scenarios) {
-    results << (scenario.method ? tableOf(scenario) : runScenario(scenario))
+    if (scenario.modelled) {
+        results << modelledSteps()
+    } else if (scenario.uses) {
+        results << usesOf(scenario.uses)
+    } else {
+        results << (scenario.method ? tableOf(scenario) : runScenario(scenario))
+    }
 }
 println JsonOutput.toJson(results)
+List unmodelled = results.findResults { it.unmodelled }
+if (unmodelled) {
+    unmodelled.each { System.err.println("pipeline_stub.groovy: ${it}") }
+    System.exit(1)
+}

@@ -3,7 +3,7 @@ and for every stage of every golden catalog, the Jenkins and GitHub definitions 
 
 The stub (pipeline_stub.groovy) records every pipeline step, so these tests check the dispatch logic
 itself: stage selection from the JSON parameters, labels, timeouts, archiving, fail-fast, and the
-single-GPU then multi-GPU hand-off.
+single-GPU then multi-GPU hand-off. Its `parallel` runs the branches at the same time, as Jenkins does.
 """
 
 from __future__ import annotations
@@ -120,7 +120,17 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-passes": l0_test(["A10-PyTorch-1", "CPU-Generic-1"]),
     "test-perf-label": l0_test(["H100_PCIe-PyTorch-Perf-1"]),
     "test-slurm": l0_test(["GB200-8_GPUs-2_Nodes-PyTorch-1"]),
-    "test-fail-fast": l0_test(["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], failing_stages=["A10-PyTorch-2"]),
+    # the three stages start; A10-PyTorch-2 fails while the other two still run: fail-fast aborts them
+    "test-fail-fast": l0_test(
+        ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
+        failing_stages=["A10-PyTorch-2"],
+        running_stages=["A10-PyTorch-1", "CPU-Generic-1"],
+        concurrent_stages=["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"],
+    ),
+    # each stage's run waits until the other's has started: they pass only when the branches overlap
+    "test-concurrent": l0_test(
+        ["A10-PyTorch-1", "CPU-Generic-1"], concurrent_stages=["A10-PyTorch-1", "CPU-Generic-1"]
+    ),
     "test-no-fail-fast": l0_test(
         ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], fail_fast=False, failing_stages=["A10-PyTorch-2"]
     ),
@@ -136,7 +146,14 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-real-stage-run": l0_test(["CPU-Generic-1"], run_args=["--detailed-log"], execute=["stage run"]),
     "mr-passes": merge_request(selection(["GH200-PyTorch-1", MULTI, "A10-PyTorch-1"])),
     "mr-single-fails": merge_request(
-        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"]), failing_stages=["A10-PyTorch-1"]
+        selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"]),
+        failing_stages=["A10-PyTorch-1"],
+        # both L0_Test runs start, and aarch64's is still going when x86_64's fails
+        concurrent_stages=["A10-PyTorch-1", "GH200-PyTorch-1"],
+        running_stages=["GH200-PyTorch-1"],
+    ),
+    "mr-concurrent": merge_request(
+        selection(["A10-PyTorch-1", "GH200-PyTorch-1"]), concurrent_stages=["A10-PyTorch-1", "GH200-PyTorch-1"]
     ),
     "mr-single-fails-no-fail-fast": merge_request(
         selection(["A10-PyTorch-1", MULTI, "GH200-PyTorch-1"], fail_fast=False, stage_run_args=["--detailed-log"]),
@@ -285,13 +302,31 @@ def test_perf_mode_stages_ask_for_a_perf_agent(runs: dict) -> None:
     assert steps(runs["test-perf-label"], "node") == [("node", "cpu"), ("node", "h100-pcie-perf")]
 
 
-def test_fail_fast_aborts_the_other_stages_and_still_archives_the_failed_one(runs: dict) -> None:
-    run = runs["test-fail-fast"]
-    assert run["error"] == "script returned exit code 1"
-    assert steps(run, "junit", "aborted")[-2:] == [
-        ("junit", "results/A10-PyTorch-2/**/*.xml"),
-        ("aborted", ["CPU-Generic-1"]),
+def test_the_stages_run_at_the_same_time(runs: dict) -> None:
+    run = runs["test-concurrent"]
+    assert run["error"] is None  # each stage's run waited for the other's to start
+    assert [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)] == [
+        ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
+        "--html-report 'results/A10-PyTorch-1/report.html' --executor local",
+        ".venv/bin/ci-tool stage run 'CPU-Generic-1' --output-dir 'results/CPU-Generic-1' "
+        "--html-report 'results/CPU-Generic-1/report.html' --executor local",
     ]
+
+
+def test_fail_fast_aborts_the_stages_still_running_and_every_stage_still_archives_its_results(runs: dict) -> None:
+    run = runs["test-fail-fast"]
+    assert run["error"] == "script returned exit code 1"  # the failed stage's failure, not an abort's
+    stages = ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"]
+    assert [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)] == [
+        f".venv/bin/ci-tool stage run '{stage}' --output-dir 'results/{stage}' "
+        f"--html-report 'results/{stage}/report.html' --executor local"
+        for stage in stages
+    ]  # all three were running
+    assert steps(run, "junit", "archiveArtifacts", "aborted") == [
+        *((kind, f"results/{stage}/**{suffix}") for stage in stages for kind, suffix in
+          (("junit", "/*.xml"), ("archiveArtifacts", ""))),
+        ("aborted", ["A10-PyTorch-1", "CPU-Generic-1"]),
+    ]  # fmt: skip
 
 
 def test_without_fail_fast_every_stage_runs_and_the_build_still_fails(runs: dict) -> None:
@@ -389,12 +424,20 @@ def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(r
 def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_other_arch(runs: dict) -> None:
     run = runs["mr-single-fails"]
     assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU NOT_BUILT"
-    assert steps(run, "stage", "build", "aborted")[-4:] == [
+    assert steps(run, "stage", "build", "aborted")[-6:] == [
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
         ("stage", "[Test-x86_64-Multi-GPU] Not started"),
+        ("stage", "[Test-aarch64-Single-GPU] Remote Run"),
+        ("build", ["GH200-PyTorch-1"]),
         ("aborted", ["aarch64"]),
     ]
+    assert [call["result"] for call in run["calls"] if call["step"] == "build"] == ["FAILURE", "ABORTED"]
+
+
+def test_the_architectures_run_at_the_same_time(runs: dict) -> None:
+    run = runs["mr-concurrent"]
+    assert (run["error"], steps(run, "build")) == (None, [("build", ["A10-PyTorch-1"]), ("build", ["GH200-PyTorch-1"])])
 
 
 def test_without_fail_fast_multi_gpu_starts_anyway_and_every_build_gets_the_selections_options(runs: dict) -> None:
