@@ -12,9 +12,11 @@
              recorded test of that function passed; else it runs again
 
 A run's code is its commit and its uncommitted-change hash (gitinfo.code_version): a source whose code
-differs is never reused, named or not. A stage record spares a stage only when it ran with the same inputs
-(its digest, StageRecord.inputs: the stage's list, waives and catalog entry), so a pass under another test-db
-or catalog spares nothing; a record without one (from before the digest was kept) spares nothing either.
+differs is never reused, named or not. A passed stage stands in for a stage only when it ran with the same
+inputs (its digest, StageRecord.inputs: the stage's list, waives and catalog entry), so a pass under another
+test-db or catalog does not spare the stage; a record without one (from before the digest was kept) does not
+either. Its passed tests still skip: a test that passed on this code passed, whatever list it came from (the
+waives a pull request merges in change the inputs, not what passed).
 Reuse matches exact stage names, and a stage narrowed by change-based selection carries `-cbts` in its name,
 so it never stands in for a full one.
 """
@@ -114,10 +116,8 @@ def reuse_source(store: HistoryStore, run: RunRecord, *, inputs_of: InputsOf) ->
     stages: dict[str, str] = {}
     tests: dict[str, ReusedTests] = {}
     for stage in _with_inputs(store, queries.run_stages(store, run.run_id)):
-        if not _same_inputs(stage, inputs_of(stage.name)):
-            continue
         passed_in = _passed_in(stage)
-        if passed_in is not None:
+        if passed_in is not None and _same_inputs(stage, inputs_of(stage.name)):
             stages[stage.name] = passed_in
         elif stage.state.ran:
             found = _passed_tests(store, run.run_id, stage.name)
@@ -154,12 +154,9 @@ def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str, inputs_o
 
 def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str, inputs: str) -> StageReuse:
     """What the earlier runs of this code with these `inputs` spare `stage` (see StageReuse)."""
-    records = [
-        record
-        for record in _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=stage)
-        if _same_inputs(record, inputs)
-    ]
-    passed_in = next((found for found in map(_passed_in, records) if found is not None), None)
+    records = _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=stage)
+    same_inputs = [record for record in records if _same_inputs(record, inputs)]
+    passed_in = next((found for found in map(_passed_in, same_inputs) if found is not None), None)
     if passed_in is not None:
         return StageReuse(passed_in=passed_in)
     newest = next((record for record in records if record.state.ran), None)
