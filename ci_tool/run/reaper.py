@@ -11,6 +11,9 @@ write the stage's (and a Slurm job's) result file, so no test process can touch 
 
 A child ci-tool had before (another of its own, a test session's server when ci-tool runs inside a test) is
 spared. Elsewhere than Linux there is no subreaper: only the group is killed (process.py), as before.
+
+For as long, ci-tool is undumpable (`PR_SET_DUMPABLE` 0): a test running as the same user cannot read its
+parent's environment (the history's location and password, /proc/<pid>/environ) or memory.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+_PR_GET_DUMPABLE = 3  # <linux/prctl.h>
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 _PROC = Path("/proc")
 MAX_ROUNDS = 100  # each round kills what it finds; a daemon that forks as it dies is found in the next
@@ -51,20 +56,30 @@ def supported() -> bool:
 
 @contextlib.contextmanager
 def subreaper() -> Iterator[frozenset[int]]:
-    """This process as the child subreaper for the block (as it was after); yields the children it had
-    before, which `reap_descendants` spares."""
+    """This process as the child subreaper, and undumpable, for the block (as it was after); yields the
+    children it had before, which `reap_descendants` spares."""
     prctl = _PRCTL
     if not supported() or prctl is None:
         yield frozenset()
         return
     was = ctypes.c_int(0)
     prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    dumpable = prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
     before = frozenset(_children(os.getpid()))
     prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         yield before
     finally:
         prctl(_PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
+        if dumpable > 0:
+            prctl(_PR_SET_DUMPABLE, dumpable, 0, 0, 0)
+
+
+def dumpable() -> bool | None:
+    """Whether this process is dumpable (None where that cannot be asked)."""
+    prctl = _PRCTL
+    return None if prctl is None else prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) > 0
 
 
 def reap_descendants(spared: frozenset[int]) -> int:

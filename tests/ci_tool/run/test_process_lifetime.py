@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ci_tool.run import parent_death
+from ci_tool.run import parent_death, reaper
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
@@ -180,3 +180,12 @@ def test_a_setsid_daemon_a_test_starts_ends_with_the_stage(daemon_suite: Path) -
     result = run_stage(plan, RunSettings(daemon_suite, daemon_suite / "out", "r1"))
     daemon = pid_in(daemon_suite / "daemon.pid")
     assert (result.state, wait_until_gone(daemon)) == ("passed", [])
+
+
+@linux_only
+def test_while_its_tests_run_ci_tool_is_undumpable_and_after_as_before() -> None:
+    """A same-user test cannot read ci-tool's environment (the history's password) or memory through /proc."""
+    before = reaper.dumpable()
+    with reaper.subreaper():
+        during = reaper.dumpable()
+    assert (before, during, reaper.dumpable()) == (True, False, True)
