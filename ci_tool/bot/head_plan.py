@@ -11,7 +11,9 @@ from ci_tool.bot.plan import RunPlan, plan_run
 from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
+from ci_tool.layout import waives_file_of
 from ci_tool.run.reuse import passed_on
+from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
@@ -34,7 +36,9 @@ class HeadInputs:
 def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     """The request's plan on the pull request's head."""
     loaded = load_at_head(inputs.catalog_path, inputs.test_db, inputs.durations_path, inputs.changes)
-    passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request)
+    waives = waives_file_of(inputs.test_db)
+    inputs_of = catalog_inputs(loaded, str(waives) if waives.is_file() else None)
+    passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request, inputs_of=inputs_of)
     return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
                     labels=inputs.labels, changes=inputs.changes, passed_stages=passed)  # fmt: skip
 

@@ -22,7 +22,7 @@ from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
-from ci_tool.run.reuse import passed_on_checkout
+from ci_tool.run.reuse import passed_on_selection
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog import Stage, TimeoutRule
 from ci_tool.stages.cbts import CbtsScope
@@ -245,7 +245,10 @@ def select_command(
     catalog = loaded.catalog
     history = history_path(history_file)
     changes = change_set(changed_files, base=base, head=head, test_db=test_db, history=history)
-    passed = passed_on_checkout(history, root=Path.cwd(), request=request)
+    waives = waives_file_of(test_db)
+    passed = passed_on_selection(
+        history, root=Path.cwd(), request=request, loaded=loaded, waives=waives, base=base, head=head
+    )
     selection = select_for_change(
         loaded, request, engine=Engine(engine), changes=changes, labels=labels, passed_stages=passed
     )
@@ -253,7 +256,8 @@ def select_command(
     if as_json:  # the run record (stages/record.py): the selection and the commits it was made on
         root = Path.cwd()
         base_commit = gitinfo.commit_of(root, base) if base is not None else None
-        click.echo(json.dumps(record_json(selection, head=gitinfo.commit_of(root), base=base_commit), indent=2))
+        head_commit = gitinfo.commit_of(root, head or "HEAD")  # the commit selected for, not the checkout's
+        click.echo(json.dumps(record_json(selection, head=head_commit, base=base_commit), indent=2))
     else:
         narrowing = selection.narrowing
         if narrowing is not None and narrowing.scope is not CbtsScope.OFF:

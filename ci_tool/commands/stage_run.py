@@ -16,9 +16,9 @@ With `--base REF` (a pull request's stage, as the generated pipelines run it) th
 request's merged with the tip of REF's (`ci-tool testdb merge-waives`), as `ci-tool run --base` runs them.
 The tests likeliest to fail run first (stages/priority.py): those that failed recently in the history, then,
 with `--base`, those whose touch records ran a file the change changes; `--no-reorder` keeps the list's order.
-Reuse is the default, over every run of the same code in the history (a shared one in CI, CI_TOOL_HISTORY):
-a stage that passed does not run again, and the tests that passed in its newest run skip
-(`--disable-reuse-test` runs everything).
+Reuse is the default, over every run of the same code in the history (a shared one in CI, CI_TOOL_HISTORY)
+with the same inputs (the stage's list, waives and catalog entry: run/stage_inputs.py): a stage that passed
+does not run again, and the tests that passed in its newest run skip (`--disable-reuse-test` runs everything).
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ def run_command(
 def _run(stage: PlannedStage, setup: LocalSetup, options: RunOptions, *, disable_reuse_test: bool) -> int:
     """Run the stage, reusing what passed on this code (see the module docstring), and say where its JUnit is."""
     code = gitinfo.code_version(setup.config.rootdir)
-    reuse = plan_stage_reuse(stage.name.name, code=code, history=setup.config.history, disabled=disable_reuse_test)
+    reuse = plan_stage_reuse(
+        stage.name.name, code=code, history=setup.config.history, disabled=disable_reuse_test, inputs=stage.inputs()
+    )
     click.echo(reuse.note)
     if reuse.reuse.tests is not None:
         stage = replace(stage, reused_tests=reuse.reuse.tests)

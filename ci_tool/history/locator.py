@@ -80,3 +80,29 @@ def history_location(option: str | Path | None, environ: Mapping[str, str] = os.
 def shown(history: History) -> str:
     """How messages name a history: the path, or the URL without its password."""
     return str(history)
+
+
+# What opens the history: its location (a SQLite path, or a URL that may hold a password) and libpq's password
+# sources. Processes that run a change's code (tests, builds) get none of them: only ci-tool writes the history.
+_CREDENTIAL_VARIABLES = (HISTORY_ENV, "PGPASSWORD", "PGPASSFILE")
+
+
+def without_history_access(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` less every variable that opens the history: $CI_TOOL_HISTORY, libpq's $PGPASSWORD and
+    $PGPASSFILE, and any other variable holding a PostgreSQL URL with a password (a CI credential bound under
+    another name)."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in _CREDENTIAL_VARIABLES and not _is_secret_url(value)
+    }
+
+
+def _is_secret_url(value: str) -> bool:
+    match = _SCHEME.match(value.strip())
+    if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
+        return False
+    try:
+        return bool(PostgresUrl(value.strip()).secrets())
+    except ValueError:  # a malformed URL (a bad port): it may still hold a password
+        return True

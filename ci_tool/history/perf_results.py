@@ -6,8 +6,9 @@
 
 The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it); noise
 and rounds are step NOISE_STEP (in schema.py; rows from before it read as noise 0 over 1 round). Rows are written
-by the perf-sanity pytest fixture (ci_tool.perf.fixture) as each case ends, so a plain `pytest` run records
-them too; `ci-tool perf baseline set` takes medians from them and the reports and trends read them.
+by ci-tool's stage runner from what a stage's perf-sanity cases handed back (ci_tool.perf.handoff: its tests
+never hold the history), and by the perf-sanity pytest fixture itself in a plain `pytest` run; `ci-tool perf
+baseline set` takes medians from them and the reports and trends read them.
 """
 
 from __future__ import annotations
@@ -127,6 +128,21 @@ def perf_series(
         (*parameters, limit),
     )
     return rows.read(store, list(reversed(raw)), lambda row: _result(store, row), skip=True)
+
+
+def post_merge_snapshot(store: HistoryStore, *, window: int) -> list[PerfResult]:
+    """The post-merge results a perf case reads (its target branch's newest, its series' change points): per
+    (case, GPU type, metric) the newest `window`, and the newest of each branch; oldest first. A bad row is
+    left out with a warning, as in a trend."""
+    raw = store.rows(
+        f"SELECT {_COLUMNS} FROM (SELECT {_COLUMNS}, rowid AS row_order, "
+        "ROW_NUMBER() OVER (PARTITION BY case_id, gpu, metric ORDER BY recorded_at DESC, rowid DESC) AS newest, "
+        "ROW_NUMBER() OVER (PARTITION BY case_id, gpu, metric, branch ORDER BY recorded_at DESC, rowid DESC) "
+        "AS newest_of_branch FROM perf_results WHERE post_merge = 1) AS ranked "
+        "WHERE newest <= ? OR newest_of_branch = 1 ORDER BY recorded_at, row_order",
+        (window,),
+    )
+    return rows.read(store, raw, lambda row: _result(store, row), skip=True)
 
 
 PerfKey = tuple[str, str, str]  # (case, GPU type, metric)

@@ -20,7 +20,7 @@ from ci_tool.errors import HistoryError, Where
 from ci_tool.history import flakiness
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.locator import History
-from ci_tool.history.perf_results import PerfResult, run_perf_results
+from ci_tool.history.perf_results import PerfResult, post_merge_snapshot, record_perf_results
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
 from ci_tool.history.touches import TouchRow, WholeStage, record_touches
@@ -45,6 +45,7 @@ class RunRecorder:
         self.warn = warn
         self.run: RunRecord | None = None
         self.stages: dict[str, StageRecords] = {}
+        self.perf: list[PerfResult] = []
         self.failure: HistoryError | None = None
         self.store: HistoryStore | None = None
         # Once the run is interrupted every write tries once, briefly: a CI cancel sends SIGKILL soon after
@@ -99,14 +100,30 @@ class RunRecorder:
         run = dataclasses.replace(self.run, details=_as_stored(self.run.details))
         return run, [s for s, _, _ in self.stages.values()], {s.name: t for s, t, _ in self.stages.values()}
 
+    def record_perf(self, results: Sequence[PerfResult]) -> None:
+        """Store the perf results a stage's tests handed back; without the history they stay in its folder
+        (parts/*.perf.jsonl) and in the run's report."""
+        self.perf.extend(results)
+        if self.store is not None and results:
+            try:
+                record_perf_results(self.store, results)
+            except HistoryError as error:
+                self._fall_back(error)
+
     def perf_results(self) -> list[PerfResult]:
-        """The run's perf-sanity results, which its tests wrote to the history (none when it cannot be read)."""
-        if self.store is None or self.run is None:
-            return []
+        """The run's perf-sanity results, as its stages handed them back, in the order they were measured."""
+        return sorted(self.perf, key=lambda result: result.recorded_at)
+
+    def perf_snapshot(self, *, window: int) -> list[PerfResult] | None:
+        """What a stage's perf cases read of the history (perf_results.post_merge_snapshot); None when it cannot
+        be read (the cases then gate on their baselines alone)."""
+        if self.store is None:
+            return None
         try:
-            return run_perf_results(self.store, self.run.run_id)
-        except HistoryError:
-            return []
+            return post_merge_snapshot(self.store, window=window)
+        except HistoryError as error:
+            self.warn(f"{error}; the perf cases gate without the history's post-merge results")
+            return None
 
     def known_flaky(self, *, before: float, test_ids: Collection[str]) -> KnownFlaky:
         """Which of `test_ids` were known flaky before the run started (none without a history: the report

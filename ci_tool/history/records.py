@@ -36,6 +36,9 @@ class StageRecord:
     skipped: int = 0
     results_dir: str = ""
     details: Mapping[str, object] = field(default_factory=dict)
+    # The digest of what the stage ran with: its list, waives and catalog entry (run/stage_inputs.py). Reuse
+    # matches it: a pass with other inputs (another test-db or catalog) spares nothing. '' (unknown): never reused.
+    inputs: str = ""
 
 
 @dataclass(frozen=True)

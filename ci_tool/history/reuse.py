@@ -12,23 +12,31 @@
              recorded test of that function passed; else it runs again
 
 A run's code is its commit and its uncommitted-change hash (gitinfo.code_version): a source whose code
-differs is never reused, named or not. Reuse matches exact stage names, and a stage narrowed by
-change-based selection carries `-cbts` in its name, so it never stands in for a full one.
+differs is never reused, named or not. A passed stage stands in for a stage only when it ran with the same
+inputs (its digest, StageRecord.inputs: the stage's list, waives and catalog entry), so a pass under another
+test-db or catalog does not spare the stage; a record without one (from before the digest was kept) does not
+either. Its passed tests still skip: a test that passed on this code passed, whatever list it came from (the
+waives a pull request merges in change the inputs, not what passed).
+Reuse matches exact stage names, and a stage narrowed by change-based selection carries `-cbts` in its name,
+so it never stands in for a full one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ci_tool.history import queries, rows
+from ci_tool.history.schema import INPUTS_STEP
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.waives import waive_line
 
 REUSED_FROM = "reused_from"  # a reused stage's details key: the run it passed in
+InputsOf = Callable[[str], str]  # a stage name -> the digest of its inputs now ('': unknown, nothing is reused)
 _REUSED_TEST = re.compile(r"Reused from run (\S+)")
 
 
@@ -102,13 +110,14 @@ def latest_run_of(
     return rows.run_record(store, row) if row is not None else None  # a bad one: no reuse (plan_reuse says why)
 
 
-def reuse_source(store: HistoryStore, run: RunRecord) -> ReuseSource:
-    """What `run` lets a later run of the same code skip (see the module docstring)."""
+def reuse_source(store: HistoryStore, run: RunRecord, *, inputs_of: InputsOf) -> ReuseSource:
+    """What `run` lets a later run of the same code skip: its stages that ran with the inputs `inputs_of` gives
+    them now (see the module docstring)."""
     stages: dict[str, str] = {}
     tests: dict[str, ReusedTests] = {}
-    for stage in queries.run_stages(store, run.run_id):
+    for stage in _with_inputs(store, queries.run_stages(store, run.run_id)):
         passed_in = _passed_in(stage)
-        if passed_in is not None:
+        if passed_in is not None and _same_inputs(stage, inputs_of(stage.name)):
             stages[stage.name] = passed_in
         elif stage.state.ran:
             found = _passed_tests(store, run.run_id, stage.name)
@@ -126,21 +135,28 @@ class StageReuse:
     tests: ReusedTests | None = None
 
 
-def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str) -> dict[str, str]:
-    """Stage -> the run it passed in, over every run of this code: the reuse of CI, where each stage runs on
-    its own agent and is a run of its own (`ci-tool stage run`), so no one run holds the pipeline."""
+def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str, inputs_of: InputsOf) -> dict[str, str]:
+    """Stage -> the run it passed in with the inputs `inputs_of` gives it now, over every run of this code: the
+    reuse of CI, where each stage runs on its own agent and is a run of its own (`ci-tool stage run`), so no
+    one run holds the pipeline."""
     passed: dict[str, str] = {}
+    inputs: dict[str, str] = {}
     for stage in _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=None):
+        if stage.name not in inputs:
+            inputs[stage.name] = inputs_of(stage.name)
+        if not _same_inputs(stage, inputs[stage.name]):
+            continue
         passed_in = _passed_in(stage)
         if passed_in is not None:
             passed.setdefault(stage.name, passed_in)  # newest first
     return passed
 
 
-def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str) -> StageReuse:
-    """What the earlier runs of this code spare `stage` (see StageReuse)."""
+def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str, inputs: str) -> StageReuse:
+    """What the earlier runs of this code with these `inputs` spare `stage` (see StageReuse)."""
     records = _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=stage)
-    passed_in = next((found for found in map(_passed_in, records) if found is not None), None)
+    same_inputs = [record for record in records if _same_inputs(record, inputs)]
+    passed_in = next((found for found in map(_passed_in, same_inputs) if found is not None), None)
     if passed_in is not None:
         return StageReuse(passed_in=passed_in)
     newest = next((record for record in records if record.state.ran), None)
@@ -153,15 +169,35 @@ def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str)
 def _stages_of_code(store: HistoryStore, *, commit: str, diff_hash: str, name: str | None) -> list[StageRecord]:
     """The stage records (of `name`, or all) of every run of this code, newest first; a damaged row is
     left out (it spares nothing)."""
-    if store.version < queries.CODE_VERSION or not commit:
+    if store.version < INPUTS_STEP or not commit:  # an older history's records have no inputs: none is reused
         return []
     named = " AND name = ?" if name is not None else ""
     raw = store.rows(
-        f"SELECT {rows.STAGE_COLUMNS} FROM stages WHERE run_id IN "
+        f"SELECT {rows.STAGE_COLUMNS}, inputs_digest FROM stages WHERE run_id IN "
         f"(SELECT run_id FROM runs WHERE code_commit = ? AND code_diff = ?){named} ORDER BY started_at DESC",
         (commit, diff_hash, *((name,) if name is not None else ())),
     )
-    return rows.read(store, raw, lambda row: rows.stage_record(store, row), skip=True)
+    return rows.read(store, raw, lambda row: _stage_with_inputs(store, row), skip=True)
+
+
+def _stage_with_inputs(store: HistoryStore, row: Sequence[Any]) -> StageRecord:
+    """A row of STAGE_COLUMNS and inputs_digest (a digest that is no text reads as unknown: nothing reused)."""
+    digest = row[-1]
+    return replace(rows.stage_record(store, row[:-1]), inputs=digest if isinstance(digest, str) else "")
+
+
+def _with_inputs(store: HistoryStore, records: Sequence[StageRecord]) -> list[StageRecord]:
+    """`records` (of one run) with their inputs' digests; all unknown in a history older than the digest."""
+    if store.version < INPUTS_STEP or not records:
+        return list(records)
+    raw = store.rows("SELECT name, inputs_digest FROM stages WHERE run_id = ?", (records[0].run_id,))
+    digests = {name: digest for name, digest in raw if isinstance(name, str) and isinstance(digest, str)}
+    return [replace(record, inputs=digests.get(record.name, "")) for record in records]
+
+
+def _same_inputs(record: StageRecord, inputs: str) -> bool:
+    """Whether a record ran with `inputs`: both known and equal (an unknown side spares nothing)."""
+    return bool(inputs) and record.inputs == inputs
 
 
 def _passed_in(stage: StageRecord) -> str | None:

@@ -77,6 +77,7 @@ class AddColumn:
 
 
 TOUCH_STEP = 8  # the step of table touch_records
+INPUTS_STEP = 9  # the step of stages.inputs_digest (reuse matches a stage's inputs, not only its code)
 
 Statement = str | AddColumn  # a plain statement must be idempotent itself (`IF NOT EXISTS`)
 
@@ -146,6 +147,10 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
             "SELECT source, test_id, '', '', '', '', run_id, recorded_at FROM touches WHERE true "
             "ON CONFLICT (source, test_id, gpu_type) DO NOTHING",
         ),
+    ),
+    (
+        INPUTS_STEP,  # the digest of a stage's inputs (records.StageRecord.inputs); earlier rows: '', never reused
+        (AddColumn("stages", "inputs_digest", "TEXT NOT NULL DEFAULT ''"),),
     ),
 )
 CODE_VERSION = 3  # the first version whose runs hold their code and scope

@@ -163,7 +163,7 @@ _RUN_COLUMNS = (
 )  # fmt: skip
 _STAGE_COLUMNS = (
     "run_id", "name", "state", "reason", "started_at", "duration_seconds", "passed", "failed", "skipped",
-    "results_dir", "details_json",
+    "results_dir", "details_json", "inputs_digest",
 )  # fmt: skip
 _TEST_COLUMNS = (
     "run_id", "stage", "test_id", "outcome", "rerun_outcome", "duration_seconds", "waive_reason", "kind", "message",
@@ -195,7 +195,7 @@ def _insert_stage(db: Writer, stage: StageRecord, tests: Sequence[TestRecord], r
         _INSERT_STAGE,
         (
             stage.run_id, stage.name, stage.state, stage.reason, stage.started_at, stage.duration_seconds,
-            stage.passed, stage.failed, stage.skipped, stage.results_dir, _json(stage.details),
+            stage.passed, stage.failed, stage.skipped, stage.results_dir, _json(stage.details), stage.inputs,
         ),
     )  # fmt: skip
     db.executemany(

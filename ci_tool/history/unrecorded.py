@@ -175,7 +175,8 @@ def _no_constant(name: str) -> None:
 
 
 _RUN_FIELDS = tuple(field.name for field in dataclasses.fields(RunRecord))
-_STAGE_FIELDS = tuple(field.name for field in dataclasses.fields(StageRecord))
+_STAGE_OPTIONAL = ("inputs",)  # a file written before stages had it: '' (never reused)
+_STAGE_FIELDS = tuple(f.name for f in dataclasses.fields(StageRecord) if f.name not in _STAGE_OPTIONAL)
 _TEST_FIELDS = tuple(field.name for field in dataclasses.fields(TestRecord))
 
 
@@ -190,7 +191,7 @@ def _run(at: _At) -> RunRecord:
 
 def _stage(at: _At, run_id: str) -> StageRecords:
     f = at.fields(("stage", "tests", "recorded_at"))
-    s = f["stage"].fields(_STAGE_FIELDS)
+    s = f["stage"].fields(_STAGE_FIELDS, optional=_STAGE_OPTIONAL)
     if s["run_id"].value != run_id:
         raise s["run_id"].error(f"the run's id {run_id!r}")
     stage = StageRecord(
@@ -198,6 +199,7 @@ def _stage(at: _At, run_id: str) -> StageRecords:
         started_at=s["started_at"].optional_timestamp(), duration_seconds=s["duration_seconds"].seconds(),
         passed=s["passed"].count(), failed=s["failed"].count(), skipped=s["skipped"].count(),
         results_dir=s["results_dir"].text(), details=s["details"].details(),
+        inputs=s["inputs"].text() if "inputs" in s else "",
     )  # fmt: skip
     tests = [_test(t) for t in f["tests"].items()]
     if not stage.state.ran and tests:

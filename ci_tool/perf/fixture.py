@@ -12,7 +12,12 @@ travel as one `ci_tool.perf` property (transport.py) for reports that only have 
 
     from ci_tool.perf.fixture import perf_sanity  # noqa: F401  (a pytest fixture, in a conftest.py)
 
-Where things come from: $CI_TOOL_HISTORY (else .ci-tool/history.sqlite), $CI_TOOL_PERF_BASELINES (else
+Under ci-tool's stage runner the fixture never opens the history: it reads the runner's snapshot of it and
+hands its rows back through a file the runner records (handoff.py; a test process holds no way into the
+history). A plain `pytest` reads and records the history itself.
+
+Where things come from: $CI_TOOL_PERF_RESULTS and $CI_TOOL_PERF_SNAPSHOT (the runner's), else $CI_TOOL_HISTORY
+(else .ci-tool/history.sqlite), $CI_TOOL_PERF_BASELINES (else
 tests/scripts/perf-sanity/baselines under the rootdir), $CI_TOOL_RUN_ID and $CI_TOOL_STAGE (the runner's),
 $CI_TOOL_TARGET_BRANCH (main), $CI_TOOL_BRANCH (the target branch), $CI_TOOL_COMMIT or $GIT_COMMIT (else
 `git rev-parse HEAD`).
@@ -30,7 +35,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pytest
 
@@ -43,6 +48,7 @@ from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
+from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV, Snapshot, append_results, read_snapshot
 from ci_tool.perf.metrics import metric
 from ci_tool.perf.shifts import SHIFT_WINDOW, new_regressions
 from ci_tool.perf.transport import PERF_PROPERTY, to_property
@@ -56,6 +62,27 @@ CPU_GPU_TYPE = "cpu"  # the GPU type of CPU-mode cases, whatever machine runs th
 T = TypeVar("T")
 # The histories this process could not open, read or write: not tried again (see PerfSanity._store).
 _UNAVAILABLE: set[str] = set()
+
+
+class PerfReads(Protocol):
+    """What a case reads of the recorded results: the history itself, or the runner's snapshot of it."""
+
+    def latest_post_merge(self, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None: ...
+
+    def post_merge_series(self, case_id: str, *, gpu: str, metric: str, limit: int) -> list[PerfResult]: ...
+
+
+@dataclass(frozen=True)
+class _HistoryReads:
+    """The history, read and written by this process (a plain `pytest`)."""
+
+    store: HistoryStore
+
+    def latest_post_merge(self, case_id: str, *, gpu: str, metric: str, branch: str) -> PerfResult | None:
+        return latest_post_merge(self.store, case_id, gpu=gpu, metric=metric, branch=branch)
+
+    def post_merge_series(self, case_id: str, *, gpu: str, metric: str, limit: int) -> list[PerfResult]:
+        return perf_series(self.store, case_id, gpu=gpu, metric=metric, limit=limit, post_merge=True)
 
 
 class PerfRegressionWarning(UserWarning):
@@ -120,20 +147,19 @@ class PerfSanity:
         baselines = {m: b for (c, m), b in load_baselines(folder, gpu).items() if c == case.case_id}
         origin = Provenance.from_env(self.environ, self.rootdir)
         gate = perf_gate_from_env(self.environ)
-        store = self._store()
+        reads = self._reads()
         target: dict[str, float] = {}
-        if store is not None:
+        if reads is not None:
             latest = functools.partial(self._target_latest, case_id=case.case_id, gpu=gpu, origin=origin, values=values)
-            target, store = self._reading(store, latest, target)
+            target, reads = self._reading(reads, latest, target)
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
                        target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
         rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
-        if store is not None and origin.post_merge:
+        if reads is not None and origin.post_merge:
             unchanged = (judged, rows)
             shifts = functools.partial(self._change_points, judged=judged, rows=rows)
-            (judged, rows), store = self._reading(store, shifts, unchanged)
-        if store is not None:
-            self._record(store, rows)
+            (judged, rows), reads = self._reading(reads, shifts, unchanged)
+        self._record(reads, rows)
         node = self.request.node
         node.user_properties.append(("perf_gate", gate.value))
         node.user_properties.extend((j.metric, round(j.value, 6)) for j in judged)
@@ -147,15 +173,14 @@ class PerfSanity:
         return judged
 
     def _change_points(
-        self, store: HistoryStore, judged: list[Judged], rows: list[PerfResult]
+        self, reads: PerfReads, judged: list[Judged], rows: list[PerfResult]
     ) -> tuple[list[Judged], list[PerfResult]]:
         """A post-merge run's gated metrics whose series gained a change point for the worse: WARNED, the
         change point (levels, commit range) in the note."""
         out_judged, out_rows = [], []
         for j, row in zip(judged, rows, strict=True):
             if metric(j.metric).gated and not j.verdict.fails:
-                earlier = perf_series(store, row.case_id, gpu=row.gpu, metric=row.metric, limit=SHIFT_WINDOW,
-                                      post_merge=True)  # fmt: skip
+                earlier = reads.post_merge_series(row.case_id, gpu=row.gpu, metric=row.metric, limit=SHIFT_WINDOW)
                 found = new_regressions([*(r for r in earlier if r.run_id != row.run_id), row][-SHIFT_WINDOW:])
                 if found:
                     note = "; ".join([*([j.note] if j.note else []), *(f"new {s.line()}" for s in found)])
@@ -164,6 +189,28 @@ class PerfSanity:
             out_judged.append(j)
             out_rows.append(row)
         return out_judged, out_rows
+
+    @property
+    def _handed_back(self) -> Path | None:
+        """Where the runner takes this process's rows (None: no runner; the history is this process's own)."""
+        found = self.environ.get(PERF_RESULTS_ENV)
+        return Path(found) if found else None
+
+    def _reads(self) -> PerfReads | None:
+        """What the case reads: the runner's snapshot under a runner (None without one: the runner had no
+        history), else the history itself, or None when it cannot be had."""
+        if self._handed_back is None:
+            store = self._store()
+            return _HistoryReads(store) if store is not None else None
+        snapshot = self.environ.get(PERF_SNAPSHOT_ENV)
+        if not snapshot or snapshot in _UNAVAILABLE:
+            return None
+        try:
+            return _snapshot(snapshot)
+        except CiToolError as error:
+            warnings.warn(f"perf results not read: {error}", stacklevel=3)
+            _UNAVAILABLE.add(snapshot)
+            return None
 
     def _store(self) -> HistoryStore | None:
         """The history, or None when it cannot be had: the results still gate, and losing their record must
@@ -179,18 +226,16 @@ class PerfSanity:
         try:
             return HistoryStore(where)
         except CiToolError as error:
-            warnings.warn(f"perf results not recorded: {error}", stacklevel=3)
+            warnings.warn(f"perf results not recorded: {error}", stacklevel=4)
             _UNAVAILABLE.add(str(where))
             return None
 
-    def _reading(
-        self, store: HistoryStore, read: Callable[[HistoryStore], T], default: T
-    ) -> tuple[T, HistoryStore | None]:
-        """`read(store)` and the store still in use, or `default` and None when the history failed it."""
+    def _reading(self, reads: PerfReads, read: Callable[[PerfReads], T], default: T) -> tuple[T, PerfReads | None]:
+        """`read(reads)` and the reads still in use, or `default` and None when the history failed it."""
         try:
-            return read(store), store
+            return read(reads), reads
         except CiToolError as error:
-            self._lost(store, error)
+            self._lost(reads.store if isinstance(reads, _HistoryReads) else None, error)
             return default, None
 
     def _lost(self, store: HistoryStore | None, error: CiToolError) -> None:
@@ -201,21 +246,31 @@ class PerfSanity:
                 store.close()
 
     def _target_latest(
-        self, store: HistoryStore, case_id: str, gpu: str, origin: Provenance, values: Mapping[str, float]
+        self, reads: PerfReads, case_id: str, gpu: str, origin: Provenance, values: Mapping[str, float]
     ) -> dict[str, float]:
         latest = {}
         for name in values:
-            found = latest_post_merge(store, case_id, gpu=gpu, metric=name, branch=origin.target_branch)
+            found = reads.latest_post_merge(case_id, gpu=gpu, metric=name, branch=origin.target_branch)
             if found is not None and found.run_id != origin.run_id:
                 latest[name] = found.value
         return latest
 
-    def _record(self, store: HistoryStore, rows: list[PerfResult]) -> None:
+    def _record(self, reads: PerfReads | None, rows: list[PerfResult]) -> None:
+        """Hand the rows back to the runner, or, in a plain `pytest`, record them in the history."""
+        handed_back = self._handed_back
+        if handed_back is not None:
+            try:
+                append_results(handed_back, rows)
+            except OSError as error:
+                warnings.warn(f"perf results not handed back to ci-tool: {handed_back}: {error.strerror}", stacklevel=3)
+            return
+        if not isinstance(reads, _HistoryReads):
+            return
         try:
-            with store:
-                record_perf_results(store, rows)
+            with reads.store:
+                record_perf_results(reads.store, rows)
         except CiToolError as error:
-            self._lost(store, error)
+            self._lost(reads.store, error)
 
     def _row(self, case: PerfCase, gpu: str, origin: Provenance, judged: Judged, rounds: int) -> PerfResult:
         baseline = judged.baseline
@@ -224,6 +279,12 @@ class PerfSanity:
             baseline.value if baseline else None, baseline.threshold if baseline else None, judged.note,
             self.request.node.nodeid, origin.post_merge, origin.branch, origin.commit, judged.noise, rounds,
         )  # fmt: skip
+
+
+@functools.cache
+def _snapshot(path: str) -> Snapshot:
+    """The runner's snapshot, read once per process (the runner writes it before the stage starts)."""
+    return read_snapshot(Path(path))
 
 
 @pytest.fixture

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_tool.history.locator import HISTORY_ENV, History
+from ci_tool.history.locator import without_history_access
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
+from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV, RESULTS_SUFFIX
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.order import OPTION as ORDER_OPTION
 from ci_tool.run.plugins import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN
@@ -50,15 +51,14 @@ class RunSettings:
     interrupt_grace_seconds: float = 10.0
     nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
-    history: History | None = None  # the run's history, exported so perf-sanity tests record into it
+    perf_snapshot: Path | None = None  # what the runner read of the history for the perf cases (perf/handoff.py)
     record_touches: bool = False  # which test ran which file (run/touches.py)
 
     def __post_init__(self) -> None:
         # Absolute from here on: a stage hands these to processes that run in other folders (pip in the
         # package-sanity work folder, pytest in the rootdir, a Slurm job on another node), where a path
-        # relative to ci-tool's working directory names another file or none. (A PostgreSQL history's URL
-        # names the same database from anywhere.)
-        for name in ("rootdir", "results_dir", "history"):
+        # relative to ci-tool's working directory names another file or none.
+        for name in ("rootdir", "results_dir", "perf_snapshot"):
             path = getattr(self, name)
             if isinstance(path, Path) and not path.is_absolute():
                 object.__setattr__(self, name, path.absolute())
@@ -107,6 +107,11 @@ class PytestInvocation:
     @property
     def touches_file(self) -> Path:
         return self.parts_dir / f"{self.label}.touches.json"
+
+    @property
+    def perf_results_file(self) -> Path:
+        """Where the process's perf-sanity cases hand their results back (perf/handoff.py)."""
+        return self.parts_dir / f"{self.label}{RESULTS_SUFFIX}"
 
     @property
     def label(self) -> str:
@@ -176,22 +181,23 @@ class PytestInvocation:
         return command + list(self.extra_args)
 
     def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-        """The child's whole environment: `base` with the stage's variables on top."""
-        return {**base, **self.variables}
+        """The child's whole environment: `base` less every way into the history (the tests run a change's
+        code: only ci-tool writes the history), with the stage's variables and its perf hand-back on top."""
+        return {**without_history_access(base), **self.variables, PERF_RESULTS_ENV: str(self.perf_results_file)}
 
 
-def stage_variables(plan: StagePlan, run_id: str, history: History | None = None) -> dict[str, str]:
+def stage_variables(plan: StagePlan, run_id: str, perf_snapshot: Path | None = None) -> dict[str, str]:
     """What a stage adds to its pytest processes' environment: its name (TensorRT-LLM's CI exports
-    `stageName`), the run id, its perf gate, and the history perf results are recorded in."""
+    `stageName`), the run id, its perf gate, and what its perf cases read of the history (a snapshot: the
+    tests never hold the history itself)."""
     variables = {
         "CI_TOOL_STAGE": plan.name.name,
         "CI_TOOL_RUN_ID": run_id,
         "stageName": plan.name.name,
         PERF_GATE_ENV: plan.perf_gate.value,
     }
-    if history is not None:
-        # the tests connect themselves: a database URL goes whole (an environment is no output)
-        variables[HISTORY_ENV] = str(history.absolute()) if isinstance(history, Path) else history.url
+    if perf_snapshot is not None:
+        variables[PERF_SNAPSHOT_ENV] = str(perf_snapshot)
     return variables
 
 
@@ -223,7 +229,7 @@ def priority_file(settings: RunSettings) -> Path:
 def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestInvocation]:
     """The first process of each batch, in order: what a run of the plan starts when no test crashes and
     nothing is rerun."""
-    variables = {**stage_variables(plan, settings.run_id, settings.history), **settings.variables}
+    variables = {**stage_variables(plan, settings.run_id, settings.perf_snapshot), **settings.variables}
     extra = (*plan.pytest_args, *(DETAILED_LOG_ARGS if settings.detailed_log else ()))
     priority = priority_file(settings).resolve() if plan.priority.test_ids else None
     return [

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ci_tool.history.locator import without_history_access
 from ci_tool.layout import PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run import bounds, junit, parent_death
@@ -176,6 +178,7 @@ def run_command(command: Sequence[str], *, cwd: Path | None) -> subprocess.Compl
         try:
             done = subprocess.run(
                 list(command), cwd=cwd, stdout=out, stderr=err, timeout=_JOB_TIMEOUT_SECONDS, check=False,
+                env=without_history_access(os.environ),  # a build runs the change's code: no way into the history
                 preexec_fn=parent_death.child_preparation(),  # a build or install does not outlive ci-tool
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as error:

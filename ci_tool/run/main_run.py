@@ -10,6 +10,7 @@ from ci_tool.gitinfo import CodeVersion
 from ci_tool.run.reuse import ReusePlan, plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages
 from ci_tool.run.setup import LocalSetup
+from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
@@ -47,7 +48,8 @@ def plan_main_run(
 ) -> MainRun:
     """The reuse plan and the selection of `wanted` for `changes` on this checkout."""
     code = gitinfo.code_version(setup.config.rootdir)
-    reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope)
+    inputs_of = catalog_inputs(setup.loaded, setup.waives_file)  # as catalog_stages' PlannedStage.inputs
+    reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope, inputs_of=inputs_of)
     selection = select_for_change(
         setup.loaded, wanted, engine=Engine.LOCAL, changes=changes, labels=labels, passed_stages=reuse.passed_stages
     )

@@ -13,7 +13,9 @@
 - When a pytest process ends, however it ends, ci-tool SIGKILLs what is left of its group
   (ci_tool.run.process): a server a test started and never stopped does not outlive the stage.
 
-A process that leaves the group on purpose (`setsid`, `start_new_session=True`) is out of reach.
+A process that leaves the group on purpose (`setsid`, `start_new_session=True`) is out of the group's reach:
+ci_tool.run.reaper finds it as ci-tool's orphan (ci-tool is the child subreaper) and kills it when the pytest
+process ends. Only when ci-tool itself dies at once (SIGKILL) can such a process outlive it.
 """
 
 from __future__ import annotations

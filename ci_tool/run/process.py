@@ -4,8 +4,9 @@ back what it left (finished testcases, the test it died in, what it collected).
 The child runs in its own session so that Ctrl-C reaches it once, from us: SIGINT (pytest finishes its
 reports), then after a grace period SIGTERM, then SIGKILL, each to the child's whole process group.
 SIGTERM and SIGHUP to ci-tool take the same path (ci_tool.interrupts). However the child ends, what is
-left of its group (processes its tests started) is killed, and a ci-tool that dies takes the child
-down with it (ci_tool.run.parent_death).
+left of its group (processes its tests started) is killed, then every other process it left behind, also one
+that left the group (`setsid`: ci_tool.run.reaper), before its results are read; and a ci-tool that dies
+takes the child down with it (ci_tool.run.parent_death).
 A child that stops reporting for longer than the running test's timeout (or the default one) plus a
 margin is killed: a hang pytest-timeout cannot see (collection, session teardown, a stuck plugin).
 """
@@ -26,7 +27,7 @@ from typing import IO
 from ci_tool import interrupts
 from ci_tool.errors import RunError
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit, parent_death
+from ci_tool.run import bounds, junit, parent_death, reaper
 from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
@@ -116,7 +117,7 @@ def run_pytest_process(
     events: list[dict[str, object]] = []
     stalled = False
     interrupted_by = ""
-    with open(invocation.log_file, "w", encoding="utf-8") as log:
+    with open(invocation.log_file, "w", encoding="utf-8") as log, reaper.subreaper() as spared:
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
         child = subprocess.Popen(
@@ -133,9 +134,10 @@ def run_pytest_process(
         except KeyboardInterrupt as interrupt:
             interrupted_by = interrupts.cause(interrupt)
             _stop(child, interrupt_grace_seconds)
-        finally:  # what the tests started and left running ends with the stage
+        finally:  # what the tests started and left running ends with the stage, even what left the group
             _signal_group(child, signal.SIGKILL)
             child.wait()
+            reaper.reap_descendants(spared)
     reader.close()
     # the whole file once more: an interrupt that landed while a read was under way took the lines it had read
     # (a test's start among them, read just as its test signalled that it ran)

@@ -41,7 +41,8 @@ def to_test_record(test: TestResult) -> TestRecord:
     )
 
 
-def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
+def to_stage_record(run_id: str, result: StageResult, *, inputs: str = "") -> StageRecord:
+    """A stage that ran, with the digest of its `inputs` (run/stage_inputs.py)."""
     counts = result.counts
     return StageRecord(
         run_id=run_id,
@@ -54,6 +55,7 @@ def to_stage_record(run_id: str, result: StageResult) -> StageRecord:
         failed=counts[TestOutcome.FAILED],
         skipped=counts[TestOutcome.SKIPPED],
         results_dir=str(result.results_dir),
+        inputs=inputs,
         details={
             "uncollected": list(result.uncollected),
             "reruns": [
@@ -102,7 +104,12 @@ def process_samples(result: StageResult) -> list[dict[str, object]]:
     return samples
 
 
-def to_not_run_record(run_id: str, outcome: StageOutcome, *, reused_from: str | None = None) -> StageRecord:
-    """A stage that did not run: it waits for a runner, was skipped, or is reused from run `reused_from`."""
+def to_not_run_record(
+    run_id: str, outcome: StageOutcome, *, reused_from: str | None = None, inputs: str = ""
+) -> StageRecord:
+    """A stage that did not run: it waits for a runner, was skipped, or is reused from run `reused_from` (with
+    the `inputs` it matched, so a later run may reuse it in turn)."""
     details = {REUSED_FROM: reused_from} if reused_from else {}
-    return StageRecord(run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason, details=details)
+    return StageRecord(
+        run_id=run_id, name=outcome.name, state=outcome.state, reason=outcome.reason, details=details, inputs=inputs
+    )

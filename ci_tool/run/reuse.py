@@ -15,6 +15,7 @@ skip. A history that cannot be read spares nothing either: the run goes on and s
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
 from ci_tool.history.locator import History
 from ci_tool.history.reuse import (
+    InputsOf,
     ReusedTests,
     ReuseSource,
     StageReuse,
@@ -35,7 +37,10 @@ from ci_tool.history.reuse import (
     stage_reuse,
 )
 from ci_tool.history.store import HistoryStore
+from ci_tool.run.changes import merged_waives
 from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.run.stage_inputs import catalog_inputs
+from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.query import QueryValue
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection
@@ -59,7 +64,9 @@ class ReusePlan:
         return self.source.passed_tests if self.source is not None else {}
 
 
-def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: History, scope: str) -> ReusePlan:
+def plan_reuse(
+    request: SelectionRequest, *, code: CodeVersion | None, history: History, scope: str, inputs_of: InputsOf
+) -> ReusePlan:
     """What this run reuses (see the module docstring)."""
     if request.disable_reuse_test:
         return ReusePlan(None, "reuse: off (--disable-reuse-test): every stage runs")
@@ -76,14 +83,14 @@ def plan_reuse(request: SelectionRequest, *, code: CodeVersion | None, history: 
         return ReusePlan(None, f"reuse: none (no history yet at {history})")
     try:
         with HistoryStore(history, read_only=True) as store:
-            return _plan(store, named, code, scope)
+            return _plan(store, named, code, scope, inputs_of)
     except HistoryError as error:
         if named is not None:
             raise
         return ReusePlan(None, f"reuse: none (the history cannot be read: {error})")
 
 
-def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str) -> ReusePlan:
+def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str, inputs_of: InputsOf) -> ReusePlan:
     if named is not None:
         run = queries.get_run(store, named)
         if not same_code(run, commit=code.commit, diff_hash=code.diff_hash):
@@ -96,7 +103,7 @@ def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str)
         if found is None:
             return ReusePlan(None, f"reuse: none (no earlier run of {code.describe()} with this request)")
         run = found
-    source = reuse_source(store, run)
+    source = reuse_source(store, run, inputs_of=inputs_of)
     what = f"{_count(len(source.passed_stages), 'passed stage')}, {_count(source.test_count, 'passed test')} of others"
     return ReusePlan(source, f"reuse: run {run.run_id} ({code.describe()}, {run.state}): {what}")
 
@@ -113,8 +120,11 @@ class StageReusePlan:
     note: str
 
 
-def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, disabled: bool) -> StageReusePlan:
-    """What the earlier runs of this code spare `stage` (see the module docstring)."""
+def plan_stage_reuse(
+    stage: str, *, code: CodeVersion | None, history: History, disabled: bool, inputs: str
+) -> StageReusePlan:
+    """What the earlier runs of this code with these `inputs` (the digest of the stage's list, waives and
+    catalog entry) spare `stage` (see the module docstring)."""
     if disabled:
         return StageReusePlan(StageReuse(), "reuse: off (--disable-reuse-test): the stage runs")
     if code is None:
@@ -123,7 +133,7 @@ def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, 
         return StageReusePlan(StageReuse(), f"reuse: none (no history yet at {history})")
     try:
         with HistoryStore(history, read_only=True) as store:
-            found = stage_reuse(store, commit=code.commit, diff_hash=code.diff_hash, stage=stage)
+            found = stage_reuse(store, commit=code.commit, diff_hash=code.diff_hash, stage=stage, inputs=inputs)
     except HistoryError as error:
         return StageReusePlan(StageReuse(), f"reuse: none (the history cannot be read: {error})")
     if found.passed_in is not None:
@@ -139,24 +149,52 @@ def plan_stage_reuse(stage: str, *, code: CodeVersion | None, history: History, 
             f"reuse: {_count(len(found.tests.passed), 'test')} of {stage} passed on {code.describe()} (run {runs}): "
             "they skip, the others run",
         )
-    return StageReusePlan(found, f"reuse: none (no earlier run of {stage} on {code.describe()})")
+    return StageReusePlan(
+        found, f"reuse: none (no earlier run of {stage} on {code.describe()} with its list, waives and catalog entry)"
+    )
 
 
-def passed_on_checkout(history: History, *, root: Path, request: SelectionRequest) -> dict[str, str]:
-    """`passed_on` for the code checked out at `root` (the plan job of a pipeline)."""
-    return passed_on(history, code=gitinfo.code_version(root), request=request)
+def passed_on_selection(
+    history: History,
+    *,
+    root: Path,
+    request: SelectionRequest,
+    loaded: LoadedCatalog,
+    waives: Path | None,
+    base: str | None,
+    head: str | None,
+) -> dict[str, str]:
+    """`passed_on` for a selection made at `root` (the plan job of a pipeline): for the commit `head` names (the
+    checkout's code without it), with each stage's inputs as its `ci-tool stage run` will have them (the
+    `waives` file merged with the tip of `base`'s, with `base`)."""
+    if head is None:
+        code = gitinfo.code_version(root)
+    else:
+        commit = gitinfo.commit_of(root, head)
+        code = CodeVersion(commit) if commit else None
+    with tempfile.TemporaryDirectory() as folder:
+        waives_file = str(waives) if waives is not None and waives.is_file() else None
+        if base is not None and waives is not None and not request.disable_reuse_test and code is not None:
+            merged = Path(folder) / "waives.txt"
+            merged.write_text(merged_waives(waives, base=base, root=root).text, encoding="utf-8")
+            waives_file = str(merged)
+        inputs_of = catalog_inputs(loaded, waives_file)
+        return passed_on(history, code=code, request=request, inputs_of=inputs_of)
 
 
-def passed_on(history: History, *, code: CodeVersion | None, request: SelectionRequest) -> dict[str, str]:
-    """Stage -> the run it passed in, over every run of `code` (the selection's reuse step in CI, where each
-    stage is a run of its own; the bot's reply reads it for the pull request's head); none with
+def passed_on(
+    history: History, *, code: CodeVersion | None, request: SelectionRequest, inputs_of: InputsOf
+) -> dict[str, str]:
+    """Stage -> the run it passed in with the inputs `inputs_of` gives it, over every run of `code` (the
+    selection's reuse step in CI, where each stage is a run of its own; the bot's reply reads it for the pull
+    request's head); none with
     --disable-reuse-test, outside a checkout, or where the history cannot be read (the stages run: reuse
     only ever spares work)."""
     if request.disable_reuse_test or code is None or (isinstance(history, Path) and not history.is_file()):
         return {}
     try:
         with HistoryStore(history, read_only=True) as store:
-            return passed_on_code(store, commit=code.commit, diff_hash=code.diff_hash)
+            return passed_on_code(store, commit=code.commit, diff_hash=code.diff_hash, inputs_of=inputs_of)
     except HistoryError:
         return {}
 

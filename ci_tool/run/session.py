@@ -31,15 +31,17 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.locator import History
+from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.history.touches import TouchRow, WholeStage, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.perf import handoff
 from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import build_report, failed_test_ids
-from ci_tool.run import pipeline, recording, results_folder
+from ci_tool.run import pipeline, recording, results_folder, stage_inputs
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
@@ -73,7 +75,7 @@ class SessionConfig:
     def stage_settings(self, name: StageName, *, results_dir: Path, run_id: str, preview: bool = False) -> RunSettings:
         """How a stage of this session runs: the one place a stage's RunSettings is made. A Slurm job spans
         the stage name's node count (one srun per process across them); a stage here runs on one node. A
-        `preview` (a dry run) shows the commands alone: no history, flaky signatures or touch recording."""
+        `preview` (a dry run) shows the commands alone: no flaky signatures or touch recording."""
         return RunSettings(
             rootdir=self.rootdir,
             results_dir=results_dir,
@@ -83,7 +85,6 @@ class SessionConfig:
             rerun_flaky=self.rerun_flaky,
             detailed_log=self.detailed_log,
             nodes=name.node_count if self.executor is Executor.SLURM else 1,
-            history=None if preview else self.history,
             record_touches=not preview and self.record_touches,
         )
 
@@ -98,12 +99,14 @@ class PlannedStage:
     platform: str = ""  # the catalog platform (a runner label, Slurm partition or auto:<pool>)
     timeout_minutes: int | None = None  # the catalog timeout (a Slurm job's --time)
     reused_tests: ReusedTests | None = None
+    inputs: Callable[[], str] = lambda: ""  # the digest of its inputs (stage_inputs.py): what reuse matches
 
 
 def catalog_stages(
     stages: Sequence[Stage], *, planner: Planner, reused_tests: Mapping[str, ReusedTests] | None = None
 ) -> list[PlannedStage]:
     """Catalog stages, each planned by `planner` when it starts."""
+    declared = stage_inputs.declared_planner(planner)
     return [
         PlannedStage(
             stage.name,
@@ -111,6 +114,7 @@ def catalog_stages(
             stage.platform,
             stage.timeout_minutes,
             (reused_tests or {}).get(stage.name.name),
+            inputs=stage_inputs.lazy_digest(functools.partial(declared.stage, stage), stage.platform),
         )
         for stage in stages
     ]
@@ -188,7 +192,9 @@ def run_session(
                 scope=identity.scope,
             )
         )
-        runner = _Runner(run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages, code=code)
+        runner = _Runner(
+            run_id, run_dir, config, store, progress, reused_stages=identity.reused_stages, code=code, stages=stages
+        )
 
         def not_run(outcome: pipeline.StageOutcome) -> None:
             runner.record_not_run(outcome)
@@ -245,11 +251,13 @@ class _Runner:
         *,
         reused_stages: Mapping[str, str],
         code: CodeVersion | None = None,
+        stages: Sequence[PlannedStage] = (),
     ) -> None:
         self.run_id, self.run_dir, self.config, self.store, self.progress = run_id, run_dir, config, store, progress
         self.reused_stages = reused_stages  # stage -> the run it passed in
         self.code = code  # what the touch records are stamped with
         self.names: dict[str, StageName] = {}  # the started stages' parsed names
+        self.planned = {stage.name.name: stage for stage in stages}  # by name: their inputs' digests
         self.executor = make_executor(config, run_id, progress)
         self.unplanned: list[pipeline.StageOutcome] = []  # stages that failed to plan, not reported yet
         self.results: list[StageResult] = []
@@ -277,6 +285,7 @@ class _Runner:
         self.names[plan.name.name] = plan.name
         self.progress.stage_started(plan.name.name, len(plan.lines))
         settings = self.config.stage_settings(plan.name, results_dir=folder, run_id=self.run_id)
+        settings = replace(settings, perf_snapshot=self._perf_snapshot(folder))
         self.executor.start(ReadyStage(plan, settings, stage.platform, stage.timeout_minutes))
 
     def next_finished(self) -> pipeline.StageOutcome:
@@ -286,7 +295,9 @@ class _Runner:
             return finished
         self.results.append(finished)
         tests = [recording.to_test_record(test) for test in finished.tests]
-        self.store.record_stage(recording.to_stage_record(self.run_id, finished), tests, recorded_at=time.time())
+        record = recording.to_stage_record(self.run_id, finished, inputs=self._inputs(finished.stage))
+        self.store.record_stage(record, tests, recorded_at=time.time())
+        self.store.record_perf(self._perf_handed_back(finished))
         if self.config.record_touches:
             touches, whole = self._touch_rows(finished), _whole_stage(finished, self.names[finished.stage])
             self.store.record_touches(self.run_id, touches, recorded_at=time.time(), whole_stage=whole)
@@ -294,6 +305,42 @@ class _Runner:
             finished.stage, finished.state, finished.duration_seconds, finished.counts, finished.reason
         )
         return pipeline.StageOutcome(finished.stage, finished.state, finished.reason, ran=True)
+
+    @functools.cached_property
+    def perf_snapshot_rows(self) -> list[PerfResult] | None:
+        """What the run's perf cases read of the history, read once (None: the history cannot be read)."""
+        return self.store.perf_snapshot(window=handoff.SNAPSHOT_WINDOW)
+
+    def _perf_snapshot(self, folder: Path) -> Path | None:
+        """The stage's copy of what its perf cases read (they never hold the history: perf/handoff.py)."""
+        rows = self.perf_snapshot_rows
+        if rows is None:
+            return None
+        path = folder / handoff.SNAPSHOT_FILE
+        try:
+            make_results_folder(folder)
+            handoff.write_snapshot(path, rows)
+        except CiToolError as error:  # the stage says so when its folder refuses its results too
+            self.progress.warning(f"{error}; the perf cases gate without the history's post-merge results")
+            return None
+        return path
+
+    def _perf_handed_back(self, finished: StageResult) -> list[PerfResult]:
+        """The perf results the stage's processes handed back, as this run's and this stage's (perf/handoff.py)."""
+        files = sorted((finished.results_dir / "parts").glob(f"*{handoff.RESULTS_SUFFIX}"))
+        code = self.code
+        stamp = handoff.StageStamp(
+            run_id=self.run_id,
+            stage=finished.stage,
+            post_merge=self.names[finished.stage].post_merge,
+            commit=code.commit if code is not None else "",
+            started_at=finished.started_at,
+            ended_at=time.time(),
+        )
+        handed = handoff.read_results(files, stamp)
+        for refused in handed.refused:
+            self.progress.warning(f"a perf result of {finished.stage} is not recorded: {refused}")
+        return list(handed.rows)
 
     def _touch_rows(self, finished: StageResult) -> list[TouchRow]:
         """The stage's touch records, stamped with its name, GPU type and the run's commit (see history/touches.py)."""
@@ -315,8 +362,15 @@ class _Runner:
             return frozenset()
         return frozenset(gitinfo.changed_since(self.config.rootdir, code.commit))
 
+    def _inputs(self, name: str) -> str:
+        """The digest of a stage's inputs ('' for a stage not among the run's: never reused)."""
+        planned = self.planned.get(name)
+        return planned.inputs() if planned is not None else ""
+
     def record_not_run(self, outcome: pipeline.StageOutcome) -> None:
-        record = recording.to_not_run_record(self.run_id, outcome, reused_from=self.reused_stages.get(outcome.name))
+        reused_from = self.reused_stages.get(outcome.name)
+        inputs = self._inputs(outcome.name) if reused_from else ""  # a reused stage passes them on
+        record = recording.to_not_run_record(self.run_id, outcome, reused_from=reused_from, inputs=inputs)
         self.store.record_stage(record, recorded_at=time.time())
         self.progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
 

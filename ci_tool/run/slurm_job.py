@@ -11,7 +11,10 @@ beside JOB_FILE (JobFiles):
 
 Both files are plain JSON (typed_json.py), since the job's tests run as the same user and can write any
 file here: the submitter builds only the declared values from them, reads the result only once Slurm
-says the job ended, and takes it only with the token of that submission. The tests never see the token:
+says the job ended, and takes it only with the token of that submission and a state its tests agree with (a
+"passed" with a failed test is refused). No test process is left to read or replace the result: the runner
+kills every process the tests started, also those that left their group (`setsid`: run/reaper.py), before
+it writes the result. The tests never see the token:
 the job file is gone before they start, it is in no environment or command line, and this process is
 made undumpable (no same-user ptrace or /proc/<pid>/mem). SIGTERM (scancel, the time limit, a node set
 down) interrupts the runner as Ctrl-C does: the tests that finished are kept and the result says
@@ -35,6 +38,7 @@ from pathlib import Path
 from ci_tool import interrupts
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import SlurmError, Where
+from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run import typed_json
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
@@ -122,7 +126,16 @@ def read_report(path: Path, *, job_id: int, token: str) -> JobReport | None:
             where=Where(str(path)),
             hint="something else wrote this file (a test of the stage?): the stage's results are not taken",
         )
-    return typed_json.load(text, JobReport, file=str(path), error=SlurmError)
+    report = typed_json.load(text, JobReport, file=str(path), error=SlurmError)
+    failed = report.result.counts[TestOutcome.FAILED]
+    if report.result.state in (StageState.PASSED, StageState.REUSED) and failed:
+        raise SlurmError(
+            f"expected a failed, unstable or interrupted result of Slurm job {job_id} (it holds {failed} failed "
+            f"test{'s' if failed != 1 else ''}), found state {report.result.state.value}",
+            where=Where(str(path)),
+            hint="the job program never writes such a result: the stage's results are not taken",
+        )
+    return report
 
 
 def _sealed(text: str, *, job_id: int, token: str) -> bool:

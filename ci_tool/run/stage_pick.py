@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from ci_tool.run import stage_inputs
 from ci_tool.run.session import PlannedStage, catalog_stages
 from ci_tool.run.setup import LocalSetup
 
@@ -21,11 +22,13 @@ def resolve_stage(name: str, shard: int | None, setup: LocalSetup) -> PlannedSta
     elif not family.name.is_test:  # a docs or package-sanity stage: its one stage is its family
         stages = list(catalog.stages_of(family))
     else:
+        declared = functools.partial(stage_inputs.declared_planner(setup.planner).family, family)
         return PlannedStage(
             family.name,
             functools.partial(setup.planner.family, family),
             family.platform,
             family.timeout_minutes,
+            inputs=stage_inputs.lazy_digest(declared, family.platform),
         )
     planned = catalog_stages(stages, planner=setup.planner)
     return planned[0]

@@ -7,6 +7,8 @@ and the stage's results folder.
       parts/<label>.junit.part|.log|...  per process: streamed JUnit, log, events, collection report
       junit.xml                   the stage's merged, stage-prefixed JUnit
       result.json                 state, counts, uncollected entries, the processes and their commands
+      perf-snapshot.json          what its perf cases read of the history; parts/<label>.perf.jsonl what
+                                  they hand back (written and read by the session: perf/handoff.py)
 
 Processes: the regular lines in one, each ISOLATION line in its own. When a process dies in a test (a
 hang stopped by pytest-timeout, a crash), that test is recorded as a timeout or crash and a new process

@@ -20,7 +20,11 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.history.records import RunRecord, StageRecord
 from ci_tool.history.store import HistoryStore
+from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, waives_file_of
 from ci_tool.outcomes import RunState, StageState
+from ci_tool.run.changes import merged_waives
+from ci_tool.run.stage_inputs import catalog_inputs
+from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
 from tests.ci_tool.dispatch.fake_github import FakeGitHub
 from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
@@ -92,6 +96,16 @@ def github_selection(root: Path, secrets: dict[str, str] | None = None) -> list[
     rows = [row for key, value in plan.outputs.items() if key.endswith(tuple("0123456789")) for row in
             json.loads(value)]  # fmt: skip
     return sorted((str(row["stage"]) for row in rows), key=ALL_STAGES.index)
+
+
+def stage_run_inputs(root: Path, stage: str, *, base: str) -> str:
+    """The digest of a stage's inputs as `ci-tool stage run STAGE --base BASE` in the checkout `root` records it
+    (run/stage_inputs.py: reuse matches it)."""
+    test_db = root / TEST_DB_DIR
+    merged = root.parent / "merged-waives.txt"
+    merged.write_text(merged_waives(waives_file_of(test_db), base=base, root=root).text)
+    loaded = open_catalog(root / CATALOG_PATH, test_db, None)
+    return catalog_inputs(loaded, str(merged))(stage)
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -213,10 +227,12 @@ def test_with_a_shared_history_the_bot_and_both_pipelines_reuse_the_stage_that_p
     commit_all(root, "the pull request")
     head = git(root, "rev-parse", "pr").strip()
     shared = tmp_path / "shared.sqlite"
-    with HistoryStore(shared) as store:  # what the agent of an earlier build recorded
+    with HistoryStore(shared) as store:  # what the agent of an earlier build recorded: its stage run on the head
         store.start_run(RunRecord("earlier", "ci-tool stage run CPU-Generic-2", RunState.RUNNING, 1.0,
                                   code_commit=head, scope="stage CPU-Generic-2"))  # fmt: skip
-        store.record_stage(StageRecord("earlier", "CPU-Generic-2", StageState.PASSED, started_at=1.0), recorded_at=2.0)
+        passed = StageRecord("earlier", "CPU-Generic-2", StageState.PASSED, started_at=1.0,
+                             inputs=stage_run_inputs(root, "CPU-Generic-2", base="main"))  # fmt: skip
+        store.record_stage(passed, recorded_at=2.0)
         store.finish_run("earlier", state=RunState.PASSED, finished_at=2.0)
     env.setenv("CI_TOOL_HISTORY", str(shared))
     serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")

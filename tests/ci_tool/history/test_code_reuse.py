@@ -1,9 +1,11 @@
 """Reuse over every run of one code (CI's, where each stage is a run of its own), on both backends: a stage
 that passed in any run of the code is reused from the newest such run; a stage that only failed spares the
-tests its newest run passed; other code, and runs of other code, spare nothing."""
+tests its newest run passed; other code, runs of other code, and runs of the code with other inputs (another
+test-db, catalog or waives: StageRecord.inputs) or with none recorded (older records) spare nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 
 import pytest
@@ -17,11 +19,22 @@ from ci_tool.outcomes import RunState, StageState, TestOutcome
 COMMIT, OTHER = "a" * 40, "b" * 40
 
 
+def inputs_of(stage: str) -> str:
+    """The digest of a stage's inputs as the runs below had them."""
+    return f"inputs of {stage}"
+
+
+def reuse_of(store: HistoryStore, stage: str) -> StageReuse:
+    """What the runs of COMMIT with the stage's usual inputs spare it."""
+    return stage_reuse(store, commit=COMMIT, diff_hash="", stage=stage, inputs=inputs_of(stage))
+
+
 def stage_run(
     store: HistoryStore, run_id: str, stage: StageRecord, tests: tuple[TestRecord, ...] = (), *, commit: str = COMMIT
 ) -> None:
     """One `ci-tool stage run` as an agent records it: a run of its own, of one stage."""
     started = stage.started_at or 0.0
+    stage = stage if stage.inputs else dataclasses.replace(stage, inputs=inputs_of(stage.name))
     store.start_run(RunRecord(run_id, f"ci-tool stage run {stage.name}", RunState.RUNNING, started,
                               code_commit=commit, scope=f"stage {stage.name}"))  # fmt: skip
     store.record_stage(stage, tests, recorded_at=started + 1)
@@ -49,17 +62,31 @@ def store(history_at: History) -> Generator[HistoryStore]:
 
 
 def test_every_stage_that_passed_on_the_code_is_reused_from_the_newest_run_it_passed_in(store: HistoryStore) -> None:
-    assert passed_on_code(store, commit=COMMIT, diff_hash="") == {"CPU-1": "r2", "CPU-2": "r0"}
-    assert passed_on_code(store, commit=OTHER, diff_hash="") == {"CPU-3": "r6"}
-    assert passed_on_code(store, commit=COMMIT, diff_hash="f" * 64) == {}  # the same commit with an edit
+    assert passed_on_code(store, commit=COMMIT, diff_hash="", inputs_of=inputs_of) == {"CPU-1": "r2", "CPU-2": "r0"}
+    assert passed_on_code(store, commit=OTHER, diff_hash="", inputs_of=inputs_of) == {"CPU-3": "r6"}
+    edited = passed_on_code(store, commit=COMMIT, diff_hash="f" * 64, inputs_of=inputs_of)  # the commit with an edit
+    assert edited == {}
 
 
 def test_a_stage_that_only_failed_spares_the_tests_its_newest_run_passed(store: HistoryStore) -> None:
-    found = stage_reuse(store, commit=COMMIT, diff_hash="", stage="GPU-1")
+    found = reuse_of(store, "GPU-1")
     assert found.passed_in is None and found.tests is not None
     assert (dict(found.tests.passed), sorted(found.tests.recorded)) == (
         {"t.py::test_ok": "r5"},
         ["t.py::test_bad", "t.py::test_ok"],
     )
-    assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-1") == StageReuse(passed_in="r2")
-    assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-3") == StageReuse()  # another code's
+    assert reuse_of(store, "CPU-1") == StageReuse(passed_in="r2")
+    assert reuse_of(store, "CPU-3") == StageReuse()  # another code's
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [pytest.param("inputs of another test-db", id="other-inputs"), pytest.param("", id="unknown-inputs")],
+)
+def test_a_pass_with_other_inputs_spares_nothing(history_at: History, inputs: str) -> None:
+    with HistoryStore(history_at) as store:
+        stage_run(store, "r1", StageRecord("r1", "CPU-1", StageState.PASSED, started_at=10.0, inputs=inputs or "x"))
+        if not inputs:  # a record from before the digest was kept
+            store.write(lambda db: db.execute("UPDATE stages SET inputs_digest = ''"))
+        assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-1", inputs="inputs of CPU-1") == StageReuse()
+        assert passed_on_code(store, commit=COMMIT, diff_hash="", inputs_of=inputs_of) == {}

@@ -91,4 +91,5 @@ def test_a_stage_exports_its_perf_gate_to_its_tests(stage: str, gate: str, tmp_p
         "CI_TOOL_RUN_ID": "r1",
         "stageName": stage,
         "CI_TOOL_PERF_GATE": gate,
+        "CI_TOOL_PERF_RESULTS": str(invocation.perf_results_file),  # its perf cases' rows go back to ci-tool
     }

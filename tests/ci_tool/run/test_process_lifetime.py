@@ -7,12 +7,13 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ci_tool.run import parent_death
+from ci_tool.run import parent_death, reaper
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
@@ -52,6 +53,31 @@ def test_slow_with_a_sleeper():
     if os.environ.get("KILL_CI_TOOL") == "1":  # the test kills its parent, ci-tool
         os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(600)
+"""
+
+# A test that starts a daemon as daemons start: fork, setsid, fork again; the first two processes exit, so the
+# daemon belongs to no group and no process of the stage. Its pid goes to a file written in one step.
+DAEMON_CASES = """\
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DAEMON = (
+    "import os, sys, time\\n"
+    "if os.fork(): sys.exit(0)\\n"
+    "os.setsid()\\n"
+    "if os.fork(): os._exit(0)\\n"
+    "open('daemon.pid.part', 'w').write(str(os.getpid()))\\n"
+    "os.replace('daemon.pid.part', 'daemon.pid')\\n"
+    "time.sleep(600)\\n"
+)
+
+
+def test_starts_a_daemon():
+    subprocess.run([sys.executable, "-c", DAEMON], check=True)
+    while not Path("daemon.pid").exists():
+        time.sleep(0.05)
 """
 
 
@@ -133,3 +159,33 @@ def test_a_child_whose_parent_died_before_the_signal_was_set_ends_at_once() -> N
             os._exit(0)
     _, status = os.waitpid(child, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == parent_death.PARENT_DEATH_SIGNAL
+
+
+@pytest.fixture
+def daemon_suite(suite: Path) -> Iterator[Path]:
+    (suite / "cases" / "case_daemon.py").write_text(DAEMON_CASES)
+    (suite / "test-db" / "l0_daemon.yml").write_text(
+        "version: 0.0.1\nl0_daemon:\n- condition: {}\n  tests: [cases/case_daemon.py]\n"
+    )
+    yield suite
+    daemon = suite / "daemon.pid"
+    if daemon.exists() and running(pid_in(daemon)):  # what a failed test leaves: ours to end
+        os.kill(pid_in(daemon), signal.SIGKILL)
+
+
+@linux_only
+def test_a_setsid_daemon_a_test_starts_ends_with_the_stage(daemon_suite: Path) -> None:
+    db = load_test_db(daemon_suite / "test-db")
+    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_daemon", splits=1, durations={})
+    result = run_stage(plan, RunSettings(daemon_suite, daemon_suite / "out", "r1"))
+    daemon = pid_in(daemon_suite / "daemon.pid")
+    assert (result.state, wait_until_gone(daemon)) == ("passed", [])
+
+
+@linux_only
+def test_while_its_tests_run_ci_tool_is_undumpable_and_after_as_before() -> None:
+    """A same-user test cannot read ci-tool's environment (the history's password) or memory through /proc."""
+    before = reaper.dumpable()
+    with reaper.subreaper():
+        during = reaper.dumpable()
+    assert (before, during, reaper.dumpable()) == (True, False, True)

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from ci_tool.errors import SlurmError
+from ci_tool.outcomes import StageState, TestOutcome
+from ci_tool.run import typed_json
+from ci_tool.run.junit import CaseResult
 from ci_tool.run.slurm import (
     Job,
     JobRequest,
@@ -19,6 +22,8 @@ from ci_tool.run.slurm import (
     parse_squeue_json,
 )
 from ci_tool.run.slurm_executor import JobVerdict, gpus_per_node, job_program_exited, verdict
+from ci_tool.run.slurm_job import JobReport, read_report
+from ci_tool.run.stage_runner import StageResult, TestResult
 from ci_tool.stages.names import parse_stage_name
 
 OUTPUTS = Path(__file__).parent / "slurm_outputs"
@@ -177,3 +182,35 @@ def test_what_an_ended_job_means_for_its_stage(
 )
 def test_a_result_file_is_taken_only_after_an_end_its_job_program_exits_on(state: JobState, taken: bool) -> None:
     assert job_program_exited(Job(7, "CPU-Generic-1", state)) is taken
+
+
+def _report(tmp_path: Path, state: StageState, outcome: TestOutcome) -> Path:
+    """A job's result file with one test of `outcome` and the stage's `state`, sealed with the right token (a
+    process that read the token, or a job program gone wrong, wrote it)."""
+    case = CaseResult("cases/case_x.py::test_x", outcome, 1.0, stage="CPU-Generic-1")
+    result = StageResult("CPU-Generic-1", state, "", (TestResult(case),), (), (), 0.0, 1.0, tmp_path)
+    path = tmp_path / "7.result.json"
+    path.write_text(typed_json.dump(JobReport(result, "7", "n1", 0.0, 1.0, "t" * 32)))
+    return path
+
+
+def test_a_passed_result_with_a_failed_test_is_refused(tmp_path: Path) -> None:
+    path = _report(tmp_path, StageState.PASSED, TestOutcome.FAILED)
+    with pytest.raises(SlurmError) as raised:
+        read_report(path, job_id=7, token="t" * 32)
+    assert str(raised.value) == (
+        f"{path}: expected a failed, unstable or interrupted result of Slurm job 7 (it holds 1 failed test), found "
+        "state passed Hint: the job program never writes such a result: the stage's results are not taken"
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "outcome"),
+    [(StageState.PASSED, TestOutcome.PASSED), (StageState.FAILED, TestOutcome.FAILED)],
+    ids=["passed", "failed"],
+)
+def test_a_result_whose_state_agrees_with_its_tests_is_taken(
+    tmp_path: Path, state: StageState, outcome: TestOutcome
+) -> None:
+    report = read_report(_report(tmp_path, state, outcome), job_id=7, token="t" * 32)
+    assert report is not None and report.result.state is state

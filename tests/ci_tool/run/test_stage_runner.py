@@ -102,6 +102,7 @@ def test_results_folder(fixture_run: Any) -> None:
         "junit.xml",
         "lists",
         "parts",
+        "perf-snapshot.json",  # what its perf cases read of the history (perf/handoff.py)
         "rendered.txt",
         "result.json",
         "shard.txt",

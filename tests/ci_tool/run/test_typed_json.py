@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from ci_tool.errors import SlurmError
-from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.run import typed_json
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
@@ -113,18 +112,17 @@ def test_no_file_is_no_report(tmp_path: Path) -> None:
     assert read_report(tmp_path / "17.result.json", job_id=17, token=TOKEN) is None
 
 
-@pytest.mark.parametrize(
-    "history",
-    [Path("/ci/history.sqlite"), PostgresUrl("postgresql://ci:pw@db.example:5432/ci"), None],
-    ids=["sqlite-file", "postgres-url", "none"],
-)
-def test_the_settings_history_comes_back_as_the_same_kind(suite: Path, history: History | None) -> None:
-    settings = RunSettings(suite, suite / "out", "r1", history=history)
+@pytest.mark.parametrize("snapshot", [Path("/ci/perf-snapshot.json"), None], ids=["a-snapshot", "none"])
+def test_the_settings_come_back_as_they_went(suite: Path, snapshot: Path | None) -> None:
+    """A job's settings hold no history (only ci-tool writes it: the job's tests never get its location or
+    password), only what the perf cases read of it."""
+    settings = RunSettings(suite, suite / "out", "r1", perf_snapshot=snapshot)
     assert typed_json.load(typed_json.dump(settings), RunSettings, file="job.json", error=SlurmError) == settings
+    assert "history" not in json.loads(typed_json.dump(settings))
 
 
-def test_a_history_of_neither_kind_is_a_located_error(suite: Path) -> None:
+def test_a_snapshot_that_is_no_path_is_a_located_error(suite: Path) -> None:
     data = json.loads(typed_json.dump(RunSettings(suite, suite / "out", "r1")))
-    data["history"] = 7
-    with pytest.raises(SlurmError, match=r"\(history\): expected a string or an object or null, found 7"):
+    data["perf_snapshot"] = 7
+    with pytest.raises(SlurmError, match=r"\(perf_snapshot\): expected a string or null, found 7"):
         typed_json.load(json.dumps(data), RunSettings, file="job.json", error=SlurmError)

@@ -134,6 +134,7 @@ families:
 - {name: CPU-Generic-Hold, platform: cpu, context: l0_hold, splits: 1, executor: slurm}
 - {name: CPU-Generic-Slow, platform: cpu, context: l0_slow, splits: 1, timeout_minutes: 1, executor: slurm}
 - {name: CPU-Generic-Plant, platform: cpu, context: l0_plant, splits: 1, executor: slurm}
+- {name: CPU-Generic-Daemon, platform: cpu, context: l0_daemon, splits: 1, executor: slurm}
 - {name: GB200-8_GPUs-2_Nodes-PyTorch, platform: 'auto:gb200-flex', context: l0_nodes, splits: 1, executor: slurm}
 - {name: DGX_B200-8_GPUs-PyTorch, platform: 'auto:dgx-b200-flex', context: l0_nodes, splits: 1, executor: slurm}
 - {name: CPU-Generic-Where, platform: cpu, context: l0_nodes, splits: 1, executor: slurm}
@@ -154,6 +155,7 @@ TEST_DB = "version: 0.0.1\n" + "".join(
         _context("l0_slow", "test_quick", "test_sleeps_past_the_limit"),
         _context("l0_nodes", "test_where_it_runs"),
         _context("l0_plant", "test_plants_a_result_for_its_own_job"),
+        _context("l0_daemon", "test_leaves_a_daemon_to_pass_its_job"),
     )
 )
 
@@ -228,6 +230,32 @@ class RunsCode:  # unpickled, it creates out/pwned, in whichever process loads i
 
     def __reduce__(self):
         return (open, (str(OUT / "pwned"), "w"))
+
+
+# A daemon (fork, setsid, fork) that waits for the job program's genuine result, takes its token, says the stage
+# passed and puts the file back; argv: the result file, the daemon's pid file.
+DAEMON = (
+    "import json, os, sys, time\\n"
+    "if os.fork(): sys.exit(0)\\n"
+    "os.setsid()\\n"
+    "if os.fork(): os._exit(0)\\n"
+    "result, pid = sys.argv[1], sys.argv[2]\\n"
+    "open(pid + '.part', 'w').write(str(os.getpid())); os.replace(pid + '.part', pid)\\n"
+    "while not os.path.exists(result): time.sleep(0.01)\\n"
+    "report = json.load(open(result))\\n"
+    "report['result']['state'] = 'passed'\\n"
+    "open(result + '.part', 'w').write(json.dumps(report)); os.replace(result + '.part', result)\\n"
+)
+
+
+def test_leaves_a_daemon_to_pass_its_job():
+    import subprocess, sys
+    job_id = record("daemon")["SLURM_JOB_ID"]
+    (folder,) = {path.parent for path in Path.cwd().glob("**/slurm/job.sh")}
+    pid = OUT / f"daemon-{job_id}.pid"
+    subprocess.run([sys.executable, "-c", DAEMON, str(folder / f"{job_id}.result.json"), str(pid)], check=True)
+    wait_for(pid.exists)
+    assert False, "this test fails its stage"
 
 
 def test_plants_a_result_for_its_own_job():

@@ -269,3 +269,18 @@ def test_the_suite_keeps_its_environment_once_the_cluster_runs(slurm_cluster: ob
     # later test, a PostgreSQL server's start among them, still needs the PATH and HOME it had.
     assert {"PATH", "HOME"} <= set(os.environ)
     assert [name for name in os.environ if name.startswith("SLURM_")] == ["SLURM_CONF"]
+
+
+def test_a_setsid_daemon_of_a_test_is_gone_before_the_job_writes_its_result(
+    slurm_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job's failing test leaves a daemon (its own session) to rewrite the genuine result as passed once the
+    job program writes it: the job program kills it first, so the stage fails with its failed test."""
+    name = "CPU-Generic-Daemon-1"
+    code, _ = ci_tool_here(capsys, "stage", "run", name, "--catalog", "stages.yml", "--executor", "slurm")
+    _, (stage,), tests = last_run(slurm_project)
+    assert len(list((slurm_project / "out").glob("daemon-*.pid"))) == 1  # the daemon started
+    assert (code, stage.state, stage.reason) == (1, "failed", "")
+    assert [(t.test_id, t.outcome) for t in tests[name]] == [
+        ("cases/case_slurm.py::test_leaves_a_daemon_to_pass_its_job", "failed")
+    ]
