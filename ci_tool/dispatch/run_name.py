@@ -21,6 +21,12 @@ RUN_NAME_EXPRESSION = (
     "inputs.comment_id != '' && format('/bot run #{0} {1} comment {2} request {3}', inputs.pr_number, "
     "inputs.head_sha, inputs.comment_id, inputs.request_digest) || 'L0 Test'"
 )
+# The inputs only the bot gives (besides request, labels, base_ref and head_sha): name -> description.
+BOT_DISPATCH_INPUTS = {
+    "pr_number": "The pull request a /bot run tests (the run's name; empty when not dispatched by the bot)",
+    "comment_id": "The /bot comment that dispatched the run, by which the bot finds the run (its name)",
+    "request_digest": "The request's digest, by which the bot tells a comment's edited request apart (its name)",
+}
 _RUN_NAME = re.compile(
     r"/bot run #(?P<pr>\d+) (?P<sha>[0-9a-f]{40}) comment (?P<comment>\d+) request (?P<digest>[0-9a-f]{16})"
 )
