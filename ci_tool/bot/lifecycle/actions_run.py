@@ -12,7 +12,6 @@ from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
 from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.event import Decision
 from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
-from ci_tool.bot.lifecycle.run import reply_marker
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, shorten, with_lines
 from ci_tool.bot.status import actions_context_for, final, unfollowed, untested
@@ -35,6 +34,12 @@ from ci_tool.history.ledger import DispatchKey, find_dispatch
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX
 from ci_tool.outcomes import BuildResult
 from ci_tool.stages.record import SelectionRecord, read_record
+
+
+def actions_reply_marker(comment_id: int) -> str:
+    """The hidden line by which handling a comment again finds its GitHub Actions reply (apart from its Jenkins
+    reply, lifecycle/run.py's, where a project runs both engines)."""
+    return f"<!-- ci-tool: the GitHub Actions reply to comment {comment_id} -->"
 
 
 def actions_dispatch(services: ActionsServices, decision: Decision, plan: RunPlan, pr: PullRequest) -> ActionsDispatch:
@@ -61,7 +66,7 @@ def run(services: ActionsServices, decision: Decision, plan: RunPlan, pr: PullRe
     dispatch = actions_dispatch(services, decision, plan, pr)
     context = actions_context_for(plan.selection.request)
     command = decision.request.line if decision.request else "/bot run"
-    marker = reply_marker(decision.event.comment_id)
+    marker = actions_reply_marker(decision.event.comment_id)
     reply = reply.rstrip("\n") + f"\n{marker}\n"
     reply_id: int | None = None
     claim: Claim | None = None
@@ -128,7 +133,7 @@ def _not_started(services: ActionsServices, dispatch: ActionsDispatch, error: Di
     )
     body = reply.rstrip("\n") + f"\n\n{note}\n"
     if reply_id is None:
-        services.replies.reply_once(reply_marker(dispatch.key.comment_id), body)
+        services.replies.reply_once(actions_reply_marker(dispatch.key.comment_id), body)
     else:
         services.replies.edit(reply_id, body)
     description = f"could not start the run: {error}"
