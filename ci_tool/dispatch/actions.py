@@ -4,7 +4,7 @@
     default_branch  GET repos/O/R                                  whose workflow file a dispatch runs
     dispatch     POST actions/workflows/W/dispatches {ref, inputs}    204: queued, no run id (run_name.py)
     runs         GET  actions/workflows/W/runs?branch&event&per_page   the newest RUNS_LOOKED_AT runs
-    run          GET  actions/runs/ID                                  one run (NotFound when gone)
+    run          GET  actions/runs/ID                                  one run (RunNotFound when gone)
     cancel       POST actions/runs/ID/cancel                           202; 409 when it had ended: False
     artifacts    GET  actions/runs/ID/artifacts                        name, id, expired
     download     GET  actions/artifacts/ID/zip                         302 to a signed URL, fetched without
@@ -52,7 +52,7 @@ CONCLUSIONS: Mapping[str, BuildResult] = {
 }
 
 
-class NotFound(DispatchError):
+class RunNotFound(DispatchError):
     """GitHub answered 404 for a run or an artifact: it is not (or no longer) there."""
 
 
@@ -95,7 +95,7 @@ class ActionsClient:
                 _, data = requester.requestJsonAndCheck(method, url, parameters=dict(parameters or {}))
             except GithubException as error:
                 if error.status == 404:
-                    raise NotFound(f"{what}: expected GitHub to have it, found HTTP 404") from None
+                    raise RunNotFound(f"{what}: expected GitHub to have it, found HTTP 404") from None
                 raise
             return data
 
@@ -189,7 +189,7 @@ class ActionsClient:
             status, headers, _ = requester.requestJson("GET", url)
             location = {str(k).lower(): str(v) for k, v in headers.items()}.get("location")
             if status == 404:
-                raise NotFound(f"{what}: expected GitHub to have it, found HTTP 404")
+                raise RunNotFound(f"{what}: expected GitHub to have it, found HTTP 404")
             if status >= 400:
                 raise requester.createException(status, headers, {})
             if status not in (301, 302, 303, 307) or not location:

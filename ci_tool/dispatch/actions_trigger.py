@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ci_tool.dispatch.actions import ActionsClient, DispatchLost, NotFound
+from ci_tool.dispatch.actions import ActionsClient, DispatchLost, RunNotFound
 from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.model import Build
 from ci_tool.dispatch.run_name import request_digest
@@ -84,7 +84,7 @@ def resume(
     comment = dispatch.key.comment_id
     known = find_dispatch(store, dispatch.key)
     if known is not None and known.build_number is not None:
-        with contextlib.suppress(NotFound):  # gone from GitHub: look there as if the ledger had no row
+        with contextlib.suppress(RunNotFound):  # gone from GitHub: look there as if the ledger had no row
             run = client.run(dispatch.repository, known.build_number)
             echo(f"already dispatched by comment {comment}: not dispatching again")
             return Started(None, run, already=True)

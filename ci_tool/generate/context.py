@@ -32,8 +32,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ci_tool.errors import GenerateError
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
+from ci_tool.errors import GenerateError
 from ci_tool.layout import (
     ACTIONS_RESULTS_ARTIFACT_PREFIX,
     ACTIONS_SELECTION_ARTIFACT,

@@ -90,7 +90,7 @@ def test_a_github_actions_only_run_with_wait_ends_with_one_final_report_and_stat
         f"ended: run {run.id}: SUCCESS",
         f"status 'L0 Test Full Run' on {SHA[:12]}: success: 4 passed, 0 failed, 0 skipped",
     ]
-    reply, report = github.bodies()
+    _, report = github.bodies()
     assert report.startswith(f"## CI report: [L0 Test #{run.id}]({github.url}{REPOSITORY}/actions/runs/{run.id}) "
                              "**SUCCESS**\n\n@maintainer-amy, `/bot run` ended: 4 passed, 0 failed, 0 skipped.\n")
     assert "| `A10-PyTorch-1` |" in report and "archived no readable run record" not in report
@@ -208,8 +208,9 @@ def test_kill_cancels_the_pull_requests_running_run(
     assert (run.status, run.conclusion, other.status) == ("completed", "cancelled", "in_progress")
     url = f"{github.url}{REPOSITORY}/actions/runs/{run.id}"
     assert statuses(github)[-1] == (SHA[:7], FULL, "error", "killed by /bot kill")
-    assert github.bodies()[-1] == (f"@maintainer-amy, running `/bot kill`.\n\n- cancelled [L0 Test run {run.id}]({url}): "
-                                   "killed by /bot kill\n")  # fmt: skip
+    assert github.bodies()[-1] == (
+        f"@maintainer-amy, running `/bot kill`.\n\n- cancelled [L0 Test run {run.id}]({url}): killed by /bot kill\n"
+    )
     assert github.count("POST", "/dispatches") == 1
 
 
