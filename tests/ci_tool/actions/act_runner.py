@@ -237,6 +237,7 @@ class _Job:
     name: str
     matrix: Mapping[str, object]
     log: list[str] = field(default_factory=list)
+    failed: bool = False  # act logged an error for this job (or matrix entry): a step or its set-up failed
 
 
 def _job_name(entry: Mapping[str, object]) -> str:
@@ -247,9 +248,13 @@ def _job_name(entry: Mapping[str, object]) -> str:
 def parse_log(text: str) -> tuple[JobRun, ...]:
     """act's `--json --verbose` log -> each job's run, in the order act concluded them (a job that never
     concluded is left out: act's exit code tells). A line that is no JSON object (act's start-up chatter)
-    belongs to no job."""
+    belongs to no job.
+
+    act keeps one result for a whole matrix: an entry that concludes after a failed one reports `failure`
+    whatever its own steps did. An entry's own result is GitHub's: it failed when act logged an error for
+    it (act logs every error that fails a job), and passed otherwise."""
     jobs: dict[tuple[str, str], _Job] = {}
-    concluded: list[tuple[_Job, JobResult]] = []
+    concluded: list[tuple[_Job, str]] = []
     for line in text.splitlines():
         try:
             entry = json.loads(line)
@@ -262,13 +267,26 @@ def parse_log(text: str) -> tuple[JobRun, ...]:
         job = jobs.setdefault(key, _Job(str(entry["jobID"]), _job_name(entry), matrix))
         if entry.get("raw_output") or entry.get("level") != "debug":
             job.log.append(str(entry.get("msg", "")).rstrip("\n"))
+        job.failed |= entry.get("level") == "error"
         if "jobResult" in entry:
-            concluded.append((job, JobResult(entry["jobResult"])))
+            concluded.append((job, str(entry["jobResult"])))
     entries = Counter(job_id for job_id, _ in jobs)
     return tuple(
-        JobRun(job.job_id, _shown_name(job.name, entries[job.job_id]), job.matrix, result, tuple(job.log))
-        for job, result in concluded
-    )
+        JobRun(job.job_id, _shown_name(job.name, entries[job.job_id]), job.matrix,
+               _own_result(reported, failed=job.failed, shared=entries[job.job_id] > 1), tuple(job.log))
+        for job, reported in concluded
+    )  # fmt: skip
+
+
+def _own_result(reported: str, *, failed: bool, shared: bool) -> JobResult:
+    """A job's result from what act reported and whether it logged an error for the job itself; `shared`:
+    the job is an entry of a matrix of several, whose reported result may be another entry's failure."""
+    result = JobResult(reported)
+    if result is JobResult.SKIPPED:
+        return result
+    if failed or (result is JobResult.FAILURE and not shared):
+        return JobResult.FAILURE
+    return JobResult.SUCCESS
 
 
 def _shown_name(name: str, entries: int) -> str:
