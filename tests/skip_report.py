@@ -24,7 +24,8 @@ SKIPS_FILE_ENV = "CI_TOOL_TEST_SKIPS_FILE"
 _FILE = pytest.StashKey[Path]()
 _SKIPS = pytest.StashKey[list[dict[str, object]]]()
 HINT = (
-    "Hint: install what the reason names (.ci/run installs Slurm, Chromium and Groovy; the Slurm tests need root), "
+    "Hint: install what the reason names (.ci/run installs Slurm, Chromium and Groovy; the Slurm tests need root; "
+    "the test extra installs act, whose tests also need node and GitHub's actions in ../shared/actions), "
     "or mark a test that needs a GPU `gpu`"
 )
 

@@ -12,7 +12,7 @@ workflows pin them; act copies the repository's working tree (its .gitignore app
 actions/checkout. Everything act writes (workspaces, artifacts, HOME) goes under `scratch`; its artifact
 server listens on 127.0.0.1 at a free port of its own, so runs in parallel sessions do not meet. pip's
 download cache and configuration stay the caller's, so each job's `pip install` is as fast as a
-developer's. The jobs see only a short list of the caller's variables: never pytest's, ci-tool's or a
+developer's (and compiles no bytecode up front). The jobs see only a short list of the caller's variables: never pytest's, ci-tool's or a
 history's that the test itself was given.
 """
 
@@ -170,6 +170,9 @@ class ActRunner:
         # and `python3` is the machine's.
         own_bin = str(Path(sys.executable).parent)
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", os.defpath).split(os.pathsep) if p != own_bin)
+        # Each stage job installs about 2 GB into a fresh .venv; compiling every module of it to bytecode
+        # took longer than the unpacking here. The jobs compile what they import, as they run.
+        env.setdefault("PIP_COMPILE", "false")
         env["HOME"] = str(home)
         env["ACT_DISABLE_VERSION_CHECK"] = "1"  # no call home for notices: this machine may have no route
         return env
@@ -241,8 +244,9 @@ class _Job:
 
 
 def _job_name(entry: Mapping[str, object]) -> str:
-    """The job's name as GitHub shows it: act's `job` field is `WORKFLOW/NAME`, padded with blanks."""
-    return str(entry["job"]).rstrip().split("/", 1)[-1]
+    """The job's name as GitHub shows it: act's `job` field is `WORKFLOW/NAME`, padded with blanks; a
+    matrix job that was skipped before its matrix was known (`name: ${{ matrix.stage }}`) has none: its id."""
+    return str(entry["job"]).rstrip().split("/", 1)[-1] or str(entry["jobID"])
 
 
 def parse_log(text: str) -> tuple[JobRun, ...]:
