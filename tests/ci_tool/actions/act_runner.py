@@ -12,8 +12,8 @@ workflows pin them; act copies the repository's working tree (its .gitignore app
 actions/checkout. Everything act writes (workspaces, artifacts, HOME) goes under `scratch`; its artifact
 server listens on 127.0.0.1 at a free port of its own, so runs in parallel sessions do not meet. pip's
 download cache and configuration stay the caller's, so each job's `pip install` is as fast as a
-developer's (and compiles no bytecode up front). The jobs see only a short list of the caller's variables: never pytest's, ci-tool's or a
-history's that the test itself was given.
+developer's (and compiles no bytecode up front). The jobs see only a short list of the caller's
+variables: never pytest's, ci-tool's or a history's that the test itself was given.
 """
 
 from __future__ import annotations
