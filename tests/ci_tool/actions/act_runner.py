@@ -178,13 +178,24 @@ class ActRunner:
         return env
 
     def command(
-        self, workflow: Path, folder: Path, *, event: str, inputs: Mapping[str, str], secrets_file: Path
+        self,
+        workflow: Path,
+        folder: Path,
+        *,
+        event: str,
+        inputs: Mapping[str, str],
+        secrets_file: Path,
+        payload: Mapping[str, object] | None = None,
     ) -> list[str]:
         empty = folder / "empty"
         empty.touch()
         artifacts = folder / "artifacts"
         artifacts.mkdir(exist_ok=True)
         command = [self.act, event, "-W", str(workflow), "--json", "--verbose", "--action-offline-mode"]
+        if payload is not None:  # the event as GitHub would send it (`github.event`): an issue_comment's
+            event_file = folder / "event.json"
+            event_file.write_text(json.dumps(payload), encoding="utf-8")
+            command += ["--eventpath", str(event_file)]
         for label in runner_labels(workflow.read_text(encoding="utf-8"), *self.labels):
             command += ["-P", f"{label}=-self-hosted"]
         for pin in pinned_actions(workflow.read_text(encoding="utf-8")):
@@ -211,10 +222,14 @@ class ActRunner:
         inputs: Mapping[str, str] | None = None,
         secrets: Mapping[str, str] | None = None,
         event: str = "workflow_dispatch",
+        payload: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
         name: str = "run",
         timeout_s: float = 1800,
     ) -> WorkflowRun:
-        """Run `workflow` (a path inside `repo`, a git checkout) for `event`; a new folder per call."""
+        """Run `workflow` (a path inside `repo`, a git checkout) for `event` (with `payload` as its event
+        JSON, and `env` added to the jobs' variables, e.g. GITHUB_API_URL of a loopback server); a new
+        folder per call, `scratch/name`."""
         folder = self.scratch / name
         folder.mkdir(parents=True)
         home = folder / "home"
@@ -223,11 +238,14 @@ class ActRunner:
         secrets_file.write_text("".join(f"{key}={json.dumps(value)}\n" for key, value in (secrets or {}).items()))
         secrets_file.chmod(0o600)
         log_path = folder / "act.jsonl"
-        command = self.command(workflow, folder, event=event, inputs=inputs or {}, secrets_file=secrets_file)
+        command = self.command(
+            workflow, folder, event=event, inputs=inputs or {}, secrets_file=secrets_file, payload=payload
+        )
         started = time.monotonic()
         with log_path.open("w", encoding="utf-8") as log:
             result = subprocess.run(
-                command, cwd=repo, env=self.job_environment(home), stdout=log, stderr=subprocess.STDOUT,
+                command, cwd=repo, env=self.job_environment(home) | dict(env or {}), stdout=log,
+                stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, timeout=timeout_s, check=False,
             )  # fmt: skip
         seconds = time.monotonic() - started

@@ -67,6 +67,19 @@ jobs:
     steps:
       - run: echo never
 """
+COMMENT_WORKFLOW = """\
+name: Comment
+on: issue_comment
+permissions:
+  contents: read
+jobs:
+  hear:
+    runs-on: ubuntu-24.04
+    steps:
+      - env:
+          BODY: ${{ github.event.comment.body }}
+        run: echo "heard $BODY at $API_URL"
+"""
 STAGES = '[{"stage": "bad", "runs_on": ["self-hosted", "a10"]}, {"stage": "good", "runs_on": "ubuntu-latest"}]'
 
 
@@ -75,6 +88,7 @@ def small_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("small")
     (source / ".github" / "workflows").mkdir(parents=True)
     (source / ".github" / "workflows" / "small.yml").write_text(WORKFLOW, encoding="utf-8")
+    (source / ".github" / "workflows" / "comment.yml").write_text(COMMENT_WORKFLOW, encoding="utf-8")
     (source / ".gitignore").write_text("ignored/\n")
     (source / "ignored").mkdir()
     (source / "ignored" / "big").write_text("not copied\n")
@@ -85,7 +99,7 @@ def small_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_working_tree_repository_holds_the_files_gitignore_keeps(small_repo: Path) -> None:
     files = sorted(str(path.relative_to(small_repo)) for path in small_repo.rglob("*"))
     assert [name for name in files if name != ".git" and not name.startswith(".git/")] == [
-        ".github", ".github/workflows", ".github/workflows/small.yml", ".gitignore",
+        ".github", ".github/workflows", ".github/workflows/comment.yml", ".github/workflows/small.yml", ".gitignore",
     ]  # fmt: skip
 
 
@@ -114,6 +128,16 @@ def test_each_job_has_its_result_and_log(act_runner: ActRunner, small_repo: Path
 def test_a_run_without_stages_skips_the_matrix_job(act_runner: ActRunner, small_repo: Path) -> None:
     run = act_runner.run(small_repo / ".github/workflows/small.yml", small_repo, name="no-stages")
     assert (run.exit_code, run.ran()) == (0, ["plan"]), run.summary()
+
+
+def test_an_event_payload_and_variables_reach_the_jobs(act_runner: ActRunner, small_repo: Path) -> None:
+    """A comment event as GitHub sends it, on a runner label the workflow names literally (ubuntu-24.04)."""
+    run = act_runner.run(
+        small_repo / ".github/workflows/comment.yml", small_repo, event="issue_comment",
+        payload={"comment": {"body": "/bot run"}}, env={"API_URL": "http://127.0.0.1:9"}, name="comment",
+    )  # fmt: skip
+    assert (run.exit_code, run.results()) == (0, {"hear": JobResult.SUCCESS}), run.summary()
+    assert "heard /bot run at http://127.0.0.1:9" in run.job("hear").log
 
 
 def test_lines_that_are_no_json_belong_to_no_job() -> None:
