@@ -25,7 +25,7 @@ _FILE = pytest.StashKey[Path]()
 _SKIPS = pytest.StashKey[list[dict[str, object]]]()
 HINT = (
     "Hint: install what the reason names (.ci/run installs Slurm, Chromium and Groovy; the Slurm tests need root; "
-    "the test extra installs act, whose tests also need node and GitHub's actions in ../shared/actions), "
+    "the test extra installs act, whose tests also need node and GitHub's pinned actions beside the checkout), "
     "or mark a test that needs a GPU `gpu`"
 )
 

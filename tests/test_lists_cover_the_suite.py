@@ -9,8 +9,9 @@ from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import load_test_db
 
 ROOT = Path(__file__).resolve().parents[1]
-# the suite runs these, never a stage: they start a Slurm cluster as root (.ci/run runs the whole suite)
-NOT_IN_STAGES = ("tests/ci_tool/run/slurm",)
+# the suite runs these, never a stage (.ci/run runs the whole suite): they start a Slurm cluster as root, or run
+# the generated workflow itself under act (whose stage jobs run stages: a stage must not run them again)
+NOT_IN_STAGES = ("tests/ci_tool/run/slurm", "tests/ci_tool/actions")
 
 
 def test_every_test_file_is_on_a_list_or_named_as_run_by_the_suite_alone() -> None:
