@@ -94,7 +94,8 @@ class WorkflowRun:
     def summary(self) -> str:
         """One line per job, then the log's place: what an assertion shows when the run is not as expected."""
         lines = [f"{job.name} ({job.job_id}): {job.result}" for job in self.jobs]
-        return "\n".join([*lines, f"act exit code {self.exit_code}; its log: {self.log_path}"])
+        last = f"act exit code {self.exit_code} after {self.seconds:.0f} s; its log: {self.log_path}"
+        return "\n".join([*lines, last])
 
 
 def act_binary() -> str | None:

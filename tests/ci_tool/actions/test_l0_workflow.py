@@ -144,4 +144,6 @@ def test_every_stage_records_into_the_one_history_and_the_second_run_reuses_what
         GPU_STAGE: [StageState.WAITING, StageState.WAITING],  # no pass: both runs ran it
     }, "\n".join(run.summary() for run in scenario.runs)
     second = scenario.runs[1]
-    assert (stage_jobs(second), second.results().get(CPU_STAGE)) == ([GPU_STAGE], None), second.summary()
+    ran = {name: result for name, result in second.results().items() if result is not JobResult.SKIPPED}
+    expected = {PLAN: JobResult.SUCCESS, BLOCKED: JobResult.FAILURE, GPU_STAGE: JobResult.SUCCESS}
+    assert ran == expected, second.summary()
