@@ -171,8 +171,8 @@ class ActRunner:
         # and `python3` is the machine's.
         own_bin = str(Path(sys.executable).parent)
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", os.defpath).split(os.pathsep) if p != own_bin)
-        # Each stage job installs about 2 GB into a fresh .venv; compiling every module of it to bytecode
-        # took longer than the unpacking here. The jobs compile what they import, as they run.
+        # Each stage job installs about 2 GB (torch, triton) into a fresh .venv; compiling all of it to
+        # bytecode up front is much of that install's time. The jobs compile what they import, as they run.
         env.setdefault("PIP_COMPILE", "false")
         env["HOME"] = str(home)
         env["ACT_DISABLE_VERSION_CHECK"] = "1"  # no call home for notices: this machine may have no route
