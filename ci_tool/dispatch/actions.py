@@ -33,7 +33,7 @@ from ci_tool.dispatch.model import Build
 from ci_tool.dispatch.run_name import parse_run_name
 from ci_tool.dispatch.urls import shown
 from ci_tool.errors import DispatchError
-from ci_tool.layout import ACTIONS_WORKFLOW, HTTP_TIMEOUT_SECONDS
+from ci_tool.layout import ACTIONS_WORKFLOW, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SECONDS
 from ci_tool.outcomes import BuildResult
 
 RUNS_LOOKED_AT = 100  # the newest runs of the workflow searched for a comment's or a pull request's runs
@@ -50,6 +50,14 @@ CONCLUSIONS: Mapping[str, BuildResult] = {
     "stale": BuildResult.NOT_BUILT,
     "action_required": BuildResult.NOT_BUILT,
 }
+
+
+def forbidden_hint(workflow: str) -> str:
+    """What to fix when GitHub refuses (403) or hides (404) the workflow from the token."""
+    return (
+        f"give {GITHUB_TOKEN_ENV} the actions: write permission (bot.yml's answer job; actions: read for its "
+        f"follow job), and check that .github/workflows/{workflow} is on the default branch"
+    )
 
 
 class RunNotFound(DispatchError):
@@ -99,7 +107,7 @@ class ActionsClient:
                 raise
             return data
 
-        return self.github._call(what, call)  # the one fault policy of GitHub
+        return self.github._call(what, call, forbidden=forbidden_hint(self.workflow))  # the one fault policy of GitHub
 
     def default_branch(self, repository: str) -> str:
         """The repository's default branch: a dispatch runs the workflow file it holds."""
@@ -132,7 +140,7 @@ class ActionsClient:
                 data = json.loads(output) if output and output.lstrip().startswith("{") else {}
                 raise requester.createException(status, headers, data)
 
-        self.github._call(what, post, safe=False)
+        self.github._call(what, post, safe=False, forbidden=forbidden_hint(self.workflow))
 
     def runs(self, repository: str, *, branch: str) -> list[Build]:
         """The newest dispatched runs of the workflow on `branch`, newest first."""
@@ -164,7 +172,7 @@ class ActionsClient:
                 raise
             return True
 
-        return self.github._call(what, post)  # repeating a cancel is harmless
+        return self.github._call(what, post, forbidden=forbidden_hint(self.workflow))  # a repeat is harmless
 
     def artifacts(self, repository: str, run_id: int) -> list[Artifact]:
         what = f"read the artifacts of run {run_id} of {repository}"
@@ -198,7 +206,7 @@ class ActionsClient:
             response.raise_for_status()
             return response.content
 
-        return self.github._call(what, get)
+        return self.github._call(what, get, forbidden=forbidden_hint(self.workflow))
 
     def _build(self, answer: AnswerSource, value: object, path: str = "") -> Build:
         data = answer.obj(value, path)

@@ -306,3 +306,18 @@ def test_both_engines_run_one_build_and_one_run_under_one_claim(
     again = bot(event("/bot run"))
     assert again.code == 0 and (len(jenkins.triggered()), len(github.actions.dispatched())) == (1, 1)
     assert json.loads(run.inputs["request"]) == json.loads(build.parameters["REQUEST"])
+
+
+def test_a_token_without_actions_write_is_told_which_permission_to_give(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, actions_only: FakeJenkins
+) -> None:
+    github.fail("POST", "/dispatches", status=403, body='{"message": "Resource not accessible by integration"}')
+    result = bot(event("/bot run"))
+    assert result.code == 1
+    assert result.err == (
+        "error: dispatch l0-test.yml on example/ci-tool: expected GitHub to accept GITHUB_TOKEN, found HTTP 403 "
+        "(Resource not accessible by integration) Hint: give GITHUB_TOKEN the actions: write permission (bot.yml's "
+        "answer job; actions: read for its follow job), and check that .github/workflows/l0-test.yml is on the "
+        "default branch\n"
+    )
+    assert github.actions.dispatched() == []
