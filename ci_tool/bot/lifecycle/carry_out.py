@@ -1,4 +1,5 @@
-"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run).
+"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run); on GitHub
+Actions, where the project chose it (CI_TOOL_BOT_ENGINES), by on_actions.py, as below for a workflow run.
 
     /bot run             refused when the head was committed after the comment; the comment claimed (the
                          bot's reaction: one handling wins, the others follow its build); plan reply; stop

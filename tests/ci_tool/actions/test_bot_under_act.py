@@ -34,6 +34,7 @@ PR = 7
 BOT = Path(".github/workflows/bot.yml")
 L0_TEST = Path(".github/workflows/l0-test.yml")
 CUSTOM = "Custom L0 Test run"  # a --stage-list run's context
+CHECKOUT_REF = "          ref: ${{ inputs.head_sha }}\n"
 COMMENTED = "2030-01-01T00:00:00Z"  # after the commits of the repository (the bot refuses a newer head)
 
 
@@ -72,8 +73,8 @@ class ActBackend:
         home.mkdir()
         secrets = folder / "secrets"
         secrets.write_text("")
-        command = self.runner.command(clone / L0_TEST, folder, event="workflow_dispatch", inputs=run.inputs,
-                                      secrets_file=secrets)  # fmt: skip
+        command = self.runner.command(self.workflow(clone, folder), folder, event="workflow_dispatch",
+                                      inputs=run.inputs, secrets_file=secrets)  # fmt: skip
         with (folder / "act.jsonl").open("wb") as log:
             self.processes[run.id] = subprocess.Popen(
                 command, cwd=clone, env=self.runner.job_environment(home), stdout=log, stderr=subprocess.STDOUT,
@@ -82,6 +83,17 @@ class ActBackend:
         self.folders[run.id] = folder
         run.status = "in_progress"
         self.started.set()
+
+    @staticmethod
+    def workflow(clone: Path, folder: Path) -> Path:
+        """The generated l0-test.yml, less its checkouts' `ref:` (beside the clone, which stays as committed).
+        act copies the working tree instead of running actions/checkout only where a checkout names no other
+        ref; the clone is checked out at head_sha, which is what that `ref:` asks GitHub's checkout for."""
+        text = (clone / L0_TEST).read_text(encoding="utf-8")
+        assert text.count(CHECKOUT_REF) == 4, "every job checks out head_sha"
+        path = folder / L0_TEST.name
+        path.write_text(text.replace(CHECKOUT_REF, ""), encoding="utf-8")
+        return path
 
     def looked_at(self, run: FakeRun) -> None:
         process = self.processes.get(run.id)
