@@ -5,6 +5,7 @@ report and status read from the run's artifacts; kill cancels; skip and reuse-pi
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Bot, MakeEvent
 from tests.ci_tool.dispatch.fake_actions import Script, ScriptedBackend, junit_zip, selection_zip
 from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub
 from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
+from tests.ci_tool.dispatch.test_idempotent import HANDLERS, handle_in_a_process
 
 SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 OLD_SHA = "0" * 40
@@ -321,3 +323,32 @@ def test_a_token_without_actions_write_is_told_which_permission_to_give(
         "default branch\n"
     )
     assert github.actions.dispatched() == []
+
+
+def test_slow_answers_while_following_still_end_with_one_report(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, actions_only: FakeJenkins
+) -> None:
+    github.actions.backend = ScriptedBackend(Script(artifacts=artifacts(DEFAULT_STAGES)))
+    github.fail("GET", r"/actions/runs/\d+$", after=True, slow_seconds=0.3, times=3)  # a slow GitHub, answering
+    github.fail("GET", r"/actions/runs/\d+$", status=503, times=2)  # then failing, then well again
+    result = bot(event("/bot run"), "--wait")
+    assert (result.code, result.err) == (0, "")
+    assert len(github.bodies()) == 2 and github.bodies()[-1].startswith("## CI report: ")
+    assert statuses(github)[-1] == (SHA[:7], FULL, "success", "4 passed, 0 failed, 0 skipped")
+
+
+def test_handlers_of_one_comment_running_at_once_start_one_run(
+    event: MakeEvent, github: FakeGitHub, actions_only: FakeJenkins, tmp_path: Path
+) -> None:
+    github.claim_barrier = threading.Barrier(HANDLERS)  # all of them ask for the comment at the same moment
+    comment = event("/bot run")
+    handlers = [handle_in_a_process(comment, tmp_path / f"history-{k}.sqlite") for k in range(HANDLERS)]
+    outputs = [handler.communicate(timeout=300) for handler in handlers]
+    results = [(handler.returncode, out, err) for handler, (out, err) in zip(handlers, outputs, strict=True)]
+    assert [code for code, _, _ in results] == [0] * HANDLERS, results
+    (run,) = github.actions.dispatched()
+    assert (github.count("POST", "/dispatches"), len(github.bodies())) == (1, 1)
+    winners = [out for _, out, _ in results if any(line.startswith(f"dispatched: run {run.id} ")
+                                                     for line in out.splitlines())]  # fmt: skip
+    followers = [out for _, out, _ in results if out.splitlines()[-1].startswith(f"already dispatched: run {run.id} ")]
+    assert (len(winners), len(followers)) == (1, HANDLERS - 1), results
