@@ -101,3 +101,10 @@ HTTP_TIMEOUT_SECONDS = 30  # one HTTP request to Jenkins or GitHub
 TRIGGER_TIMEOUT_SECONDS = 120  # the trigger POST: a busy Jenkins answers late; one given up on costs a look
 LOST_ANSWER_GRACE_SECONDS = 120  # after a lost trigger answer: how long Jenkins may take to show its item
 RATE_LIMIT_WAIT_SECONDS = 300  # the longest wait for a GitHub rate limit to reset before giving up with its time
+
+# GitHub Actions as the bot's engine (README "GitHub Actions only"): the generated workflow a /bot run
+# dispatches, and the artifacts the bot reads of its run for the final CI report.
+ACTIONS_WORKFLOW = "l0-test.yml"  # .github/workflows/, generated from ci_tool/generate/templates/l0-test.yml.j2
+ACTIONS_SELECTION_ARTIFACT = "ci-tool-selection"  # the plan job's selection.json and request.json
+ACTIONS_RESULTS_ARTIFACT_PREFIX = "results-"  # + the stage: its results/<stage>/ folder (junit.xml, ...)
+BOT_ENGINES_ENV = "CI_TOOL_BOT_ENGINES"  # where a /bot run runs: jenkins, github, or both

@@ -311,11 +311,11 @@ def could_not_start(reply: str, error: CiToolError) -> str:
     return reply.rstrip("\n") + f"\n\n{note}\n"
 
 
-def could_not_reach(reply: str, command: str, error: CiToolError) -> str:
-    """The reply of a `/bot kill` or `/bot reuse-pipeline` that Jenkins did not let finish."""
+def could_not_reach(reply: str, command: str, error: CiToolError, *, service: str = "Jenkins") -> str:
+    """The reply of a `/bot kill` or `/bot reuse-pipeline` that Jenkins (or `service`) did not let finish."""
     note = (
         f"**Could not finish {code(command)}**: {code(str(error))}\n\n"
-        f"Comment {code(command)} again once Jenkins answers."
+        f"Comment {code(command)} again once {service} answers."
     )
     return reply.rstrip("\n") + f"\n\n{note}\n"
 

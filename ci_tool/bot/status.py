@@ -4,6 +4,8 @@
     Jenkins Full Build    a `/bot run` that is no custom run (SelectionRequest.custom_run), `/bot skip`,
                           `/bot reuse-pipeline` (carried from the build it reuses)
     Custom Jenkins build  any other `/bot run` (--stage-list, --gpu-type, ...): never the merge gate
+    L0 Test Full Run      the same as the two above, for a run of GitHub Actions' l0-test.yml (a project
+    Custom L0 Test run    running both engines gets both pairs, so neither engine's result hides the other's)
 
     when                  state    description
     triggered             pending  "build N started" (the link: the build)
@@ -28,6 +30,8 @@ from ci_tool.stages.request import SelectionRequest
 
 FULL_BUILD_CONTEXT = "Jenkins Full Build"
 CUSTOM_BUILD_CONTEXT = "Custom Jenkins build"
+ACTIONS_FULL_CONTEXT = "L0 Test Full Run"
+ACTIONS_CUSTOM_CONTEXT = "Custom L0 Test run"
 KILLED_BY_NEWER = "killed by a newer pipeline run"
 KILLED_BY_KILL = "killed by /bot kill"
 
@@ -35,6 +39,11 @@ KILLED_BY_KILL = "killed by /bot kill"
 def context_for(request: SelectionRequest) -> str:
     """The context a run posts on: a custom run never posts on the full build's (and so never turns it green)."""
     return CUSTOM_BUILD_CONTEXT if request.custom_run else FULL_BUILD_CONTEXT
+
+
+def actions_context_for(request: SelectionRequest) -> str:
+    """context_for, for a GitHub Actions run."""
+    return ACTIONS_CUSTOM_CONTEXT if request.custom_run else ACTIONS_FULL_CONTEXT
 
 
 def counts(totals: Mapping[TestOutcome, int]) -> str:
@@ -75,9 +84,9 @@ def cancelled(context: str, queue_url: str) -> Status:
     return Status(context, StatusState.ERROR, "cancelled in the Jenkins queue before it started", queue_url)
 
 
-def skipped(comment: str) -> Status:
+def skipped(comment: str, context: str = FULL_BUILD_CONTEXT) -> Status:
     """`/bot skip --comment "..."`: the full build's context green, the comment as description."""
-    return Status(FULL_BUILD_CONTEXT, StatusState.SUCCESS, _fit(f"skipped: {comment}"))
+    return Status(context, StatusState.SUCCESS, _fit(f"skipped: {comment}"))
 
 
 def carried(status: Status, build: Build) -> Status:

@@ -16,6 +16,7 @@ import click
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import authorize, parse_allowlist
+from ci_tool.bot.engines import skip_contexts
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
@@ -36,6 +37,7 @@ from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.run.changes import change_set, repository_path, with_pull_request_touches
 from ci_tool.stages.changes import ChangeSet
+from ci_tool.stages.engines import Engine
 from ci_tool.text_file import read_text
 
 if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
@@ -150,7 +152,8 @@ def help_() -> None:
 @click.option(
     "--github-output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Append build=N and build_url=URL here when a /bot run has a build ($GITHUB_OUTPUT).",
+    help="Append build=N and build_url=URL here when a /bot run has a Jenkins build, run=ID and run_url=URL "
+    "when it has a GitHub Actions run ($GITHUB_OUTPUT).",
 )
 @catalog_options
 @dispatch_options
@@ -214,7 +217,8 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
     change it makes, read from GitHub for the commands that plan stages."""
     event, request = decision.event, decision.request
     command = request.command if decision.action is Action.DISPATCH and request is not None else None
-    jenkins = settings.jenkins() if command in JENKINS_COMMANDS and not dry_run else None  # configured? (no request)
+    on_jenkins = command in JENKINS_COMMANDS and Engine.JENKINS in settings.engines
+    jenkins = settings.jenkins() if on_jenkins and not dry_run else None  # configured? (no request)
     github = None if dry_run or decision.action is Action.IGNORE else settings.github()
     pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
     if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
@@ -247,7 +251,9 @@ def _carry_out(
     github_output: Path | None,
 ) -> int:
     from ci_tool.bot.lifecycle.carry_out import carry_out  # PyGithub and python-jenkins: only to dispatch
+    from ci_tool.bot.lifecycle.on_actions import ActionsReach
     from ci_tool.bot.lifecycle.services import JenkinsReach, Replies
+    from ci_tool.dispatch.actions import ActionsClient
 
     event = answer.decision.event
     replies = Replies(github, event.repository, event.number, echo=click.echo, err=_echo_err)
@@ -255,7 +261,12 @@ def _carry_out(
     if jenkins is not None:
         reach = JenkinsReach(jenkins, settings.jenkins_job, settings.history, settings.pace(), settings.report_url,
                              settings.wait)  # fmt: skip
-    return carry_out(answer, replies, reach, github_output=github_output)
+    actions = None
+    if Engine.GITHUB in settings.engines:
+        actions = ActionsReach(ActionsClient(github), settings.history, settings.pace(), settings.report_url,
+                               settings.wait)  # fmt: skip
+    return carry_out(answer, replies, reach, github_output=github_output, actions=actions,
+                     skip_contexts=skip_contexts(settings.engines))  # fmt: skip
 
 
 def _echo_err(text: str) -> None:

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ci_tool.bot.engines import BOT_ENGINES, DEFAULT_BOT_ENGINES, parse_bot_engines
 from ci_tool.commands.bounds import FiniteFloatRange
 from ci_tool.commands.history import HISTORY
-from ci_tool.errors import DispatchError, ReportError
+from ci_tool.errors import BotError, DispatchError, ReportError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import (
+    BOT_ENGINES_ENV,
     DISPATCH_POLL_SECONDS,
     DISPATCH_RETRY_SECONDS,
     GITHUB_API_URL,
@@ -34,6 +36,7 @@ from ci_tool.layout import (
     TRIGGER_TIMEOUT_SECONDS,
 )
 from ci_tool.report.links import PLACEHOLDERS, ReportUrl, parse_report_url
+from ci_tool.stages.engines import Engine
 
 if TYPE_CHECKING:  # the clients import requests, python-jenkins and PyGithub (half a second): only to dispatch
     from ci_tool.dispatch.faults import RetryPolicy
@@ -56,6 +59,7 @@ class DispatchSettings:
     queue_timeout_seconds: float
     report_url: ReportUrl | None
     lost_answer_seconds: float
+    engines: tuple[Engine, ...] = DEFAULT_BOT_ENGINES  # where /bot run, kill and reuse-pipeline act
 
     def retry(self) -> RetryPolicy:
         from ci_tool.dispatch.faults import RetryPolicy
@@ -116,7 +120,23 @@ def _report_url(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(str(error), ctx=ctx, param=param) from None
 
 
+def _engines(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[Engine, ...]:
+    try:
+        return parse_bot_engines(value or "", where=f"--engines (or {BOT_ENGINES_ENV})")
+    except BotError as error:
+        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+
 _DISPATCH_OPTIONS = (
+    click.option(
+        "--engines",
+        envvar=BOT_ENGINES_ENV,
+        show_envvar=True,
+        callback=_engines,
+        help="Where /bot run, kill and reuse-pipeline act: "
+        + ", ".join(BOT_ENGINES)
+        + " (GitHub Actions: the generated l0-test.yml), or both comma-separated [default: jenkins].",
+    ),
     click.option("--jenkins-url", envvar=JENKINS_URL_ENV, show_envvar=True, help="The Jenkins the bot triggers."),
     click.option(
         "--jenkins-job",

@@ -91,7 +91,9 @@ class GitHubClient:
         self.has_token = bool(token)
         self.wall: Callable[[], float] = time.time
 
-    def _call(self, what: str, work: Callable[[], T], *, safe: bool = True) -> T:
+    def _call(self, what: str, work: Callable[[], T], *, safe: bool = True, forbidden: str | None = None) -> T:
+        """`work()` under the fault policy; `forbidden`: the hint of a 403 or 404, where it is not the one of
+        replies and statuses (GitHub Actions' calls: dispatch/actions.py)."""
         def read_fault(error: Exception) -> Fault | None:
             if isinstance(error, GithubException):
                 message = error.data.get("message") if isinstance(error.data, dict) else None
@@ -118,7 +120,7 @@ class GitHubClient:
                     )
                 return  # retrying() waits it out
             if fault.status in (401, 403, 404):
-                raise self._access_error(what, fault)
+                raise self._access_error(what, fault, forbidden)
             if fault.sent and not (safe and fault.retryable_when_sent):
                 raise DispatchError(f"{what}: expected GitHub to answer, found {fault.words}")
             if attempt == self.retry.attempts:
@@ -129,12 +131,12 @@ class GitHubClient:
 
         return retrying(work, policy=self.retry, read_fault=read_fault, judge=judge)
 
-    def _access_error(self, what: str, fault: Fault) -> DispatchError:
+    def _access_error(self, what: str, fault: Fault, forbidden: str | None = None) -> DispatchError:
         hints = AccessHints(
             missing=f"set {GITHUB_TOKEN_ENV} (in Actions: ${{{{ github.token }}}})",
             invalid=f"{GITHUB_TOKEN_ENV} is not a valid token: pass a current one",
-            forbidden=f"give {GITHUB_TOKEN_ENV} the pull-requests: write and statuses: write permissions on the "
-            "repository",
+            forbidden=forbidden
+            or f"give {GITHUB_TOKEN_ENV} the pull-requests: write and statuses: write permissions on the repository",
         )
         return refused_access(what, fault, service="GitHub", accepting=GITHUB_TOKEN_ENV, given=self.has_token,
                               hints=hints)  # fmt: skip

@@ -1,6 +1,7 @@
 """What the CI services answer, as frozen values (no HTTP here: the pure bot modules read these).
 
-    Build        a Jenkins build: number, URL, running or its result, its parameters
+    Build        a Jenkins build: number, URL, running or its result, its parameters (also a GitHub
+                 Actions run: its id, page, state and the fields of its run name, dispatch/actions.py)
     QueueItem    a Jenkins queue item: the build it named, or cancelled, or why it still waits
     JenkinsCase  one test case of a build's test report
     Console      a piece of a build's console text and where the next one starts
@@ -29,10 +30,11 @@ class Build:
     building: bool
     result: BuildResult | None  # None while building
     parameters: Mapping[str, str] = field(default_factory=dict)
+    log_url: str = ""  # where its log is read, when not Jenkins' console page (a GitHub Actions run's page)
 
     @property
     def console_url(self) -> str:
-        return self.url + "console"
+        return self.log_url or self.url + "console"
 
 
 @dataclass(frozen=True)

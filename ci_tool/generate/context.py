@@ -32,8 +32,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.errors import GenerateError
 from ci_tool.layout import (
+    ACTIONS_RESULTS_ARTIFACT_PREFIX,
+    ACTIONS_SELECTION_ARTIFACT,
     BUILD_PARAMETERS,
     CATALOG_PATH,
     CI_DURATIONS_PATH,
@@ -375,6 +378,11 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
         "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message"],
         "jobs": job_dicts,
+        "run_name": RUN_NAME_EXPRESSION,
+        "bot_inputs": BOT_DISPATCH_INPUTS,
+        "selection_file": SELECTION_ARTIFACT,
+        "selection_artifact_name": ACTIONS_SELECTION_ARTIFACT,
+        "results_artifact_prefix": ACTIONS_RESULTS_ARTIFACT_PREFIX,
     }
 
 

@@ -1,4 +1,5 @@
-"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run).
+"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run); on GitHub
+Actions, where the project chose it (CI_TOOL_BOT_ENGINES), by on_actions.py, as below for a workflow run.
 
     /bot run             refused when the head was committed after the comment; the comment claimed (the
                          bot's reaction: one handling wins, the others follow its build); plan reply; stop
@@ -24,30 +25,51 @@ from ci_tool.atomic import append_text
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.lifecycle.answer import Answer
+from ci_tool.bot.lifecycle.on_actions import ActionsReach, on_actions
 from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
 from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
-from ci_tool.bot.status import skipped
+from ci_tool.bot.status import FULL_BUILD_CONTEXT, skipped
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.errors import DispatchError
 
 
-def carry_out(answer: Answer, replies: Replies, reach: JenkinsReach | None, *, github_output: Path | None) -> int:
-    """Post the reply, or act on Jenkins and GitHub for a dispatch; 1 when GitHub refused a post."""
+def carry_out(
+    answer: Answer,
+    replies: Replies,
+    reach: JenkinsReach | None,
+    *,
+    github_output: Path | None,
+    actions: ActionsReach | None = None,
+    skip_contexts: tuple[str, ...] = (FULL_BUILD_CONTEXT,),
+) -> int:
+    """Post the reply, or act on Jenkins, GitHub Actions (`actions`) and GitHub for a dispatch; 1 when GitHub
+    refused a post. With both engines, each acts in turn (an error of the first is raised after the second)."""
     decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
     elif pr is not None and _pushed_after(replies, decision, pr):
         pass  # the command was written for an older head: the reply says so
     elif request.command is SubCommand.SKIP and pr is not None:
-        skip(replies, pr, str(request.flags.get("comment", "")), reply)
-    elif reach is not None:
-        with reach.history() as history:
-            services = Services(reach.client, replies, reach.job, history, reach.pace, reach.report_url)
-            _on_jenkins(services, answer, wait=reach.wait, github_output=github_output)
+        skip(replies, pr, str(request.flags.get("comment", "")), reply, contexts=skip_contexts)
+    else:
+        failed: DispatchError | None = None
+        if reach is not None:
+            try:
+                with reach.history() as history:
+                    services = Services(reach.client, replies, reach.job, history, reach.pace, reach.report_url)
+                    _on_jenkins(services, answer, wait=reach.wait, github_output=github_output)
+            except DispatchError as error:
+                if actions is None:
+                    raise
+                failed = error
+        if actions is not None:
+            on_actions(actions, replies, answer, github_output=github_output)
+        if failed is not None:
+            raise failed
     return 1 if replies.failures else 0
 
 
@@ -100,7 +122,11 @@ def kill(services: Services, pr_number: int, reply: str) -> None:
     services.replies.comment(with_lines(reply, lines, none="Nothing was running for this pull request."))
 
 
-def skip(replies: Replies, pr: PullRequest, comment: str, reply: str) -> None:
-    status = skipped(comment)
-    replies.status(pr.head_sha, status)
-    replies.comment(with_lines(reply, [f"Set {code(status.context)} to success on {pr.head_sha[:12]}."], none=""))
+def skip(replies: Replies, pr: PullRequest, comment: str, reply: str, *,
+         contexts: tuple[str, ...] = (FULL_BUILD_CONTEXT,)) -> None:  # fmt: skip
+    lines = []
+    for context in contexts:
+        status = skipped(comment, context)
+        replies.status(pr.head_sha, status)
+        lines.append(f"Set {code(status.context)} to success on {pr.head_sha[:12]}.")
+    replies.comment(with_lines(reply, lines, none=""))

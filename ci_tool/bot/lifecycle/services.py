@@ -33,6 +33,7 @@ class Replies:
     echo: Echo  # what the dispatch did, for the log
     err: Echo  # warnings
     failures: int = 0
+    claims: dict[int, Claim | None] = field(default_factory=dict)  # by comment: this handling's claim
 
     def _warn(self, error: DispatchError) -> None:
         self.failures += 1
@@ -78,12 +79,15 @@ class Replies:
             self.echo(f"status {status.context!r} on {sha[:12]}: {status.state.value}: {status.description}")
 
     def claim(self, comment_id: int) -> Claim | None:
-        """The comment's claim (None when GitHub refused the reaction: the handling goes on unclaimed)."""
-        try:
-            return self.github.claim(self.repository, comment_id)
-        except DispatchError as error:
-            self._warn(error)
-            return None
+        """The comment's claim (None when GitHub refused the reaction: the handling goes on unclaimed), asked
+        once per handling: a project running both engines dispatches on each under the one claim."""
+        if comment_id not in self.claims:
+            try:
+                self.claims[comment_id] = self.github.claim(self.repository, comment_id)
+            except DispatchError as error:
+                self._warn(error)
+                self.claims[comment_id] = None
+        return self.claims[comment_id]
 
     def release(self, comment_id: int, claim: Claim | None) -> None:
         if claim is None or not claim.won:

@@ -54,9 +54,12 @@ def test_runs_on_pr_comments_starting_with_bot_with_a_minimal_token() -> None:
     assert workflow["permissions"] == {}
     handle, follow = workflow["jobs"].values()  # type: ignore[attr-defined]
     assert handle["if"] == "github.event.issue.pull_request && startsWith(github.event.comment.body, '/bot')"
-    assert (follow["needs"], follow["if"]) == ("handle", "needs.handle.outputs.build != ''")
+    follows = "needs.handle.outputs.build != '' || needs.handle.outputs.run != ''"  # a Jenkins build or an Actions run
+    assert (follow["needs"], follow["if"]) == ("handle", follows)
     minimal = {"contents": "read", "pull-requests": "write", "statuses": "write"}
-    assert [handle["permissions"], follow["permissions"]] == [minimal, minimal]
+    # the GitHub Actions engine dispatches and cancels l0-test.yml's runs; the follower reads them and their artifacts
+    assert [handle["permissions"], follow["permissions"]] == [{**minimal, "actions": "write"},
+                                                              {**minimal, "actions": "read"}]  # fmt: skip
 
 
 @pytest.mark.parametrize(("job_id", "option"), [("handle", '--github-output "$GITHUB_OUTPUT"'), ("follow", "--wait")])
@@ -66,6 +69,7 @@ def test_dispatches_with_the_jenkins_url_from_a_variable_and_credentials_from_se
     assert "--dry-run" not in step["run"] and option in step["run"]
     assert step["env"] == {
         "GITHUB_TOKEN": "${{ github.token }}",
+        "CI_TOOL_BOT_ENGINES": "${{ vars.CI_TOOL_BOT_ENGINES }}",  # jenkins (unset), github, or both
         "CI_TOOL_JENKINS_URL": "${{ vars.CI_TOOL_JENKINS_URL }}",
         "JENKINS_USER": "${{ secrets.JENKINS_USER }}",
         "JENKINS_API_TOKEN": "${{ secrets.JENKINS_API_TOKEN }}",

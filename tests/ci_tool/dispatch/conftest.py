@@ -24,7 +24,7 @@ COMMENTED = "2026-06-01T12:00:00Z"  # when the test comments were written (the f
 # Every variable ci-tool reads: the tests set the ones they mean, and no value of the machine leaks in.
 VARIABLES = ("CI_TOOL_JENKINS_URL", "CI_TOOL_JENKINS_JOB", "JENKINS_USER", "JENKINS_API_TOKEN", "GITHUB_API_URL",
              "GITHUB_TOKEN", "CI_TOOL_HISTORY", "JENKINS_API_EXTRA_HEADERS", "PYTHONHTTPSVERIFY", "HTTP_PROXY",
-             "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")  # fmt: skip
+             "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "CI_TOOL_BOT_ENGINES")  # fmt: skip
 
 
 @pytest.fixture

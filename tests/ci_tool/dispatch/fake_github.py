@@ -13,6 +13,8 @@
     GET  repos/O/R/commits/SHA                  the commit's tree and committer date
     POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
     DELETE .../comments/C/reactions/ID          the reaction taken back
+    GET  repos/O/R, .../actions/...             GitHub Actions: dispatches, runs, cancel, artifacts
+                                                (fake_actions.py, its backend `actions.backend`)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from tests.ci_tool.dispatch.fake_actions import FakeActions
 from tests.ci_tool.dispatch.loopback import Answer, Loopback, Request, json_answer
 
 
@@ -70,6 +73,7 @@ class FakeGitHub(Loopback):
         self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
         self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
         self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
+        self.actions = FakeActions(self)
 
     def before(self, request: Request) -> None:
         if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
@@ -95,6 +99,8 @@ class FakeGitHub(Loopback):
         return found[-1] if found else None
 
     def answer(self, request: Request) -> Answer:
+        if request.path.startswith("/_blobs/artifacts/"):  # a signed URL: no token
+            return self.actions.blob(request, request.path.rsplit("/", 1)[-1])
         if request.headers.get("authorization") not in (f"token {self.token}", f"Bearer {self.token}"):
             return json_answer({"message": "Bad credentials"}, 401)
         return self.route(request, json_answer({"message": "Not Found"}, 404))
@@ -195,7 +201,35 @@ class FakeGitHub(Loopback):
                 latest[str(status["context"])] = status
         return json_answer({"state": "pending", "sha": sha, "statuses": list(latest.values())})
 
+    def _repo(self, request: Request, repo: str) -> Answer:
+        return self.actions.repo(request, repo)
+
+    def _dispatch(self, request: Request, repo: str, workflow: str) -> Answer:
+        return self.actions.dispatch(request, repo, workflow)
+
+    def _runs(self, request: Request, repo: str, workflow: str) -> Answer:
+        return self.actions.list_runs(request, repo, workflow)
+
+    def _run(self, request: Request, repo: str, run_id: str) -> Answer:
+        return self.actions.get_run(request, repo, run_id)
+
+    def _cancel(self, request: Request, repo: str, run_id: str) -> Answer:
+        return self.actions.cancel(request, repo, run_id)
+
+    def _artifacts(self, request: Request, repo: str, run_id: str) -> Answer:
+        return self.actions.artifacts(request, repo, run_id)
+
+    def _download(self, request: Request, repo: str, artifact_id: str) -> Answer:
+        return self.actions.download(request, repo, artifact_id)
+
     ROUTES: tuple[tuple[str, str, Callable[..., Answer]], ...] = (
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)", _repo),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/workflows/(?P<workflow>[^/]+)/dispatches", _dispatch),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/workflows/(?P<workflow>[^/]+)/runs", _runs),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<run_id>\d+)", _run),
+        ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<run_id>\d+)/cancel", _cancel),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/runs/(?P<run_id>\d+)/artifacts", _artifacts),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/actions/artifacts/(?P<artifact_id>\d+)/zip", _download),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)", _pull),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)/files", _files),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/compare/(?P<base>[0-9a-f]+)\.\.\.(?P<head>[0-9a-f]+)", _compare),

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
+from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
+from ci_tool.stages.record import read_record
 from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 HERE = Path(__file__).resolve().parent
@@ -53,8 +56,10 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     assert workflow["permissions"] == {"contents": "read"}
     assert set(workflow["on"]) == {"workflow_dispatch", "workflow_call"}
     plan_actions = [s["uses"] for s in workflow["jobs"]["plan"]["steps"] if "uses" in s]
-    assert plan_actions == [CHECKOUT_ACTION.split(" #")[0], UPLOAD_ARTIFACT_ACTION.split(" #")[0]]  # + durations
-    assert workflow["jobs"]["plan"]["steps"][0]["with"] == {"persist-credentials": False, "fetch-depth": 0}
+    upload = UPLOAD_ARTIFACT_ACTION.split(" #")[0]
+    assert plan_actions == [CHECKOUT_ACTION.split(" #")[0], upload, upload]  # the selection, the durations
+    head = {"ref": "${{ inputs.head_sha }}", "persist-credentials": False, "fetch-depth": 0}  # never the default branch
+    assert workflow["jobs"]["plan"]["steps"][0]["with"] == head
     stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")}
     found = {
         job_id: (
@@ -67,11 +72,29 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     }
     expected = (
         [action.split(" #")[0] for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],
-        {"persist-credentials": False, "fetch-depth": 0},  # the merge base
+        head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
     )
     assert stage_jobs and found == dict.fromkeys(stage_jobs, expected)
+
+
+def test_the_run_name_is_the_one_the_bot_reads_and_the_bot_inputs_are_declared(generated: dict) -> None:
+    workflow = load(generated["small"].files[WORKFLOW])
+    assert workflow["run-name"] == "${{ " + RUN_NAME_EXPRESSION + " }}"
+    declared = set(workflow["on"]["workflow_dispatch"]["inputs"])
+    assert declared == {"request", "labels", "base_ref", "head_sha", *BOT_DISPATCH_INPUTS}
+    assert set(workflow["on"]["workflow_call"]["inputs"]) == {"request", "labels", "base_ref", "head_sha"}
+
+
+def test_the_plan_job_keeps_the_selection_and_the_request_for_the_bot(generated: dict) -> None:
+    workflow = load(generated["small"].files[WORKFLOW])
+    steps = workflow["jobs"]["plan"]["steps"]
+    (keep,) = [step for step in steps if step.get("with", {}).get("name") == ACTIONS_SELECTION_ARTIFACT]
+    assert keep["with"]["path"].split() == [SELECTION_ARTIFACT, "request.json"]
+    stage_uploads = [s["with"]["name"] for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")
+                     for s in job["steps"] if s.get("name") == "Upload JUnit and results"]  # fmt: skip
+    assert stage_uploads and set(stage_uploads) == {ACTIONS_RESULTS_ARTIFACT_PREFIX + "${{ matrix.stage }}"}
 
 
 def test_no_expression_is_interpolated_into_a_script(generated: dict) -> None:
@@ -294,3 +317,12 @@ def test_a_pull_requests_stage_runs_with_the_target_branchs_waives_merged_in(
     )
     assert "(1 passed, 0 failed, 1 skipped)" in result.stdout
     assert WAIVED_ON_MAIN in "".join(p.read_text() for p in (workspace / "results").glob("*/waives-merged-*"))
+
+
+def test_the_plan_job_writes_the_run_record_the_bot_reads(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
+    workspace = make_workspace("plan")
+    plan = plan_job(generated["small"].files[WORKFLOW], workspace, request=request(stage_list=["CPU-Generic-1"]))
+    assert plan.code == 0, plan.log
+    record = read_record(json.loads((workspace / SELECTION_ARTIFACT).read_text()), source=SELECTION_ARTIFACT)
+    assert (record.stages, record.custom_run) == (("CPU-Generic-1",), True)
+    assert json.loads((workspace / "request.json").read_text()) == json.loads(request(stage_list=["CPU-Generic-1"]))
