@@ -13,6 +13,7 @@
     GET  repos/O/R/commits/SHA                  the commit's tree and committer date
     POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
     DELETE .../comments/C/reactions/ID          the reaction taken back
+    (labels and reviews)                        fake_github_labels.py
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from tests.ci_tool.dispatch.fake_github_labels import LABEL_ROUTES
 from tests.ci_tool.dispatch.loopback import Answer, Loopback, Request, json_answer
 
 
@@ -40,6 +42,7 @@ class FakePull:
     files: list[str | dict[str, str]] = field(default_factory=list)  # a name (modified) or a pulls/N/files row
     base_sha: str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"  # the base branch's tip
     changed_files: int | None = None  # what pulls/N says it changes (None: len(files)); more: a cut-short list
+    reviews: list[tuple[str, str]] = field(default_factory=list)  # (login, state), oldest first: fake_github_labels
 
 
 def _file_row(found: str | dict[str, str]) -> dict[str, str]:
@@ -70,6 +73,7 @@ class FakeGitHub(Loopback):
         self.contents: dict[tuple[str, str, str], bytes] = {}  # (repository, sha, path) -> the file's bytes
         self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
         self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
+        self.label_events: list[tuple[str, str]] = []  # ("added" or "removed", label), in order
 
     def before(self, request: Request) -> None:
         if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
@@ -214,3 +218,4 @@ class FakeGitHub(Loopback):
             _unreact,
         ),
     )
+    ROUTES += LABEL_ROUTES  # labels and reviews: fake_github_labels.py
