@@ -1,6 +1,5 @@
 """The loopback GitHub's routes for a pull request's labels and reviews (fake_github.py appends them to ROUTES):
 
-    GET    repos/O/R/issues/N                   the pull request as an issue (its labels)
     POST   repos/O/R/issues/N/labels            labels added, as a list or under `labels` (one there stays once)
     DELETE repos/O/R/issues/N/labels/NAME       a label removed; 404 `Label does not exist` when it is not there
     GET    repos/O/R/pulls/N/reviews            FakePull.reviews, oldest first (one page)
@@ -22,21 +21,6 @@ NOT_FOUND = {"message": "Not Found"}
 
 def _labels(names: list[str]) -> list[dict[str, str]]:
     return [{"name": name} for name in names]
-
-
-def _issue(fake: Any, request: Request, repo: str, number: str) -> Answer:
-    pull = fake.pulls.get((repo, int(number)))
-    if pull is None:
-        return json_answer(NOT_FOUND, 404)
-    return json_answer(
-        {
-            "number": pull.number,
-            "state": pull.state,
-            "labels": _labels(pull.labels),
-            "url": f"{fake.api_url}/repos/{repo}/issues/{number}",
-            "pull_request": {"url": "x"},
-        }
-    )
 
 
 def _add_labels(fake: Any, request: Request, repo: str, number: str) -> Answer:
@@ -82,7 +66,6 @@ def _reviews(fake: Any, request: Request, repo: str, number: str) -> Answer:
 
 REPO = r"/repos/(?P<repo>[^/]+/[^/]+)"
 LABEL_ROUTES: tuple[tuple[str, str, Callable[..., Answer]], ...] = (
-    ("GET", REPO + r"/issues/(?P<number>\d+)", _issue),
     ("POST", REPO + r"/issues/(?P<number>\d+)/labels", _add_labels),
     ("DELETE", REPO + r"/issues/(?P<number>\d+)/labels/(?P<name>[^/]+)", _remove_label),
     ("GET", REPO + r"/pulls/(?P<number>\d+)/reviews", _reviews),
