@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.label_event import LabelApplied, LabelEvent, ReviewSubmitted, SignalCompleted
-from ci_tool.bot.labels import Approvers, LabelAction, LabelDecision, decide_approval, decide_labeled, from_review
+from ci_tool.bot.labels import (
+    Approvers,
+    LabelAction,
+    LabelDecision,
+    decide_approval,
+    decide_labeled,
+    from_review,
+    refused_unread,
+)
 from ci_tool.errors import BotError, DispatchError
 from ci_tool.layout import GITHUB_TOKEN_ENV
 from ci_tool.text_file import read_text
@@ -28,7 +36,8 @@ from ci_tool.text_file import read_text
 if TYPE_CHECKING:  # PyGithub: only when GitHub is asked
     from ci_tool.dispatch.github import GitHubClient
 
-SIGNAL_CONCLUSION = "success"  # a signal run that failed uploaded no number to trust
+SIGNAL_EVENT = "pull_request_review"  # what runs approval-signal.yml
+SIGNAL_CONCLUSION = "success"  # a signal run that failed (or was skipped: no approval) uploaded no number
 _PULL_NUMBER = re.compile(r"[1-9][0-9]{0,9}")
 
 
@@ -89,6 +98,11 @@ def decide(event: LabelEvent, approvers: Approvers, pull: int | None, reach: Git
         return pulled if isinstance(pulled, LabelDecision) else decide_approval(pulled, approvers)
     if isinstance(event, LabelApplied):
         return decide_labeled(event, approvers)
+    if event.triggered_by != SIGNAL_EVENT:
+        return LabelDecision(
+            LabelAction.NOTHING,
+            f"the run of {event.workflow!r} was triggered by {event.triggered_by!r}, not by {SIGNAL_EVENT!r}",
+        )
     if event.conclusion != SIGNAL_CONCLUSION:
         return LabelDecision(
             LabelAction.NOTHING,
@@ -97,10 +111,9 @@ def decide(event: LabelEvent, approvers: Approvers, pull: int | None, reach: Git
         )
     if pull is None:  # parse_pull_number requires it for a workflow_run
         raise BotError("expected --pull N with a workflow_run event, found none")
-    if approvers.unreadable is not None:  # decided without reading: nothing will be added
-        from ci_tool.dispatch.reviews import PullReviews
-
-        return decide_approval(PullReviews(pull, True, (), ()), approvers)
+    unreadable = refused_unread(pull, approvers)  # decided without reading GitHub: nothing will be added
+    if unreadable is not None:
+        return unreadable
     from ci_tool.dispatch.labels import pull_reviews
 
     return decide_approval(pull_reviews(reach.client(), event.repository, pull), approvers)

@@ -76,9 +76,9 @@ def from_review(event: ReviewSubmitted) -> PullReviews | LabelDecision:
 def decide_approval(pull: PullReviews, approvers: Approvers) -> LabelDecision:
     """Add AUTO_APPLIED when an approver's latest decisive review approves and the PR lacks it."""
     number = pull.number
-    if approvers.unreadable is not None:
-        why = f"who may approve could not be read ({approvers.unreadable})"
-        return LabelDecision(LabelAction.NOTHING, f"not adding {AUTO_APPLIED!r} to #{number}: {why}", number)
+    unreadable = refused_unread(number, approvers)
+    if unreadable is not None:
+        return unreadable
     if not pull.open:
         return LabelDecision(LabelAction.NOTHING, f"pull request #{number} is closed", number)
     if AUTO_APPLIED in pull.labels:
@@ -87,13 +87,22 @@ def decide_approval(pull: PullReviews, approvers: Approvers) -> LabelDecision:
     approving = sorted(login for login, state in latest.items() if state is ReviewState.APPROVED)
     by_approvers = [login for login in approving if approvers.may_apply(login)]
     if not by_approvers:
-        found = ", ".join(f"{login!r}" for login in approving) or "nobody"
+        found = ", ".join(f"{login!r}" for login in approving)
         why = f"approved by {found}, none of them listed under {APPROVE_KEY!r} in {approvers.source}"
+        why = why if approving else "no reviewer's latest review approves"
         return LabelDecision(LabelAction.NOTHING, f"not adding {AUTO_APPLIED!r} to #{number}: {why}", number)
     names = ", ".join(repr(login) for login in by_approvers)
     return LabelDecision(
         LabelAction.ADD, f"adding {AUTO_APPLIED!r} to #{number}: approved by {names}", number, AUTO_APPLIED
     )
+
+
+def refused_unread(number: int, approvers: Approvers) -> LabelDecision | None:
+    """Nothing added (fail closed) when who may approve could not be read; None when it could."""
+    if approvers.unreadable is None:
+        return None
+    why = f"who may approve could not be read ({approvers.unreadable})"
+    return LabelDecision(LabelAction.NOTHING, f"not adding {AUTO_APPLIED!r} to #{number}: {why}", number)
 
 
 def latest_reviews(reviews: Iterable[Review]) -> dict[str, ReviewState]:

@@ -123,6 +123,22 @@ def test_a_failed_signal_reads_nothing(
 
 
 @pytest.mark.usefixtures("env")
+def test_a_signal_run_by_another_event_reads_nothing(
+    github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path, allowlist: Path
+) -> None:
+    payload = signal_event()
+    payload["workflow_run"]["event"] = "workflow_dispatch"  # type: ignore[index]
+    result = labels(capsys, tmp_path, payload, allowlist, "--pull", str(PR))
+    assert result == Result(
+        0,
+        "decision: nothing: the run of 'approval-signal' was triggered by 'workflow_dispatch', "
+        "not by 'pull_request_review'\n",
+        "",
+    )
+    assert github.requests == []
+
+
+@pytest.mark.usefixtures("env")
 def test_a_label_a_non_approver_applied_is_removed_with_a_comment(
     github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path, allowlist: Path
 ) -> None:
