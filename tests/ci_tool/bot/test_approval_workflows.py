@@ -101,3 +101,17 @@ def test_only_the_ci_tool_steps_get_the_token() -> None:
     with_token = [step for step in steps(LABELS) if "GITHUB_TOKEN" in dict(step.get("env") or {})]  # type: ignore[call-overload]
     assert [step["env"] for step in with_token] == [{"GITHUB_TOKEN": "${{ github.token }}"}] * 2
     assert all('bot labels --event "$GITHUB_EVENT_PATH"' in str(step["run"]) for step in with_token)
+
+
+def test_the_labels_workflow_downloads_what_the_signal_uploads() -> None:
+    """The artifact holds the file `pr-number` at its root: downloaded into the folder the apply step reads."""
+    (upload,) = [step for step in steps(SIGNAL) if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
+    (download,) = [step for step in steps(LABELS) if str(step.get("uses", "")).startswith("actions/download-artifact@")]
+    folder = "${{ runner.temp }}/approval-signal"
+    assert (upload["with"]["name"], upload["with"]["path"]) == ("approval-signal", f"{folder}/pr-number")  # type: ignore[index]
+    assert download["with"] == {
+        "name": "approval-signal",
+        "path": folder,
+        "run-id": "${{ github.event.workflow_run.id }}",
+        "github-token": "${{ github.token }}",
+    }

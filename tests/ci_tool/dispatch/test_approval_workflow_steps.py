@@ -46,7 +46,8 @@ def runner(tmp_path: Path, github: FakeGitHub) -> dict[str, str]:
 
 
 def run_step(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-e", "-c", script], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    shell = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script]  # Actions' `shell: bash`
+    return subprocess.run(shell, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def event_file(tmp_path: Path, payload: dict[str, object]) -> str:
