@@ -10,6 +10,10 @@ The allowlist (`.github/ci-bot-allowlist.yml`) holds GitHub logins, compared cas
 
     run: [some-contributor]
     kill_skip: [release-manager]
+    approve: [ci-approver]
+
+`approve` names no sub-command: it lists who may grant the approval labels (bot/labels.py), which no
+author association grants.
 
 The workflow reads it from the default branch, never from the pull request, so a PR cannot list its
 own author.  Parsing is pure (text in, value out); the command reads the file.
@@ -27,7 +31,9 @@ from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.yaml_nodes import compose
 
-KEYS = " and ".join(repr(permission.value) for permission in Permission)  # the allowlist's keys: 'run' and ...
+APPROVE_KEY = "approve"  # who may apply the approval labels (bot/labels.py); not a sub-command's permission
+ALLOWLIST_KEYS = (*(permission.value for permission in Permission), APPROVE_KEY)
+KEYS = ", ".join(repr(key) for key in ALLOWLIST_KEYS[:-1]) + f" and {ALLOWLIST_KEYS[-1]!r}"  # 'run', ... and ...
 
 # permission -> author associations that hold it without being listed
 ASSOCIATIONS: dict[Permission, tuple[str, ...]] = {
@@ -46,10 +52,11 @@ _LOGIN = re.compile(r"[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}")
 
 @dataclass(frozen=True)
 class Allowlist:
-    """The parsed allowlist: per entry (`run`, `kill_skip`), the listed logins in lower case."""
+    """The parsed allowlist: per entry (`run`, `kill_skip`, `approve`), the listed logins in lower case."""
 
     run: frozenset[str] = frozenset()
     kill_skip: frozenset[str] = frozenset()
+    approve: frozenset[str] = frozenset()
 
     def lists(self, entry: Permission) -> frozenset[str]:
         return self.run if entry is Permission.RUN else self.kill_skip
@@ -73,17 +80,19 @@ def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
         raise BotError(
             f"expected a mapping of {KEYS} to logins, found {_kind(root)}", where=_where(file, root)
         )
-    entries: dict[Permission, frozenset[str]] = {}
+    entries: dict[str, frozenset[str]] = {}
     for key_node, value_node in root.value:
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else _kind(key_node)
-        if key not in set(Permission):
-            hint = did_you_mean(str(key), [p.value for p in Permission]) or f"the keys are {KEYS}"
+        if key not in ALLOWLIST_KEYS:
+            hint = did_you_mean(str(key), list(ALLOWLIST_KEYS)) or f"the keys are {KEYS}"
             raise BotError(f"unknown key {key!r}", where=_where(file, key_node), hint=hint)
         if key in entries:
             raise BotError(f"key {key!r} given twice", where=_where(file, key_node), hint="merge the two lists")
-        entries[Permission(key)] = _logins(value_node, key, file)
+        entries[key] = _logins(value_node, key, file)
     return Allowlist(
-        run=entries.get(Permission.RUN, frozenset()), kill_skip=entries.get(Permission.KILL_SKIP, frozenset())
+        run=entries.get(Permission.RUN.value, frozenset()),
+        kill_skip=entries.get(Permission.KILL_SKIP.value, frozenset()),
+        approve=entries.get(APPROVE_KEY, frozenset()),
     )
 
 

@@ -26,6 +26,7 @@ from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
+from ci_tool.commands import bot_labels
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.commands.history import history_option
@@ -49,6 +50,9 @@ if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
 @click.group()
 def bot() -> None:
     """Parse and answer `/bot` pull-request comments."""
+
+
+bot.add_command(bot_labels.labels)
 
 
 @bot.command("parse")

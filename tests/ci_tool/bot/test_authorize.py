@@ -22,8 +22,9 @@ ALLOWLIST = Allowlist(run=frozenset({"outside-contributor"}), kill_skip=frozense
         ("run: []\nkill_skip:\n", Allowlist()),
         ("run: [Outside-Contributor]\nkill_skip:\n  - release-captain\n", ALLOWLIST),
         ("# only kill/skip people\nkill_skip: [a1]\n", Allowlist(kill_skip=frozenset({"a1"}))),
+        ("run: [a]\napprove: [CI-Approver]\n", Allowlist(run=frozenset({"a"}), approve=frozenset({"ci-approver"}))),
     ],
-    ids=["empty", "empty lists", "both", "one key"],
+    ids=["empty", "empty lists", "both", "one key", "approvers"],
 )
 def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
     assert parse_allowlist(text) == allowlist
@@ -34,7 +35,16 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
     [
         ("runn: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'runn' Hint: did you mean 'run'?"),
         ("run: [a]\nrun: [b]", f"{ALLOWLIST_PATH}:2:1: key 'run' given twice Hint: merge the two lists"),
-        ("- a", f"{ALLOWLIST_PATH}:1:1: expected a mapping of 'run' and 'kill_skip' to logins, found a list"),
+        (
+            "- a",
+            f"{ALLOWLIST_PATH}:1:1: expected a mapping of 'run', 'kill_skip' and 'approve' to logins, found a list",
+        ),
+        ("aprove: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'aprove' Hint: did you mean 'approve'?"),
+        (
+            "reviewers: [a]",
+            f"{ALLOWLIST_PATH}:1:1: unknown key 'reviewers' Hint: the keys are 'run', 'kill_skip' and 'approve'",
+        ),
+        ("approve: [a, A]", f"{ALLOWLIST_PATH}:1:14 (approve[1]): login 'A' listed twice under 'approve'"),
         (
             "run: alice",
             f"{ALLOWLIST_PATH}:1:6 (run): expected a list of GitHub logins, found 'alice' "
@@ -59,6 +69,9 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
         "unknown key",
         "key twice",
         "not a mapping",
+        "approve misspelt",
+        "no close key",
+        "approver twice",
         "not a list",
         "at sign",
         "number",

@@ -15,6 +15,7 @@
     DELETE .../comments/C/reactions/ID          the reaction taken back
     GET  repos/O/R, .../actions/...             GitHub Actions: dispatches, runs, cancel, artifacts
                                                 (fake_actions.py, its backend `actions.backend`)
+    (labels and reviews)                        fake_github_labels.py
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from tests.ci_tool.dispatch.fake_actions import FakeActions
+from tests.ci_tool.dispatch.fake_github_labels import LABEL_ROUTES
 from tests.ci_tool.dispatch.loopback import Answer, Loopback, Request, json_answer
 
 
@@ -43,6 +45,7 @@ class FakePull:
     files: list[str | dict[str, str]] = field(default_factory=list)  # a name (modified) or a pulls/N/files row
     base_sha: str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"  # the base branch's tip
     changed_files: int | None = None  # what pulls/N says it changes (None: len(files)); more: a cut-short list
+    reviews: list[tuple[str, str]] = field(default_factory=list)  # (login, state), oldest first: fake_github_labels
 
 
 def _file_row(found: str | dict[str, str]) -> dict[str, str]:
@@ -74,6 +77,7 @@ class FakeGitHub(Loopback):
         self.contents_limit_bytes = 1024 * 1024  # larger files: contents/ answers without them, as GitHub does
         self.blobs: dict[str, bytes] = {}  # blob sha -> bytes, for git/blobs/SHA
         self.actions = FakeActions(self)
+        self.label_events: list[tuple[str, str]] = []  # ("added" or "removed", label), in order
 
     def before(self, request: Request) -> None:
         if self.claim_barrier is not None and request.method == "POST" and request.path.endswith("/reactions"):
@@ -248,3 +252,4 @@ class FakeGitHub(Loopback):
             _unreact,
         ),
     )
+    ROUTES += LABEL_ROUTES  # labels and reviews: fake_github_labels.py
