@@ -334,3 +334,17 @@ def working_tree_repo(source: Path, target: Path) -> Path:
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the working tree"]):
         subprocess.run([*git, *args], cwd=target, check=True, capture_output=True, timeout=120)
     return target
+
+
+CHECKOUT_REF = "          ref: ${{ inputs.head_sha }}\n"  # every job of l0-test.yml checks out the head commit
+
+
+def with_local_checkouts(workflow: Path, folder: Path) -> Path:
+    """`workflow` less its checkouts' `ref:`, written into `folder` (the repository stays as committed). act
+    copies the working tree instead of running actions/checkout only where a checkout names no other ref;
+    run it in a checkout of the head commit, which is what that `ref:` asks GitHub's checkout for."""
+    text = workflow.read_text(encoding="utf-8")
+    assert text.count(CHECKOUT_REF) == 4, "every job of l0-test.yml checks out head_sha"
+    path = folder / workflow.name
+    path.write_text(text.replace(CHECKOUT_REF, ""), encoding="utf-8")
+    return path

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.actions.act_runner import ROOT, ActRunner, WorkflowRun, working_tree_repo
+from tests.ci_tool.actions.act_runner import ROOT, ActRunner, WorkflowRun, with_local_checkouts, working_tree_repo
 from tests.ci_tool.dispatch.fake_actions import FakeRun
 from tests.ci_tool.dispatch.fake_github import FakeGitHub
 from tests.ci_tool.dispatch.git_pulls import git, serve_pull
@@ -34,7 +34,6 @@ PR = 7
 BOT = Path(".github/workflows/bot.yml")
 L0_TEST = Path(".github/workflows/l0-test.yml")
 CUSTOM = "Custom L0 Test run"  # a --stage-list run's context
-CHECKOUT_REF = "          ref: ${{ inputs.head_sha }}\n"
 COMMENTED = "2030-01-01T00:00:00Z"  # after the commits of the repository (the bot refuses a newer head)
 
 
@@ -86,14 +85,8 @@ class ActBackend:
 
     @staticmethod
     def workflow(clone: Path, folder: Path) -> Path:
-        """The generated l0-test.yml, less its checkouts' `ref:` (beside the clone, which stays as committed).
-        act copies the working tree instead of running actions/checkout only where a checkout names no other
-        ref; the clone is checked out at head_sha, which is what that `ref:` asks GitHub's checkout for."""
-        text = (clone / L0_TEST).read_text(encoding="utf-8")
-        assert text.count(CHECKOUT_REF) == 4, "every job checks out head_sha"
-        path = folder / L0_TEST.name
-        path.write_text(text.replace(CHECKOUT_REF, ""), encoding="utf-8")
-        return path
+        """The generated l0-test.yml as act runs it in the clone at head_sha (act_runner.with_local_checkouts)."""
+        return with_local_checkouts(clone / L0_TEST, folder)
 
     def looked_at(self, run: FakeRun) -> None:
         process = self.processes.get(run.id)

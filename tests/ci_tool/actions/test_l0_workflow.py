@@ -26,7 +26,7 @@ from ci_tool.history.locator import PostgresUrl
 from ci_tool.history.queries import recent_runs, run_stages
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import StageState
-from tests.ci_tool.actions.act_runner import ActRunner, JobResult, WorkflowRun
+from tests.ci_tool.actions.act_runner import ActRunner, JobResult, WorkflowRun, with_local_checkouts
 from tests.ci_tool.history.postgres_server import PostgresServer
 from tests.ci_tool.history.postgres_server import why_not as why_no_postgres
 
@@ -93,10 +93,11 @@ def scenario(
     scratch = tmp_path_factory.mktemp("preview")
     inputs = {"request": REQUEST, "labels": LABELS}
     secrets = {"CI_TOOL_HISTORY": history_url}
+    workflow = with_local_checkouts(working_tree / WORKFLOW, tmp_path_factory.mktemp("workflow"))
     first_preview = preview(working_tree, history_url, scratch)
-    first = act_runner.run(working_tree / WORKFLOW, working_tree, inputs=inputs, secrets=secrets, name="first")
+    first = act_runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="first")
     second_preview = preview(working_tree, history_url, scratch)
-    second = act_runner.run(working_tree / WORKFLOW, working_tree, inputs=inputs, secrets=secrets, name="second")
+    second = act_runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="second")
     return Scenario(history_url, (first_preview, second_preview), (first, second))
 
 
