@@ -203,9 +203,9 @@ def test_a_full_disk_under_the_history_keeps_the_run_in_its_folder_and_leaves_no
     assert child.wait(timeout=60) == 0
     assert said == (
         f"{run_dir}: the run is not in the history ({history}: cannot write the history: expected room on its disk, "
-        "found the disk full); its results are kept in this folder: result.json and junit.xml per stage, and the "
-        f"history's records in unrecorded.json Hint: `ci-tool history import {run_dir}` records them once the "
-        "history can take them (free space there, or pass --history PATH on another disk)"
+        f"found the disk full); its records wait in {run_dir}/unrecorded.json (its results are in this folder as "
+        f"always: result.json and junit.xml per stage) Hint: `ci-tool history import {run_dir}` records them once "
+        "the history can take them (free space there, or pass --history PATH on another disk)"
     )
     filler.unlink()
     assert state_of(history, "child-run")[0] == "interrupted"  # its owner has gone: swept

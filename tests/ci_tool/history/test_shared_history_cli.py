@@ -177,8 +177,10 @@ def test_a_run_whose_server_freezes_ends_keeps_its_records_and_history_import_re
     assert "CPU-Generic-1: passed in " in out, out
     told = [line for line in out.splitlines() if "history import" in line]
     assert len(told) == 1 and f"`ci-tool history import .ci-tool/runs/{run_dirs[0].name}`" in told[0], out
-    assert f"warning: .ci-tool/runs/{run_dirs[0].name}: the run is not in the history ({url.shown()}: " \
+    assert (
+        f"warning: .ci-tool/runs/{run_dirs[0].name}: the run is not in the history ({url.shown()}: "
         f"{FROZEN[when]}" in told[0]
+    )
     if when == "during-the-run":  # the history took the run as `running`: the next command here marks it
         code, listed = finish(start(first, url, "history", "--json"))
         assert [(run["run_id"], run["state"]) for run in json.loads(listed)["runs"]] == [
