@@ -3,9 +3,9 @@ a test that reads a file as text runs when that file changes (change_rules.reade
 a changed module of a folder that is no package (bench/, which its conftest.py puts on sys.path) runs too.
 
 The guard reads the suite the way those tests read the repository: a path of a test file that joins a file
-at the repository's root to a name bound to the file's own place (`ROOT / "README.md"`), and an import of a bare module name that is a
-file of a top-level folder without __init__.py (`from replay_count import ...`). Each such file, changed
-alone, must run every test that reads or imports it (or the full set)."""
+at the repository's root to a name bound to the file's own place (`ROOT / "README.md"`), and an import of a
+bare module name that is a file of a top-level folder without __init__.py (`from replay_count import ...`).
+Each such file, changed alone, must run every test that reads or imports it (or the full set)."""
 
 from __future__ import annotations
 
