@@ -18,7 +18,7 @@ from ci_tool.history import queries
 from ci_tool.history.locator import History, PostgresUrl, locate
 from ci_tool.history.queries import FlakyTest, SlowTest
 from ci_tool.history.store import HistoryStore, RunRecord, history_path
-from ci_tool.history.unrecorded import load_unrecorded
+from ci_tool.history.unrecorded import UNRECORDED, load_unrecorded
 
 
 class HistoryType(click.ParamType):
@@ -109,15 +109,32 @@ SWEEP_BUSY_TIMEOUT_MS = 1_000  # a listing does not wait long for a lock only to
 @history.command("import")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @history_option
+@click.option(
+    "--if-kept",
+    is_flag=True,
+    help="A run whose history took it whole kept nothing: say so and exit 0 (the pipelines' step after a stage).",
+)
 @click.pass_context
-def import_command(ctx: click.Context, run_dir: Path, history_file: Path | None) -> int:
+def import_command(ctx: click.Context, run_dir: Path, history_file: Path | None, if_kept: bool) -> int:
     """Record the run in RUN_DIR that its history could not take (RUN_DIR/unrecorded.json, which the run
     wrote); recording it again replaces it, so importing twice is harmless."""
+    kept = run_dir / UNRECORDED
+    if if_kept and not kept.exists():
+        click.echo(f"nothing to import: {kept} does not exist (the history took the whole run)")
+        return 0
     run, stages = load_unrecorded(run_dir)
     outer = ctx.parent.params.get("history_file") if ctx.parent is not None else None  # history --history X import
     path = history_path(history_file or outer)
-    with HistoryStore(path) as store:
-        store.record_run(run, stages)
+    try:
+        with HistoryStore(path) as store:
+            store.record_run(run, stages)
+    except HistoryError as error:  # the history is still out: the records stay where they wait
+        raise HistoryError(
+            f"{error.message}; run {run.run_id}'s records still wait in {kept}",
+            where=error.where,
+            hint=f"{error.hint + '; ' if error.hint else ''}run `ci-tool history import {run_dir}` again once the "
+            "history answers",
+        ) from None
     tests = sum(len(found) for _, found, _ in stages)
     click.echo(f"recorded run {run.run_id} ({run.state}, {len(stages)} stages, {tests} tests) in {path}")
     return 0

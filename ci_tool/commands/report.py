@@ -22,7 +22,7 @@ from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.store import HistoryStore, StageRecord, history_path
 from ci_tool.report.html import RunHref, render_html
 from ci_tool.report.markdown import render_markdown
-from ci_tool.report.model import load_report, report_json
+from ci_tool.report.model import CiReport, load_report, report_json
 
 FORMATS = ("markdown", "json", "html")
 
@@ -50,11 +50,27 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
     return 0
 
 
-def write_html_report(history: History, run_id: str, output: Path) -> None:
-    """The HTML report of the recorded run `run_id`, written to `output` (`run --html-report`)."""
-    with HistoryStore(history, read_only=True) as store:
-        text = html_page(store, run_id, output.parent)
-    _write(output, text)
+def write_html_report(
+    history: History | None, run_id: str, output: Path, *, kept: CiReport | None = None
+) -> HistoryError | None:
+    """The HTML report of run `run_id`, written to `output` (`run --html-report`): from the history (with its
+    perf trends), or from `kept`, the run's report from its own results, where the history does not hold the
+    run (`history` None) or cannot give it (that error is returned: the page is written all the same)."""
+    failed: HistoryError | None = None
+    if history is not None:
+        try:
+            with HistoryStore(history, read_only=True) as store:
+                text = html_page(store, run_id, output.parent)
+            _write(output, text)
+            return None
+        except HistoryError as error:
+            if kept is None:
+                raise
+            failed = error
+    if kept is None:
+        raise ValueError("write_html_report() without a history or a kept report")
+    _write(output, render_html(kept, stage_href=lambda stage: stage_folder_href(stage, output.parent)))
+    return failed
 
 
 def html_page(

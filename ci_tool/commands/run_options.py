@@ -114,12 +114,16 @@ def run_options(command: F) -> F:
 
 
 def finish(result: SessionResult, options: RunOptions) -> int:
-    """The closing line, the HTML report when asked for, and the exit code of the run's state (1 when the
-    history could not take the run)."""
+    """The closing line, one warning line when the history could not take the run (where its records wait),
+    the HTML report when asked for, and the exit code of the run's state: its tests' verdict, whatever the
+    history did."""
     click.echo(result.closing_line)
     if result.unrecorded is not None:
-        raise result.unrecorded
+        click.echo(f"warning: {result.unrecorded}", err=True)
     if options.html_report is not None:
-        write_html_report(history_path(options.history_file), result.run_id, options.html_report)
+        recorded = history_path(options.history_file) if result.unrecorded is None else None
+        kept = write_html_report(recorded, result.run_id, options.html_report, kept=result.report)
+        if kept is not None:
+            click.echo(f"warning: {kept}; the HTML report shows the run's own results", err=True)
         click.echo(f"HTML report: {options.html_report}")
     return result.state.exit_code

@@ -84,6 +84,9 @@ SETUP_COMMAND = f"python3 -m venv .venv && .venv/bin/pip install --quiet {TORCH_
 RUN_COMMAND = ".venv/bin/ci-tool stage run"
 RESULTS_DIR = CI_RESULTS_DIR  # results/<stage>/ holds the stage's JUnit XML and logs
 HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML report, archived with its logs
+# The step after each stage: what the history could not take while the stage ran (results/<stage>/unrecorded.json)
+# is recorded once it answers; it says where the records wait when it still does not, and never fails the stage.
+IMPORT_COMMAND = ".venv/bin/ci-tool history import --if-kept"
 # Selection needs no engine: ci-tool with its own dependencies, and the driver of a shared PostgreSQL history.
 SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet '.[postgres]'"
 # The request and the labels reach ci-tool as files and environment variables, never through Groovy or
@@ -274,6 +277,7 @@ def _common(stages: Sequence[CatalogStage]) -> dict[str, object]:
         "run_command": RUN_COMMAND,
         "results_dir": RESULTS_DIR,
         "html_report": HTML_REPORT,
+        "import_command": IMPORT_COMMAND,
         "single_gpu": SINGLE_GPU,
         "multi_gpu": MULTI_GPU,
     }

@@ -2,16 +2,24 @@
 
 A run is recorded `running` when it starts and closed when it ends; a ci-tool that is SIGKILLed (by CI,
 the OOM killer, a test that kills its parent), whose disk filled up, or whose lock wait was interrupted
-never closes it. So each run records its owner: the host, the pid and the process's start (the boot id,
-the pid namespace and the start time in clock ticks, from /proc: a pid used again by another process,
-or a container's pid, is not taken for the owner). Every open of the history for writing sweeps:
+never closes it. So each run records its owner: the host, the pid and the process's start (the machine id,
+the boot id, the pid namespace and the start time in clock ticks, from /etc/machine-id and /proc: a pid
+used again by another process, or a container's pid, is not taken for the owner). The host name alone
+does not say which machine a run is on: two runners may share one (cloned images, a default name), and
+one's sweep must not close the other's live run. Every open of the history for writing sweeps:
 
     this boot and pid namespace   a `running` run whose owner pid is gone, a zombie, or another process
                                   now (another start time): interrupted
-    this host, an earlier boot    interrupted: nothing of that boot still runs
-    other hosts, other pid        their processes cannot be seen from here: interrupted only once started
-    namespaces (containers)       more than FOREIGN_STALE_SECONDS ago (three days, longer than a whole
+    this boot, another pid        its processes cannot be seen from here: interrupted only once started
+    namespace (a container)       more than FOREIGN_STALE_SECONDS ago (three days, longer than a whole
                                   pipeline of our catalog runs on one machine)
+    this machine, an earlier      interrupted: nothing of that boot still runs. This machine: the same host
+    boot                          name and machine id (or neither knows one); an earlier boot: the run
+                                  started before this boot did (a machine cloned with our id and name that
+                                  started a run since is another machine)
+    another machine               by age, as above (another machine id, or another host name)
+    rows without a machine id     (recorded before it was): this host name, another boot: interrupted;
+                                  other hosts by age, as above
     no owner                      runs recorded before owners were (schema version 6): by age, as above
 
 A swept run's `finished_at` is the last time it was heard of (its newest test result, else its start).
@@ -34,19 +42,43 @@ if TYPE_CHECKING:  # the store sweeps as it opens
 
 FOREIGN_STALE_SECONDS = 3 * 86_400.0
 _PROC = Path("/proc")
+_MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
 
 
 @dataclass(frozen=True)
 class Owner:
     host: str  # the run's host column
     pid: int
-    start: str  # `<boot id>|<pid namespace>|<start ticks>`; "" where /proc cannot tell (the pid alone decides)
+    # `<machine id>|<boot id>|<pid namespace>|<start ticks>` ("<boot id>|<pid namespace>|<start ticks>" in
+    # rows recorded before the machine id was); "" where /proc cannot tell (the pid alone decides)
+    start: str
 
 
 def this_process() -> Owner:
     pid = os.getpid()
     ticks = _start_ticks(pid)
-    return Owner(socket.gethostname(), pid, f"{_place()}|{ticks}" if ticks is not None else "")
+    return Owner(socket.gethostname(), pid, f"{_machine_id()}|{_place() or '|'}|{ticks}" if ticks is not None else "")
+
+
+def _machine_id() -> str:
+    """This machine's id (systemd's /etc/machine-id), "" where it has none; never holds "|"."""
+    for path in _MACHINE_ID_FILES:
+        try:
+            return path.read_text().strip().replace("|", "")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return ""
+
+
+def _boot_time() -> float | None:
+    """When this boot began (seconds since the epoch, /proc/stat's btime); None where /proc cannot tell."""
+    try:
+        for line in (_PROC / "stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _place() -> str:
@@ -71,21 +103,28 @@ def _start_ticks(pid: int) -> str | None:
 
 def is_stale(owner: Owner | None, *, started_at: float, now: float) -> bool:
     """Whether a `running` run with this owner has died (see the module docstring). The boot id and pid
-    namespace say whether the owner's pid can be looked at from here; the host column (the run's) says
-    whether a run of another boot was this host's."""
+    namespace say whether the owner's pid can be looked at from here; the host name and the machine id (the
+    run's) whether a run of another boot was this machine's."""
     old = now - started_at > FOREIGN_STALE_SECONDS
     if owner is None:
         return old
     this_host = owner.host == socket.gethostname()
     if not owner.start:  # recorded without /proc (another OS): the pid existing is all we can know
         return not _pid_exists(owner.pid) if this_host else old
-    place, _, ticks = owner.start.rpartition("|")
-    here = _place()
-    if place == here:
+    fields = owner.start.split("|")
+    machine = fields.pop(0) if len(fields) == 4 else None  # None: recorded before the machine id was
+    boot, ticks = fields[0], fields[-1]
+    here = _place() or "|"  # as this_process writes an unknown place
+    if "|".join(fields[:-1]) == here:
         return not _pid_exists(owner.pid) or _start_ticks(owner.pid) != ticks
-    if place.split("|")[0] == here.split("|")[0]:  # this boot, another pid namespace (a container)
+    if boot == here.split("|")[0]:  # this boot, another pid namespace (a container)
         return old
-    return True if this_host else old  # this host before its last boot: nothing of that boot still runs
+    if not this_host or (machine is not None and machine != _machine_id()):
+        return old  # another machine: its processes cannot be seen from here
+    if machine is None:  # an old row: the host name is all it says of the machine
+        return True
+    booted = _boot_time()  # the same name and id: an earlier boot of this machine, or a clone of it
+    return old if booted is None else started_at < booted or old
 
 
 def _pid_exists(pid: int) -> bool:

@@ -4,7 +4,10 @@ folder instead, while the run goes on:
 
     RUN_DIR/unrecorded.json   the run and each of its stages with its tests, as the history holds them
 
-`ci-tool history import RUN_DIR` records that file later: in the same history once it is free, or in a
+At the run's end the recorder tries the history once more (unless the run was interrupted, when time is
+short): a history that answers again then takes the whole run from memory, the `running` row it took at the
+start included, and unrecorded.json goes. Otherwise `ci-tool history import RUN_DIR` records that file later
+(the generated pipelines run it in a step after each stage): in the same history once it is free, or in a
 new one. The recorder keeps every record in memory too, so the run's report is complete either way.
 """
 
@@ -30,8 +33,8 @@ from ci_tool.outcomes import RunState, StageState
 
 class RunRecorder:
     """The history as a run writes it (start_run, record_stage, finish_run), with the run folder as the
-    fallback. `warn` hears each retry and the fallback, as they happen; `unrecorded` is the error to
-    report at the end, or None when the history holds the whole run."""
+    fallback. `warn` hears each retry as it happens; `unrecorded` is what to say of the outage at the end
+    (one line), or None when the history holds the whole run."""
 
     def __init__(
         self,
@@ -41,6 +44,8 @@ class RunRecorder:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         warn: Callable[[str], None] = lambda message: None,
     ) -> None:
+        self.history = history
+        self.busy_timeout_ms = busy_timeout_ms
         self.run_dir = run_dir
         self.warn = warn
         self.run: RunRecord | None = None
@@ -92,6 +97,25 @@ class RunRecorder:
         self.hurry = self.hurry or state == RunState.INTERRUPTED
         hurry = self.hurry
         self._write(lambda store: store.finish_run(run_id, state=state, finished_at=finished_at, hurry=hurry))
+        if not hurry:
+            self._record_kept()
+
+    def _record_kept(self) -> None:
+        """After an outage, one more try: a history that answers again takes the whole run from memory (what
+        `ci-tool history import` would do), so its `running` row does not wait for the stale-run sweep."""
+        if self.failure is None or self.run is None:
+            return
+        try:
+            store = HistoryStore(self.history, busy_timeout_ms=self.busy_timeout_ms, on_retry=self.warn)
+        except HistoryError:
+            return
+        try:
+            store.record_run(self.run, list(self.stages.values()))
+        except HistoryError:
+            store.close()
+            return
+        self.store, self.failure = store, None
+        (self.run_dir / UNRECORDED).unlink(missing_ok=True)
 
     def report_input(self) -> tuple[RunRecord, list[StageRecord], dict[str, Sequence[TestRecord]]]:
         """The run, its stages in recording order and their tests: what the report is built from."""
@@ -138,14 +162,15 @@ class RunRecorder:
 
     @property
     def unrecorded(self) -> HistoryError | None:
-        """Why the history does not hold this run, and where its results and records are instead."""
+        """Why the history does not hold this run, and where its records wait (a warning: the run's verdict
+        is its tests')."""
         if self.failure is None:
             return None
         cause = f"{self.failure.where}: {self.failure.message}" if self.failure.where else self.failure.message
         then = f" ({self.failure.hint})" if self.failure.hint else ""
         return HistoryError(
-            f"the run is not in the history ({cause}); its results are kept in this folder: result.json and "
-            f"junit.xml per stage, and the history's records in {UNRECORDED}",
+            f"the run is not in the history ({cause}); its records wait in {self.run_dir / UNRECORDED} (its "
+            "results are in this folder as always: result.json and junit.xml per stage)",
             where=Where(str(self.run_dir)),
             hint=f"`ci-tool history import {self.run_dir}` records them once the history can take them{then}",
         )
@@ -165,11 +190,11 @@ class RunRecorder:
             )
 
     def _fall_back(self, error: HistoryError) -> None:
+        """Keep the records in the run's folder from now on; the outage is said once, at the end (unrecorded)."""
         self.failure = error
         if self.store is not None:
             self.store.close()
             self.store = None
-        self.warn(f"{error}; the run goes on and keeps its records in {self.run_dir / UNRECORDED}")
 
 
 def _as_stored(details: Mapping[str, object]) -> dict[str, object]:

@@ -22,6 +22,10 @@ A Python file F loads a module M of the repository when
                 os.system, os.popen, an os.exec* or os.spawn*) and a string constant of F names one of the
                 project's console scripts (pyproject.toml's [project.scripts]) whose module is M.
 
+A module of a folder that is no package (no __init__.py: bench/, a scripts folder) is also named by its bare
+file name: whoever imports it puts its folder on sys.path (a conftest.py, a script run from there) and
+imports `from replay_runs import ...`.
+
 From the module, each step asks `git grep -w` for the files that name the last dotted part of a module found
 (a package's name for its __main__.py, a script's name for its module) and keeps those that load one of
 them. A test file found is kept (the module itself too, when it is one); a conftest.py stands for its folder
@@ -120,7 +124,7 @@ class ImportIndex:
         seen = {path}
         step = [path] if _kept(path, found) else []
         while step:
-            names = {name for module in step for name in module_names(module)}
+            names = {name for module in step for name in self._module_names(module)}
             if not names:
                 return ImportingTests(unknown=f"{path} has no module name to import it by")
             runner = sorted(plugin for plugin in self.project.everywhere if _loads_any({plugin}, names))
@@ -143,6 +147,16 @@ class ImportIndex:
         if "." in found:
             return ImportingTests(unknown="every test loads it (the conftest.py at the rootdir does)")
         return ImportingTests(tuple(sorted(found)))
+
+    def _module_names(self, path: str) -> tuple[str, ...]:
+        """module_names, and the bare file name of a module whose folder is no package (the module docstring)."""
+        names = module_names(path)
+        folder, _, name = path.rpartition("/")
+        if not folder or not name.endswith(".py") or name == "__init__.py":
+            return names
+        if self._texts([f"{folder}/__init__.py"])[f"{folder}/__init__.py"] is not None:
+            return names
+        return (*names, name.removesuffix(".py"))
 
     def loading_files(self, path: str) -> tuple[str, ...]:
         """The files but `path` that load the module `path` (a Python file, as the module docstring says) or

@@ -40,7 +40,7 @@ from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf import handoff
 from ci_tool.report.markdown import render_markdown
-from ci_tool.report.model import build_report, failed_test_ids
+from ci_tool.report.model import CiReport, build_report, failed_test_ids
 from ci_tool.run import pipeline, recording, results_folder, stage_inputs
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
 from ci_tool.run.flaky import FlakySignature
@@ -139,6 +139,7 @@ class SessionResult:
     report_markdown: str
     results_dir: Path
     unrecorded: CiToolError | None = None  # the history could not take the run; its folder has it
+    report: CiReport | None = None  # the run's report from its own results (the history may not hold it)
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -225,7 +226,9 @@ def run_session(
     )
     if kept is not None:
         progress.warning(kept.line)
-    return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded)
+    return SessionResult(
+        run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded, report=built
+    )
 
 
 def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> StageExecutor:

@@ -268,6 +268,40 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
     assert ("-s" in process["command"]) is bool(stage_run_args)  # --detailed-log reached pytest
 
 
+def test_a_stage_whose_history_fails_passes_and_the_step_after_it_imports_its_records(
+    generated: dict, make_workspace  # type: ignore[no-untyped-def]
+) -> None:
+    """The stage's own shell line on a history that is not one: the stage passes and keeps its records; the
+    next step (which never fails the job) says where they wait while the history fails, and imports them
+    once it answers."""
+    job = load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
+    names = [step.get("name") for step in job["steps"]]
+    (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
+    (import_step,) = [step for step in job["steps"] if step.get("name") == "Import what the history could not take"]
+    assert names.index("Import what the history could not take") == names.index("Run the stage") + 1
+    assert (import_step["if"], import_step["continue-on-error"]) == ("${{ !cancelled() }}", True)
+    assert import_step["env"] == {"STAGE": "${{ matrix.stage }}", "CI_TOOL_HISTORY": "${{ secrets.CI_TOOL_HISTORY }}"}
+    workspace = make_workspace("github-outage")
+    (workspace / "notes.txt").write_text("not a history\n" * 20)
+    stage = "CPU-Generic-1"
+
+    def step(script: str, history: str) -> subprocess.CompletedProcess[str]:
+        environ = {"STAGE": stage, "EXECUTOR": "local", "STAGE_RUN_ARGS": "", "BASE_REF": ""}
+        environ["CI_TOOL_HISTORY"] = history
+        return subprocess.run(["bash", "-e", "-c", script], cwd=workspace, env={**os.environ, **environ},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    ran = step(run_step["run"], "notes.txt")
+    kept = f"results/{stage}/unrecorded.json"
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"records wait in {kept} " in ran.stderr and (workspace / kept).is_file()
+    still = step(import_step["run"], "notes.txt")
+    assert (still.returncode, f"records still wait in {kept} " in still.stderr) == (1, True), still.stderr
+    answered = step(import_step["run"], "new.sqlite")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.startswith("recorded run ") and (workspace / "new.sqlite").is_file()
+
+
 def _git(workspace: Path, *args: str) -> None:
     identity = ["-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
     subprocess.run(["git", *identity, *args], cwd=workspace, check=True, capture_output=True, timeout=60)

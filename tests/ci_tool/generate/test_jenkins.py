@@ -260,7 +260,7 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
     recorded = steps(run, "node", "stage", "timeout", "checkout", "sh", "junit", "archiveArtifacts")
     # without the shared history's credential no durations are exported: that agent only looks, then the stages
     assert recorded[:2] == [("node", "cpu"), ("stage", "Test")]
-    a10 = recorded[2:12]
+    a10 = recorded[2:13]
     assert a10 == [
         ("node", "a10"),
         ("stage", "A10-PyTorch-1"),
@@ -273,6 +273,7 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
             ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
             "--html-report 'results/A10-PyTorch-1/report.html' --executor local",
         ),
+        ("sh", ".venv/bin/ci-tool history import --if-kept 'results/A10-PyTorch-1' || true"),
         ("junit", "results/A10-PyTorch-1/**/*.xml"),
         ("archiveArtifacts", "results/A10-PyTorch-1/**"),
         ("node", "cpu"),

@@ -89,6 +89,12 @@ def test_every_stage_records_into_the_shared_history_and_shards_by_the_builds_on
     assert export["credentials"] == ["CI_TOOL_HISTORY"]
     stage_runs = [call for call in sh_calls(run) if " stage run " in str(call["script"])]
     assert [call["credentials"] for call in stage_runs] == [["CI_TOOL_HISTORY"], ["CI_TOOL_HISTORY"]]
+    # after each stage, what its history could not take is imported into the same history; it never fails it
+    imports = [call for call in sh_calls(run) if " history import --if-kept " in str(call["script"])]
+    assert [(call["credentials"], str(call["script"]).endswith(" || true")) for call in imports] == [
+        (["CI_TOOL_HISTORY"], True),
+        (["CI_TOOL_HISTORY"], True),
+    ]
     assert all(str(call["script"]).endswith(f" --durations {CI_DURATIONS_PATH}") for call in stage_runs)
     assert [call["name"] for call in run["calls"] if call["step"] == "unstash"] == ["durations", "durations"]
     assert URL not in str(run["calls"])  # the secret reaches the shells' environment, never a script or a log
@@ -108,7 +114,7 @@ def test_without_the_credential_the_build_runs_as_before_and_says_so_once_a_step
         f"{NO_SHARED_HISTORY}Could not find credentials entry with ID '{SHARED_HISTORY_CREDENTIAL}'): the history "
         "is this agent's own"
     )
-    assert notes == [note] * 3  # the durations agent, then each stage
+    assert notes == [note] * 5  # the durations agent, then each stage's run and the import after it
 
 
 @pytest.mark.parametrize(("scenario", "bound"), [("mr-shared", ["CI_TOOL_HISTORY"]), ("mr-own", None)])

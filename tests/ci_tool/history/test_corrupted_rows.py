@@ -182,8 +182,8 @@ RUN_CORRUPTIONS = ["schema-version-text", "started-at-huge", "run-state-unknown"
 def test_a_run_on_a_corrupted_history_runs_its_tests_and_keeps_them(
     capsys: pytest.CaptureFixture[str], suite: Path, monkeypatch: pytest.MonkeyPatch, runner: str, corruption: str
 ) -> None:
-    """The run's tests run and pass; with a history it cannot open it keeps its records in its folder (exit 1,
-    our message), else it is recorded beside the bad rows (exit 0)."""
+    """The run's tests run and pass, and so does the run (exit 0): with a history it cannot open it keeps its
+    records in its folder (one warning line says where), else it is recorded beside the bad rows."""
     monkeypatch.chdir(suite)
     monkeypatch.delenv("CI_TOOL_HISTORY", raising=False)
     history = corrupted_history(suite, corruption, days_ago=1)
@@ -192,7 +192,7 @@ def test_a_run_on_a_corrupted_history_runs_its_tests_and_keeps_them(
     assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
     *warnings, last = err.splitlines() or [""]
     if corruption == "schema-version-text":
-        assert (code, last.startswith("error: "), "the run is not in the history" in last) == (1, True, True)
+        assert (code, last.startswith("warning: "), "the run is not in the history" in last) == (0, True, True)
     else:
         assert code == 0
         warnings = err.splitlines()

@@ -116,23 +116,34 @@ def test_ci_tool_history_lists_a_sigkilled_run_as_interrupted(
         ("here", "me", "another-boot|ns|1", 1, True),  # this pid, but from before the last boot
         ("here", "me", "this-place|0", 1, True),  # this pid now belongs to another process (another start)
         ("here", "me", "this-place|me", 1, False),  # this very process
+        # two machines of one host name: the machine id tells them apart
+        ("here", 1, "another-machine|another-boot|ns|1", 1, False),  # not ours to judge: by age
+        ("here", 1, "another-machine|another-boot|ns|1", 4 * 24, True),
+        ("here", "me", "this-machine|another-boot|ns|1", "before-boot", True),  # this machine before its last boot
+        ("here", 1, "this-machine|another-boot|ns|1", 0.001, False),  # started since: a clone with our name and id
     ],
     ids=["other-host-old", "other-host-recent", "no-owner-old", "no-owner-recent", "before-reboot", "pid-reused",
-         "alive"],
+         "alive", "same-name-other-machine-recent", "same-name-other-machine-old", "this-machine-before-reboot",
+         "clone-since-boot"],
 )  # fmt: skip
 def test_the_sweep_decides_by_owner_and_age(
-    tmp_path: Path, host: str, owner_pid: int | str | None, owner_start: str, age_hours: int, swept: bool
+    tmp_path: Path, host: str, owner_pid: int | str | None, owner_start: str, age_hours: float | str, swept: bool
 ) -> None:
     me = owners.this_process()
     place, _, ticks = me.start.rpartition("|")
+    machine = place.split("|")[0]
     owner_start = owner_start.replace("this-place", place).replace("|me", f"|{ticks}")
+    owner_start = owner_start.replace("this-machine", machine)
+    booted = float(next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+                        ).split()[1])  # fmt: skip
+    started_at = booted - 60 if age_hours == "before-boot" else time.time() - float(age_hours) * 3600
     history = tmp_path / "h.sqlite"
     HistoryStore(history).close()
     db = sqlite3.connect(history, isolation_level=None)
     db.execute(
         "INSERT INTO runs (run_id, command, state, started_at, host, owner_pid, owner_start) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        ("r", "x", "running", time.time() - age_hours * 3600, socket.gethostname() if host == "here" else host,
+        ("r", "x", "running", started_at, socket.gethostname() if host == "here" else host,
          os.getpid() if owner_pid == "me" else owner_pid, owner_start),
     )  # fmt: skip
     db.close()
@@ -203,9 +214,9 @@ def test_a_full_disk_under_the_history_keeps_the_run_in_its_folder_and_leaves_no
     assert child.wait(timeout=60) == 0
     assert said == (
         f"{run_dir}: the run is not in the history ({history}: cannot write the history: expected room on its disk, "
-        "found the disk full); its results are kept in this folder: result.json and junit.xml per stage, and the "
-        f"history's records in unrecorded.json Hint: `ci-tool history import {run_dir}` records them once the "
-        "history can take them (free space there, or pass --history PATH on another disk)"
+        f"found the disk full); its records wait in {run_dir}/unrecorded.json (its results are in this folder as "
+        f"always: result.json and junit.xml per stage) Hint: `ci-tool history import {run_dir}` records them once "
+        "the history can take them (free space there, or pass --history PATH on another disk)"
     )
     filler.unlink()
     assert state_of(history, "child-run")[0] == "interrupted"  # its owner has gone: swept

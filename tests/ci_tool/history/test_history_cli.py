@@ -267,7 +267,25 @@ def test_history_import_into_a_damaged_history_is_a_located_error(
     (tmp_path / "run" / "unrecorded.json").write_text(unrecorded_json(RunRecord("r1", "/bot run", "passed", 1.0), []))
     damage_page(history_file, "runs")
     code, out, err = run(capsys, "history", "import", str(tmp_path / "run"), "--history", str(history_file))
-    assert (code, out, err) == (1, "", damaged(history_file))
+    kept = tmp_path / "run" / "unrecorded.json"
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: {history_file}: the history is damaged: expected a well-formed SQLite file, found 'database disk "
+        f"image is malformed'; run r1's records still wait in {kept} Hint: keep it aside (`mv {history_file} "
+        f"{history_file}.damaged`) and ci-tool starts a new history there, or pass --history PATH; run `ci-tool "
+        f"history import {tmp_path / 'run'}` again once the history answers\n"
+    )
+
+
+def test_history_import_if_kept_of_a_run_the_history_took_whole_imports_nothing(
+    capsys: pytest.CaptureFixture[str], history_file: Path, tmp_path: Path
+) -> None:
+    """The pipelines' step after a stage: a run whose history took it whole kept nothing to import."""
+    (tmp_path / "run").mkdir()
+    folder = str(tmp_path / "run")
+    code, out, err = run(capsys, "history", "import", "--if-kept", folder, "--history", str(history_file))
+    kept = tmp_path / "run" / "unrecorded.json"
+    assert (code, out, err) == (0, f"nothing to import: {kept} does not exist (the history took the whole run)\n", "")
 
 
 def test_report_latest_of_a_history_without_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_a_run_whose_server_stops_answering_keeps_its_records_and_they_land_by_i
         f"{tmp_path}: the run is not in the history ({url.shown()}: cannot write the history: expected the "
         "PostgreSQL server to answer within 3 s, found no answer (a stopped server or a cut network)); "
     )
-    assert len(heard) == 1 and all(PASSWORD not in line for line in [*heard, str(unrecorded)])
+    assert heard == [] and PASSWORD not in str(unrecorded)  # the outage is said once, by the caller, at the end
     from ci_tool.cli import main
 
     assert main(["history", "import", str(tmp_path), "--history", postgres_url.url]) == 0  # the direct path answers

@@ -178,6 +178,33 @@ def test_a_run_made_while_the_server_is_stopped_is_imported_after_the_restart(
     )  # fmt: skip
 
 
+def test_a_run_whose_server_comes_back_before_it_ends_is_recorded_whole_by_the_run(
+    tmp_path: Path, own_postgres_server: PostgresServer
+) -> None:
+    """The history took the run as `running`, then the server went: the run's end records it whole, so no
+    `running` row waits three days for another host's sweep and nothing waits in its folder."""
+    server = own_postgres_server  # its own: this test stops it
+    url = PostgresUrl(server.create_database("history"))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with RunRecorder(url, run_dir) as recorder:
+        recorder.start_run(RunRecord("r-back", "run", RunState.RUNNING, 10.0, host="another-host"))
+        server.stop()
+        tests = [TestRecord("tests/a.py::t", "passed", 1.5)]
+        recorder.record_stage(StageRecord("r-back", "CPU-Generic-1", "passed", passed=1), tests, recorded_at=11.0)
+        assert (run_dir / UNRECORDED).is_file()
+        server.start()
+        recorder.finish_run("r-back", state=RunState.PASSED, finished_at=12.0)
+        unrecorded = recorder.unrecorded
+    assert (unrecorded, (run_dir / UNRECORDED).exists()) == (None, False)
+    with HistoryStore(url, read_only=True) as store:
+        run = queries.get_run(store, "r-back")
+        stage_tests = queries.stage_tests(store, "r-back", "CPU-Generic-1")
+    assert (run.state, run.finished_at, [t.test_id for t in stage_tests]) == (
+        RunState.PASSED, 12.0, ["tests/a.py::t"],
+    )  # fmt: skip
+
+
 def _execute(url: PostgresUrl, *statements: str) -> None:
     import psycopg
 

@@ -66,6 +66,23 @@ def test_the_work_tree_is_read_when_no_commit_is_given(repo: Path) -> None:
     )
 
 
+def test_a_module_of_a_folder_that_is_no_package_is_imported_by_its_bare_name(repo: Path) -> None:
+    """bench/ has no __init__.py: its tests put it on sys.path (their conftest.py) and import `replay` bare."""
+    (repo / "bench").mkdir()
+    (repo / "bench" / "replay.py").write_text("def count():\n    return 1\n")
+    (repo / "bench" / "report.py").write_text("from replay import count\n\nTOTAL = count()\n")
+    (repo / "tests" / "bench").mkdir()
+    (repo / "tests" / "bench" / "conftest.py").write_text("import sys\n\nsys.path.insert(0, 'bench')\n")
+    (repo / "tests" / "bench" / "test_replay.py").write_text("from replay import count\n")
+    (repo / "tests" / "bench" / "test_report.py").write_text("def test_total():\n    import report\n")
+    assert importing_tests(repo, None, "bench/replay.py") == ImportingTests(
+        ("tests/bench/test_replay.py", "tests/bench/test_report.py")
+    )
+    # a package's module is not: `pool` alone names no module of src/eng/, which has an __init__.py
+    (repo / "tests" / "eng" / "test_bare.py").write_text("import pool\n")
+    assert "tests/eng/test_bare.py" not in importing_tests(repo, None, "src/eng/pool.py").paths
+
+
 def test_a_file_that_names_the_module_and_does_not_parse_leaves_the_answer_unknown(repo: Path) -> None:
     (repo / "tests" / "eng" / "test_broken.py").write_text("import tests.eng.helper\ndef (\n")
     assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(

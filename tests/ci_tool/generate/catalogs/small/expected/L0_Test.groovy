@@ -26,6 +26,7 @@ import groovy.transform.Field
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
+@Field final String IMPORT_COMMAND = '.venv/bin/ci-tool history import --if-kept'
 @Field final List STAGE_RUN_OPTIONS = ['--disable-reuse-test', '--record-touches', '--detailed-log']
 @Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
 @Field final String FETCH_BASE_COMMAND = 'git fetch --no-tags origin -- "$BASE_SHA"'
@@ -225,6 +226,11 @@ void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
                 }
                 passed = true
             } finally {
+                // What the history could not take while the stage ran (its unrecorded.json) is recorded once it answers;
+                // where it still does not, the step's log says where the records wait. Never fails the stage.
+                withSharedHistory(false) {
+                    sh "${IMPORT_COMMAND} '${results}' || true"
+                }
                 // keepProperties: the PR comment reads the perf verdicts from the testcase properties (ci_tool/perf/transport.py)
                 junit(testResults: "${results}/**/*.xml", allowEmptyResults: true, keepProperties: true)
                 archiveArtifacts(artifacts: "${results}/**", allowEmptyArchive: true)
