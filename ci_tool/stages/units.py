@@ -52,6 +52,8 @@ import tokenize
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool.stages.python_tree import Unreadable, parse_python
+
 MODULE_UNIT = "<module>"
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what holds statements (a def, in an if or a try)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
@@ -234,12 +236,11 @@ class SourceUnits:
         }
 
 
-def source_units(text: str) -> SourceUnits | None:
-    """The units of a Python source text; None when it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
-        return None
+def source_units(text: str) -> SourceUnits | Unreadable:
+    """The units of a Python source text, or why it cannot be read (python_tree.py)."""
+    tree = parse_python(text)
+    if isinstance(tree, Unreadable):
+        return tree
     aliases = _aliases(tree)
     found: list[_Def] = []
     _collect(tree.body, "", found, aliases)
@@ -492,8 +493,10 @@ def changed_units(
     __init__.py, whose imports other files read."""
     base_units = source_units(base) if base is not None else SourceUnits(())
     head_units = source_units(head) if head is not None else SourceUnits(())
-    if base_units is None or head_units is None:
-        return UnitChange(undecided=f"it does not parse as Python at the {'base' if base_units is None else 'head'}")
+    if isinstance(base_units, Unreadable):
+        return UnitChange(undecided=f"it {base_units.why} at the base")
+    if isinstance(head_units, Unreadable):
+        return UnitChange(undecided=f"it {head_units.why} at the head")
     if base is None or head is None:  # added or removed: all of it
         side = head_units if base is None else base_units
         every = tuple(sorted(side.names))

@@ -69,7 +69,16 @@ def test_the_work_tree_is_read_when_no_commit_is_given(repo: Path) -> None:
 def test_a_file_that_names_the_module_and_does_not_parse_leaves_the_answer_unknown(repo: Path) -> None:
     (repo / "tests" / "eng" / "test_broken.py").write_text("import tests.eng.helper\ndef (\n")
     assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
-        unknown="tests/eng/test_broken.py may load tests/eng/helper.py and does not parse"
+        unknown="tests/eng/test_broken.py may load tests/eng/helper.py and does not parse as Python"
+    )
+
+
+def test_a_file_that_names_the_module_and_nests_too_deeply_leaves_the_answer_unknown(repo: Path) -> None:
+    (repo / "tests" / "eng" / "test_deep.py").write_text("import tests.eng.helper\n_D = " + "not " * 100_000 + "1\n")
+    assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
+        unknown=(
+            "tests/eng/test_deep.py may load tests/eng/helper.py and nests expressions too deeply for Python's parser"
+        )
     )
 
 
@@ -99,7 +108,7 @@ def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> No
     """Strings that name a module (alone or as module:attribute), a `-m` run, a path to a .py file, or a console
     script a file that starts processes runs."""
     found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
-    assert found is not None and loaded <= found
+    assert isinstance(found, set) and loaded <= found
 
 
 @pytest.mark.parametrize(
@@ -109,7 +118,7 @@ def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> No
 )
 def test_prose_loads_nothing(text: str) -> None:
     found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
-    assert found is not None and not {name for name in found if name.startswith(("eng", "tests."))}
+    assert isinstance(found, set) and not {name for name in found if name.startswith(("eng", "tests."))}
 
 
 def test_a_test_that_starts_a_console_script_reaches_the_scripts_module(repo: Path) -> None:

@@ -275,3 +275,15 @@ def test_a_deleted_test_loses_its_records_when_its_stage_records_again(
     assert (code, sorted({r.test_id for r in rows})) == (
         0, ["<outside tests>", "tests/test_triple.py::test_triple[1]", "tests/test_triple.py::test_triple[2]"],
     )  # fmt: skip
+
+
+def test_a_file_nested_too_deeply_for_the_parser_runs_the_full_set_and_says_why(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python cannot import such a file either: no record can speak for it, and no guess is made."""
+    commit(recorded, A + "\n_D = " + "-" * 100_000 + "1\n")
+    out = select(capsys)
+    assert (
+        "src/a.py: touched rule: cannot narrow (it nests expressions too deeply for Python's parser at the head)"
+    ) in out
+    assert "+ CPU-Generic-1  (step 1: pre-merge set)\n" in out

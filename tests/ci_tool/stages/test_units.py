@@ -5,7 +5,10 @@ from __future__ import annotations
 import difflib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ci_tool.stages.python_tree import DOES_NOT_PARSE, TOO_DEEP, Unreadable
 from ci_tool.stages.units import Hunk, SourceUnits, UnitChange, changed_units, parse_hunks, source_units
 
 SOURCE = """\
@@ -96,7 +99,42 @@ def test_an_edit_changes_the_units_of_its_lines(lines: list[int], edited: set[st
 
 @pytest.mark.parametrize("text", ["def f(:\n", "x = 1\0\n"], ids=["syntax-error", "nul-byte"])
 def test_a_text_that_does_not_parse_has_no_units(text: str) -> None:
-    assert source_units(text) is None
+    assert source_units(text) == Unreadable(DOES_NOT_PARSE)
+
+
+DEEP = {  # nested deeper than CPython's parser (a MemoryError) or 3.11's tree builder (a RecursionError) holds
+    "negations": "_D = " + "-" * 100_000 + "1\n",
+    "nots": "_D = " + "not " * 100_000 + "1\n",
+    "attributes": "_D = a" + ".a" * 100_000 + "\n",
+    "lambdas": "_D = " + "lambda: " * 5_000 + "1\n",
+}
+
+
+@pytest.mark.parametrize("deep", list(DEEP.values()), ids=list(DEEP))
+def test_a_text_nested_too_deeply_for_the_parser_has_no_units_and_says_so(deep: str) -> None:
+    assert source_units(deep) == Unreadable(TOO_DEEP)
+
+
+@pytest.mark.parametrize("side", ["base", "head"])
+@pytest.mark.parametrize("deep", list(DEEP.values()), ids=list(DEEP))
+def test_a_change_of_a_file_nested_too_deeply_is_undecided(deep: str, side: str) -> None:
+    base, head = (BASE + deep, BASE) if side == "base" else (BASE, BASE + deep)
+    expected = UnitChange(undecided=f"it nests expressions too deeply for Python's parser at the {side}")
+    assert changed_units(base, head, _hunks(base, head)) == expected
+
+
+_PYTHONISH = st.lists(
+    st.sampled_from([*"()[]{}:=.,-+*~ \n\t\"'#\\@01ax", "not ", "lambda ", "def ", "if "]), max_size=60
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=_PYTHONISH, head=_PYTHONISH, depth=st.integers(0, 3_000), prefix=st.sampled_from(["-", "not ", "~", "a."]))
+def test_any_change_maps_to_units_or_says_why_not(base: str, head: str, depth: int, prefix: str) -> None:
+    """Whatever the texts, a change maps to units or is undecided with a reason: never an exception."""
+    head = head + prefix * depth + "1\n"
+    change = changed_units(base, head, _hunks(base, head))
+    assert change.undecided or change.units or change == UnitChange()
 
 
 DIFF = """\
