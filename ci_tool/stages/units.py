@@ -142,6 +142,26 @@ class SourceUnits:
             found |= {line: binding for line in range(binding.lines[0], binding.lines[1] + 1) if line not in in_defs}
         return found
 
+    @functools.cached_property
+    def _headers_by_line(self) -> dict[int, _Def]:
+        """Line -> the outermost def whose header runs at import and holds it (an index: a lookup a line)."""
+        found: dict[int, _Def] = {}
+        for candidate in self.defs:  # outer before inner: the first written stays
+            if candidate.at_import:
+                for line in range(candidate.header[0], candidate.header[1] + 1):
+                    found.setdefault(line, candidate)
+        return found
+
+    @functools.cached_property
+    def _bindings_reading(self) -> dict[str, list[_Binding]]:
+        """Name -> the bindings whose value reads it (an index: following reads is linear in them, not a scan of
+        every binding for every name)."""
+        found: dict[str, list[_Binding]] = {}
+        for binding in self.bindings:
+            for name in binding.reads:
+                found.setdefault(name, []).append(binding)
+        return found
+
     def edited_by(self, lines: Iterable[int], own_headers: frozenset[str] = frozenset()) -> set[str]:
         """The units an edit of `lines` changes (module docstring): each code line's unit; a binding's readers;
         <module> for a def header's line, but for the plain header of a def in `own_headers`, whose edit is
@@ -160,10 +180,10 @@ class SourceUnits:
             if binding is not None:
                 bindings.add(binding)
                 continue
-            headers = [d for d in self.defs if d.at_import and d.header[0] <= line <= d.header[1]]
-            if headers and headers[0].plain_header and headers[0].unit in own_headers:
-                found.add(headers[0].unit)
-            elif headers:
+            header = self._headers_by_line.get(line)
+            if header is not None and header.plain_header and header.unit in own_headers:
+                found.add(header.unit)
+            elif header is not None:
                 found |= {self.unit_at(line), MODULE_UNIT}
             else:
                 found.add(self.unit_at(line))
@@ -196,7 +216,7 @@ class SourceUnits:
         while pending:
             name = pending.pop()
             seen.add(name)
-            reading = {found for found in self.bindings if name in found.reads}
+            reading = set(self._bindings_reading.get(name, ()))
             through |= reading
             pending |= {bound for found in reading for bound in found.names} - seen
         return seen, through
