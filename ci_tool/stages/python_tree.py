@@ -9,6 +9,9 @@ reason out. The one place ci-tool parses Python source: the units of a file (uni
                   the parser reports it as a MemoryError (its own stack is full) or a RecursionError (3.11
                   builds the Python tree recursively). Python itself cannot import such a file either, so
                   it is judged as one that does not parse: conservatively, never by a guess.
+    too large     `Unreadable("is larger than 1 MiB of source ...")`: reading one costs time and memory in
+                  proportion (a 10 MB file: minutes and gigabytes); such a file, generated as a rule, is
+                  judged conservatively too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 
 DOES_NOT_PARSE = "does not parse as Python"
 TOO_DEEP = "nests expressions too deeply for Python's parser"
+MAX_SOURCE_CHARS = 2**20
+TOO_LARGE = f"is larger than {MAX_SOURCE_CHARS // 2**20} MiB of source (too large to read unit by unit)"
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,8 @@ class Unreadable:
 
 def parse_python(text: str) -> ast.Module | Unreadable:
     """The syntax tree of `text`, or why there is none (see the module docstring)."""
+    if len(text) > MAX_SOURCE_CHARS:
+        return Unreadable(TOO_LARGE)
     try:
         with warnings.catch_warnings():  # a user's `"\d"` or `1if x` is theirs to hear about, not this reader's
             warnings.simplefilter("ignore", SyntaxWarning)

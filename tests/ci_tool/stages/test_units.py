@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ci_tool.stages import python_tree
 from ci_tool.stages.python_tree import DOES_NOT_PARSE, TOO_DEEP, Unreadable
 from ci_tool.stages.units import Hunk, SourceUnits, UnitChange, changed_units, parse_hunks, source_units
 
@@ -455,3 +456,12 @@ def test_an_edit_of_many_lines_walks_the_defs_a_few_times_not_once_a_line() -> N
     found = dataclasses.replace(found, defs=counted)
     assert found.edits(range(1, 4 * 300)) == ({"<module>", *(f"f{i}" for i in range(300))}, set())
     assert counted.scans <= 3
+
+
+def test_a_change_of_a_file_larger_than_the_cap_is_undecided(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a file unit by unit costs time and memory in proportion: a 10 MB one took minutes and 2 GB."""
+    monkeypatch.setattr(python_tree, "MAX_SOURCE_CHARS", 1000)
+    head = BASE + "".join(f"_V{i} = {i}\n" for i in range(200))
+    assert changed_units(BASE, head, _hunks(BASE, head)) == UnitChange(
+        undecided="it is larger than 1 MiB of source (too large to read unit by unit) at the head"
+    )
