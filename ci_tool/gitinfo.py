@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ci_tool.errors import GitError
 from ci_tool.layout import CI_SCRATCH
+from ci_tool.text_file import read_bytes
 
 _GIT = ("git", "-c", "core.quotepath=off", "-c", "diff.noprefix=false")
 _TIMEOUT_SECONDS = 120
@@ -208,10 +209,17 @@ def texts_at(root: Path, rev: str | None, paths: Collection[str]) -> dict[str, s
 
 
 def _work_tree_text(path: Path) -> str | None:
+    """A work-tree file's text as a revision's would read (undecodable bytes replaced); None where there is no
+    file (a folder, as git has none either). What is no regular file (a FIFO that would block for ever, a link
+    to /dev/zero that would fill memory) or is larger than text_file.MAX_BYTES is a located GitError."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        data = read_bytes(path, name="the work tree's file", error=GitError)
+    except GitError as error:
+        cause = error.__cause__
+        if isinstance(cause, FileNotFoundError | NotADirectoryError | IsADirectoryError) or path.is_dir():
+            return None
+        raise
+    return data.decode("utf-8", "replace")
 
 
 def has_commit(root: Path, sha: str) -> bool:

@@ -124,6 +124,11 @@ def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return value
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone UTF-16 surrogate (`json.loads('"\\ud800"')`), which no UTF-8 output carries."""
+    return _SURROGATE.search(text) is not None
+
+
 def _within_limits(value: object) -> bool:
     """Whether the parsed value nests at most MAX_DEPTH deep and its strings hold no lone surrogate."""
     pending: list[tuple[object, int]] = [(value, 0)]

@@ -1,52 +1,53 @@
-"""Where a history lives: a SQLite file (the embedded default) or a PostgreSQL database named by a URL.
+"""Where a history lives: a SQLite file (the embedded default) or a PostgreSQL database.
 
     --history PATH / $CI_TOOL_HISTORY=PATH        a SQLite file (`.ci-tool/history.sqlite` when neither is set)
-    --history postgresql://USER@HOST:PORT/DB      a PostgreSQL database, in libpq's URL form (postgres:// too)
+    --history postgresql://USER@HOST:PORT/DB      a PostgreSQL database, in libpq's URL form (postgres:// too,
+                                                  the scheme in any case)
+    --history 'host=HOST dbname=DB user=USER'     the same in libpq's keyword form (what psql takes)
 
-A PostgreSQL URL's password comes from the URL, $PGPASSWORD or ~/.pgpass, as libpq reads them: the URL is
-handed to libpq as it was given. The password is never shown: `str()` and `repr()` of a PostgresUrl are
-its `shown()` form, the URL without a password, so every message that names the history is safe to print.
+A PostgreSQL password comes from the URL, $PGPASSWORD or ~/.pgpass, as libpq reads them: the connection
+string is handed to libpq as it was given (but for the scheme, written lowercase). The password is never
+shown: `str()` and `repr()` of a PostgresUrl are its `shown()` form, without a password, so every message
+that names the history is safe to print. A string libpq would misread (a password with an unencoded `/` or
+`@`) is refused here, before libpq can show a part of it (conninfo.py).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from ci_tool.errors import HistoryError, Where
+from ci_tool.history import conninfo
 from ci_tool.layout import HISTORY_ENV, HISTORY_PATH
 
-POSTGRES_SCHEMES = ("postgresql", "postgres")
+POSTGRES_SCHEMES = conninfo.SCHEMES
 POSTGRES_EXTRA = "ci-tool[postgres]"
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_SECRET_PARAMETERS = ("password", "sslpassword")  # libpq's URL parameters that hold a secret
 
 
 @dataclass(frozen=True, repr=False)
 class PostgresUrl:
-    """A PostgreSQL database in libpq's URL form; `url` (with any password) is for libpq only."""
+    """A PostgreSQL database in libpq's URL or keyword form; `url` (with any password) is for libpq only.
+    Made by `locate`, which refuses a string libpq would misread."""
 
     url: str = field(repr=False)
 
     def shown(self) -> str:
-        """The URL without its password (in the user part, a `password=` or `sslpassword=` parameter)."""
-        parts = urlsplit(self.url)
-        user, _, host = parts.netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}@{host}" if user else host
-        kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in _SECRET_PARAMETERS]
-        query = urlencode(kept)
-        # by hand: urlunsplit drops the `//` of an empty host (a Unix socket's `postgresql:///db`)
-        return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+        """The connection string without its password (in the user part, a `password=` or `sslpassword=`
+        parameter or keyword), its parameters as written."""
+        try:
+            return conninfo.parse(self.url).shown
+        except conninfo.Refused as refused:  # made without `locate`: still never shown
+            return refused.shown
 
     def secrets(self) -> tuple[str, ...]:
-        """The passwords this URL carries, to be blotted from a driver's message that might echo them."""
-        parts = urlsplit(self.url)
-        found = [parts.password, unquote(parts.password)] if parts.password else []  # as written, and as meant
-        found += [v for k, v in parse_qsl(parts.query) if k in _SECRET_PARAMETERS and v]
-        return tuple(found)
+        """The passwords it carries, as written and as meant, to be blotted from a driver's message."""
+        try:
+            return conninfo.parse(self.url).secrets
+        except conninfo.Refused:
+            return ()
 
     def __str__(self) -> str:
         return self.shown()
@@ -59,13 +60,16 @@ History = Path | PostgresUrl
 
 
 def locate(value: str | Path | PostgresUrl) -> History:
-    """A `--history` value as a location: a `postgresql://` URL, else a SQLite path."""
+    """A `--history` value as a location: a PostgreSQL connection string, else a SQLite path. A connection
+    string libpq would misread is a HistoryError that names it without its password."""
     if isinstance(value, PostgresUrl | Path):
         return value
-    match = _SCHEME.match(value)
-    if match and match.group(1).lower() in POSTGRES_SCHEMES:
-        return PostgresUrl(value)
-    return Path(value)
+    if not conninfo.is_postgres(value):
+        return Path(value)
+    try:
+        return PostgresUrl(conninfo.parse(value).for_libpq)
+    except conninfo.Refused as refused:
+        raise HistoryError(refused.why, where=Where(refused.shown), hint=refused.hint) from None
 
 
 def history_location(option: str | Path | None, environ: Mapping[str, str] = os.environ) -> History:
@@ -78,7 +82,7 @@ def history_location(option: str | Path | None, environ: Mapping[str, str] = os.
 
 
 def shown(history: History) -> str:
-    """How messages name a history: the path, or the URL without its password."""
+    """How messages name a history: the path, or the connection string without its password."""
     return str(history)
 
 

@@ -7,6 +7,7 @@ script, another tool) and SQLite's column types are advisory (text fits in a REA
     seconds       a finite int or float in [0, MAX_SECONDS]: a duration
     timestamp     a finite int or float in [0, MAX_TIMESTAMP]: seconds since the epoch
     number        a finite int or float (perf values, baselines, thresholds)
+    commit        '' (made on an uncommitted edit) or a git object name: 4 to 64 lowercase hex digits
     vocabulary    a value of one of ci-tool's enums (run states, stage states, outcomes, verdicts)
     details       a JSON object (the `details_json` columns)
 
@@ -16,7 +17,8 @@ bad row does: a reader of one named run (a report, a dispatch record) raises, si
 be wrong; a reader that sums over many runs (durations, slowest, flaky, the dashboard's lists) skips the
 row and warns through the store (`HistoryStore.warn`), since the rest of the history still answers.
 
-Values arrive as Python's own types (str, int, float, None), so any DB-API driver's rows fit.
+Values arrive as Python's own types (str, int, float, None), so any DB-API driver's rows fit; a SQLite text
+cell that is not UTF-8 arrives as bytes (sqlite_backend.py), which no text check takes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import enum
 import functools
 import json
 import math
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +44,8 @@ MAX_SECONDS = 10 * 365 * 86_400.0  # no test or stage takes ten years: a larger 
 MAX_COUNT = 2**63 - 1  # what an SQL INTEGER (SQLite's, PostgreSQL's BIGINT) holds
 MAX_TIMESTAMP = 32_503_680_000.0  # the year 3000: later "times" were not written by a clock
 COUNT_EXPECTED = f"a count (an integer from 0 to {MAX_COUNT})"
+COMMIT_EXPECTED = "a commit (4 to 64 lowercase hex digits) or '' (an uncommitted edit)"
+_COMMIT = re.compile(r"[0-9a-f]{4,64}")
 _JOIN_ALIASES = {"r": "runs", "s": "stages", "t": "test_results"}  # how the readers' joins name the tables
 E = TypeVar("E", bound=enum.Enum)
 T = TypeVar("T")
@@ -96,6 +101,14 @@ class RowView:
         value = self.raw(column)
         if not isinstance(value, str):
             raise self.bad(column, "a text")
+        return value
+
+    def commit(self, column: str) -> str:
+        """A commit's object name, or '' (see the module docstring): what reaches git as a revision is never
+        a NUL, an option or a ref name."""
+        value = self.raw(column)
+        if not isinstance(value, str) or not (value == "" or _COMMIT.fullmatch(value)):
+            raise self.bad(column, COMMIT_EXPECTED)
         return value
 
     def optional_text(self, column: str) -> str | None:

@@ -39,6 +39,17 @@ WRITE_ATTEMPTS = 3  # attempts at a write whose lock another process holds
 T = TypeVar("T")
 
 
+_UNDECODABLE = "Could not decode to UTF-8"  # how sqlite3 says a text cell is not UTF-8 (written outside ci-tool)
+
+
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    """A text cell as a str, or as its bytes where it is not UTF-8: a value no row check takes for a text."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 class SqliteWriter:
     """A write transaction on the file: SQLite's write lock already holds off every other writer."""
 
@@ -210,15 +221,31 @@ class SqliteHistory:
 
     def rows(self, sql: str, parameters: Sequence[object] = ()) -> list[Row]:
         try:
-            return self._patiently(lambda: self.db.execute(sql, parameters).fetchall())
+            return self._patiently(lambda: self._fetch(sql, parameters))
         except sqlite3.Error as error:
             raise self.error(error, "read") from None
+
+    def _fetch(self, sql: str, parameters: Sequence[object]) -> list[Row]:
+        """The rows of a query; where a text cell is not UTF-8, read again with such cells as their bytes, so
+        that the reader names the row (rows.py) instead of sqlite3 failing the whole read without one. The
+        fast path keeps sqlite3's own decoding: a Python text factory costs every cell of every read."""
+        try:
+            return self.db.execute(sql, parameters).fetchall()
+        except sqlite3.OperationalError as error:
+            if not str(error).startswith(_UNDECODABLE):
+                raise
+        self.db.text_factory = _text_or_bytes
+        try:
+            return self.db.execute(sql, parameters).fetchall()
+        finally:
+            self.db.text_factory = str
 
     @contextlib.contextmanager
     def transaction(self, *, budget_ms: int | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction holding the write lock from its start (waited for within `budget_ms`, the
         busy timeout by default). Whatever interrupts it (a signal, an error, a full disk) rolls it back."""
         self._patiently(lambda: self.db.execute("BEGIN IMMEDIATE"), budget_ms=budget_ms)
+        self.db.text_factory = _text_or_bytes  # what a write reads back: a cell that is not UTF-8 fails no write
         try:
             yield self.db
             self.db.execute("COMMIT")
@@ -227,6 +254,8 @@ class SqliteHistory:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
             raise
+        finally:
+            self.db.text_factory = str
 
     def write(self, work: Work, *, hurry: bool = False) -> None:
         """Run `work` in one write transaction, trying again (with a backoff) while the lock is held;

@@ -26,6 +26,7 @@ type is '', so they never narrow a stage; the old table stays as it was.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -182,12 +183,24 @@ def rows_of_files(store: HistoryStore, files: Collection[str]) -> tuple[list[Tou
 
 
 def record_commits(store: HistoryStore) -> dict[str, frozenset[str]]:
-    """Per GPU type, the commits its records were made at (a bad commit column reads as '': stale)."""
+    """Per GPU type, the commits its records were made at. A bad GPU type or commit is left out with a
+    warning that names one of its rows (rows_of_files takes a changed file with such a row as unrecorded)."""
+    raw = store.rows(
+        "SELECT gpu_type, commit_sha, min(source), min(test_id) FROM touch_records GROUP BY gpu_type, commit_sha"
+    )
     found: dict[str, set[str]] = defaultdict(set)
-    for gpu_type, commit in store.rows("SELECT DISTINCT gpu_type, commit_sha FROM touch_records"):
-        if isinstance(gpu_type, str) and gpu_type:
-            found[gpu_type].add(commit if isinstance(commit, str) else "")
+    for gpu_type, commit in rows.read(store, raw, functools.partial(_made_at, store), skip=True):
+        if gpu_type:  # step 5's rows: made nowhere known
+            found[gpu_type].add(commit)
     return {gpu_type: frozenset(commits) for gpu_type, commits in found.items()}
+
+
+def _made_at(store: HistoryStore, row: Sequence[object]) -> tuple[str, str]:
+    """A GPU type and a commit its records were made at (the row: one record of them, to name it by)."""
+    keyed = rows.view(store, "touch_records", "gpu_type, commit_sha, source, test_id", row).keyed(
+        source="file", test_id="test"
+    )
+    return keyed.text("gpu_type"), keyed.commit("commit_sha")
 
 
 def touching_tests(store: HistoryStore, *, gpu_type: str, commit: str, files: Collection[str] | None) -> frozenset[str]:
@@ -219,9 +232,9 @@ def tests_with_unit(store: HistoryStore, *, gpu_type: str, unit: str) -> frozens
 
 def _touch_rows(store: HistoryStore, row: Sequence[object]) -> list[TouchRow]:
     view = rows.view(store, "touch_records", "source, test_id, gpu_type, units, stage, commit_sha", row)
-    keyed = view.keyed(source="file")
+    keyed = view.keyed(source="file", test_id="test")
     source, test, gpu_type = keyed.key_text("source"), keyed.key_text("test_id"), keyed.text("gpu_type")
-    stage, commit = keyed.text("stage"), keyed.text("commit_sha")
+    stage, commit = keyed.text("stage"), keyed.commit("commit_sha")
     test = _read_test(test)
     return [TouchRow(source, unit, test, gpu_type, stage, commit) for unit in keyed.text("units").split(_UNITS)]
 

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.rows import COUNT_EXPECTED, MAX_COUNT, MAX_SECONDS, MAX_TIMESTAMP
+from ci_tool.json_file import has_lone_surrogate
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
 UNRECORDED = "unrecorded.json"
@@ -162,12 +163,34 @@ def load_unrecorded(run_dir: Path) -> tuple[RunRecord, list[StageRecords]]:
         ) from None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise HistoryError(f"expected the run's records as JSON, found {error}", where=Where(str(path))) from None
+    _refuse_lone_surrogates(_At(str(path), "", data))
     top = _At(str(path), "", data).fields(("version", "run", "stages"))
     if top["version"].value != UNRECORDED_VERSION or isinstance(top["version"].value, bool):
         raise top["version"].error(f"version {UNRECORDED_VERSION}")
     run = _run(top["run"])
     stages = [_stage(at, run.run_id) for at in top["stages"].items()]
     return _with_checked_state(run, stages, top), stages
+
+
+def _refuse_lone_surrogates(at: _At) -> None:
+    """The first text (or key) that holds a lone UTF-16 surrogate (`"\\ud800"`: JSON spells it, no UTF-8 file
+    or database can hold it), refused at its JSON path; in the file's order."""
+    pending = [at]
+    while pending:
+        item = pending.pop()
+        if isinstance(item.value, str) and has_lone_surrogate(item.value):
+            raise item.error(_UNICODE_TEXT)
+        if isinstance(item.value, dict):
+            for key in item.value:
+                if isinstance(key, str) and has_lone_surrogate(key):
+                    raise item.found(_UNICODE_TEXT, f"the key {key!r}")
+            children = [_At(item.file, f"{item.path}.{key}" if item.path else key, v) for key, v in item.value.items()]
+            pending += reversed(children)
+        elif isinstance(item.value, list):
+            pending += reversed(item.items())
+
+
+_UNICODE_TEXT = "a text without a lone UTF-16 surrogate (JSON can write \\ud800; no UTF-8 file or database holds it)"
 
 
 def _no_constant(name: str) -> None:

@@ -4,7 +4,8 @@
     https://ci-reports.example.com/{job}/{number}/report.html      a static host or Pages branch
     {build_url}artifact/report.html                                an artifact of the build itself
 
-Pure: the template is checked once, where it is configured, and filled for each build.
+Pure: the template is checked once, where it is configured, and filled for each build. A credential in it
+(a `user:token@`, a `?token=`) is refused: the link is posted in the public CI report.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import string
 from dataclasses import dataclass
 
 from ci_tool.errors import ReportError
+from ci_tool.url_secrets import credentials_in
 
 PLACEHOLDERS = ("job", "number", "build_url")
 _EXAMPLE = "https://HOST/{job}/{number}/report.html or {build_url}artifact/report.html"
@@ -27,7 +29,16 @@ class ReportUrl:
 
 
 def parse_report_url(template: str, *, where: str) -> ReportUrl:
-    """The checked template; `where` names the option or variable it came from, for the message."""
+    """The checked template; `where` names the option or variable it came from, for the message. The link
+    goes into a public CI report: a template with a credential in it (url_secrets.py) is refused, and the
+    message does not show it."""
+    secrets = credentials_in(template)
+    if secrets:
+        raise ReportError(
+            f"{where}: expected a URL anyone may read, found one with {' and '.join(secrets)} (not shown: the "
+            "final CI report is posted where everyone reads it)",
+            hint="publish the reports where the link alone opens them, without a user, token or key in the URL",
+        )
     try:
         fields = [name for _, name, spec, conversion in string.Formatter().parse(template) if name is not None]
     except ValueError as problem:  # a lone `{` or `}`

@@ -63,6 +63,7 @@ from typing import Any
 from ci_tool import gitinfo
 from ci_tool.run.plugins import RUNNER_MODULES
 from ci_tool.stages.changes import test_path_of
+from ci_tool.stages.python_tree import Unreadable, parse_python
 
 SOURCE_ROOTS = ("src/",)  # folders whose files import without the folder's name (besides the rootdir)
 _CONFIG_FILES = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")  # where pytest and the scripts are set
@@ -115,7 +116,7 @@ class ImportIndex:
         self.root, self.head = root, head
         self.project = read_project(root, head)
         self._read: dict[str, str | None] = {}  # file -> its text (None: it does not exist or read)
-        self._loaded: dict[str, frozenset[str] | None] = {}  # file -> what it loads (None: it does not parse)
+        self._loaded: dict[str, frozenset[str] | Unreadable] = {}  # file -> what it loads, or why unknown
 
     def importing_tests(self, path: str) -> ImportingTests:
         """The test paths that can load `path` (see the module docstring). One `git grep` a step: the modules
@@ -138,8 +139,8 @@ class ImportIndex:
             may_load = [other for other in candidates if _may_load(texts[other], needles)]
             step = []
             for other, loaded in self._loads(may_load).items():
-                if loaded is None:
-                    return ImportingTests(unknown=f"{other} may load {path} and does not parse")
+                if isinstance(loaded, Unreadable):
+                    return ImportingTests(unknown=f"{other} may load {path} and {loaded.why}")
                 if _loads_any(loaded, names):
                     seen.add(other)
                     if _kept(other, found):
@@ -169,7 +170,7 @@ class ImportIndex:
         for other, text in self._texts(candidates).items():
             loaded = python.get(other, frozenset())
             if text is not None and (
-                loaded is None
+                isinstance(loaded, Unreadable)
                 or any(name in text for name in names if "." in name)
                 or _loads_any(loaded, set(names))
             ):
@@ -181,7 +182,7 @@ class ImportIndex:
         self._read.update(gitinfo.texts_at(self.root, self.head, unread))
         return {path: self._read[path] for path in paths}
 
-    def _loads(self, paths: list[str]) -> dict[str, frozenset[str] | None]:
+    def _loads(self, paths: list[str]) -> dict[str, frozenset[str] | Unreadable]:
         scripts = tuple(sorted(self.project.scripts.items()))
         for path, text in self._texts([path for path in paths if path not in self._loaded]).items():
             self._loaded[path] = _loads_of(text, path, scripts) if text is not None else frozenset()
@@ -222,19 +223,20 @@ def read_project(root: Path, head: str | None) -> Project:
 
 
 @functools.lru_cache(maxsize=8192)
-def _loads_of(text: str, path: str, scripts: tuple[tuple[str, str], ...]) -> frozenset[str] | None:
+def _loads_of(text: str, path: str, scripts: tuple[tuple[str, str], ...]) -> frozenset[str] | Unreadable:
     """`loads`, remembered by the file's text: the files of two commits near each other are mostly the same."""
     found = loads(text, path, dict(scripts))
-    return frozenset(found) if found is not None else None
+    return found if isinstance(found, Unreadable) else frozenset(found)
 
 
-def loads(text: str, path: str, scripts: dict[str, str]) -> set[str] | None:
+def loads(text: str, path: str, scripts: dict[str, str]) -> set[str] | Unreadable:
     """The dotted names the Python file at `path` loads (see the module docstring: its imports, the names
-    and paths its strings hold, the modules and scripts it starts); None when it does not parse."""
-    try:
-        nodes = _nodes(ast.parse(text))  # one walk: the checks below read its nodes by kind
-    except (SyntaxError, ValueError):
-        return None
+    and paths its strings hold, the modules and scripts it starts), or why it cannot be read
+    (stages/python_tree.py: it does not parse, or nests too deeply for the parser)."""
+    tree = parse_python(text)
+    if isinstance(tree, Unreadable):
+        return tree
+    nodes = _nodes(tree)  # one walk: the checks below read its nodes by kind
     found = _imported(nodes, path)
     spawns = _spawns(nodes, found)
     found |= {name for module in _run_as_module(nodes) for name in (module, f"{module}.{_MAIN}")}

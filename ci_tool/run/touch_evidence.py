@@ -41,6 +41,7 @@ from ci_tool.history.touches import (
 )
 from ci_tool.run.importers import ImportIndex
 from ci_tool.stages.changes import is_test_file, test_path_of
+from ci_tool.stages.python_tree import Unreadable
 from ci_tool.stages.touch_records import (
     OUTSIDE_TESTS,
     UNMEASURED,
@@ -213,11 +214,11 @@ def file_change(root: Path, path: str, *, base: str, head: str | None) -> FileCh
         return FileChange(replace(change, undecided=why))
     for other in sorted(gitinfo.files_naming(root, head, change.exported, "*.py") - {path}):
         text = _text_at(root, head, other)
-        units = source_units(text) if text is not None else None
-        why = f"it changes {names}, which {other} names, and {other} does not parse" if units is None else ""
-        found = units.readers_elsewhere(change.exported) if units is not None else set()
-        if why:
+        units = source_units(text) if text is not None else Unreadable("cannot be read")
+        if isinstance(units, Unreadable):
+            why = f"it changes {names}, which {other} names, and {other} {units.why}"
             return FileChange(replace(change, undecided=why))
+        found = units.readers_elsewhere(change.exported)
         if found:
             readers[other] = frozenset(found)
     return FileChange(change, readers)

@@ -41,8 +41,9 @@ from pathlib import Path
 import pytest
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.stages.python_tree import Unreadable
 from ci_tool.stages.touch_records import OUTSIDE_TESTS, UNMEASURED
-from ci_tool.stages.units import MODULE_UNIT, source_units
+from ci_tool.stages.units import MODULE_UNIT, SourceUnits, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"
@@ -246,10 +247,10 @@ def _record(lines: Lines, root: Path, unmeasured: Iterable[str] = ()) -> dict[st
 def _units_of(path: Path, by_line: Iterable[tuple[int, set[str]]]) -> dict[str, set[str]]:
     """unit -> the tests that ran a line of it (a file that no longer parses: all of it is <module>)."""
     try:
-        units = source_units(path.read_text(encoding="utf-8"))
+        units: SourceUnits | Unreadable = source_units(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
-        units = None
+        units = Unreadable("cannot be read")
     found: dict[str, set[str]] = defaultdict(set)
     for line, tests in by_line:
-        found[units.unit_at(line) if units is not None else MODULE_UNIT] |= tests
+        found[units.unit_at(line) if isinstance(units, SourceUnits) else MODULE_UNIT] |= tests
     return dict(found)

@@ -52,6 +52,8 @@ import tokenize
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool.stages.python_tree import Unreadable, parse_python
+
 MODULE_UNIT = "<module>"
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what holds statements (a def, in an if or a try)
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
@@ -140,6 +142,26 @@ class SourceUnits:
             found |= {line: binding for line in range(binding.lines[0], binding.lines[1] + 1) if line not in in_defs}
         return found
 
+    @functools.cached_property
+    def _headers_by_line(self) -> dict[int, _Def]:
+        """Line -> the outermost def whose header runs at import and holds it (an index: a lookup a line)."""
+        found: dict[int, _Def] = {}
+        for candidate in self.defs:  # outer before inner: the first written stays
+            if candidate.at_import:
+                for line in range(candidate.header[0], candidate.header[1] + 1):
+                    found.setdefault(line, candidate)
+        return found
+
+    @functools.cached_property
+    def _bindings_reading(self) -> dict[str, list[_Binding]]:
+        """Name -> the bindings whose value reads it (an index: following reads is linear in them, not a scan of
+        every binding for every name)."""
+        found: dict[str, list[_Binding]] = {}
+        for binding in self.bindings:
+            for name in binding.reads:
+                found.setdefault(name, []).append(binding)
+        return found
+
     def edited_by(self, lines: Iterable[int], own_headers: frozenset[str] = frozenset()) -> set[str]:
         """The units an edit of `lines` changes (module docstring): each code line's unit; a binding's readers;
         <module> for a def header's line, but for the plain header of a def in `own_headers`, whose edit is
@@ -158,10 +180,10 @@ class SourceUnits:
             if binding is not None:
                 bindings.add(binding)
                 continue
-            headers = [d for d in self.defs if d.at_import and d.header[0] <= line <= d.header[1]]
-            if headers and headers[0].plain_header and headers[0].unit in own_headers:
-                found.add(headers[0].unit)
-            elif headers:
+            header = self._headers_by_line.get(line)
+            if header is not None and header.plain_header and header.unit in own_headers:
+                found.add(header.unit)
+            elif header is not None:
                 found |= {self.unit_at(line), MODULE_UNIT}
             else:
                 found.add(self.unit_at(line))
@@ -194,7 +216,7 @@ class SourceUnits:
         while pending:
             name = pending.pop()
             seen.add(name)
-            reading = {found for found in self.bindings if name in found.reads}
+            reading = set(self._bindings_reading.get(name, ()))
             through |= reading
             pending |= {bound for found in reading for bound in found.names} - seen
         return seen, through
@@ -234,12 +256,11 @@ class SourceUnits:
         }
 
 
-def source_units(text: str) -> SourceUnits | None:
-    """The units of a Python source text; None when it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):  # ValueError: a NUL byte in the source
-        return None
+def source_units(text: str) -> SourceUnits | Unreadable:
+    """The units of a Python source text, or why it cannot be read (python_tree.py)."""
+    tree = parse_python(text)
+    if isinstance(tree, Unreadable):
+        return tree
     aliases = _aliases(tree)
     found: list[_Def] = []
     _collect(tree.body, "", found, aliases)
@@ -492,8 +513,10 @@ def changed_units(
     __init__.py, whose imports other files read."""
     base_units = source_units(base) if base is not None else SourceUnits(())
     head_units = source_units(head) if head is not None else SourceUnits(())
-    if base_units is None or head_units is None:
-        return UnitChange(undecided=f"it does not parse as Python at the {'base' if base_units is None else 'head'}")
+    if isinstance(base_units, Unreadable):
+        return UnitChange(undecided=f"it {base_units.why} at the base")
+    if isinstance(head_units, Unreadable):
+        return UnitChange(undecided=f"it {head_units.why} at the head")
     if base is None or head is None:  # added or removed: all of it
         side = head_units if base is None else base_units
         every = tuple(sorted(side.names))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ci_tool import gitinfo
+from ci_tool import gitinfo, text_file
 from ci_tool.errors import GitError
 
 
@@ -116,6 +118,45 @@ def test_many_files_at_a_revision_or_in_the_work_tree(repo: Path) -> None:
                                                    "gone.txt": None}  # fmt: skip
     with pytest.raises(GitError):
         gitinfo.texts_at(repo, "no-such-rev", paths)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("make", "found"),
+    [(lambda path: os.mkfifo(path), "a FIFO (a named pipe)"), (lambda path: path.symlink_to("/dev/zero"),
+      "a character device")],
+    ids=["fifo", "link-to-dev-zero"],
+)  # fmt: skip
+def test_a_work_tree_file_that_is_no_regular_file_is_a_located_error(
+    repo: Path, make: Callable[[Path], None], found: str
+) -> None:
+    """A FIFO would block the reader for ever, /dev/zero fill its memory: both are refused at once."""
+    make(repo / "b.py")
+    with pytest.raises(GitError) as raised:
+        gitinfo.texts_at(repo, None, ["a.txt", "b.py"])
+    assert (
+        str(raised.value)
+        == f"{repo / 'b.py'}: cannot read the work tree's file: expected a regular file, found {found}"
+    )
+
+
+def test_a_work_tree_file_over_the_cap_is_a_located_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text_file, "MAX_BYTES", 2**20)
+    (repo / "big.py").write_bytes(b"x" * (2**20 + 1))
+    with pytest.raises(GitError) as raised:
+        gitinfo.texts_at(repo, None, ["big.py"])
+    assert str(raised.value) == f"{repo / 'big.py'}: cannot read the work tree's file: it is larger than 1 MiB"
+
+
+def test_a_work_tree_file_that_is_not_utf8_reads_as_at_a_revision(repo: Path) -> None:
+    (repo / "bin.py").write_bytes(b"x = '\xff'\n")
+    git(repo, "add", "bin.py")
+    git(repo, "commit", "-q", "-m", "binary")
+    assert (
+        gitinfo.texts_at(repo, None, ["bin.py"])
+        == gitinfo.texts_at(repo, "HEAD", ["bin.py"])
+        == {"bin.py": "x = '\ufffd'\n"}
+    )
 
 
 def test_an_unknown_revision_is_an_error(repo: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,7 +55,26 @@ def test_a_missing_file_and_a_folder_are_one_line_errors(tmp_path: Path) -> None
     with pytest.raises(TestDbError) as folder:
         read_text(tmp_path, name="the file", error=TestDbError)
     assert str(missing.value) == f"{tmp_path / 'nope'}: cannot read the file: No such file or directory"
-    assert str(folder.value) == f"{tmp_path}: cannot read the file: Is a directory"
+    assert str(folder.value) == f"{tmp_path}: cannot read the file: expected a regular file, found a folder"
+
+
+SPECIAL = {  # what is no regular file: the reader refuses it at once instead of blocking or filling memory
+    "fifo": (lambda path: os.mkfifo(path), "a FIFO (a named pipe)"),
+    "link-to-dev-zero": (lambda path: path.symlink_to("/dev/zero"), "a character device"),
+    "link-to-dev-null": (lambda path: path.symlink_to("/dev/null"), "a character device"),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("make", "found"), list(SPECIAL.values()), ids=list(SPECIAL))
+def test_a_fifo_or_a_device_is_refused_without_reading_it(
+    tmp_path: Path, make: Callable[[Path], None], found: str
+) -> None:
+    path = tmp_path / "tests.txt"
+    make(path)
+    with pytest.raises(TestDbError) as raised:
+        read_text(path, name="the file", error=TestDbError)
+    assert str(raised.value) == f"{path}: cannot read the file: expected a regular file, found {found}"
 
 
 def test_a_file_over_the_cap_is_refused_without_reading_it_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -602,6 +602,8 @@ def test_the_final_report_links_the_html_report_where_one_is_published(
         ("https://reports.example.com/latest.html", "expected {number} or {build_url} in the report URL"),
         ("https://reports.example.com/{number", "expected a URL template"),
         ("reports/{number}.html", "expected an http(s) URL"),
+        ("https://bot:s3cret-Tk@reports.example.com/{number}", "found one with a user and password before `@`"),
+        ("{build_url}artifact/report.html?access_token=s3cret-Tk", "with a query parameter named `token`"),
     ],
 )
 def test_a_report_url_that_cannot_name_a_builds_page_is_a_usage_error(
@@ -611,3 +613,4 @@ def test_a_report_url_that_cannot_name_a_builds_page_is_a_usage_error(
     assert handled.code == 2
     assert "--report-url (or CI_TOOL_REPORT_URL): expected" in handled.err and found in handled.err
     assert (jenkins.triggered(), github.bodies()) == ([], [])
+    assert "s3cret-Tk" not in handled.out + handled.err  # the report is posted where everyone reads it

@@ -48,6 +48,30 @@ def test_a_mutated_record_imports_or_is_our_error(
     assert "unexpected" not in printed and "Traceback" not in printed
 
 
+def _value_at(record: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        record = record[key]
+    return record
+
+
+TEXT_PATHS = [path for path in PATHS if isinstance(_value_at(BASE, path), str)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    path=st.sampled_from(TEXT_PATHS),
+    text=st.text(st.characters() | st.sampled_from("\ud800\udbff\udc00\udfff"), max_size=6),
+)
+def test_any_text_in_a_text_field_imports_or_is_our_error(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], path: Any, text: str
+) -> None:
+    """Any code point, lone surrogates (\\ud800-\\udfff, which JSON can write) among them."""
+    folder = tmp_path_factory.mktemp("text")
+    code, printed = import_and_read(folder, as_text(mutate(BASE, path, "replace", text)), capsys)
+    assert code in (0, 1)
+    assert "unexpected" not in printed and "Traceback" not in printed
+
+
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
@@ -69,10 +93,17 @@ def test_a_mutated_record_imports_or_is_our_error(
          "(passed, failed, error, skipped), found 'exploded'"),
         (("run", "details"), {"x": float("nan")}, ": expected the run's records as JSON, found NaN, which JSON does "
          "not have"),
+        (("stages", 0, "tests", 0, "message"), "a\ud800b", "(stages[0].tests[0].message): expected a text without "
+         "a lone UTF-16 surrogate (JSON can write \\ud800; no UTF-8 file or database holds it), found 'a\\ud800b'"),
+        (("run", "details"), {"note": ["\udfff"]}, "(run.details.note[0]): expected a text without a lone UTF-16 "
+         "surrogate (JSON can write \\ud800; no UTF-8 file or database holds it), found '\\udfff'"),
+        (("run", "details"), {"\udfff": 1}, "(run.details): expected a text without a lone UTF-16 surrogate (JSON "
+         "can write \\ud800; no UTF-8 file or database holds it), found the key '\\udfff'"),
     ],
     ids=["count-past-an-sql-integer",
          "started-at-nan-text", "started-at-huge", "interrupted-edited-to-passed", "failed-stage-edited-to-passed",
-         "stage-of-another-run", "duration-a-list", "unknown-outcome", "details-nan"],
+         "stage-of-another-run", "duration-a-list", "unknown-outcome", "details-nan", "surrogate-in-a-text",
+         "surrogate-in-details", "surrogate-in-a-key"],
 )  # fmt: skip
 def test_a_bad_record_is_located_by_its_json_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], path: tuple[Any, ...], value: Any, message: str

@@ -46,7 +46,7 @@ def test_a_url_is_shown_without_its_password(given: str, shown: str) -> None:
     ("option", "environ", "expected"),
     [
         (None, {"CI_TOOL_HISTORY": "postgresql://ci@db/h"}, PostgresUrl("postgresql://ci@db/h")),
-        ("POSTGRESQL://ci@db/h", {}, PostgresUrl("POSTGRESQL://ci@db/h")),
+        ("POSTGRESQL://ci@db/h", {}, PostgresUrl("postgresql://ci@db/h")),  # libpq takes only lowercase
         ("h/postgresql.sqlite", {}, Path("h/postgresql.sqlite")),
     ],
     ids=["environment", "scheme-any-case", "a-path"],
@@ -292,3 +292,32 @@ def test_a_sqlite_history_never_loads_the_postgresql_driver(tmp_path: Path) -> N
 def test_the_passwords_a_url_carries_are_known_as_written_and_as_meant() -> None:
     url = PostgresUrl("postgresql://ci:p%40ss@db/h?sslpassword=key")
     assert url.secrets() == ("p%40ss", "p@ss", "key")
+
+
+def test_a_password_libpq_would_misread_is_refused_and_never_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _history(["history", "--history", "postgresql://ci:pa/ss@127.0.0.1:1/ci"], capsys)
+    assert (code, out) == (1, "")
+    assert err == (
+        "error: postgresql://ci:***@127.0.0.1:1/ci: expected a URL whose user and password have `/` and `@` "
+        "percent-encoded, found an `@` that libpq would read as part of the host or the database name Hint: "
+        "percent-encode the user and password in the URL (`/` as %2F, `@` as %40, `%` as %25), or leave the "
+        "password out of it and set $PGPASSWORD or ~/.pgpass\n"
+    )
+    assert "pa/ss" not in err and "pa%2Fss" not in err and ":pa" not in err
+
+
+def test_a_keyword_connection_string_is_a_postgresql_history_never_a_sqlite_file(
+    postgres_url: PostgresUrl, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    keywords = make_conninfo(**conninfo_to_dict(postgres_url.url))  # the form psql takes: host=... password=...
+    assert keywords.startswith(("host=", "user=", "dbname=", "password=", "port="))
+    code, out, err = _history(["history", "--json", "--history", keywords], capsys)
+    assert (code, json.loads(out)["runs"], err) == (0, [], "")
+    assert list(tmp_path.iterdir()) == []
+    wrong = keywords.replace(PASSWORD, "not-the-Pw-42")
+    code, out, err = _history(["history", "--history", wrong], capsys)
+    assert (code, "password authentication failed" in err, "not-the-Pw-42" in err) == (1, True, False)
+    assert err.startswith(f"error: {PostgresUrl(wrong).shown()}: cannot open the history")

@@ -18,6 +18,7 @@ REPLACEMENTS: tuple[Any, ...] = (
     None, True, False, 0, -1, 1, 2**63, -(2**63), 10**400, 1e300, -1e300, float("nan"), float("inf"),
     float("-inf"), 0.5, "", "NaN", "Infinity", "1e300", "passed", "running", "interrupted", "exploded", "\0",
     "x" * 5000, [], [None], [[[]]], {}, {"": None}, {"stage": {}}, [{"stage": {}, "tests": [], "recorded_at": 1.0}],
+    "a\ud800b", {"\udfff": 1},  # lone surrogates: JSON writes them, no UTF-8 file or database holds them
 )  # fmt: skip
 
 

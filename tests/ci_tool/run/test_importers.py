@@ -86,7 +86,16 @@ def test_a_module_of_a_folder_that_is_no_package_is_imported_by_its_bare_name(re
 def test_a_file_that_names_the_module_and_does_not_parse_leaves_the_answer_unknown(repo: Path) -> None:
     (repo / "tests" / "eng" / "test_broken.py").write_text("import tests.eng.helper\ndef (\n")
     assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
-        unknown="tests/eng/test_broken.py may load tests/eng/helper.py and does not parse"
+        unknown="tests/eng/test_broken.py may load tests/eng/helper.py and does not parse as Python"
+    )
+
+
+def test_a_file_that_names_the_module_and_nests_too_deeply_leaves_the_answer_unknown(repo: Path) -> None:
+    (repo / "tests" / "eng" / "test_deep.py").write_text("import tests.eng.helper\n_D = " + "not " * 100_000 + "1\n")
+    assert importing_tests(repo, None, "tests/eng/helper.py") == ImportingTests(
+        unknown=(
+            "tests/eng/test_deep.py may load tests/eng/helper.py and nests expressions too deeply for Python's parser"
+        )
     )
 
 
@@ -116,7 +125,7 @@ def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> No
     """Strings that name a module (alone or as module:attribute), a `-m` run, a path to a .py file, or a console
     script a file that starts processes runs."""
     found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
-    assert found is not None and loaded <= found
+    assert isinstance(found, set) and loaded <= found
 
 
 @pytest.mark.parametrize(
@@ -126,7 +135,7 @@ def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> No
 )
 def test_prose_loads_nothing(text: str) -> None:
     found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
-    assert found is not None and not {name for name in found if name.startswith(("eng", "tests."))}
+    assert isinstance(found, set) and not {name for name in found if name.startswith(("eng", "tests."))}
 
 
 def test_a_test_that_starts_a_console_script_reaches_the_scripts_module(repo: Path) -> None:

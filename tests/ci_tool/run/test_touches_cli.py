@@ -6,6 +6,7 @@ has no A10 records: it runs the test files that can load the changed file."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -275,3 +276,49 @@ def test_a_deleted_test_loses_its_records_when_its_stage_records_again(
     assert (code, sorted({r.test_id for r in rows})) == (
         0, ["<outside tests>", "tests/test_triple.py::test_triple[1]", "tests/test_triple.py::test_triple[2]"],
     )  # fmt: skip
+
+
+def test_a_file_nested_too_deeply_for_the_parser_runs_the_full_set_and_says_why(
+    recorded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python cannot import such a file either: no record can speak for it, and no guess is made."""
+    commit(recorded, A + "\n_D = " + "-" * 100_000 + "1\n")
+    out = select(capsys)
+    assert (
+        "src/a.py: touched rule: cannot narrow (it nests expressions too deeply for Python's parser at the head)"
+    ) in out
+    assert "+ CPU-Generic-1  (step 1: pre-merge set)\n" in out
+
+
+TRIPLE_1 = "tests/test_triple.py::test_triple[1]"
+DAMAGE = {  # what a `sqlite3` session can leave in a touch row, and how its warning names it
+    "nul-in-commit": (
+        f"UPDATE touch_records SET commit_sha = commit_sha || char(0) WHERE test_id = '{TRIPLE_1}'",
+        "column commit_sha: expected a commit (4 to 64 lowercase hex digits) or '' (an uncommitted edit), "
+        "found '{}\\x00'",
+    ),
+    "units-not-utf-8": (
+        f"UPDATE touch_records SET units = CAST(x'74726970ff6c65' AS TEXT) WHERE test_id = '{TRIPLE_1}'",
+        "column units: expected a text, found b'trip\\xffle'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("damage", "message"), list(DAMAGE.values()), ids=list(DAMAGE))
+def test_a_damaged_touch_row_is_a_located_warning_and_its_file_runs_the_full_set(
+    recorded: Path, capsys: pytest.CaptureFixture[str], damage: str, message: str
+) -> None:
+    """The rest of the history still answers: the damaged row's file is taken as unrecorded."""
+    history = recorded / ".ci-tool" / "history.sqlite"
+    made = git(recorded, "rev-parse", "main").strip()
+    db = sqlite3.connect(history, isolation_level=None)
+    db.execute(damage)
+    db.close()
+    commit(recorded, A.replace("3 * x", "x * 3"))
+    code = main(["stage", "select", "--request", "request.json", "--catalog", "stages.yml", "--base", "main"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    where = f"warning: .ci-tool/history.sqlite: table touch_records, file 'src/a.py', test '{TRIPLE_1}', "
+    assert f"{where}{message.format(made)} Hint: the history was changed outside ci-tool" in err
+    assert "src/a.py: touched rule: cannot narrow (a record of it is damaged)" in out
+    assert "unexpected" not in out + err

@@ -94,7 +94,7 @@ def test_an_unreadable_file_is_reported_where_it_is(tmp_path: Path) -> None:
     assert sorted(str(p) for p in problems) == [
         f"{tmp_path}/binary.yml:2:1: cannot read the test-db file: it is not UTF-8 text (byte 0xff) "
         "Hint: save the file as UTF-8",
-        f"{tmp_path}/folder.yml: cannot read the test-db file: Is a directory",
+        f"{tmp_path}/folder.yml: cannot read the test-db file: expected a regular file, found a folder",
     ]
 
 
