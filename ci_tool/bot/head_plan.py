@@ -11,6 +11,8 @@ from ci_tool.bot.plan import RunPlan, plan_run
 from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
+from ci_tool.perf.baselines import BASELINE_DIR
+from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.run.reuse import passed_on
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
@@ -36,7 +38,8 @@ def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     loaded = load_at_head(inputs.catalog_path, inputs.test_db, inputs.durations_path, inputs.changes)
     passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request)
     return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                    labels=inputs.labels, changes=inputs.changes, passed_stages=passed)  # fmt: skip
+                    labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
+                    perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip
 
 
 def load_at_head(
