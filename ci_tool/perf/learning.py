@@ -14,10 +14,10 @@ must measure the noise alone. The history is read through perf_results' own quer
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ci_tool.errors import PerfError, Where
+from ci_tool.errors import HistoryError, PerfError, Where
 from ci_tool.history.perf_results import PerfResult, perf_keys, perf_series
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import PerfVerdict
@@ -148,3 +148,17 @@ def unbaselined_gpus(results: Sequence[PerfResult]) -> list[str]:
 def quiet_needed_by_gpu(store: HistoryStore, gpus: Sequence[str]) -> dict[str, int]:
     """quiet_runs_needed of each GPU type, from the history."""
     return {gpu: quiet_runs_needed(gated_rows(store, gpu)) for gpu in gpus}
+
+
+def quiet_needed_if_read(
+    store: HistoryStore | None, gpus: Sequence[str], warn: Callable[[str], None]
+) -> dict[str, int]:
+    """quiet_needed_by_gpu for a run's own report: without a readable history the report still comes, and says
+    how many quiet runs a baseline takes instead of how many more (a warning says why)."""
+    if store is None or not gpus:
+        return {}
+    try:
+        return quiet_needed_by_gpu(store, gpus)
+    except HistoryError as error:
+        warn(f"{error}; the report does not count the quiet runs a baseline still needs")
+        return {}

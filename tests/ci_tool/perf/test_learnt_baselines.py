@@ -17,7 +17,7 @@ from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestReco
 from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
 from ci_tool.perf.baselines import BASELINE_DIR, baseline_file, load_baselines
 from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
-from ci_tool.perf.learning import MIN_QUIET_RUNS, QUIET_NOISE, no_baseline_line
+from ci_tool.perf.learning import MIN_QUIET_RUNS, QUIET_NOISE, no_baseline_line, quiet_needed_if_read
 from ci_tool.perf.noise import MAD_TO_SIGMA
 from ci_tool.stages.names import parse_stage_name
 
@@ -225,3 +225,13 @@ def test_a_file_without_throughput_is_blind_too(tmp_path: Path) -> None:
                                      "{value: 99, threshold: 0.1}\n")  # fmt: skip
     assert throughput_baselined(folder) == {"A10"}
     assert blind_gate_line(parse_stage_name("A10-PyTorch-PerfSanity-1"), {"A10"}) == ""
+
+
+def test_a_runs_own_report_counts_when_the_history_reads(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    record(history, [r for i in range(3) for r in run_rows(f"q{i}", "c2", float(i), 9000.0, 10.0)])
+    warned: list[str] = []
+    with HistoryStore(history) as store:
+        assert quiet_needed_if_read(store, ["B200", "A10"], warned.append) == {"B200": 2, "A10": MIN_QUIET_RUNS}
+    assert quiet_needed_if_read(None, ["B200"], warned.append) == {}
+    assert warned == []
