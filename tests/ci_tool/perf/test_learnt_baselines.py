@@ -235,3 +235,11 @@ def test_a_runs_own_report_counts_when_the_history_reads(tmp_path: Path) -> None
         assert quiet_needed_if_read(store, ["B200", "A10"], warned.append) == {"B200": 2, "A10": MIN_QUIET_RUNS}
     assert quiet_needed_if_read(None, ["B200"], warned.append) == {}
     assert warned == []
+
+
+def test_the_html_run_page_says_it_too(tmp_path: Path) -> None:
+    history = tmp_path / "h.sqlite"
+    record_b200_run(history, "now", run_rows("now", "c2", 50.0, 9050.0, 10.1))
+    page = tmp_path / "now.html"
+    assert main(["report", "now", "--history", str(history), "--format", "html", "--output", str(page)]) == 0
+    assert "<p>no baseline for B200: gating on the threshold only; 4 more quiet run(s) set one</p>" in page.read_text()
