@@ -12,6 +12,8 @@ from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.layout import waives_file_of
+from ci_tool.perf.baselines import BASELINE_DIR
+from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.run.reuse import passed_on
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
@@ -40,7 +42,8 @@ def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     inputs_of = catalog_inputs(loaded, str(waives) if waives.is_file() else None)
     passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request, inputs_of=inputs_of)
     return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                    labels=inputs.labels, changes=inputs.changes, passed_stages=passed)  # fmt: skip
+                    labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
+                    perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip
 
 
 def load_at_head(

@@ -34,6 +34,8 @@ class RunPlan:
     selection: Selection
     plans: Mapping[str, StagePlan]  # stage name -> plan, for each selected stage (blocked ones too), in order
     changes: ChangeSet | None = None  # the change it was planned for (None: no changed files were read)
+    # the GPU types with a throughput baseline (perf/blind_gate.py); None: not read, and the plan says nothing
+    perf_baselined: frozenset[str] | None = None
 
     @property
     def slowest_seconds(self) -> float:
@@ -79,15 +81,18 @@ def plan_run(
     labels: Collection[str] = (),
     passed_stages: Mapping[str, str] | None = None,
     changes: ChangeSet | None = None,
+    perf_baselined: Collection[str] | None = None,
 ) -> RunPlan:
     """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known).
-    `changes` feeds the path-based steps and change-based selection."""
+    `changes` feeds the path-based steps and change-based selection; `perf_baselined`: the GPU types with a
+    throughput baseline (perf/blind_gate.py), so that a perf stage whose gate cannot fail on it says so."""
     loaded = LoadedCatalog(catalog, db, durations)
     selection = select_for_change(
         loaded, request, engine=engine, changes=changes, labels=labels, passed_stages=passed_stages
     )
     plans = Planner(db, durations).selection(selection.selected, allow_empty=True)
-    return RunPlan(selection, plans, changes)
+    baselined = frozenset(perf_baselined) if perf_baselined is not None else None
+    return RunPlan(selection, plans, changes, baselined)
 
 
 def settle(decision: Decision, plan: RunPlan) -> Decision:

@@ -17,6 +17,7 @@ from ci_tool.bot.plan import RunPlan
 from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.markdown import cell, code, code_block
+from ci_tool.perf.blind_gate import blind_gate_line
 from ci_tool.stages.cbts import CbtsScope
 
 DRY_RUN_NOTE = "dry run: nothing was started"
@@ -172,6 +173,7 @@ def render_plan(plan: RunPlan) -> str:
                 f"| {_minutes(stage_plan.predicted_seconds)} | {cell(why)} |"
             )
         lines.append("")
+        lines += _blind_gates(plan)
     else:
         lines += ["**Plan:** no stages selected.", ""]
     if selection.excluded:
@@ -195,6 +197,15 @@ def render_plan(plan: RunPlan) -> str:
         lines += ["Names the catalog does not have:", "", _errors_block(selection.unknown_names), ""]
     lines += _merge_gate(plan)
     return "\n".join(lines)
+
+
+def _blind_gates(plan: RunPlan) -> list[str]:
+    """A perf stage whose gate cannot fail on throughput (no baseline for its GPU type) says so."""
+    if plan.perf_baselined is None:
+        return []
+    found = [(stage.name.name, blind_gate_line(stage.name, plan.perf_baselined)) for stage in plan.selection.selected]
+    blind = [f"- {code(name)}: {line}." for name, line in found if line]
+    return [*blind, ""] if blind else []
 
 
 def _why(step: int, reason: str) -> str:

@@ -36,6 +36,8 @@ from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
+from ci_tool.perf.baselines import BASELINE_DIR
+from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.run.changes import change_set, repository_path, with_pull_request_touches
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
@@ -116,6 +118,7 @@ def plan(
         durations=loaded.durations,
         labels=labels,
         changes=change_set(changed_files, base=base, head=head, test_db=test_db, history=history_path(history_file)),
+        perf_baselined=throughput_baselined(BASELINE_DIR),
     )
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

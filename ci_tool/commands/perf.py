@@ -2,6 +2,8 @@
 from the history, and a case's history as a picture.
 
     perf baseline set --gpu H200 [--case C] [--runs 5] [--threshold 0.1]   median of the newest runs -> YAML
+    perf baseline propose --gpu B200 [--write]                              the quiet runs of one commit ->
+                                                                            a diff of the file (learning.py)
     perf baseline show --gpu H200                                           the committed baselines
     perf baseline diff --gpu H200 [--run RUN_ID]                            a run's results vs the baselines
     perf trend CASE --gpu H200 [--metric M] [--png FILE]                    the change points with their commits,
@@ -11,6 +13,7 @@ from the history, and a case's history as a picture.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import statistics
 from pathlib import Path
 
@@ -21,10 +24,17 @@ from ci_tool.commands.history import history_option
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult, newest_perf_run, perf_keys, perf_series, run_perf_results
 from ci_tool.history.store import HistoryStore, history_path
-from ci_tool.perf.baselines import BASELINE_DIR, Baseline, baseline_file, load_baselines, write_baselines
+from ci_tool.perf.baselines import (
+    BASELINE_DIR,
+    Baseline,
+    baseline_file,
+    baselines_text,
+    load_baselines,
+    write_baselines,
+)
 from ci_tool.perf.gate import judge
+from ci_tool.perf.learning import MIN_QUIET_RUNS, baseline_spread, gated_rows, propose
 from ci_tool.perf.metrics import GATED, metric
-from ci_tool.perf.noise import robust_noise
 from ci_tool.perf.report_lines import perf_table
 from ci_tool.perf.shifts import series_shifts
 from ci_tool.stages.modes import PerfGate
@@ -82,10 +92,32 @@ def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[
     return 0
 
 
-def baseline_spread(series: list[PerfResult]) -> float:
-    """The noise between the runs' medians, and at least the median of their own round noise: a baseline
-    from runs that happened to agree still carries the spread each run measured."""
-    return max(robust_noise([r.value for r in series]), statistics.median(r.noise for r in series))
+@baseline.command("propose")
+@gpu_option
+@history_option
+@baselines_option
+@click.option("--runs", default=MIN_QUIET_RUNS, show_default=True, type=click.IntRange(MIN_QUIET_RUNS, 100),
+              help="Newest quiet runs of the commit in the median.")  # fmt: skip
+@click.option("--write", is_flag=True, help="Write the proposed file (else only print the diff to review).")
+def propose_command(gpu: str, history_file: Path | None, folder: Path, runs: int, write: bool) -> int:
+    """Propose GPU's baseline file from its quiet runs of one commit (median and spread per gated metric, the
+    runs named), as a diff against the committed file; --write writes it."""
+    kept = load_baselines(folder, gpu)
+    with HistoryStore(history_path(history_file), read_only=True) as store:
+        proposal = propose(gated_rows(store, gpu), gpu, kept, where=str(store.path), limit=runs)
+    path = baseline_file(folder, gpu)
+    old = baselines_text(gpu, kept.values()) if kept else ""
+    new = baselines_text(gpu, proposal.baselines)
+    click.echo(f"proposed from {len(proposal.runs)} quiet run(s) of commit {proposal.commit} on {gpu}: "
+               + ", ".join(q.run_id for q in proposal.runs))  # fmt: skip
+    diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                fromfile=str(path) if kept else "/dev/null", tofile=str(path))  # fmt: skip
+    text = "".join(diff)
+    click.echo(text if text else f"{path} already holds these baselines", nl=not text)
+    if write:
+        write_baselines(folder, gpu, proposal.baselines)
+        click.echo(f"\n{len(proposal.baselines)} baseline(s) written to {path}")
+    return 0
 
 
 @baseline.command("show")

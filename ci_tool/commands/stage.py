@@ -19,6 +19,8 @@ from ci_tool.generate.outputs import github_outputs
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
+from ci_tool.perf.baselines import BASELINE_DIR
+from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
 from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
@@ -162,8 +164,10 @@ def _show_text(
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "the whole list (not sharded)"
     estimates = estimate_seconds([line.test_id for line in plan.lines], durations)
     unknown = len(estimates.unknown)
+    blind = blind_gate_line(found.name, throughput_baselined(BASELINE_DIR))
     lines = [
         f"{found.name.name}: {shard}, on {found.platform} ({found.arch}), mode {found.mode.value}, timeout {timeout}",
+        *([blind] if blind else []),
         facts,
         "query:",
         "  " + " ".join(f"{key}={value}" for key, value in plan.query.items()),
@@ -195,6 +199,7 @@ def _show_json(found: Stage, plan: StagePlan, commands: list[list[str]]) -> dict
             "first": [{"test_id": ranked.test_id, "tier": ranked.tier.name.lower()} for ranked in plan.priority.first],
         },
         "commands": commands,
+        "perf_gate_blind": blind_gate_line(found.name, throughput_baselined(BASELINE_DIR)) or None,
     }
 
 

@@ -103,10 +103,12 @@ def without_history_access(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def _is_secret_url(value: str) -> bool:
-    match = _SCHEME.match(value.strip())
-    if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
+    """A PostgreSQL connection string (URL or keywords) that holds a password, or that libpq would misread
+    (it may hold one)."""
+    text = value.strip()
+    if not conninfo.is_postgres(text):
         return False
     try:
-        return bool(PostgresUrl(value.strip()).secrets())
-    except ValueError:  # a malformed URL (a bad port): it may still hold a password
+        return bool(conninfo.parse(text).secrets)
+    except (conninfo.Refused, ValueError):
         return True

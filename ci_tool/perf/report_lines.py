@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.markdown import code, code_cell
 from ci_tool.outcomes import PerfVerdict
+from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 
 _SHOWN = {PerfVerdict.REGRESSED: "**regressed**", PerfVerdict.LOST_COVERAGE: "**lost coverage**",
           PerfVerdict.WARNED: "warned", PerfVerdict.SKIPPED: "skipped (target regressed)"}  # fmt: skip
@@ -23,12 +24,17 @@ def perf_table(results: Sequence[PerfResult]) -> list[str]:
     return lines
 
 
-def perf_section(results: Sequence[PerfResult]) -> list[str]:
-    """`### Perf` with the table (stage per case), and the post-merge warnings called out."""
+def perf_section(results: Sequence[PerfResult], quiet_needed: Mapping[str, int] | None = None) -> list[str]:
+    """`### Perf` with the table (stage per case), a GPU type without baselines and the post-merge warnings
+    called out. `quiet_needed`: the quiet runs each GPU type still needs for a baseline (learning.py)."""
     if not results:
         return []
     warned = [r for r in results if r.verdict is PerfVerdict.WARNED]
     lines = ["", f"### Perf: {len({(r.stage, r.case_id) for r in results})} case run(s)", ""]
+    needed = quiet_needed or {}
+    unbaselined = unbaselined_gpus(results)
+    if unbaselined:
+        lines += [f"- {no_baseline_line(gpu, needed.get(gpu))}" for gpu in unbaselined] + [""]
     if warned:
         lines += [f"- warning in {code(r.stage or 'pytest')}: {code(r.note)}" for r in warned] + [""]
     return lines + perf_table(results)

@@ -27,6 +27,7 @@ from ci_tool.history.perf_results import PerfKey, PerfResult
 from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import PerfVerdict, StageState, TestOutcome
+from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 from ci_tool.report.model import CiReport, FailedTest
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
 from ci_tool.report.words import (
@@ -69,7 +70,7 @@ def render_html(
         *_known_flaky(report, stages, stage_href),
         *_reruns(report),
         *_waives(report),
-        *_perf(report.perf, perf_trends or {}),
+        *_perf(report.perf, perf_trends or {}, dict(report.quiet_needed)),
         *_reused(report, run_href),
         *_not_run(report),
         *_uncollected(report),
@@ -195,15 +196,17 @@ def _waives(report: CiReport) -> list[str]:
     return [f'<h2 id="waives">Waives applied: {counted(total, "test")}</h2>', f"<ul>{items}</ul>"]
 
 
-def _perf(results: Sequence[PerfResult], trends: PerfTrends) -> list[str]:
+def _perf(results: Sequence[PerfResult], trends: PerfTrends, quiet_needed: Mapping[str, int]) -> list[str]:
     if not results:
         return []
+    unbaselined = [f"<p>{text(no_baseline_line(gpu, quiet_needed.get(gpu)))}</p>" for gpu in unbaselined_gpus(results)]
     rows = []
     for r in results:
         rows.append(perf_cells(r, trends.get((r.case_id, r.gpu, r.metric), ())))
     cases = len({(r.stage, r.case_id) for r in results})
     return [
         f'<h2 id="perf">Perf: {counted(cases, "case")}</h2>',
+        *unbaselined,
         table("Every perf-sanity metric of the run against its baseline", PERF_HEADERS, rows, numbers=(3, 4, 5)),
     ]
 

@@ -66,7 +66,8 @@ def report_sections(report: CiReport) -> list[str]:
         else:
             lines.append(f"| {code_cell(s.name)} | {s.state} | – | – | – | – |")
     lines += _prediction_section(report)
-    lines += _failure_section(report) + _known_flaky_section(report) + perf_section(report.perf)
+    lines += _failure_section(report) + _known_flaky_section(report)
+    lines += perf_section(report.perf, dict(report.quiet_needed))
     lines += _rerun_section(report) + _waive_section(report)
     return lines + _reused_section(report) + _not_run_section(report) + _uncollected_section(report)
 

@@ -18,6 +18,7 @@ from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage
 from ci_tool.history.perf_results import PerfResult, run_perf_results
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
+from ci_tool.perf.learning import quiet_needed_by_gpu, unbaselined_gpus
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class CiReport:
     uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
     perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
     known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
+    # per GPU type of `perf` without baselines: the quiet runs it still needs for one (perf/learning.py)
+    quiet_needed: tuple[tuple[str, int], ...] = ()
 
     @property
     def totals(self) -> dict[str, int]:
@@ -63,7 +66,8 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
     perf = run_perf_results(store, run_id)
     known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
-    return build_report(run, stages, tests, perf=perf, known=known)
+    needed = quiet_needed_by_gpu(store, unbaselined_gpus(perf))
+    return build_report(run, stages, tests, perf=perf, known=known, quiet_needed=needed)
 
 
 def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
@@ -78,8 +82,10 @@ def build_report(
     *,
     perf: Sequence[PerfResult] = (),
     known: KnownFlaky | None = None,
+    quiet_needed: Mapping[str, int] | None = None,
 ) -> CiReport:
-    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type)."""
+    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type); `quiet_needed`:
+    the quiet runs each GPU type without baselines still needs."""
     groups: dict[str, list[FailedTest]] = defaultdict(list)
     flaky: list[FailedTest] = []
     waives: dict[str, list[str]] = defaultdict(list)
@@ -109,6 +115,7 @@ def build_report(
         uncollected,
         tuple(perf),
         tuple(flaky),
+        tuple((quiet_needed or {}).items()),
     )
 
 

@@ -39,6 +39,7 @@ from ci_tool.history.touches import TouchRow, WholeStage, read_touch_files, stam
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf import handoff
+from ci_tool.perf.learning import quiet_needed_if_read, unbaselined_gpus
 from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, build_report, failed_test_ids
 from ci_tool.run import pipeline, recording, results_folder, stage_inputs
@@ -219,7 +220,9 @@ def run_session(
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
         known = store.known_flaky(before=run.started_at, test_ids=failed_test_ids(tests))
-        built = build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
+        perf = store.perf_results()
+        needed = quiet_needed_if_read(store.store, unbaselined_gpus(perf), progress.warning)
+        built = build_report(run, stage_records, tests, perf=perf, known=known, quiet_needed=needed)
         markdown = render_markdown(built)
     kept = results_folder.write_results(
         run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"

@@ -132,6 +132,7 @@ VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("durations", "export"), 0, ""),
     (("report", "latest"), 0, ""),
     (("perf", "baseline", "diff", "--gpu", "H200"), 1, "error: "),
+    (("perf", "baseline", "propose", "--gpu", "B200"), 1, "error: "),
     (("perf", "baseline", "set", "--gpu", "H200"), 1, "error: "),
     (("perf", "baseline", "show", "--gpu", "H200"), 0, ""),
     (("perf", "trend", "gpu-gemma_like-pool48g-b128_1k", "--gpu", "H200", "--png", "trend.png"), 1, "error: "),
