@@ -123,10 +123,13 @@ def test_the_stub_models_exactly_the_steps_and_globals_the_generated_pipelines_u
     unmodelled = sorted(f"{step} ({where[step]})" for step in set(used) - set(modelled))
     assert not unmodelled, f"the generated Groovy calls what pipeline_stub.groovy does not model: {unmodelled}"
     assert sorted(modelled) == sorted(used), "pipeline_stub.groovy models what no generated Groovy calls"
-    for step, spec in modelled.items():
-        assert spec["plugin"], f"{step}: the stub names no plugin for it"
-        if spec["named"] is not None:  # None: a global variable, or parallel's branch names
-            assert used[step] == set(spec["named"]), f"{step}: the named arguments the generated Groovy passes"
+    assert [step for step, spec in modelled.items() if not spec["plugin"]] == [], "steps the stub names no plugin for"
+    named = {  # None: a global variable, or parallel's branch names
+        step: (sorted(used[step]), sorted(spec["named"]))
+        for step, spec in modelled.items()
+        if spec["named"] is not None and used[step] != set(spec["named"])
+    }
+    assert named == {}, "step: (the named arguments the generated Groovy passes, those the stub models)"
 
 
 def test_the_steps_a_script_uses_are_read_from_its_syntax_tree(stub: StubResult) -> None:
@@ -146,8 +149,8 @@ def test_what_the_stub_does_not_model_fails_its_run_naming_the_line(stub: StubRe
     assert process.returncode == 1
     messages = {name: f"{message} Hint: {HINT}" for name, message in UNMODELLED.items()}
     assert process.stderr.splitlines() == [f"pipeline_stub.groovy: {message}" for message in messages.values()]
-    for name, message in messages.items():
-        assert (results[name]["unmodelled"], results[name]["error"]) == (message, None)
+    found = {name: (results[name]["unmodelled"], results[name]["error"]) for name in messages}
+    assert found == {name: (message, None) for name, message in messages.items()}
     # the catch (Exception) did not take it for a step's failure
     assert "carried on" not in str(results["swallowed by catch Exception"]["calls"])
 
@@ -182,8 +185,8 @@ def test_fail_fast_kills_a_running_real_sh_and_every_process_it_started(stub: St
         ("aborted", ["a"]),
     ]
     workspace = Path(run["workspace"])
-    for started in ("shell.pid", "sleep.pid"):
-        assert not _alive(int((workspace / started).read_text())), started
+    alive = [started for started in ("shell.pid", "sleep.pid") if _alive(int((workspace / started).read_text()))]
+    assert alive == []
 
 
 def _alive(pid: int) -> bool:
