@@ -37,6 +37,8 @@ def render_reply(decision: Decision, *, dry_run: bool = False, plan: RunPlan | N
             return _catalog_errors(decision, plan)
         return _help(decision)
     if decision.action is Action.REFUSE:
+        if decision.unread is not None:
+            return _unread_change(decision, decision.unread)
         return _missing_labels(decision) if decision.missing else _refusal(decision)
     return _dispatch(decision, dry_run=dry_run, plan=plan)
 
@@ -94,6 +96,28 @@ def _missing_labels(decision: Decision) -> str:
     return "\n".join(lines)
 
 
+def _unread_change(decision: Decision, error: CiToolError) -> str:
+    """The refusal of a request that selects by the pull request's change when GitHub could not give it."""
+    request = decision.request
+    assert request is not None
+    command = f"/bot {request.command}"
+    return (
+        f"@{decision.event.login}, `{command}` was not carried out: the bot could not read this pull request's "
+        f"change from GitHub, and it selects stages by the change.\n\n{code_block(str(error))}\n\n"
+        f"Comment `/bot run --disable-cbts` to run the full set without the change (CI reads it from git), or "
+        f"{code(command)} again once GitHub gives it.\n"
+    )
+
+
+def unread_note(error: CiToolError) -> str:
+    """The line of a reply previewed without the pull request's change, which GitHub could not give."""
+    return (
+        f"The bot could not read this pull request's change from GitHub ({code(error.message)}): the preview below "
+        "is made without it, so it shows no stage that a changed path adds (a multi-GPU path, a tag trigger); "
+        "the build reads the change from git."
+    )
+
+
 def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str:
     request = decision.request
     assert request is not None
@@ -113,6 +137,8 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
         lines.append("")
     elif request.command is SubCommand.RUN:
         lines += ["No flags: the default pre-merge selection.", ""]
+    if decision.unread is not None:
+        lines += [unread_note(decision.unread), ""]
     if plan is not None:
         return "\n".join([*lines, preview_line(plan), ""]) + "\n" + render_plan(plan)
     return "\n".join(lines)

@@ -22,14 +22,14 @@ from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
 from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.plan import RunPlan, plan_run, settle
+from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
 from ci_tool.bot.reply import render_plan, render_reply
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.commands.history import history_option
 from ci_tool.dispatch.model import IssueState
-from ci_tool.errors import BotError
+from ci_tool.errors import BotError, DispatchError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
@@ -224,8 +224,13 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
     if github is not None and pr is not None and command in PLANNED_COMMANDS:
         from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
 
-        changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
-        changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
+        try:
+            changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+        except DispatchError as error:  # the reply says what failed; a request that need not read it goes on
+            decision = without_change(decision, error)
+            command = command if decision.action is Action.DISPATCH else None
+        else:
+            changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
     return _Reached(decision, command, github, jenkins, pr, changes)
 
 

@@ -28,7 +28,8 @@ from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
 from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
-from ci_tool.bot.status import skipped
+from ci_tool.bot.request import BotRequest
+from ci_tool.bot.status import context_for, not_started, skipped
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.dispatch.trigger import stop_pull_request
@@ -40,6 +41,9 @@ def carry_out(answer: Answer, replies: Replies, reach: JenkinsReach | None, *, g
     decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
+        if decision.unread is not None:  # GitHub could not give the change: said on the PR, an error here
+            _not_read(replies, decision.unread, pr, request)
+            return 1
     elif pr is not None and _pushed_after(replies, decision, pr):
         pass  # the command was written for an older head: the reply says so
     elif request.command is SubCommand.SKIP and pr is not None:
@@ -69,6 +73,13 @@ def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output
         except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
             services.replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
             raise
+
+
+def _not_read(replies: Replies, error: DispatchError, pr: PullRequest | None, request: BotRequest | None) -> None:
+    """The error status of a /bot run refused because GitHub could not give the change, and the error line."""
+    replies.err(f"error: {error}")
+    if pr is not None and request is not None and request.command is SubCommand.RUN:
+        replies.status(pr.head_sha, not_started(context_for(request.selection_request()), str(error)))
 
 
 def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool:
