@@ -95,3 +95,18 @@ def test_kill_and_skip_never_read_the_change(bot: Bot, event: MakeEvent, github:
     assert bot(event('/bot skip --comment "docs only"', comment_id=2)).code == 0
     assert github.count("GET", r"/pulls/\d+/files") == 0
     assert len(github.bodies()) == 2
+
+
+def test_a_field_of_the_wrong_type_is_said_on_the_pull_request(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, jenkins: FakeJenkins
+) -> None:
+    github.pulls[(REPOSITORY, PR)].files = [{"filename": 5, "status": "modified"}]  # type: ignore[list-item]
+    result = bot(event("/bot run"))
+    assert result.code == 1
+    assert "unexpected" not in result.err
+    (reply,) = github.bodies()
+    assert (
+        f"read the change of pull request #{PR} of {REPOSITORY}: expected a string at [0].filename in the answer of "
+        f"{github.api_url}/repos/{REPOSITORY}/pulls/{PR}/files, found 5"
+    ) in reply
+    assert jenkins.triggered() == []
