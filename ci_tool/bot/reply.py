@@ -253,30 +253,50 @@ def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
     )
 
 
+LINE_LIMIT = 4_000  # characters of one reply line: a longer one (a flag value listing thousands of names) is cut
+HIDDEN_MARK = "<!-- ci-tool:"  # an invisible line the bot finds its replies by: kept whatever is cut
+_SUMMARY_ROOM = 600  # characters kept free for the closing fence, the hidden lines and the summary
+
+
 def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
-    """`body` if GitHub takes it, else its first lines (an open code fence closed) and a summary of what was
-    left out: a long report is shortened, never refused."""
+    """`body` if GitHub takes it, else cut to fit and saying what was cut: each line over LINE_LIMIT characters
+    cut short, then the first lines that fit (an open code fence closed), the bot's hidden marker lines, and a
+    summary of what was left out. A long reply is shortened, never refused."""
     if len(body) <= limit:
         return body
     lines = body.splitlines()
+    hidden = [line for line in lines if line.startswith(HIDDEN_MARK) and len(line) <= LINE_LIMIT]
+    cut = [_cut_line(line) for line in lines if line not in hidden]
+    long_lines = sum(1 for line, was in zip(cut, (x for x in lines if x not in hidden), strict=True) if line != was)
     where = f" The whole report is in the build's logs: {more_at}" if more_at else ""
+    budget = limit - _SUMMARY_ROOM - len(where) - sum(len(line) + 1 for line in hidden)
     kept: list[str] = []
     size = 0
-    budget = limit - 400 - len(where)  # room for the fence and the summary
-    for line in lines:
+    for line in cut:
         if size + len(line) + 1 > budget:
             break
         kept.append(line)
         size += len(line) + 1
-    left = len(lines) - len(kept)
     fence = open_fence(kept)
-    if fence:
-        kept.append(fence)
+    while fence and size + len(fence) + 1 > budget:  # a fence as long as the budget: drop lines until it fits
+        size -= len(kept.pop()) + 1
+        fence = open_fence(kept)
+    left = len(cut) - len(kept)
+    said = [f"{left:,} of its {len(lines):,} lines are left out"] if left else []
+    said += [f"{long_lines:,} line{'s' if long_lines != 1 else ''} over {LINE_LIMIT:,} characters cut short"] * bool(
+        long_lines
+    )
     summary = (
         f"**Shortened**: this reply had {len(body):,} characters, more than the {limit:,} GitHub takes; "
-        f"{left:,} of its {len(lines):,} lines are left out.{where}"
+        f"{'; '.join(said)}.{where}"
     )
-    return "\n".join([*kept, "", summary]) + "\n"
+    return "\n".join([*kept, *([fence] if fence else []), "", summary, *hidden]) + "\n"
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= LINE_LIMIT:
+        return line
+    return line[:LINE_LIMIT] + f" … ({len(line) - LINE_LIMIT:,} characters cut)"
 
 
 def triggered(reply: str, build_number: int, build_url: str, job: str, *, head_sha: str) -> str:

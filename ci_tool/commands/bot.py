@@ -23,7 +23,7 @@ from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
 from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
-from ci_tool.bot.reply import render_plan, render_reply
+from ci_tool.bot.reply import render_plan, render_reply, shorten
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
@@ -187,7 +187,7 @@ def handle(
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
     reply = render_reply(decision, dry_run=dry_run, plan=run_plan)
     if reply is not None and reply_file is not None:
-        write_text_atomically(reply_file, reply, what="the reply")
+        write_text_atomically(reply_file, shorten(reply), what="the reply")  # posted as it is: cut to fit
     if dry_run:
         return _show_dry_run(decision, run_plan, reply if reply_file is None else None)
     if reached.github is None or reply is None or decision.action is Action.IGNORE:

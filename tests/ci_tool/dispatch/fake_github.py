@@ -7,6 +7,7 @@
                                                 `contents_limit_bytes` without it, as GitHub's 1 MB)
     GET  repos/O/R/git/blobs/SHA                a blob contents/ named, base64
     POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
+                                                (422 for a body over GitHub's 65,536 characters)
     GET  repos/O/R/issues/N/comments            the comments (one page)
     POST repos/O/R/statuses/SHA                 a commit status
     GET  repos/O/R/commits/SHA/status           the latest status per context
@@ -44,6 +45,15 @@ class FakePull:
 
 def _file_row(found: str | dict[str, str]) -> dict[str, str]:
     return {"filename": found, "status": "modified"} if isinstance(found, str) else found
+
+
+COMMENT_LIMIT = 65_536  # characters GitHub takes in a comment's body
+
+
+def _too_long() -> Answer:
+    error = {"resource": "IssueComment", "code": "custom", "field": "body",
+             "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)"}  # fmt: skip
+    return json_answer({"message": "Validation Failed", "errors": [error]}, 422)
 
 
 EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does not set: before any comment
@@ -146,9 +156,11 @@ class FakeGitHub(Loopback):
         return json_answer({"sha": sha, "size": len(found), "encoding": "base64", "content": content})
 
     def _comment(self, request: Request, repo: str, number: str) -> Answer:
+        body = json.loads(request.body)["body"]
+        if len(body) > COMMENT_LIMIT:
+            return _too_long()
         comment_id = self.next_comment_id
         self.next_comment_id += 1
-        body = json.loads(request.body)["body"]
         url = f"{self.api_url}/repos/{repo}/issues/comments/{comment_id}"
         self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": int(number)}
         return json_answer(self.comments[comment_id], 201)
@@ -160,7 +172,10 @@ class FakeGitHub(Loopback):
         comment = self.comments.get(int(comment_id))
         if comment is None:
             return json_answer({"message": "Not Found"}, 404)
-        comment["body"] = json.loads(request.body)["body"]
+        body = json.loads(request.body)["body"]
+        if len(body) > COMMENT_LIMIT:
+            return _too_long()
+        comment["body"] = body
         return json_answer(comment)
 
     def _status(self, request: Request, repo: str, sha: str) -> Answer:
