@@ -49,11 +49,34 @@ def bot() -> None:
     """Parse and answer `/bot` pull-request comments."""
 
 
-@bot.command("parse")
+class CommentCommand(click.Command):
+    """A command whose COMMENT argument is text even when it starts with `-` (`-->/bot run`): the first word
+    that is not one of the command's own options (or an option's value) is the comment, as after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {
+            name: not (param.is_flag or param.count)
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option)
+            for name in (*param.opts, *param.secondary_opts)
+        }
+        index = 0
+        while index < len(args) and args[index] != "--":
+            word = args[index]
+            name = word.split("=", 1)[0]
+            if word.startswith("-") and word != "-" and name not in takes_value:
+                args = [*args[:index], *args[index + 1 :], "--", word]  # the options after it are still options
+                break
+            index += 2 if takes_value.get(name) and "=" not in word else 1
+        return super().parse_args(ctx, args)
+
+
+@bot.command("parse", cls=CommentCommand)
 @click.argument("comment")
 @click.option("--json", "as_json", is_flag=True, help='Print {"command": ..., "flags": {...}} as JSON.')
 def parse(comment: str, as_json: bool) -> None:
-    """Check the syntax of COMMENT (`-` reads it from stdin); exit 1 with the column on an error."""
+    """Check the syntax of COMMENT (`-` reads it from stdin); exit 1 with the column on an error. COMMENT is
+    text even when it starts with `-` (`'-->/bot run'`); `--` ends the options."""
     request = parse_comment(sys.stdin.read() if comment == "-" else comment)
     click.echo(json.dumps(request.to_json()) if as_json else _describe(request))
 
@@ -76,7 +99,7 @@ def _describe(request: BotRequest) -> str:
     return "\n".join(lines)
 
 
-@bot.command("plan")
+@bot.command("plan", cls=CommentCommand)
 @click.argument("comment")
 @catalog_options
 @pull_request_options
