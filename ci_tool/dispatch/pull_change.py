@@ -74,13 +74,14 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
         changed = [_changed_path(files, row, f"[{k}]") for k, row in enumerate(listed)]
 
         def text(path: str, sha: str) -> str:
+            where = f"{path} at {sha[:12]} of {repository}"
             with _gone(what, f"GitHub to give {path} at {sha[:12]}", _FILE_GONE):
                 found = repo.get_contents(path, ref=sha)
                 if isinstance(found, list):  # a folder where the list says a file: not a rule input after all
                     raise DispatchError(f"read {path} at {sha[:12]} of {repository}: expected a file, found a folder")
                 if found.encoding != "base64":  # over 1 MB contents/ leaves the text out; the blob has it
-                    return base64.b64decode(repo.get_git_blob(found.sha).content).decode("utf-8", "replace")
-                return found.decoded_content.decode("utf-8", "replace")
+                    return _utf8(base64.b64decode(repo.get_git_blob(found.sha).content), where)
+                return _utf8(found.decoded_content, where)
 
         inputs = [found for found in changed if rule_input(found.path, test_db_dir)]
         base = {f.path: text(f.path, merge_base) for f in inputs if f.status in _AT_BASE}
@@ -112,8 +113,31 @@ def _changed_path(answer: AnswerSource, row: Mapping[str, Any], path: str) -> Ch
     """One pulls/N/files row, checked field by field (a field of the wrong type is one located line)."""
     status = _STATUS.get(answer.text(row, "status", path), FileStatus.MODIFIED)  # a status of its own: a change
     renamed = status is FileStatus.RENAMED
-    return ChangedPath(_required_text(answer, row, "filename", path), status,
-                       _required_text(answer, row, "previous_filename", path) if renamed else None)  # fmt: skip
+    return ChangedPath(_git_path(answer, row, "filename", path), status,
+                       _git_path(answer, row, "previous_filename", path) if renamed else None)  # fmt: skip
+
+
+def _git_path(answer: AnswerSource, row: Mapping[str, Any], key: str, path: str) -> str:
+    """A changed path as git writes one (relative, `/`-separated, no `.`, `..` or empty part, no NUL or line
+    break): any other would be matched against the rules as written (`docs/../src/x.py` as a docs change) while
+    CI reads git's own path, so the preview could narrow below what CI runs."""
+    found = _required_text(answer, row, key, path)
+    parts = found.split("/")
+    if any(part in ("", ".", "..") for part in parts) or any(ch in found for ch in "\0\n\r"):
+        raise answer.error(f"{path}.{key}", "a path as git writes one (no '.', '..' or empty part, no NUL or "
+                           "line break)", found)  # fmt: skip
+    return found
+
+
+def _utf8(data: bytes, where: str) -> str:
+    """A rule input's text, as strictly as CI's test-db reader takes it: a file it refuses never narrows."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DispatchError(
+            f"read {where}: expected UTF-8 text, found byte {data[error.start]:#04x} at offset {error.start}",
+            hint="CI's test-db reader refuses it too: save the file as UTF-8",
+        ) from None
 
 
 @contextlib.contextmanager

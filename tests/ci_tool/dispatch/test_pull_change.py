@@ -329,3 +329,42 @@ def test_a_field_pygithub_reads_with_the_wrong_type_is_one_line_not_unexpected(s
         f"read commit cccccccccccc of {REPOSITORY}: expected a string in GitHub's answer at {served.github.api_url}, "
         "found 5"
     )
+
+
+# ---------------------------------------------------------------- paths git never writes: refused, never narrowed
+
+ODD_PATHS = {
+    "a dot-dot part": "docs/../src/kvengine/pool.py",
+    "a dot part": "docs/./guide.md",
+    "absolute": "/docs/guide.md",
+    "an empty part": "docs//guide.md",
+    "a NUL": "docs/guide.md\0src/pool.py",
+    "a line break": "docs/guide.md\nsrc/pool.py",
+}
+
+
+@pytest.mark.parametrize("odd", ODD_PATHS.values(), ids=ODD_PATHS.keys())
+def test_a_path_git_never_writes_is_refused_not_read_as_written(odd: str, served: Served) -> None:
+    number = next(served.numbers)
+    served.github.add_pull(REPOSITORY, FakePull(number, files=[odd]))
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read the change of pull request #{number} of {REPOSITORY}: expected a path as git writes one (no '.', '..' "
+        f"or empty part, no NUL or line break) at [0].filename in the answer of {served.github.api_url}/repos/"
+        f"{REPOSITORY}/pulls/{number}/files, found {odd!r}"
+    )
+
+
+def test_a_rule_input_that_is_not_utf8_is_refused_as_ci_refuses_it(served: Served) -> None:
+    number = next(served.numbers)
+    pull = served.github.add_pull(REPOSITORY, FakePull(number, files=["test-db/waives.txt"]))
+    for sha in (pull.base_sha, pull.head_sha):
+        served.github.contents[(REPOSITORY, sha, "test-db/waives.txt")] = b"tests/unit SKIP (caf\xe9)\n"
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read test-db/waives.txt at 0f1e2d3c4b5a of {REPOSITORY}: expected UTF-8 text, found byte 0xe9 at offset 20 "
+        "Hint: CI's "
+        "test-db reader refuses it too: save the file as UTF-8"
+    )

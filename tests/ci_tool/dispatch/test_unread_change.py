@@ -110,3 +110,15 @@ def test_a_field_of_the_wrong_type_is_said_on_the_pull_request(
         f"{github.api_url}/repos/{REPOSITORY}/pulls/{PR}/files, found 5"
     ) in reply
     assert jenkins.triggered() == []
+
+
+def test_a_path_git_never_writes_gets_no_narrowed_preview_but_a_reply_saying_why(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, jenkins: FakeJenkins
+) -> None:
+    github.pulls[(REPOSITORY, PR)].files = ["docs/../src/kvengine/pool.py"]  # read as written: a docs change
+    result = bot(event("/bot run"))
+    assert result.code == 1
+    (reply,) = github.bodies()
+    assert "was not carried out" in reply
+    assert "found 'docs/../src/kvengine/pool.py'" in reply
+    assert jenkins.triggered() == []
