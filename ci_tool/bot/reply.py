@@ -366,10 +366,11 @@ def could_not_reach(reply: str, command: str, error: CiToolError) -> str:
     return reply.rstrip("\n") + f"\n\n{note}\n"
 
 
-def pushed_after_comment(login: str, command: str, head_sha: str, committed: str, commented: str) -> str:
-    """The refusal when the pull request's head was committed after the comment (a run, skip, reuse-pipeline)."""
+def pushed_after_comment(login: str, command: str, head_sha: str, when: str, commented: str) -> str:
+    """The refusal when the pull request's head was committed or pushed after the comment (a run, skip,
+    reuse-pipeline); `when`: `committed at ...` or `pushed at ... (...)`."""
     return (
-        f"@{login}, the head of this pull request, {code(head_sha[:12])}, was committed at {committed}, after "
+        f"@{login}, the head of this pull request, {code(head_sha[:12])}, was {when}, after "
         f"your {code(command)} at {commented}: nothing was done, so that it never applies to a commit you did not "
         f"see.\n\nComment {code(command)} again to apply it to {code(head_sha[:12])}.\n"
     )

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import requests
 
-from ci_tool.dispatch.answers import kind
+from ci_tool.dispatch.answers import AnswerSource, kind
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, IssueState, PullRequest, Status, StatusState
 from ci_tool.dispatch.requirements import client_module
@@ -178,6 +178,25 @@ class GitHubClient:
             return Commit(sha, _text(found.tree.sha, "commit.tree.sha"), committed.timestamp())
 
         return self._call(f"read commit {sha[:12]} of {repository}", read)
+
+    def received_at(self, repository: str, sha: str) -> float | None:
+        """When GitHub received a commit, as far as it tells: the earliest created_at of the commit's check
+        suites, which GitHub creates when a push brings the commit (None: it has none, so no sign)."""
+        url = f"/repos/{repository}/commits/{sha}/check-suites"
+
+        def read() -> float | None:
+            answer = AnswerSource(f"read the check suites of {sha[:12]} in {repository}", self.api_url + url)
+            data = answer.obj(self.github.requester.requestJsonAndCheck("GET", url, parameters={"per_page": 100})[1])
+            moments = []
+            for k, suite in enumerate(answer.items(data, "check_suites")):
+                text = answer.text(answer.obj(suite, f"check_suites[{k}]"), "created_at", f"check_suites[{k}]")
+                try:
+                    moments.append(datetime.fromisoformat(text).timestamp())
+                except ValueError:
+                    raise answer.error(f"check_suites[{k}].created_at", "an ISO 8601 time", text) from None
+            return min(moments, default=None)
+
+        return self._call(f"read the check suites of {sha[:12]} in {repository}", read)
 
     def claim(self, repository: str, comment_id: int) -> Claim:
         """React to the comment; won when this request created the reaction. Never repeated once sent: a repeat

@@ -86,21 +86,28 @@ def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool
     """Refuse (replying why) when the head was committed after the comment: a run, skip or reuse-pipeline
     applies to the head the commenter saw, never to one pushed since.
 
-    GitHub's REST API tells no push time for an ordinary push; what it tells is the head commit's committer
-    date, which the committer's machine writes. A date after the comment proves the head is newer than what
-    the commenter saw; a date before it proves nothing (a back-dated commit pushed later), so the build is
-    also pinned to the head read here (HEAD_SHA) and never to what a branch holds when Jenkins gets to it.
+    GitHub's REST API tells no push time for an ordinary push. Two signs, either enough to refuse: the head's
+    committer date (the committer's machine writes it) after the comment proves the head is newer; a date
+    before it proves nothing (a back-dated commit pushed later), so the earliest check suite of the head,
+    which GitHub creates when a push brings the commit, is asked too: created after the comment, the head
+    arrived after it. A head with no check suite has only its date to go by; the build is pinned to the head
+    read here (HEAD_SHA) either way, never to what a branch holds when Jenkins gets to it.
     """
     approved_at = decision.event.approved_at
     if approved_at is None:
         return False
     head = replies.github.commit(pr.repository, pr.head_sha)
-    if head.committed_at <= approved_at:
-        return False
+    if head.committed_at > approved_at:
+        when = f"committed at {utc_text(head.committed_at)}"
+    else:  # a date before the comment proves nothing: when GitHub received the commit does
+        received = replies.github.received_at(pr.repository, pr.head_sha)
+        if received is None or received <= approved_at:
+            return False
+        when = f"pushed at {utc_text(received)} (when GitHub created its first check suite)"
     command = decision.request.line if decision.request else ""
-    committed, commented = utc_text(head.committed_at), utc_text(approved_at)
-    replies.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
-    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
+    commented = utc_text(approved_at)
+    replies.echo(f"refused: head {pr.head_sha[:12]} {when}, after the comment at {commented}")
+    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, when, commented))
     return True
 
 

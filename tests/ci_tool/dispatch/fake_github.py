@@ -12,6 +12,7 @@
     POST repos/O/R/statuses/SHA                 a commit status
     GET  repos/O/R/commits/SHA/status           the latest status per context
     GET  repos/O/R/commits/SHA                  the commit's tree and committer date
+    GET  repos/O/R/commits/SHA/check-suites     its check suites (created when GitHub received the push)
     POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
     DELETE .../comments/C/reactions/ID          the reaction taken back
 """
@@ -63,6 +64,7 @@ EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does n
 class FakeCommit:
     tree: str
     committed_at: str = EARLY
+    suites_created_at: list[str] = field(default_factory=list)  # its check suites' created_at (GitHub: on push)
 
 
 class FakeGitHub(Loopback):
@@ -190,6 +192,11 @@ class FakeGitHub(Loopback):
         return json_answer({"sha": sha, "url": f"{self.api_url}/repos/{repo}/commits/{sha}",
                       "commit": {"tree": {"sha": commit.tree}, "committer": person, "author": person}})  # fmt: skip
 
+    def _suites(self, request: Request, repo: str, sha: str) -> Answer:
+        created = self.commit(sha).suites_created_at
+        suites = [{"id": 700 + k, "head_sha": sha, "created_at": at} for k, at in enumerate(created)]
+        return json_answer({"total_count": len(suites), "check_suites": suites})
+
     def _react(self, request: Request, repo: str, comment_id: str) -> Answer:
         key = (int(comment_id), json.loads(request.body)["content"])
         created = key not in self.reactions
@@ -221,6 +228,7 @@ class FakeGitHub(Loopback):
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/status", _combined),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/check-suites", _suites),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)", _commit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions", _react),
         (
