@@ -122,3 +122,14 @@ def test_a_path_git_never_writes_gets_no_narrowed_preview_but_a_reply_saying_why
     assert "was not carried out" in reply
     assert "found 'docs/../src/kvengine/pool.py'" in reply
     assert jenkins.triggered() == []
+
+
+def test_reuse_pipeline_compares_selections_by_the_change_so_it_is_refused_without_it(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, jenkins: FakeJenkins
+) -> None:
+    cut_short(github)
+    result = bot(event("/bot reuse-pipeline"))
+    assert result.code == 1
+    (reply,) = github.bodies()
+    assert reply.startswith("@maintainer-amy, `/bot reuse-pipeline` was not carried out: the bot could not read")
+    assert (jenkins.requests, github.statuses) == ([], [])
