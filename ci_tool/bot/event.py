@@ -28,7 +28,7 @@ from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
 from ci_tool.bot.request import BotRequest, BotSyntaxError
 from ci_tool.dispatch.model import IssueState
-from ci_tool.errors import BotError, ColumnError, Where
+from ci_tool.errors import BotError, ColumnError, DispatchError, Where
 from ci_tool.stages.approvals import MissingApproval
 
 E = TypeVar("E", bound=enum.Enum)
@@ -83,6 +83,7 @@ class Decision:
     error: ColumnError | None = None  # a syntax error, or a catalog name the comment got wrong
     authorization: Authorization | None = None
     missing: tuple[MissingApproval, ...] = ()
+    unread: DispatchError | None = None  # why GitHub could not give the pull request's change (bot/plan.py)
 
 
 def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:

@@ -38,6 +38,8 @@ def render_reply(decision: Decision, *, dry_run: bool = False, plan: RunPlan | N
             return _catalog_errors(decision, plan)
         return _help(decision)
     if decision.action is Action.REFUSE:
+        if decision.unread is not None:
+            return _unread_change(decision, decision.unread)
         return _missing_labels(decision) if decision.missing else _refusal(decision)
     return _dispatch(decision, dry_run=dry_run, plan=plan)
 
@@ -95,6 +97,28 @@ def _missing_labels(decision: Decision) -> str:
     return "\n".join(lines)
 
 
+def _unread_change(decision: Decision, error: CiToolError) -> str:
+    """The refusal of a request that selects by the pull request's change when GitHub could not give it."""
+    request = decision.request
+    assert request is not None
+    command = f"/bot {request.command}"
+    return (
+        f"@{decision.event.login}, `{command}` was not carried out: the bot could not read this pull request's "
+        f"change from GitHub, and it selects stages by the change.\n\n{code_block(str(error))}\n\n"
+        f"Comment `/bot run --disable-cbts` to run the full set without the change (CI reads it from git), or "
+        f"{code(command)} again once GitHub gives it.\n"
+    )
+
+
+def unread_note(error: CiToolError) -> str:
+    """The line of a reply previewed without the pull request's change, which GitHub could not give."""
+    return (
+        f"The bot could not read this pull request's change from GitHub ({code(error.message)}): the preview below "
+        "is made without it, so it shows no stage that a changed path adds (a multi-GPU path, a tag trigger); "
+        "the build reads the change from git."
+    )
+
+
 def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str:
     request = decision.request
     assert request is not None
@@ -114,6 +138,8 @@ def _dispatch(decision: Decision, *, dry_run: bool, plan: RunPlan | None) -> str
         lines.append("")
     elif request.command is SubCommand.RUN:
         lines += ["No flags: the default pre-merge selection.", ""]
+    if decision.unread is not None:
+        lines += [unread_note(decision.unread), ""]
     if plan is not None:
         return "\n".join([*lines, preview_line(plan), ""]) + "\n" + render_plan(plan)
     return "\n".join(lines)
@@ -238,30 +264,50 @@ def _catalog_errors(decision: Decision, plan: RunPlan) -> str:
     )
 
 
+LINE_LIMIT = 4_000  # characters of one reply line: a longer one (a flag value listing thousands of names) is cut
+HIDDEN_MARK = "<!-- ci-tool:"  # an invisible line the bot finds its replies by: kept whatever is cut
+_SUMMARY_ROOM = 600  # characters kept free for the closing fence, the hidden lines and the summary
+
+
 def shorten(body: str, *, limit: int = COMMENT_LIMIT, more_at: str = "") -> str:
-    """`body` if GitHub takes it, else its first lines (an open code fence closed) and a summary of what was
-    left out: a long report is shortened, never refused."""
+    """`body` if GitHub takes it, else cut to fit and saying what was cut: each line over LINE_LIMIT characters
+    cut short, then the first lines that fit (an open code fence closed), the bot's hidden marker lines, and a
+    summary of what was left out. A long reply is shortened, never refused."""
     if len(body) <= limit:
         return body
     lines = body.splitlines()
+    hidden = [line for line in lines if line.startswith(HIDDEN_MARK) and len(line) <= LINE_LIMIT]
+    cut = [_cut_line(line) for line in lines if line not in hidden]
+    long_lines = sum(1 for line, was in zip(cut, (x for x in lines if x not in hidden), strict=True) if line != was)
     where = f" The whole report is in the build's logs: {more_at}" if more_at else ""
+    budget = limit - _SUMMARY_ROOM - len(where) - sum(len(line) + 1 for line in hidden)
     kept: list[str] = []
     size = 0
-    budget = limit - 400 - len(where)  # room for the fence and the summary
-    for line in lines:
+    for line in cut:
         if size + len(line) + 1 > budget:
             break
         kept.append(line)
         size += len(line) + 1
-    left = len(lines) - len(kept)
     fence = open_fence(kept)
-    if fence:
-        kept.append(fence)
+    while fence and size + len(fence) + 1 > budget:  # a fence as long as the budget: drop lines until it fits
+        size -= len(kept.pop()) + 1
+        fence = open_fence(kept)
+    left = len(cut) - len(kept)
+    said = [f"{left:,} of its {len(lines):,} lines are left out"] if left else []
+    said += [f"{long_lines:,} line{'s' if long_lines != 1 else ''} over {LINE_LIMIT:,} characters cut short"] * bool(
+        long_lines
+    )
     summary = (
         f"**Shortened**: this reply had {len(body):,} characters, more than the {limit:,} GitHub takes; "
-        f"{left:,} of its {len(lines):,} lines are left out.{where}"
+        f"{'; '.join(said)}.{where}"
     )
-    return "\n".join([*kept, "", summary]) + "\n"
+    return "\n".join([*kept, *([fence] if fence else []), "", summary, *hidden]) + "\n"
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= LINE_LIMIT:
+        return line
+    return line[:LINE_LIMIT] + f" … ({len(line) - LINE_LIMIT:,} characters cut)"
 
 
 def triggered(reply: str, build_number: int, build_url: str, job: str, *, head_sha: str) -> str:
@@ -331,10 +377,11 @@ def could_not_reach(reply: str, command: str, error: CiToolError, *, service: st
     return reply.rstrip("\n") + f"\n\n{note}\n"
 
 
-def pushed_after_comment(login: str, command: str, head_sha: str, committed: str, commented: str) -> str:
-    """The refusal when the pull request's head was committed after the comment (a run, skip, reuse-pipeline)."""
+def pushed_after_comment(login: str, command: str, head_sha: str, when: str, commented: str) -> str:
+    """The refusal when the pull request's head was committed or pushed after the comment (a run, skip,
+    reuse-pipeline); `when`: `committed at ...` or `pushed at ... (...)`."""
     return (
-        f"@{login}, the head of this pull request, {code(head_sha[:12])}, was committed at {committed}, after "
+        f"@{login}, the head of this pull request, {code(head_sha[:12])}, was {when}, after "
         f"your {code(command)} at {commented}: nothing was done, so that it never applies to a commit you did not "
         f"see.\n\nComment {code(command)} again to apply it to {code(head_sha[:12])}.\n"
     )

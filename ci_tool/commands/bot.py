@@ -23,15 +23,15 @@ from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
 from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.plan import RunPlan, plan_run, settle
-from ci_tool.bot.reply import render_plan, render_reply
+from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
+from ci_tool.bot.reply import render_plan, render_reply, shorten
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands import bot_labels
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.commands.history import history_option
 from ci_tool.dispatch.model import IssueState
-from ci_tool.errors import BotError
+from ci_tool.errors import BotError, DispatchError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
@@ -54,14 +54,37 @@ def bot() -> None:
     """Parse and answer `/bot` pull-request comments."""
 
 
+class CommentCommand(click.Command):
+    """A command whose COMMENT argument is text even when it starts with `-` (`-->/bot run`): the first word
+    that is not one of the command's own options (or an option's value) is the comment, as after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {
+            name: not (param.is_flag or param.count)
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option)
+            for name in (*param.opts, *param.secondary_opts)
+        }
+        index = 0
+        while index < len(args) and args[index] != "--":
+            word = args[index]
+            name = word.split("=", 1)[0]
+            if word.startswith("-") and word != "-" and name not in takes_value:
+                args = [*args[:index], *args[index + 1 :], "--", word]  # the options after it are still options
+                break
+            index += 2 if takes_value.get(name) and "=" not in word else 1
+        return super().parse_args(ctx, args)
+
+
 bot.add_command(bot_labels.labels)
 
 
-@bot.command("parse")
+@bot.command("parse", cls=CommentCommand)
 @click.argument("comment")
 @click.option("--json", "as_json", is_flag=True, help='Print {"command": ..., "flags": {...}} as JSON.')
 def parse(comment: str, as_json: bool) -> None:
-    """Check the syntax of COMMENT (`-` reads it from stdin); exit 1 with the column on an error."""
+    """Check the syntax of COMMENT (`-` reads it from stdin); exit 1 with the column on an error. COMMENT is
+    text even when it starts with `-` (`'-->/bot run'`); `--` ends the options."""
     request = parse_comment(sys.stdin.read() if comment == "-" else comment)
     click.echo(json.dumps(request.to_json()) if as_json else _describe(request))
 
@@ -84,7 +107,7 @@ def _describe(request: BotRequest) -> str:
     return "\n".join(lines)
 
 
-@bot.command("plan")
+@bot.command("plan", cls=CommentCommand)
 @click.argument("comment")
 @catalog_options
 @pull_request_options
@@ -197,7 +220,7 @@ def handle(
     click.echo(f"decision: {decision.action.value}: {decision.reason}")
     reply = render_reply(decision, dry_run=dry_run, plan=run_plan)
     if reply is not None and reply_file is not None:
-        write_text_atomically(reply_file, reply, what="the reply")
+        write_text_atomically(reply_file, shorten(reply), what="the reply")  # posted as it is: cut to fit
     if dry_run:
         return _show_dry_run(decision, run_plan, reply if reply_file is None else None)
     if reached.github is None or reply is None or decision.action is Action.IGNORE:
@@ -235,8 +258,13 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
     if github is not None and pr is not None and command in PLANNED_COMMANDS:
         from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
 
-        changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
-        changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
+        try:
+            changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+        except DispatchError as error:  # the reply says what failed; a request that need not read it goes on
+            decision = without_change(decision, error)
+            command = command if decision.action is Action.DISPATCH else None
+        else:
+            changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
     return _Reached(decision, command, github, jenkins, pr, changes)
 
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import requests
 
+from ci_tool.dispatch.answers import AnswerSource, kind
 from ci_tool.dispatch.faults import AccessHints, Fault, RetryPolicy, classify, refused_access, retrying
 from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Commit, IssueState, PullRequest, Status, StatusState
 from ci_tool.dispatch.requirements import client_module
@@ -31,7 +32,7 @@ from ci_tool.layout import GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV, HTTP_TIMEOUT_SE
 
 client_module("github", client="Github", distribution="PyGithub")  # one line where it is missing, not a traceback
 import github  # noqa: E402
-from github import Auth, Github, GithubException  # noqa: E402
+from github import Auth, BadAttributeException, Github, GithubException  # noqa: E402
 
 T = TypeVar("T")
 CLAIM_REACTION = "eyes"  # the bot's reaction on a comment it handles: the claim
@@ -102,6 +103,10 @@ class GitHubClient:
                 return Fault(words, error.status, rate_limit_seconds=wait)
             if isinstance(error, requests.RequestException):
                 return classify(error, self.timeout_seconds)
+            if isinstance(error, BadAttributeException):  # PyGithub read a field of another type
+                expected = _type_words(error.expected_type)
+                raise DispatchError(f"{what}: expected {expected} in GitHub's answer at {self.api_url}, found "
+                                    f"{kind(error.actual_value)}")  # fmt: skip
             if isinstance(error, ValueError | KeyError | TypeError | AttributeError):  # an answer of another shape
                 raise DispatchError(
                     f"{what}: expected GitHub's JSON answer at {self.api_url}, found one that could not be read "
@@ -119,8 +124,15 @@ class GitHubClient:
                         hint=f"comment again after {reset}",
                     )
                 return  # retrying() waits it out
-            if fault.status in (401, 403, 404):
+            if fault.status in (401, 403):
                 raise self._access_error(what, fault, forbidden)
+            if fault.status == 404 and forbidden is not None:  # an Actions call: a missing workflow reads as 404
+                raise self._access_error(what, fault, forbidden)
+            if fault.status == 404:  # GitHub has no such thing (any more): no question of the token's permissions
+                raise DispatchError(
+                    f"{what}: expected GitHub to have it, found {fault.words}",
+                    hint="it is gone: deleted, or replaced by a force-push; comment again on the pull request",
+                )
             if fault.sent and not (safe and fault.retryable_when_sent):
                 raise DispatchError(f"{what}: expected GitHub to answer, found {fault.words}")
             if attempt == self.retry.attempts:
@@ -170,6 +182,25 @@ class GitHubClient:
             return Commit(sha, _text(found.tree.sha, "commit.tree.sha"), committed.timestamp())
 
         return self._call(f"read commit {sha[:12]} of {repository}", read)
+
+    def received_at(self, repository: str, sha: str) -> float | None:
+        """When GitHub received a commit, as far as it tells: the earliest created_at of the commit's check
+        suites, which GitHub creates when a push brings the commit (None: it has none, so no sign)."""
+        url = f"/repos/{repository}/commits/{sha}/check-suites"
+
+        def read() -> float | None:
+            answer = AnswerSource(f"read the check suites of {sha[:12]} in {repository}", self.api_url + url)
+            data = answer.obj(self.github.requester.requestJsonAndCheck("GET", url, parameters={"per_page": 100})[1])
+            moments = []
+            for k, suite in enumerate(answer.items(data, "check_suites")):
+                text = answer.text(answer.obj(suite, f"check_suites[{k}]"), "created_at", f"check_suites[{k}]")
+                try:
+                    moments.append(datetime.fromisoformat(text).timestamp())
+                except ValueError:
+                    raise answer.error(f"check_suites[{k}].created_at", "an ISO 8601 time", text) from None
+            return min(moments, default=None)
+
+        return self._call(f"read the check suites of {sha[:12]} in {repository}", read)
 
     def claim(self, repository: str, comment_id: int) -> Claim:
         """React to the comment; won when this request created the reaction. Never repeated once sent: a repeat
@@ -245,6 +276,17 @@ class GitHubClient:
             }
 
         return self._call(f"read the statuses of {sha[:12]} in {repository}", read)
+
+
+_TYPE_WORDS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", dict: "an object",
+               list: "a list"}  # fmt: skip
+
+
+def _type_words(expected: object) -> str:
+    """PyGithub's expected type (a type, or a tuple, list or dict of them) in words: `a string`."""
+    found = expected if isinstance(expected, tuple | list) else (expected,)
+    words = [_TYPE_WORDS.get(one, getattr(one, "__name__", str(one))) for one in found]  # type: ignore[call-overload]
+    return " or ".join(dict.fromkeys(words))
 
 
 def _text(value: object, path: str) -> str:

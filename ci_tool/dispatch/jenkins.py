@@ -5,8 +5,11 @@ text, test reports. Every answer becomes a value of dispatch/model.py; every fau
                                             cancel)                         starts a build)
     connection refused, connect timeout     retried (nothing was sent)      retried
     403 "No valid crumb" (crumb expired)    a new crumb, retried            a new crumb, retried
-    5xx, 429, read timeout, dropped         retried                         TriggerLost: Jenkins may have
-      connection                                                            queued it; look before retrying
+    500, 503, 429 (Jenkins said no)         retried                         TriggerLost (server_error): one
+                                                                            look, then a quick retry
+    read timeout, dropped connection,       retried                         TriggerLost: Jenkins may have
+      a proxy's 502 or 504                                                  queued it; look before retrying
+    other 4xx                               an error                        an error (not queued, not retried)
     401, 403                                an error naming JENKINS_USER and JENKINS_API_TOKEN (never values)
     404                                     NotFound (the caller knows what a missing item means)
 
@@ -50,8 +53,18 @@ class NotFound(DispatchError):
     """Jenkins answered 404: the job, build or queue item is not there (any more)."""
 
 
+GATEWAY_STATUSES = (502, 504)  # a proxy's answer that Jenkins behind it did not give in time: it may go on
+
+
 class TriggerLost(DispatchError):
-    """The trigger's answer was lost after it was sent: Jenkins may or may not have queued the build."""
+    """The trigger's answer was lost after it was sent: Jenkins may or may not have queued the build.
+    `server_error`: Jenkins answered 5xx or 429 itself: it said it did not take the request, so one look for
+    the build is enough before a quick retry; no answer at all, or a proxy's 502 or 504 (Jenkins behind it may
+    go on), may hide a build queued late."""
+
+    def __init__(self, message: str, *, server_error: bool = False) -> None:
+        super().__init__(message)
+        self.server_error = server_error
 
 
 def job_path(job: str) -> str:
@@ -105,8 +118,11 @@ class JenkinsClient:
                 raise self._credentials_error(what, fault)
             if fault.crumb:
                 self.server.crumb = None  # ask the crumb issuer again: Jenkins refused the request unread
+            elif fault.sent and not safe and fault.status is not None and not fault.retryable_when_sent:
+                raise DispatchError(f"{what}: expected Jenkins to accept the request, found {fault.words}")
             elif fault.sent and not safe:
-                raise TriggerLost(f"{what}: expected Jenkins to answer, found {fault.words}")
+                raise TriggerLost(f"{what}: expected Jenkins to answer, found {fault.words}",
+                                  server_error=fault.status not in (None, *GATEWAY_STATUSES))  # fmt: skip
             elif fault.sent and not fault.retryable_when_sent:
                 raise DispatchError(f"{what}: expected Jenkins to accept the request, found {fault.words}")
             if attempt == self.retry.attempts:

@@ -7,9 +7,10 @@ builds stopped. Built on dispatch/jenkins.py and the ledger (history/ledger.py);
     resume_or_claim  resume, else the comment's claim (the bot's reaction, dispatch/github.py): won, this
                    handling triggers; lost, the winner's item or build is looked for until
                    Pace.claim_wait_seconds passed (then the winner is taken for dead and this one triggers)
-    trigger(...)   ledger `triggering`, one POST, ledger `queued`. A lost answer (5xx, a dropped
-                   connection, a read timeout after the POST) is looked for in Jenkins, again and again for
-                   Pace.lost_answer_grace_seconds (a slow Jenkins queues it late), before any retry.
+    trigger(...)   ledger `triggering`, one POST, ledger `queued`. A lost answer (a dropped connection, a
+                   read timeout after the POST) is looked for in Jenkins, again and again for
+                   Pace.lost_answer_grace_seconds (a slow Jenkins queues it late), before any retry; a 5xx
+                   or 429 is looked for once, then retried after the retry policy's short pause.
     follow_queue   the queue item until it names its build (never a guess from nextBuildNumber), or was
                    cancelled (an outcome), or QUEUE_TIMEOUT_SECONDS passed (an error; the ledger keeps it)
     stop_pull_request   cancel the PR's queued items, then stop its running builds
@@ -215,7 +216,10 @@ def trigger(
             queue_id = client.trigger(job, dispatch.parameters)
         except TriggerLost as lost:
             echo(f"warning: {lost}; looking for the build in Jenkins before triggering again")
-            found = look_until(client, dispatch, pace, pace.lost_answer_grace_seconds)
+            # A server error said Jenkins did not take it: one look (idempotence) then a quick retry. Only an
+            # answer that never came may hide a build Jenkins queues late: that one is looked for a while.
+            grace = 0.0 if lost.server_error else pace.lost_answer_grace_seconds
+            found = look_until(client, dispatch, pace, grace)
             if found is not None:
                 return _continue(client, store, dispatch, found, pace, wall=wall, already=False)
             if attempt == attempts:

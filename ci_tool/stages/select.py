@@ -34,7 +34,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ci_tool.errors import CiToolError, closest, did_you_mean
-from ci_tool.stages.approvals import BlockedStage, MissingApproval, blocked_stages, missing_approvals
+from ci_tool.stages.approvals import (
+    POST_MERGE_APPROVED,
+    BlockedStage,
+    MissingApproval,
+    blocked_stages,
+    missing_approvals,
+)
 from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, carries, path_matches, stage_glob_matches
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.cbts import FamilyNarrowing, Narrowing, narrow
@@ -60,6 +66,9 @@ from ci_tool.stages.request import (
     flag_name,
     request_notes,
 )
+
+# The steps that select by the change's paths alone, never by what the request says.
+CHANGE_STEPS = frozenset({Step.MULTI_GPU_PATHS, Step.TAG_TRIGGERS, Step.CBTS})
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,18 @@ class Selection:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(stage.name.name for stage in self.stages)
+
+    @property
+    def asked_blocked(self) -> tuple[BlockedStage, ...]:
+        """The blocked stages the request itself asks for (a flag, a stage name or glob, a full --post-merge),
+        as against those that only the change's paths add (a multi-GPU path, a tag trigger): a run that asks
+        for what it may not run is refused whole, while one whose change adds it runs the other stages."""
+        steps = {verdict.stage: verdict.step for verdict in self.verdicts}
+        return tuple(
+            blocked
+            for blocked in self.blocked
+            if blocked.label == POST_MERGE_APPROVED or steps[blocked.stage.name.name] not in CHANGE_STEPS
+        )
 
     @property
     def excluded(self) -> tuple[StageVerdict, ...]:

@@ -30,7 +30,8 @@ from ci_tool.bot.lifecycle.reuse import reuse
 from ci_tool.bot.lifecycle.run import run
 from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
-from ci_tool.bot.status import FULL_BUILD_CONTEXT, skipped
+from ci_tool.bot.request import BotRequest
+from ci_tool.bot.status import FULL_BUILD_CONTEXT, context_for, not_started, skipped
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.dispatch.trigger import stop_pull_request
@@ -51,6 +52,9 @@ def carry_out(
     decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
+        if decision.unread is not None:  # GitHub could not give the change: said on the PR, an error here
+            _not_read(replies, decision.unread, pr, request)
+            return 1
     elif pr is not None and _pushed_after(replies, decision, pr):
         pass  # the command was written for an older head: the reply says so
     elif request.command is SubCommand.SKIP and pr is not None:
@@ -93,25 +97,39 @@ def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output
             raise
 
 
+def _not_read(replies: Replies, error: DispatchError, pr: PullRequest | None, request: BotRequest | None) -> None:
+    """The error status of a /bot run refused because GitHub could not give the change, and the error line."""
+    replies.err(f"error: {error}")
+    if pr is not None and request is not None and request.command is SubCommand.RUN:
+        replies.status(pr.head_sha, not_started(context_for(request.selection_request()), str(error)))
+
+
 def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool:
     """Refuse (replying why) when the head was committed after the comment: a run, skip or reuse-pipeline
     applies to the head the commenter saw, never to one pushed since.
 
-    GitHub's REST API tells no push time for an ordinary push; what it tells is the head commit's committer
-    date, which the committer's machine writes. A date after the comment proves the head is newer than what
-    the commenter saw; a date before it proves nothing (a back-dated commit pushed later), so the build is
-    also pinned to the head read here (HEAD_SHA) and never to what a branch holds when Jenkins gets to it.
+    GitHub's REST API tells no push time for an ordinary push. Two signs, either enough to refuse: the head's
+    committer date (the committer's machine writes it) after the comment proves the head is newer; a date
+    before it proves nothing (a back-dated commit pushed later), so the earliest check suite of the head,
+    which GitHub creates when a push brings the commit, is asked too: created after the comment, the head
+    arrived after it. A head with no check suite has only its date to go by; the build is pinned to the head
+    read here (HEAD_SHA) either way, never to what a branch holds when Jenkins gets to it.
     """
     approved_at = decision.event.approved_at
     if approved_at is None:
         return False
     head = replies.github.commit(pr.repository, pr.head_sha)
-    if head.committed_at <= approved_at:
-        return False
+    if head.committed_at > approved_at:
+        when = f"committed at {utc_text(head.committed_at)}"
+    else:  # a date before the comment proves nothing: when GitHub received the commit does
+        received = replies.github.received_at(pr.repository, pr.head_sha)
+        if received is None or received <= approved_at:
+            return False
+        when = f"pushed at {utc_text(received)} (when GitHub created its first check suite)"
     command = decision.request.line if decision.request else ""
-    committed, commented = utc_text(head.committed_at), utc_text(approved_at)
-    replies.echo(f"refused: head {pr.head_sha[:12]} committed at {committed}, after the comment at {commented}")
-    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, committed, commented))
+    commented = utc_text(approved_at)
+    replies.echo(f"refused: head {pr.head_sha[:12]} {when}, after the comment at {commented}")
+    replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, when, commented))
     return True
 
 

@@ -232,3 +232,24 @@ def test_handle_bad_allowlist(capsys: pytest.CaptureFixture[str], tmp_path: Path
         "",
         "error: " + message.format(allowlist=allowlist) + "\n",
     )
+
+
+# argv -> what `bot parse` prints: a comment that starts with `-` is a comment, never an option
+DASHED = {
+    "an HTML comment's tail": (["bot", "parse", "-->/bot run", "--json"], '{"command": "ignore", "flags": {}}\n'),
+    "short-option look-alike": (["bot", "parse", "-x /bot help"], "ignore: not a /bot comment\n"),
+    "after the options": (["bot", "parse", "--json", "--/bot run"], '{"command": "ignore", "flags": {}}\n'),
+    "after --": (["bot", "parse", "--json", "--", "--json"], '{"command": "ignore", "flags": {}}\n'),
+}
+
+
+@pytest.mark.parametrize(("argv", "out"), DASHED.values(), ids=DASHED.keys())
+def test_a_comment_starting_with_a_dash_is_a_comment(
+    capsys: pytest.CaptureFixture[str], argv: list[str], out: str
+) -> None:
+    assert run(capsys, *argv) == (0, out, "")
+
+
+def test_plan_reads_a_dashed_comment_with_its_options_after_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "bot", "plan", "-->/bot run", "--label", "x", *CATALOG)
+    assert (code, out.splitlines()[0]) == (0, "ignore: not a /bot comment")

@@ -128,6 +128,12 @@ SETTLED = {
         Action.REFUSE,
         "missing label 'ci: full pre-merge approved'",
     ),
+    "multi-GPU by a flag": (
+        "/bot run --add-multi-gpu-test",
+        (),
+        Action.REFUSE,
+        "missing label 'ci: full pre-merge approved'",
+    ),
     "labelled": (
         '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-1"',
         ("ci: full pre-merge approved",),

@@ -7,10 +7,12 @@
                                                 `contents_limit_bytes` without it, as GitHub's 1 MB)
     GET  repos/O/R/git/blobs/SHA                a blob contents/ named, base64
     POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
+                                                (422 for a body over GitHub's 65,536 characters)
     GET  repos/O/R/issues/N/comments            the comments (one page)
     POST repos/O/R/statuses/SHA                 a commit status
     GET  repos/O/R/commits/SHA/status           the latest status per context
     GET  repos/O/R/commits/SHA                  the commit's tree and committer date
+    GET  repos/O/R/commits/SHA/check-suites     its check suites (created when GitHub received the push)
     POST repos/O/R/issues/comments/C/reactions  201 the first time, 200 (the same reaction) after
     DELETE .../comments/C/reactions/ID          the reaction taken back
     GET  repos/O/R, .../actions/...             GitHub Actions: dispatches, runs, cancel, artifacts
@@ -52,6 +54,15 @@ def _file_row(found: str | dict[str, str]) -> dict[str, str]:
     return {"filename": found, "status": "modified"} if isinstance(found, str) else found
 
 
+COMMENT_LIMIT = 65_536  # characters GitHub takes in a comment's body
+
+
+def _too_long() -> Answer:
+    error = {"resource": "IssueComment", "code": "custom", "field": "body",
+             "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)"}  # fmt: skip
+    return json_answer({"message": "Validation Failed", "errors": [error]}, 422)
+
+
 EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does not set: before any comment
 
 
@@ -59,6 +70,7 @@ EARLY = "2026-01-01T00:00:00Z"  # the committer date of a commit the test does n
 class FakeCommit:
     tree: str
     committed_at: str = EARLY
+    suites_created_at: list[str] = field(default_factory=list)  # its check suites' created_at (GitHub: on push)
 
 
 class FakeGitHub(Loopback):
@@ -156,9 +168,11 @@ class FakeGitHub(Loopback):
         return json_answer({"sha": sha, "size": len(found), "encoding": "base64", "content": content})
 
     def _comment(self, request: Request, repo: str, number: str) -> Answer:
+        body = json.loads(request.body)["body"]
+        if len(body) > COMMENT_LIMIT:
+            return _too_long()
         comment_id = self.next_comment_id
         self.next_comment_id += 1
-        body = json.loads(request.body)["body"]
         url = f"{self.api_url}/repos/{repo}/issues/comments/{comment_id}"
         self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": int(number)}
         return json_answer(self.comments[comment_id], 201)
@@ -170,7 +184,10 @@ class FakeGitHub(Loopback):
         comment = self.comments.get(int(comment_id))
         if comment is None:
             return json_answer({"message": "Not Found"}, 404)
-        comment["body"] = json.loads(request.body)["body"]
+        body = json.loads(request.body)["body"]
+        if len(body) > COMMENT_LIMIT:
+            return _too_long()
+        comment["body"] = body
         return json_answer(comment)
 
     def _status(self, request: Request, repo: str, sha: str) -> Answer:
@@ -184,6 +201,11 @@ class FakeGitHub(Loopback):
         person = {"name": "A", "email": "a@example.com", "date": commit.committed_at}
         return json_answer({"sha": sha, "url": f"{self.api_url}/repos/{repo}/commits/{sha}",
                       "commit": {"tree": {"sha": commit.tree}, "committer": person, "author": person}})  # fmt: skip
+
+    def _suites(self, request: Request, repo: str, sha: str) -> Answer:
+        created = self.commit(sha).suites_created_at
+        suites = [{"id": 700 + k, "head_sha": sha, "created_at": at} for k, at in enumerate(created)]
+        return json_answer({"total_count": len(suites), "check_suites": suites})
 
     def _react(self, request: Request, repo: str, comment_id: str) -> Answer:
         key = (int(comment_id), json.loads(request.body)["content"])
@@ -244,6 +266,7 @@ class FakeGitHub(Loopback):
         ("PATCH", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)", _edit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]+)", _status),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/status", _combined),
+        ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)/check-suites", _suites),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<sha>[0-9a-f]+)", _commit),
         ("POST", r"/repos/(?P<repo>[^/]+/[^/]+)/issues/comments/(?P<comment_id>\d+)/reactions", _react),
         (

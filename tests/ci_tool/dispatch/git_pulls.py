@@ -76,13 +76,24 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
-def make_repository(root: Path) -> Path:
+# With multi_gpu=True: a multi-GPU family, pre-merge only when a change touches MULTI_GPU_PATH.
+MULTI_GPU_PATH = "src/memory.py"
+MULTI_GPU_STAGE = "DGX_H100-4_GPUs-PyTorch-1"
+_MULTI_GPU_FAMILY = "- {name: DGX_H100-4_GPUs-PyTorch, platform: dgx-h100-x4, context: l0_gpu, splits: 1}\n"
+
+
+def make_repository(root: Path, *, multi_gpu: bool = False) -> Path:
     """A checkout as the bot and CI see one, committed on `main`: the small change-based-selection catalog at
     its default place (jenkins/stages.yml) with the pipelines `ci-tool generate` writes for it, its test-db,
-    a few tests, docs and sources, and (ignored) a `.venv/bin/ci-tool` that runs this ci-tool."""
+    a few tests, docs and sources, and (ignored) a `.venv/bin/ci-tool` that runs this ci-tool. `multi_gpu`
+    adds a multi-GPU family and MULTI_GPU_PATH as its multi-GPU path."""
     shutil.copytree(CBTS_CATALOG / "test-db", root / "test-db")
     (root / "jenkins").mkdir()
-    shutil.copy(CBTS_CATALOG / "stages.yml", root / "jenkins" / "stages.yml")
+    catalog = (CBTS_CATALOG / "stages.yml").read_text()
+    if multi_gpu:
+        catalog = catalog.replace("version: 1\n", f"version: 1\nmulti_gpu_paths: [{MULTI_GPU_PATH}]\n", 1)
+        catalog += _MULTI_GPU_FAMILY
+    (root / "jenkins" / "stages.yml").write_text(catalog)
     for path, text in TEMPLATE_FILES.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)

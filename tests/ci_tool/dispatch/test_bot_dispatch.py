@@ -269,15 +269,23 @@ def test_changed_paths_and_labels_come_from_the_pull_request(
 ) -> None:
     pull = github.pulls[("example/ci-tool", PR)]
     pull.files = [f"docs/page{k}.md" for k in range(40)] + ["src/distributed/comm.py"]  # two pages of files
-    refused = bot(event("/bot run", comment_id=1))
-    assert refused.out.splitlines()[0] == "decision: refuse: missing label 'ci: full pre-merge approved'"
-    assert (jenkins.triggered(), len(github.bodies())) == ([], 1)
-    assert "`ci: full pre-merge approved`" in github.bodies()[0]
+    unlabelled = bot(event("/bot run", comment_id=1))  # the path adds the multi-GPU stage: blocked, the rest runs
+    assert unlabelled.out.splitlines()[0] == (
+        "decision: dispatch: /bot run by 'maintainer-amy' (author association MEMBER)"
+    )
+    (blocked,) = jenkins.triggered()
+    assert blocked.parameters["LABELS"] == "[]"
+    row = ("| `DGX_H100-4_GPUs-PyTorch-1` | `dgx-h100-x4` | 1/1 | 4 | 12.7 min | **blocked** until `ci: full pre-merge "
+           "approved`; step 2: `src/distributed/comm.py changed (multi-GPU path 'src/distributed/')` |")  # fmt: skip
+    assert row in github.bodies()[0]
+    assert "Needs the label `ci: full pre-merge approved`, for `multi-GPU stages DGX_H100-4_GPUs-PyTorch-1`." in (
+        github.bodies()[0]
+    )
     pull.labels = ["ci: full pre-merge approved"]
     assert bot(event("/bot run", comment_id=2)).code == 0
-    (build,) = jenkins.triggered()
+    build = jenkins.triggered()[-1]
     assert build.parameters["LABELS"] == '["ci: full pre-merge approved"]'
-    assert "| `DGX_H100-4_GPUs-PyTorch-1` |" in github.bodies()[1]
+    assert "| `DGX_H100-4_GPUs-PyTorch-1` |" in github.bodies()[1] and "**blocked**" not in github.bodies()[1]
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,15 @@ from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
 from tests.ci_tool.dispatch.fake_github import FakeGitHub
 from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.git_pulls import A10_WAIVE, commit_all, git, make_repository, serve_pull
+from tests.ci_tool.dispatch.git_pulls import (
+    A10_WAIVE,
+    MULTI_GPU_PATH,
+    MULTI_GPU_STAGE,
+    commit_all,
+    git,
+    make_repository,
+    serve_pull,
+)
 from tests.ci_tool.generate.conftest import run_plan_job
 
 _STAGE_ROW = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| \d+/\d+ \|")
@@ -153,6 +161,43 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
     assert (bot, on_jenkins, on_github) == (stages, stages, stages)
     assert by_hand == {"jenkins": stages, "github": stages}
     assert families(local) == local_families
+
+
+def test_a_bare_run_on_a_multi_gpu_path_runs_the_other_stages_everywhere_and_blocks_the_multi_gpu_one(
+    env: pytest.MonkeyPatch,
+    event: MakeEvent,
+    github: FakeGitHub,
+    jenkins: FakeJenkins,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A pull request that touches a multi-GPU path, without the multi-GPU label: the bot starts the run, as
+    `bot plan` and both pipelines plan it: the single-GPU stages run, the multi-GPU one is blocked and the
+    reply names the label that unblocks it."""
+    root = make_repository(tmp_path / "repo", multi_gpu=True)
+    git(root, "checkout", "-q", "-b", "pr")
+    _edit(MULTI_GPU_PATH, "", "def probe():\n    return 0\n")(root)
+    commit_all(root, "the pull request")
+    serve_pull(github, REPOSITORY, PR, root, base="main", head="pr")
+    git(root, "worktree", "add", "-q", str(tmp_path / "default-branch"), "main")
+    env.chdir(tmp_path / "default-branch")
+    handled = cli(capsys, "bot", "handle", "--event", str(event("/bot run")), "--allowlist", ALLOWLIST,
+                  "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
+    assert handled.splitlines()[0] == "decision: dispatch: /bot run by 'maintainer-amy' (author association MEMBER)"
+    assert len(jenkins.triggered()) == 1
+    (reply,) = github.bodies()
+    rows = [line for line in reply.splitlines() if _STAGE_ROW.match(line)]
+    bot = [row.split("`")[1] for row in rows if "**blocked**" not in row]
+    assert [row.split("`")[1] for row in rows if "**blocked** until `ci: full pre-merge approved`" in row] == [
+        MULTI_GPU_STAGE
+    ]
+    assert f"Needs the label `ci: full pre-merge approved`, for `multi-GPU stages {MULTI_GPU_STAGE}`." in reply
+    env.chdir(root)
+    plan = json.loads(cli(capsys, "bot", "plan", "/bot run", "--base", "main", "--json"))
+    assert plan["blocked"] == [{"stage": MULTI_GPU_STAGE, "label": "ci: full pre-merge approved"}]
+    planned = [stage["name"] for stage in plan["stages"]]
+    assert (bot, planned, jenkins_selection(root), github_selection(root)) == (
+        ALL_PRE_MERGE, ALL_PRE_MERGE, ALL_PRE_MERGE, ALL_PRE_MERGE)  # fmt: skip
 
 
 def test_a_pull_request_that_breaks_a_list_gets_a_full_set_preview_and_the_error(

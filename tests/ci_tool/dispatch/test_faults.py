@@ -199,3 +199,29 @@ def test_a_new_comment_is_never_posted_twice(github: FakeGitHub) -> None:
         "comment on #123 of example/ci-tool: expected GitHub to answer, found the connection dropped before an answer"
     )
     assert github.bodies() == ["hello"]
+
+
+def test_a_server_error_on_the_trigger_is_retried_quickly_then_said(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    """A 500 says Jenkins did not take the trigger: one look for the build after each (never the long look for
+    a lost answer, which kept the pull request 'running' for 4 x 120 s), then the error on the pull request."""
+    jenkins.fail("POST", "buildWithParameters", status=500, times=99)
+    result = bot(event("/bot run"), "--lost-answer-seconds", "3", "--poll-seconds", "1")
+    assert result.code == 1
+    looks = 1 + 1 + 4 + 1  # resume, the stop of older runs, one after each 500, the check before saying so
+    assert (jenkins.count("POST", "buildWithParameters"), jenkins.count("GET", "/queue/api/json")) == (4, looks)
+    assert "**Could not start the build**: `trigger L0_MergeRequest: expected an answer naming the queue item" in (
+        github.bodies()[0]
+    )
+
+
+def test_a_trigger_jenkins_refuses_is_an_error_at_once(jenkins: FakeJenkins) -> None:
+    jenkins.fail("POST", "buildWithParameters", status=400, body="bad parameter")
+    with pytest.raises(DispatchError) as raised:
+        client(jenkins).trigger("L0_MergeRequest", {"PR_NUMBER": "1"})
+    assert not isinstance(raised.value, TriggerLost)
+    assert str(raised.value) == (
+        "trigger L0_MergeRequest: expected Jenkins to accept the request, found HTTP 400 Bad Request"
+    )
+    assert jenkins.count("POST", "buildWithParameters") == 1

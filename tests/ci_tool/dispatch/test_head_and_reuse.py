@@ -103,3 +103,31 @@ def test_reuse_pipeline_needs_the_same_code_or_the_skip_permission(
             f"`{SHA[:12]}`'s: reusing it for other code needs the `kill_skip` permission, as `/bot skip` does. "
             "Comment `/bot run` to test this commit.\n"
         )
+
+
+def test_a_head_back_dated_before_the_comment_but_pushed_after_it_is_refused(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    """The committer date says 11:00, before the comment at 12:00; GitHub created the head's first check suite,
+    on the push, at 12:05: the head arrived after the comment."""
+    github.commits[SHA] = FakeCommit("e" * 40, committed_at="2026-06-01T11:00:00Z",
+                                     suites_created_at=["2026-06-01T12:07:00Z", "2026-06-01T12:05:00Z"])  # fmt: skip
+    result = bot(event("/bot run"))
+    assert result.out.splitlines()[-1] == (
+        f"refused: head {SHA[:12]} pushed at 2026-06-01 12:05:00 UTC (when GitHub created its first check suite), "
+        "after the comment at 2026-06-01 12:00:00 UTC"
+    )
+    assert github.bodies()[0].startswith(
+        f"@maintainer-amy, the head of this pull request, `{SHA[:12]}`, was pushed at 2026-06-01 12:05:00 UTC (when "
+        "GitHub created its first check suite), after your `/bot run` at 2026-06-01 12:00:00 UTC: nothing was done"
+    )
+    assert jenkins.requests == []
+
+
+def test_a_head_pushed_before_the_comment_runs(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    github.commits[SHA] = FakeCommit("e" * 40, committed_at="2026-06-01T11:00:00Z",
+                                     suites_created_at=["2026-06-01T11:58:00Z"])  # fmt: skip
+    assert bot(event("/bot run")).code == 0
+    assert len(jenkins.triggered()) == 1

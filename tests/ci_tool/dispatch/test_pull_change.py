@@ -23,7 +23,7 @@ from ci_tool.stages.changes import ChangeSet, FileStatus
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
-from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
+from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub, FakePull
 from tests.ci_tool.dispatch.git_pulls import commit_all, git, make_repository, serve_pull
 
 REPOSITORY = "example/ci-tool"
@@ -246,3 +246,125 @@ def test_a_long_file_list_is_read_page_by_page(served: Served, template: Path, t
     assert from_git_ == from_github_
     assert len(from_github_.files) == 70
     assert served.github.count("GET", r"/pulls/\d+/files") - before == 3  # 30 a page
+
+
+# ---------------------------------------------------------------- answers GitHub should not give: one located line
+
+WRONG_TYPES: dict[str, tuple[dict[str, object], str]] = {
+    "previous_filename a list": (
+        {"files": [{"filename": "docs/b.md", "status": "renamed", "previous_filename": ["docs/a.md"]}]},
+        "expected a string at [0].previous_filename in the answer of {api}/pulls/{n}/files, found a list",
+    ),
+    "filename a number": (
+        {"files": [{"filename": 5, "status": "modified"}]},
+        "expected a string at [0].filename in the answer of {api}/pulls/{n}/files, found 5",
+    ),
+    "a rename without its old path": (
+        {"files": [{"filename": "docs/b.md", "status": "renamed"}]},
+        "expected a path or sha (a non-empty string) at [0].previous_filename in the answer of {api}/pulls/{n}/files, "
+        "found null",
+    ),
+    "changed_files a word": (
+        {"files": ["docs/guide.md"], "changed_files": "many"},
+        "expected a whole number at changed_files in the answer of {api}/pulls/{n}, found 'many'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("fields", "message"), WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+def test_a_field_of_the_wrong_type_is_one_located_line(
+    fields: dict[str, object], message: str, served: Served
+) -> None:
+    number = next(served.numbers)
+    served.github.add_pull(REPOSITORY, FakePull(number, **fields))  # type: ignore[arg-type]
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    api = f"{served.github.api_url}/repos/{REPOSITORY}"
+    assert str(raised.value) == f"read the change of pull request #{number} of {REPOSITORY}: " + message.format(
+        api=api, n=number
+    )
+
+
+def test_a_compare_404_says_a_branch_is_gone_not_the_token(served: Served) -> None:
+    number = next(served.numbers)
+    served.github.add_pull(REPOSITORY, FakePull(number, files=["docs/guide.md"]))
+    served.github.fail("GET", "/compare/", status=404)
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read the change of pull request #{number} of {REPOSITORY}: expected GitHub to compare the base 0f1e2d3c4b5a "
+        "with the head a1b2c3d4e5f6, found HTTP 404: a branch of the pull request was deleted, or force-pushed since "
+        "the pull request was read Hint: comment again: the bot reads the pull request's head as it is then"
+    )
+
+
+def test_a_contents_404_says_the_commit_or_file_is_gone_not_the_token(served: Served) -> None:
+    number = next(served.numbers)
+    served.github.add_pull(REPOSITORY, FakePull(number, files=["test-db/waives.txt"]))  # no contents served
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read the change of pull request #{number} of {REPOSITORY}: expected GitHub to give test-db/waives.txt at "
+        "0f1e2d3c4b5a, found HTTP 404: that commit is gone (the branch force-pushed since the pull request was "
+        "read), or the path is not a file there Hint: comment again: the bot reads the pull request's head as it "
+        "is then"
+    )
+
+
+def test_any_other_404_is_no_question_of_permissions(served: Served) -> None:
+    with pytest.raises(DispatchError) as raised:
+        served.client.pull_request(REPOSITORY, 99_999)
+    assert str(raised.value) == (
+        f"read pull request #99999 of {REPOSITORY}: expected GitHub to have it, found HTTP 404 (Not Found) Hint: it "
+        "is gone: deleted, or replaced by a force-push; comment again on the pull request"
+    )
+
+
+def test_a_field_pygithub_reads_with_the_wrong_type_is_one_line_not_unexpected(served: Served) -> None:
+    sha = "c" * 40
+    served.github.commits[sha] = FakeCommit("t" * 40, committed_at=5)  # type: ignore[arg-type]
+    with pytest.raises(DispatchError) as raised:
+        served.client.commit(REPOSITORY, sha)
+    assert str(raised.value) == (
+        f"read commit cccccccccccc of {REPOSITORY}: expected a string in GitHub's answer at {served.github.api_url}, "
+        "found 5"
+    )
+
+
+# ---------------------------------------------------------------- paths git never writes: refused, never narrowed
+
+ODD_PATHS = {
+    "a dot-dot part": "docs/../src/kvengine/pool.py",
+    "a dot part": "docs/./guide.md",
+    "absolute": "/docs/guide.md",
+    "an empty part": "docs//guide.md",
+    "a NUL": "docs/guide.md\0src/pool.py",
+    "a line break": "docs/guide.md\nsrc/pool.py",
+}
+
+
+@pytest.mark.parametrize("odd", ODD_PATHS.values(), ids=ODD_PATHS.keys())
+def test_a_path_git_never_writes_is_refused_not_read_as_written(odd: str, served: Served) -> None:
+    number = next(served.numbers)
+    served.github.add_pull(REPOSITORY, FakePull(number, files=[odd]))
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read the change of pull request #{number} of {REPOSITORY}: expected a path as git writes one (no '.', '..' "
+        f"or empty part, no NUL or line break) at [0].filename in the answer of {served.github.api_url}/repos/"
+        f"{REPOSITORY}/pulls/{number}/files, found {odd!r}"
+    )
+
+
+def test_a_rule_input_that_is_not_utf8_is_refused_as_ci_refuses_it(served: Served) -> None:
+    number = next(served.numbers)
+    pull = served.github.add_pull(REPOSITORY, FakePull(number, files=["test-db/waives.txt"]))
+    for sha in (pull.base_sha, pull.head_sha):
+        served.github.contents[(REPOSITORY, sha, "test-db/waives.txt")] = b"tests/unit SKIP (caf\xe9)\n"
+    with pytest.raises(DispatchError) as raised:
+        from_github(served.client, REPOSITORY, number, test_db_dir="test-db")
+    assert str(raised.value) == (
+        f"read test-db/waives.txt at 0f1e2d3c4b5a of {REPOSITORY}: expected UTF-8 text, found byte 0xe9 at offset 20 "
+        "Hint: CI's "
+        "test-db reader refuses it too: save the file as UTF-8"
+    )

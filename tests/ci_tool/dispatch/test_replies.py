@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ci_tool.bot import status
@@ -9,6 +11,8 @@ from ci_tool.bot.reply import COMMENT_LIMIT, shorten
 from ci_tool.dispatch.model import Build, Status, StatusState
 from ci_tool.outcomes import BuildResult, TestOutcome
 from ci_tool.stages.request import SelectionRequest
+from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
+from tests.ci_tool.dispatch.fake_github import FakeGitHub
 
 BUILD = Build("L0_MergeRequest", 7, "http://jenkins/job/L0_MergeRequest/7/", False, BuildResult.SUCCESS)
 TOTALS = {TestOutcome.PASSED: 12, TestOutcome.FAILED: 1, TestOutcome.SKIPPED: 3}
@@ -68,3 +72,18 @@ def test_a_long_reply_is_shortened_with_a_summary_and_its_fence_closed() -> None
         f"{len(body.splitlines()) - (len(last) - 3):,} of its {len(body.splitlines()):,} lines are left out. "
         "The whole report is in the build's logs: http://jenkins/job/L0_MergeRequest/7/console"
     )
+
+
+def test_a_reply_naming_one_stage_thousands_of_times_is_cut_to_fit_keeping_its_plan_and_marker(
+    bot: Bot, event: MakeEvent, github: FakeGitHub, tmp_path: Path
+) -> None:
+    names = ", ".join(["A10-PyTorch-1"] * 4500)
+    reply_file = tmp_path / "reply.md"
+    bot(event(f'/bot run --stage-list "{names}"'), "--reply-file", str(reply_file))
+    bodies = [*github.bodies(), reply_file.read_text()]
+    assert max(len(body) for body in bodies) <= COMMENT_LIMIT
+    first = github.bodies()[0]
+    assert "| `--stage-list` | `A10-PyTorch-1`, `A10-PyTorch-1`," in first
+    assert "| `A10-PyTorch-1` | `a10` | 1/2 |" in first  # the plan, after the cut flag row
+    assert "<!-- ci-tool: the reply to comment 987654321 -->" in first  # handling the comment again finds it
+    assert "characters, more than the 65,536 GitHub takes; 1 line over 4,000 characters cut short." in first
