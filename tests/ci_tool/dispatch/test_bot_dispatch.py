@@ -275,7 +275,7 @@ def test_changed_paths_and_labels_come_from_the_pull_request(
     )
     (blocked,) = jenkins.triggered()
     assert blocked.parameters["LABELS"] == "[]"
-    row = ("| `DGX_H100-4_GPUs-PyTorch-1` | `dgx-h100-x4` | 1/1 | 4 | 12.7 min | **blocked** until `ci: full pre-merge "
+    row = ("| `DGX_H100-4_GPUs-PyTorch-1` | `dgx-h100-x4` | 1/1 | 4 | 12.5 min | **blocked** until `ci: full pre-merge "
            "approved`; step 2: `src/distributed/comm.py changed (multi-GPU path 'src/distributed/')` |")  # fmt: skip
     assert row in github.bodies()[0]
     assert "Needs the label `ci: full pre-merge approved`, for `multi-GPU stages DGX_H100-4_GPUs-PyTorch-1`." in (
