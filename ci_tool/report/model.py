@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfResult, run_perf_results
+from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 
@@ -47,6 +48,8 @@ class CiReport:
     uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
     perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
     known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
+    # A reused stage's name -> its record in the run it passed in (its counts and time, where it ran)
+    reused_from: Mapping[str, StageRecord] = dataclasses.field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -63,7 +66,15 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
     perf = run_perf_results(store, run_id)
     known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
-    return build_report(run, stages, tests, perf=perf, known=known)
+    found = build_report(run, stages, tests, perf=perf, known=known)
+    return dataclasses.replace(found, reused_from=_reused_records(store, stages))
+
+
+def _reused_records(store: HistoryStore, stages: Sequence[StageRecord]) -> dict[str, StageRecord]:
+    """Each reused stage's record in the run it passed in (one whose run is gone since is left out)."""
+    origins = {stage.name: origin for stage in stages if isinstance(origin := stage.details.get(REUSED_FROM), str)}
+    ran = {run_id: {s.name: s for s in queries.run_stages(store, run_id)} for run_id in set(origins.values())}
+    return {name: ran[origin][name] for name, origin in origins.items() if name in ran[origin]}
 
 
 def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
