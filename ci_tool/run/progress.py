@@ -26,6 +26,7 @@ from ci_tool.run.process import TICK_EVENT
 
 BAR_WIDTH = 20
 REDRAW_SECONDS = 0.1
+TICK_REDRAW_SECONDS = 1.0  # with no event, the bar redraws once a second: its elapsed time moves on
 LOG_EVERY_SECONDS = 60.0
 PROGRESS_ENV = "CI_TOOL_PROGRESS"
 # Set where the output is a CI log (GitHub Actions sets CI and GITHUB_ACTIONS; Jenkins JENKINS_URL, BUILD_ID).
@@ -98,7 +99,8 @@ class Progress:
         elif kind != TICK_EVENT:
             return
         if self.tty:
-            self._draw()
+            if kind != TICK_EVENT or self.clock() - self.drawn_at >= TICK_REDRAW_SECONDS:  # the clock moves on
+                self._draw()
         elif self.clock() - self.logged_at >= LOG_EVERY_SECONDS:
             self._log_progress()
 

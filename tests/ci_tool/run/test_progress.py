@@ -143,3 +143,14 @@ def test_a_stage_log_under_github_actions_holds_no_terminal_escapes() -> None:
         progress.event(event)
     progress.note("CPU-Generic-1: a note")
     assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
+
+
+def test_with_no_event_the_bar_redraws_once_a_second() -> None:
+    stream, progress, clock = _long_stage(tty=True)
+    before = stream.getvalue()
+    clock.now += 0.5
+    progress.event(TICK)
+    unchanged = stream.getvalue()
+    clock.now += 0.6
+    progress.event(TICK)
+    assert (unchanged, stream.getvalue()[len(before) :].endswith("0:11  a.py::t2")) == (before, True)
