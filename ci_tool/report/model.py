@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfResult, run_perf_results
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse import reused_stage_records
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 
@@ -66,15 +66,7 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
     perf = run_perf_results(store, run_id)
     known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
-    found = build_report(run, stages, tests, perf=perf, known=known)
-    return dataclasses.replace(found, reused_from=_reused_records(store, stages))
-
-
-def _reused_records(store: HistoryStore, stages: Sequence[StageRecord]) -> dict[str, StageRecord]:
-    """Each reused stage's record in the run it passed in (one whose run is gone since is left out)."""
-    origins = {stage.name: origin for stage in stages if isinstance(origin := stage.details.get(REUSED_FROM), str)}
-    ran = {run_id: {s.name: s for s in queries.run_stages(store, run_id)} for run_id in set(origins.values())}
-    return {name: ran[origin][name] for name, origin in origins.items() if name in ran[origin]}
+    return build_report(run, stages, tests, perf=perf, known=known, reused_from=reused_stage_records(store, stages))
 
 
 def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
@@ -89,8 +81,10 @@ def build_report(
     *,
     perf: Sequence[PerfResult] = (),
     known: KnownFlaky | None = None,
+    reused_from: Mapping[str, StageRecord] | None = None,
 ) -> CiReport:
-    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type)."""
+    """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type); `reused_from`:
+    each reused stage's record in the run it passed in."""
     groups: dict[str, list[FailedTest]] = defaultdict(list)
     flaky: list[FailedTest] = []
     waives: dict[str, list[str]] = defaultdict(list)
@@ -120,6 +114,7 @@ def build_report(
         uncollected,
         tuple(perf),
         tuple(flaky),
+        dict(reused_from or {}),
     )
 
 

@@ -212,7 +212,8 @@ def run_session(
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
         known = store.known_flaky(before=run.started_at, test_ids=failed_test_ids(tests))
-        built = build_report(run, stage_records, tests, perf=store.perf_results(), known=known)
+        reused = store.reused_records(stage_records)
+        built = build_report(run, stage_records, tests, perf=store.perf_results(), known=known, reused_from=reused)
         markdown = render_markdown(built)
     kept = results_folder.write_results(
         run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"
