@@ -2,11 +2,12 @@
 
     code_version(root)        the commit and, when the work tree differs from it, a hash of the
                               uncommitted change (tracked files' diff against HEAD, and the untracked
-                              files git does not ignore, by path and content, but for what the generated
-                              pipelines write: layout.CI_SCRATCH); None outside a checkout
+                              files git does not ignore, by path and content, but for what ci-tool and the
+                              generated pipelines write: output_files.py); None outside a checkout
     commit_of(root, rev)      the commit id a revision names (None outside a checkout)
     merge_base(root, ref)     the commit a pull request's change is measured from (`git merge-base`)
-    changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked)
+    changed_since(root, rev)  the paths the work tree changes since `rev` (committed, uncommitted, untracked
+                              but for ci-tool's output)
     name_status(root, rev, head)  what `head` (None: the work tree) changes since `rev`, path by path:
                               A, M, D or R (a rename, with its old path), as GitHub's pulls/N/files says
     file_at(root, rev, path)  a file's text at a revision (None where the revision has no such file)
@@ -31,8 +32,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_tool import output_files
 from ci_tool.errors import GitError
-from ci_tool.layout import CI_SCRATCH
 from ci_tool.text_file import read_bytes
 
 _GIT = ("git", "-c", "core.quotepath=off", "-c", "diff.noprefix=false")
@@ -94,23 +95,21 @@ def code_version(root: Path) -> CodeVersion | None:
     digest = hashlib.sha256()
     diff = _git(root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "HEAD", "--", ".").stdout
     digest.update(diff)
-    scratch = [f":(exclude){path}" for path in CI_SCRATCH]  # what CI writes beside the code
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".", *scratch).stdout
-    names = sorted(name for name in untracked.split(b"\0") if name)
+    names = _untracked_code(root)
     for name in names:
-        digest.update(b"\0untracked\0" + name + b"\0")
-        digest.update(_content_hash(root / os.fsdecode(name)))
+        digest.update(b"\0untracked\0" + os.fsencode(name) + b"\0")
+        digest.update(output_files.content_hash(root / name))  # b"": gone since, or unreadable: its name alone
     changed = bool(diff) or bool(names)
     return CodeVersion(head.stdout.decode().strip(), digest.hexdigest() if changed else "")
 
 
-def _content_hash(path: Path) -> bytes:
-    try:
-        if path.is_symlink():
-            return hashlib.sha256(os.readlink(path).encode()).digest()
-        return hashlib.sha256(path.read_bytes()).digest()
-    except OSError:  # gone since git listed it, or unreadable: count it as its name alone
-        return b""
+def _untracked_code(root: Path) -> list[str]:
+    """The untracked files below `root` that git does not ignore and that are not ci-tool's output
+    (output_files.py), relative to `root`, sorted."""
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", ".").stdout
+    manifest = output_files.recorded(root)
+    names = (os.fsdecode(name) for name in untracked.split(b"\0") if name)
+    return sorted(name for name in names if not output_files.is_output(root, name, manifest))
 
 
 def commit_of(root: Path, rev: str = "HEAD") -> str | None:
@@ -133,10 +132,9 @@ def changed_since(root: Path, rev: str) -> tuple[str, ...]:
     """Repository-relative paths the work tree changes since `rev`: changed, added and deleted tracked
     files, and untracked files git does not ignore; sorted."""
     tracked = _git(root, "diff", "--name-only", "--no-renames", "-z", rev, "--", ".").stdout
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ".").stdout
     top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()  # `root` below the top: relative
-    names = {os.fsdecode(name) for name in (*tracked.split(b"\0"), *untracked.split(b"\0")) if name}
-    return tuple(sorted(name.removeprefix(top) for name in names))
+    names = {os.fsdecode(name).removeprefix(top) for name in tracked.split(b"\0") if name}
+    return tuple(sorted(names.union(_untracked_code(root))))
 
 
 @dataclass(frozen=True)
@@ -149,8 +147,8 @@ class NameStatus:
 
 
 def name_status(root: Path, rev: str, head: str | None = None) -> tuple[NameStatus, ...]:
-    """What `head` (None: the work tree, untracked files git does not ignore added) changes since `rev`,
-    renames found as `git diff -M` finds them; repository-relative paths, sorted."""
+    """What `head` (None: the work tree, untracked files git does not ignore added, but for ci-tool's output)
+    changes since `rev`, renames found as `git diff -M` finds them; repository-relative paths, sorted."""
     listed = _git(root, "diff", "--name-status", "-M", "-z", rev, *([head] if head else []), "--", ".").stdout
     fields = [os.fsdecode(field) for field in listed.split(b"\0")]
     found: list[NameStatus] = []
@@ -164,13 +162,12 @@ def name_status(root: Path, rev: str, head: str | None = None) -> tuple[NameStat
         else:
             found.append(NameStatus(letter if letter in "ADM" else "M", fields[index + 1]))
             index += 2
-    if head is None:
-        untracked = _git(root, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ".").stdout
-        found += [NameStatus("A", os.fsdecode(name)) for name in untracked.split(b"\0") if name]
     top = _git(root, "rev-parse", "--show-prefix").stdout.decode().strip()
     if top:  # `root` below the top: git diff names paths from the top, relative to `root` they read
         found = [NameStatus(f.letter, f.path.removeprefix(top), f.previous and f.previous.removeprefix(top))
                  for f in found]  # fmt: skip
+    if head is None:  # the work tree: its untracked files are added, but for ci-tool's output
+        found += [NameStatus("A", name) for name in _untracked_code(root)]
     return tuple(sorted(found, key=lambda f: f.path))
 
 

@@ -8,6 +8,7 @@
     docs/bot.md                      the `/bot` reference (generated)
     .ci-tool/runs/<run id>/<stage>/  each local run's results
     .ci-tool/history.sqlite          the local history (and the bot's dispatch ledger)
+    .ci-tool/outputs.sha256          the files ci-tool wrote as output, never code (output_files.py)
     .ci-tool/crash/                  tracebacks of unexpected errors, the newest CRASH_LOGS_KEPT
 
 Paths are relative to the repository root, where ci-tool runs.
@@ -28,6 +29,7 @@ STATE_DIR = Path(".ci-tool")
 RESULTS_ROOT = STATE_DIR / "runs"
 HISTORY_PATH = STATE_DIR / "history.sqlite"
 CRASH_DIR = STATE_DIR / "crash"
+OUTPUTS_MANIFEST = STATE_DIR / "outputs.sha256"
 CRASH_LOGS_KEPT = 10
 
 # What the wheel is built from (pyproject.toml's package finder reads ci_tool/ and src/).

@@ -77,6 +77,15 @@ class RunState(enum.StrEnum):
     def exit_code(self) -> int:
         return {RunState.FAILED: 1, RunState.INTERRUPTED: 130}.get(self, 0)
 
+    def words(self, waiting: int | None = None) -> str:
+        """A run's state for people, the same in `ci-tool history`, the report, the site and the closing line:
+        a pending run passed here, with `waiting` stages left for CI's runners (None: a count not known)."""
+        if self is not RunState.PENDING:
+            return self.value
+        if waiting is None:
+            return "passed here, stages waiting for a runner"
+        return f"passed here, {waiting} stage{'s' if waiting != 1 else ''} waiting for a runner"
+
 
 class BuildResult(enum.StrEnum):
     """A finished Jenkins build, in Jenkins's words."""

@@ -33,7 +33,8 @@ def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Pat
             return 1
         click.echo(f"{len(files)} generated files are up to date")
         return 0
-    for item in stale_files(files, committed):
+    stale = stale_files(files, committed)
+    for item in stale:
         try:
             Path(item.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -45,8 +46,17 @@ def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Pat
         removed, added = item.changed_lines  # a hand edit of the file is among the removed lines
         click.echo(f"wrote {item.path}, replacing {removed} of its lines with {added} (diff: - was there, + is new)")
         click.echo(item.diff, nl=False)
-    click.echo(f"{len(TARGETS)} generated files are up to date")
+    click.echo(written_summary(written=len(stale), total=len(files)))
     return 0
+
+
+def written_summary(*, written: int, total: int) -> str:
+    """The closing line of a generate: how many files it wrote, how many were up to date already."""
+    if not written:
+        return f"{total} generated files are up to date"
+    kept = total - written
+    wrote = f"wrote {written} of {total} generated files"
+    return wrote + (f"; the other {kept} {'was' if kept == 1 else 'were'} up to date" if kept else "")
 
 
 def _read(path: Path) -> str | None:

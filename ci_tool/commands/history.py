@@ -14,11 +14,13 @@ import click
 
 from ci_tool.commands import bounds
 from ci_tool.errors import HistoryError
-from ci_tool.history import queries
+from ci_tool.history import overview, queries
 from ci_tool.history.locator import History, PostgresUrl, locate
+from ci_tool.history.overview import RunSummary
 from ci_tool.history.queries import FlakyTest, SlowTest
-from ci_tool.history.store import HistoryStore, RunRecord, history_path
+from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.history.unrecorded import UNRECORDED, load_unrecorded
+from ci_tool.outcomes import StageState
 
 
 class HistoryType(click.ParamType):
@@ -55,13 +57,17 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
     path = history_path(history_file)
     _sweep(path)
     with HistoryStore(path, read_only=True) as store:
-        runs = queries.recent_runs(store, limit=limit)
+        runs = overview.run_summaries(store, limit=limit)
         slowest = queries.slowest_tests(store, limit=limit, window_runs=window)
         flaky = queries.flaky_tests(store, window_runs=window)[:limit]
     if as_json:
         payload = {
             "runs": [
-                {k: getattr(r, k) for k in ("run_id", "state", "command", "started_at", "finished_at")} for r in runs
+                {
+                    **{k: getattr(r.run, k) for k in ("run_id", "state", "command", "started_at", "finished_at")},
+                    "state_words": r.run.state.words(r.waiting),
+                }
+                for r in runs
             ],
             "slowest": [dataclasses.asdict(s) for s in slowest],
             "flaky": [dataclasses.asdict(f) for f in flaky],
@@ -73,13 +79,14 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
 
 
 def _text(
-    runs: Sequence[RunRecord], slowest: Sequence[SlowTest], flaky: Sequence[FlakyTest], *, window: int
+    runs: Sequence[RunSummary], slowest: Sequence[SlowTest], flaky: Sequence[FlakyTest], *, window: int
 ) -> str:
     """The recent runs, the slowest tests and the flaky tests, for people."""
     lines = ["Recent runs (newest first):"]
-    for run in runs:
+    for summary in runs:
+        run = summary.run
         took = f"{run.finished_at - run.started_at:8.1f} s" if run.finished_at is not None else "   running"
-        lines.append(f"  {run.run_id}  {run.state:<11} {took}  {run.command}")
+        lines.append(f"  {run.run_id}  {run.state.words(summary.waiting):<11} {took}  {run.command}")
     lines.append(f"Slowest tests (median of the latest results, last {window} runs):")
     lines += [f"  {slow.median_seconds:8.2f} s  {slow.test_id}" for slow in slowest]
     lines.append(f"Flaky tests (last {window} runs):")
@@ -136,5 +143,8 @@ def import_command(ctx: click.Context, run_dir: Path, history_file: Path | None,
             "history answers",
         ) from None
     tests = sum(len(found) for _, found, _ in stages)
-    click.echo(f"recorded run {run.run_id} ({run.state}, {len(stages)} stages, {tests} tests) in {path}")
+    waiting = sum(1 for stage, _, _ in stages if stage.state is StageState.WAITING)
+    click.echo(
+        f"recorded run {run.run_id} ({run.state.words(waiting)}, {len(stages)} stages, {tests} tests) in {path}"
+    )
     return 0

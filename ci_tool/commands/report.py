@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool import output_files
 from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands.history import history_option
 from ci_tool.errors import HistoryError, Where
@@ -97,6 +98,7 @@ def html_page(
 def _write(output: Path, text: str) -> None:
     make_folder(output.parent, what="the report's folder")
     write_text_atomically(output, text, what="the report")
+    output_files.record([output])  # output, never a change to the code
 
 
 def resolve_run_id(store: HistoryStore, run_id: str) -> str:

@@ -18,12 +18,10 @@ import click
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
-from ci_tool.commands.run_options import finish, reorder_option, run_options
+from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
-from ci_tool.report.words import run_state_words
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
-from ci_tool.run.progress import Progress
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
@@ -142,11 +140,11 @@ def _run(text: str, main: MainRun, setup: LocalSetup, options: RunOptions) -> in
         main.stages(setup),
         config=setup.config,
         fail_fast=main.selection.fail_fast,
-        progress=Progress(sys.stdout),
+        progress=progress_of(options, sys.stdout),
         identity=main.identity,
     )
     click.echo("")
     click.echo(result.report_markdown, nl=False)
-    state = run_state_words(result.state, result.pipeline.waiting)
+    state = result.state.words(result.pipeline.waiting)
     click.echo(f"\nrun {result.run_id}: {state}; results in {result.results_dir}")
     return finish(result, options)

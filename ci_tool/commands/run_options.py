@@ -5,18 +5,21 @@ run."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
+from ci_tool import output_files
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, with_decorators
 from ci_tool.commands.history import history_option
 from ci_tool.commands.report import write_html_report
 from ci_tool.history.store import history_path
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS
+from ci_tool.run.progress import LOG_ENVIRONMENT, PROGRESS_ENV, Progress, ProgressStyle
 from ci_tool.run.session import SessionResult
 from ci_tool.run.setup import RunOptions
 from ci_tool.stages.executors import Executor
@@ -27,7 +30,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 _OPTION_KEYS = (
     "catalog_path", "test_db", "durations_path", "history_file", "waives_path", "system_info", "results_dir",
-    "test_timeout_seconds", "slurm_partition", "html_report", "record_touches",
+    "test_timeout_seconds", "slurm_partition", "html_report", "record_touches", "progress",
 )  # fmt: skip
 
 
@@ -86,7 +89,23 @@ _RUN_OPTIONS = (
         help="Record which test ran which file into the history (coverage.py; slower): change-based "
         "selection then runs only the tests that ran a changed source file.",
     ),
+    click.option(
+        "--progress",
+        type=click.Choice([style.value for style in ProgressStyle]),
+        default=ProgressStyle.AUTO.value,
+        show_default=True,
+        envvar=PROGRESS_ENV,
+        callback=lambda _context, _parameter, value: ProgressStyle(value),
+        help="A redrawn bar, or plain lines with a progress line a minute; auto: the bar on a terminal, "
+        f"lines where CI runs ({', '.join(LOG_ENVIRONMENT)} set), with TERM=dumb or into a file "
+        f"[env: {PROGRESS_ENV}].",
+    ),
 )
+
+
+def progress_of(options: RunOptions, stream: TextIO) -> Progress:
+    """The run's progress on `stream`, in the style --progress and the environment say."""
+    return Progress.for_stream(stream, options.progress, environ=os.environ)
 
 
 reorder_option = click.option(
@@ -116,7 +135,11 @@ def run_options(command: F) -> F:
 def finish(result: SessionResult, options: RunOptions) -> int:
     """The closing line, one warning line when the history could not take the run (where its records wait),
     the HTML report when asked for, and the exit code of the run's state: its tests' verdict, whatever the
-    history did."""
+    history did. What the run wrote is output, never code (ci_tool/output_files.py)."""
+    folders = {result.results_dir, *(stage.files_dir for stage in result.results)}
+    for folder in sorted(folders):
+        if not any(other in folder.parents for other in folders):  # a stage's folder inside the run's
+            output_files.record_tree(folder)
     click.echo(result.closing_line)
     if result.unrecorded is not None:
         click.echo(f"warning: {result.unrecorded}", err=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool import output_files
 from ci_tool import report as report_package
 from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands import bounds
@@ -57,6 +58,8 @@ def site(output: Path, history_file: Path | None, limit: int, window: int) -> in
         with contextlib.suppress(FileNotFoundError):
             (output / page).unlink()
     write_text_atomically(output / layout.MANIFEST, _json(plan.manifest), what="the site's manifest")
+    site_files = [layout.MANIFEST, *pages, *hrefs.values()]
+    output_files.record(output / name for name in site_files)  # output, never a change to the code
     click.echo(
         f"site: {len(plan.render)} run pages written, {plan.kept} unchanged, {len(plan.remove)} removed, "
         f"{changed} of {len(pages)} summary pages changed; open {output / layout.PAGES['index']}"

@@ -53,15 +53,24 @@ stage.add_command(importlib.import_module("ci_tool.commands.stage_run").run_comm
 @click.argument("names", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: one object for one name, else an array.")
 def parse_command(names: tuple[str, ...], as_json: bool) -> int:
-    """Print what each stage name means: GPU, counts, backend, tags, post-merge, shard and mode."""
-    parsed = [parse_stage_name(name) for name in names]
-    if as_json:
-        payload = parsed[0].to_json() if len(parsed) == 1 else [p.to_json() for p in parsed]
+    """Print what each stage name means: GPU, counts, backend, tags, post-merge, shard and mode. Every name
+    is parsed: the good ones are printed, each bad one is an error line, and any bad one exits 1."""
+    parsed: list[StageName] = []
+    errors: list[StageError] = []
+    for name in names:
+        try:
+            parsed.append(parse_stage_name(name))
+        except StageError as error:
+            errors.append(error)
+    if as_json and parsed:
+        payload = parsed[0].to_json() if len(names) == 1 else [p.to_json() for p in parsed]
         click.echo(json.dumps(payload, indent=2))
-    else:
+    elif not as_json:
         for stage_name in parsed:
             click.echo(describe(stage_name))
-    return 0
+    for problem in errors:
+        click.echo(f"error: {problem}", err=True)
+    return 1 if errors else 0
 
 
 def describe(stage_name: StageName) -> str:

@@ -32,11 +32,10 @@ import click
 from ci_tool import gitinfo
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
-from ci_tool.commands.run_options import finish, reorder_option, run_options
+from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.run.changes import change_set
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.progress import Progress
 from ci_tool.run.reuse import plan_stage_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
@@ -118,7 +117,7 @@ def _run(stage: PlannedStage, setup: LocalSetup, options: RunOptions, *, disable
         [stage],
         config=setup.config,
         fail_fast=True,
-        progress=Progress(sys.stdout),
+        progress=progress_of(options, sys.stdout),
         identity=RunIdentity(
             code, f"stage {stage.name.name}", reused_stages={stage.name.name: passed_in} if passed_in else {}
         ),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ci_tool import output_files
 from ci_tool.atomic import refuse_existing, write_text_new
 from ci_tool.errors import TestDbError
 from ci_tool.testdb.waives import Waive, parse_waives
@@ -49,6 +50,7 @@ def write_diff(diff: str, output: Path | None, *, what: str) -> None:
         click.echo(diff, nl=False)
         return
     write_text_new(output, diff, what=what, hint=OUTPUT_HINT)
+    output_files.record([output])  # a proposal to review, never a change to the code
     click.echo(f"wrote {what} to {output}", err=True)
 
 

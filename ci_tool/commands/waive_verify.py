@@ -10,10 +10,9 @@ from pathlib import Path
 import click
 
 from ci_tool.commands import bounds
-from ci_tool.commands.run_options import run_options
+from ci_tool.commands.run_options import progress_of, run_options
 from ci_tool.commands.waive_diff import check_output, output_option, read_waives_text, shown_path, write_diff
 from ci_tool.errors import CiToolError
-from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage
 from ci_tool.run.setup import RunOptions, local_setup
 from ci_tool.run.stage_runner import StageResult
@@ -47,7 +46,7 @@ def verify_command(
         waives_of(test_id, waives)  # an id no waive names: an error before anything runs
     family, plan = choose_family(setup, test_ids, waives, family_name)
     lifting = lifted_waives(test_ids, waives, family)
-    progress = Progress(sys.stderr)
+    progress = progress_of(options, sys.stderr)
     stage = PlannedStage(family.name, lambda: plan, family.platform, family.timeout_minutes)
 
     def on_run(run_id: str, number: int, result: StageResult | None) -> None:

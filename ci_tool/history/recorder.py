@@ -25,6 +25,7 @@ from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult, post_merge_snapshot, record_perf_results
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
+from ci_tool.history.reuse import reused_stage_records
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
 from ci_tool.history.touches import TouchRow, WholeStage, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
@@ -148,6 +149,17 @@ class RunRecorder:
         except HistoryError as error:
             self.warn(f"{error}; the perf cases gate without the history's post-merge results")
             return None
+
+    def reused_records(self, stages: Sequence[StageRecord]) -> dict[str, StageRecord]:
+        """Each reused stage's record in the run it passed in (none without a history: the report still
+        comes, without the counts of what it reused)."""
+        if self.store is None:
+            return {}
+        try:
+            return reused_stage_records(self.store, stages)
+        except HistoryError as error:
+            self.warn(f"{error}; the report does not count what the run reused")
+            return {}
 
     def known_flaky(self, *, before: float, test_ids: Collection[str]) -> KnownFlaky:
         """Which of `test_ids` were known flaky before the run started (none without a history: the report

@@ -92,6 +92,14 @@ class ReuseSource:
         return sum(len(tests.passed) for tests in self.passed_tests.values())
 
 
+def reused_stage_records(store: HistoryStore, stages: Sequence[StageRecord]) -> dict[str, StageRecord]:
+    """Each reused stage of `stages` -> its record in the run it passed in: the counts and time a report
+    shows for it (a stage whose run is gone since is left out)."""
+    origins = {stage.name: origin for stage in stages if isinstance(origin := stage.details.get(REUSED_FROM), str)}
+    ran = {run_id: {s.name: s for s in queries.run_stages(store, run_id)} for run_id in set(origins.values())}
+    return {name: ran[origin][name] for name, origin in origins.items() if name in ran[origin]}
+
+
 def same_code(run: RunRecord, *, commit: str, diff_hash: str) -> bool:
     return bool(run.code_commit) and (run.code_commit, run.code_diff) == (commit, diff_hash)
 

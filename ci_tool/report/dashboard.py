@@ -17,7 +17,7 @@ from ci_tool.outcomes import RunState
 from ci_tool.perf.shifts import series_shifts
 from ci_tool.report.html import PERF_HEADERS, perf_cells
 from ci_tool.report.page import attribute, page, sparkline, state, table, text
-from ci_tool.report.words import run_state_words, seconds_text
+from ci_tool.report.words import seconds_text
 
 Nav = Sequence[tuple[str, str]]  # (label, href) from the page being rendered
 
@@ -63,7 +63,7 @@ def index_page(runs: Sequence[RunSummary], run_hrefs: Mapping[str, str], *, nav:
         rows.append(
             [
                 f'<a href="{attribute(run_hrefs[run.run_id])}"><code>{text(run.run_id)}</code></a>',
-                state(run.state.value, run_state_words(run.state, summary.waiting)),
+                state(run.state.value, run.state.words(summary.waiting)),
                 text(utc_text(run.started_at)),
                 text(took),
                 *(text(value) for value in (summary.stages, summary.passed, summary.failed, summary.skipped)),
@@ -79,7 +79,7 @@ def index_page(runs: Sequence[RunSummary], run_hrefs: Mapping[str, str], *, nav:
         row_id="runs",
         row_data=[{"state": summary.run.state.value} for summary in runs],  # the filter matches results exactly
     )
-    options = "".join(f'<option value="{attribute(s.value)}">{text(s.value)}</option>' for s in RunState)
+    options = "".join(f'<option value="{attribute(s.value)}">{text(s.words())}</option>' for s in RunState)
     body = [
         "<h1>ci-tool runs</h1>",
         '<form id="run-filter" role="search" hidden>'

@@ -36,10 +36,11 @@ from ci_tool.report.words import (
     counted,
     failures_title,
     known_flaky_words,
-    run_state_words,
     seconds_text,
+    totals_words,
 )
 from ci_tool.stages.names import parse_stage_name
+from ci_tool.testdb.waive_terms import link_pieces
 
 StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
 RunHref = Callable[[str], str | None]  # another run's page as a URL from this one, if it has one
@@ -60,7 +61,7 @@ def render_html(
     """The report page. `stage_href` gives each stage's folder relative to where the page is written;
     `run_href` links the runs reused stages passed in; `perf_trends` draws each perf metric's trend."""
     run = report.run
-    words = run_state_words(run.state, report.waiting)
+    words = run.state.words(report.waiting)
     stages = {stage.name: stage for stage in report.stages}
     body = [
         f"<h1>ci-tool run <code>{text(run.run_id)}</code>: {state(run.state.value, words)}</h1>",
@@ -79,12 +80,11 @@ def render_html(
 
 
 def _summary(report: CiReport) -> str:
-    run, totals = report.run, report.totals
+    run = report.run
     started = datetime.datetime.fromtimestamp(run.started_at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    took = f" · {seconds_text(run.finished_at - run.started_at)}" if run.finished_at is not None else ""
-    counts = ", ".join(f"{count} {outcome}" for outcome, count in totals.items())
+    counts = totals_words(report)
     return (
-        f"<p><code>{text(run.command)}</code> · {counted(len(report.stages), 'stage')} · {text(counts)}{took}</p>"
+        f"<p><code>{text(run.command)}</code> · {counted(len(report.stages), 'stage')} · {text(counts)}</p>"
         f'<p class="muted">started {text(started)}' + (f" on {text(run.host)}" if run.host else "") + "</p>"
     )
 
@@ -190,10 +190,18 @@ def _waives(report: CiReport) -> list[str]:
         return []
     total = sum(len(ids) for _, ids in report.waives)
     items = "".join(
-        f"<li>{text(reason)}: " + ", ".join(f"<code>{text(test_id)}</code>" for test_id in ids) + "</li>"
+        f"<li>{_linked(reason)}: " + ", ".join(f"<code>{text(test_id)}</code>" for test_id in ids) + "</li>"
         for reason, ids in report.waives
     )
     return [f'<h2 id="waives">Waives applied: {counted(total, "test")}</h2>', f"<ul>{items}</ul>"]
+
+
+def _linked(reason: str) -> str:
+    """A waive's reason, its issue links (http and https only) as links and everything escaped."""
+    return "".join(
+        f'<a href="{attribute(piece)}">{text(piece)}</a>' if is_link else text(piece)
+        for piece, is_link in link_pieces(reason)
+    )
 
 
 def _perf(results: Sequence[PerfResult], trends: PerfTrends, quiet_needed: Mapping[str, int]) -> list[str]:

@@ -21,29 +21,26 @@ from ci_tool.history.store import StageRecord
 from ci_tool.markdown import code, code_block, code_cell
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.perf.report_lines import perf_section
-from ci_tool.report.model import CiReport, FailedTest, run_seconds
+from ci_tool.report.model import CiReport, FailedTest
 from ci_tool.report.words import (
     KNOWN_FLAKY_NOTE,
     KNOWN_FLAKY_TITLE,
     counted,
     failures_title,
     known_flaky_words,
-    run_state_words,
     seconds_text,
+    totals_words,
 )
 from ci_tool.stages.modes import RAN_ALONE
 from ci_tool.stages.names import parse_stage_name
 
 
 def render_markdown(report: CiReport) -> str:
-    run, totals = report.run, report.totals
-    took = run_seconds(run)
+    run = report.run
     lines = [
-        f"## ci-tool run {code(run.run_id)}: **{run_state_words(run.state, report.waiting)}**",
+        f"## ci-tool run {code(run.run_id)}: **{run.state.words(report.waiting)}**",
         "",
-        f"{code(run.command)} · {counted(len(report.stages), 'stage')} · {totals['passed']} passed, "
-        f"{totals['failed']} failed, {totals['skipped']} skipped"
-        + (f" · {seconds_text(took)}" if took is not None else ""),
+        f"{code(run.command)} · {counted(len(report.stages), 'stage')} · {totals_words(report)}",
         "",
     ]
     return "\n".join(lines + report_sections(report)) + "\n"

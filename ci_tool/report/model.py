@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfResult, run_perf_results
+from ci_tool.history.reuse import reused_stage_records
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 from ci_tool.perf.learning import quiet_needed_by_gpu, unbaselined_gpus
@@ -50,6 +51,8 @@ class CiReport:
     known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
     # per GPU type of `perf` without baselines: the quiet runs it still needs for one (perf/learning.py)
     quiet_needed: tuple[tuple[str, int], ...] = ()
+    # A reused stage's name -> its record in the run it passed in (its counts and time, where it ran)
+    reused_from: Mapping[str, StageRecord] = dataclasses.field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -67,7 +70,8 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     perf = run_perf_results(store, run_id)
     known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
     needed = quiet_needed_by_gpu(store, unbaselined_gpus(perf))
-    return build_report(run, stages, tests, perf=perf, known=known, quiet_needed=needed)
+    reused = reused_stage_records(store, stages)
+    return build_report(run, stages, tests, perf=perf, known=known, quiet_needed=needed, reused_from=reused)
 
 
 def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
@@ -83,9 +87,11 @@ def build_report(
     perf: Sequence[PerfResult] = (),
     known: KnownFlaky | None = None,
     quiet_needed: Mapping[str, int] | None = None,
+    reused_from: Mapping[str, StageRecord] | None = None,
 ) -> CiReport:
     """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type); `quiet_needed`:
-    the quiet runs each GPU type without baselines still needs."""
+    the quiet runs each GPU type without baselines still needs; `reused_from`: each reused stage's record in
+    the run it passed in."""
     groups: dict[str, list[FailedTest]] = defaultdict(list)
     flaky: list[FailedTest] = []
     waives: dict[str, list[str]] = defaultdict(list)
@@ -116,6 +122,7 @@ def build_report(
         tuple(perf),
         tuple(flaky),
         tuple((quiet_needed or {}).items()),
+        dict(reused_from or {}),
     )
 
 

@@ -17,6 +17,7 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; } h3 { font-
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
 th, td { border-bottom: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left; vertical-align: top; }
 th { font-weight: 600; } td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
+td code, td a { overflow-wrap: anywhere; } /* a long test id wraps: the other columns stay on the screen */
 caption { text-align: left; color: var(--muted); padding-bottom: .3rem; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; }
 pre { background: rgba(127, 127, 127, .12); padding: .6rem; overflow-x: auto; white-space: pre-wrap; }

@@ -4,7 +4,9 @@ lines a person reviews out (commands/waive.py writes them as a diff; nothing is 
     line := "full:" GPU "/" test_id " SKIP (" (issue | "flaky") " until " day ")"
             "  # flake rate " rate ", " signature
 
-One line per test and GPU type at or above the rate, scoped to that GPU type (where it was measured).
+One line per test and GPU type at or above the rate over at least `min_runs` runs, scoped to that GPU type
+(where it was measured); one flaky run is a rate of 100 % and proves nothing, so a test with fewer runs is
+set aside with how many more it needs.
 A test some waive already covers on that GPU type is not proposed again; a test id no waive line can
 hold (a blank inside its parameters, say) is set aside with why, never written as a broken line.
 """
@@ -35,6 +37,7 @@ class Proposal:
     already_waived: tuple[FlakeStats, ...]
     below_rate: int  # flaky tests under the threshold
     unwaivable: tuple[tuple[FlakeStats, str], ...]  # with why no line can hold them
+    too_few_runs: tuple[FlakeStats, ...] = ()  # at or above the rate, over fewer than min_runs runs
 
 
 def propose_waives(
@@ -42,18 +45,24 @@ def propose_waives(
     waives: Iterable[Waive],
     *,
     min_rate: float,
+    min_runs: int,
     expires: datetime.date,
     issue: str | None = None,
 ) -> Proposal:
-    """The waive lines for the flaky tests at or above `min_rate` that no waive covers yet."""
+    """The waive lines for the flaky tests at or above `min_rate` over at least `min_runs` runs that no waive
+    covers yet."""
     existing = list(waives)
     proposed: list[ProposedWaive] = []
     already: list[FlakeStats] = []
     unwaivable: list[tuple[FlakeStats, str]] = []
+    too_few: list[FlakeStats] = []
     above = [s for s in stats if s.rate >= min_rate]
     for found in above:
         if any(w.applies_to(found.gpu) and covers(w.test_id, found.test_id) for w in existing):
             already.append(found)
+            continue
+        if found.runs < min_runs:
+            too_few.append(found)
             continue
         line = waive_line(found, expires=expires, issue=issue)
         problem = _round_trip_problem(line, found)
@@ -61,7 +70,7 @@ def propose_waives(
             proposed.append(ProposedWaive(found, line))
         else:
             unwaivable.append((found, problem))
-    return Proposal(tuple(proposed), tuple(already), len(stats) - len(above), tuple(unwaivable))
+    return Proposal(tuple(proposed), tuple(already), len(stats) - len(above), tuple(unwaivable), tuple(too_few))
 
 
 def waive_line(stats: FlakeStats, *, expires: datetime.date, issue: str | None) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ci_tool.history.flakiness import FlakeStats
-from ci_tool.outcomes import RunState
-from ci_tool.report.model import CiReport
+from ci_tool.outcomes import COUNTED
+from ci_tool.report.model import CiReport, run_seconds
 
 KNOWN_FLAKY_TITLE = "Failures of known flaky tests"
 KNOWN_FLAKY_NOTE = "flaky on the same GPU type before this run: likely not caused by this change"
@@ -16,11 +18,27 @@ def seconds_text(value: float) -> str:
     return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
 
 
-def run_state_words(state: RunState, waiting: int) -> str:
-    """A run's state for people: a pending run is green here, with stages left for CI's runners."""
-    if state is RunState.PENDING:
-        return f"passed here, {waiting} stage{'s' if waiting != 1 else ''} waiting for a runner"
-    return state.value
+def totals_words(report: CiReport) -> str:
+    """The headline's counts: `4 passed, 1 failed, 0 skipped · 12.5 s`, and what the run reused, with the
+    counts and time of the stages where they ran: `; 3 stages reused from run R: 12 passed, 0 failed,
+    0 skipped · 1 min 5 s there`. A run that ran nothing says only what it reused."""
+    took = run_seconds(report.run)
+    ran = _counts(report.totals) + (f" · {seconds_text(took)}" if took is not None else "")
+    reused = report.reused_from.values()
+    if not reused:
+        return ran
+    runs = sorted({stage.run_id for stage in reused})
+    there = {key.value: sum(getattr(stage, key) for stage in reused) for key in COUNTED}
+    seconds = sum(stage.duration_seconds for stage in reused)
+    what = (
+        f"{counted(len(reused), 'stage')} reused from run{'s' if len(runs) > 1 else ''} {', '.join(runs)}: "
+        f"{_counts(there)} · {seconds_text(seconds)} there"
+    )
+    return f"{ran}; {what}" if any(stage.state.ran for stage in report.stages) else what
+
+
+def _counts(totals: Mapping[str, int]) -> str:
+    return ", ".join(f"{totals[key]} {key}" for key in COUNTED)
 
 
 def counted(count: int, noun: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ci_tool.run.executor import ReadyStage
 from ci_tool.run.invocation import planned_invocations
+from ci_tool.run.jobs import planned_checks
 from ci_tool.run.session import PlannedStage
 from ci_tool.run.setup import LocalSetup
 from ci_tool.stages.executors import Executor
@@ -34,6 +35,10 @@ def dry_run_text(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None
         request = job_request(ready, job_files(settings), run_id=DRY_RUN_ID, partition=config.slurm_partition)
         lines.append(f"slurm job: {shlex.join(request.sbatch_args())}")
     lines += [facts, plan.priority.summary]
+    checks = planned_checks(plan, settings)
+    if checks:
+        lines.append(f"\n# what {plan.name.name} checks, one result each:")
+        lines += ["  " + check for check in checks]
     for invocation in planned_invocations(plan, settings):
         lines.append(f"\n# {invocation.label}: {invocation.list_file}")
         lines += ["  " + line.raw for line in invocation.batch.lines]
@@ -44,9 +49,13 @@ def dry_run_text(stage: PlannedStage, setup: LocalSetup, output_dir: Path | None
 def _header(plan: StagePlan, *, slurm: bool) -> list[str]:
     """The stage, its query and waives, and whether it runs alone on its host."""
     shard = f"shard {plan.shard} of {plan.shards}" if plan.shard is not None else "not sharded"
+    if plan.context:
+        lists = f"context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} rendered lines, "
+        lists += f"{len(plan.isolated)} isolated"
+    else:
+        lists = "no test list: its checks below are what it runs"
     lines = [
-        f"stage {plan.name.name}: context {plan.context}, {shard}, {len(plan.lines)} of {len(plan.rendered)} "
-        f"rendered lines, {len(plan.isolated)} isolated",
+        f"stage {plan.name.name}: {lists}",
         f"query: {json.dumps(dict(plan.query), sort_keys=True)}",
         f"waives: {plan.waives_file or 'none'}",
     ]

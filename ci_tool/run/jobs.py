@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -51,6 +52,25 @@ def run_job(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | Non
     if plan.name.kind is StageKind.PACKAGE_SANITY:
         return package_sanity(plan, settings, on_event=on_event)
     return run_stage(plan, settings, on_event=on_event)
+
+
+def planned_checks(plan: StagePlan, settings: RunSettings) -> list[str]:
+    """What a non-test stage checks besides (or instead of) a test list, one `result id: what` line each,
+    for a dry run; [] for a test stage."""
+    if plan.name.kind is StageKind.BUILD_DOCS:
+        generated = shlex.join([settings.python, "-m", "ci_tool", "generate", "--check"])
+        lines = [f"docs::generated: every generated file is fresh (`{generated}`)"]
+        for path in markdown_files(settings.rootdir):
+            relative = path.relative_to(settings.rootdir).as_posix()
+            lines.append(f"docs::links[{relative}]: every relative link names a file of the checkout")
+        return lines
+    if plan.name.kind is StageKind.PACKAGE_SANITY:
+        return [
+            f"{SANITY_CHECK}: build the wheel from {', '.join(PACKAGE_SOURCES)}, install it into a fresh "
+            "environment, check that it imports ci_tool and kvengine from the wheel; then the list below runs "
+            "with that environment's python, the checkout off its import path"
+        ]
+    return []
 
 
 # ---------------------------------------------------------------- the docs stage

@@ -34,6 +34,9 @@ EventSink = Callable[[Mapping[str, object]], None]
 STALL_MARGIN_SECONDS = 120.0
 TERM_GRACE_SECONDS = 5.0
 _POLL_SECONDS = 0.05
+# What the sink hears on a poll that read no event: its clock moves on while a test runs (run/progress.py
+# writes a log line at least once a minute). Not an event of the child's: never among a process's events.
+TICK_EVENT = "tick"
 _TIMEOUT_BANNER = "+ Timeout +"
 
 
@@ -162,13 +165,16 @@ def _watch(
     while True:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=_POLL_SECONDS)
-        for event in reader.read():
+        read = reader.read()
+        for event in read:
             events.append(event)
             on_event(event)
             last_progress = time.monotonic()
             test_timeout = event.get("timeout")  # a test's own (longer) timeout extends the allowance
             own = test_timeout + STALL_MARGIN_SECONDS if isinstance(test_timeout, int | float) else 0.0
             allowed = max(stall_seconds, own)
+        if not read:
+            on_event({"event": TICK_EVENT})
         if child.returncode is not None:
             return False
         if time.monotonic() - last_progress > allowed:

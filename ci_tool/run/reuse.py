@@ -105,7 +105,7 @@ def _plan(store: HistoryStore, named: str | None, code: CodeVersion, scope: str,
         run = found
     source = reuse_source(store, run, inputs_of=inputs_of)
     what = f"{_count(len(source.passed_stages), 'passed stage')}, {_count(source.test_count, 'passed test')} of others"
-    return ReusePlan(source, f"reuse: run {run.run_id} ({code.describe()}, {run.state}): {what}")
+    return ReusePlan(source, f"reuse: run {run.run_id} ({code.describe()}, {run.state.words()}): {what}")
 
 
 def _count(count: int, what: str) -> str:

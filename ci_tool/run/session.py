@@ -222,7 +222,9 @@ def run_session(
         known = store.known_flaky(before=run.started_at, test_ids=failed_test_ids(tests))
         perf = store.perf_results()
         needed = quiet_needed_if_read(store.store, unbaselined_gpus(perf), progress.warning)
-        built = build_report(run, stage_records, tests, perf=perf, known=known, quiet_needed=needed)
+        reused = store.reused_records(stage_records)
+        built = build_report(run, stage_records, tests, perf=perf, known=known, quiet_needed=needed,
+                             reused_from=reused)  # fmt: skip
         markdown = render_markdown(built)
     kept = results_folder.write_results(
         run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"

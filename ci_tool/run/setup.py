@@ -17,6 +17,7 @@ from ci_tool.layout import waives_file_of
 from ci_tool.run.changes import merged_waives
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.likelihood import read_likelihood
+from ci_tool.run.progress import ProgressStyle
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
@@ -44,6 +45,7 @@ class RunOptions:
     slurm_partition: str | None = None  # every Slurm job's partition instead of its platform's pool
     html_report: Path | None = None  # where the run's HTML report goes once it is recorded
     record_touches: bool = False
+    progress: ProgressStyle = ProgressStyle.AUTO  # a bar or log lines (run/progress.py)
 
 
 @dataclass(frozen=True)

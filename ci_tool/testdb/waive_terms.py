@@ -51,7 +51,24 @@ def parse_terms(reason: str | None, where: Where | None = None, *, line: str = "
                 where=Where(where.file, where.line, column or where.col) if where is not None else None,
                 hint="write the last day the waive holds as year-month-day, e.g. until 2027-01-31",
             )
-    return WaiveTerms(link.group(0).rstrip(".,;") if link else None, expires)
+    return WaiveTerms(_link_of(link) if link else None, expires)
+
+
+def link_pieces(reason: str) -> list[tuple[str, bool]]:
+    """The reason cut into (text, is_link) pieces, the links (http and https only) as parse_terms reads them:
+    a report renders the pieces that are links as links, everything else as text."""
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for match in _LINK.finditer(reason):
+        link = _link_of(match)
+        pieces += [(reason[at : match.start()], False), (link, True)]
+        at = match.start() + len(link)
+    pieces.append((reason[at:], False))
+    return [(piece, is_link) for piece, is_link in pieces if piece]
+
+
+def _link_of(match: re.Match[str]) -> str:
+    return match.group(0).rstrip(".,;")  # the sentence's punctuation after a link is not part of it
 
 
 def _day(text: str) -> datetime.date | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool import gitinfo, text_file
+from ci_tool import gitinfo, output_files, text_file
 from ci_tool.errors import GitError
 
 
@@ -83,6 +83,49 @@ def test_a_tracked_file_where_ci_writes_is_still_code(repo: Path) -> None:
     (repo / "results" / "expected.txt").write_text("two\n")
     version = gitinfo.code_version(repo)
     assert version is not None and not version.clean
+
+
+def work_tree_changes(repo: Path) -> tuple[bool, tuple[str, ...], tuple[gitinfo.NameStatus, ...]]:
+    """Whether the work tree is its commit, and what changed_since and name_status see changed."""
+    version = gitinfo.code_version(repo)
+    assert version is not None
+    return version.clean, gitinfo.changed_since(repo, "HEAD"), gitinfo.name_status(repo, "HEAD")
+
+
+@pytest.mark.parametrize("path", CI_WRITES.values(), ids=CI_WRITES.keys())
+def test_what_ci_writes_in_a_checkout_is_no_change_either(repo: Path, path: str) -> None:
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text("{}\n")
+    assert work_tree_changes(repo) == (True, (), ())
+
+
+def test_output_ci_tool_wrote_is_not_code(repo: Path) -> None:
+    (repo / "r.html").write_text("<p>report</p>\n")
+    (repo / "site" / "runs").mkdir(parents=True)
+    (repo / "site" / "runs" / "one.html").write_text("<p>run</p>\n")
+    output_files.record([repo / "r.html"], root=repo)
+    output_files.record_tree(repo / "site", root=repo)
+    assert work_tree_changes(repo) == (True, (), ())
+    assert (repo / ".ci-tool" / "outputs.sha256").read_text().splitlines()[0].endswith("  r.html")
+
+
+def test_an_output_edited_since_counts_again(repo: Path) -> None:
+    (repo / "r.html").write_text("<p>report</p>\n")
+    output_files.record([repo / "r.html"], root=repo)
+    (repo / "r.html").write_text("<p>mine now</p>\n")
+    assert work_tree_changes(repo) == (False, ("r.html",), (gitinfo.NameStatus("A", "r.html"),))
+
+
+def test_a_tracked_file_ci_tool_wrote_is_still_code(repo: Path) -> None:
+    (repo / "a.txt").write_text("written by ci-tool\n")
+    output_files.record([repo / "a.txt"], root=repo)
+    assert work_tree_changes(repo) == (False, ("a.txt",), (gitinfo.NameStatus("M", "a.txt"),))
+
+
+def test_the_checkout_itself_is_never_an_output_folder(repo: Path) -> None:
+    (repo / "new.py").write_text("x = 1\n")
+    output_files.record_tree(repo, root=repo)
+    assert work_tree_changes(repo) == (False, ("new.py",), (gitinfo.NameStatus("A", "new.py"),))
 
 
 def test_two_different_changes_differ(repo: Path) -> None:

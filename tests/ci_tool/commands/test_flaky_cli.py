@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool import output_files
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore
 from tests.ci_tool.history.planted import PLANTED, RERUN, plant
@@ -64,8 +65,29 @@ def test_propose_writes_a_diff_and_leaves_the_waives_file(history: Path, capsys:
         f"+full:DGX_H100/{RERUN} SKIP (https://bugs/9 until 2027-02-09)  # flake rate 50% (3 of 6 runs on DGX_H100), "
         "ConnectionResetError: Connection reset by peer\n",
     )
-    assert err == "1 waive(s) proposed at a flake rate of at least 40%; 0 already waived, 1 flaky below the rate\n"
+    assert err == (
+        "1 waive(s) proposed at a flake rate of at least 40% over at least 5 run(s); 0 already waived, 1 flaky "
+        "below the rate, 0 with too few runs\n"
+    )
     assert Path("test-db/waives.txt").read_text() == "a.py::test_other SKIP (https://bugs/1)\n"
+
+
+def test_propose_sets_aside_a_test_with_too_few_runs_and_says_how_many_more(
+    history: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "waive", "propose", *DAY, "--min-rate", "0.4", "--min-runs", "9")
+    assert (code, out) == (0, "")
+    assert err == (
+        f"too few runs: {RERUN} on DGX_H100, flake rate 50% (3 of 6 runs on DGX_H100): 3 more runs needed "
+        "(--min-runs 9)\n"
+        "nothing to propose: 0 waive(s) proposed at a flake rate of at least 40% over at least 9 run(s); "
+        "0 already waived, 1 flaky below the rate, 1 with too few runs\n"
+    )
+
+
+def test_a_proposal_written_to_a_file_is_output_not_code(history: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(capsys, "waive", "propose", *DAY, "--min-rate", "0.4", "--output", "w.diff")
+    assert (code, output_files.is_output(Path.cwd(), "w.diff", output_files.recorded(Path.cwd()))) == (0, True)
 
 
 def test_propose_never_replaces_an_existing_output(history: Path, capsys: pytest.CaptureFixture[str]) -> None:

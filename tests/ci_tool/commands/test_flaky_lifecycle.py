@@ -69,7 +69,8 @@ def test_a_planted_flake_is_measured_waived_expired_refused_and_unwaived_once_fi
     )  # fmt: skip
     assert flaky["signatures"] == [{"signature": "AssertionError: planted flake on run <n>", "count": 1}]
 
-    code, _, err = run(capsys, "waive", "propose", "--min-rate", "0.3", "--expires", "2031-01-31", "--output", "w.diff")
+    code, _, err = run(capsys, "waive", "propose", "--min-rate", "0.3", "--min-runs", "3", "--expires", "2031-01-31",
+                       "--output", "w.diff")  # fmt: skip
     assert code == 0 and "1 waive(s) proposed at a flake rate of at least 30%" in err
     assert Path("w.diff").read_text().splitlines()[-1] == (
         f"+full:CPU/{FLAKY_ID} SKIP (flaky until 2031-01-31)  # flake rate 33% (1 of 3 runs on CPU), "
@@ -78,8 +79,8 @@ def test_a_planted_flake_is_measured_waived_expired_refused_and_unwaived_once_fi
     subprocess.run(["git", "apply", "w.diff"], check=True)
     code, _, err = run(capsys, "waive", "propose", "--min-rate", "0.3")
     assert (code, err.splitlines()[-1]) == (
-        0, "nothing to propose: 0 waive(s) proposed at a flake rate of at least 30%; 1 already waived, 0 flaky "
-        "below the rate"
+        0, "nothing to propose: 0 waive(s) proposed at a flake rate of at least 30% over at least 5 run(s); "
+        "1 already waived, 0 flaky below the rate, 0 with too few runs"
     )  # fmt: skip
 
     assert run(capsys, "testdb", "check", "--today", "2031-01-31")[0] == 0

@@ -119,13 +119,26 @@ def test_disable_cbts_runs_the_full_set(checkout: Path, capsys: pytest.CaptureFi
 
 
 def test_head_reads_the_committed_change_not_the_work_tree(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """CI writes files into its checkout before it selects: with --head HEAD they are no change."""
+    """With --head HEAD only the committed change counts, whatever the work tree holds besides."""
     commit_change(checkout, "docs/guide.md", "# Guide, again\n")
-    (checkout / "selection.json").write_text("{}\n")  # what a pipeline writes beside the checkout's files
+    (checkout / "notes.txt").write_text("mine\n")  # untracked, not ignored: part of the work tree's change
     _, out = select(capsys, checkout)
-    assert "step 16: selection.json: no rule claims it\n" in out
+    assert "step 16: notes.txt: no rule claims it\n" in out
     code, out = select(capsys, checkout, "--head", "HEAD")
     assert (code, selected(out)) == (0, ["CPU-Build_Docs"])
+
+
+def test_what_a_pipeline_writes_into_the_checkout_is_no_change(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CI writes files into its checkout before it selects (ci_tool/output_files.py): never a change, in the
+    work tree either."""
+    commit_change(checkout, "docs/guide.md", "# Guide, again\n")
+    (checkout / "selection.json").write_text("{}\n")
+    (checkout / "results" / "CPU-Generic-1").mkdir(parents=True)
+    (checkout / "results" / "CPU-Generic-1" / "junit.xml").write_text("<testsuites/>\n")
+    code, out = select(capsys, checkout)
+    assert (code, selected(out), "no rule claims" in out) == (0, ["CPU-Build_Docs"], False)
 
 
 def test_head_needs_base(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:

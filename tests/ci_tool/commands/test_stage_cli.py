@@ -103,9 +103,28 @@ def test_text_output_shows_a_topology_apart_from_the_tags(capsys: pytest.Capture
     )
 
 
+BAD_BACKEND = (
+    "error: stage name 'A10-Pytorch-1' at column 5: expected a backend token (PyTorch, CPP, Triton, FMHA, "
+    "TensorRT, AutoDeploy, Generic, Verl), found 'Pytorch' Hint: did you mean 'PyTorch'? tokens are "
+    "case-sensitive\n"
+)
+
+
+def test_every_name_is_parsed_the_good_ones_printed_every_bad_one_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "stage", "parse", "A10-Pytorch-1", "A10-PyTorch-1", "H100-", "CPU-Generic-2")
+    assert (code, out.splitlines()) == (1, [
+        "A10-PyTorch-1: test stage, gpu A10 x1, 1 node, backend pytorch, pre-merge, shard 1, mode functional",
+        "CPU-Generic-2: test stage, gpu CPU x0, 1 node, backend generic, pre-merge, shard 2, mode functional",
+    ])  # fmt: skip
+    assert err.startswith(BAD_BACKEND) and err.count("error: ") == 2
+    assert err.splitlines()[1].startswith("error: stage name 'H100-' at column 6: ")
+
+
 def test_an_unparseable_name_is_a_one_line_error_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "stage", "parse", "A10-PyTorch-1", "A10-Pytorch-1", "--json")
-    assert (code, out) == (1, "")
+    assert (code, json.loads(out)) == (1, [A10])  # the good one is printed all the same
     assert err == (
         "error: stage name 'A10-Pytorch-1' at column 5: expected a backend token (PyTorch, CPP, Triton, FMHA, "
         "TensorRT, AutoDeploy, Generic, Verl), found 'Pytorch' Hint: did you mean 'PyTorch'? tokens are "

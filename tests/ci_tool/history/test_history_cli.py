@@ -322,3 +322,28 @@ def test_a_history_path_with_uri_characters_is_read(capsys: pytest.CaptureFixtur
     path = tmp_path / "we?ird #dir%20" / "h?.sqlite"
     HistoryStore(path).close()
     assert run(capsys, "history", "--history", str(path), "--json")[0] == 0
+
+
+def test_a_run_waiting_for_runners_has_the_same_words_in_the_history_and_the_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "h.sqlite"
+    with HistoryStore(path) as store:
+        run_id = "20260101-000000-abcd"
+        store.start_run(RunRecord(run_id, "/bot run", "running", 0.0))
+        store.record_stage(StageRecord(run_id, "CPU-Generic-1", "passed", passed=1), [], recorded_at=1.0)
+        for name in ("A10-PyTorch-1", "H100-PyTorch-1"):
+            store.record_stage(StageRecord(run_id, name, "waiting", reason="needs a GPU"), [], recorded_at=1.0)
+        store.finish_run(run_id, state="pending", finished_at=5.0)
+    words = "passed here, 2 stages waiting for a runner"
+    _, listed, _ = run(capsys, "history", "--history", str(path))
+    _, as_json, _ = run(capsys, "history", "--history", str(path), "--json")
+    _, markdown, _ = run(capsys, "report", "latest", "--history", str(path))
+    _, page, _ = run(capsys, "report", "latest", "--history", str(path), "--format", "html")
+    assert listed.splitlines()[1] == f"  {run_id}  {words}      5.0 s  /bot run"
+    assert json.loads(as_json)["runs"][0] | {"started_at": 0} == {
+        "run_id": run_id, "state": "pending", "state_words": words, "command": "/bot run", "started_at": 0,
+        "finished_at": 5.0,
+    }  # fmt: skip
+    assert markdown.startswith(f"## ci-tool run `{run_id}`: **{words}**\n")
+    assert f"<title>ci-tool run {run_id}: {words}</title>" in page

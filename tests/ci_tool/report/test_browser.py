@@ -161,3 +161,33 @@ def test_the_run_list_works_without_javascript(browser: Browser, history: Path, 
     page.get_by_role("link", name="Flaky tests").click()
     assert page.get_by_role("heading", level=1).inner_text() == "Flaky tests"
     context.close()
+
+
+LONG_IDS = [  # ids as long as a parametrized TensorRT-LLM test's, with no blank to break at
+    f"tests/integration/defs/accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_fp8_kv_cache_{n}"
+    f"[{'-'.join(f'tp{n}_pp2_attention_dp_cuda_graph_overlap_scheduler_torch_compile_mtp_nextn' for _ in range(3))}]"
+    for n in range(3)
+]
+
+
+def test_the_slowest_tests_fit_a_1280_px_screen_however_long_their_ids(browser: Browser, tmp_path: Path) -> None:
+    from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+    from ci_tool.outcomes import RunState, StageState, TestOutcome
+
+    history = tmp_path / "history.sqlite"
+    with HistoryStore(history) as store:
+        tests = [TestRecord(test_id, TestOutcome.PASSED, 30.0 + n) for n, test_id in enumerate(LONG_IDS)]
+        stage = StageRecord("r1", "CPU-Generic-1", StageState.PASSED, passed=len(tests), duration_seconds=93.0)
+        store.record_run(RunRecord("r1", "/bot run", RunState.PASSED, 1_790_000_000.0, 1_790_000_100.0),
+                         [(stage, tests, 1_790_000_060.0)])  # fmt: skip
+    assert main(["site", "--output", str(tmp_path / "site"), "--history", str(history)]) == 0
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto((tmp_path / "site" / "slowest.html").as_uri())
+    screenshot(page, tmp_path, "slowest-1280")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    headers = ("Median", "Latest", "Results", "Trend (oldest to newest)")
+    boxes = [page.get_by_role("columnheader", name=header).bounding_box() for header in headers]
+    assert [box is not None and box["x"] + box["width"] <= 1280 for box in boxes] == [True] * len(headers)
+    assert page.get_by_role("cell", name=LONG_IDS[0]).inner_text() == LONG_IDS[0]  # wrapped, not cut
+    context.close()

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ci_tool.cli import main
-from ci_tool.history.store import HistoryStore
+from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
+from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.report.html import render_html
-from ci_tool.report.model import load_report
+from ci_tool.report.model import build_report, load_report
 from tests.ci_tool.report.conftest import HOSTILE
 
 if TYPE_CHECKING:
@@ -73,7 +74,36 @@ def test_the_page_is_self_contained(history: Path) -> None:
     fetched = [(tag, a) for tag, a in elements.tags if tag in {"link", "img", "iframe", "script", "object"}]
     links = [a.get("href") or "" for tag, a in elements.tags if tag == "a"]
     assert fetched == []
-    assert [href for href in links if href.startswith(("http:", "https:", "//"))] == []
+    # the one page off the site it links: the issue its waive names (a link to follow, nothing it loads)
+    assert [href for href in links if href.startswith(("http:", "https:", "//"))] == ["https://bugs.example/1"]
+
+
+WAIVE_REASONS = {  # a waive's reason -> its HTML: only http(s) links become links, everything escaped
+    "a link": ("https://bugs.example/1", '<a href="https://bugs.example/1">https://bugs.example/1</a>'),
+    "a link with its expiry": (
+        "https://github.com/o/r/issues/7 until 2027-01-31",
+        '<a href="https://github.com/o/r/issues/7">https://github.com/o/r/issues/7</a> until 2027-01-31',
+    ),
+    "text then a link and a full stop": (
+        "Flaky, see http://nvbugs/5346443.",
+        'Flaky, see <a href="http://nvbugs/5346443">http://nvbugs/5346443</a>.',
+    ),
+    "no link": ("Disable for Blackwell", "Disable for Blackwell"),
+    "another scheme": ("javascript:alert(1)", "javascript:alert(1)"),
+    "markup after a link": (
+        'https://x.example/"><script>1</script>',
+        '<a href="https://x.example/&quot;&gt;&lt;script&gt;1&lt;/script&gt;">'
+        "https://x.example/&quot;&gt;&lt;script&gt;1&lt;/script&gt;</a>",
+    ),
+}
+
+
+@pytest.mark.parametrize(("reason", "shown"), WAIVE_REASONS.values(), ids=WAIVE_REASONS.keys())
+def test_a_waive_row_links_its_issue(reason: str, shown: str) -> None:
+    waived = TestRecord("t.py::test_w", TestOutcome.SKIPPED, 0.0, waive_reason=reason)
+    stage = StageRecord("r", "CPU-Generic-1", StageState.PASSED, skipped=1)
+    report = build_report(RunRecord("r", "ci-tool run", RunState.PASSED, 0.0, 1.0), [stage], {stage.name: [waived]})
+    assert f"<li>{shown}: <code>t.py::test_w</code></li>" in render_html(report, stage_href=lambda _: None)
 
 
 def test_a_run_page_shows_every_stage_and_its_state(history: Path) -> None:

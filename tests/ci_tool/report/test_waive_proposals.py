@@ -35,7 +35,7 @@ def test_a_line_carries_the_rate_the_signature_and_the_expiry() -> None:
 
 
 def test_only_tests_at_or_above_the_rate_are_proposed() -> None:
-    proposal = propose_waives([PLANTED, RARE], [], min_rate=1 / 3, expires=FEB_9)
+    proposal = propose_waives([PLANTED, RARE], [], min_rate=1 / 3, min_runs=5, expires=FEB_9)
     assert ([p.stats for p in proposal.waives], proposal.below_rate) == ([PLANTED], 1)
 
 
@@ -49,19 +49,27 @@ def test_only_tests_at_or_above_the_rate_are_proposed() -> None:
     ids=["everywhere", "on its gpu", "its file"],
 )
 def test_a_waived_test_is_not_proposed_twice(line: str) -> None:
-    proposal = propose_waives([PLANTED], waives(line), min_rate=0.1, expires=FEB_9)
+    proposal = propose_waives([PLANTED], waives(line), min_rate=0.1, min_runs=5, expires=FEB_9)
     assert (proposal.waives, proposal.already_waived) == ((), (PLANTED,))
 
 
 def test_a_waive_of_another_gpu_type_does_not_count() -> None:
-    proposal = propose_waives([PLANTED], waives("full:H100/a.py::test_planted SKIP (x)"), min_rate=0.1, expires=FEB_9)
+    other = waives("full:H100/a.py::test_planted SKIP (x)")
+    proposal = propose_waives([PLANTED], other, min_rate=0.1, min_runs=5, expires=FEB_9)
     assert [p.stats for p in proposal.waives] == [PLANTED]
 
 
 def test_an_id_no_line_can_hold_is_set_aside_with_why() -> None:
     spaced = dataclasses.replace(PLANTED, test_id="a.py::test_p[a b]")
-    proposal = propose_waives([spaced], [], min_rate=0.1, expires=FEB_9)
+    proposal = propose_waives([spaced], [], min_rate=0.1, min_runs=5, expires=FEB_9)
     assert (proposal.waives, proposal.unwaivable) == (
         (),
         ((spaced, "a waive line would read its id as 'a.py::test_p[a', 'b]'"),),
     )
+
+
+def test_a_test_with_fewer_runs_than_the_minimum_is_set_aside() -> None:
+    once = dataclasses.replace(PLANTED, test_id="c.py::test_once", runs=1, failures=1, passed_on_rerun=0)
+    proposal = propose_waives([PLANTED, once], [], min_rate=0.1, min_runs=5, expires=FEB_9)
+    assert ([p.stats for p in proposal.waives], proposal.too_few_runs, proposal.below_rate) == ([PLANTED], (once,), 0)
+    assert propose_waives([once], [], min_rate=0.1, min_runs=1, expires=FEB_9).waives[0].stats == once

@@ -3,7 +3,9 @@ small markdown files, and the package-sanity stage building this repository's wh
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,21 @@ def test_the_docs_stage_fails_on_a_stale_generated_file_and_a_broken_link(
     assert "- `docs::generated` in `CPU-Build_Docs`" in out
     assert "#### `` Failure: <path> is stale; run `ci-tool generate` `` (1 test)" in out
     assert "README.md:1:17: expected the link 'docs/guide.md' to name a file of the checkout, found none" in out
+
+
+def test_the_docs_stage_dry_run_lists_the_checks_it_runs(
+    docs_checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["stage", "run", "CPU-Build_Docs", "--dry-run"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0] == "stage CPU-Build_Docs: no test list: its checks below are what it runs"
+    check = shlex.join([sys.executable, "-m", "ci_tool", "generate", "--check"])
+    assert out.split("\n# what CPU-Build_Docs checks, one result each:\n")[1].splitlines() == [
+        f"  docs::generated: every generated file is fresh (`{check}`)",
+        "  docs::links[README.md]: every relative link names a file of the checkout",
+        "  docs::links[docs/bot.md]: every relative link names a file of the checkout",
+    ]
 
 
 def sanity_run(root: Path, results: Path) -> tuple[StageState, dict[str, TestOutcome], str]:

@@ -9,7 +9,7 @@ import pytest
 
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run.invocation import RunSettings
-from ci_tool.run.process import EventReader
+from ci_tool.run.process import TICK_EVENT, EventReader
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.plan import plan_stage
@@ -58,3 +58,15 @@ def test_an_interrupt_landing_while_events_are_read_loses_none_of_them(
         ("cases/case_slow.py::test_quick", TestOutcome.PASSED, ""),
         ("cases/case_slow.py::test_slow", TestOutcome.SKIPPED, "interrupted (Ctrl-C) before the test finished"),
     ]
+
+
+def test_the_sink_hears_a_tick_on_each_poll_without_events_and_the_results_hold_none(suite: Path) -> None:
+    """A poll that read no event still reaches the sink (its clock moves on while a test runs: progress writes
+    its line a minute in a log); the ticks are no events of the process."""
+    heard: list[str] = []
+    db = load_test_db(suite / "test-db")
+    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_green", splits=1, durations={})
+    result = run_stage(plan, RunSettings(suite, suite / "out", "r1"), on_event=lambda e: heard.append(str(e["event"])))
+    assert TICK_EVENT in heard and {"start", "finish"} <= set(heard)
+    assert TICK_EVENT not in (suite / "out" / "parts" / "p01-main.events.jsonl").read_text()
+    assert {t.first.outcome for t in result.tests} == {TestOutcome.PASSED}

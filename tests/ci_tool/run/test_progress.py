@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run.progress import Progress
+from ci_tool.run.progress import Progress, ProgressStyle, progress_style
 
 EVENTS = [
     {"event": "collected", "count": 2},
@@ -42,3 +44,113 @@ def test_bar_on_a_terminal() -> None:
         "\r\x1b[2KCPU-Generic-1: failed in 1.2 s (1 passed, 1 failed, 0 skipped)\n"
         "A10-PyTorch-1: waiting for a runner: needs 1 A10 GPU\n"
     )
+
+
+class Clock:
+    """A clock the test moves: no sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+TICK = {"event": "tick"}
+
+
+def _long_stage(*, tty: bool) -> tuple[io.StringIO, Progress, Clock]:
+    """A stage of three tests: t1 starts and runs on, t2 passes beside it, 10 s in."""
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream, tty=tty, clock=clock)
+    progress.stage_started("CPU-Generic-1", 3)
+    progress.event({"event": "collected", "count": 3})
+    progress.event({"event": "start", "nodeid": "a.py::t1"})
+    clock.now += 10
+    progress.event({"event": "start", "nodeid": "a.py::t2"})
+    progress.event({"event": "finish", "nodeid": "a.py::t2", "outcome": "passed"})
+    return stream, progress, clock
+
+
+def test_a_long_stage_writes_a_progress_line_a_minute_into_a_log() -> None:
+    stream, progress, clock = _long_stage(tty=False)
+    shown = []
+    for seconds in (49, 1, 30, 30):  # a poll that reads no event ticks
+        clock.now += seconds
+        progress.event(TICK)
+        shown.append(stream.getvalue().splitlines()[-1])
+    assert shown == [
+        "CPU-Generic-1: started (3 list lines)",
+        "CPU-Generic-1: 1/3 tests after 1:00 (1 passed, 0 failed, 0 skipped); running a.py::t1 for 1:00",
+        "CPU-Generic-1: 1/3 tests after 1:00 (1 passed, 0 failed, 0 skipped); running a.py::t1 for 1:00",
+        "CPU-Generic-1: 1/3 tests after 2:00 (1 passed, 0 failed, 0 skipped); running a.py::t1 for 2:00",
+    ]
+
+
+def test_the_progress_line_names_the_test_running_longest() -> None:
+    stream, progress, clock = _long_stage(tty=False)
+    progress.event({"event": "finish", "nodeid": "a.py::t1", "outcome": "failed"})
+    progress.event({"event": "start", "nodeid": "a.py::t3"})
+    clock.now += 55
+    progress.event(TICK)
+    assert stream.getvalue().splitlines()[-1] == (
+        "CPU-Generic-1: 2/3 tests after 1:05 (1 passed, 1 failed, 0 skipped); running a.py::t3 for 0:55"
+    )
+
+
+def test_the_bar_on_a_terminal_gets_no_log_lines() -> None:
+    stream, progress, clock = _long_stage(tty=True)
+    before = stream.getvalue()
+    clock.now += 120
+    progress.event(TICK)
+    assert "\n" not in stream.getvalue()
+    bar = "CPU-Generic-1 [######--------------] 1/3  ok 1  fail 0  skip 0  2:10  a.py::t2"
+    assert stream.getvalue()[len(before) :] == "\r\x1b[2K" + bar
+
+
+AUTO, BAR, LINES = ProgressStyle.AUTO, ProgressStyle.BAR, ProgressStyle.LINES
+STYLES = {  # (choice, isatty, environment) -> style
+    "a person's terminal": (AUTO, True, {"TERM": "xterm-256color"}, BAR),
+    "a pipe or a file": (AUTO, False, {}, LINES),
+    "GitHub Actions under act (a terminal)": (AUTO, True, {"GITHUB_ACTIONS": "true"}, LINES),
+    "CI": (AUTO, True, {"CI": "true"}, LINES),
+    "Jenkins": (AUTO, True, {"JENKINS_URL": "https://ci.example/"}, LINES),
+    "a Jenkins build": (AUTO, True, {"BUILD_ID": "12"}, LINES),
+    "a dumb terminal": (AUTO, True, {"TERM": "dumb"}, LINES),
+    "CI set empty": (AUTO, True, {"CI": ""}, BAR),
+    "--progress lines": (LINES, True, {}, LINES),
+    "--progress bar in CI": (BAR, False, {"CI": "true"}, BAR),
+}
+
+
+@pytest.mark.parametrize(("choice", "isatty", "environ", "style"), STYLES.values(), ids=STYLES.keys())
+def test_the_style_of_progress(
+    choice: ProgressStyle, isatty: bool, environ: dict[str, str], style: ProgressStyle
+) -> None:
+    assert progress_style(choice, isatty=isatty, environ=environ) is style
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_stage_log_under_github_actions_holds_no_terminal_escapes() -> None:
+    stream = Terminal()
+    progress = Progress.for_stream(stream, ProgressStyle.AUTO, environ={"GITHUB_ACTIONS": "true", "CI": "true"})
+    progress.stage_started("CPU-Generic-1", 2)
+    for event in EVENTS:
+        progress.event(event)
+    progress.note("CPU-Generic-1: a note")
+    assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
+
+
+def test_with_no_event_the_bar_redraws_once_a_second() -> None:
+    stream, progress, clock = _long_stage(tty=True)
+    before = stream.getvalue()
+    clock.now += 0.5
+    progress.event(TICK)
+    unchanged = stream.getvalue()
+    clock.now += 0.6
+    progress.event(TICK)
+    assert (unchanged, stream.getvalue()[len(before) :].endswith("0:11  a.py::t2")) == (before, True)

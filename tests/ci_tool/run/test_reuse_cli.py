@@ -14,6 +14,7 @@ from ci_tool.cli import main
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
 from ci_tool.outcomes import StageState, TestOutcome
+from ci_tool.report.words import seconds_text
 from ci_tool.run.session import new_run_id
 
 CPU_ONLY = ("--system-info", "cpu-only.json")
@@ -347,3 +348,57 @@ def test_the_selection_reuses_a_stage_that_passed_on_this_commit_in_a_stage_run_
     code, out = ci_tool(capsys, "stage", "select", "--request", "request.json", "--catalog", "reuse.yml")
     assert code == 0
     assert line.format(run=first.run_id) in out
+
+
+def test_the_report_site_and_results_the_readme_writes_are_no_change_to_the_code(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's `report --output report.html`, `site --output site/` and `stage run --output-dir out
+    --html-report out/report.html` leave untracked files in the checkout: the next run reuses all the same,
+    and a pull request's change (`--base`) holds none of them."""
+    ci_tool(capsys, *RUN)
+    assert ci_tool(capsys, "report", "latest", "--format", "html", "--output", "report.html")[0] == 0
+    assert ci_tool(capsys, "site", "--output", "site/")[0] == 0
+    stage = ("stage", "run", "CPU-Generic-1", "--catalog", "reuse.yml", *CPU_ONLY, "--disable-reuse-test")
+    assert ci_tool(capsys, *stage, "--output-dir", "out", "--html-report", "out/report.html")[0] == 0
+    assert {"report.html", "site", "out"} <= {path.name for path in checkout.iterdir()}
+    _, out = ci_tool(capsys, *RUN)
+    (first, _), _, (third, stages) = runs(checkout)
+    assert (third.code_commit, third.code_diff) == (first.code_commit, "")
+    assert f"reuse: run {first.run_id} (commit {first.code_commit[:12]} (clean), failed): " in out
+    assert stage_states(stages)["CPU-Generic-1"] == (StageState.REUSED, f"reused from run {first.run_id}")
+    git(checkout, "branch", "main-line")
+    code, out = ci_tool(capsys, "run", "/bot run", "--catalog", "reuse.yml", *CPU_ONLY, "--base", "main-line",
+                        "--plan-only")  # fmt: skip
+    assert code == 0 and "no rule claims" not in out
+
+
+def test_an_output_edited_since_is_code_again(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ci_tool(capsys, *RUN)
+    ci_tool(capsys, "report", "latest", "--format", "html", "--output", "report.html")
+    (checkout / "report.html").write_text("<p>my notes now</p>\n")
+    _, out = ci_tool(capsys, *RUN)
+    assert "reuse: none (no earlier run of commit " in out and " + uncommitted changes " in out
+
+
+def test_the_report_of_a_run_passed_by_reuse_says_what_it_reused(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not `0 passed, 0 failed, 0 skipped · 0.0 s`: the counts and time of the stages where they ran."""
+    green = ("--catalog", "reuse.yml", *CPU_ONLY)
+    green_db = TEST_DB.replace("  - cases/case_basic.py::test_assert_fails\n", "").replace(
+        "case_params.py", "case_params.py::test_spaced"
+    )
+    (checkout / "test-db" / "l0_reuse.yml").write_text(green_db)
+    git(checkout, "commit", "-q", "-am", "green")
+    ci_tool(capsys, "run", "/bot run", *green)
+    _, printed = ci_tool(capsys, "run", "/bot reuse-pipeline", *green)  # the run's report.md, as it ends
+    (first, stages), _ = runs(checkout)
+    _, report = ci_tool(capsys, "report", "latest")
+    passed, skipped = sum(s.passed for s in stages), sum(s.skipped for s in stages)
+    took = seconds_text(sum(s.duration_seconds for s in stages))
+    header = (
+        f"`/bot reuse-pipeline` · 3 stages · 3 stages reused from run {first.run_id}: {passed} passed, 0 failed, "
+        f"{skipped} skipped · {took} there"
+    )
+    assert (passed > 0, report.splitlines()[2], f"\n{header}\n" in printed) == (True, header, True)
