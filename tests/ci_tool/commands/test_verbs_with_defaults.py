@@ -114,6 +114,7 @@ VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("sysinfo",), 0, ""),
     (("bot", "handle", "--event", EVENT, "--dry-run"), 0, ""),
     (("bot", "help"), 0, ""),
+    (("bot", "labels", "--event", EVENT, "--dry-run"), 1, "error: tests/ci_tool/bot/fixtures/event_bot_author.json: "),
     (("bot", "parse", "/bot run --disable-fail-fast"), 0, ""),
     (("bot", "plan", "/bot run"), 0, ""),
     (("stage", "parse", "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3"), 0, ""),
