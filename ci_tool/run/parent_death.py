@@ -20,42 +20,29 @@ process ends. Only when ci-tool itself dies at once (SIGKILL) can such a process
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
-import sys
 from collections.abc import Callable
 from types import FrameType
+
+from ci_tool.run.prctl import PRCTL
 
 PARENT_DEATH_SIGNAL = signal.SIGTERM
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        prctl: Callable[..., int] = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _load_prctl()  # looked up before any fork: the child between fork and exec only calls it
 
 
 def supported() -> bool:
     """Whether this system has a parent-death signal (Linux)."""
-    return _PRCTL is not None
+    return PRCTL is not None
 
 
 def child_preparation(parent_pid: int | None = None) -> Callable[[], None] | None:
     """The `preexec_fn` that gives a child the parent-death signal (None where there is none). It makes
     one system call and reads the parent pid (two more where the parent is gone): nothing that takes a lock
     after fork."""
-    prctl = _PRCTL
+    prctl = PRCTL
     if prctl is None:
         return None
     parent = os.getpid() if parent_pid is None else parent_pid

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import signal
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+
+from ci_tool.run.prctl import PRCTL
 
 _PR_GET_DUMPABLE = 3  # <linux/prctl.h>
 _PR_SET_DUMPABLE = 4
@@ -35,30 +35,18 @@ _PROC = Path("/proc")
 MAX_ROUNDS = 100  # each round kills what it finds; a daemon that forks as it dies is found in the next
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        prctl: Callable[..., int] = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _load_prctl()
 
 
 def supported() -> bool:
     """Whether this system keeps orphans findable (Linux, with /proc)."""
-    return _PRCTL is not None and _PROC.is_dir()
+    return PRCTL is not None and _PROC.is_dir()
 
 
 @contextlib.contextmanager
 def subreaper() -> Iterator[frozenset[int]]:
     """This process as the child subreaper, and undumpable, for the block (as it was after); yields the
     children it had before, which `reap_descendants` spares."""
-    prctl = _PRCTL
+    prctl = PRCTL
     if not supported() or prctl is None:
         yield frozenset()
         return
@@ -78,7 +66,7 @@ def subreaper() -> Iterator[frozenset[int]]:
 
 def dumpable() -> bool | None:
     """Whether this process is dumpable (None where that cannot be asked)."""
-    prctl = _PRCTL
+    prctl = PRCTL
     return None if prctl is None else prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) > 0
 
 
