@@ -267,7 +267,7 @@ _TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema =
 def _postgres_statement(statement: Statement) -> str:
     if isinstance(statement, AddColumn):
         declaration = postgres_ddl(statement.declaration)
-        return f"ALTER TABLE {statement.table} ADD COLUMN IF NOT EXISTS {statement.column} {declaration}"
+        return f"ALTER TABLE IF EXISTS {statement.table} ADD COLUMN IF NOT EXISTS {statement.column} {declaration}"
     return postgres_ddl(statement)
 
 

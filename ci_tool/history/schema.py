@@ -68,8 +68,9 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 
 @dataclass(frozen=True)
 class AddColumn:
-    """`ALTER TABLE <table> ADD COLUMN <column> <declaration>`, skipped where the column is there already:
-    a step met again (a version row edited back, a step half-applied by hand) does not fail on it."""
+    """`ALTER TABLE <table> ADD COLUMN <column> <declaration>`, skipped where the column is there already
+    (a step met again: a version row edited back, a step half-applied by hand) or the table is not (a
+    history that never held it)."""
 
     table: str
     column: str

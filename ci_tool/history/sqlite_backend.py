@@ -284,5 +284,5 @@ def _apply(db: sqlite3.Connection, statement: Statement) -> None:
         db.execute(statement)
         return
     found = {row[1] for row in db.execute(f"PRAGMA table_info({statement.table})").fetchall()}
-    if statement.column not in found:
+    if found and statement.column not in found:  # no columns: no such table, nothing to add a column to
         db.execute(f"ALTER TABLE {statement.table} ADD COLUMN {statement.column} {statement.declaration}")

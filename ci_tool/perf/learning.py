@@ -44,7 +44,7 @@ class QuietRun:
 
 
 @dataclass(frozen=True)
-class Proposal:
+class BaselineProposal:
     gpu: str
     commit: str
     runs: tuple[QuietRun, ...]  # oldest first
@@ -94,7 +94,7 @@ def quiet_runs_needed(rows: Sequence[PerfResult]) -> int:
 
 def propose(
     rows: Sequence[PerfResult], gpu: str, kept: Mapping[tuple[str, str], Baseline], *, where: str, limit: int
-) -> Proposal:
+) -> BaselineProposal:
     """The baselines the newest commit with enough quiet runs proposes (its newest `limit` quiet runs); kept
     thresholds stay, other baselines of the file stay as they are. Too few: a PerfError with the count needed."""
     per_commit = quiet_runs(rows)
@@ -122,7 +122,7 @@ def propose(
         value = statistics.median(r.value for r in series)
         proposed[(case_id, name)] = Baseline(case_id, gpu, name, value, threshold, len(series), runs[0].commit,
                                              baseline_spread(series))  # fmt: skip
-    return Proposal(gpu, runs[0].commit, runs, tuple(proposed.values()))
+    return BaselineProposal(gpu, runs[0].commit, runs, tuple(proposed.values()))
 
 
 def no_baseline_line(gpu: str, needed: int | None) -> str:

@@ -14,7 +14,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
             "errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts",
-            "crash_log", "markdown", "output_files",
+            "crash_log", "markdown", "output_files", "url_secrets",
         }
     ),
     frozenset({"sysinfo", "gitinfo"}),
