@@ -199,12 +199,12 @@ class SelectionRequest:
     add_multi_gpu_test: bool = False
     only_multi_gpu_test: bool = False
     disable_multi_gpu_test: bool = False
+    only_perf_sanity_test: bool = False
     post_merge: bool = False
     detailed_log: bool = False
     debug: bool = False
     high_priority: bool = False
     disable_cbts: bool = False
-    only_perf_sanity_test: bool = False
     run_mode: RunMode = RunMode.FULL
     source: RequestSource | None = field(default=None, compare=False)
 
