@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV
+
 pytestmark = pytest.mark.timed  # it measures time: a touch-recording run leaves it unmeasured
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +39,10 @@ def run_case(tmp_path: Path, mode: str, *, old_default: bool) -> Ran:
         text = text.replace("avg_seq_len: null", "avg_seq_len: 32768")
     (configs / "gemma_like.yaml").write_text(text, encoding="utf-8")
     history = tmp_path / f"{label}.sqlite"
-    env = {**os.environ, "CI_TOOL_PERF_CONFIGS": str(configs), "CI_TOOL_HISTORY": str(history),
+    # its own run with its own history: not the stage's that may run this test (its perf results and snapshot
+    # travel through the stage's folder, handoff.py)
+    inherited = {k: v for k, v in os.environ.items() if k not in (PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV)}
+    env = {**inherited, "CI_TOOL_PERF_CONFIGS": str(configs), "CI_TOOL_HISTORY": str(history),
            "CI_TOOL_PERF_GATE": "fail", "CI_TOOL_STAGE": "", "CI_TOOL_RUN_ID": f"seed-{label}"}  # fmt: skip
     node = f"tests/perf/test_perf_sanity.py::test_e2e[{mode}-gemma_like-pool4g-b80]"
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node], cwd=ROOT,
