@@ -27,7 +27,7 @@ from ci_tool.dispatch.actions import ActionsClient, DispatchLost, RunNotFound
 from ci_tool.dispatch.github import Claim
 from ci_tool.dispatch.model import Build
 from ci_tool.dispatch.run_name import request_digest
-from ci_tool.dispatch.trigger import Pace, QueueWait, Started
+from ci_tool.dispatch.trigger import Pace, QueueWait, Started, wait_for_claim_holder
 from ci_tool.errors import DispatchError
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.store import HistoryStore
@@ -110,14 +110,11 @@ def resume_or_claim(
         claimed = claim()
         if claimed is None or claimed.won:
             return claimed
-        comment = dispatch.key.comment_id
-        echo(f"comment {comment} is being handled elsewhere: waiting for its run")
-        deadline = pace.clock() + pace.claim_wait_seconds
-        while started is None and pace.clock() < deadline:
-            pace.sleep(pace.poll_seconds)
-            started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+        started = wait_for_claim_holder(
+            lambda: resume(client, store, dispatch, pace, echo=echo, wall=wall),
+            dispatch.key.comment_id, pace, echo=echo, what="run", action="dispatching",
+        )  # fmt: skip
         if started is None:
-            echo(f"warning: the handling holding comment {comment} started nothing: dispatching here")
             return None
     assert started.build is not None  # a run, found
     echo(f"already dispatched: run {started.build.number} {started.build.url}")

@@ -171,6 +171,22 @@ class Claimed:
     claim: Claim | None
 
 
+def wait_for_claim_holder(
+    look: Callable[[], Started | None], comment: int, pace: Pace, *, echo: Echo, what: str, action: str
+) -> Started | None:
+    """What the handling holding the comment's claim started (`look`, every poll until the claim wait ends), or
+    None when it started nothing in time: this handling goes on `action` (its engine's word for starting)."""
+    echo(f"comment {comment} is being handled elsewhere: waiting for its {what}")
+    deadline = pace.clock() + pace.claim_wait_seconds
+    started = None
+    while started is None and pace.clock() < deadline:
+        pace.sleep(pace.poll_seconds)
+        started = look()
+    if started is None:
+        echo(f"warning: the handling holding comment {comment} started nothing: {action} here")
+    return started
+
+
 def resume_or_claim(
     client: JenkinsClient,
     store: HistoryStore,
@@ -188,14 +204,11 @@ def resume_or_claim(
         claimed = claim()
         if claimed is None or claimed.won:
             return Claimed(claimed)
-        comment = dispatch.key.comment_id
-        echo(f"comment {comment} is being handled elsewhere: waiting for its build")
-        deadline = pace.clock() + pace.claim_wait_seconds
-        while started is None and pace.clock() < deadline:
-            pace.sleep(pace.poll_seconds)
-            started = resume(client, store, dispatch, pace, echo=echo, wall=wall)
+        started = wait_for_claim_holder(
+            lambda: resume(client, store, dispatch, pace, echo=echo, wall=wall),
+            dispatch.key.comment_id, pace, echo=echo, what="build", action="triggering",
+        )  # fmt: skip
         if started is None:
-            echo(f"warning: the handling holding comment {comment} started nothing: triggering here")
             return Claimed(None)
     if started.build is not None:
         echo(f"already triggered: build {started.build.number} {started.build.url}")
