@@ -78,6 +78,8 @@ Map stagePhasesPart1() {
         'A10-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'A10-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H100-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-PyTorch-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-PyTorch-PerfSanity-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H100-4_GPUs-PyTorch-1': [arch: 'x86_64', phase: 'Multi-GPU'],
         'DGX_H100-4_GPUs-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Multi-GPU'],
         'DGX_B200-PyTorch-1': [arch: 'x86_64', phase: 'Single-GPU'],

@@ -47,6 +47,7 @@ from ci_tool.layout import HISTORY_ENV
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
+from ci_tool.perf.devices import perf_gpu_type
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
 from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV, Snapshot, append_results, read_snapshot
 from ci_tool.perf.metrics import metric
@@ -125,10 +126,11 @@ def _git_head(rootdir: Path) -> str:
 
 @functools.cache
 def gpu_type(mode: Mode) -> str:
-    """sysinfo's GPU type (`H200`) for GPU cases; `cpu` for CPU cases and machines without a GPU."""
+    """The GPU type of sysinfo's GPU (`H200`; `H100` for an `H100 80GB HBM3`) for GPU cases; `cpu` for CPU cases
+    and machines without a GPU."""
     if mode is Mode.CPU:
         return CPU_GPU_TYPE
-    return str(sysinfo.probe().get("gpu") or CPU_GPU_TYPE)
+    return perf_gpu_type(str(sysinfo.probe().get("gpu") or CPU_GPU_TYPE))
 
 
 class PerfSanity:

@@ -51,7 +51,8 @@ def test_the_run_command_knows_its_options() -> None:
         (["--run-mode", "nightly_release"], ["+ CPU-PackageSanityCheck-PY311"]),
         (["--post-merge", "--run-mode", "release_check"], ["+ CPU-Build_Docs", "+ CPU-PackageSanityCheck-PY311"]),
         (["--only-perf-sanity-test"],
-         ["+ CPU-Generic-PerfSanity-1", "+ DGX_B200-PyTorch-PerfSanity-1", "+ DGX_H200-PyTorch-PerfSanity-1"]),
+         ["+ CPU-Generic-PerfSanity-1", "+ DGX_H100-PyTorch-PerfSanity-1", "+ DGX_B200-PyTorch-PerfSanity-1",
+          "+ DGX_H200-PyTorch-PerfSanity-1"]),
     ],
     ids=["nightly", "release-check", "only-perf-sanity"],
 )
