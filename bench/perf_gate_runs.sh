@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The perf gate on an H200, as docs/PERF.md records it: baselines from quiet runs (5 rounds a case, their
-# spread kept), then DGX_H200-PyTorch-PerfSanity-1 gated on a quiet host and under a CPU hog on every core,
+# The perf gate on one GPU type (GPU, default H200; H100 too), as docs/PERF.md records it: baselines from quiet runs (5 rounds a case, their
+# spread kept), then DGX_<GPU>-PyTorch-PerfSanity-1 gated on a quiet host and under a CPU hog on every core,
 # then with a planted slowdown (KVENGINE_ATTENTION=torch: the engine's slower attention path), then with a
 # planted extra cost of a known size (KVENGINE_EXTRA_STEP_COST: that fraction of the layers runs twice each
 # decode step; one run per fraction in EXTRA_COSTS, default "0.10 0.03", EXTRA_COST_RUNS times).
-#   OUT=results bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS EXTRA_COST_RUNS]
+#   OUT=results [GPU=H100] bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS EXTRA_COST_RUNS]
 # The last lines of summary.txt tally each kind of run: how many failed, and in how many the gate judged a
 # metric regressed (the history's verdicts: a run failing for another reason is not a catch).
 set -u
@@ -15,9 +15,10 @@ BASELINE_RUNS=${1:-3} QUIET_RUNS=${2:-4} HOG_RUNS=${3:-4} PLANTED_RUNS=${4:-1} B
 EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
 # Over several device calls: SEED_HISTORY names the history an earlier call left, and BASELINE_RUNS=0 keeps
-# the baselines that call set (its H200.yaml, committed or copied in before this one).
+# the baselines that call set (its $GPU.yaml, committed or copied in before this one).
 if [ -n "${SEED_HISTORY:-}" ]; then cp "$SEED_HISTORY" "$HISTORY"; fi
-STAGE=DGX_H200-PyTorch-PerfSanity-1
+GPU=${GPU:-H200}  # the GPU type its baselines are kept under (H200.yaml), as the perf fixture names it
+STAGE=DGX_${GPU}-PyTorch-PerfSanity-1
 START=$SECONDS
 left() { [ $((SECONDS - START)) -lt "$BUDGET_SECONDS" ]; }
 
@@ -85,9 +86,9 @@ for i in $(seq "$BASELINE_RUNS"); do  # the baseline's runs: recorded, not gated
     newest >> "$OUT/summary.txt"
 done
 if [ "$BASELINE_RUNS" -gt 0 ]; then
-    python3 -m ci_tool perf baseline set --gpu H200 --history "$HISTORY" --runs "$BASELINE_RUNS" | tee -a "$OUT/summary.txt"
+    python3 -m ci_tool perf baseline set --gpu "$GPU" --history "$HISTORY" --runs "$BASELINE_RUNS" | tee -a "$OUT/summary.txt"
 fi
-cp tests/scripts/perf-sanity/baselines/H200.yaml "$OUT/H200.yaml"
+cp "tests/scripts/perf-sanity/baselines/$GPU.yaml" "$OUT/$GPU.yaml"
 
 for i in $(seq "$QUIET_RUNS"); do
     left && stage_run "quiet-$i" CI_TOOL_RUN_ID="quiet-$i"
