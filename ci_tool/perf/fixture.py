@@ -45,7 +45,7 @@ from ci_tool.history.perf_results import PerfResult, latest_post_merge, perf_ser
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import HISTORY_ENV
 from ci_tool.outcomes import PerfVerdict
-from ci_tool.perf.baselines import BASELINE_DIR, load_baselines
+from ci_tool.perf.baselines import BASELINE_DIR, Baseline, load_baselines
 from ci_tool.perf.config import GraphPolicy, Mode, PerfCase
 from ci_tool.perf.devices import perf_gpu_type
 from ci_tool.perf.gate import Judged, failure_message, judge, warning_message
@@ -139,14 +139,27 @@ class PerfSanity:
         self.environ = environ
         self.rootdir = Path(request.config.rootpath)
 
+    def fails(self, case: PerfCase, values: Mapping[str, float], *, noise: Mapping[str, float] | None = None) -> bool:
+        """Whether the gate would fail these values against the baselines alone (nothing read or recorded):
+        the test then measures the case again in a fresh process before it reports (second_process.py)."""
+        judged = judge(values, self._baselines(case), gate=perf_gate_from_env(self.environ),
+                       requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED, noise=noise)  # fmt: skip
+        return any(j.verdict.fails for j in judged)
+
     def report(
-        self, case: PerfCase, values: Mapping[str, float], *, noise: Mapping[str, float] | None = None, rounds: int = 1
+        self,
+        case: PerfCase,
+        values: Mapping[str, float],
+        *,
+        noise: Mapping[str, float] | None = None,
+        rounds: int = 1,
+        remeasured: str = "",
     ) -> list[Judged]:
         """Record, judge and gate one case's metrics (medians over `rounds`, with their `noise`); returns the
-        verdicts (the test may assert more)."""
+        verdicts (the test may assert more). `remeasured`: why these values are a second process's (the
+        gated metrics' notes carry it)."""
         gpu = gpu_type(case.mode)
-        folder = Path(self.environ.get(BASELINES_ENV) or self.rootdir / BASELINE_DIR)
-        baselines = {m: b for (c, m), b in load_baselines(folder, gpu).items() if c == case.case_id}
+        baselines = self._baselines(case)
         origin = Provenance.from_env(self.environ, self.rootdir)
         gate = perf_gate_from_env(self.environ)
         reads = self._reads()
@@ -156,6 +169,8 @@ class PerfSanity:
             target, reads = self._reading(reads, latest, target)
         judged = judge(values, baselines, gate=gate, requires_graphs=case.cuda_graphs is GraphPolicy.REQUIRED,
                        target_latest=target, target_branch=origin.target_branch, noise=noise)  # fmt: skip
+        if remeasured:
+            judged = [_with_note(j, remeasured) if metric(j.metric).gated else j for j in judged]
         rows = [self._row(case, gpu, origin, j, rounds) for j in judged]
         if reads is not None and origin.post_merge:
             unchanged = (judged, rows)
@@ -173,6 +188,11 @@ class PerfSanity:
         if warned:
             warnings.warn(PerfRegressionWarning(f"{warned} (perf gate: {gate.value})"), stacklevel=2)
         return judged
+
+    def _baselines(self, case: PerfCase) -> dict[str, Baseline]:
+        """The case's baselines on this GPU type, by metric."""
+        folder = Path(self.environ.get(BASELINES_ENV) or self.rootdir / BASELINE_DIR)
+        return {m: b for (c, m), b in load_baselines(folder, gpu_type(case.mode)).items() if c == case.case_id}
 
     def _change_points(
         self, reads: PerfReads, judged: list[Judged], rows: list[PerfResult]
@@ -293,3 +313,7 @@ def _snapshot(path: str) -> Snapshot:
 def perf_sanity(request: pytest.FixtureRequest) -> PerfSanity:
     """`perf_sanity.report(case, {metric: value})`: record, judge against the baselines, fail or warn."""
     return PerfSanity(request, os.environ)
+
+
+def _with_note(judged: Judged, note: str) -> Judged:
+    return dataclasses.replace(judged, note="; ".join(found for found in (judged.note, note) if found))
