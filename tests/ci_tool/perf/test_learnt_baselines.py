@@ -99,6 +99,23 @@ def test_propose_learns_a_b200_file_from_its_quiet_runs_of_one_commit(
     assert capsys.readouterr().out.endswith(f"{baseline_file(folder, 'B200')} already holds these baselines\n")
 
 
+def test_an_a10s_first_quiet_runs_bootstrap_its_file_as_a_b200s_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an A10 has no perf-sanity family yet: the runs a catalog would give it are proposed from the same way
+    history, folder = tmp_path / "h.sqlite", tmp_path / "baselines"
+    rows: list[PerfResult] = []
+    for i, (tps, p50) in enumerate(zip(TPS_VALUES, P50_VALUES, strict=True)):
+        rows += run_rows(f"a{i + 1}", "c2", 10.0 + i, tps / 4, p50 * 4)
+    record(history, [dataclasses.replace(r, gpu="A10", stage="A10-PyTorch-PerfSanity-1") for r in rows])
+    args = ["perf", "baseline", "propose", "--gpu", "A10", "--history", str(history), "--baselines", str(folder)]
+    assert main([*args, "--write"]) == 0
+    assert capsys.readouterr().out.startswith("proposed from 5 quiet run(s) of commit c2 on A10: a1, a2, a3, a4, a5\n")
+    written = load_baselines(folder, "A10")
+    assert written[(GEMMA, TPS)].value == statistics.median(TPS_VALUES) / 4
+    assert throughput_baselined(folder) == frozenset({"A10"})  # its gate can now fail on throughput
+
+
 def test_propose_keeps_an_edited_threshold_and_diffs_against_the_committed_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
