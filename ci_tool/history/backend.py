@@ -47,6 +47,20 @@ class Backend(Protocol):
         ...
 
 
+class StoreView(Protocol):
+    """A history as the modules the store itself uses see it (rows.py builds its records, owners.py sweeps as
+    it opens): store.HistoryStore is one, and they type against this so that none of them imports the store."""
+
+    warn: Callable[[str], None]  # hears each bad row a reader leaves out
+
+    @property
+    def path(self) -> object: ...
+
+    def rows(self, sql: str, parameters: Sequence[object] = ..., /) -> list[Row]: ...
+
+    def write(self, work: Work, /) -> None: ...
+
+
 def upsert(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
     """`INSERT INTO table (columns) VALUES (?, ...)`, replacing the row of the same `key` (both backends
     take `ON CONFLICT ... DO UPDATE`; SQLite's `INSERT OR REPLACE` is its own)."""

@@ -32,13 +32,10 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ci_tool.history import rows
+from ci_tool.history.backend import StoreView, Writer
 from ci_tool.outcomes import RunState
-
-if TYPE_CHECKING:  # the store sweeps as it opens
-    from ci_tool.history.backend import Writer
-    from ci_tool.history.store import HistoryStore
 
 FOREIGN_STALE_SECONDS = 3 * 86_400.0
 _PROC = Path("/proc")
@@ -140,11 +137,9 @@ def _pid_exists(pid: int) -> bool:
 _RUNNING = "SELECT run_id, host, owner_pid, owner_start, started_at FROM runs WHERE state = ?"
 
 
-def sweep_stale_runs(store: HistoryStore, *, now: float | None = None) -> list[str]:
+def sweep_stale_runs(store: StoreView, *, now: float | None = None) -> list[str]:
     """Mark the `running` runs whose owner died interrupted (see the module docstring); their ids.
     A row the sweep cannot read is left as it is (the readers say what is wrong with it)."""
-    from ci_tool.history import rows  # here: rows.py builds the store's records, and the store sweeps on open
-
     now = time.time() if now is None else now
     stale = []
     for row in store.rows(_RUNNING, (RunState.RUNNING.value,)):

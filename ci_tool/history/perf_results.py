@@ -4,8 +4,8 @@
                    the baseline and threshold it was gated against, the verdict and its note,
                    whether the stage was post-merge, the branch and commit, when it was recorded
 
-The table is migration step 4 (`SCHEMA_STATEMENTS`, applied by store.py after the steps before it); noise
-and rounds are step NOISE_STEP (in schema.py; rows from before it read as noise 0 over 1 round). Rows are written
+Its DDL is schema.py's, as every table's: migration step 4 made it, and step NOISE_STEP added noise and rounds
+(rows from before it read as noise 0 over 1 round). Rows are written
 by ci-tool's stage runner from what a stage's perf-sanity cases handed back (ci_tool.perf.handoff: its tests
 never hold the history), and by the perf-sanity pytest fixture itself in a plain `pytest` run; `ci-tool perf
 baseline set` takes medians from them and the reports and trends read them.
@@ -15,39 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ci_tool.history import rows
 from ci_tool.history.backend import Writer, upsert
+from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import PerfVerdict
-
-if TYPE_CHECKING:  # store.py imports SCHEMA from here
-    from ci_tool.history.store import HistoryStore
-
-SCHEMA_STEP = 4
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS perf_results (
-    run_id TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    case_id TEXT NOT NULL,
-    gpu TEXT NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL NOT NULL,
-    baseline REAL,
-    threshold REAL,
-    verdict TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '',
-    test_id TEXT NOT NULL DEFAULT '',
-    post_merge INTEGER NOT NULL DEFAULT 0,
-    branch TEXT NOT NULL DEFAULT '',
-    commit_sha TEXT NOT NULL DEFAULT '',
-    recorded_at REAL NOT NULL,
-    PRIMARY KEY (run_id, stage, case_id, gpu, metric)
-);
-CREATE INDEX IF NOT EXISTS perf_results_by_key ON perf_results (case_id, gpu, metric, recorded_at);
-"""
-SCHEMA_STATEMENTS = tuple(statement for statement in SCHEMA.split(";") if statement.strip())
-NOISE_STEP = 7  # after history-robust's step 6 (run owners); the last step when written
 
 _COLUMNS = (
     "run_id, stage, case_id, gpu, metric, value, baseline, threshold, verdict, note, test_id, post_merge, branch, "

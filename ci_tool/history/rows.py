@@ -31,14 +31,12 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history.backend import StoreView
 from ci_tool.history.records import RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
-
-if TYPE_CHECKING:
-    from ci_tool.history.store import HistoryStore
 
 MAX_SECONDS = 10 * 365 * 86_400.0  # no test or stage takes ten years: a larger duration was not measured
 MAX_COUNT = 2**63 - 1  # what an SQL INTEGER (SQLite's, PostgreSQL's BIGINT) holds
@@ -175,7 +173,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def view(store: HistoryStore, table: str, columns: str, row: Sequence[Any]) -> RowView:
+def view(store: StoreView, table: str, columns: str, row: Sequence[Any]) -> RowView:
     """A row of `SELECT <columns> FROM <table>` as a RowView."""
     return RowView(str(store.path), table, _names(columns), row)
 
@@ -193,7 +191,7 @@ def _positions(columns: tuple[str, ...]) -> dict[str, int]:
 
 
 def read(
-    store: HistoryStore, rows: Sequence[Sequence[Any]], parse: Callable[[Sequence[Any]], T], *, skip: bool
+    store: StoreView, rows: Sequence[Sequence[Any]], parse: Callable[[Sequence[Any]], T], *, skip: bool
 ) -> list[T]:
     """`parse` of each row; a bad row raises, or (`skip`) is left out and heard by `store.warn` (the first
     in full, then how many more: one bad run spoils each of its test rows a join reads)."""
@@ -220,7 +218,7 @@ STAGE_COLUMNS = (
 TEST_COLUMNS = "test_id, outcome, duration_seconds, rerun_outcome, waive_reason, kind, message, signature, output_head"
 
 
-def run_record(store: HistoryStore, row: Sequence[Any]) -> RunRecord:
+def run_record(store: StoreView, row: Sequence[Any]) -> RunRecord:
     """A row of RUN_COLUMNS."""
     r = view(store, "runs", RUN_COLUMNS, row).keyed(run_id="run id")
     return RunRecord(
@@ -230,7 +228,7 @@ def run_record(store: HistoryStore, row: Sequence[Any]) -> RunRecord:
     )  # fmt: skip
 
 
-def stage_record(store: HistoryStore, row: Sequence[Any]) -> StageRecord:
+def stage_record(store: StoreView, row: Sequence[Any]) -> StageRecord:
     """A row of STAGE_COLUMNS."""
     r = view(store, "stages", STAGE_COLUMNS, row).keyed(run_id="run id", name="stage")
     return StageRecord(
@@ -241,7 +239,7 @@ def stage_record(store: HistoryStore, row: Sequence[Any]) -> StageRecord:
     )  # fmt: skip
 
 
-def test_record(store: HistoryStore, row: Sequence[Any], *, run_id: str, stage: str) -> TestRecord:
+def test_record(store: StoreView, row: Sequence[Any], *, run_id: str, stage: str) -> TestRecord:
     """A row of TEST_COLUMNS of one stage of one run."""
     known = (f"run id {run_id!r}", f"stage {stage!r}")
     r = view(store, "test_results", TEST_COLUMNS, row).keyed(*known, test_id="test")

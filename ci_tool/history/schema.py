@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ci_tool.errors import HistoryError, Where
-from ci_tool.history import perf_results
 
 TABLES = ("runs", "stages", "test_results")
 
@@ -64,6 +63,30 @@ CREATE TABLE IF NOT EXISTS test_results (
 CREATE INDEX IF NOT EXISTS test_results_by_test ON test_results (test_id, recorded_at);
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 """
+
+# Migration step 4: the perf-sanity cases' results (history/perf_results.py reads and writes them)
+PERF_RESULTS = (
+    """CREATE TABLE IF NOT EXISTS perf_results (
+    run_id TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    baseline REAL,
+    threshold REAL,
+    verdict TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    test_id TEXT NOT NULL DEFAULT '',
+    post_merge INTEGER NOT NULL DEFAULT 0,
+    branch TEXT NOT NULL DEFAULT '',
+    commit_sha TEXT NOT NULL DEFAULT '',
+    recorded_at REAL NOT NULL,
+    PRIMARY KEY (run_id, stage, case_id, gpu, metric)
+)""",
+    "CREATE INDEX IF NOT EXISTS perf_results_by_key ON perf_results (case_id, gpu, metric, recorded_at)",
+)
+NOISE_STEP = 7  # the step that gave perf results their noise and rounds
 
 
 @dataclass(frozen=True)
@@ -113,7 +136,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS runs_by_code ON runs (code_commit, code_diff, scope, started_at)",
         ),
     ),
-    (perf_results.SCHEMA_STEP, perf_results.SCHEMA_STATEMENTS),  # the perf-sanity cases' results
+    (4, PERF_RESULTS),  # the perf-sanity cases' results (history/perf_results.py)
     (
         5,  # touch records: the tests that ran each file (history/touches.py)
         (
@@ -127,7 +150,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
         (AddColumn("runs", "owner_pid", "INTEGER"), AddColumn("runs", "owner_start", "TEXT NOT NULL DEFAULT ''")),
     ),
     (
-        perf_results.NOISE_STEP,  # a perf result's noise and rounds (rows from before: noise 0 over 1 round)
+        NOISE_STEP,  # a perf result's noise and rounds (rows from before: noise 0 over 1 round)
         (
             AddColumn("perf_results", "noise", "REAL NOT NULL DEFAULT 0"),
             AddColumn("perf_results", "rounds", "INTEGER NOT NULL DEFAULT 1"),

@@ -13,7 +13,8 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.errors import PerfError
 from ci_tool.history import schema
-from ci_tool.history.perf_results import NOISE_STEP, PerfResult, perf_series, record_perf_results
+from ci_tool.history.perf_results import PerfResult, perf_series, record_perf_results
+from ci_tool.history.schema import NOISE_STEP
 from ci_tool.history.sqlite_backend import _apply
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore
 from ci_tool.outcomes import PerfVerdict
