@@ -66,9 +66,9 @@ GITHUB_API_URL = "https://api.github.com"
 GITHUB_TOKEN_ENV = "GITHUB_TOKEN"
 REPORT_URL_ENV = "CI_TOOL_REPORT_URL"  # where builds' HTML reports are published (ci_tool/report/links.py)
 SELECTION_ARTIFACT = "selection.json"  # what L0_MergeRequest selected, archived with the build
-# The shared history of CI (README "A shared history for CI"): its URL in a Jenkins credential (Secret text)
-# and a GitHub repository secret of these names reaches every generated stage as CI_TOOL_HISTORY; without
-# one, each agent keeps its own history, as a local run does.
+# The shared history of CI (docs/runners-and-history.md, "A shared history for CI"): its URL in a Jenkins
+# credential (Secret text) and a GitHub repository secret of these names reaches every generated stage as
+# CI_TOOL_HISTORY; without one, each agent keeps its own history, as a local run does.
 HISTORY_ENV = "CI_TOOL_HISTORY"  # a history path or PostgreSQL URL, wherever --history is not given
 SHARED_HISTORY_CREDENTIAL = "ci-tool-history"
 SHARED_HISTORY_SECRET = "CI_TOOL_HISTORY"
@@ -104,8 +104,8 @@ TRIGGER_TIMEOUT_SECONDS = 120  # the trigger POST: a busy Jenkins answers late; 
 LOST_ANSWER_GRACE_SECONDS = 120  # after a lost trigger answer: how long Jenkins may take to show its item
 RATE_LIMIT_WAIT_SECONDS = 300  # the longest wait for a GitHub rate limit to reset before giving up with its time
 
-# GitHub Actions as the bot's engine (README "GitHub Actions only"): the generated workflow a /bot run
-# dispatches, and the artifacts the bot reads of its run for the final CI report.
+# GitHub Actions as the bot's engine (docs/generated-pipelines.md, "GitHub Actions only"): the generated workflow
+# a /bot run dispatches, and the artifacts the bot reads of its run for the final CI report.
 ACTIONS_WORKFLOW = "l0-test.yml"  # .github/workflows/, generated from ci_tool/generate/templates/l0-test.yml.j2
 ACTIONS_SELECTION_ARTIFACT = "ci-tool-selection"  # the plan job's selection.json and request.json
 ACTIONS_RESULTS_ARTIFACT_PREFIX = "results-"  # + the stage: its results/<stage>/ folder (junit.xml, ...)

@@ -1,6 +1,7 @@
 """What ci-tool writes into a checkout as output (a report, the site, a stage's results folder): never code.
 
-The rule (README "Reuse"): an untracked file is output, not a change to the code a run tests, when
+The rule (docs/runners-and-history.md, "Reuse and what ci-tool writes"): an untracked file is output, not a
+change to the code a run tests, when
 
     it lies where the generated pipelines write (layout.CI_SCRATCH: `.ci-tool/`, `results/`, ...), or
     ci-tool wrote it (`report --output`, `run --html-report`, `site --output`, `stage run --output-dir`, ...)

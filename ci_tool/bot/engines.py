@@ -1,6 +1,6 @@
 """Where a project's `/bot run`, `/bot kill` and `/bot reuse-pipeline` act: Jenkins, GitHub Actions, or both.
-Chosen in one place, the bot's setting CI_TOOL_BOT_ENGINES (`bot handle --engines`; README "GitHub Actions
-only"): a comma-separated list of `jenkins` and `github`, `jenkins` when unset. Pure.
+Chosen in one place, the bot's setting CI_TOOL_BOT_ENGINES (`bot handle --engines`; docs/generated-pipelines.md,
+"GitHub Actions only"): a comma-separated list of `jenkins` and `github`, `jenkins` when unset. Pure.
 
     jenkins   L0_MergeRequest triggered, its statuses on `Jenkins Full Build` / `Custom Jenkins build`
     github    l0-test.yml dispatched, its statuses on `L0 Test Full Run` / `Custom L0 Test run`

@@ -62,9 +62,9 @@ class Handling:
 # A row's key: the option's key, or `reuse_test=ID` for --reuse-test given a pipeline id.
 REUSE_ID = "reuse_test=ID"
 _SHARED_REUSE = (
-    "is the default: the stages that passed on this commit in the shared history (CI_TOOL_HISTORY, see the "
-    "README) are reused, and in the others the tests that passed skip; without a shared history every selected "
-    "stage runs"
+    "is the default: the stages that passed on this commit in the shared history (CI_TOOL_HISTORY, see "
+    "docs/runners-and-history.md) are reused, and in the others the tests that passed skip; without a shared "
+    "history every selected stage runs"
 )
 _NO_HISTORY = (
     "names one pipeline, and the stages of a generated pipeline are runs of their own in the shared history: "

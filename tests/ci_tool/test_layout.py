@@ -1,4 +1,5 @@
-"""The repository layout and defaults live in one module; what the README tells people to run agrees."""
+"""The repository layout and defaults live in one module; what the README tells people to run agrees, and the README
+leads to every chapter of the docs/ guide."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def test_the_readme_set_up_commands_install_the_pinned_torch_and_the_engine_extr
     assert len(commands) == 2
     assert all(f"pip install {TORCH_PIN} -e '.[engine,test]'" in command for command in commands)
     assert f"{TORCH_PIN} -e '.[engine,test]'" in SETUP_COMMAND  # the generated stage jobs install the same
+
+
+def test_the_readme_links_every_chapter_of_the_guide() -> None:
+    """README is the landing page: a docs/ chapter it does not link is one no newcomer finds."""
+    linked = set(re.findall(r"\]\((docs/[^)#\s]+)", (ROOT / "README.md").read_text(encoding="utf-8")))
+    chapters = {path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")}
+    assert sorted(chapters - linked) == []
 
 
 def test_the_default_paths_name_this_repository() -> None:

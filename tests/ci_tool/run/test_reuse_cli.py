@@ -353,7 +353,7 @@ def test_the_selection_reuses_a_stage_that_passed_on_this_commit_in_a_stage_run_
 def test_the_report_site_and_results_the_readme_writes_are_no_change_to_the_code(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README's `report --output report.html`, `site --output site/` and `stage run --output-dir out
+    """docs/reports.md's `report --output report.html`, `site --output site/` and `stage run --output-dir out
     --html-report out/report.html` leave untracked files in the checkout: the next run reuses all the same,
     and a pull request's change (`--base`) holds none of them."""
     ci_tool(capsys, *RUN)

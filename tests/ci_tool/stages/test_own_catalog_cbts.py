@@ -105,6 +105,12 @@ def test_a_readme_only_change_runs_the_docs_stage_and_the_test_that_reads_readme
     assert runs("tests/ci_tool/test_layout.py", lines)
 
 
+def test_a_docs_only_change_runs_the_docs_stage_and_the_test_that_reads_the_docs_folder() -> None:
+    scope, lines, names = ran(("docs/selection.md",))
+    assert scope is CbtsScope.NARROWED and "CPU-Build_Docs" in names
+    assert runs("tests/ci_tool/test_layout.py", lines)
+
+
 def test_a_bench_only_change_runs_the_bench_tests() -> None:
     scope, lines, names = ran(("bench/replay_count.py",))
     assert scope is CbtsScope.NARROWED and names

@@ -455,8 +455,9 @@ String shareDurations() {
     return shared ? " ${DURATIONS_OPTION}" : ''
 }
 
-// The shared history (README: "A shared history for CI"): the Jenkins credential HISTORY_CREDENTIAL, a
-// Secret text holding the history's URL, bound as HISTORY_VARIABLE for `body` (Jenkins masks it in the log).
+// The shared history (docs/runners-and-history.md, "A shared history for CI"): the Jenkins credential
+// HISTORY_CREDENTIAL, a Secret text holding the history's URL, bound as HISTORY_VARIABLE for `body` (Jenkins
+// masks it in the log).
 // Without that credential `body` runs on the agent's own history, as before, or not at all when `needsIt`.
 // Returns whether the shared history was there.
 boolean withSharedHistory(boolean needsIt, Closure body) {
