@@ -199,9 +199,14 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(
     assert plan.code == 0, plan.log
     github = {row["stage"]: row for key in plan.outputs if key[-1].isdigit() for row in plan.matrix(key)}
     names = [spec.name.name for spec in specs]
-    assert (list(jenkins), list(phases), sorted(github)) == (names, names, sorted(names))
+    narrowed = [spec.name.name for spec in generated[catalog].narrowed]
+    assert (list(jenkins), list(phases), sorted(github)) == (names + narrowed, names + narrowed, sorted(names))
     found = {spec.name.name: engines_facts(jenkins, phases, github, spec.name.name) for spec in specs}
     assert found == {spec.name.name: catalog_facts(spec) for spec in specs}
+    # a `-cbts` stage runs where its shard of the family runs, as long, on the same executor
+    assert narrowed and {name: (jenkins[name], phases[name]) for name in narrowed} == {
+        name: (jenkins[name.removesuffix("-cbts")], phases[name.removesuffix("-cbts")]) for name in narrowed
+    }
 
 
 def engines_facts(jenkins: dict, phases: dict, github: dict, name: str) -> dict[str, object]:  # type: ignore[type-arg]
