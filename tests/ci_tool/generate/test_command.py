@@ -66,7 +66,8 @@ def test_check_names_each_stale_file_with_its_diff_and_exits_1(repo: Path, capsy
     assert [line[:1] for line in changed] == ["-", "+", "-", "+"]
     assert all("timeoutMinutes: 90," in line for line in changed[::2])
     assert all("timeoutMinutes: 95," in line for line in changed[1::2])
-    assert [line.split("'")[1] for line in changed[::2]] == ["H100_PCIe-PyTorch-Perf-1", "H100_PCIe-PyTorch-Perf-1-cbts"]
+    stage = "H100_PCIe-PyTorch-Perf-1"
+    assert [line.split("'")[1] for line in changed[::2]] == [stage, f"{stage}-cbts"]
 
 
 def test_check_reports_a_hand_edit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -185,7 +185,12 @@ def test_github_matrices_run_a_narrowed_stage_in_its_familys_job_on_its_familys_
     narrowed = spec("A10-PyTorch-1-cbts", shards=1, timeout=45)
     assert github_matrices(specs, [narrowed]) == {
         "single_gpu_1": [
-            {"stage": "A10-PyTorch-1-cbts", "runs_on": ["self-hosted", "a10"], "timeout_minutes": 45, "executor": "local"}
+            {
+                "stage": "A10-PyTorch-1-cbts",
+                "runs_on": ["self-hosted", "a10"],
+                "timeout_minutes": 45,
+                "executor": "local",
+            }
         ]
     }
 

@@ -72,8 +72,10 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     }
     expected = (
         # the durations and the selection (what a -cbts stage runs) from the plan job, then the results
-        [action.split(" #")[0] for action in
-         (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],  # fmt: skip
+        [
+            action.split(" #")[0]
+            for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)
+        ],
         head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",

@@ -68,8 +68,10 @@ def test_a_record_of_another_shape_is_one_located_error(data: object, message: s
 def test_a_record_carries_each_narrowed_familys_filter_and_shard_count_and_no_full_one() -> None:
     """What a `-cbts` stage job runs: the filter LineFilter.to_json wrote, read back as it was."""
     narrowed = LineFilter((NarrowPath("tests/b.py", "A10"), NarrowPath("tests/a.py")), (("l0_a10", "tests/c.py"),))
-    families = {"A10-PyTorch": {"lines": 2, "predicted_seconds": 3.0, "shards": 2, "filter": narrowed.to_json()},
-                "CPU-Generic": {"lines": 5, "predicted_seconds": 9.0, "shards": 3, "full": "no CPU records"}}  # fmt: skip
+    families = {
+        "A10-PyTorch": {"lines": 2, "predicted_seconds": 3.0, "shards": 2, "filter": narrowed.to_json()},
+        "CPU-Generic": {"lines": 5, "predicted_seconds": 9.0, "shards": 3, "full": "no CPU records"},
+    }
     record = read_record({"stages": [], "cbts": {"scope": "narrowed", "families": families}}, source=SOURCE)
     assert record.narrowed == {"A10-PyTorch": NarrowedFamily(2, narrowed)}
 
