@@ -96,7 +96,9 @@ def narrowed_stage(record: SelectionRecord, catalog: Catalog, name: StageName, *
 
 
 def _narrowed(value: object, source: str) -> dict[str, NarrowedFamily]:
-    """`cbts.families` of a record: the narrowed families (those without `full`), each with its filter."""
+    """`cbts.families` of a record: the narrowed families, each with its filter. A family without one runs its
+    own stages: it runs its full set (`full`), or the record is older than the pipelines' `-cbts` stages (their
+    builds ran each family's own stages whole, and the bot's report reads their records still)."""
     if value is None:
         return {}
     families = _object(value, f"{source}: cbts").get("families", {})
@@ -104,7 +106,7 @@ def _narrowed(value: object, source: str) -> dict[str, NarrowedFamily]:
     for name, value_of_family in _object(families, f"{source}: cbts.families").items():
         where = f"{source}: cbts.families.{name}"
         entry = _object(value_of_family, where)
-        if "full" in entry:
+        if "full" in entry or "filter" not in entry:
             continue  # its own stages run
         shards = entry.get("shards")
         if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:

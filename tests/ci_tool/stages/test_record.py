@@ -46,7 +46,7 @@ def test_a_record_reads_back_its_stages_blocked_stages_and_commits() -> None:
          "found []"),
         ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 0, "filter": FILTER}}}},
          "selection.json of build 3: cbts.families.A10-PyTorch.shards: expected a shard count of at least 1, found 0"),
-        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1}}}},
+        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1, "filter": None}}}},
          "selection.json of build 3: cbts.families.A10-PyTorch.filter: expected a JSON object, found None"),
         ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1, "filter": {"paths": [3], "entries": []}}}}},
          "selection.json of build 3: cbts.families.A10-PyTorch.filter.paths[0]: expected a JSON object, found 3"),
@@ -74,6 +74,13 @@ def test_a_record_carries_each_narrowed_familys_filter_and_shard_count_and_no_fu
     }
     record = read_record({"stages": [], "cbts": {"scope": "narrowed", "families": families}}, source=SOURCE)
     assert record.narrowed == {"A10-PyTorch": NarrowedFamily(2, narrowed)}
+
+
+def test_a_record_from_before_the_pipelines_ran_cbts_stages_still_reads() -> None:
+    """Its narrowed families carry no filter: its build ran their own stages, and the bot's report reads it."""
+    families = {"A10-PyTorch": {"lines": 2, "predicted_seconds": 3.0, "shards": 1}}
+    record = read_record({"stages": ["A10-PyTorch-1"], "cbts": {"families": families}}, source=SOURCE)
+    assert (record.stages, record.narrowed) == (("A10-PyTorch-1",), {})
 
 
 def test_differences_name_the_stages_only_one_side_holds_in_their_order() -> None:
