@@ -21,6 +21,20 @@ For each commit (first-parent diff against its parent) with the catalog and test
               removes it; each unwaive is measured as a commit of the history is. Reported apart, as SYNTHETIC.
 
     .venv/bin/python bench/cbts_bench.py [--faults 5] [--json]
+
+Pipeline grain (--grain-table): what the generated pipelines spend on a one-function source change since they
+run a narrowed family's `-cbts` shards, against the family grain they ran before (every stage of a family that
+keeps a test, whole). The catalog is TensorRT-LLM's stage table (`ci-tool stages import`, the families whose
+test-db context the corpus holds), each family split into at least --min-splits shards, over the corpus' real
+test-db and durations. A one-function change is made up, as its touch records would say it: a function of a
+source file that --reach test lines of the pre-merge lists ran (drawn at random, --samples per reach, seed 0),
+recorded on every GPU type; the touched rule then narrows each GPU type to the lines its lists hold. Predicted
+minutes from the durations (no test runs), as GPU-minutes (minutes x GPUs of each stage, plus an assumed
+--stage-overhead-minutes of set-up per stage) of the stages an engine that runs `-cbts` stages (jenkins)
+selects: full (`--disable-cbts`), family grain, shard grain.
+
+    .venv/bin/python bench/cbts_bench.py --grain-table tests/ci_tool/stages/reference/test_stage_configs.json \
+        --grain-corpus ../shared/corpus/trtllm [--min-splits 5] [--reach 1 10 50] [--samples 20] [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ import argparse
 import ast
 import enum
 import json
+import random
 import re
 import statistics
 import subprocess
@@ -41,14 +56,20 @@ from pathlib import Path
 
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.errors import CiToolError
-from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
+from ci_tool.stages.catalog import Stage
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalog
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.changes import ChangeSet, split_filters
+from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan, plan_stages
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
+from ci_tool.stages.request import SelectionRequest, Step
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.stages.units import UnitChange
 from ci_tool.testdb.check import covers
+from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.waives import parse_waives
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -403,11 +424,118 @@ def selected_tests(commit: Commit) -> list[str]:
 # ---------------------------------------------------------------- the report
 
 
+# ---------------------------------------------------------------- pipeline grain
+
+
+def grain_catalog(table: Path, corpus: Path, *, min_splits: int) -> LoadedCatalog:
+    """TensorRT-LLM's stage table as a catalog over the corpus: the families whose context the corpus holds,
+    each split into at least `min_splits` shards."""
+    db = load_test_db(corpus / "test-db")
+    imported = import_stage_table(table.read_text(encoding="utf-8"), source=table.name)
+    present = [family for family in imported.families if family.context in db.contexts]
+    families = tuple(replace(family, splits=max(family.splits, min_splits)) for family in present)
+    durations = load_durations(corpus / "test_durations.json")
+    text = ImportedCatalog(families, imported.source).yaml()
+    catalog = read_catalog(text, file=table.name, db=db, durations=durations)
+    return LoadedCatalog(catalog, db, durations)
+
+
+def pre_merge_lines(loaded: LoadedCatalog, selection: Selection) -> dict[str, set[str]]:
+    """GPU type -> the test ids (filters dropped) the pre-merge selection's stages run: what a function's
+    records can name."""
+    plans = plan_stages(selection.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    found: dict[str, set[str]] = defaultdict(set)
+    for plan in plans.values():
+        found[plan.name.gpu_type].update(split_filters(line.test_id)[0] for line in plan.lines)
+    return found
+
+
+def one_function_change(by_gpu: dict[str, set[str]], tests: frozenset[str]) -> ChangeSet:
+    """A change of one function that `tests` ran, as fresh touch records of every GPU type say it."""
+    path = "tensorrt_llm/_torch/made_up.py"
+    records = {gpu: GpuRecord({"f": frozenset(tests & lines)}, ("c0",)) for gpu, lines in by_gpu.items()}
+    found = RecordedFile(path, UnitChange(units=("f",)), records, importers_read=True)
+    evidence = TouchEvidence({path: found}, {gpu: GpuRecords(("c0",)) for gpu in by_gpu})
+    return ChangeSet((path,), base={}, now={}, touches=evidence)
+
+
+def family_grain(selection: Selection) -> list[Stage]:
+    """The stages an engine that runs whole shards ran for `selection`: each `-cbts` family's own stages."""
+    ran_as = {v.stage for v in selection.verdicts if v.step is Step.CBTS and v.reason.startswith(RUNS_AS)}
+    own = [stage for stage in selection.candidates if stage.name.name in ran_as]
+    return [stage for stage in selection.stages if not stage.name.cbts] + own
+
+
+RUNS_AS = "change-based selection: runs as "
+
+
+def gpu_minutes(plans: dict[str, StagePlan], options: argparse.Namespace) -> float:
+    """Predicted GPU-minutes of planned stages, each stage's set-up (--stage-overhead-minutes) on its GPUs too."""
+    overhead = sum(options.stage_overhead_minutes * plan.name.gpu_count for plan in plans.values())
+    return minutes(plans)[0] + overhead
+
+
+def measure_grain(options: argparse.Namespace) -> dict[str, object]:
+    loaded = grain_catalog(options.grain_table, options.grain_corpus, min_splits=options.min_splits)
+    full = select_for_change(loaded, _request("/bot run --disable-cbts"), engine=Engine.JENKINS, changes=None)
+    by_gpu = pre_merge_lines(loaded, full)
+    every = sorted(set().union(*by_gpu.values()))
+    full_plans = plan_stages(full.stages, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    full_gpu = gpu_minutes(full_plans, options)
+    rows = []
+    for reach in options.reach:
+        draws = random.Random(0)
+        samples = []
+        for _ in range(options.samples):
+            change = one_function_change(by_gpu, frozenset(draws.sample(every, reach)))
+            narrowed = select_for_change(loaded, _request("/bot run"), engine=Engine.JENKINS, changes=change)
+            assert narrowed.narrowing is not None and narrowed.narrowing.scope is CbtsScope.NARROWED, narrowed.narrowing
+            shard = plan_stages(narrowed.stages, db=loaded.db, durations=loaded.durations, allow_empty=True)
+            family = plan_stages(family_grain(narrowed), db=loaded.db, durations=loaded.durations, allow_empty=True)
+            samples.append((gpu_minutes(family, options), gpu_minutes(shard, options), len(family), len(shard)))
+        family_gpu, shard_gpu = (statistics.mean(sample[i] for sample in samples) for i in (0, 1))
+        rows.append({
+            "reach": reach, "samples": len(samples), "gpu_min_full": round(full_gpu, 1),
+            "gpu_min_family_grain": round(family_gpu, 1), "gpu_min_shard_grain": round(shard_gpu, 1),
+            "stages_family_grain": statistics.mean(sample[2] for sample in samples),
+            "stages_shard_grain": statistics.mean(sample[3] for sample in samples),
+            "shard_vs_family_saving": _percent(family_gpu - shard_gpu, family_gpu),
+            "median_shard_vs_family": _percent(statistics.median(f - s for f, s, *_ in samples),
+                                               statistics.median(f for f, *_ in samples)),
+        })  # fmt: skip
+    splits = [family.splits for family in loaded.catalog.families if family.name.is_test]
+    return {"families": len(loaded.catalog.families), "stages": len(loaded.catalog.stages), "min_splits": min(splits),
+            "pre_merge_stages": len(full.stages), "lines": len(every), "rows": rows}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--faults", type=int, default=5, help="planted faults per rule (0: savings only)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--grain-table", type=Path, help="TensorRT-LLM's stage table: measure the pipeline grain")
+    parser.add_argument("--grain-corpus", type=Path, help="its test-db/ and test_durations.json")
+    parser.add_argument("--min-splits", type=int, default=5, help="shards a family gets at least")
+    parser.add_argument("--reach", type=int, nargs="+", default=[1, 10, 50], help="test lines the function ran")
+    parser.add_argument("--samples", type=int, default=20, help="changes drawn per reach")
+    parser.add_argument("--stage-overhead-minutes", type=float, default=0.0,
+                        help="set-up a stage spends on its GPUs before its tests (an assumption; 0: none)")  # fmt: skip
     options = parser.parse_args(argv)
+    if options.grain_table is not None:
+        found = measure_grain(options)
+        if options.json:
+            print(json.dumps(found, indent=2))
+            return 0
+        print(f"{found['families']} families, {found['stages']} stages (each family at least {found['min_splits']}"
+              f" shards), {found['pre_merge_stages']} pre-merge stages running {found['lines']} test ids; "
+              f"{options.stage_overhead_minutes:g} min set-up a stage\n")
+        print("| function ran by N lines | GPU-min full | family grain | shard grain | shard vs family | median "
+              "| stages family | stages shard |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for row in found["rows"]:  # type: ignore[attr-defined]
+            print(f"| {row['reach']} | {row['gpu_min_full']} | {row['gpu_min_family_grain']} | "
+                  f"{row['gpu_min_shard_grain']} | {row['shard_vs_family_saving']} | {row['median_shard_vs_family']}"
+                  f" | {row['stages_family_grain']:.1f} | {row['stages_shard_grain']:.1f} |")
+        return 0
     measured = [found for sha, parent in commits() if (found := measure(sha, parent)) is not None]
     by_rule: dict[str, list[Commit]] = defaultdict(list)
     for commit in measured:

@@ -90,6 +90,25 @@ Map stagePhasesPart1() {
         'DGX_H200-PyTorch-Post-Merge-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-PerfSanity-1': [arch: 'x86_64', phase: 'Single-GPU'],
         'DGX_H200-PyTorch-Perf-1': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-2-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'CPU-Generic-PerfSanity-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'A10-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'A10-PyTorch-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-PyTorch-PerfSanity-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-PyTorch-PerfSanity-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-4_GPUs-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Multi-GPU'],
+        'DGX_H100-4_GPUs-PyTorch-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Multi-GPU'],
+        'DGX_B200-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_B200-PyTorch-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_B200-PyTorch-PerfSanity-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-PerfSanity-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H200-PyTorch-Perf-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
     ]
 }
 
@@ -267,6 +286,9 @@ String launchTests(String arch, String phase, List stageNames, Map selection) {
             string(name: 'BASE_SHA', value: selection.base ?: ''),
             string(name: 'PRIORITY', value: "${selection.queue_priority}"),
             string(name: 'DEBUG_HOLD_MINUTES', value: "${selection.debug_hold_minutes}"),
+            // The run record itself: a `-cbts` stage runs the narrowing this selection made (its filter and
+            // shard count), never one of its own.
+            text(name: 'SELECTION', value: writeJSON(returnText: true, json: selection)),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"

@@ -3,6 +3,9 @@
     NAME                   a catalog stage (`CPU-Generic-2`): its shard of its family's render
     NAME --shard K         a family (`CPU-Generic`) and a shard index: the same as `CPU-Generic-K`
     NAME (a family)        the family's whole render as one stage, unsharded
+    NAME-cbts --selection F  a stage narrowed by change-based selection (`CPU-Generic-2-cbts`): the filter
+                           and shard count the run record F (`ci-tool stage select --json`) holds for its
+                           family, as the pipelines' stage jobs run it; never narrowed again here
 
 The list is rendered for the stage's query merged over this machine's sysinfo (a --dry-run: over the
 stage name's facts only, what CI knows before a runner starts, unless --system-info is given; it prints
@@ -39,7 +42,7 @@ from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.reuse import plan_stage_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
-from ci_tool.run.stage_pick import resolve_stage
+from ci_tool.run.stage_pick import is_narrowed, resolve_stage
 from ci_tool.stages.executors import Executor, pool_of
 
 
@@ -64,6 +67,11 @@ from ci_tool.stages.executors import Executor, pool_of
     is_flag=True,
     help="Run the stage and every test, even when they passed on this code before (reuse is the default).",
 )
+@click.option(
+    "--selection",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The run record of the plan (`ci-tool stage select --json`): a -cbts NAME runs the narrowing it holds.",
+)
 @reorder_option
 @run_options
 def run_command(
@@ -74,6 +82,7 @@ def run_command(
     output_dir: Path | None,
     base: str | None,
     disable_reuse_test: bool,
+    selection: Path | None,
     no_reorder: bool,
     options: RunOptions,
 ) -> int:
@@ -87,7 +96,7 @@ def run_command(
     changes = change_set((), base=base, test_db=options.test_db, history=setup.config.history) if base else None
     setup = ordered_by_likelihood(setup, changes, reorder=not no_reorder)
     _check_shard(name, shard, setup)
-    stage = resolve_stage(name, shard, setup)
+    stage = resolve_stage(name, shard, setup, selection=selection)
     mismatch = runner_mismatch(stage.name, setup.facts) if options.executor is Executor.LOCAL else None
     if mismatch is not None:
         click.echo(
@@ -133,6 +142,8 @@ def _check_shard(name: str, shard: int | None, setup: LocalSetup) -> None:
     catalog = setup.loaded.catalog
     if shard is None or any(f.name.name == name for f in catalog.families):
         return
+    if is_narrowed(name):
+        raise click.UsageError(f"{name} names its shard; drop --shard {shard}")
     found = catalog.stage(name)  # a StageError with the closest names when NAME is neither
     if shard != found.shard:
         raise click.UsageError(f"{name} is shard {found.shard}; drop --shard {shard}, or name the family")

@@ -20,6 +20,13 @@ at run time by `ci-tool stage select` (the one selection), which both pipelines 
     blocked stages,         Selection: request, changed files,     stage, then        --github-output
     fail-fast, stage-run    labels)                                L0_Test params     writes the matrices
     options
+    a `-cbts` stage's       the run record (`stage select --json`,  SELECTION, to      the ci-tool-selection
+    narrowing               cbts.families): its filter and shard   `stage run         artifact, to `stage
+                            count                                  --selection`       run --selection`
+
+A `<family>-<K>-cbts` stage (change-based selection) takes the runner, timeout and executor of its family:
+the Jenkins tables hold one row per shard the family could narrow to (cbts.cbts_stages; its shard count there
+is the family's, the most a narrowing runs), and GitHub's matrices take the selection's stages as they are.
 
 Order is the catalog's order everywhere; nothing depends on the clock or the machine.
 """
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,6 +61,7 @@ from ci_tool.layout import (
     TORCH_PIN,
 )
 from ci_tool.stages.catalog import Catalog
+from ci_tool.stages.cbts import cbts_stages
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
@@ -72,6 +80,8 @@ HOSTED_RUNNER = "ubuntu-latest"  # GitHub-hosted, for CPU stages
 CHECKOUT_ACTION = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 UPLOAD_ARTIFACT_ACTION = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2"
 DOWNLOAD_ARTIFACT_ACTION = "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0"
+# where a stage job puts the plan job's selection artifact (its selection.json: `stage run --selection`)
+ACTIONS_SELECTION_FOLDER = f"{STATE_DIR}/plan"
 DURATIONS_ARTIFACT = "ci-tool-durations"  # the plan job's durations export, which every stage job shards by
 SELF_HOSTED = "self-hosted"
 SINGLE_GPU, MULTI_GPU = "Single-GPU", "Multi-GPU"
@@ -175,13 +185,15 @@ class CatalogStage(Protocol):
 
 @dataclass(frozen=True)
 class GenerateInput:
-    """Everything the generated files are built from: the catalog's stages."""
+    """Everything the generated files are built from: the catalog's stages, and the `-cbts` stages
+    change-based selection can make of them."""
 
     stages: Sequence[CatalogStage]  # in catalog order
+    narrowed: Sequence[CatalogStage] = ()  # every `<family>-<K>-cbts` stage, in catalog order
 
 
 def generate_input(catalog: Catalog) -> GenerateInput:
-    return GenerateInput(catalog.stages)
+    return GenerateInput(catalog.stages, cbts_stages(catalog))
 
 
 class GitHubGroup(enum.StrEnum):
@@ -290,7 +302,7 @@ def _shared_history() -> dict[str, object]:
 
 def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
-    rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in source.stages]
+    rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in (*source.stages, *source.narrowed)]
     return {
         **_common(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
@@ -304,6 +316,8 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
         "durations_command": DURATIONS_COMMAND,
         "durations_option": DURATIONS_OPTION,
         "durations_file": CI_DURATIONS_PATH,
+        "selection_artifact": SELECTION_ARTIFACT,
+        "selection_option": f"--selection '{SELECTION_ARTIFACT}'",
         **_shared_history(),
         "table_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
@@ -311,7 +325,8 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
 
 def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     """L0_MergeRequest.groovy: which architecture and phase each stage belongs to, and the job topology."""
-    rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, source.stages)]
+    every = (*source.stages, *source.narrowed)
+    rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, every)]
     return {
         **_common(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
@@ -386,16 +401,20 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "bot_inputs": BOT_DISPATCH_INPUTS,
         "selection_file": SELECTION_ARTIFACT,
         "selection_artifact_name": ACTIONS_SELECTION_ARTIFACT,
+        "selection_folder": ACTIONS_SELECTION_FOLDER,
         "results_artifact_prefix": ACTIONS_RESULTS_ARTIFACT_PREFIX,
     }
 
 
-def github_matrices(stages: Sequence[CatalogStage], chosen: Collection[str]) -> dict[str, list[dict[str, object]]]:
-    """The plan job's matrix outputs at run time: job id -> one row per chosen stage, in catalog order;
-    the job ids are the generated workflow's (github_jobs over the same catalog)."""
+def github_matrices(
+    stages: Sequence[CatalogStage], chosen: Sequence[CatalogStage]
+) -> dict[str, list[dict[str, object]]]:
+    """The plan job's matrix outputs at run time: job id -> one row per chosen stage (the selection's, `-cbts`
+    stages too), in the order given; the job ids are the generated workflow's (github_jobs over the same
+    catalog: a narrowed family runs no more stages than its own)."""
     rows: dict[str, list[dict[str, object]]] = {}
     for job in github_jobs(stages):
-        members = [stage for stage in stages if github_group(stage) is job.group and stage.name.name in chosen]
+        members = [stage for stage in chosen if github_group(stage) is job.group]
         page = members[(job.chunk - 1) * GITHUB_MATRIX_LIMIT : job.chunk * GITHUB_MATRIX_LIMIT]
         rows[job.id] = [
             {

@@ -15,7 +15,7 @@ def github_outputs(catalog: Catalog, selection: Selection) -> str:
     """`name=value` lines for $GITHUB_OUTPUT: each matrix job's rows, fail-fast, the stage run options and
     the blocked stages (JSON, and one line for people)."""
     values: dict[str, object] = {
-        **github_matrices(catalog.stages, selection.names),
+        **github_matrices(catalog.stages, selection.stages),
         "fail_fast": "true" if selection.fail_fast else "false",
         "stage_run_args": " ".join(selection.request.stage_run_args),
         "blocked": [blocked.to_json() for blocked in selection.blocked],

@@ -1,19 +1,38 @@
-"""What `ci-tool stage run NAME [--shard K]` runs: a catalog stage, the stage K of a family, or a family's
-whole render as one unsharded stage."""
+"""What `ci-tool stage run NAME [--shard K] [--selection FILE]` runs: a catalog stage, the stage K of a family,
+a family's whole render as one unsharded stage, or a `<family>-<K>-cbts` stage of a run record's selection
+(the narrowing its plan made: stages/record.py)."""
 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
+from ci_tool import gitinfo
+from ci_tool.errors import StageError
+from ci_tool.json_file import read_json
 from ci_tool.run import stage_inputs
 from ci_tool.run.session import PlannedStage, catalog_stages
 from ci_tool.run.setup import LocalSetup
+from ci_tool.stages.names import CBTS_SUFFIX, parse_stage_name
+from ci_tool.stages.record import narrowed_stage, read_record
+
+SELECTION_HINT = (
+    "pass the run record of the plan that selected it: `ci-tool stage select --request R --base REF --json "
+    "> selection.json`, then `--selection selection.json` (the generated pipelines pass theirs)"
+)
 
 
-def resolve_stage(name: str, shard: int | None, setup: LocalSetup) -> PlannedStage:
-    """The stage NAME (and --shard) means: a catalog stage, or a family's whole render (the command has
-    checked that a --shard with a stage NAME is that stage's)."""
+def is_narrowed(name: str) -> bool:
+    """Whether NAME is a `-cbts` stage, which runs only from a run record (see the module docstring)."""
+    return name.removesuffix(CBTS_SUFFIX) != name and parse_stage_name(name).cbts
+
+
+def resolve_stage(name: str, shard: int | None, setup: LocalSetup, *, selection: Path | None = None) -> PlannedStage:
+    """The stage NAME (and --shard) means: a catalog stage, a family's whole render, or the `-cbts` stage of
+    the run record `selection` (the command has checked that a --shard with a stage NAME is that stage's)."""
     catalog = setup.loaded.catalog
+    if is_narrowed(name):
+        return _narrowed(name, setup, selection)
     family = next((f for f in catalog.families if f.name.name == name), None)
     if family is None:
         stages = [catalog.stage(name)]  # a StageError with the closest names when NAME is neither
@@ -32,3 +51,24 @@ def resolve_stage(name: str, shard: int | None, setup: LocalSetup) -> PlannedSta
         )
     planned = catalog_stages(stages, planner=setup.planner)
     return planned[0]
+
+
+def _narrowed(name: str, setup: LocalSetup, selection: Path | None) -> PlannedStage:
+    """A `-cbts` stage as the record's plan narrowed it, planned as `ci-tool run` plans it (catalog_stages):
+    the same list, shard, inputs digest and reports."""
+    if selection is None:
+        raise StageError(
+            f"{name}: expected --selection FILE with a -cbts stage, found none: it runs the list its plan's "
+            "change-based selection narrowed",
+            hint=SELECTION_HINT,
+        )
+    source = str(selection)
+    record = read_record(read_json(selection, name="the selection", error=StageError), source=source)
+    head = gitinfo.commit_of(setup.config.rootdir)
+    if record.head is not None and head is not None and record.head != head:
+        raise StageError(
+            f"{source}: head: expected the commit this checkout tests, {head}, found {record.head}",
+            hint="run the stage on the commit its plan selected on, or select again on this one",
+        )
+    stage = narrowed_stage(record, setup.loaded.catalog, parse_stage_name(name), source=source)
+    return catalog_stages([stage], planner=setup.planner)[0]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
-from ci_tool.stages.catalog import Catalog, Family, path_matches
+from ci_tool.stages.catalog import Catalog, Family, Stage, path_matches
 from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters, test_path_of
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageKind
@@ -79,7 +79,8 @@ class FamilyNarrowing:
     def to_json(self) -> dict[str, object]:
         found: dict[str, object] = {"lines": self.lines, "predicted_seconds": round(self.predicted_seconds, 3),
                                     "shards": self.shards}  # fmt: skip
-        return found | ({"full": self.full} if self.full else {})
+        # a narrowed family's filter: what its `-cbts` stage jobs run (record.py), decided here once
+        return found | ({"full": self.full} if self.full else {"filter": self.line_filter.to_json()})
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,25 @@ def _families(catalog: Catalog, db: TestDb, durations: Durations, effect: _Effec
 def _narrowable(catalog: Catalog) -> list[Family]:
     """The families change-based selection narrows: those that render a test-db list."""
     return [f for f in catalog.families if f.context and f.name.kind in (StageKind.TEST, StageKind.PACKAGE_SANITY)]
+
+
+def narrowed_stages(family: Family, shards: int, line_filter: LineFilter) -> list[Stage]:
+    """A narrowed family's stages `<family>-<K>-cbts`, K = 1..shards: its render through `line_filter`, split
+    over `shards` (the selection makes them, and a pipeline's stage job from the run record alike)."""
+    narrowed = replace(family, splits=shards, line_filter=line_filter)
+    return [Stage(family.name.with_shard(k).with_cbts(), narrowed) for k in range(1, shards + 1)]
+
+
+def cbts_stages(catalog: Catalog) -> list[Stage]:
+    """Every `-cbts` stage a selection can name: one per shard of each family change-based selection
+    narrows (a narrowed family runs on at most its own shard count), each with its family as the catalog
+    has it (the generated pipelines' stage tables: runner, timeout, executor)."""
+    return [
+        Stage(stage.name.with_cbts(), family)
+        for family in _narrowable(catalog)
+        if family.name.is_test
+        for stage in catalog.stages_of(family)
+    ]
 
 
 def narrowed_shards(family: Family, predicted_seconds: float, tests: int) -> int:

@@ -170,6 +170,13 @@ class LineFilter:
     paths: tuple[NarrowPath, ...] = ()
     entries: tuple[tuple[str, str], ...] = ()  # (context, line as written)
 
+    def to_json(self) -> dict[str, object]:
+        """The filter as the run record carries it to the pipelines' stage jobs (record.py reads it back)."""
+        return {
+            "paths": [{"path": found.path, "gpu": found.gpu} for found in self.paths],
+            "entries": [{"context": context, "line": raw} for context, raw in self.entries],
+        }
+
     def apply(self, rendered: Sequence[TestLine], *, context: str, gpu: str | None) -> tuple[TestLine, ...]:
         """The lines of `rendered` (context `context`, a stage of GPU token `gpu`) to run, in list order."""
         entries = {raw for where, raw in self.entries if where == context}

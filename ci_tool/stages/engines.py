@@ -13,9 +13,16 @@ refuses it with the reason. None is accepted and ignored:
     --reuse-test         honoured (the history)      noted: no passed stages       noted: no passed stages
     --reuse-test N       honoured (the history)      refused: no history           refused: no history
 
-Change-based selection narrows a family's list only where the engine runs the narrowed list: locally. The
-generated pipelines run each stage's whole shard (`ci-tool stage run NAME`), so there it keeps or drops
-whole families, and never drops a test the narrowed list would run.
+Change-based selection narrows a family's list on every engine, to the `<family>-<K>-cbts` stages:
+
+    engine    runs a narrowed stage as                         the narrowing it runs
+    local     `ci-tool run`, in the process that selected      the selection's own
+    jenkins   L0_Test: `ci-tool stage run NAME --selection`    L0_MergeRequest's run record (SELECTION)
+    github    a matrix job: `ci-tool stage run NAME            the plan job's run record (the
+              --selection`                                     ci-tool-selection artifact)
+
+The stage jobs never narrow again: the record carries each narrowed family's filter and shard count, so
+every stage of a run runs what its plan decided, whatever the history's touch records say by then.
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ class Engine(enum.StrEnum):
     GITHUB = "github"  # the generated .github/workflows/l0-test.yml
 
 
-# The engines that run a family's narrowed list (`<family>-<K>-cbts` stages).
-LIST_NARROWING_ENGINES = frozenset({Engine.LOCAL})
+# The engines that run a family's narrowed list (`<family>-<K>-cbts` stages); an engine left out would run
+# the family's own stages, whole shards, where the change touches its tests.
+LIST_NARROWING_ENGINES = frozenset(Engine)
 # The engines with a queue priority (Jenkins' Priority Sorter reads the PRIORITY parameter).
 PRIORITY_ENGINES = frozenset({Engine.JENKINS})
 # The engines that keep a failed stage's agent and workspace for `--debug` (L0_Test's DEBUG_HOLD_MINUTES).

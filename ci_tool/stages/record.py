@@ -1,8 +1,11 @@
 """The run record: the selection a run made where it ran, archived with it (Jenkins' selection.json), with the
 commit it tested and the target branch's tip it compared with. Pure.
 
-    written by   `ci-tool stage select --json` (L0_MergeRequest archives it; L0_Test reads the commits)
-    read by      the bot's final CI report and statuses, `/bot reuse-pipeline`
+    written by   `ci-tool stage select --json` (L0_MergeRequest archives it and hands it to L0_Test as
+                 SELECTION; the GitHub plan job keeps it in the ci-tool-selection artifact)
+    read by      the bot's final CI report and statuses, `/bot reuse-pipeline`, and every stage job's
+                 `ci-tool stage run NAME --selection FILE`: a `<family>-<K>-cbts` stage runs the filter and
+                 shard count the record holds for its family (`cbts.families`), never a narrowing of its own
 
 The bot's reply is a preview made from the GitHub API before the run; the record is what ran. Where the two
 differ, the final report names the stages (`differences`).
@@ -11,9 +14,13 @@ differ, the final report names the stages (`differences`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ci_tool.errors import StageError
+from ci_tool.stages.catalog import Catalog, Stage
+from ci_tool.stages.cbts import narrowed_stages
+from ci_tool.stages.changes import LineFilter, NarrowPath
+from ci_tool.stages.names import CBTS_SUFFIX, StageName
 from ci_tool.stages.select import Selection
 
 
@@ -26,11 +33,20 @@ class SelectionRecord:
     custom_run: bool
     head: str | None = None  # the commit tested (None: not a checkout)
     base: str | None = None  # the target branch's tip the change was measured against (None: no base)
+    narrowed: Mapping[str, NarrowedFamily] = field(default_factory=dict)  # family -> what its -cbts stages run
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every stage the record names, started or blocked, in the order it holds them."""
         return (*self.stages, *(name for name in self.blocked if name not in self.stages))
+
+
+@dataclass(frozen=True)
+class NarrowedFamily:
+    """What the `-cbts` stages of a family narrowed by the record's change-based selection run."""
+
+    shards: int
+    line_filter: LineFilter
 
 
 def record_json(selection: Selection, *, head: str | None, base: str | None) -> dict[str, object]:
@@ -53,7 +69,77 @@ def read_record(data: object, *, source: str) -> SelectionRecord:
     if not isinstance(custom_run, bool):
         raise StageError(f"{source}: custom_run: expected true or false, found {custom_run!r}")
     head, base = _commit(data.get("head"), source, "head"), _commit(data.get("base"), source, "base")
-    return SelectionRecord(stages, blocked, custom_run, head, base)
+    return SelectionRecord(stages, blocked, custom_run, head, base, _narrowed(data.get("cbts"), source))
+
+
+def narrowed_stage(record: SelectionRecord, catalog: Catalog, name: StageName, *, source: str) -> Stage:
+    """The `-cbts` stage `name` as the record's selection made it: its family's render through the record's
+    filter, split over the record's shard count (cbts.narrowed_stages, as the selection itself makes it)."""
+    if name.name not in record.stages:
+        shown = ", ".join(stage for stage in record.stages if stage.endswith(CBTS_SUFFIX)) or "none"
+        raise StageError(
+            f"{source}: stages: expected {name.name!r} among the stages the selection runs, found it missing "
+            f"(its -cbts stages: {shown})",
+            hint="run a stage of this selection, or select again for this change (`ci-tool stage select --json`)",
+        )
+    family = catalog.stage(name.name.removesuffix(CBTS_SUFFIX)).family
+    found = record.narrowed.get(family.name.name)
+    if found is None:
+        raise StageError(f"{source}: cbts.families: expected the narrowing of {family.name.name!r}, found none")
+    stages = narrowed_stages(family, found.shards, found.line_filter)
+    if name.shard is None or not 1 <= name.shard <= len(stages):
+        raise StageError(
+            f"{source}: cbts.families.{family.name.name}.shards: expected at least shard {name.shard} of "
+            f"{name.name!r}, found {found.shards}"
+        )
+    return stages[name.shard - 1]
+
+
+def _narrowed(value: object, source: str) -> dict[str, NarrowedFamily]:
+    """`cbts.families` of a record: the narrowed families, each with its filter. A family without one runs its
+    own stages: it runs its full set (`full`), or the record is older than the pipelines' `-cbts` stages (their
+    builds ran each family's own stages whole, and the bot's report reads their records still)."""
+    if value is None:
+        return {}
+    families = _object(value, f"{source}: cbts").get("families", {})
+    found: dict[str, NarrowedFamily] = {}
+    for name, value_of_family in _object(families, f"{source}: cbts.families").items():
+        where = f"{source}: cbts.families.{name}"
+        entry = _object(value_of_family, where)
+        if "full" in entry or "filter" not in entry:
+            continue  # its own stages run
+        shards = entry.get("shards")
+        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+            raise StageError(f"{where}.shards: expected a shard count of at least 1, found {shards!r}")
+        found[name] = NarrowedFamily(shards, _line_filter(entry.get("filter"), f"{where}.filter"))
+    return found
+
+
+def _line_filter(value: object, where: str) -> LineFilter:
+    data = _object(value, where)
+    paths = []
+    for index, item in enumerate(_list(data.get("paths"), f"{where}.paths")):
+        path = _object(item, f"{where}.paths[{index}]")
+        test_path, gpu = path.get("path"), path.get("gpu")
+        if not isinstance(test_path, str) or not (gpu is None or isinstance(gpu, str)):
+            raise StageError(
+                f'{where}.paths[{index}]: expected {{"path": "...", "gpu": "..." or null}}, found {item!r}'
+            )
+        paths.append(NarrowPath(test_path, gpu))
+    entries = []
+    for index, item in enumerate(_list(data.get("entries"), f"{where}.entries")):
+        entry = _object(item, f"{where}.entries[{index}]")
+        context, line = entry.get("context"), entry.get("line")
+        if not isinstance(context, str) or not isinstance(line, str):
+            raise StageError(f'{where}.entries[{index}]: expected {{"context": "...", "line": "..."}}, found {item!r}')
+        entries.append((context, line))
+    return LineFilter(tuple(paths), tuple(entries))
+
+
+def _object(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise StageError(f"{where}: expected a JSON object, found {value!r}")
+    return value
 
 
 def differences(preview: Sequence[str], record: SelectionRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -13,9 +13,9 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     13    = the stages --stage-list matches (full catalog)         --stage-list
     14    + the stages --extra-stage matches (full catalog)        --extra-stage
     16    narrow to what the change affects (cbts.py): a family     a bare /bot run or /bot run --post-merge
-          that keeps tests runs `<family>-<K>-cbts` stages (on      with changed files (not with
-          engines that run whole shards, its own stages), the       --disable-cbts)
-          others drop out; the docs stage runs for a docs change
+          that keeps tests runs `<family>-<K>-cbts` stages (every   with changed files (not with
+          engine runs them: engines.py), the others drop out;       --disable-cbts)
+          the docs stage runs for a docs change
     18    - stages that passed in the reused run (same code)       unless --disable-reuse-test
 
 The order is the step numbers'; which option feeds which step is the option table's (`Option.step`), so a
@@ -31,7 +31,7 @@ errors) and the PR's labels (approvals.py: a selected stage whose label is missi
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ci_tool.errors import CiToolError, closest, did_you_mean
 from ci_tool.stages.approvals import (
@@ -41,9 +41,9 @@ from ci_tool.stages.approvals import (
     blocked_stages,
     missing_approvals,
 )
-from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, carries, path_matches, stage_glob_matches
+from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Stage, carries, path_matches, stage_glob_matches
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.cbts import FamilyNarrowing, Narrowing, narrow
+from ci_tool.stages.cbts import Narrowing, narrow, narrowed_stages
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import (
     LIST_NARROWING_ENGINES,
@@ -442,16 +442,13 @@ def _cbts(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:
             reason = f"change-based selection: the change touches its tests ({inputs.engine} runs whole shards)"
             state.put([stage], Step.CBTS, reason)
         else:
-            narrowed = state.narrowed.setdefault(stage.family.name.name, _narrowed_stages(stage.family, kept))
+            narrowed = state.narrowed.setdefault(
+                stage.family.name.name, narrowed_stages(stage.family, kept.shards, kept.line_filter)
+            )
             names = ", ".join(found.name.name for found in narrowed)
             state.drop([stage], Step.CBTS, f"change-based selection: runs as {names}")
             reason = f"change-based selection: {kept.lines} line(s) of the family, {kept.shards} shard(s)"
             state.put(narrowed, Step.CBTS, "; ".join([reason, *kept.touched]))
-
-
-def _narrowed_stages(family: Family, kept: FamilyNarrowing) -> list[Stage]:
-    narrowed = replace(family, splits=kept.shards, line_filter=kept.line_filter)
-    return [Stage(family.name.with_shard(k).with_cbts(), narrowed) for k in range(1, kept.shards + 1)]
 
 
 def _reuse(state: _State, inputs: _Inputs, flags: tuple[Option, ...]) -> None:

@@ -2,9 +2,9 @@
 reply to `/bot run` (`bot handle` against the GitHub and Jenkins fakes, from a checkout of the base branch as
 the bot workflow runs it), the generated Jenkins pipeline's selection commands (as L0_MergeRequest.groovy
 runs them in a pull request build), the generated GitHub workflow's plan job, and a local
-`ci-tool run --base --plan-only` (from the pull request's checkout) all name the same stages. The local run
-narrows a family's list (`<family>-<K>-cbts` stages), the pipelines run its whole shards: they agree on
-the families."""
+`ci-tool run --base --plan-only` (from the pull request's checkout) all name the same stages: a family whose
+list the change narrows runs as `<family>-<K>-cbts` stages everywhere (the pipelines' stage jobs run the
+narrowing their plan's run record holds)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ from tests.ci_tool.dispatch.git_pulls import (
 from tests.ci_tool.generate.conftest import run_plan_job
 
 _STAGE_ROW = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| \d+/\d+ \|")
-_NARROWED = re.compile(r"(-\d+)?(-cbts)?$")
 ALL_PRE_MERGE = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3", "A10-PyTorch-1", "A10-PyTorch-2",
                  "DGX_H100-PyTorch-1", "CPU-Build_Docs"]  # fmt: skip
 ALL_STAGES = [*ALL_PRE_MERGE[:5], "A10-PyTorch-Post-Merge-1", *ALL_PRE_MERGE[5:]]  # the catalog's order
@@ -55,20 +54,17 @@ def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
     return change
 
 
-# id -> (the pull request's change, the stages the pipelines and the bot run, the families a local run runs)
-CHANGES: dict[str, tuple[Callable[[Path], None], list[str], list[str]]] = {
-    "unwaive": (_edit("test-db/waives.txt", A10_WAIVE, ""), ["A10-PyTorch-1", "A10-PyTorch-2"], ["A10-PyTorch"]),
+# id -> (the pull request's change, the stages the bot, the pipelines and a local run run)
+CHANGES: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    "unwaive": (_edit("test-db/waives.txt", A10_WAIVE, ""), ["A10-PyTorch-1-cbts"]),
     "new waive": (_edit("test-db/waives.txt", "", "tests/engine/test_attention.py SKIP (https://bugs.example/3)\n"),
-                  [], []),
-    "test-db entry added": (_edit("test-db/l0_cpu.yml", "", "  - tests/tools/test_new.py\n"),
-                            ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
-    "test file changed": (_edit("tests/tools/test_cli.py", "pass", "assert True"),
-                          ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
+                  []),
+    "test-db entry added": (_edit("test-db/l0_cpu.yml", "", "  - tests/tools/test_new.py\n"), ["CPU-Generic-1-cbts"]),
+    "test file changed": (_edit("tests/tools/test_cli.py", "pass", "assert True"), ["CPU-Generic-1-cbts"]),
     "test file renamed": (lambda root: git(root, "mv", "tests/unit/test_a.py", "tests/unit/test_c.py"),
-                          ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"], ["CPU-Generic"]),
-    "docs only": (_edit("docs/guide.md", "# Guide", "# The guide"), ["CPU-Build_Docs"], ["CPU-Build_Docs"]),
-    "source file": (_edit("src/pool.py", "return 1", "return 2"), ALL_PRE_MERGE,
-                    ["CPU-Generic", "A10-PyTorch", "DGX_H100-PyTorch", "CPU-Build_Docs"]),
+                          ["CPU-Generic-1-cbts"]),
+    "docs only": (_edit("docs/guide.md", "# Guide", "# The guide"), ["CPU-Build_Docs"]),
+    "source file": (_edit("src/pool.py", "return 1", "return 2"), ALL_PRE_MERGE),
 }  # fmt: skip
 
 
@@ -76,8 +72,9 @@ def selected(out: str) -> list[str]:
     return [line.split()[1] for line in out.splitlines() if line.startswith("+ ")]
 
 
-def families(names: list[str]) -> list[str]:
-    return list(dict.fromkeys(_NARROWED.sub("", name) for name in names))
+def catalog_order(name: str) -> int:
+    """Where a stage, or the stage a `-cbts` one narrows, stands in the catalog."""
+    return ALL_STAGES.index(name.removesuffix("-cbts"))
 
 
 _GROOVY_STRING = re.compile(r"^@Field final String (\w+) = '(.*)'$", re.MULTILINE)
@@ -103,7 +100,7 @@ def github_selection(root: Path, secrets: dict[str, str] | None = None) -> list[
     assert plan.code == 0, plan.log
     rows = [row for key, value in plan.outputs.items() if key.endswith(tuple("0123456789")) for row in
             json.loads(value)]  # fmt: skip
-    return sorted((str(row["stage"]) for row in rows), key=ALL_STAGES.index)
+    return sorted((str(row["stage"]) for row in rows), key=catalog_order)
 
 
 def stage_run_inputs(root: Path, stage: str, *, base: str) -> str:
@@ -125,7 +122,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 @pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
 def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pull_request(
-    change: tuple[Callable[[Path], None], list[str], list[str]],
+    change: tuple[Callable[[Path], None], list[str]],
     env: pytest.MonkeyPatch,
     event: MakeEvent,
     github: FakeGitHub,
@@ -133,7 +130,7 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    edit, stages, local_families = change
+    edit, stages = change
     root = make_repository(tmp_path / "repo")
     git(root, "checkout", "-q", "-b", "pr")
     edit(root)
@@ -160,7 +157,7 @@ def test_the_bot_the_pipelines_and_a_local_run_select_the_same_stages_for_one_pu
 
     assert (bot, on_jenkins, on_github) == (stages, stages, stages)
     assert by_hand == {"jenkins": stages, "github": stages}
-    assert families(local) == local_families
+    assert local == stages
 
 
 def test_a_bare_run_on_a_multi_gpu_path_runs_the_other_stages_everywhere_and_blocks_the_multi_gpu_one(
@@ -235,7 +232,7 @@ def test_reuse_pipeline_carries_a_build_that_ran_what_the_change_selects(
     tmp_path: Path,
 ) -> None:
     """/bot reuse-pipeline compares a passing build's archived selection with what its request selects now:
-    for an unwaive both are the A10 stages, as the bot reads the change from GitHub like the build did."""
+    for an unwaive both are the narrowed A10 stage, as the bot reads the change from GitHub like the build did."""
     root = make_repository(tmp_path / "repo")
     git(root, "checkout", "-q", "-b", "pr")
     CHANGES["unwaive"][0](root)
@@ -252,7 +249,7 @@ def test_reuse_pipeline_carries_a_build_that_ran_what_the_change_selects(
     env.chdir(tmp_path / "default-branch")
     cli(capsys, "bot", "handle", "--event", str(event("/bot reuse-pipeline")), "--allowlist", ALLOWLIST,
         "--poll-seconds", "0", "--retry-seconds", "0")  # fmt: skip
-    assert archived == {"stages": ["A10-PyTorch-1", "A10-PyTorch-2"]}
+    assert archived == {"stages": ["A10-PyTorch-1-cbts"]}
     assert github.bodies()[0].endswith(f"\n\nCarried `Jenkins Full Build` from build [#1]({passed.url}).\n")
 
 
@@ -265,10 +262,10 @@ def test_with_a_shared_history_the_bot_and_both_pipelines_reuse_the_stage_that_p
     tmp_path: Path,
 ) -> None:
     """One history every runner shares, in which an agent passed CPU-Generic-2 on the pull request's head:
-    the preview names it reused, and neither pipeline selects it."""
+    the preview names it reused, and neither pipeline selects it (a source change: the full set)."""
     root = make_repository(tmp_path / "repo")
     git(root, "checkout", "-q", "-b", "pr")
-    _edit("tests/tools/test_cli.py", "pass", "assert True")(root)
+    CHANGES["source file"][0](root)
     commit_all(root, "the pull request")
     head = git(root, "rev-parse", "pr").strip()
     shared = tmp_path / "shared.sqlite"
@@ -289,7 +286,7 @@ def test_with_a_shared_history_the_bot_and_both_pipelines_reuse_the_stage_that_p
     bot = [found.group(1) for line in reply.splitlines() if (found := _STAGE_ROW.match(line))]
     assert "| `CPU-Generic-2` | step 18: `reused from run earlier` |" in reply
     env.chdir(root)
-    expected = ["CPU-Generic-1", "CPU-Generic-3"]
+    expected = [stage for stage in ALL_PRE_MERGE if stage != "CPU-Generic-2"]
     assert (bot, jenkins_selection(root), github_selection(root, {"CI_TOOL_HISTORY": str(shared)})) == (
         expected,
         expected,
@@ -307,9 +304,9 @@ def test_with_touch_records_the_bot_and_both_pipelines_narrow_a_source_change_al
 ) -> None:
     """A post-merge run on `main` recorded which test ran src/pool.py's `alloc` on the CPU stages into the
     shared history; a pull request that changes `alloc` then narrows the same way in the bot's preview (the
-    change read from GitHub, the records judged in the bot's clone) as in both pipelines: the docs stage
-    drops out, and so do the GPU stages (no records of their GPU types): none of their tests can load
-    src/pool.py."""
+    change read from GitHub, the records judged in the bot's clone) as in both pipelines: CPU-Generic's three
+    shards become one `-cbts` shard of the one test that ran `alloc`, the docs stage drops out, and so do the
+    GPU stages (no records of their GPU types): none of their tests can load src/pool.py."""
     pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
     root = make_repository(tmp_path / "repo")
     (root / "tests" / "unit" / "test_pool.py").write_text("from src.pool import alloc\n\n\ndef test_alloc():\n"
@@ -337,9 +334,15 @@ def test_with_touch_records_the_bot_and_both_pipelines_narrow_a_source_change_al
     assert f"src/pool.py:alloc: touched rule: runs the 1 test(s) that ran it on CPU records from {recorded_at}" in reply
     assert "src/pool.py:alloc: touched rule: no A10 records: runs the 1 test path(s) that can load it" in reply
     env.chdir(root)
-    expected = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3"]
+    expected = ["CPU-Generic-1-cbts"]
     assert (bot, jenkins_selection(root), github_selection(root, {"CI_TOOL_HISTORY": str(shared)})) == (
         expected,
         expected,
         expected,
     )
+    # The stage job, given the build's run record as L0_Test and the GitHub stage job give it: the one test.
+    results = tmp_path / "results"
+    cli(capsys, "stage", "run", "CPU-Generic-1-cbts", "--selection", "selection.json", "--output-dir", str(results))
+    assert re.findall(r'<testcase classname="([^"]+)" name="([^"]+)"', (results / "junit.xml").read_text()) == [
+        ("CPU-Generic-1-cbts.tests.unit.test_pool", "test_alloc")
+    ]

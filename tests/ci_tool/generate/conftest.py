@@ -41,6 +41,7 @@ class Generated:
     specs: Sequence[CatalogStage]
     files: Mapping[str, str]  # target path -> text
     root: Path
+    narrowed: Sequence[CatalogStage] = ()  # the `-cbts` stages the Jenkins tables hold rows for
 
     def path(self, target: str) -> Path:
         return self.root / target
@@ -57,7 +58,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Generated]:
         for target, text in files.items():
             (root / target).parent.mkdir(parents=True, exist_ok=True)
             (root / target).write_text(text, encoding="utf-8")
-        result[name] = Generated(name, specs, files, root)
+        result[name] = Generated(name, specs, files, root, source.narrowed)
     return result
 
 

@@ -32,7 +32,7 @@
 // message on stderr): a pipeline that calls one would fail on Jenkins, or run untested here.
 
 import groovy.json.JsonOutput
-import groovy.json.JsonSlurper
+import groovy.json.JsonSlurperClassic
 import groovy.transform.Field
 import java.util.concurrent.BrokenBarrierException
 import java.util.concurrent.CyclicBarrier
@@ -211,11 +211,11 @@ Map steps(Map scenario, Map files, Map stashes) {
         readJSON: new Step('pipeline-utility-steps', ['file', 'text'], { Map args ->
             if (args.containsKey('file')) {
                 if (workspace != null && new File(workspace, args.file).exists()) {
-                    return new JsonSlurper().parse(new File(workspace, args.file))
+                    return new JsonSlurperClassic().parse(new File(workspace, args.file))
                 }
                 return (scenario.files ?: [:])[args.file]
             }
-            return new JsonSlurper().parseText(args.text)
+            return new JsonSlurperClassic().parseText(args.text)
         }),
         writeJSON: new Step('pipeline-utility-steps', ['returnText', 'json'], { Map args ->
             assert args.returnText
@@ -313,8 +313,8 @@ Map steps(Map scenario, Map files, Map stashes) {
         }),
         build: new Step('pipeline-build-step', ['job', 'propagate', 'wait', 'parameters'], { Map args ->
             Map parameters = args.parameters.collectEntries { [it.name, it.value] }
-            List stages = new JsonSlurper().parseText(parameters.STAGES)
-            List stageRunArgs = new JsonSlurper().parseText(parameters.STAGE_RUN_ARGS)
+            List stages = new JsonSlurperClassic().parseText(parameters.STAGES)
+            List stageRunArgs = new JsonSlurperClassic().parseText(parameters.STAGE_RUN_ARGS)
             // a running one ends only when fail-fast aborts this branch, and the downstream build with it
             String result = stages.any { it in running } ? 'ABORTED' : stages.any { it in failing } ? 'FAILURE'
                 : stages.any { it in unstableStages } ? 'UNSTABLE' : 'SUCCESS'
@@ -533,7 +533,10 @@ Map usesOf(String path) {
     return [uses: uses.collectEntries { name, entry -> [name, [named: entry.named as List, at: "${file}:${entry.line}".toString()]] }]
 }
 
-List scenarios = new JsonSlurper().parse(new File(args[0]))
+// JSON is read with JsonSlurperClassic, into plain maps and lists: JsonSlurper's lazy maps build themselves on
+// first read, so two branches reading one (the selection every stage's build gets) race and one of them fails
+// with a ConcurrentModificationException. Jenkins' readJSON gives objects any thread may read.
+List scenarios = new JsonSlurperClassic().parse(new File(args[0]))
 List results = []
 for (Map scenario : scenarios) {
     if (scenario.modelled) {

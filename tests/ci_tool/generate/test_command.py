@@ -62,8 +62,12 @@ def test_check_names_each_stale_file_with_its_diff_and_exits_1(repo: Path, capsy
     assert err == "error: jenkins/L0_Test.groovy is stale; run `ci-tool generate`\n"
     assert out.startswith("--- a/jenkins/L0_Test.groovy\n+++ b/jenkins/L0_Test.groovy\n@@ ")
     changed = [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert [line[:1] for line in changed] == ["-", "+"]
-    assert "timeoutMinutes: 90," in changed[0] and "timeoutMinutes: 95," in changed[1]
+    # the stage's row, then its `-cbts` row (a narrowed shard runs with its family's timeout)
+    assert [line[:1] for line in changed] == ["-", "+", "-", "+"]
+    assert all("timeoutMinutes: 90," in line for line in changed[::2])
+    assert all("timeoutMinutes: 95," in line for line in changed[1::2])
+    stage = "H100_PCIe-PyTorch-Perf-1"
+    assert [line.split("'")[1] for line in changed[::2]] == [stage, f"{stage}-cbts"]
 
 
 def test_check_reports_a_hand_edit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

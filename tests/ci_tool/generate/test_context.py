@@ -148,7 +148,8 @@ def test_github_matrices_are_split_at_the_limit(single_gpu: int, jobs: list[str]
 def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -> None:
     specs = [spec("CPU-Generic-1", "cpu", timeout=30), spec("A10-PyTorch-1"), spec("H100-PyTorch-Perf-1", "h100")]
     specs += [spec("DGX_H100-4_GPUs-PyTorch-1", "dgx-h100-x4", timeout=90)]
-    matrices = github_matrices(specs, {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"})
+    chosen = {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"}
+    matrices = github_matrices(specs, [stage for stage in specs if stage.name.name in chosen])
     assert matrices == {
         "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}],
         "single_gpu_1": [
@@ -172,10 +173,37 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
 
 def test_github_matrices_page_the_chosen_stages_of_a_group_over_its_jobs() -> None:
     specs = [spec(f"A10-PyTorch-{k}", shards=GITHUB_MATRIX_LIMIT + 10) for k in range(1, GITHUB_MATRIX_LIMIT + 11)]
-    chosen = {stage.name.name for stage in specs[5:]}  # 5 fewer than the catalog: the second page holds 5
+    chosen = specs[5:]  # 5 fewer than the catalog: the second page holds 5
     matrices = github_matrices(specs, chosen)
     assert [len(matrices["single_gpu_1"]), len(matrices["single_gpu_2"])] == [GITHUB_MATRIX_LIMIT, 5]
     assert matrices["single_gpu_1"][0]["stage"] == "A10-PyTorch-6"
+
+
+def test_github_matrices_run_a_narrowed_stage_in_its_familys_job_on_its_familys_runner() -> None:
+    """A `-cbts` stage is no catalog stage: its row comes from the selection's stage, in the job of its group."""
+    specs = [spec("A10-PyTorch-1", shards=2, timeout=45), spec("A10-PyTorch-2", shards=2, timeout=45)]
+    narrowed = spec("A10-PyTorch-1-cbts", shards=1, timeout=45)
+    assert github_matrices(specs, [narrowed]) == {
+        "single_gpu_1": [
+            {
+                "stage": "A10-PyTorch-1-cbts",
+                "runs_on": ["self-hosted", "a10"],
+                "timeout_minutes": 45,
+                "executor": "local",
+            }
+        ]
+    }
+
+
+def test_the_jenkins_tables_hold_a_row_for_every_narrowed_stage_after_the_catalogs() -> None:
+    """L0_MergeRequest's phases and L0_Test's table know each `-cbts` stage a selection can hand on."""
+    stages = (spec("A10-PyTorch-1", shards=2), spec("A10-PyTorch-2", shards=2))
+    narrowed = (spec("A10-PyTorch-1-cbts", shards=2), spec("A10-PyTorch-2-cbts", shards=2))
+    test = jenkins_test_context(GenerateInput(stages, narrowed))
+    phases = jenkins_merge_request_context(GenerateInput(stages, narrowed))
+    names = ["A10-PyTorch-1", "A10-PyTorch-2", "A10-PyTorch-1-cbts", "A10-PyTorch-2-cbts"]
+    assert [row["name"] for part in test["table_parts"] for row in part] == names  # type: ignore[attr-defined]
+    assert [row["name"] for part in phases["phase_parts"] for row in part] == names  # type: ignore[attr-defined]
 
 
 def test_a_group_without_stages_gets_no_job() -> None:

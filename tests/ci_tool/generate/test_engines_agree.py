@@ -10,12 +10,18 @@ real; GitHub's plan job runs its shell steps for real (conftest.run_plan_job).
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ci_tool.generate.context import CatalogStage, github_runs_on
+from ci_tool.history.store import HistoryStore
+from ci_tool.layout import ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
 
 MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
 TEST_JOB = "jenkins/L0_Test.groovy"
@@ -199,9 +205,14 @@ def test_jenkins_and_github_agree_with_the_catalog_on_every_stage(
     assert plan.code == 0, plan.log
     github = {row["stage"]: row for key in plan.outputs if key[-1].isdigit() for row in plan.matrix(key)}
     names = [spec.name.name for spec in specs]
-    assert (list(jenkins), list(phases), sorted(github)) == (names, names, sorted(names))
+    narrowed = [spec.name.name for spec in generated[catalog].narrowed]
+    assert (list(jenkins), list(phases), sorted(github)) == (names + narrowed, names + narrowed, sorted(names))
     found = {spec.name.name: engines_facts(jenkins, phases, github, spec.name.name) for spec in specs}
     assert found == {spec.name.name: catalog_facts(spec) for spec in specs}
+    # a `-cbts` stage runs where its shard of the family runs, as long, on the same executor
+    assert narrowed and {name: (jenkins[name], phases[name]) for name in narrowed} == {
+        name: (jenkins[name.removesuffix("-cbts")], phases[name.removesuffix("-cbts")]) for name in narrowed
+    }
 
 
 def engines_facts(jenkins: dict, phases: dict, github: dict, name: str) -> dict[str, object]:  # type: ignore[type-arg]
@@ -235,3 +246,81 @@ def catalog_facts(spec: CatalogStage) -> dict[str, object]:
         "phase": {"arch": spec.arch, "phase": "Multi-GPU" if spec.name.multi_gpu else "Single-GPU"},
         "github": (github_runs_on(spec), spec.timeout_minutes),
     }
+
+
+NARROWED_STAGE = "CPU-Generic-1-cbts"
+
+
+def unwaive_workspace(make_workspace, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """A pull request that lifts the CPU waive of tests/b.py: change-based selection narrows CPU-Generic to
+    that one test, a `-cbts` stage, and drops every other family."""
+    workspace: Path = make_workspace(name)
+    waives = workspace / "test-db" / "waives.txt"
+    waives.write_text("full:CPU/tests/b.py SKIP (https://bugs.example/1)\n")
+    git = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com"]
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"],
+                    ["checkout", "-q", "-b", "pull-request"]):  # fmt: skip
+        subprocess.run([*git, *command], cwd=workspace, check=True, capture_output=True, timeout=60)
+    waives.write_text("")
+    subprocess.run([*git, "commit", "-q", "-am", "lift the CPU waive"], cwd=workspace, check=True, timeout=60)
+    subprocess.run(["git", "remote", "add", "origin", str(workspace)], cwd=workspace, check=True, timeout=60)
+    return workspace
+
+
+def ran_tests(results: Path) -> list[str]:
+    """The test cases a stage's junit.xml holds."""
+    text = (results / "junit.xml").read_text()
+    return sorted(re.findall(r'<testcase [^>]*name="([^"]+)"', text))
+
+
+def recorded_inputs(workspace: Path, stage: str) -> str:
+    """The inputs digest the stage's run recorded in the workspace's own history (what reuse matches)."""
+    with HistoryStore(workspace / ".ci-tool" / "history.sqlite", read_only=True) as store:
+        ((digest,),) = store.rows("SELECT inputs_digest FROM stages WHERE name = ?", (stage,))
+        return str(digest)
+
+
+def test_a_narrowed_change_runs_only_its_cbts_shard_in_both_pipelines_as_its_plan_narrowed_it(
+    generated: dict, run_stub, make_workspace, plan_job  # type: ignore[no-untyped-def]
+) -> None:
+    """One pull request through both generated pipelines, every step that decides run for real: each plan
+    names only CPU-Generic-1-cbts; Jenkins hands L0_Test the run record (SELECTION) and GitHub's stage job
+    reads the plan job's (the ci-tool-selection artifact); each stage job runs the one test the plan
+    narrowed to, with the same inputs digest."""
+    jenkins_checkout = unwaive_workspace(make_workspace, "narrowed-jenkins")
+    (merge,) = run_stub([{
+        "script": str(generated["small"].path(MERGE_REQUEST)), "params": {"REQUEST": request_json({}), "LABELS": "[]"},
+        "env": {"CHANGE_TARGET": "main"}, "execute": ["stage select", "git fetch"], "workspace": str(jenkins_checkout),
+    }])  # fmt: skip
+    (build,) = [call for call in merge["calls"] if call["step"] == "build"]  # type: ignore[union-attr]
+    assert build["stages"] == [NARROWED_STAGE]
+    record = json.loads(build["parameters"]["SELECTION"])
+    assert record["cbts"]["families"]["CPU-Generic"]["filter"]["paths"] == [{"path": "tests/b.py", "gpu": "CPU"}]
+    params = {name: build["parameters"][name] for name in ("STAGES", "FAIL_FAST", "STAGE_RUN_ARGS", "SELECTION")}
+    (test_job,) = run_stub([{"script": str(generated["small"].path(TEST_JOB)), "params": params,
+                             "execute": ["stage run"], "workspace": str(jenkins_checkout)}])  # fmt: skip
+    (executed,) = [call for call in test_job["calls"] if call["step"] == "executed"]  # type: ignore[union-attr]
+    assert executed["exitCode"] == 0, executed["stderr"]
+    assert f"stage run '{NARROWED_STAGE}' " in executed["script"]
+    assert " --selection 'selection.json'" in executed["script"]
+
+    github_checkout = unwaive_workspace(make_workspace, "narrowed-github")
+    workflow = generated["small"].files[WORKFLOW]
+    plan = plan_job(workflow, github_checkout, request=request_json({}), base_ref="main")
+    assert plan.code == 0, plan.log
+    assert github_view(dict(plan.outputs))["stages"] == [NARROWED_STAGE]
+    job = yaml.safe_load(workflow)["jobs"]["cpu_1"]
+    (fetch,) = [step for step in job["steps"] if step.get("with", {}).get("name") == ACTIONS_SELECTION_ARTIFACT]
+    artifact = github_checkout / fetch["with"]["path"]  # what download-artifact leaves: the plan job's files
+    artifact.mkdir(parents=True)
+    shutil.copy(github_checkout / SELECTION_ARTIFACT, artifact / SELECTION_ARTIFACT)
+    (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
+    environment = {"STAGE": NARROWED_STAGE, "EXECUTOR": "local", "STAGE_RUN_ARGS": "", "BASE_REF": ""}
+    done = subprocess.run(["bash", "-e", "-c", run_step["run"]], cwd=github_checkout, env={**os.environ, **environment},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    results = [checkout / "results" / NARROWED_STAGE for checkout in (jenkins_checkout, github_checkout)]
+    assert [ran_tests(found) for found in results] == [["test_b"], ["test_b"]]
+    digests = {recorded_inputs(checkout, NARROWED_STAGE) for checkout in (jenkins_checkout, github_checkout)}
+    assert len(digests) == 1 and "" not in digests

@@ -71,7 +71,11 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
         for job_id, job in stage_jobs.items()
     }
     expected = (
-        [action.split(" #")[0] for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],
+        # the durations and the selection (what a -cbts stage runs) from the plan job, then the results
+        [
+            action.split(" #")[0]
+            for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)
+        ],
         head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
@@ -308,8 +312,9 @@ def _git(workspace: Path, *args: str) -> None:
 
 
 def test_the_plan_job_reads_a_pull_requests_change_from_its_base(generated: dict, make_workspace, plan_job) -> None:  # type: ignore[no-untyped-def]
-    """A pull request that only removes an A10 waive runs the A10 stages alone: the plan job passes the
-    fetched target branch as --base, so the waives rule compares the file with its merge-base text."""
+    """A pull request that only removes an A10 waive runs the A10 stages alone, narrowed to the unwaived test
+    (one `-cbts` shard): the plan job passes the fetched target branch as --base, so the waives rule compares
+    the file with its merge-base text."""
     workspace = make_workspace("plan-unwaive")
     waives = workspace / "test-db" / "waives.txt"
     waives.write_text("full:A10/tests/b.py SKIP (https://bugs.example/1)\n")
@@ -323,7 +328,7 @@ def test_the_plan_job_reads_a_pull_requests_change_from_its_base(generated: dict
     plan = plan_job(generated["small"].files[WORKFLOW], workspace, request=request(), base_ref="main")
     assert plan.code == 0, plan.log
     assert (plan.stages("cpu_1"), plan.stages("single_gpu_1"), plan.stages("multi_gpu_1")) == (
-        [], ["A10-PyTorch-1", "A10-PyTorch-2"], []
+        [], ["A10-PyTorch-1-cbts"], []
     )
 
 

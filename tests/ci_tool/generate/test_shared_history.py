@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ci_tool.generate.context import DURATIONS_ARTIFACT
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import CI_DURATIONS_PATH, SHARED_HISTORY_CREDENTIAL
@@ -177,7 +178,7 @@ def test_every_stage_job_shards_by_the_exported_durations_and_records_into_the_s
     generated: dict, make_workspace, tmp_path: Path
 ) -> None:
     job = yaml.safe_load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
-    (fetch,) = [step for step in job["steps"] if "download-artifact" in step.get("uses", "")]
+    (fetch,) = [step for step in job["steps"] if step.get("with", {}).get("name") == DURATIONS_ARTIFACT]
     assert (fetch["if"], fetch["with"]["path"]) == ("${{ needs.plan.outputs.durations == 'true' }}", ".ci-tool")
     (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
     workspace = make_workspace("github-shared-stage")

@@ -257,12 +257,13 @@ def test_post_merge_is_narrowed_too() -> None:
     assert lines(selection) == {"A10-PyTorch-Post-Merge-1-cbts": ["tests/perf/test_perf.py"]}
 
 
-def test_engines_that_run_whole_shards_keep_or_drop_whole_families() -> None:
-    selection = select(("tests/tools/test_cli.py",), engine=Engine.JENKINS)
-    assert selection.names == ("CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3")
-    assert {v.reason for v in selection.verdicts if v.selected} == {
-        "change-based selection: the change touches its tests (jenkins runs whole shards)"
-    }
+@pytest.mark.parametrize("engine", list(Engine), ids=[engine.value for engine in Engine])
+def test_every_engine_runs_the_narrowed_stages(engine: Engine) -> None:
+    """The generated pipelines run `-cbts` stages as a local run does (their stage jobs read the narrowing from
+    the plan's run record), so every engine's selection is the local one."""
+    selection = select(("tests/tools/test_cli.py",), engine=engine)
+    assert selection.names == ("CPU-Generic-1-cbts",)
+    assert lines(selection) == lines(select(("tests/tools/test_cli.py",), engine=Engine.LOCAL))
 
 
 def test_without_changed_files_nothing_narrows() -> None:
@@ -279,7 +280,15 @@ def test_the_selection_json_says_what_cbts_did() -> None:
             "tests/tools/test_cli.py: tests rule: runs the list entries that cover it",
             "change-based selection: narrowed to 1 family",
         ],
-        "families": {"CPU-Generic": {"lines": 1, "predicted_seconds": 5.0, "shards": 1}},
+        "families": {
+            "CPU-Generic": {
+                "lines": 1,
+                "predicted_seconds": 5.0,
+                "shards": 1,
+                # what its -cbts stage jobs run (stages/record.py reads it back)
+                "filter": {"paths": [{"path": "tests/tools/test_cli.py", "gpu": None}], "entries": []},
+            }
+        },
         "docs": False,
     }
 

@@ -79,6 +79,16 @@ Map stagePhasesPart1() {
         'GH200-PyTorch-1': [arch: 'aarch64', phase: 'Single-GPU'],
         'GB200-4_GPUs-PyTorch-1': [arch: 'aarch64', phase: 'Multi-GPU'],
         'GB200-8_GPUs-2_Nodes-PyTorch-1': [arch: 'aarch64', phase: 'Multi-GPU'],
+        'CPU-Generic-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'A10-PyTorch-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'A10-PyTorch-2-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'A10-PyTorch-OnDemand-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'H100_PCIe-PyTorch-Perf-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1-cbts': [arch: 'x86_64', phase: 'Single-GPU'],
+        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1-cbts': [arch: 'x86_64', phase: 'Multi-GPU'],
+        'GH200-PyTorch-1-cbts': [arch: 'aarch64', phase: 'Single-GPU'],
+        'GB200-4_GPUs-PyTorch-1-cbts': [arch: 'aarch64', phase: 'Multi-GPU'],
+        'GB200-8_GPUs-2_Nodes-PyTorch-1-cbts': [arch: 'aarch64', phase: 'Multi-GPU'],
     ]
 }
 
@@ -256,6 +266,9 @@ String launchTests(String arch, String phase, List stageNames, Map selection) {
             string(name: 'BASE_SHA', value: selection.base ?: ''),
             string(name: 'PRIORITY', value: "${selection.queue_priority}"),
             string(name: 'DEBUG_HOLD_MINUTES', value: "${selection.debug_hold_minutes}"),
+            // The run record itself: a `-cbts` stage runs the narrowing this selection made (its filter and
+            // shard count), never one of its own.
+            text(name: 'SELECTION', value: writeJSON(returnText: true, json: selection)),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"

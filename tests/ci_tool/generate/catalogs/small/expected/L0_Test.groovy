@@ -11,6 +11,9 @@
 //                   stage's (`ci-tool stage run --base`); empty: the checkout's waives alone
 //   PRIORITY        the queue priority (the Priority Sorter plugin's "priority from a build parameter")
 //   DEBUG_HOLD_MINUTES  `/bot run --debug`: a failed stage keeps its agent and workspace this long
+//   SELECTION       L0_MergeRequest's run record (`ci-tool stage select --json`): every stage gets it as
+//                   `--selection`, and a `<family>-<K>-cbts` stage runs the narrowed list it holds; empty
+//                   (a build by hand): none, and a `-cbts` stage refuses to run
 //
 // Each stage allocates an agent by label, checks out HEAD_SHA, and runs `ci-tool stage run <name> --executor E`,
 // which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
@@ -40,6 +43,8 @@ import groovy.transform.Field
 @Field final String DURATIONS_OPTION = '--durations .ci-tool/durations.json'
 @Field final String DURATIONS_FILE = '.ci-tool/durations.json'
 @Field final String DURATIONS_STASH = 'durations'
+@Field final String SELECTION_FILE = 'selection.json'
+@Field final String SELECTION_OPTION = '--selection \'selection.json\''
 
 properties([
     parameters([
@@ -50,11 +55,13 @@ properties([
         string(name: 'BASE_SHA', defaultValue: '', description: "The target branch's tip: its waives are merged in."),
         string(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority.'),
         string(name: 'DEBUG_HOLD_MINUTES', defaultValue: '0', description: 'A failed stage keeps its agent this long.'),
+        text(name: 'SELECTION', defaultValue: '', description: "L0_MergeRequest's run record (JSON): what -cbts stages run."),
     ]),
 ])
 
 List stageNames = parseStageNames(params.STAGES)
-String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA)
+String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA) +
+    (params.SELECTION ? " ${SELECTION_OPTION}" : '')
 int holdMinutes = parseHoldMinutes(params.DEBUG_HOLD_MINUTES)
 runStages(stageNames, params.FAIL_FAST, stageRunArgs, holdMinutes)
 
@@ -77,6 +84,16 @@ Map stageTablePart1() {
         'GH200-PyTorch-1': [platform: 'gh200', label: 'gh200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
         'GB200-4_GPUs-PyTorch-1': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'GB200-8_GPUs-2_Nodes-PyTorch-1': [platform: 'auto:gb200-flex', label: 'slurm', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 8, nodeCount: 2, mode: 'functional', timeoutMinutes: 120, executor: 'slurm'],
+        'CPU-Generic-1-cbts': [platform: 'cpu', label: 'cpu', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 0, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-1-cbts': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'A10-PyTorch-2-cbts': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 2, shardCount: 2, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'A10-PyTorch-OnDemand-1-cbts': [platform: 'a10', label: 'a10', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'H100_PCIe-PyTorch-Perf-1-cbts': [platform: 'h100-pcie', label: 'h100-pcie-perf', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf', timeoutMinutes: 90, executor: 'local'],
+        'DGX_B200-PyTorch-PerfSanity-Post-Merge-1-cbts': [platform: 'b200', label: 'b200-perf', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'perf_sanity', timeoutMinutes: 120, executor: 'local'],
+        'DGX_H100-4_GPUs-PyTorch-DeepSeek-1-cbts': [platform: 'dgx-h100-x4', label: 'dgx-h100-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 120, executor: 'local'],
+        'GH200-PyTorch-1-cbts': [platform: 'gh200', label: 'gh200', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 60, executor: 'local'],
+        'GB200-4_GPUs-PyTorch-1-cbts': [platform: 'gb200-x4', label: 'gb200-x4', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 4, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'GB200-8_GPUs-2_Nodes-PyTorch-1-cbts': [platform: 'auto:gb200-flex', label: 'slurm', context: 'l0_x', shard: 1, shardCount: 1, gpuCount: 8, nodeCount: 2, mode: 'functional', timeoutMinutes: 120, executor: 'slurm'],
     ]
 }
 
@@ -219,6 +236,9 @@ void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
                     sh SETUP_COMMAND
                     if (stageRunArgs.contains(DURATIONS_OPTION)) {
                         unstash(DURATIONS_STASH)
+                    }
+                    if (params.SELECTION) {
+                        writeFile(file: SELECTION_FILE, text: params.SELECTION)
                     }
                     // With the shared history: reuse of what passed on this commit, and the records of this run.
                     withSharedHistory(false) {

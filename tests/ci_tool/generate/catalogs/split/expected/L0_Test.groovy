@@ -11,6 +11,9 @@
 //                   stage's (`ci-tool stage run --base`); empty: the checkout's waives alone
 //   PRIORITY        the queue priority (the Priority Sorter plugin's "priority from a build parameter")
 //   DEBUG_HOLD_MINUTES  `/bot run --debug`: a failed stage keeps its agent and workspace this long
+//   SELECTION       L0_MergeRequest's run record (`ci-tool stage select --json`): every stage gets it as
+//                   `--selection`, and a `<family>-<K>-cbts` stage runs the narrowed list it holds; empty
+//                   (a build by hand): none, and a `-cbts` stage refuses to run
 //
 // Each stage allocates an agent by label, checks out HEAD_SHA, and runs `ci-tool stage run <name> --executor E`,
 // which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
@@ -40,6 +43,8 @@ import groovy.transform.Field
 @Field final String DURATIONS_OPTION = '--durations .ci-tool/durations.json'
 @Field final String DURATIONS_FILE = '.ci-tool/durations.json'
 @Field final String DURATIONS_STASH = 'durations'
+@Field final String SELECTION_FILE = 'selection.json'
+@Field final String SELECTION_OPTION = '--selection \'selection.json\''
 
 properties([
     parameters([
@@ -50,11 +55,13 @@ properties([
         string(name: 'BASE_SHA', defaultValue: '', description: "The target branch's tip: its waives are merged in."),
         string(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority.'),
         string(name: 'DEBUG_HOLD_MINUTES', defaultValue: '0', description: 'A failed stage keeps its agent this long.'),
+        text(name: 'SELECTION', defaultValue: '', description: "L0_MergeRequest's run record (JSON): what -cbts stages run."),
     ]),
 ])
 
 List stageNames = parseStageNames(params.STAGES)
-String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA)
+String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA) +
+    (params.SELECTION ? " ${SELECTION_OPTION}" : '')
 int holdMinutes = parseHoldMinutes(params.DEBUG_HOLD_MINUTES)
 runStages(stageNames, params.FAIL_FAST, stageRunArgs, holdMinutes)
 
@@ -67,6 +74,11 @@ Map stageTable() {
     table.putAll(stageTablePart4())
     table.putAll(stageTablePart5())
     table.putAll(stageTablePart6())
+    table.putAll(stageTablePart7())
+    table.putAll(stageTablePart8())
+    table.putAll(stageTablePart9())
+    table.putAll(stageTablePart10())
+    table.putAll(stageTablePart11())
     return table
 }
 
@@ -357,6 +369,291 @@ Map stageTablePart6() {
         'A10-PyTorch-258': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 258, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'A10-PyTorch-259': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 259, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
         'A10-PyTorch-260': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 260, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-1-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 1, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-2-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 2, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-3-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 3, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-4-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 4, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-5-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 5, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-6-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 6, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-7-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 7, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-8-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 8, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-9-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 9, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-10-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 10, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-11-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 11, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-12-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 12, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-13-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 13, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-14-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 14, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-15-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 15, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-16-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 16, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-17-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 17, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-18-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 18, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-19-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 19, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-20-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 20, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-21-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 21, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-22-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 22, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-23-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 23, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-24-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 24, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-25-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 25, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-26-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 26, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-27-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 27, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-28-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 28, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-29-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 29, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-30-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 30, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-31-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 31, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-32-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 32, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-33-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 33, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-34-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 34, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-35-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 35, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-36-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 36, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-37-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 37, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-38-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 38, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-39-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 39, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-40-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 40, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+    ]
+}
+
+Map stageTablePart7() {
+    return [
+        'A10-PyTorch-41-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 41, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-42-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 42, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-43-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 43, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-44-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 44, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-45-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 45, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-46-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 46, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-47-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 47, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-48-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 48, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-49-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 49, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-50-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 50, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-51-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 51, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-52-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 52, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-53-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 53, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-54-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 54, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-55-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 55, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-56-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 56, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-57-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 57, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-58-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 58, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-59-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 59, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-60-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 60, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-61-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 61, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-62-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 62, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-63-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 63, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-64-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 64, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-65-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 65, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-66-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 66, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-67-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 67, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-68-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 68, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-69-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 69, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-70-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 70, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-71-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 71, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-72-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 72, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-73-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 73, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-74-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 74, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-75-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 75, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-76-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 76, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-77-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 77, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-78-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 78, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-79-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 79, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-80-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 80, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-81-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 81, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-82-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 82, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-83-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 83, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-84-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 84, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-85-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 85, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-86-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 86, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-87-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 87, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-88-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 88, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-89-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 89, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-90-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 90, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+    ]
+}
+
+Map stageTablePart8() {
+    return [
+        'A10-PyTorch-91-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 91, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-92-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 92, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-93-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 93, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-94-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 94, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-95-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 95, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-96-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 96, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-97-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 97, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-98-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 98, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-99-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 99, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-100-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 100, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-101-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 101, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-102-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 102, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-103-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 103, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-104-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 104, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-105-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 105, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-106-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 106, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-107-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 107, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-108-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 108, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-109-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 109, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-110-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 110, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-111-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 111, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-112-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 112, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-113-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 113, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-114-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 114, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-115-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 115, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-116-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 116, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-117-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 117, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-118-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 118, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-119-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 119, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-120-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 120, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-121-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 121, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-122-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 122, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-123-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 123, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-124-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 124, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-125-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 125, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-126-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 126, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-127-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 127, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-128-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 128, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-129-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 129, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-130-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 130, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-131-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 131, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-132-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 132, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-133-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 133, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-134-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 134, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-135-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 135, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-136-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 136, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-137-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 137, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-138-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 138, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-139-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 139, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-140-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 140, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+    ]
+}
+
+Map stageTablePart9() {
+    return [
+        'A10-PyTorch-141-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 141, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-142-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 142, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-143-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 143, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-144-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 144, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-145-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 145, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-146-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 146, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-147-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 147, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-148-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 148, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-149-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 149, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-150-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 150, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-151-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 151, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-152-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 152, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-153-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 153, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-154-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 154, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-155-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 155, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-156-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 156, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-157-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 157, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-158-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 158, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-159-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 159, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-160-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 160, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-161-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 161, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-162-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 162, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-163-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 163, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-164-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 164, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-165-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 165, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-166-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 166, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-167-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 167, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-168-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 168, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-169-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 169, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-170-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 170, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-171-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 171, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-172-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 172, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-173-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 173, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-174-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 174, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-175-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 175, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-176-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 176, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-177-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 177, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-178-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 178, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-179-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 179, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-180-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 180, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-181-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 181, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-182-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 182, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-183-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 183, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-184-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 184, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-185-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 185, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-186-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 186, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-187-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 187, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-188-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 188, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-189-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 189, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-190-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 190, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+    ]
+}
+
+Map stageTablePart10() {
+    return [
+        'A10-PyTorch-191-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 191, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-192-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 192, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-193-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 193, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-194-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 194, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-195-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 195, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-196-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 196, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-197-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 197, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-198-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 198, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-199-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 199, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-200-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 200, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-201-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 201, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-202-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 202, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-203-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 203, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-204-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 204, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-205-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 205, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-206-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 206, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-207-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 207, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-208-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 208, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-209-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 209, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-210-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 210, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-211-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 211, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-212-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 212, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-213-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 213, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-214-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 214, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-215-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 215, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-216-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 216, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-217-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 217, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-218-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 218, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-219-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 219, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-220-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 220, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-221-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 221, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-222-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 222, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-223-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 223, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-224-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 224, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-225-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 225, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-226-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 226, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-227-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 227, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-228-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 228, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-229-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 229, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-230-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 230, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-231-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 231, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-232-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 232, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-233-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 233, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-234-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 234, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-235-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 235, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-236-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 236, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-237-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 237, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-238-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 238, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-239-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 239, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-240-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 240, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+    ]
+}
+
+Map stageTablePart11() {
+    return [
+        'A10-PyTorch-241-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 241, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-242-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 242, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-243-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 243, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-244-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 244, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-245-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 245, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-246-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 246, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-247-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 247, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-248-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 248, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-249-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 249, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-250-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 250, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-251-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 251, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-252-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 252, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-253-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 253, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-254-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 254, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-255-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 255, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-256-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 256, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-257-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 257, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-258-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 258, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-259-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 259, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
+        'A10-PyTorch-260-cbts': [platform: 'a10', label: 'a10', context: 'l0_many', shard: 260, shardCount: 260, gpuCount: 1, nodeCount: 1, mode: 'functional', timeoutMinutes: 30, executor: 'local'],
     ]
 }
 
@@ -499,6 +796,9 @@ void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
                     sh SETUP_COMMAND
                     if (stageRunArgs.contains(DURATIONS_OPTION)) {
                         unstash(DURATIONS_STASH)
+                    }
+                    if (params.SELECTION) {
+                        writeFile(file: SELECTION_FILE, text: params.SELECTION)
                     }
                     // With the shared history: reuse of what passed on this commit, and the records of this run.
                     withSharedHistory(false) {
