@@ -37,7 +37,11 @@ PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (TensorRT-LLM's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)
-SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (TensorRT-LLM's cap)
+# A stage the infrastructure lost (its Jenkins agent disconnected, its pod evicted, its GitHub runner gone) runs
+# again on a fresh agent or runner this many times, as `<stage>-attempt-2`, ... (TensorRT-LLM's cap for pods and
+# Slurm jobs alike); a test failure never runs again.
+INFRA_RETRIES = 1
+SLURM_INFRA_RETRIES = INFRA_RETRIES  # resubmissions of a stage's Slurm job after infra faults
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"
