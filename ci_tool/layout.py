@@ -77,6 +77,9 @@ HISTORY_ENV = "CI_TOOL_HISTORY"  # a history path or PostgreSQL URL, wherever --
 SHARED_HISTORY_CREDENTIAL = "ci-tool-history"
 SHARED_HISTORY_SECRET = "CI_TOOL_HISTORY"
 CI_RESULTS_DIR = "results"  # the generated pipelines' results/<stage>/ folders, in the checkout
+# results/<stage>/exit-code: the exit code of `ci-tool stage run`, written by a GitHub stage job's step once ci-tool
+# ended; a stage whose results hold none lost its runner (ci_tool/run/lost.py)
+CI_EXIT_CODE_FILE = "exit-code"
 CI_DURATIONS_PATH = f"{STATE_DIR}/durations.json"  # the pipeline's durations: the committed ones, merged with CI's
 # What the generated pipelines write into a checkout, untracked: never the code a run tests (gitinfo), so a
 # stage on one agent and the selection on another see the same code and reuse matches across them.
