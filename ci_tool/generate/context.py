@@ -40,6 +40,7 @@ from ci_tool.layout import (
     BUILD_PARAMETERS,
     CATALOG_PATH,
     CI_DURATIONS_PATH,
+    CI_EXIT_CODE_FILE,
     CI_RESULTS_DIR,
     DURATIONS_PATH,
     HISTORY_ENV,
@@ -138,6 +139,16 @@ DURATIONS_COMMAND = (
     "|| echo 'warning: the shared history gave no durations: the committed ones shard this build'; }"
 )
 DURATIONS_OPTION = f"--durations {CI_DURATIONS_PATH}"
+# A GitHub stage job keeps the exit code of `ci-tool stage run` with its results once ci-tool ended: a stage whose
+# results hold none lost its runner, and the phase's `lost` job runs it again (ci_tool/run/lost.py).
+GITHUB_EXIT_CODE_COMMAND = (
+    f'mkdir -p "{CI_RESULTS_DIR}/$STAGE" && echo "$status" > "{CI_RESULTS_DIR}/$STAGE/{CI_EXIT_CODE_FILE}"'
+)
+LOST_RESULTS_DIR = f"{STATE_DIR}/stage-results"  # where a `lost` job downloads the phase's results artifacts
+LOST_COMMAND = (
+    f'.venv/bin/ci-tool stage lost --matrices "$MATRICES" --results {LOST_RESULTS_DIR} --fail-fast "$FAIL_FAST" '
+    '--github-output "$GITHUB_OUTPUT"'
+)
 GITHUB_STAGE_DURATIONS_COMMAND = f"if [ -f {CI_DURATIONS_PATH} ]; then options+=({DURATIONS_OPTION}); fi"
 # The defaults of L0_MergeRequest's parameters (the bot passes all of them); the others default to empty.
 MERGE_REQUEST_DEFAULTS = {
@@ -349,21 +360,96 @@ def github_jobs(stages: Sequence[CatalogStage]) -> list[GitHubJob]:
     return jobs
 
 
+@dataclass(frozen=True)
+class RetryLayer:
+    """One attempt's retry of a phase's stages on GitHub: the `lost` job that asks `ci-tool stage lost` which
+    stages of the attempt before left no exit code (their runner was lost), and the matrix job that runs them
+    again as `<stage>-attempt-N` (ci_tool/run/lost.py)."""
+
+    phase: str  # "single_gpu" (the CPU and single-GPU jobs) or "multi_gpu"
+    attempt: int  # 2, 3, ... up to INFRA_RETRIES + 1
+
+    @property
+    def lost_id(self) -> str:
+        return f"{self.phase}_lost_{self.attempt}"
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.phase}_attempt_{self.attempt}"
+
+
+def github_phases(jobs: Sequence[GitHubJob]) -> dict[str, list[GitHubJob]]:
+    """The workflow's phases and their matrix jobs: CPU and single-GPU, then multi-GPU (which waits for them)."""
+    phases = {
+        "single_gpu": [job for job in jobs if job.group is not GitHubGroup.MULTI_GPU],
+        "multi_gpu": [job for job in jobs if job.group is GitHubGroup.MULTI_GPU],
+    }
+    return {phase: members for phase, members in phases.items() if members}
+
+
+def retry_layers(phase: str) -> list[RetryLayer]:
+    return [RetryLayer(phase, attempt) for attempt in range(2, INFRA_RETRIES + 2)]
+
+
+def _lost_job(layer: RetryLayer, members: Sequence[GitHubJob]) -> dict[str, object]:
+    """The job that finds the stages of the attempt before `layer`'s that lost their runner."""
+    if layer.attempt == 2:  # the phase's own jobs, with the matrices the plan job wrote
+        needs, matrices = [job.id for job in members], [f"needs.plan.outputs.{job.id}" for job in members]
+        ran = " || ".join(f"needs.plan.outputs.{job.id} != '[]'" for job in members)
+    else:
+        before = RetryLayer(layer.phase, layer.attempt - 1)
+        needs, matrices = [before.lost_id, before.run_id], [f"needs.{before.lost_id}.outputs.matrix"]
+        ran = f"needs.{before.lost_id}.outputs.matrix != '[]'"
+    placeholders = ",".join(f"{{{index}}}" for index in range(len(matrices)))
+    return {
+        "id": layer.lost_id,
+        "name": f"lost stages ({layer.phase.replace('_', '-')} phase, attempt {layer.attempt})",
+        "needs": ["plan", *needs],
+        # after a failure too (a lost runner fails its job), never after a cancel of the run
+        "if": f"!cancelled() && needs.plan.result == 'success' && ({ran})",
+        "matrices": f"format('[{placeholders}]', {', '.join(matrices)})",
+    }
+
+
+def _retry_job(layer: RetryLayer) -> dict[str, object]:
+    lost = f"needs.{layer.lost_id}"
+    return {
+        "id": layer.run_id,
+        "needs": ["plan", layer.lost_id],
+        "if": f"!cancelled() && {lost}.result == 'success' && {lost}.outputs.matrix != '[]'",
+        "matrix": f"fromJSON(needs.{layer.lost_id}.outputs.matrix)",
+    }
+
+
+def _phase_passed(layers: Sequence[RetryLayer]) -> str:
+    """The single-GPU phase passed, counting test failures only: no attempt ended in a failure (each `lost` job
+    says so of the attempt before it, skipped when that attempt ran no stage) and the last retry did not fail
+    (lost again, or a failure)."""
+    checks = [f"(needs.{layer.lost_id}.result == 'skipped' || needs.{layer.lost_id}.outputs.failed == 'false')"
+              for layer in layers]  # fmt: skip
+    last = layers[-1].run_id
+    return " && ".join([*checks, f"needs.{last}.result != 'failure' && needs.{last}.result != 'cancelled'"])
+
+
 def github_context(source: GenerateInput) -> dict[str, object]:
-    """l0-test.yml: the plan job (ci-tool selects and writes the matrices) and the matrix jobs, the
-    single-GPU phase before the multi-GPU one."""
+    """l0-test.yml: the plan job (ci-tool selects and writes the matrices), the matrix jobs, the single-GPU
+    phase before the multi-GPU one, and per phase the jobs that run again the stages whose runner was lost."""
     jobs = github_jobs(source.stages)
-    first_phase = [job.id for job in jobs if job.group is not GitHubGroup.MULTI_GPU]
+    phases = github_phases(jobs)
+    first_phase = [job.id for job in phases.get("single_gpu", [])]
+    first_layers = retry_layers("single_gpu") if first_phase else []
+    first_retries = [job_id for layer in first_layers for job_id in (layer.lost_id, layer.run_id)]
     job_dicts = [
         {
             "id": job.id,
-            "needs": ["plan", *first_phase] if job.group is GitHubGroup.MULTI_GPU else ["plan"],
-            "if": _github_job_condition(job),
+            "needs": ["plan", *first_phase, *first_retries] if job.group is GitHubGroup.MULTI_GPU else ["plan"],
+            "if": _github_job_condition(job, first_layers),
             "output": f"steps.plan.outputs.{job.id}",
             "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
         }
         for job in jobs
     ]
+    layers = [(layer, members) for phase, members in phases.items() for layer in retry_layers(phase)]
     return {
         **_common(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
@@ -385,6 +471,11 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
         "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message"],
         "jobs": job_dicts,
+        "stage_jobs": [*job_dicts, *(_retry_job(layer) for layer, _ in layers)],
+        "lost_jobs": [_lost_job(layer, members) for layer, members in layers],
+        "lost_command": LOST_COMMAND,
+        "lost_results_dir": LOST_RESULTS_DIR,
+        "exit_code_command": GITHUB_EXIT_CODE_COMMAND,
         "run_name": RUN_NAME_EXPRESSION,
         "bot_inputs": BOT_DISPATCH_INPUTS,
         "selection_file": SELECTION_ARTIFACT,
@@ -412,13 +503,18 @@ def github_matrices(stages: Sequence[CatalogStage], chosen: Collection[str]) -> 
     return rows
 
 
-def _github_job_condition(job: GitHubJob) -> str:
+def _github_job_condition(job: GitHubJob, first_layers: Sequence[RetryLayer]) -> str:
     selected = f"needs.plan.outputs.{job.id} != '[]'"
     if job.group is not GitHubGroup.MULTI_GPU:
         return selected
     # Multi-GPU stages start only after the single-GPU phase passed, unless fail-fast is off
     # (post-merge or disable_fail_fast), which starts them anyway: TensorRT-LLM's pipeline hands off the same way.
-    passed = "!(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled'))"
+    # A stage whose runner was lost counts once its retry passed: only test failures hold the phase back.
+    passed = (
+        _phase_passed(first_layers)
+        if first_layers
+        else "!(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled'))"
+    )
     return (
         f"!cancelled() && needs.plan.result == 'success' && {selected}"
         f" && (needs.plan.outputs.fail_fast == 'false' || {passed})"
