@@ -31,7 +31,7 @@ from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
 from ci_tool.markdown import code
-from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.outcomes import COUNTED, BuildResult, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
 from ci_tool.report.markdown import report_sections
 from ci_tool.report.model import CiReport, build_report
@@ -175,6 +175,18 @@ def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | Non
         passed=tally[TestOutcome.PASSED],
         failed=tally[TestOutcome.FAILED],
         skipped=tally[TestOutcome.SKIPPED],
+    )
+
+
+def passed_after_retries(finished: FinishedBuild, report: CiReport) -> bool:
+    """Whether a run GitHub failed only because runners were lost: every stage of its report passed, at least
+    one on a later attempt (`<stage>-attempt-2`). A lost runner's job stays failed on GitHub whatever its retry
+    did; the run is then unstable, as a Jenkins build whose stage passed on a fresh agent."""
+    return (
+        finished.build.result is BuildResult.FAILURE
+        and bool(report.stages)
+        and all(stage.state in (StageState.PASSED, StageState.UNSTABLE) for stage in report.stages)
+        and any(_attempt(stage.name) for stage in report.stages)
     )
 
 
