@@ -20,6 +20,10 @@ at run time by `ci-tool stage select` (the one selection), which both pipelines 
     blocked stages,         Selection: request, changed files,     stage, then        --github-output
     fail-fast, stage-run    labels)                                L0_Test params     writes the matrices
     options
+    infra retry             layout INFRA_RETRIES; the grammar's    retry(conditions:  a `lost` job per
+                            `-attempt-N` (run/lost.py)             agent loss)        phase and attempt
+                                                                   around node        (`stage lost`), then
+                                                                                      a retry matrix job
 
 Order is the catalog's order everywhere; nothing depends on the clock or the machine.
 """
