@@ -106,5 +106,6 @@ def test_the_second_attempt_passes_unstable(run: WorkflowRun) -> None:
     assert (
         f"{LOST}-attempt-2: unstable in " in log
         and "(1 passed, 0 failed, 0 skipped): passed on attempt 2: the infrastructure lost attempt 1 (its agent "
-        "or runner)" in log
+        "or runner)"
+        in log
     ), log
