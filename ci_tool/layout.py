@@ -37,7 +37,11 @@ PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (TensorRT-LLM's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)
-SLURM_INFRA_RETRIES = 1  # resubmissions of a stage's Slurm job after infra faults (TensorRT-LLM's cap)
+# A stage the infrastructure lost (its Jenkins agent disconnected, its pod evicted, its GitHub runner gone) runs
+# again on a fresh agent or runner this many times, as `<stage>-attempt-2`, ... (TensorRT-LLM's cap for pods and
+# Slurm jobs alike); a test failure never runs again.
+INFRA_RETRIES = 1
+SLURM_INFRA_RETRIES = INFRA_RETRIES  # resubmissions of a stage's Slurm job after infra faults
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"
@@ -73,6 +77,9 @@ HISTORY_ENV = "CI_TOOL_HISTORY"  # a history path or PostgreSQL URL, wherever --
 SHARED_HISTORY_CREDENTIAL = "ci-tool-history"
 SHARED_HISTORY_SECRET = "CI_TOOL_HISTORY"
 CI_RESULTS_DIR = "results"  # the generated pipelines' results/<stage>/ folders, in the checkout
+# results/<stage>/exit-code: the exit code of `ci-tool stage run`, written by a GitHub stage job's step once ci-tool
+# ended; a stage whose results hold none lost its runner (ci_tool/run/lost.py)
+CI_EXIT_CODE_FILE = "exit-code"
 CI_DURATIONS_PATH = f"{STATE_DIR}/durations.json"  # the pipeline's durations: the committed ones, merged with CI's
 # What the generated pipelines write into a checkout, untracked: never the code a run tests (gitinfo), so a
 # stage on one agent and the selection on another see the same code and reuse matches across them.

@@ -21,7 +21,8 @@
 // times out. With the shared history (the credential HISTORY_CREDENTIAL) every stage records into it, reuses
 // what passed on this commit there, and shards by the durations CI recorded. A post-merge build's stages run
 // with `--record-touches` (STAGE_RUN_ARGS): they record which test ran which function, per GPU type, into
-// that history, and change-based selection narrows later pull requests' stages by those records.
+// that history, and change-based selection narrows later pull requests' stages by those records. A stage whose
+// agent the infrastructure loses runs again on a fresh one, as `<stage>-attempt-2`, and is unstable (runStage).
 
 import groovy.transform.Field
 
@@ -45,6 +46,8 @@ import groovy.transform.Field
 @Field final String DURATIONS_STASH = 'durations'
 @Field final String SELECTION_FILE = 'selection.json'
 @Field final String SELECTION_OPTION = '--selection \'selection.json\''
+@Field final int INFRA_RETRIES = 1
+@Field final String ATTEMPT_SUFFIX = '-attempt-'
 
 properties([
     parameters([
@@ -238,7 +241,39 @@ boolean withSharedHistory(boolean needsIt, Closure body) {
     return bound
 }
 
+// A stage the infrastructure loses (its agent disconnected or removed, its pod evicted or never scheduled, a
+// controller restart it cannot resume from: Jenkins' own retry conditions tell these apart, never a test
+// failure, which is `ci-tool stage run`'s exit code 1) runs again on a fresh agent as `<stage>-attempt-2`, up to
+// INFRA_RETRIES times: its reports, results and history carry that name, and a pass on a later attempt leaves
+// the build unstable, not green. A stage lost on every attempt leaves the build unstable too (its tests did not
+// run): an infrastructure loss never fails the branch, so fail-fast stops the other stages for test failures only.
+// The last round of the retry runs no stage: it only says so.
 void runStage(String stageName, Map row, String stageRunArgs, int holdMinutes) {
+    int attempt = 0
+    String lost = ''
+    retry(count: INFRA_RETRIES + 2, conditions: [agent(), kubernetesAgent(), nonresumable()]) {
+        attempt++
+        if (attempt > INFRA_RETRIES + 1) {
+            unstable("${stageName}: lost to the infrastructure on all ${attempt - 1} attempts (the last: ${lost}); its tests did not run")
+            return
+        }
+        String name = attempt == 1 ? stageName : "${stageName}${ATTEMPT_SUFFIX}${attempt}"
+        if (attempt > 1) {
+            echo "${name}: ${stageName} runs again on a fresh agent; attempt ${attempt - 1} was lost to the infrastructure: ${lost}"
+        }
+        try {
+            runAttempt(name, row, stageRunArgs, holdMinutes)
+        } catch (Exception problem) {
+            lost = "${problem}"  // the retry's conditions decide whether it was the infrastructure's
+            throw problem
+        }
+        if (attempt > 1) {
+            unstable("${name}: passed on a fresh agent after the infrastructure lost attempt ${attempt - 1} (${lost})")
+        }
+    }
+}
+
+void runAttempt(String stageName, Map row, String stageRunArgs, int holdMinutes) {
     String results = "${RESULTS_DIR}/${stageName}"
     node(row.label) {
         stage(stageName) {

@@ -1,7 +1,9 @@
 """The CI report the bot posts when a Jenkins build it started has ended. Pure: the build, the test
 reports of the L0_Test builds it started, and the plan in; markdown out.
 
-Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py). The
+Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py), or to
+the stage a later attempt of which it names (`<stage>-attempt-2`: the pipeline ran the stage again after the
+infrastructure lost it); the report shows the latest attempt with results under its name, unstable if it passed. The
 stage table, failures grouped by signature and the stages not run are report/markdown.py's sections over
 StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
 console, "Partly Tested" for a custom run, a newer run that killed this one, what of the build could not be
@@ -29,7 +31,7 @@ from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
 from ci_tool.markdown import code
-from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
+from ci_tool.outcomes import COUNTED, BuildResult, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
 from ci_tool.report.markdown import report_sections
 from ci_tool.report.model import CiReport, build_report
@@ -38,6 +40,7 @@ from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.record import SelectionRecord, differences
 
 NO_RESULTS = "no test results: it did not start (fail-fast, an abort, or an earlier failure)"
+RETRIED = "attempt {attempt}: run again after the infrastructure lost attempt {lost} (its agent or runner)"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,32 @@ def stage_of(case: JenkinsCase, stages: Sequence[str]) -> str | None:
     return next((stage for stage in stages if case.class_name.startswith(stage + ".")), None)
 
 
+def attempt_of(case: JenkinsCase, stages: Sequence[str]) -> tuple[str, str] | None:
+    """The stage a case ran in and the name it ran under: the stage's own, or a later attempt's, run again
+    after the infrastructure lost the earlier one (`A10-PyTorch-1-attempt-2.tests.a.TestC`)."""
+    stage = stage_of(case, stages)
+    if stage is not None:
+        return stage, stage
+    head = case.class_name.partition(".")[0]  # a stage name holds no "." (NAME_CHARSET)
+    try:
+        parsed = parse_stage_name(head)
+    except StageError:
+        return None
+    return (parsed.first_attempt, head) if parsed.attempt is not None and parsed.first_attempt in stages else None
+
+
+def _latest_attempts(cases: Sequence[JenkinsCase], stages: Sequence[str]) -> dict[str, str]:
+    """Each stage's name on its latest attempt with results (a lost attempt may have left some)."""
+    latest: dict[str, tuple[int, str]] = {}
+    for case in cases:
+        found = attempt_of(case, stages)
+        if found is not None:
+            stage, ran = found
+            number = _attempt(ran) or 1
+            latest[stage] = max(latest.get(stage, (0, stage)), (number, ran))
+    return {stage: ran for stage, (_, ran) in latest.items()}
+
+
 def _test_record(case: JenkinsCase, stage: str) -> TestRecord:
     rest = case.class_name[len(stage) + 1 :]
     signature = str(failure_signature("", case.message, case.output)) if case.outcome.is_failure else ""
@@ -82,22 +111,24 @@ def ci_report(finished: FinishedBuild, plan: RunPlan, *, command: str, known: Kn
     names = list(run_stages(finished, plan))
     post_merge = {name: _post_merge(name) for name in names}
     run_id = f"{finished.build.job} #{finished.build.number}"
-    tests: dict[str, list[TestRecord]] = {name: [] for name in names}
+    ran_as = {name: name for name in names} | _latest_attempts(finished.cases, names)
+    tests: dict[str, list[TestRecord]] = {ran: [] for ran in ran_as.values()}
     perf: list[PerfResult] = []
     for case in finished.cases:
-        stage = stage_of(case, names)
-        if stage is not None:
+        found = attempt_of(case, names)
+        if found is not None and ran_as[found[0]] == found[1]:  # the latest attempt's cases alone
+            stage = found[1]
             record = _test_record(case, stage)
             tests[stage].append(record)
             if PERF_PROPERTY in case.properties:
                 perf += from_property(case.properties[PERF_PROPERTY], run_id=run_id, stage=stage,
-                                      test_id=record.test_id, post_merge=post_merge[stage])  # fmt: skip
+                                      test_id=record.test_id, post_merge=post_merge[found[0]])  # fmt: skip
     blocked = (
         dict(finished.record.blocked)
         if finished.record is not None
         else {b.stage.name.name: b.label for b in selection.blocked}
     )
-    stages = [_stage(run_id, name, tests[name], blocked.get(name)) for name in names]
+    stages = [_stage(run_id, ran_as[name], tests[ran_as[name]], blocked.get(name)) for name in names]
     result = finished.build.result
     run = RunRecord(run_id, command, result.run_state if result else RunState.FAILED, 0.0)
     return build_report(run, stages, tests, perf=perf, known=known)
@@ -117,6 +148,14 @@ def _post_merge(name: str) -> bool:
         return False
 
 
+def _attempt(name: str) -> int | None:
+    """The attempt a stage name carries (`-attempt-2`), None for none or a name ci-tool cannot parse."""
+    try:
+        return parse_stage_name(name).attempt
+    except StageError:
+        return None
+
+
 def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | None) -> StageRecord:
     if label is not None:
         return StageRecord(run_id, name, StageState.SKIPPED, reason=f"blocked until the label {label!r}")
@@ -124,14 +163,30 @@ def _stage(run_id: str, name: str, tests: Sequence[TestRecord], label: str | Non
         return StageRecord(run_id, name, StageState.SKIPPED, reason=NO_RESULTS)
     tally = {outcome: sum(1 for t in tests if t.final_outcome.counted_as is outcome) for outcome in COUNTED}
     failed = tally[TestOutcome.FAILED] > 0
+    attempt = _attempt(name)
+    # a pass on a later attempt is unstable, as the stage's own result says (run/stage_runner.py)
+    state = StageState.FAILED if failed else StageState.UNSTABLE if attempt else StageState.PASSED
     return StageRecord(
         run_id,
         name,
-        StageState.FAILED if failed else StageState.PASSED,
+        state,
+        reason=RETRIED.format(attempt=attempt, lost=(attempt or 1) - 1) if attempt else "",
         duration_seconds=sum(t.duration_seconds for t in tests),
         passed=tally[TestOutcome.PASSED],
         failed=tally[TestOutcome.FAILED],
         skipped=tally[TestOutcome.SKIPPED],
+    )
+
+
+def passed_after_retries(finished: FinishedBuild, report: CiReport) -> bool:
+    """Whether a run GitHub failed only because runners were lost: every stage of its report passed, at least
+    one on a later attempt (`<stage>-attempt-2`). A lost runner's job stays failed on GitHub whatever its retry
+    did; the run is then unstable, as a Jenkins build whose stage passed on a fresh agent."""
+    return (
+        finished.build.result is BuildResult.FAILURE
+        and bool(report.stages)
+        and all(stage.state in (StageState.PASSED, StageState.UNSTABLE) for stage in report.stages)
+        and any(_attempt(stage.name) for stage in report.stages)
     )
 
 

@@ -47,6 +47,7 @@ def stage() -> None:
 
 
 stage.add_command(importlib.import_module("ci_tool.commands.stage_run").run_command)  # `stage run`: ci_tool/run
+stage.add_command(importlib.import_module("ci_tool.commands.stage_lost").lost_command)  # `stage lost`: run/lost.py
 
 
 @stage.command("parse")

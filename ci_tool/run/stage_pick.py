@@ -1,10 +1,14 @@
 """What `ci-tool stage run NAME [--shard K] [--selection FILE]` runs: a catalog stage, the stage K of a family,
-a family's whole render as one unsharded stage, or a `<family>-<K>-cbts` stage of a run record's selection
-(the narrowing its plan made: stages/record.py)."""
+a family's whole render as one unsharded stage, a `<family>-<K>-cbts` stage of a run record's selection
+(the narrowing its plan made: stages/record.py), or a later attempt of any of these
+(`A10-PyTorch-1-attempt-2`: the pipelines run a stage again under that name after the infrastructure lost
+its agent or runner)."""
 
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from ci_tool import gitinfo
@@ -13,8 +17,11 @@ from ci_tool.json_file import read_json
 from ci_tool.run import stage_inputs
 from ci_tool.run.session import PlannedStage, catalog_stages
 from ci_tool.run.setup import LocalSetup
-from ci_tool.stages.names import CBTS_SUFFIX, parse_stage_name
+from ci_tool.stages.names import ATTEMPT_SUFFIX, CBTS_SUFFIX, StageName, parse_stage_name
+from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.record import narrowed_stage, read_record
+
+_ATTEMPT_TAIL = re.compile(re.escape(ATTEMPT_SUFFIX) + r"\d+$")
 
 SELECTION_HINT = (
     "pass the run record of the plan that selected it: `ci-tool stage select --request R --base REF --json "
@@ -29,7 +36,10 @@ def is_narrowed(name: str) -> bool:
 
 def resolve_stage(name: str, shard: int | None, setup: LocalSetup, *, selection: Path | None = None) -> PlannedStage:
     """The stage NAME (and --shard) means: a catalog stage, a family's whole render, or the `-cbts` stage of
-    the run record `selection` (the command has checked that a --shard with a stage NAME is that stage's)."""
+    the run record `selection`, or a later attempt of one (the command has checked that a --shard with a stage
+    NAME is that stage's)."""
+    if _ATTEMPT_TAIL.search(name):
+        return _attempt(parse_stage_name(name), shard, setup, selection)
     catalog = setup.loaded.catalog
     if is_narrowed(name):
         return _narrowed(name, setup, selection)
@@ -72,3 +82,14 @@ def _narrowed(name: str, setup: LocalSetup, selection: Path | None) -> PlannedSt
         )
     stage = narrowed_stage(record, setup.loaded.catalog, parse_stage_name(name), source=source)
     return catalog_stages([stage], planner=setup.planner)[0]
+
+
+def _attempt(name: StageName, shard: int | None, setup: LocalSetup, selection: Path | None) -> PlannedStage:
+    """The stage `name` is an attempt of, planned as it, run and recorded under the attempt's name (its
+    JUnit, results and history say which attempt ran; stage_runner makes its pass unstable)."""
+    first = resolve_stage(name.first_attempt, shard, setup, selection=selection)
+
+    def plan() -> StagePlan:
+        return replace(first.plan(), name=name)
+
+    return replace(first, name=name, plan=plan)

@@ -13,7 +13,8 @@ and the stage's results folder.
 Processes: the regular lines in one, each ISOLATION line in its own. When a process dies in a test (a
 hang stopped by pytest-timeout, a crash), that test is recorded as a timeout or crash and a new process
 runs the tests it had not reached. Failures whose output matches a known flaky signature run once
-more; a pass then makes the stage unstable, not green.
+more; a pass then makes the stage unstable, not green. So does a pass of a later attempt of a stage
+(`<stage>-attempt-A`), run again because the infrastructure lost the earlier one.
 
 A results folder that fills up or turns read-only stops the stage (failed, with the tests that
 finished): its junit.xml and result.json go to a fallback folder, and its reason says where
@@ -131,6 +132,7 @@ def run_stage(plan: StagePlan, settings: RunSettings, *, on_event: EventSink | N
     tests = tuple(test for batch in batches for test in batch.tests)
     uncollected = _uncollected(processes)
     state, reason = _state(tests, processes, interrupted) if plan.lines or not plan.rendered else _empty_shard(plan)
+    state, reason = _on_a_later_attempt(plan, state, reason)
     result = StageResult(
         plan.name.name, state, reason, tests, uncollected, tuple(processes), started_at, time.monotonic() - clock,
         settings.results_dir, predicted_seconds=plan.predicted_seconds,
@@ -334,6 +336,16 @@ def _state(
     if failing or any(t.passed_on_rerun for t in tests):
         return StageState.UNSTABLE, ""
     return StageState.PASSED, ""
+
+
+def _on_a_later_attempt(plan: StagePlan, state: StageState, reason: str) -> tuple[StageState, str]:
+    """A stage run again after the infrastructure lost its earlier attempt (`<stage>-attempt-A`, which the
+    pipelines run on a fresh agent or runner) is never green: its pass is unstable, and says why."""
+    attempt = plan.name.attempt
+    if attempt is None or state is not StageState.PASSED:
+        return state, reason
+    why = f"passed on attempt {attempt}: the infrastructure lost attempt {attempt - 1} (its agent or runner)"
+    return StageState.UNSTABLE, why + (f"; {reason}" if reason else "")
 
 
 def _write_lines(path: Path, lines: Sequence[TestLine]) -> None:

@@ -210,6 +210,19 @@ class StageName:
             raise StageError(f"expected a test stage without suffixes to narrow, found {self.name!r}")
         return replace(self, name=self.name + CBTS_SUFFIX, cbts=True)
 
+    def with_attempt(self, attempt: int) -> StageName:
+        """The stage run again after the infrastructure lost its earlier attempts: `A10-PyTorch-1` ->
+        `A10-PyTorch-1-attempt-2` (attempt 1 is the stage itself)."""
+        if self.shard is None or self.attempt is not None or attempt < 2:
+            raise StageError(f"expected a test stage without an attempt and an attempt of 2, 3, ..., found "
+                             f"{self.name!r} and {attempt}")  # fmt: skip
+        return replace(self, name=f"{self.name}{ATTEMPT_SUFFIX}{attempt}", attempt=attempt)
+
+    @property
+    def first_attempt(self) -> str:
+        """The name without `-attempt-A`: the stage whose attempt this is (`-cbts` stays)."""
+        return self.name if self.attempt is None else self.name[: -len(f"{ATTEMPT_SUFFIX}{self.attempt}")]
+
     @property
     def canonical_name(self) -> str:
         """The name in today's spelling (the legacy `[Post-Merge]` becomes `Post-Merge`)."""

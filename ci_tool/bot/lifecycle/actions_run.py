@@ -7,8 +7,9 @@ from its archived selection and JUnit artifacts, and the final status (never suc
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
+from ci_tool.bot.build_report import FinishedBuild, passed_after_retries, render_ci_report, totals
 from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.event import Decision
 from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
@@ -161,6 +162,10 @@ def follow(services: ActionsServices, run: Build, plan: RunPlan, *, login: str, 
         services.replies.err(f"warning: could not read {what}")
     known = known_flaky(services.history, before=services.wall())
     report = build_ci_report(finished, plan, command=command, known=known)
+    if passed_after_retries(finished, report):  # the lost runners' jobs failed the run on GitHub: unstable
+        ended = replace(ended, result=BuildResult.UNSTABLE)
+        finished = replace(finished, build=ended)
+        report = build_ci_report(finished, plan, command=command, known=known)
     html = services.report_url.for_build(ended.job, ended.number, ended.url) if services.report_url else None
     services.replies.comment(shorten(render_ci_report(finished, plan, report, login=login, html_report=html),
                                      more_at=ended.url))  # fmt: skip

@@ -119,6 +119,7 @@ VERBS: list[tuple[tuple[str, ...], int, str]] = [
     (("bot", "plan", "/bot run"), 0, ""),
     (("stage", "parse", "DGX_B200-8_GPUs-PyTorch-PerfSanity-Post-Merge-3"), 0, ""),
     (("stage", "run", "CPU-Build_Docs"), 0, ""),
+    (("stage", "lost", "--matrices", "[[]]", "--results", "results", "--fail-fast", "true"), 0, ""),
     (("stage", "select", "--request", "request.json"), 0, ""),
     (("stage", "show", "CPU-Generic-1"), 0, ""),
     (("stage", "show", "A10-PyTorch-1", "--system-info", "bad-sysinfo.json"), 1, "error: bad-sysinfo.json:1:9 (gpu)"),

@@ -20,7 +20,15 @@
 //    "running_stages": [names whose `ci-tool stage run`, or whose L0_Test run, is still running when another
 //                       branch fails: it runs until fail-fast aborts it (WAIT_SECONDS at most)],
 //    "concurrent_stages": [names whose `ci-tool stage run`s, or L0_Test runs, each wait until all of them
-//                          have started (WAIT_SECONDS at most): they pass only when their branches overlap]}
+//                          have started (WAIT_SECONDS at most): they pass only when their branches overlap],
+//    "lost_stages": {name: the retry condition that recognises the loss, "agent" or "kubernetesAgent": the
+//                    agent of the `ci-tool stage run` of that name (`A10-PyTorch-1`, `A10-PyTorch-1-attempt-2`)
+//                    is lost mid-run; every later step on that agent fails the same way (AgentLost)]}
+//
+// `retry(count:, conditions:)` runs its body again, up to `count` runs in all, when it failed with an AgentLost
+// that one of its conditions recognises (recorded as a "retrying" step), as workflow-basic-steps' retry does;
+// any other failure (a test failure, fail-fast's abort) ends it at once. A retry without conditions retries
+// every failure, test failures too: the stub does not model it.
 //
 // `parallel` runs every branch on a thread of its own, as Jenkins does: it returns the branches' results by
 // name and, once all have ended, fails with the first failure; with failFast the first failure aborts the
@@ -67,6 +75,20 @@ class BranchAborted extends InterruptedException {
     BranchAborted(String message) { super(message) }
 }
 
+// The infrastructure lost a branch's agent: Jenkins' ChannelClosedException (agent disconnected, node removed)
+// or a FlowInterruptedException for an evicted pod; `condition` names the retry condition that recognises it.
+class AgentLost extends IOException {
+    final String condition
+
+    AgentLost(String condition, String message) {
+        super(message)
+        this.condition = condition
+    }
+
+    @Override
+    String toString() { "${condition == 'agent' ? 'hudson.remoting.ChannelClosedException' : 'FlowInterruptedException'}: ${message}" }
+}
+
 // A step, argument or global the stub does not model. An Error, so that no `catch (Exception)` in a
 // pipeline can take it for a step's failure and carry on.
 class Unmodelled extends Error {
@@ -100,6 +122,7 @@ class Branch {
     final String name
     final List calls = []
     final Map bound  // withCredentials' variables, for the `sh` steps inside it
+    AgentLost lostAgent  // the loss of the agent of the innermost `node` block, once the infrastructure lost it
     volatile boolean abortRequested = false
     boolean abortDelivered = false
     Thread thread
@@ -170,6 +193,7 @@ Map steps(Map scenario, Map files, Map stashes) {
     List unstableStages = scenario.unstable_stages ?: []
     List running = scenario.running_stages ?: []
     List concurrent = scenario.concurrent_stages ?: []
+    Map lost = scenario.lost_stages ?: [:]
     CyclicBarrier together = concurrent ? new CyclicBarrier(concurrent.size()) : null
     File workspace = scenario.workspace ? new File(scenario.workspace) : null
     Map credentials = scenario.credentials ?: [:]
@@ -228,10 +252,37 @@ Map steps(Map scenario, Map files, Map stashes) {
             }
             record(step: 'writeFile', file: args.file)
         }),
+        // each `node` block gets a fresh agent: a loss stays with the block whose agent was lost
         node: new Step('workflow-durable-task-step', [], { String label, Closure body ->
             record(step: 'node', label: label)
-            body()
+            Branch branch = current.get()
+            AgentLost outer = branch.lostAgent
+            branch.lostAgent = null
+            try {
+                return body()
+            } finally {
+                branch.lostAgent = outer
+            }
         }),
+        retry: new Step('workflow-basic-steps', ['count', 'conditions'], { Map args, Closure body ->
+            if (!args.conditions) {
+                throw new Unmodelled('retry: expected conditions (a retry without them retries test failures too)')
+            }
+            record(step: 'retry', count: args.count, conditions: args.conditions)
+            for (int run = 1; ; run++) {
+                try {
+                    return body()
+                } catch (AgentLost loss) {
+                    if (run >= args.count || !(loss.condition in args.conditions)) {
+                        throw loss
+                    }
+                    record(step: 'retrying', message: loss.toString())
+                }
+            }
+        }),
+        agent: new Step('workflow-durable-task-step', [], { -> 'agent' }),
+        kubernetesAgent: new Step('kubernetes', [], { -> 'kubernetesAgent' }),
+        nonresumable: new Step('workflow-basic-steps', [], { -> 'nonresumable' }),
         stage: new Step('pipeline-stage-step', [], { String name, Closure body ->
             record(step: 'stage', name: name)
             body()
@@ -240,7 +291,7 @@ Map steps(Map scenario, Map files, Map stashes) {
             record(step: 'timeout', time: args.time, unit: args.unit)
             body()
         }),
-        checkout: new Step('workflow-scm-step', [], { scm -> record(step: 'checkout') }),
+        checkout: new Step('workflow-scm-step', [], { scm -> onAgent(); record(step: 'checkout') }),
         echo: new Step('workflow-basic-steps', [], { message -> record(step: 'echo', message: message.toString()) }),
         error: new Step('workflow-basic-steps', [], { message ->
             record(step: 'error', message: message.toString())
@@ -275,10 +326,12 @@ Map steps(Map scenario, Map files, Map stashes) {
             }
         }),
         stash: new Step('workflow-basic-steps', ['name', 'includes'], { Map args ->
+            onAgent()
             stashes[args.name] = args.includes
             record(step: 'stash', name: args.name, includes: args.includes)
         }),
         unstash: new Step('workflow-basic-steps', [], { String name ->
+            onAgent()
             record(step: 'unstash', name: name)
             if (!stashes.containsKey(name)) {
                 throw new PipelineError("No such saved stash '${name}'")
@@ -286,6 +339,7 @@ Map steps(Map scenario, Map files, Map stashes) {
         }),
         sh: new Step('workflow-durable-task-step', ['script', 'returnStdout'], { script ->
             // sh 'script', or sh(returnStdout: true, script: 'script'), which returns what the script printed
+            onAgent()
             boolean returnStdout = script instanceof Map && script.returnStdout
             String command = (script instanceof Map ? script.script : script).toString()
             Map bound = current.get().bound
@@ -300,15 +354,24 @@ Map steps(Map scenario, Map files, Map stashes) {
             }
             List stages = (failing + running + concurrent).findAll { command.contains(" stage run '${it}' ") }
             runsAlongside(stages)
+            String lostHere = lost.keySet().find { command.contains(" stage run '${it}' ") }
+            if (lostHere != null) {  // mid-run: the agent is gone, and stays gone for this `node` block
+                Branch branch = current.get()
+                branch.lostAgent = new AgentLost(lost[lostHere], "the agent running ${lostHere} was lost (${lost[lostHere]})")
+                record(step: 'lost', message: branch.lostAgent.toString())
+                throw branch.lostAgent
+            }
             if (stages.any { it in failing }) {
                 throw new PipelineError("script returned exit code 1")
             }
             return returnStdout ? printed : null
         }),
         junit: new Step('junit', ['testResults', 'allowEmptyResults', 'keepProperties'], { Map args ->
+            onAgent()
             record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults)
         }),
         archiveArtifacts: new Step('core', ['artifacts', 'allowEmptyArchive'], { Map args ->
+            onAgent()
             record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive)
         }),
         build: new Step('pipeline-build-step', ['job', 'propagate', 'wait', 'parameters'], { Map args ->
@@ -325,6 +388,14 @@ Map steps(Map scenario, Map files, Map stashes) {
         }),
         parallel: new Step('workflow-cps', null, { Map branches -> runParallel(branches) }),
     ]
+}
+
+// A step that needs the branch's agent fails, as on Jenkins, once the infrastructure has lost that agent.
+void onAgent() {
+    AgentLost loss = current.get().lostAgent
+    if (loss != null) {
+        throw new AgentLost(loss.condition, "${loss.message}: no agent to run the step on")
+    }
 }
 
 // Runs `command` for real in the workspace, so the contract between pipeline and ci-tool is tested; returns
@@ -470,6 +541,8 @@ Map runScenario(Map scenario) {
         script.run()
     } catch (PipelineError failure) {
         error = failure.message
+    } catch (AgentLost loss) {  // what the build's log says when no retry took a loss
+        error = loss.toString()
     } catch (Unmodelled unmodelled) {
         String message = "${where(unmodelled, scenario.script)}: ${unmodelled.message} Hint: ${UNMODELLED_HINT}"
         return [calls: main.calls, error: null, unmodelled: message]

@@ -217,9 +217,32 @@ def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> No
     jobs = {job["id"]: job for job in context["jobs"]}  # type: ignore[attr-defined]
     assert jobs["single_gpu_1"]["needs"] == ["plan"]
     assert jobs["single_gpu_1"]["if"] == "needs.plan.outputs.single_gpu_1 != '[]'"
-    assert jobs["multi_gpu_1"]["needs"] == ["plan", "cpu_1", "single_gpu_1"]
+    assert jobs["multi_gpu_1"]["needs"] == [
+        "plan",
+        "cpu_1",
+        "single_gpu_1",
+        "single_gpu_lost_2",
+        "single_gpu_attempt_2",
+    ]
+    # a first-phase stage whose runner was lost holds the multi-GPU phase back only until its retry passed
     assert jobs["multi_gpu_1"]["if"] == (
         "!cancelled() && needs.plan.result == 'success' && needs.plan.outputs.multi_gpu_1 != '[]'"
         " && (needs.plan.outputs.fail_fast == 'false'"
-        " || !(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled')))"
+        " || (needs.single_gpu_lost_2.result == 'skipped' || needs.single_gpu_lost_2.outputs.failed == 'false')"
+        " && needs.single_gpu_attempt_2.result != 'failure' && needs.single_gpu_attempt_2.result != 'cancelled')"
+    )
+
+
+def test_each_phase_retries_its_lost_stages_as_the_next_attempt() -> None:
+    context = github_context(source(spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1")))
+    lost = {job["id"]: job for job in context["lost_jobs"]}  # type: ignore[attr-defined]
+    assert lost["single_gpu_lost_2"]["needs"] == ["plan", "single_gpu_1"]
+    assert lost["single_gpu_lost_2"]["matrices"] == "format('[{0}]', needs.plan.outputs.single_gpu_1)"
+    assert lost["multi_gpu_lost_2"]["if"] == (
+        "!cancelled() && needs.plan.result == 'success' && (needs.plan.outputs.multi_gpu_1 != '[]')"
+    )
+    retry = {job["id"]: job for job in context["stage_jobs"]}["multi_gpu_attempt_2"]  # type: ignore[attr-defined]
+    assert (retry["needs"], retry["matrix"]) == (
+        ["plan", "multi_gpu_lost_2"],
+        "fromJSON(needs.multi_gpu_lost_2.outputs.matrix)",
     )

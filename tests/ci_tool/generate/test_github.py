@@ -60,7 +60,15 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     assert plan_actions == [CHECKOUT_ACTION.split(" #")[0], upload, upload]  # the selection, the durations
     head = {"ref": "${{ inputs.head_sha }}", "persist-credentials": False, "fetch-depth": 0}  # never the default branch
     assert workflow["jobs"]["plan"]["steps"][0]["with"] == head
-    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")}
+    lost_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if "_lost_" in job_id}
+    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items()
+                  if job_id not in ("plan", "blocked", *lost_jobs)}  # fmt: skip
+    assert {job_id: ([s["uses"] for s in job["steps"] if "uses" in s], job["steps"][0]["with"])
+            for job_id, job in lost_jobs.items()} == dict.fromkeys(
+        ("single_gpu_lost_2", "multi_gpu_lost_2"),
+        ([action.split(" #")[0] for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION)],
+         {"ref": "${{ inputs.head_sha }}", "persist-credentials": False}),
+    )  # fmt: skip
     found = {
         job_id: (
             [step["uses"] for step in job["steps"] if "uses" in step],
@@ -96,9 +104,12 @@ def test_the_plan_job_keeps_the_selection_and_the_request_for_the_bot(generated:
     steps = workflow["jobs"]["plan"]["steps"]
     (keep,) = [step for step in steps if step.get("with", {}).get("name") == ACTIONS_SELECTION_ARTIFACT]
     assert keep["with"]["path"].split() == [SELECTION_ARTIFACT, "request.json"]
-    stage_uploads = [s["with"]["name"] for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")
-                     for s in job["steps"] if s.get("name") == "Upload JUnit and results"]  # fmt: skip
-    assert stage_uploads and set(stage_uploads) == {ACTIONS_RESULTS_ARTIFACT_PREFIX + "${{ matrix.stage }}"}
+    stage_uploads = {job_id: s["with"]["name"] for job_id, job in workflow["jobs"].items()
+                     for s in job["steps"] if s.get("name") == "Upload JUnit and results"}  # fmt: skip
+    assert stage_uploads == dict.fromkeys(
+        ("cpu_1", "single_gpu_1", "multi_gpu_1", "single_gpu_attempt_2", "multi_gpu_attempt_2"),
+        ACTIONS_RESULTS_ARTIFACT_PREFIX + "${{ matrix.stage }}",
+    )  # every stage job's, retries' too: the `lost` jobs and the bot's report read them
 
 
 def test_no_expression_is_interpolated_into_a_script(generated: dict) -> None:
@@ -273,7 +284,8 @@ def test_the_stage_step_runs_the_real_runner_into_the_uploaded_path(
 
 
 def test_a_stage_whose_history_fails_passes_and_the_step_after_it_imports_its_records(
-    generated: dict, make_workspace  # type: ignore[no-untyped-def]
+    generated: dict,
+    make_workspace,  # type: ignore[no-untyped-def]
 ) -> None:
     """The stage's own shell line on a history that is not one: the stage passes and keeps its records; the
     next step (which never fails the job) says where they wait while the history fails, and imports them

@@ -134,6 +134,22 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "test-no-fail-fast": l0_test(
         ["A10-PyTorch-1", "A10-PyTorch-2", "CPU-Generic-1"], fail_fast=False, failing_stages=["A10-PyTorch-2"]
     ),
+    # A10-PyTorch-1's agent is lost mid-run: it runs again on a fresh agent as attempt 2, which passes
+    "test-agent-lost": l0_test(["A10-PyTorch-1", "CPU-Generic-1"], lost_stages={"A10-PyTorch-1": "agent"}),
+    # its pod is evicted, and the test failure of its attempt 2 is fail-fast's: CPU-Generic-1, still running, aborts
+    "test-agent-lost-then-tests-fail": l0_test(
+        ["A10-PyTorch-1", "CPU-Generic-1"],
+        lost_stages={"A10-PyTorch-1": "kubernetesAgent"},
+        failing_stages=["A10-PyTorch-1-attempt-2"],
+        running_stages=["CPU-Generic-1"],
+        concurrent_stages=["A10-PyTorch-1-attempt-2", "CPU-Generic-1"],
+    ),
+    # lost on both attempts, while CPU-Generic-1 runs: no fail-fast, and the build is unstable
+    "test-agent-lost-every-attempt": l0_test(
+        ["A10-PyTorch-1", "CPU-Generic-1"],
+        lost_stages={"A10-PyTorch-1": "agent", "A10-PyTorch-1-attempt-2": "kubernetesAgent"},
+        concurrent_stages=["A10-PyTorch-1-attempt-2", "CPU-Generic-1"],
+    ),
     "test-run-args": l0_test(["CPU-Generic-1"], run_args=["--detailed-log"]),
     "test-unknown-run-arg": l0_test(["CPU-Generic-1"], run_args=["--detailed-log", "; rm -rf ~"]),
     "test-unknown-stage": l0_test(["A10-PyTorch-1", "A10-Pytorch-9"]),
@@ -238,6 +254,8 @@ def steps(run: dict[str, object], *kinds: str) -> list[tuple[object, ...]]:
         "archiveArtifacts": "artifacts",
         "build": "stages",
         "timeout": "time",
+        "lost": "",
+        "retrying": "",
     }
     calls = run["calls"]
     assert isinstance(calls, list)
@@ -338,6 +356,79 @@ def test_without_fail_fast_every_stage_runs_and_the_build_still_fails(runs: dict
     assert parallel["failFast"] is False
     ran = [arg for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
     assert len(ran) == len(parallel["branches"])
+
+
+def stage_runs(run: dict[str, object]) -> list[str]:
+    """The stage names of the `ci-tool stage run` commands, in the branches' order."""
+    return [str(arg).split("'")[1] for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
+
+
+RETRY = {"step": "retry", "count": 3, "conditions": ["agent", "kubernetesAgent", "nonresumable"]}
+
+
+def test_a_stage_whose_agent_is_lost_runs_again_on_a_fresh_agent_as_attempt_2_and_is_unstable(runs: dict) -> None:
+    run = runs["test-agent-lost"]
+    assert run["error"] is None
+    assert [call for call in run["calls"] if call["step"] == "retry"] == [RETRY, RETRY]
+    lost = "hudson.remoting.ChannelClosedException: the agent running A10-PyTorch-1 was lost (agent)"
+    a10 = steps(run, "node", "stage", "sh", "junit", "lost", "retrying", "echo", "unstable")
+    a10 = a10[a10.index(("node", "a10")) : a10.index(("node", "cpu"), 2)]
+    assert a10 == [
+        ("node", "a10"),
+        ("stage", "A10-PyTorch-1"),
+        ("sh", "rm -rf 'results/A10-PyTorch-1'"),
+        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
+        ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
+               "--html-report 'results/A10-PyTorch-1/report.html' --executor local"),
+        ("lost", None),  # the steps after it find no agent: no import, JUnit or archive of attempt 1
+        ("retrying", None),
+        ("echo", f"A10-PyTorch-1-attempt-2: A10-PyTorch-1 runs again on a fresh agent; attempt 1 was lost to the "
+                 f"infrastructure: {lost}: no agent to run the step on"),
+        ("node", "a10"),
+        ("stage", "A10-PyTorch-1-attempt-2"),
+        ("sh", "rm -rf 'results/A10-PyTorch-1-attempt-2'"),
+        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
+        ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1-attempt-2' --output-dir 'results/A10-PyTorch-1-attempt-2' "
+               "--html-report 'results/A10-PyTorch-1-attempt-2/report.html' --executor local"),
+        ("sh", ".venv/bin/ci-tool history import --if-kept 'results/A10-PyTorch-1-attempt-2' || true"),
+        ("junit", "results/A10-PyTorch-1-attempt-2/**/*.xml"),
+        ("unstable", f"A10-PyTorch-1-attempt-2: passed on a fresh agent after the infrastructure lost attempt 1 "
+                     f"({lost}: no agent to run the step on)"),
+    ]  # fmt: skip
+    assert stage_runs(run) == ["A10-PyTorch-1", "A10-PyTorch-1-attempt-2", "CPU-Generic-1"]
+
+
+def test_a_test_failure_is_never_retried_and_fails_fast(runs: dict) -> None:
+    run = runs["test-fail-fast"]
+    assert [call["step"] for call in run["calls"] if call["step"] in ("retrying", "unstable")] == []
+    assert "A10-PyTorch-2-attempt-2" not in stage_runs(run)
+
+
+def test_a_test_failure_on_the_attempt_after_a_lost_agent_fails_fast(runs: dict) -> None:
+    run = runs["test-agent-lost-then-tests-fail"]
+    assert run["error"] == "script returned exit code 1"
+    assert stage_runs(run) == ["A10-PyTorch-1", "A10-PyTorch-1-attempt-2", "CPU-Generic-1"]
+    assert [call["message"] for call in run["calls"] if call["step"] == "retrying"] == [
+        "FlowInterruptedException: the agent running A10-PyTorch-1 was lost (kubernetesAgent): "
+        "no agent to run the step on"
+    ]
+    assert steps(run, "aborted", "unstable") == [("aborted", ["CPU-Generic-1"])]
+
+
+def test_a_stage_lost_on_every_attempt_leaves_the_build_unstable_without_failing_fast(runs: dict) -> None:
+    run = runs["test-agent-lost-every-attempt"]
+    assert run["error"] is None
+    assert stage_runs(run) == ["A10-PyTorch-1", "A10-PyTorch-1-attempt-2", "CPU-Generic-1"]
+    assert steps(run, "aborted") == []
+    assert steps(run, "unstable") == [
+        (
+            "unstable",
+            "A10-PyTorch-1: lost to the infrastructure on all 2 attempts (the last: FlowInterruptedException: the "
+            "agent running A10-PyTorch-1-attempt-2 was lost (kubernetesAgent): no agent to run the step on); "
+            "its tests did not run",
+        )
+    ]
+    assert ("junit", "results/CPU-Generic-1/**/*.xml") in steps(run, "junit")
 
 
 def test_the_selections_stage_run_options_reach_every_stage_command(runs: dict) -> None:

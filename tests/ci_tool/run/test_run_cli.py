@@ -377,3 +377,40 @@ def test_parallel_stage_runs_share_one_history(suite: Path) -> None:
     runners = [start(f"out/{n}") for n in range(3)]
     assert [r.wait(timeout=300) for r in runners] == [0, 0, 0]  # a safety net on a busy machine
     assert [state for _, state, _ in recorded_runs(suite)] == ["passed"] * 3
+
+
+def test_a_later_attempt_runs_its_stage_under_the_attempts_name_and_its_pass_is_unstable(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "CPU-Generic-Post-Merge-1-attempt-2"
+    argv = ["stage", "run", name, "--catalog", "stages.yml", *CPU_ONLY, "--output-dir", f"results/{name}"]
+    code, out, _ = run(capsys, *argv)
+    cases = junit.parse_junit(in_suite / "results" / name / "junit.xml").cases
+    assert (code, out.splitlines()[-1]) == (0, "1 passed, 0 failed, 0 skipped")  # unstable is no failure
+    assert [(c.nodeid, c.outcome, c.stage) for c in cases] == [
+        ("cases/case_basic.py::test_marked_gpu4", TestOutcome.PASSED, name)
+    ]
+    assert recorded_runs(in_suite) == [(f"ci-tool stage run {name}", "unstable", [name])]
+    assert recorded_stage_reason(in_suite, name) == (
+        "passed on attempt 2: the infrastructure lost attempt 1 (its agent or runner)"
+    )
+
+
+def test_a_later_attempt_with_a_failing_test_fails_and_exits_1(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_suite / "test-db" / "l0_fixture.yml").write_text(
+        "version: 0.0.1\nl0_fixture:\n- condition: {}\n  tests: [cases/case_basic.py::test_assert_fails]\n"
+        "l0_green:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass]\n"
+    )
+    code, out, _ = run(capsys, "stage", "run", "CPU-Generic-1-attempt-2", "--catalog", "stages.yml", *CPU_ONLY)
+    assert (code, out.splitlines()[-1]) == (1, "0 passed, 1 failed, 0 skipped")
+    assert recorded_runs(in_suite)[0][1:] == ("failed", ["CPU-Generic-1-attempt-2"])
+
+
+def test_an_attempt_of_a_stage_the_catalog_lacks_names_the_closest_stage(
+    in_suite: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "stage", "run", "CPU-Generic-9-attempt-2", "--catalog", "stages.yml", *CPU_ONLY)
+    assert code == 1
+    assert "found no stage 'CPU-Generic-9'" in err

@@ -85,6 +85,19 @@ def test_a_narrowed_stage_gets_the_cbts_suffix() -> None:
     assert parse_stage_name("A10-PyTorch-2").with_cbts() == parse_stage_name("A10-PyTorch-2-cbts")
 
 
+@pytest.mark.parametrize("name", ["A10-PyTorch-2", "A10-PyTorch-2-cbts"])
+def test_a_stage_run_again_gets_the_attempt_suffix_and_knows_its_first_attempt(name: str) -> None:
+    again = parse_stage_name(name).with_attempt(2)
+    assert again == parse_stage_name(f"{name}-attempt-2")
+    assert (again.first_attempt, parse_stage_name(name).first_attempt) == (name, name)
+
+
+@pytest.mark.parametrize(("name", "attempt"), [("A10-PyTorch-2-attempt-2", 3), ("A10-PyTorch-2", 1)])
+def test_an_attempt_is_added_once_and_from_2(name: str, attempt: int) -> None:
+    with pytest.raises(StageError, match=r"expected a test stage without an attempt and an attempt of 2, 3, \.\.\."):
+        parse_stage_name(name).with_attempt(attempt)
+
+
 def _reference_stages() -> dict[str, tuple[int, int]]:
     """reference_stages.txt: stage name -> (GPUs, nodes) as the reference's configs say (the 7 non-test
     stages: what their GPU token says)."""
