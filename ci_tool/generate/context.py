@@ -32,11 +32,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ci_tool.build.spec import BUILD_COMMAND, BUILD_SETUP_COMMAND, build_command, install_command
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.errors import GenerateError
 from ci_tool.layout import (
     ACTIONS_RESULTS_ARTIFACT_PREFIX,
     ACTIONS_SELECTION_ARTIFACT,
+    BUILD_DIR,
     BUILD_PARAMETERS,
     CATALOG_PATH,
     CI_DURATIONS_PATH,
@@ -51,7 +53,6 @@ from ci_tool.layout import (
     SHARED_HISTORY_SECRET,
     STATE_DIR,
     TEST_JOB,
-    TORCH_PIN,
 )
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.engines import Engine
@@ -78,9 +79,16 @@ SINGLE_GPU, MULTI_GPU = "Single-GPU", "Multi-GPU"
 GITHUB_MATRIX_LIMIT = 256  # jobs per matrix, GitHub's hard limit
 JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 KiB method size limit
 
-# How a stage runs, the same on every CI system: set up the checkout (with the engine this repository's
-# stages run and the test extra they import), then the local runner.
-SETUP_COMMAND = f"python3 -m venv .venv && .venv/bin/pip install --quiet {TORCH_PIN} -e '.[engine,test]'"
+# How a stage runs, the same on every CI system: install what the pipeline's build made (ci_tool/build: the
+# project's wheel, the engine this repository's stages run and the test extra they import), then the local runner.
+SETUP_COMMAND = install_command()
+# The build, once per pipeline and architecture: its runner (a CPU machine of that architecture), and the
+# artifact that carries it to the stages (GitHub: `ci-build-<arch>`; Jenkins: the folder `ci-build-<arch>` of
+# L0_MergeRequest's archive, copied into each stage's ci-build/).
+BUILD_RUNNERS = {"x86_64": HOSTED_RUNNER, "aarch64": "ubuntu-24.04-arm"}  # GitHub-hosted, by architecture
+JENKINS_BUILD_LABELS = {"x86_64": "cpu", "aarch64": "cpu-aarch64"}  # the Jenkins agents that build, by architecture
+BUILD_ARTIFACT = BUILD_DIR  # + "-<arch>"
+BUILD_TIMEOUT_MINUTES = 60
 RUN_COMMAND = ".venv/bin/ci-tool stage run"
 RESULTS_DIR = CI_RESULTS_DIR  # results/<stage>/ holds the stage's JUnit XML and logs
 HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML report, archived with its logs
@@ -288,11 +296,38 @@ def _shared_history() -> dict[str, object]:
     return {"history_credential": SHARED_HISTORY_CREDENTIAL, "history_variable": HISTORY_ENV}
 
 
+def build_folder(arch: str) -> str:
+    """`ci-build-x86_64`: an architecture's build, as an artifact (GitHub) or in L0_MergeRequest's archive."""
+    return f"{BUILD_ARTIFACT}-{arch}"
+
+
+def _arches(stages: Sequence[CatalogStage]) -> list[str]:
+    return list(dict.fromkeys(stage.arch for stage in stages))
+
+
+def _jenkins_builds(stages: Sequence[CatalogStage]) -> dict[str, object]:
+    """What both Jenkins files know of the builds: each architecture's folder; L0_MergeRequest also its agent
+    and command, L0_Test the command a stage run by hand (no build given) builds with."""
+    arches = _arches(stages)
+    unknown = sorted(set(arches) - set(JENKINS_BUILD_LABELS))
+    if unknown:
+        raise GenerateError(f"expected architectures of {sorted(JENKINS_BUILD_LABELS)}, found {unknown}")
+    return {
+        "build_folders": {arch: build_folder(arch) for arch in arches},
+        "build_labels": {arch: JENKINS_BUILD_LABELS[arch] for arch in arches},
+        "build_setup_command": BUILD_SETUP_COMMAND,
+        "build_commands": {arch: f"{BUILD_COMMAND} {build_folder(arch)}" for arch in arches},
+        "build_dir": BUILD_DIR,
+        "local_build_command": build_command(BUILD_DIR),
+    }
+
+
 def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
     rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in source.stages]
     return {
         **_common(source.stages),
+        **_jenkins_builds(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
         "checkout_head_command": CHECKOUT_HEAD_COMMAND,
         "fetch_base_command": FETCH_BASE_COMMAND,
@@ -314,6 +349,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, source.stages)]
     return {
         **_common(source.stages),
+        **_jenkins_builds(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
@@ -332,7 +368,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
             for name, description in BUILD_PARAMETERS.items()
         ],
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
-        "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),
+        "arches": _arches(source.stages),
         "phase_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
@@ -354,7 +390,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
     job_dicts = [
         {
             "id": job.id,
-            "needs": ["plan", *first_phase] if job.group is GitHubGroup.MULTI_GPU else ["plan"],
+            "needs": ["plan", "build", *first_phase] if job.group is GitHubGroup.MULTI_GPU else ["plan", "build"],
             "if": _github_job_condition(job),
             "output": f"steps.plan.outputs.{job.id}",
             "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
@@ -380,7 +416,11 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "durations_folder": str(STATE_DIR),
         "durations_artifact": DURATIONS_ARTIFACT,
         "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
-        "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message"],
+        "build_command": build_command(BUILD_DIR),
+        "build_dir": BUILD_DIR,
+        "build_artifact": BUILD_ARTIFACT,
+        "build_timeout_minutes": BUILD_TIMEOUT_MINUTES,
+        "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message", "builds"],
         "jobs": job_dicts,
         "run_name": RUN_NAME_EXPRESSION,
         "bot_inputs": BOT_DISPATCH_INPUTS,
@@ -403,10 +443,20 @@ def github_matrices(stages: Sequence[CatalogStage], chosen: Collection[str]) -> 
                 "runs_on": github_runs_on(stage),
                 "timeout_minutes": stage.timeout_minutes,
                 "executor": stage.executor.value,
+                "arch": stage.arch,  # which build it installs
             }
             for stage in page
         ]
     return rows
+
+
+def github_builds(stages: Sequence[CatalogStage], chosen: Collection[str]) -> list[dict[str, object]]:
+    """The build job's matrix at run time: one row per architecture of the chosen stages, in catalog order."""
+    arches = _arches([stage for stage in stages if stage.name.name in chosen])
+    unknown = sorted(set(arches) - set(BUILD_RUNNERS))
+    if unknown:
+        raise GenerateError(f"expected architectures of {sorted(BUILD_RUNNERS)}, found {unknown}")
+    return [{"arch": arch, "runs_on": BUILD_RUNNERS[arch]} for arch in arches]
 
 
 def _github_job_condition(job: GitHubJob) -> str:
@@ -417,6 +467,6 @@ def _github_job_condition(job: GitHubJob) -> str:
     # (post-merge or disable_fail_fast), which starts them anyway: TensorRT-LLM's pipeline hands off the same way.
     passed = "!(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled'))"
     return (
-        f"!cancelled() && needs.plan.result == 'success' && {selected}"
+        f"!cancelled() && needs.plan.result == 'success' && needs.build.result == 'success' && {selected}"
         f" && (needs.plan.outputs.fail_fast == 'false' || {passed})"
     )
