@@ -43,13 +43,17 @@ def build_command(folder: str = BUILD_DIR) -> str:
     return f"{BUILD_SETUP_COMMAND} && {BUILD_COMMAND} {folder}"
 
 
-def install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) -> str:
-    """The shell line a test stage sets its environment up with, from the build in `folder` alone: no index,
-    no pip configuration file and no PIP_FIND_LINKS (a runner's wheel folder or index never stands in for the
-    build), then the check that the build is its checkout's (a stage never tests other code than its own)."""
+def pip_install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) -> str:
+    """A fresh environment with `spec` installed from the build in `folder` alone: no index, no pip
+    configuration file and no PIP_FIND_LINKS (a runner's wheel folder or index never stands in for the build)."""
     requirements = " ".join(shlex.quote(requirement) for requirement in spec.requirements)
     return (
         "python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet "
-        f"--no-compile --no-index --find-links {folder} {requirements} "
-        f"&& .venv/bin/ci-tool build --check --output {folder}"
+        f"--no-compile --no-index --find-links {folder} {requirements}"
     )
+
+
+def install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) -> str:
+    """The shell line a test stage sets its environment up with: the install from the build, then the check
+    that the build is its checkout's (a stage never tests other code than the one it checked out)."""
+    return f"{pip_install_command(spec, folder)} && .venv/bin/ci-tool build --check --output {folder}"

@@ -150,13 +150,17 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
     specs += [spec("DGX_H100-4_GPUs-PyTorch-1", "dgx-h100-x4", timeout=90)]
     matrices = github_matrices(specs, {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"})
     assert matrices == {
-        "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}],
+        "cpu_1": [
+            {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local",
+             "arch": "x86_64"}
+        ],  # fmt: skip
         "single_gpu_1": [
             {
                 "stage": "H100-PyTorch-Perf-1",
                 "runs_on": ["self-hosted", "h100-perf"],
                 "timeout_minutes": 60,
                 "executor": "local",
+                "arch": "x86_64",
             }
         ],
         "multi_gpu_1": [
@@ -165,6 +169,7 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
                 "runs_on": ["self-hosted", "dgx-h100-x4"],
                 "timeout_minutes": 90,
                 "executor": "local",
+                "arch": "x86_64",
             }
         ],
     }
@@ -187,11 +192,12 @@ def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> No
         source(spec("CPU-Generic-1", "cpu"), spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1"))
     )
     jobs = {job["id"]: job for job in context["jobs"]}  # type: ignore[attr-defined]
-    assert jobs["single_gpu_1"]["needs"] == ["plan"]
+    assert jobs["single_gpu_1"]["needs"] == ["plan", "build"]
     assert jobs["single_gpu_1"]["if"] == "needs.plan.outputs.single_gpu_1 != '[]'"
-    assert jobs["multi_gpu_1"]["needs"] == ["plan", "cpu_1", "single_gpu_1"]
+    assert jobs["multi_gpu_1"]["needs"] == ["plan", "build", "cpu_1", "single_gpu_1"]
     assert jobs["multi_gpu_1"]["if"] == (
-        "!cancelled() && needs.plan.result == 'success' && needs.plan.outputs.multi_gpu_1 != '[]'"
+        "!cancelled() && needs.plan.result == 'success' && needs.build.result == 'success'"
+        " && needs.plan.outputs.multi_gpu_1 != '[]'"
         " && (needs.plan.outputs.fail_fast == 'false'"
         " || !(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled')))"
     )

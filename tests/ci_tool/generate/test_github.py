@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
+from ci_tool.build.spec import build_command, install_command
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
 from ci_tool.stages.record import read_record
@@ -60,7 +61,7 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     assert plan_actions == [CHECKOUT_ACTION.split(" #")[0], upload, upload]  # the selection, the durations
     head = {"ref": "${{ inputs.head_sha }}", "persist-credentials": False, "fetch-depth": 0}  # never the default branch
     assert workflow["jobs"]["plan"]["steps"][0]["with"] == head
-    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked")}
+    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked", "build")}
     found = {
         job_id: (
             [step["uses"] for step in job["steps"] if "uses" in step],
@@ -71,12 +72,56 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
         for job_id, job in stage_jobs.items()
     }
     expected = (
-        [action.split(" #")[0] for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],
+        [action.split(" #")[0] for action in
+         (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],  # fmt: skip
         head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
     )
     assert stage_jobs and found == dict.fromkeys(stage_jobs, expected)
+
+
+def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs_from_its_artifact(
+    generated: dict,
+) -> None:
+    workflow = load(generated["small"].files[WORKFLOW])
+    build = workflow["jobs"]["build"]
+    assert (build["needs"], build["if"], build["runs-on"], build["strategy"]["matrix"]["include"]) == (
+        ["plan"], "${{ needs.plan.outputs.builds != '[]' }}", "${{ matrix.runs_on }}",
+        "${{ fromJSON(needs.plan.outputs.builds) }}",
+    )  # fmt: skip
+    checkout, make, keep = build["steps"]
+    assert (checkout["uses"], checkout["with"]) == (
+        CHECKOUT_ACTION.split(" #")[0], {"ref": "${{ inputs.head_sha }}", "persist-credentials": False}
+    )
+    assert make["run"] == build_command("ci-build")
+    assert (keep["uses"], keep["with"]) == (
+        UPLOAD_ARTIFACT_ACTION.split(" #")[0],
+        {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error"},
+    )
+    stage_jobs = [job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked", "build")]
+    for job in stage_jobs:
+        names = [step["name"] for step in job["steps"]]
+        fetch = job["steps"][names.index("Fetch the build")]
+        setup = job["steps"][names.index("Set up ci-tool")]
+        assert "build" in job["needs"] and names.index("Fetch the build") + 1 == names.index("Set up ci-tool")
+        assert fetch["with"] == {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build"}
+        assert setup["run"] == install_command()
+
+
+def test_the_plan_builds_each_architecture_the_selected_stages_run_on(  # type: ignore[no-untyped-def]
+    generated: dict, make_workspace, plan_job
+) -> None:
+    inputs = {"request": request(stage_list=["CPU-Generic-1", "GH200-PyTorch-1"])}
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan-arches"), **inputs)
+    assert plan.code == 0, plan.log
+    assert json.loads(plan.outputs["builds"]) == [
+        {"arch": "x86_64", "runs_on": "ubuntu-latest"}, {"arch": "aarch64", "runs_on": "ubuntu-24.04-arm"}
+    ]
+    blocked = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan-none"),
+                       request=request(stage_list=["GB200-4_GPUs-PyTorch-1"]))  # fmt: skip
+    assert blocked.code == 0, blocked.log
+    assert (blocked.outputs["blocked"] != "[]", blocked.outputs["builds"]) == (True, "[]")  # no stage runs: no build
 
 
 def test_the_run_name_is_the_one_the_bot_reads_and_the_bot_inputs_are_declared(generated: dict) -> None:
@@ -173,11 +218,15 @@ def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_
             "runs_on": ["self-hosted", "h100-pcie-perf"],
             "timeout_minutes": 90,
             "executor": "local",
+            "arch": "x86_64",
         }
     ]
     assert plan.matrix("cpu_1") == [
-        {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}
-    ]
+        {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local",
+         "arch": "x86_64"}
+    ]  # fmt: skip
+    # one build, on the hosted runner of the stages' architecture
+    assert json.loads(plan.outputs["builds"]) == [{"arch": "x86_64", "runs_on": "ubuntu-latest"}]
 
 
 def test_plan_blocks_the_stages_whose_label_is_missing_and_names_them(

@@ -177,7 +177,7 @@ def test_every_stage_job_shards_by_the_exported_durations_and_records_into_the_s
     generated: dict, make_workspace, tmp_path: Path
 ) -> None:
     job = yaml.safe_load(generated["small"].files[WORKFLOW])["jobs"]["cpu_1"]
-    (fetch,) = [step for step in job["steps"] if "download-artifact" in step.get("uses", "")]
+    (fetch,) = [step for step in job["steps"] if step.get("name") == "Fetch the durations the plan job exported"]
     assert (fetch["if"], fetch["with"]["path"]) == ("${{ needs.plan.outputs.durations == 'true' }}", ".ci-tool")
     (run_step,) = [step for step in job["steps"] if step.get("name") == "Run the stage"]
     workspace = make_workspace("github-shared-stage")
