@@ -94,7 +94,8 @@ def test_a_build_holds_the_wheels_and_a_manifest_of_its_commit_and_inputs(projec
     assert (outcome.reused, outcome.why_built) == (False, f"no earlier build in {project / 'ci-build'}")
     manifest = read_manifest(project / "ci-build")
     assert manifest == outcome.manifest
-    assert (manifest.commit, manifest.inputs_digest) == (git(project, "rev-parse", "HEAD"), inputs_digest(project, TINY))
+    head = git(project, "rev-parse", "HEAD")
+    assert (manifest.commit, manifest.inputs_digest) == (head, inputs_digest(project, TINY))
     assert (manifest.wheel, sorted(manifest.wheels)) == (
         "ci_tool-0.1.0-py3-none-any.whl", ["ci_tool-0.1.0-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"]
     )

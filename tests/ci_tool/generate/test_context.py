@@ -151,9 +151,14 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
     matrices = github_matrices(specs, {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"})
     assert matrices == {
         "cpu_1": [
-            {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local",
-             "arch": "x86_64"}
-        ],  # fmt: skip
+            {
+                "stage": "CPU-Generic-1",
+                "runs_on": "ubuntu-latest",
+                "timeout_minutes": 30,
+                "executor": "local",
+                "arch": "x86_64",
+            }
+        ],
         "single_gpu_1": [
             {
                 "stage": "H100-PyTorch-Perf-1",

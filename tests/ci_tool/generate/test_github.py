@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.build.spec import build_command, install_command
+from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
 from ci_tool.stages.record import read_record
@@ -71,9 +71,9 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
         )
         for job_id, job in stage_jobs.items()
     }
+    actions = (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)
     expected = (
-        [action.split(" #")[0] for action in
-         (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)],  # fmt: skip
+        [action.split(" #")[0] for action in actions],  # the build, then the durations
         head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",

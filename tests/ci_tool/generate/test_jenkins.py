@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.build.spec import BUILD_SETUP_COMMAND, build_command, install_command
+from ci_tool.build.spec import build_command, install_command
 from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -423,7 +423,8 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
 def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(runs: dict) -> None:
     run = runs["mr-passes"]
     (declared,) = [call for call in run["calls"] if call["step"] == "properties"]
-    assert declared["parameters"] == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID", "BASE_REF", "PRIORITY"]
+    parameters = ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID", "BASE_REF", "PRIORITY"]
+    assert declared["parameters"] == parameters
     assert declared["copyArtifactPermission"] == "L0_Test"  # its stages copy the build from this job's archive
     assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
 
