@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +86,9 @@ def _why_not_reusable(folder: Path, digest: str) -> str:
 
 def _project_wheel(root: Path, into: Path, python: str) -> Path:
     """The project's wheel, built from a copy of its sources (a build in the checkout would leave build/ and
-    egg-info there), with the running environment's setuptools and no index."""
+    egg-info there) in the running environment, once it holds pyproject.toml's build requirements (a fresh
+    environment's setuptools may be older than they ask, and lack `wheel`)."""
+    _pip(python, ["install", "--quiet", *_build_requirements(root)])
     with tempfile.TemporaryDirectory(prefix="ci-tool-build-") as scratch:
         source = Path(scratch) / "source"
         for path in source_files(root):
@@ -98,6 +101,18 @@ def _project_wheel(root: Path, into: Path, python: str) -> Path:
     if len(wheels) != 1:
         raise BuildError(f"expected the project's wheel in {into}, found {[w.name for w in wheels]}")
     return wheels[0]
+
+
+def _build_requirements(root: Path) -> list[str]:
+    """pyproject.toml's [build-system] requires."""
+    path = root / "pyproject.toml"
+    try:
+        requires = tomllib.loads(path.read_text(encoding="utf-8"))["build-system"]["requires"]
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as problem:
+        raise BuildError(f"{path}: expected [build-system] requires, found none ({problem})") from None
+    if not isinstance(requires, list) or not all(isinstance(item, str) for item in requires):
+        raise BuildError(f"{path}: expected [build-system] requires as a list of requirements, found {requires!r}")
+    return list(requires)
 
 
 def _pip(python: str, args: list[str]) -> None:
