@@ -16,6 +16,9 @@ at run time by `ci-tool stage select` (the one selection), which both pipelines 
     phase                   grammar (multi_gpu)                    Single-/Multi-GPU  single-/multi-GPU jobs
                                                                    L0_Test runs       (multi `needs` single)
     timeout                 catalog timeout_minutes                timeout(MINUTES)   timeout-minutes
+    build (once per arch)   ci_tool/build (`ci-tool build`):       [Build-<arch>]     build job, matrix
+                            the wheels every stage installs        stage, archived;   by arch; artifact
+                                                                   L0_Test copies     ci-build-<arch>
     stages to run,          `ci-tool stage select --json` (the     Select Stages      plan job: select
     blocked stages,         Selection: request, changed files,     stage, then        --github-output
     fail-fast, stage-run    labels)                                L0_Test params     writes the matrices
@@ -314,6 +317,7 @@ def _jenkins_builds(stages: Sequence[CatalogStage]) -> dict[str, object]:
         raise GenerateError(f"expected architectures of {sorted(JENKINS_BUILD_LABELS)}, found {unknown}")
     return {
         "build_folders": {arch: build_folder(arch) for arch in arches},
+        "build_folder_names": [build_folder(arch) for arch in arches],
         "build_labels": {arch: JENKINS_BUILD_LABELS[arch] for arch in arches},
         "build_setup_command": BUILD_SETUP_COMMAND,
         "build_commands": {arch: f"{BUILD_COMMAND} {build_folder(arch)}" for arch in arches},
