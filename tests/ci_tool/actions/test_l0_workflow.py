@@ -161,7 +161,7 @@ def test_the_run_builds_once_and_each_stage_installs_that_build(scenario: Scenar
     `ci-tool build --check` finds it is the build of the stage's own checkout."""
     run = scenario.runs[0]
     assert "built ci-build (no earlier build in ci-build): commit " in run.job(BUILD).text, run.job(BUILD).text
-    for stage in (CPU_STAGE, GPU_STAGE):
-        log = run.job(stage).text
-        assert "Success - Main Fetch the build" in log and "Success - Main Set up ci-tool" in log, log
-        assert "ci-build is this checkout's build: commit " in log, log
+    lines = ("Success - Main Fetch the build", "Success - Main Set up ci-tool",
+             "ci-build is this checkout's build: commit ")  # fmt: skip
+    found = {stage: [line in run.job(stage).text for line in lines] for stage in (CPU_STAGE, GPU_STAGE)}
+    assert found == {CPU_STAGE: [True] * 3, GPU_STAGE: [True] * 3}, run.summary()

@@ -99,14 +99,17 @@ def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs
         UPLOAD_ARTIFACT_ACTION.split(" #")[0],
         {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error"},
     )
-    stage_jobs = [job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked", "build")]
-    for job in stage_jobs:
-        names = [step["name"] for step in job["steps"]]
-        fetch = job["steps"][names.index("Fetch the build")]
-        setup = job["steps"][names.index("Set up ci-tool")]
-        assert "build" in job["needs"] and names.index("Fetch the build") + 1 == names.index("Set up ci-tool")
-        assert fetch["with"] == {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build"}
-        assert setup["run"] == install_command()
+    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if job_id not in ("plan", "blocked", "build")}
+    found = {job_id: _build_steps(job) for job_id, job in stage_jobs.items()}
+    fetch = {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build"}
+    assert stage_jobs and found == dict.fromkeys(stage_jobs, (True, True, fetch, install_command()))
+
+
+def _build_steps(job: dict) -> tuple[object, ...]:  # type: ignore[type-arg]
+    """Whether the job needs the build and fetches it right before its set-up; what it fetches; its set-up."""
+    names = [step["name"] for step in job["steps"]]
+    fetch, setup = names.index("Fetch the build"), names.index("Set up ci-tool")
+    return "build" in job["needs"], fetch + 1 == setup, job["steps"][fetch]["with"], job["steps"][setup]["run"]
 
 
 def test_the_plan_builds_each_architecture_the_selected_stages_run_on(  # type: ignore[no-untyped-def]
