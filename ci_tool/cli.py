@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "site": "ci_tool.commands.site:site",
     "run": "ci_tool.commands.run:run",
     "generate": "ci_tool.commands.generate:generate",
+    "build": "ci_tool.commands.build:build",
 }
 
 

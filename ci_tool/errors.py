@@ -205,3 +205,7 @@ def not_shown(count: int) -> str:
 
 class PerfError(CiToolError):
     """A perf-sanity config, a baseline file or a perf command's input that is invalid."""
+
+
+class BuildError(CiToolError):
+    """A build (`ci-tool build`) that cannot be made, or a build folder that is not this checkout's."""

@@ -34,6 +34,10 @@ CRASH_LOGS_KEPT = 10
 
 # What the wheel is built from (pyproject.toml's package finder reads ci_tool/ and src/).
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
+# `ci-tool build`'s folder in a checkout: the project's wheel, the wheels of what the stages install with it,
+# and manifest.json (the commit, the inputs' digest). The generated pipelines build it once and every test
+# stage installs from it (ci_tool/build).
+BUILD_DIR = "ci-build"
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (TensorRT-LLM's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)
@@ -83,7 +87,9 @@ CI_EXIT_CODE_FILE = "exit-code"
 CI_DURATIONS_PATH = f"{STATE_DIR}/durations.json"  # the pipeline's durations: the committed ones, merged with CI's
 # What the generated pipelines write into a checkout, untracked: never the code a run tests (gitinfo), so a
 # stage on one agent and the selection on another see the same code and reuse matches across them.
-CI_SCRATCH = (f"{STATE_DIR}/", f"{CI_RESULTS_DIR}/", "request.json", "changed-files.txt", SELECTION_ARTIFACT)
+CI_SCRATCH = (
+    f"{STATE_DIR}/", f"{CI_RESULTS_DIR}/", f"{BUILD_DIR}/", "request.json", "changed-files.txt", SELECTION_ARTIFACT
+)
 
 # The parameters the bot triggers L0_MergeRequest with, in declaration order: name -> description.
 BUILD_PARAMETERS: dict[str, str] = {

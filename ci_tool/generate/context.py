@@ -16,6 +16,9 @@ at run time by `ci-tool stage select` (the one selection), which both pipelines 
     phase                   grammar (multi_gpu)                    Single-/Multi-GPU  single-/multi-GPU jobs
                                                                    L0_Test runs       (multi `needs` single)
     timeout                 catalog timeout_minutes                timeout(MINUTES)   timeout-minutes
+    build (once per arch)   ci_tool/build (`ci-tool build`):       [Build-<arch>]     build job, matrix
+                            the wheels every stage installs        stage, archived;   by arch; artifact
+                                                                   L0_Test copies     ci-build-<arch>
     stages to run,          `ci-tool stage select --json` (the     Select Stages      plan job: select
     blocked stages,         Selection: request, changed files,     stage, then        --github-output
     fail-fast, stage-run    labels)                                L0_Test params     writes the matrices
@@ -43,11 +46,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ci_tool.build.spec import BUILD_COMMAND, BUILD_SETUP_COMMAND, build_command, install_command
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.errors import GenerateError
 from ci_tool.layout import (
     ACTIONS_RESULTS_ARTIFACT_PREFIX,
     ACTIONS_SELECTION_ARTIFACT,
+    BUILD_DIR,
     BUILD_PARAMETERS,
     CATALOG_PATH,
     CI_DURATIONS_PATH,
@@ -64,7 +69,6 @@ from ci_tool.layout import (
     SHARED_HISTORY_SECRET,
     STATE_DIR,
     TEST_JOB,
-    TORCH_PIN,
 )
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.cbts import cbts_stages
@@ -94,9 +98,16 @@ SINGLE_GPU, MULTI_GPU = "Single-GPU", "Multi-GPU"
 GITHUB_MATRIX_LIMIT = 256  # jobs per matrix, GitHub's hard limit
 JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 KiB method size limit
 
-# How a stage runs, the same on every CI system: set up the checkout (with the engine this repository's
-# stages run and the test extra they import), then the local runner.
-SETUP_COMMAND = f"python3 -m venv .venv && .venv/bin/pip install --quiet {TORCH_PIN} -e '.[engine,test]'"
+# How a stage runs, the same on every CI system: install what the pipeline's build made (ci_tool/build: the
+# project's wheel, the engine this repository's stages run and the test extra they import), then the local runner.
+SETUP_COMMAND = install_command()
+# The build, once per pipeline and architecture: its runner (a CPU machine of that architecture), and the
+# artifact that carries it to the stages (GitHub: `ci-build-<arch>`; Jenkins: the folder `ci-build-<arch>` of
+# L0_MergeRequest's archive, copied into each stage's ci-build/).
+BUILD_RUNNERS = {"x86_64": HOSTED_RUNNER, "aarch64": "ubuntu-24.04-arm"}  # GitHub-hosted, by architecture
+JENKINS_BUILD_LABELS = {"x86_64": "cpu", "aarch64": "cpu-aarch64"}  # the Jenkins agents that build, by architecture
+BUILD_ARTIFACT = BUILD_DIR  # + "-<arch>"
+BUILD_TIMEOUT_MINUTES = 60
 RUN_COMMAND = ".venv/bin/ci-tool stage run"
 RESULTS_DIR = CI_RESULTS_DIR  # results/<stage>/ holds the stage's JUnit XML and logs
 HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML report, archived with its logs
@@ -316,11 +327,39 @@ def _shared_history() -> dict[str, object]:
     return {"history_credential": SHARED_HISTORY_CREDENTIAL, "history_variable": HISTORY_ENV}
 
 
+def build_folder(arch: str) -> str:
+    """`ci-build-x86_64`: an architecture's build, as an artifact (GitHub) or in L0_MergeRequest's archive."""
+    return f"{BUILD_ARTIFACT}-{arch}"
+
+
+def _arches(stages: Sequence[CatalogStage]) -> list[str]:
+    return list(dict.fromkeys(stage.arch for stage in stages))
+
+
+def _jenkins_builds(stages: Sequence[CatalogStage]) -> dict[str, object]:
+    """What both Jenkins files know of the builds: each architecture's folder; L0_MergeRequest also its agent
+    and command, L0_Test the command a stage run by hand (no build given) builds with."""
+    arches = _arches(stages)
+    unknown = sorted(set(arches) - set(JENKINS_BUILD_LABELS))
+    if unknown:
+        raise GenerateError(f"expected architectures of {sorted(JENKINS_BUILD_LABELS)}, found {unknown}")
+    return {
+        "build_folders": {arch: build_folder(arch) for arch in arches},
+        "build_folder_names": [build_folder(arch) for arch in arches],
+        "build_labels": {arch: JENKINS_BUILD_LABELS[arch] for arch in arches},
+        "build_setup_command": BUILD_SETUP_COMMAND,
+        "build_commands": {arch: f"{BUILD_COMMAND} {build_folder(arch)}" for arch in arches},
+        "build_dir": BUILD_DIR,
+        "local_build_command": build_command(BUILD_DIR),
+    }
+
+
 def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
     rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in (*source.stages, *source.narrowed)]
     return {
         **_common(source.stages),
+        **_jenkins_builds(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
         "checkout_head_command": CHECKOUT_HEAD_COMMAND,
         "fetch_base_command": FETCH_BASE_COMMAND,
@@ -347,6 +386,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, every)]
     return {
         **_common(source.stages),
+        **_jenkins_builds(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
@@ -365,7 +405,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
             for name, description in BUILD_PARAMETERS.items()
         ],
         "pipeline_timeout_hours": PIPELINE_TIMEOUT_HOURS,
-        "arches": list(dict.fromkeys(stage.arch for stage in source.stages)),
+        "arches": _arches(source.stages),
         "phase_parts": _chunks(rows, JENKINS_ROWS_PER_METHOD),
     }
 
@@ -434,7 +474,7 @@ def _retry_job(layer: RetryLayer) -> dict[str, object]:
     lost = f"needs.{layer.lost_id}"
     return {
         "id": layer.run_id,
-        "needs": ["plan", layer.lost_id],
+        "needs": ["plan", "build", layer.lost_id],  # it installs the build as the stage jobs do
         "if": f"!cancelled() && {lost}.result == 'success' && {lost}.outputs.matrix != '[]'",
         "matrix": f"fromJSON(needs.{layer.lost_id}.outputs.matrix)",
     }
@@ -461,7 +501,8 @@ def github_context(source: GenerateInput) -> dict[str, object]:
     job_dicts = [
         {
             "id": job.id,
-            "needs": ["plan", *first_phase, *first_retries] if job.group is GitHubGroup.MULTI_GPU else ["plan"],
+            "needs": ["plan", "build", *first_phase, *first_retries] if job.group is GitHubGroup.MULTI_GPU
+            else ["plan", "build"],
             "if": _github_job_condition(job, first_layers),
             "output": f"steps.plan.outputs.{job.id}",
             "matrix": f"fromJSON(needs.plan.outputs.{job.id})",
@@ -488,7 +529,11 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "durations_folder": str(STATE_DIR),
         "durations_artifact": DURATIONS_ARTIFACT,
         "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
-        "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message"],
+        "build_command": build_command(BUILD_DIR),
+        "build_dir": BUILD_DIR,
+        "build_artifact": BUILD_ARTIFACT,
+        "build_timeout_minutes": BUILD_TIMEOUT_MINUTES,
+        "outputs": ["fail_fast", "stage_run_args", "blocked", "blocked_message", "builds"],
         "jobs": job_dicts,
         "stage_jobs": [*job_dicts, *(_retry_job(layer) for layer, _ in layers)],
         "lost_jobs": [_lost_job(layer, members) for layer, members in layers],
@@ -520,10 +565,21 @@ def github_matrices(
                 "runs_on": github_runs_on(stage),
                 "timeout_minutes": stage.timeout_minutes,
                 "executor": stage.executor.value,
+                "arch": stage.arch,  # which build it installs
             }
             for stage in page
         ]
     return rows
+
+
+def github_builds(chosen: Sequence[CatalogStage]) -> list[dict[str, object]]:
+    """The build job's matrix at run time: one row per architecture of the chosen stages (the selection's,
+    `-cbts` stages too), in order."""
+    arches = _arches(list(chosen))
+    unknown = sorted(set(arches) - set(BUILD_RUNNERS))
+    if unknown:
+        raise GenerateError(f"expected architectures of {sorted(BUILD_RUNNERS)}, found {unknown}")
+    return [{"arch": arch, "runs_on": BUILD_RUNNERS[arch]} for arch in arches]
 
 
 def _github_job_condition(job: GitHubJob, first_layers: Sequence[RetryLayer]) -> str:
@@ -539,6 +595,6 @@ def _github_job_condition(job: GitHubJob, first_layers: Sequence[RetryLayer]) ->
         else "!(contains(needs.*.result, 'failure') || contains(needs.*.result, 'cancelled'))"
     )
     return (
-        f"!cancelled() && needs.plan.result == 'success' && {selected}"
+        f"!cancelled() && needs.plan.result == 'success' && needs.build.result == 'success' && {selected}"
         f" && (needs.plan.outputs.fail_fast == 'false' || {passed})"
     )

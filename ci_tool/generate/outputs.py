@@ -1,12 +1,12 @@
 """The GitHub Actions outputs of `ci-tool stage select --github-output`: what the generated stage workflow
-reads from the selection (each matrix job's rows from context.github_matrices, fail-fast, the run options and
-the blocked stages). Pure."""
+reads from the selection (each matrix job's rows from context.github_matrices, the architectures to build,
+fail-fast, the run options and the blocked stages). Pure."""
 
 from __future__ import annotations
 
 import json
 
-from ci_tool.generate.context import github_matrices
+from ci_tool.generate.context import github_builds, github_matrices
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.select import Selection
 
@@ -16,6 +16,7 @@ def github_outputs(catalog: Catalog, selection: Selection) -> str:
     the blocked stages (JSON, and one line for people)."""
     values: dict[str, object] = {
         **github_matrices(catalog.stages, selection.stages),
+        "builds": github_builds(selection.stages),  # the build job's matrix: one per architecture
         "fail_fast": "true" if selection.fail_fast else "false",
         "stage_run_args": " ".join(selection.request.stage_run_args),
         "blocked": [blocked.to_json() for blocked in selection.blocked],

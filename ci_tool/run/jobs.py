@@ -4,7 +4,9 @@
     docs stage        <GPU>-Build_Docs: each check one result, the stage fails when one fails:
                         docs::generated         every generated file is fresh (`ci-tool generate --check`)
                         docs::links[<file>]     every relative link of README.md and docs/**/*.md names a file
-    package sanity    <GPU>-PackageSanityCheck-KEY: build the wheel from the package sources, install it into
+    package sanity    <GPU>-PackageSanityCheck-KEY: take the wheel of the pipeline's build (ci-build/, when
+                      the checkout holds one: the wheel every test stage installed; a build of other inputs
+                      fails the check), else build the wheel from the package sources; install it into
                       a fresh virtual environment, check that environment imports ci_tool and kvengine from
                       the wheel, then run the stage's list (l0_sanity_check) with that environment's python
                       and the checkout off its import path (PYTHONSAFEPATH), so the tests see what a user
@@ -26,8 +28,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ci_tool.build.manifest import manifest_path
+from ci_tool.build.spec import STAGE_BUILD
+from ci_tool.build.wheelhouse import check as check_build
+from ci_tool.errors import BuildError
 from ci_tool.history.locator import without_history_access
-from ci_tool.layout import PACKAGE_SOURCES
+from ci_tool.layout import BUILD_DIR, PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.invocation import RunSettings
@@ -66,7 +72,8 @@ def planned_checks(plan: StagePlan, settings: RunSettings) -> list[str]:
         return lines
     if plan.name.kind is StageKind.PACKAGE_SANITY:
         return [
-            f"{SANITY_CHECK}: build the wheel from {', '.join(PACKAGE_SOURCES)}, install it into a fresh "
+            f"{SANITY_CHECK}: take the wheel of the build in {BUILD_DIR}/ when the checkout holds one, else build "
+            f"the wheel from {', '.join(PACKAGE_SOURCES)}; install it into a fresh "
             "environment, check that it imports ci_tool and kvengine from the wheel; then the list below runs "
             "with that environment's python, the checkout off its import path"
         ]
@@ -147,20 +154,10 @@ class _JobFailed(Exception):
 
 
 def install_fresh(settings: RunSettings, work: Path) -> Path:
-    """The python of a fresh environment holding the wheel built from the checkout's package sources."""
-    source, wheels, env = work / "source", work / "wheels", work / "venv"
-    for name in PACKAGE_SOURCES:  # a copy: building in the checkout would leave build/ and egg-info there
-        origin = settings.rootdir / name
-        if origin.is_dir():
-            shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            source.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(origin, source / name)
-    _step("build the wheel", [settings.python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                              "--no-index", "-q", "-w", str(wheels), str(source)], work)  # fmt: skip
-    wheel = next(iter(sorted(wheels.glob("*.whl"))), None)
-    if wheel is None:
-        raise _JobFailed(f"expected a wheel in {wheels}, found none")
+    """The python of a fresh environment holding the build's wheel, or the wheel built from the checkout's
+    package sources where the checkout holds no build."""
+    env = work / "venv"
+    wheel = built_wheel(settings.rootdir) or _wheel_from_sources(settings, work)
     _step("create the environment", [settings.python, "-m", "venv", "--without-pip", str(env)], work)
     python = env / "bin" / "python"
     _step("install the wheel", [settings.python, "-m", "pip", "--python", str(python), "install", "--no-deps",
@@ -173,6 +170,35 @@ def install_fresh(settings: RunSettings, work: Path) -> Path:
     if outside:
         raise _JobFailed(f"expected the fresh environment to import the wheel, found {outside[0]!r}")
     return python
+
+
+def built_wheel(rootdir: Path) -> Path | None:
+    """The project's wheel of the build in the checkout (None where it holds none); a build of other inputs
+    than the checkout's fails the job (the stage would check another wheel than the one the stages tested)."""
+    folder = rootdir / BUILD_DIR
+    if not manifest_path(folder).is_file():
+        return None
+    try:
+        return folder / check_build(rootdir, folder, STAGE_BUILD).wheel
+    except BuildError as problem:
+        raise _JobFailed(f"cannot use the build in {BUILD_DIR}: {problem}") from None
+
+
+def _wheel_from_sources(settings: RunSettings, work: Path) -> Path:
+    source, wheels = work / "source", work / "wheels"
+    for name in PACKAGE_SOURCES:  # a copy: building in the checkout would leave build/ and egg-info there
+        origin = settings.rootdir / name
+        if origin.is_dir():
+            shutil.copytree(origin, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            source.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, source / name)
+    _step("build the wheel", [settings.python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                              "--no-index", "-q", "-w", str(wheels), str(source)], work)  # fmt: skip
+    wheel = next(iter(sorted(wheels.glob("*.whl"))), None)
+    if wheel is None:
+        raise _JobFailed(f"expected a wheel in {wheels}, found none")
+    return wheel
 
 
 def _step(what: str, command: Sequence[str], cwd: Path) -> None:

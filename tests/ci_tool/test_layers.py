@@ -18,6 +18,7 @@ LAYERS: tuple[frozenset[str], ...] = (
         }
     ),
     frozenset({"sysinfo", "gitinfo"}),
+    frozenset({"build"}),  # the wheels the stages install: below run (package sanity installs the build's)
     frozenset({"testdb"}),
     frozenset({"stages"}),
     frozenset({"history"}),

@@ -7,7 +7,8 @@ The stage list is the smallest that covers every kind of job: a fast CPU stage (
 reused), a single-GPU stage (its job runs here, on a machine without that GPU: its stage waits for a
 runner and is no pass, so the second run runs it again) and a multi-GPU stage, which a pull request
 without `ci: full pre-merge approved` blocks. The jobs act ran are compared with what `ci-tool stage
-select` (the bot's preview) names for the same request on the same history, run by run.
+select` (the bot's preview) names for the same request on the same history, run by run. Each run builds
+once (the `build` job) and every stage job installs from that build's artifact alone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ GPU_STAGE = "A10-PyTorch-1"
 MULTI_GPU_STAGE = "DGX_H100-4_GPUs-PyTorch-1"
 REQUEST = json.dumps({"command": "run", "flags": {"stage_list": [CPU_STAGE, GPU_STAGE, MULTI_GPU_STAGE]}})
 LABELS = "[]"  # no approval label: the multi-GPU stage is blocked
-PLAN, BLOCKED = "plan", "blocked stages"  # two jobs that are no stage
+PLAN, BLOCKED, BUILD = "plan", "blocked stages", "build x86_64"  # the jobs that are no stage
 LOST = "lost stages (single-gpu phase, attempt 2)"  # the job that finds stages whose runner was lost: none here
 
 
@@ -104,14 +105,14 @@ def scenario(
 
 def stage_jobs(run: WorkflowRun) -> list[str]:
     """The stage jobs that ran: the jobs that ran, less the plan and the blocked job."""
-    return sorted(name for name in run.ran() if name not in (PLAN, BLOCKED, LOST))
+    return sorted(name for name in run.ran() if name not in (PLAN, BLOCKED, BUILD, LOST))
 
 
 def test_the_first_run_plans_runs_the_stages_and_names_the_blocked_one(scenario: Scenario) -> None:
     run = scenario.runs[0]
     ran = {name: result for name, result in run.results().items() if result is not JobResult.SKIPPED}
-    expected = {PLAN: JobResult.SUCCESS, BLOCKED: JobResult.FAILURE, CPU_STAGE: JobResult.SUCCESS,
-                GPU_STAGE: JobResult.SUCCESS, LOST: JobResult.SUCCESS}  # fmt: skip
+    expected = {PLAN: JobResult.SUCCESS, BLOCKED: JobResult.FAILURE, BUILD: JobResult.SUCCESS,
+                CPU_STAGE: JobResult.SUCCESS, GPU_STAGE: JobResult.SUCCESS, LOST: JobResult.SUCCESS}  # fmt: skip
     assert ran == expected, run.summary()
     assert run.exit_code != 0, run.summary()  # the blocked job fails the run, as it fails the check on GitHub
     # what the blocked job echoes as its error: act may drop the output of a step that exits at once, so the
@@ -150,10 +151,18 @@ def test_every_stage_records_into_the_one_history_and_the_second_run_reuses_what
     }, "\n".join(run.summary() for run in scenario.runs)
     second = scenario.runs[1]
     ran = {name: result for name, result in second.results().items() if result is not JobResult.SKIPPED}
-    expected = {
-        PLAN: JobResult.SUCCESS,
-        BLOCKED: JobResult.FAILURE,
-        GPU_STAGE: JobResult.SUCCESS,
-        LOST: JobResult.SUCCESS,
-    }
+    expected = {PLAN: JobResult.SUCCESS, BLOCKED: JobResult.FAILURE, BUILD: JobResult.SUCCESS,
+                GPU_STAGE: JobResult.SUCCESS, LOST: JobResult.SUCCESS}  # fmt: skip
     assert ran == expected, second.summary()
+
+
+def test_the_run_builds_once_and_each_stage_installs_that_build(scenario: Scenario) -> None:
+    """The build job builds; each stage job downloads its artifact and installs from it alone (`--no-index`,
+    no pip configuration, no PIP_FIND_LINKS: the caller's wheel folder and index are out of reach), and
+    `ci-tool build --check` finds it is the build of the stage's own checkout."""
+    run = scenario.runs[0]
+    assert "built ci-build (no earlier build in ci-build): commit " in run.job(BUILD).text, run.job(BUILD).text
+    lines = ("Success - Main Fetch the build", "Success - Main Set up ci-tool",
+             "ci-build is this checkout's build: commit ")  # fmt: skip
+    found = {stage: [line in run.job(stage).text for line in lines] for stage in (CPU_STAGE, GPU_STAGE)}
+    assert found == {CPU_STAGE: [True] * 3, GPU_STAGE: [True] * 3}, run.summary()

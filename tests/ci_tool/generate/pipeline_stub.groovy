@@ -15,6 +15,9 @@
 //                                     with the parameters and `env` in their environment, as Jenkins does],
 //    "stdout": {substring of an `sh` script not run for real: what it prints, for `returnStdout`},
 //    "credentials": {Jenkins credential id: its secret text, which withCredentials binds; others are missing},
+//    "archive": folder, where archiveArtifacts copies the workspace's matching files (this build's archive),
+//    "builds": {job: [earlier builds, oldest first: {"number": n, "params": {...}, "archive": folder}]}, what
+//              copyArtifacts copies from (a build's archive folder as another scenario's "archive" left it),
 //    "failing_stages": [names whose `ci-tool stage run` fails, or whose L0_Test run fails],
 //    "unstable_stages": [names whose L0_Test run ends UNSTABLE],
 //    "running_stages": [names whose `ci-tool stage run`, or whose L0_Test run, is still running when another
@@ -224,7 +227,9 @@ Map steps(Map scenario, Map files, Map stashes) {
         env: new Step('workflow-cps', null, scenario.env ?: [:]),
         scm: new Step('workflow-multibranch', null, 'scm'),
         properties: new Step('workflow-multibranch', [], { List properties ->
-            record(step: 'properties', parameters: properties.flatten().collect { it.name })
+            List entries = properties.flatten()
+            record(step: 'properties', parameters: entries.findAll { it.containsKey('name') }.collect { it.name },
+                   copyArtifactPermission: entries.findResult { it.copyArtifactPermission })
         }),
         parameters: new Step('core', [], { List parameters -> parameters }),
         text: new Step('core', ['name', 'defaultValue', 'description', 'value'], parameter),
@@ -370,10 +375,49 @@ Map steps(Map scenario, Map files, Map stashes) {
             onAgent()
             record(step: 'junit', testResults: args.testResults, allowEmptyResults: args.allowEmptyResults)
         }),
+        // With "archive" and a workspace: the workspace's files matching the pattern are copied there, paths kept
+        // (an empty match fails the build unless allowEmptyArchive, as Jenkins does).
         archiveArtifacts: new Step('core', ['artifacts', 'allowEmptyArchive'], { Map args ->
             onAgent()
             record(step: 'archiveArtifacts', artifacts: args.artifacts, allowEmptyArchive: args.allowEmptyArchive)
+            if (scenario.archive && workspace != null) {
+                List found = matching(workspace, args.artifacts)
+                if (!found && !args.allowEmptyArchive) {
+                    throw new PipelineError("No artifacts found that match the file pattern \"${args.artifacts}\"")
+                }
+                found.each { String path -> copyFile(new File(workspace, path), new File(scenario.archive as String, path)) }
+            }
         }),
+        // The Copy Artifact plugin: from the earlier builds of `projectName` in "builds", the one the selector
+        // picks among those whose parameters match `parameters` ("NAME=value,..."), its archived files that
+        // match `filter` into `target` (flatten: without their folders). No such build or no matching file
+        // fails the step, unless `optional`.
+        copyArtifacts: new Step('copyartifact', ['projectName', 'selector', 'filter', 'target', 'flatten', 'optional',
+                                                 'parameters'], { Map args ->
+            Map wanted = (args.parameters ?: '').split(',').findAll { it }.collectEntries { it.split('=', 2) as List }
+            List candidates = ((scenario.builds ?: [:])[args.projectName] ?: []).findAll { Map earlier ->
+                wanted.every { key, value -> (earlier.params ?: [:])[key] == value }
+            }
+            Map chosen = args.selector.selector == 'specific'
+                ? candidates.find { "${it.number}" == "${args.selector.number}" }
+                : candidates.reverse().find { matching(new File(it.archive as String), '**').size() > 0 }
+            List found = chosen ? matching(new File(chosen.archive as String), args.filter) : []
+            record(step: 'copyArtifacts', projectName: args.projectName, selector: args.selector, filter: args.filter,
+                   parameters: args.parameters, build: chosen?.number, copied: found.size())
+            if (!found) {
+                if (args.optional) {
+                    return
+                }
+                throw new PipelineError("Unable to find a build for artifact copy from: ${args.projectName}")
+            }
+            File into = new File(workspace, args.target ?: '.')
+            found.each { String path ->
+                copyFile(new File(chosen.archive as String, path), new File(into, args.flatten ? new File(path).name : path))
+            }
+        }),
+        specific: new Step('copyartifact', [], { String number -> [selector: 'specific', number: number] }),
+        lastWithArtifacts: new Step('copyartifact', [], { -> [selector: 'lastWithArtifacts'] }),
+        copyArtifactPermission: new Step('copyartifact', [], { String projects -> [copyArtifactPermission: projects] }),
         build: new Step('pipeline-build-step', ['job', 'propagate', 'wait', 'parameters'], { Map args ->
             Map parameters = args.parameters.collectEntries { [it.name, it.value] }
             List stages = new JsonSlurperClassic().parseText(parameters.STAGES)
@@ -424,6 +468,28 @@ String execute(String command, Map scenario, File workspace, Map bound) {
         throw new PipelineError("script returned exit code ${process.exitValue()}")
     }
     return out.toString()
+}
+
+// The files under `folder` (relative paths, sorted) that an Ant pattern of Jenkins matches: `*` within a folder,
+// `**` across folders.
+List matching(File folder, String pattern) {
+    if (!folder.isDirectory()) {
+        return []
+    }
+    def matcher = java.nio.file.FileSystems.default.getPathMatcher("glob:${pattern}")
+    List found = []
+    folder.eachFileRecurse(groovy.io.FileType.FILES) { File file ->
+        def relative = folder.toPath().relativize(file.toPath())
+        if (matcher.matches(relative) || (pattern.endsWith('/**') && relative.startsWith(pattern[0..-4]))) {
+            found << relative.toString()
+        }
+    }
+    return found.sort()
+}
+
+void copyFile(File from, File to) {
+    to.parentFile.mkdirs()
+    java.nio.file.Files.copy(from.toPath(), to.toPath(), java.nio.file.StandardCopyOption.REPLACE_EXISTING)
 }
 
 // Reads `stream` into `into` on a thread of its own. An abort's destroy() closes the stream under the reader;

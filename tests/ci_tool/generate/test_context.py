@@ -151,13 +151,22 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
     chosen = {"DGX_H100-4_GPUs-PyTorch-1", "H100-PyTorch-Perf-1", "CPU-Generic-1"}
     matrices = github_matrices(specs, [stage for stage in specs if stage.name.name in chosen])
     assert matrices == {
-        "cpu_1": [{"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}],
+        "cpu_1": [
+            {
+                "stage": "CPU-Generic-1",
+                "runs_on": "ubuntu-latest",
+                "timeout_minutes": 30,
+                "executor": "local",
+                "arch": "x86_64",
+            }
+        ],
         "single_gpu_1": [
             {
                 "stage": "H100-PyTorch-Perf-1",
                 "runs_on": ["self-hosted", "h100-perf"],
                 "timeout_minutes": 60,
                 "executor": "local",
+                "arch": "x86_64",
             }
         ],
         "multi_gpu_1": [
@@ -166,6 +175,7 @@ def test_github_matrices_hold_the_chosen_stages_of_each_job_in_catalog_order() -
                 "runs_on": ["self-hosted", "dgx-h100-x4"],
                 "timeout_minutes": 90,
                 "executor": "local",
+                "arch": "x86_64",
             }
         ],
     }
@@ -190,6 +200,7 @@ def test_github_matrices_run_a_narrowed_stage_in_its_familys_job_on_its_familys_
                 "runs_on": ["self-hosted", "a10"],
                 "timeout_minutes": 45,
                 "executor": "local",
+                "arch": "x86_64",
             }
         ]
     }
@@ -215,10 +226,11 @@ def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> No
         source(spec("CPU-Generic-1", "cpu"), spec("A10-PyTorch-1"), spec("DGX_H100-4_GPUs-PyTorch-1"))
     )
     jobs = {job["id"]: job for job in context["jobs"]}  # type: ignore[attr-defined]
-    assert jobs["single_gpu_1"]["needs"] == ["plan"]
+    assert jobs["single_gpu_1"]["needs"] == ["plan", "build"]
     assert jobs["single_gpu_1"]["if"] == "needs.plan.outputs.single_gpu_1 != '[]'"
     assert jobs["multi_gpu_1"]["needs"] == [
         "plan",
+        "build",
         "cpu_1",
         "single_gpu_1",
         "single_gpu_lost_2",
@@ -226,7 +238,8 @@ def test_multi_gpu_jobs_need_every_first_phase_job_and_gate_on_fail_fast() -> No
     ]
     # a first-phase stage whose runner was lost holds the multi-GPU phase back only until its retry passed
     assert jobs["multi_gpu_1"]["if"] == (
-        "!cancelled() && needs.plan.result == 'success' && needs.plan.outputs.multi_gpu_1 != '[]'"
+        "!cancelled() && needs.plan.result == 'success' && needs.build.result == 'success'"
+        " && needs.plan.outputs.multi_gpu_1 != '[]'"
         " && (needs.plan.outputs.fail_fast == 'false'"
         " || (needs.single_gpu_lost_2.result == 'skipped' || needs.single_gpu_lost_2.outputs.failed == 'false')"
         " && needs.single_gpu_attempt_2.result != 'failure' && needs.single_gpu_attempt_2.result != 'cancelled')"
@@ -243,6 +256,6 @@ def test_each_phase_retries_its_lost_stages_as_the_next_attempt() -> None:
     )
     retry = {job["id"]: job for job in context["stage_jobs"]}["multi_gpu_attempt_2"]  # type: ignore[attr-defined]
     assert (retry["needs"], retry["matrix"]) == (
-        ["plan", "multi_gpu_lost_2"],
+        ["plan", "build", "multi_gpu_lost_2"],
         "fromJSON(needs.multi_gpu_lost_2.outputs.matrix)",
     )

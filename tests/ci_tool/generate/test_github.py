@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ci_tool.build.spec import build_command, install_command
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
@@ -62,7 +63,7 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
     assert workflow["jobs"]["plan"]["steps"][0]["with"] == head
     lost_jobs = {job_id: job for job_id, job in workflow["jobs"].items() if "_lost_" in job_id}
     stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items()
-                  if job_id not in ("plan", "blocked", *lost_jobs)}  # fmt: skip
+                  if job_id not in ("plan", "blocked", "build", *lost_jobs)}  # fmt: skip
     assert {job_id: ([s["uses"] for s in job["steps"] if "uses" in s], job["steps"][0]["with"])
             for job_id, job in lost_jobs.items()} == dict.fromkeys(
         ("single_gpu_lost_2", "multi_gpu_lost_2"),
@@ -78,17 +79,61 @@ def test_every_job_has_read_only_contents_pinned_actions_and_no_persisted_creden
         )
         for job_id, job in stage_jobs.items()
     }
+    actions = (CHECKOUT_ACTION, *[DOWNLOAD_ARTIFACT_ACTION] * 3, UPLOAD_ARTIFACT_ACTION)
     expected = (
-        # the durations and the selection (what a -cbts stage runs) from the plan job, then the results
-        [
-            action.split(" #")[0]
-            for action in (CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION)
-        ],
+        [action.split(" #")[0] for action in actions],  # the build, the durations and the selection, the results
         head,  # the pull request's head commit, with the merge base
         "${{ matrix.timeout_minutes }}",
         "${{ needs.plan.outputs.fail_fast == 'true' }}",
     )
     assert stage_jobs and found == dict.fromkeys(stage_jobs, expected)
+
+
+def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs_from_its_artifact(
+    generated: dict,
+) -> None:
+    workflow = load(generated["small"].files[WORKFLOW])
+    build = workflow["jobs"]["build"]
+    assert (build["needs"], build["if"], build["runs-on"], build["strategy"]["matrix"]["include"]) == (
+        ["plan"], "${{ needs.plan.outputs.builds != '[]' }}", "${{ matrix.runs_on }}",
+        "${{ fromJSON(needs.plan.outputs.builds) }}",
+    )  # fmt: skip
+    checkout, make, keep = build["steps"]
+    assert (checkout["uses"], checkout["with"]) == (
+        CHECKOUT_ACTION.split(" #")[0], {"ref": "${{ inputs.head_sha }}", "persist-credentials": False}
+    )
+    assert make["run"] == build_command("ci-build")
+    assert (keep["uses"], keep["with"]) == (
+        UPLOAD_ARTIFACT_ACTION.split(" #")[0],
+        {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error"},
+    )
+    stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items()
+                  if job_id not in ("plan", "blocked", "build") and "_lost_" not in job_id}  # fmt: skip
+    found = {job_id: _build_steps(job) for job_id, job in stage_jobs.items()}
+    fetch = {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build"}
+    assert stage_jobs and found == dict.fromkeys(stage_jobs, (True, True, fetch, install_command()))
+
+
+def _build_steps(job: dict) -> tuple[object, ...]:  # type: ignore[type-arg]
+    """Whether the job needs the build and fetches it right before its set-up; what it fetches; its set-up."""
+    names = [step["name"] for step in job["steps"]]
+    fetch, setup = names.index("Fetch the build"), names.index("Set up ci-tool")
+    return "build" in job["needs"], fetch + 1 == setup, job["steps"][fetch]["with"], job["steps"][setup]["run"]
+
+
+def test_the_plan_builds_each_architecture_the_selected_stages_run_on(  # type: ignore[no-untyped-def]
+    generated: dict, make_workspace, plan_job
+) -> None:
+    inputs = {"request": request(stage_list=["CPU-Generic-1", "GH200-PyTorch-1"])}
+    plan = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan-arches"), **inputs)
+    assert plan.code == 0, plan.log
+    assert json.loads(plan.outputs["builds"]) == [
+        {"arch": "x86_64", "runs_on": "ubuntu-latest"}, {"arch": "aarch64", "runs_on": "ubuntu-24.04-arm"}
+    ]
+    blocked = plan_job(generated["small"].files[WORKFLOW], make_workspace("plan-none"),
+                       request=request(stage_list=["GB200-4_GPUs-PyTorch-1"]))  # fmt: skip
+    assert blocked.code == 0, blocked.log
+    assert (blocked.outputs["blocked"] != "[]", blocked.outputs["builds"]) == (True, "[]")  # no stage runs: no build
 
 
 def test_the_run_name_is_the_one_the_bot_reads_and_the_bot_inputs_are_declared(generated: dict) -> None:
@@ -188,11 +233,15 @@ def test_plan_matrix_entries_carry_the_runner_and_timeout(generated: dict, make_
             "runs_on": ["self-hosted", "h100-pcie-perf"],
             "timeout_minutes": 90,
             "executor": "local",
+            "arch": "x86_64",
         }
     ]
     assert plan.matrix("cpu_1") == [
-        {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local"}
-    ]
+        {"stage": "CPU-Generic-1", "runs_on": "ubuntu-latest", "timeout_minutes": 30, "executor": "local",
+         "arch": "x86_64"}
+    ]  # fmt: skip
+    # one build, on the hosted runner of the stages' architecture
+    assert json.loads(plan.outputs["builds"]) == [{"arch": "x86_64", "runs_on": "ubuntu-latest"}]
 
 
 def test_plan_blocks_the_stages_whose_label_is_missing_and_names_them(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.build.spec import build_command, install_command
 from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -278,14 +279,16 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
     recorded = steps(run, "node", "stage", "timeout", "checkout", "sh", "junit", "archiveArtifacts")
     # without the shared history's credential no durations are exported: that agent only looks, then the stages
     assert recorded[:2] == [("node", "cpu"), ("stage", "Test")]
-    a10 = recorded[2:13]
+    a10 = recorded[2:15]
     assert a10 == [
         ("node", "a10"),
         ("stage", "A10-PyTorch-1"),
         ("timeout", 60),
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
-        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
+        ("sh", "rm -rf 'ci-build'"),
+        ("sh", build_command("ci-build")),  # no build given (L0_Test by hand): the stage builds its own
+        ("sh", install_command()),
         (
             "sh",
             ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
@@ -363,6 +366,14 @@ def stage_runs(run: dict[str, object]) -> list[str]:
     return [str(arg).split("'")[1] for kind, arg in steps(run, "sh") if " stage run " in str(arg)]
 
 
+# a stage of a build started without BUILD_JOB builds its own, then installs from it (fetchBuild)
+BUILT_HERE = [
+    ("sh", "rm -rf 'ci-build'"),
+    ("sh", "python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build --output ci-build"),
+    ("sh", "python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet "
+           "--no-compile --no-index --find-links ci-build torch==2.13.0 'ci-tool[engine,test]' && .venv/bin/ci-tool "
+           "build --check --output ci-build"),
+]  # fmt: skip
 RETRY = {"step": "retry", "count": 3, "conditions": ["agent", "kubernetesAgent", "nonresumable"]}
 
 
@@ -377,7 +388,7 @@ def test_a_stage_whose_agent_is_lost_runs_again_on_a_fresh_agent_as_attempt_2_an
         ("node", "a10"),
         ("stage", "A10-PyTorch-1"),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
-        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
+        *BUILT_HERE,
         ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "
                "--html-report 'results/A10-PyTorch-1/report.html' --executor local"),
         ("lost", None),  # the steps after it find no agent: no import, JUnit or archive of attempt 1
@@ -387,7 +398,7 @@ def test_a_stage_whose_agent_is_lost_runs_again_on_a_fresh_agent_as_attempt_2_an
         ("node", "a10"),
         ("stage", "A10-PyTorch-1-attempt-2"),
         ("sh", "rm -rf 'results/A10-PyTorch-1-attempt-2'"),
-        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e '.[engine,test]'"),
+        *BUILT_HERE,
         ("sh", ".venv/bin/ci-tool stage run 'A10-PyTorch-1-attempt-2' --output-dir 'results/A10-PyTorch-1-attempt-2' "
                "--html-report 'results/A10-PyTorch-1-attempt-2/report.html' --executor local"),
         ("sh", ".venv/bin/ci-tool history import --if-kept 'results/A10-PyTorch-1-attempt-2' || true"),
@@ -493,10 +504,12 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
     ]
     assert steps(run, "parallel", "stage", "build")[2:] == [
         ("parallel", ["x86_64", "aarch64"]),
+        ("stage", "[Build-x86_64] Build"),
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
         ("stage", "[Test-x86_64-Multi-GPU] Remote Run"),
         ("build", [MULTI]),
+        ("stage", "[Build-aarch64] Build"),
         ("stage", "[Test-aarch64-Single-GPU] Remote Run"),
         ("build", ["GH200-PyTorch-1"]),
     ]
@@ -508,18 +521,22 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
 
 def test_merge_request_declares_the_bots_parameters_and_archives_its_selection(runs: dict) -> None:
     run = runs["mr-passes"]
-    (declared,) = [call["parameters"] for call in run["calls"] if call["step"] == "properties"]
-    assert declared == ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID", "BASE_REF", "PRIORITY"]
+    (declared,) = [call for call in run["calls"] if call["step"] == "properties"]
+    parameters = ["REQUEST", "LABELS", "PR_NUMBER", "HEAD_SHA", "COMMENT_ID", "BASE_REF", "PRIORITY"]
+    assert declared["parameters"] == parameters
+    assert declared["copyArtifactPermission"] == "L0_Test"  # its stages copy the build from this job's archive
     assert ("archiveArtifacts", "selection.json") in steps(run, "archiveArtifacts")
 
 
 def test_a_failed_single_gpu_run_keeps_multi_gpu_from_starting_and_aborts_the_other_arch(runs: dict) -> None:
     run = runs["mr-single-fails"]
     assert run["error"] == "x86_64: Single-GPU FAILURE, Multi-GPU NOT_BUILT"
-    assert steps(run, "stage", "build", "aborted")[-6:] == [
+    assert steps(run, "stage", "build", "aborted")[-8:] == [
+        ("stage", "[Build-x86_64] Build"),
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
         ("stage", "[Test-x86_64-Multi-GPU] Not started"),
+        ("stage", "[Build-aarch64] Build"),
         ("stage", "[Test-aarch64-Single-GPU] Remote Run"),
         ("build", ["GH200-PyTorch-1"]),
         ("aborted", ["aarch64"]),
@@ -565,6 +582,7 @@ def test_blocked_stages_are_named_per_phase_not_run_and_leave_the_build_unstable
     assert steps(run, "stage", "echo", "build", "unstable")[3:] == [
         ("stage", "[Test-x86_64-Multi-GPU] Blocked"),
         ("echo", f"Waiting for an approval label, not started: {MULTI} (needs the label '{FULL}')"),
+        ("stage", "[Build-x86_64] Build"),  # aarch64 runs no stage: it builds nothing
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-1"]),
         ("echo", "L0_Test x86_64 Single-GPU: SUCCESS"),
@@ -584,7 +602,7 @@ def test_a_selected_stage_missing_from_the_table_is_an_error(runs: dict) -> None
 def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: dict) -> None:
     run = runs["mr-pull-request"]
     assert run["error"] is None
-    assert steps(run, "sh")[1:] == [
+    assert steps(run, "sh")[1:3] == [
         (
             "sh",
             'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames '
@@ -616,8 +634,10 @@ def test_the_real_selection_of_a_labelled_stage_list_reaches_the_right_phase_and
     run = runs["mr-real-stage-list"]
     assert run["error"] is None
     assert steps(run, "stage", "build")[2:] == [
+        ("stage", "[Build-x86_64] Build"),
         ("stage", "[Test-x86_64-Single-GPU] Remote Run"),
         ("build", ["A10-PyTorch-2"]),
+        ("stage", "[Build-aarch64] Build"),
         ("stage", "[Test-aarch64-Multi-GPU] Remote Run"),
         ("build", ["GB200-4_GPUs-PyTorch-1"]),
     ]

@@ -18,7 +18,9 @@
 // an approval label, fail-fast, and the options each stage runs with. The selection is archived as the
 // build's run record (selection.json, with the commit tested and the base): the bot's final report and
 // statuses, and `/bot reuse-pipeline`, read it. Then, per architecture and in
-// parallel, L0_Test runs the Single-GPU stages, then the Multi-GPU stages. The Multi-GPU run
+// parallel, a Build stage builds what every stage installs (`ci-tool build`: the project's wheel and the wheels
+// of what the stages install with it), archived with this build for L0_Test's stages to copy; a bot build
+// reuses the build an earlier build of the same commit (HEAD_SHA) archived, when its inputs match. Then L0_Test runs the Single-GPU stages, then the Multi-GPU stages. The Multi-GPU run
 // starts only when the Single-GPU run passed, unless the selection turns fail-fast off. Fail-fast also
 // stops the other architecture at the first failure. Blocked stages are named in a `Blocked` stage and
 // leave the build unstable: it cannot turn the merge gate green.
@@ -42,6 +44,10 @@ import groovy.transform.Field
 @Field final String SINGLE_GPU = 'Single-GPU'
 @Field final String MULTI_GPU = 'Multi-GPU'
 @Field final List PASSED = ['SUCCESS', 'UNSTABLE', 'NOT_BUILT']
+@Field final Map BUILD_LABELS = ['x86_64': 'cpu', 'aarch64': 'cpu-aarch64']
+@Field final Map BUILD_FOLDERS = ['x86_64': 'ci-build-x86_64', 'aarch64': 'ci-build-aarch64']
+@Field final String BUILD_SETUP_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet .'
+@Field final Map BUILD_COMMANDS = ['x86_64': '.venv/bin/ci-tool build --output ci-build-x86_64', 'aarch64': '.venv/bin/ci-tool build --output ci-build-aarch64']
 
 properties([
     parameters([
@@ -53,6 +59,7 @@ properties([
         text(name: 'BASE_REF', defaultValue: '', description: 'The branch the pull request targets: its changes since it select, its waives merge in.'),
         text(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority, 1 (first) to 5; the Priority Sorter plugin orders the queue by it.'),
     ]),
+    copyArtifactPermission(TEST_JOB),  // L0_Test's stages copy the build from this job's archive
 ])
 
 timeout(time: 24, unit: 'HOURS') {
@@ -228,6 +235,9 @@ void launchPhases(String arch, Map phases, Map selection) {
             blocked.addAll(phases.blocked[phase])
         }
     }
+    if (phases[SINGLE_GPU] || phases[MULTI_GPU]) {
+        buildOnce(arch)
+    }
     String single = launchTests(arch, SINGLE_GPU, phases[SINGLE_GPU], selection)
     String multi = 'NOT_BUILT'
     if (phases[MULTI_GPU]) {
@@ -250,6 +260,29 @@ void launchPhases(String arch, Map phases, Map selection) {
     }
 }
 
+// Build once, test many: the wheels every stage of the architecture installs, archived with this build. A bot
+// build first copies the build folder of the last build of the same commit (HEAD_SHA) that archived one;
+// `ci-tool build` keeps it when its manifest names this checkout's inputs and builds afresh otherwise.
+void buildOnce(String arch) {
+    String folder = BUILD_FOLDERS[arch]
+    node(BUILD_LABELS[arch]) {
+        stage("[Build-${arch}] Build") {
+            checkout scm
+            if (params.HEAD_SHA) {
+                sh CHECKOUT_HEAD_COMMAND
+            }
+            sh "rm -rf '${folder}'"
+            if (params.HEAD_SHA) {
+                copyArtifacts(projectName: env.JOB_NAME, selector: lastWithArtifacts(), filter: "${folder}/*",
+                              parameters: "HEAD_SHA=${params.HEAD_SHA}", optional: true)
+            }
+            sh BUILD_SETUP_COMMAND
+            sh BUILD_COMMANDS[arch]
+            archiveArtifacts(artifacts: "${folder}/*")
+        }
+    }
+}
+
 String launchTests(String arch, String phase, List stageNames, Map selection) {
     if (stageNames.isEmpty()) {
         return 'NOT_BUILT'
@@ -269,6 +302,10 @@ String launchTests(String arch, String phase, List stageNames, Map selection) {
             // The run record itself: a `-cbts` stage runs the narrowing this selection made (its filter and
             // shard count), never one of its own.
             text(name: 'SELECTION', value: writeJSON(returnText: true, json: selection)),
+            // The build every stage installs: buildOnce's folder in this build's archive.
+            string(name: 'BUILD_JOB', value: "${env.JOB_NAME}"),
+            string(name: 'BUILD_RUN', value: "${env.BUILD_NUMBER}"),
+            string(name: 'BUILD_FOLDER', value: BUILD_FOLDERS[arch]),
         ])
         result = run.result
         echo "${TEST_JOB} ${arch} ${phase}: ${result}"

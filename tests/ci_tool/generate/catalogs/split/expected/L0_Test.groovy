@@ -14,6 +14,8 @@
 //   SELECTION       L0_MergeRequest's run record (`ci-tool stage select --json`): every stage gets it as
 //                   `--selection`, and a `<family>-<K>-cbts` stage runs the narrowed list it holds; empty
 //                   (a build by hand): none, and a `-cbts` stage refuses to run
+//   BUILD_JOB, BUILD_RUN, BUILD_FOLDER  the build every stage installs: the folder BUILD_FOLDER of build BUILD_RUN
+//                   of job BUILD_JOB's archive (L0_MergeRequest's Build stage); empty: each stage builds its own
 //
 // Each stage allocates an agent by label, checks out HEAD_SHA, and runs `ci-tool stage run <name> --executor E`,
 // which renders the stage's test-db list, takes its shard and runs pytest (on the agent, or for Slurm families
@@ -26,7 +28,7 @@
 
 import groovy.transform.Field
 
-@Field final String SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet torch==2.13.0 -e \'.[engine,test]\''
+@Field final String SETUP_COMMAND = 'python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet --no-compile --no-index --find-links ci-build torch==2.13.0 \'ci-tool[engine,test]\' && .venv/bin/ci-tool build --check --output ci-build'
 @Field final String RUN_COMMAND = '.venv/bin/ci-tool stage run'
 @Field final String RESULTS_DIR = 'results'
 @Field final String HTML_REPORT = 'report.html'
@@ -48,6 +50,9 @@ import groovy.transform.Field
 @Field final String SELECTION_OPTION = '--selection \'selection.json\''
 @Field final int INFRA_RETRIES = 1
 @Field final String ATTEMPT_SUFFIX = '-attempt-'
+@Field final String BUILD_DIR = 'ci-build'
+@Field final List BUILD_FOLDERS = ['ci-build-x86_64']
+@Field final String LOCAL_BUILD_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build --output ci-build'
 
 properties([
     parameters([
@@ -59,6 +64,9 @@ properties([
         string(name: 'PRIORITY', defaultValue: '3', description: 'The queue priority.'),
         string(name: 'DEBUG_HOLD_MINUTES', defaultValue: '0', description: 'A failed stage keeps its agent this long.'),
         text(name: 'SELECTION', defaultValue: '', description: "L0_MergeRequest's run record (JSON): what -cbts stages run."),
+        string(name: 'BUILD_JOB', defaultValue: '', description: 'The job whose archive holds the build (empty: each stage builds).'),
+        string(name: 'BUILD_RUN', defaultValue: '', description: "That job's build number."),
+        string(name: 'BUILD_FOLDER', defaultValue: '', description: 'The build folder in its archive, e.g. ci-build-x86_64.'),
     ]),
 ])
 
@@ -66,6 +74,7 @@ List stageNames = parseStageNames(params.STAGES)
 String stageRunArgs = parseStageRunArgs(params.STAGE_RUN_ARGS) + baseOption(params.HEAD_SHA, params.BASE_SHA) +
     (params.SELECTION ? " ${SELECTION_OPTION}" : '')
 int holdMinutes = parseHoldMinutes(params.DEBUG_HOLD_MINUTES)
+checkBuildParameters(params.BUILD_JOB, params.BUILD_RUN, params.BUILD_FOLDER)
 runStages(stageNames, params.FAIL_FAST, stageRunArgs, holdMinutes)
 
 // The stage table: name -> runner, test-db context, shard, shard count, GPUs, nodes, mode, timeout, executor.
@@ -715,6 +724,24 @@ int parseHoldMinutes(String text) {
     return (text ?: '0') as int
 }
 
+void checkBuildParameters(String job, String run, String folder) {
+    if (job && !((run ?: '') ==~ /[0-9]+/ && folder in BUILD_FOLDERS)) {
+        error("BUILD_RUN, BUILD_FOLDER: expected a build number and one of ${BUILD_FOLDERS.join(', ')}, found ${run}, ${folder}")
+    }
+}
+
+// Build once, test many: the pipeline's build into BUILD_DIR, which the set-up installs from alone (no index);
+// a stage started by hand, with no build given, builds its own.
+void fetchBuild() {
+    sh "rm -rf '${BUILD_DIR}'"
+    if (params.BUILD_JOB) {
+        copyArtifacts(projectName: params.BUILD_JOB, selector: specific(params.BUILD_RUN), filter: "${params.BUILD_FOLDER}/*",
+                      target: BUILD_DIR, flatten: true)
+    } else {
+        sh LOCAL_BUILD_COMMAND
+    }
+}
+
 void runStages(List stageNames, boolean failFast, String stageRunArgs, int holdMinutes) {
     if (stageNames.isEmpty()) {
         echo 'No stages selected.'
@@ -828,6 +855,7 @@ void runAttempt(String stageName, Map row, String stageRunArgs, int holdMinutes)
                         sh FETCH_BASE_COMMAND
                     }
                     sh "rm -rf '${results}'"
+                    fetchBuild()
                     sh SETUP_COMMAND
                     if (stageRunArgs.contains(DURATIONS_OPTION)) {
                         unstash(DURATIONS_STASH)

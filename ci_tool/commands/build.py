@@ -1,0 +1,35 @@
+"""`ci-tool build`: the wheels every test stage installs, built once (or reused), or checked (`--check`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ci_tool.build.spec import STAGE_BUILD
+from ci_tool.build.wheelhouse import build as make_build
+from ci_tool.build.wheelhouse import check
+from ci_tool.layout import BUILD_DIR
+
+
+@click.command()
+@click.option("--output", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path(BUILD_DIR),
+              show_default=True, help="The build folder: the wheels and manifest.json.")  # fmt: skip
+@click.option("--check", "check_only", is_flag=True,
+              help="Build nothing: fail unless the folder is the build of this checkout.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def build(folder: Path, check_only: bool, as_json: bool) -> int:
+    """Build the project's wheel and a wheelhouse of what the stages install with it (the torch pin, the
+    engine and test extras), keyed by the commit and the inputs' digest; an earlier build of the same inputs
+    in the folder is reused."""
+    root = Path.cwd()
+    if check_only:
+        manifest = check(root, folder, STAGE_BUILD)
+        verdict = f"{folder} is this checkout's build"
+    else:
+        outcome = make_build(root, folder, STAGE_BUILD)
+        manifest = outcome.manifest
+        verdict = f"reused the build in {folder}" if outcome.reused else f"built {folder} ({outcome.why_built})"
+    click.echo(json.dumps(manifest.to_json(), indent=2) if as_json else f"{verdict}: {manifest.describe()}")
+    return 0

@@ -1,0 +1,212 @@
+"""`ci-tool build` for real on a tiny project (pip with no index): the build holds the project's wheel and
+its wheelhouse and a manifest with the commit and the inputs' digest; a second build of the same inputs
+reuses it; a change of the sources, a missing or altered wheel builds again; a stage installs from the
+build alone, with every index unreachable; `--check` refuses another checkout's build."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_tool.build.inputs import inputs_digest
+from ci_tool.build.manifest import BuildManifest, read_manifest, write_manifest
+from ci_tool.build.spec import STAGE_BUILD, BuildSpec, pip_install_command
+from ci_tool.build.wheelhouse import build, check
+from ci_tool.cli import main
+from ci_tool.errors import BuildError
+
+# A project named as ours, with one dependency of its own (also built here, as a wheel of the wheelhouse):
+# what the stages install is the project with its extras, resolved from the build folder alone.
+TINY = BuildSpec(pins=("tinydep==1.0",), extras=("test",))
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "ci-tool"
+version = "0.1.0"
+dependencies = []
+
+[project.optional-dependencies]
+test = ["tinydep"]
+
+[tool.setuptools.packages.find]
+where = [".", "src"]
+include = ["ci_tool*", "kvengine*"]
+"""
+DEPENDENCY = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "tinydep"
+version = "1.0"
+
+[tool.setuptools]
+py-modules = ["tinydep"]
+"""
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def pip(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", *args], check=True, capture_output=True, timeout=300)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A committed checkout of the tiny project; pip finds tinydep's wheel in a folder and no index."""
+    root = tmp_path / "checkout"
+    (root / "ci_tool").mkdir(parents=True)
+    (root / "src" / "kvengine").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "README.md").write_text("# tiny\n")
+    (root / "ci_tool" / "__init__.py").write_text("VERSION = 1\n")
+    (root / "src" / "kvengine" / "__init__.py").write_text("")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "tiny")
+    dependency = tmp_path / "tinydep"
+    dependency.mkdir()
+    (dependency / "pyproject.toml").write_text(DEPENDENCY)
+    (dependency / "tinydep.py").write_text("")
+    wheels = tmp_path / "index-wheels"
+    pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(wheels), str(dependency))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    return root
+
+
+def test_a_build_holds_the_wheels_and_a_manifest_of_its_commit_and_inputs(project: Path) -> None:
+    outcome = build(project, project / "ci-build", TINY)
+    assert (outcome.reused, outcome.why_built) == (False, f"no earlier build in {project / 'ci-build'}")
+    manifest = read_manifest(project / "ci-build")
+    assert manifest == outcome.manifest
+    head = git(project, "rev-parse", "HEAD")
+    assert (manifest.commit, manifest.inputs_digest) == (head, inputs_digest(project, TINY))
+    assert (manifest.wheel, sorted(manifest.wheels)) == (
+        "ci_tool-0.1.0-py3-none-any.whl", ["ci_tool-0.1.0-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"]
+    )
+    assert manifest.requirements == ("tinydep==1.0", "ci-tool[test]")
+    assert sorted(path.name for path in (project / "ci-build").iterdir()) == sorted([*manifest.wheels, "manifest.json"])
+    assert not (project / "build").exists() and not list(project.glob("*.egg-info"))  # the checkout stays clean
+
+
+def test_a_second_build_of_the_same_inputs_reuses_the_first(project: Path) -> None:
+    first = build(project, project / "ci-build", TINY)
+    wheel = project / "ci-build" / first.manifest.wheel
+    before = wheel.stat().st_mtime_ns
+    os.environ.pop("PIP_FIND_LINKS")  # a rebuild could not find tinydep now: a reuse needs nothing
+    second = build(project, project / "ci-build", TINY)
+    assert (second.reused, second.manifest, wheel.stat().st_mtime_ns) == (True, first.manifest, before)
+
+
+@pytest.mark.parametrize("change", ["source", "missing wheel", "altered wheel", "other spec"])
+def test_a_build_of_other_inputs_or_an_incomplete_one_is_built_again(project: Path, change: str) -> None:
+    first = build(project, project / "ci-build", TINY)
+    spec = TINY
+    if change == "source":
+        (project / "ci_tool" / "__init__.py").write_text("VERSION = 2\n")
+    elif change == "missing wheel":
+        (project / "ci-build" / "tinydep-1.0-py3-none-any.whl").unlink()
+    elif change == "altered wheel":
+        (project / "ci-build" / "tinydep-1.0-py3-none-any.whl").write_bytes(b"not the wheel")
+    else:
+        spec = BuildSpec(pins=(), extras=("test",))
+    again = build(project, project / "ci-build", spec)
+    assert again.reused is False
+    expected = "is of other inputs" if change in ("source", "other spec") else "lacks tinydep-1.0-py3-none-any.whl"
+    assert expected in again.why_built
+    assert (again.manifest.inputs_digest != first.manifest.inputs_digest) == (change in ("source", "other spec"))
+    assert read_manifest(project / "ci-build").wheels == again.manifest.wheels  # the folder holds the new build
+
+
+def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(project: Path, tmp_path: Path) -> None:
+    build(project, project / "ci-build", TINY)
+    stage = tmp_path / "stage"  # another agent's checkout: the build folder copied in
+    stage.mkdir()
+    subprocess.run(["cp", "-r", str(project / "ci-build"), str(stage / "ci-build")], check=True)
+    broken = "http://127.0.0.1:9/simple"  # nothing listens on the discard port
+    environment = {**os.environ, "PIP_INDEX_URL": broken, "PIP_EXTRA_INDEX_URL": broken,
+                   "PIP_FIND_LINKS": str(tmp_path / "index-wheels"), "PIP_CONFIG_FILE": ""}  # fmt: skip
+    environment.pop("PIP_NO_INDEX")  # the command itself must refuse the index, and ignore PIP_FIND_LINKS
+    done = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY)], cwd=stage, env=environment,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = subprocess.run([str(stage / ".venv/bin/python"), "-m", "pip", "list", "--format", "json"],
+                            capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+    installed = {entry["name"]: entry["version"] for entry in json.loads(listed.stdout)}
+    assert (installed.get("ci-tool"), installed.get("tinydep")) == ("0.1.0", "1.0")
+    # the wheel folder PIP_FIND_LINKS names was not used: without the build, the same command finds nothing
+    subprocess.run(["rm", "-rf", str(stage / "ci-build")], check=True)
+    (stage / "ci-build").mkdir()
+    again = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY)], cwd=stage, env=environment,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode != 0 and "No matching distribution found for tinydep==1.0" in again.stderr
+
+
+def test_check_accepts_the_checkouts_build_and_refuses_another(project: Path) -> None:
+    outcome = build(project, project / "ci-build", TINY)
+    assert check(project, project / "ci-build", TINY) == outcome.manifest
+    (project / "README.md").write_text("# tiny, changed\n")
+    with pytest.raises(BuildError) as refused:
+        check(project, project / "ci-build", TINY)
+    digest, built = inputs_digest(project, TINY), outcome.manifest
+    assert str(refused.value) == (
+        f"{project / 'ci-build' / 'manifest.json'}: expected the build of this checkout's inputs {digest[:12]}, "
+        f"found the build of inputs {built.inputs_digest[:12]} ({built.describe()}) Hint: install from this "
+        "commit's build, or run `ci-tool build` in this checkout"
+    )
+
+
+def stage_build(root: Path, folder: Path) -> BuildManifest:
+    """A build folder as `ci-tool build` leaves it for the stages' spec: a manifest of root's real inputs'
+    digest and one wheel file with its sha256 (what reuse and --check read; the wheel's content is not)."""
+    folder.mkdir()
+    wheel = folder / "ci_tool-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"a wheel")
+    manifest = BuildManifest(
+        git(root, "rev-parse", "HEAD"), inputs_digest(root, STAGE_BUILD), "3.11-x86_64", STAGE_BUILD.requirements,
+        wheel.name, {wheel.name: hashlib.sha256(b"a wheel").hexdigest()},
+    )  # fmt: skip
+    write_manifest(folder, manifest)
+    return manifest
+
+
+def test_the_cli_reuses_a_build_of_this_checkout_and_checks_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    manifest = stage_build(project, project / "ci-build")
+    assert (main(["build"]), capsys.readouterr().out) == (0, f"reused the build in ci-build: {manifest.describe()}\n")
+    assert (main(["build", "--check"]), capsys.readouterr().out) == (
+        0, f"ci-build is this checkout's build: {manifest.describe()}\n"
+    )  # fmt: skip
+    assert main(["build", "--check", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs_digest"] == manifest.inputs_digest
+    (project / "ci_tool" / "__init__.py").write_text("VERSION = 2\n")
+    assert main(["build", "--check"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error: ci-build/manifest.json: expected the build of this checkout's inputs "), error
+
+
+def test_the_cli_says_where_a_build_folder_has_no_manifest(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["build", "--check", "--output", "elsewhere"]) == 1
+    assert capsys.readouterr().err == (
+        "error: elsewhere/manifest.json: expected a build's manifest, found no file Hint: run `ci-tool build` first\n"
+    )
