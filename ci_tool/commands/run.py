@@ -10,18 +10,22 @@ records a run of this code that passes by reuse, when an earlier run of it passe
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 
 import click
 
+from ci_tool import sysinfo
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
+from ci_tool.run.resources import default_jobs, host_capacity
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
@@ -81,6 +85,14 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
     help="Which run this is: a nightly release validation runs the package-sanity stages only, a release "
     "check the non-test stages only (CI's REQUEST carries it as `run_mode`).",
 )
+@click.option(
+    "--jobs",
+    type=bounds.count(bounds.MAX_JOBS),
+    help="Run up to N stages side by side on this machine (CPU stages beside GPU stages, each GPU stage on "
+    "GPUs of its own; a perf stage always alone); 1 runs one stage at a time [default: what this machine "
+    "holds: min(cores, available memory / 2 GiB)].",
+    metavar="N",
+)
 @reorder_option
 def run(
     bot_command: str,
@@ -90,6 +102,7 @@ def run(
     labels: tuple[str, ...],
     plan_only: bool,
     run_mode: str,
+    jobs: int | None,
     no_reorder: bool,
     options: RunOptions,
 ) -> int:
@@ -120,7 +133,13 @@ def run(
     if plan_only:
         click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
         return 0
+    setup = replace(setup, config=replace(setup.config, jobs=jobs or _default_jobs(setup)))
     return _run(text.strip(), main, setup, options)
+
+
+def _default_jobs(setup: LocalSetup) -> int:
+    """What this machine holds (run/resources.py), by its cores, available memory and GPUs."""
+    return default_jobs(host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ))
 
 
 def _echo_notes(selection: Selection) -> None:

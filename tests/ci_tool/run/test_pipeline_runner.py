@@ -91,7 +91,7 @@ class FakeRunner:
         self.started: list[str] = []
         self.queue: list[StageOutcome] = []
 
-    def can_start(self) -> bool:
+    def can_start(self, name: StageName) -> bool:
         return len(self.queue) < self.capacity
 
     def start(self, stage: FakeStage) -> None:
