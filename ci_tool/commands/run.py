@@ -25,11 +25,12 @@ from ci_tool.commands.run_options import finish, progress_of, reorder_option, ru
 from ci_tool.errors import BotError
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
-from ci_tool.run.resources import default_jobs, host_capacity
+from ci_tool.run.resources import default_jobs, describe, host_capacity
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.request import RunMode, SelectionRequest
 from ci_tool.stages.select import Selection
 
@@ -133,13 +134,22 @@ def run(
     if plan_only:
         click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
         return 0
-    setup = replace(setup, config=replace(setup.config, jobs=jobs or _default_jobs(setup)))
+    if options.executor is Executor.LOCAL:
+        setup = replace(setup, config=replace(setup.config, jobs=_jobs(jobs, setup)))
     return _run(text.strip(), main, setup, options)
 
 
-def _default_jobs(setup: LocalSetup) -> int:
-    """What this machine holds (run/resources.py), by its cores, available memory and GPUs."""
-    return default_jobs(host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ))
+def _jobs(asked: int | None, setup: LocalSetup) -> int:
+    """How many stages run side by side: `--jobs`, else what this machine holds (run/resources.py); says so."""
+    if asked is not None:
+        if asked > 1:
+            click.echo(f"up to {asked} stages side by side (--jobs {asked})")
+        return asked
+    host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
+    jobs = default_jobs(host)
+    bound = f"up to {jobs} stages side by side" if jobs > 1 else "one stage at a time"
+    click.echo(f"{bound} (this machine holds {jobs}: {describe(host)}; --jobs N to change)")
+    return jobs
 
 
 def _echo_notes(selection: Selection) -> None:

@@ -72,6 +72,13 @@ def default_jobs(host: HostCapacity) -> int:
     return max(1, min(host.cores, by_memory))
 
 
+def describe(host: HostCapacity) -> str:
+    """`2 cores, no GPU, 22180 MiB available`: what the default bound was derived from."""
+    gpus = f"{len(host.devices)} GPU{'s' if len(host.devices) != 1 else ''}" if host.devices else "no GPU"
+    memory = f"{host.memory_mib} MiB available" if host.memory_mib is not None else "memory unknown"
+    return f"{host.cores} core{'s' if host.cores != 1 else ''}, {gpus}, {memory}"
+
+
 @dataclass(frozen=True)
 class Grant:
     """What a started stage holds: its cores and its devices (() for a CPU stage)."""
