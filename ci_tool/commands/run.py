@@ -1,6 +1,7 @@
 """`ci-tool run [BOT_COMMAND]`: the main job. Plan the stages a `/bot run ...` comment selects, run here the
 ones this machine serves (CPU stages anywhere, GPU stages on a machine with that GPU), report the others
-as waiting for a runner, record everything in the SQLite history, and print the CI report. With
+as waiting for a runner, record everything in the SQLite history, and print the CI report. Stages run side
+by side as far as this machine holds them (`--jobs`, run/resources.py; `--jobs 1`: one at a time). With
 `--executor slurm` every test stage is a Slurm batch job instead, all submitted at once.
 
 Reuse is the default (run/reuse.py): the stages the newest run of the same code and request passed do not
@@ -108,8 +109,9 @@ def run(
     options: RunOptions,
 ) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; the /bot run flags
-    alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Prints progress,
-    the CI report and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
+    alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Stages run side by
+    side as far as the machine holds them (--jobs). Prints progress, the CI report (in the catalog's order)
+    and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
     if request.command not in (SubCommand.RUN, SubCommand.REUSE_PIPELINE):

@@ -1,6 +1,7 @@
 """Executors: what runs a planned stage. One interface, two kinds (stages/executors.py names them):
 
-    local  this machine: ci_tool.run.jobs (pytest, or a non-test stage's job), one stage at a time
+    local  this machine: ci_tool.run.jobs (pytest, or a non-test stage's job), one stage at a time; with
+           `--jobs N` (N > 1) ci_tool.run.stage_pool runs several side by side, each in a process of its own
     slurm  one batch job per stage on a cluster: every stage starts at once (ci_tool.run.slurm_executor)
 
 A session (session.py) plans each stage and hands it over as a ReadyStage; the executor reports each
