@@ -26,9 +26,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
+import ci_tool
 from ci_tool import interrupts
 from ci_tool.errors import RunError
 from ci_tool.outcomes import StageState
@@ -42,6 +44,12 @@ from ci_tool.stages.names import StageName
 from ci_tool.stages.query import QueryValue
 
 TICK_SECONDS = 1.0
+# The stage's program imports the ci_tool this process runs (an installed one, or a checkout's run as
+# `python -m ci_tool`), on its own import path only: the stage's pytest processes inherit no PYTHONPATH.
+_PACKAGE_HOME = Path(ci_tool.__file__).resolve().parents[1]
+_PROGRAM = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from ci_tool.run import stage_process; sys.exit(stage_process.main())"
+)
 STOP_GRACE_SECONDS = 30.0  # a stopped stage's pytest processes get 10 s + 5 s (process.py)
 FORWARDED = (signal.SIGINT, *interrupts.TERMINATING)
 StageSink = Callable[[str, Mapping[str, object]], None]
@@ -106,7 +114,7 @@ class StagePool:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the child is read back
         self._catch_signals()
         process = subprocess.Popen(
-            [self.python, "-P", "-m", "ci_tool.run.stage_process"],
+            [self.python, "-P", "-c", _PROGRAM, str(_PACKAGE_HOME)],
             cwd=settings.rootdir,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -1,10 +1,10 @@
-"""The program that runs one stage beside others: `python -m ci_tool.run.stage_process` (run/stage_pool.py
-starts it, one per running stage).
+"""The program that runs one stage beside others (run/stage_pool.py starts it, one per running stage, with
+the ci_tool the pool runs; `python -m ci_tool.run.stage_process` runs it by hand).
 
     stdin    the StageJob (typed JSON, one line): the plan the session made and the stage's run settings
     stdout   one line per plugin event, `event <json>`, as its pytest processes report them (no ticks: the
              pool keeps the clock), then `result <typed JSON of the StageResult>` once the stage ended
-    stderr   what went wrong when no result line came (the pool keeps it in the stage's folder)
+    stderr   what went wrong when no result line came (its last line becomes the failed stage's reason)
 
 Each stage is a process of its own so that what one stage's runner does to its children (the subreaper and
 the reaping of what its tests left behind, run/reaper.py; Ctrl-C's escalation, run/process.py) never reaches

@@ -125,8 +125,15 @@ class Project:
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
     def recorded(self) -> list[tuple[str, str, str]]:
+        """The stages of the one run in the history, in its order: (name, state, reason)."""
         with HistoryStore(self.root / "history.sqlite") as store:
             (run,) = queries.recent_runs(store)
+            return [(s.name, s.state, s.reason) for s in queries.run_stages(store, run.run_id)]
+
+    def recorded_last(self) -> list[tuple[str, str, str]]:
+        """The stages of the newest run in the history."""
+        with HistoryStore(self.root / "history.sqlite") as store:
+            run = queries.recent_runs(store)[0]
             return [(s.name, s.state, s.reason) for s in queries.run_stages(store, run.run_id)]
 
 
@@ -186,7 +193,7 @@ def test_stages_run_side_by_side_within_the_bound_and_report_in_catalog_order(tm
     done = project.run("--jobs", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert most_at_once(project.events()) == 2
-    assert all("ci_tool.run.stage_process" in event["parent"] for event in project.events())
+    assert all("stage_process" in event["parent"] for event in project.events())  # each stage its process
     assert [name for name, _, _ in project.recorded()] == [s.name for s in project.stages]
     table = done.stdout.split("| Stage | Result |", 1)[1].split("\n\n", 1)[0]  # the summary table
     assert [row.split("|")[1].strip(" `") for row in table.splitlines()[2:]] == [s.name for s in project.stages]
@@ -361,3 +368,25 @@ def test_bad_jobs_is_a_usage_error(tmp_path: Path, value: str, message: str) -> 
     done = project.run("--jobs", value)
     assert (done.returncode, done.stderr.strip().splitlines()[-1]) == (2, f"Error: {message}")
     assert not project.events()
+
+
+def git(root: Path, *args: str) -> None:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
+    subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, timeout=60)
+
+
+def test_a_second_run_reuses_every_stage_that_ran_side_by_side(tmp_path: Path) -> None:
+    project = make_project(
+        tmp_path / "p", [Stage(ALPHA, meets=(f"{BETA}-1",)), Stage(BETA, meets=(f"{ALPHA}-1",)), Stage(GAMMA)]
+    )
+    (project.root / ".gitignore").write_text("events.log\nhistory.sqlite*\nfacts.json\n.ci-tool/\n__pycache__/\n")
+    git(project.root, "init", "-q")
+    git(project.root, "add", ".")
+    git(project.root, "commit", "-q", "-m", "the project")
+    first = project.run("--jobs", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    started = len(project.events())
+    second = project.run("--jobs", "2")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert [(name, state) for name, state, _ in project.recorded_last()] == [(s.name, "reused") for s in project.stages]
+    assert len(project.events()) == started  # no test ran again
