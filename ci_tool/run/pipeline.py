@@ -80,6 +80,7 @@ class PipelineResult:
         return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
+NOT_STARTED_INTERRUPTED = "not started: the run was interrupted"
 # The non-test stages this machine runs (run/jobs.py holds their jobs); the others need a CI runner.
 JOB_KINDS = frozenset({StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY})
 
@@ -152,7 +153,7 @@ def run_pipeline(
         if stopped:
             return
         if outcome.state is StageState.INTERRUPTED:
-            stopped.append("not started: the run was interrupted")
+            stopped.append(NOT_STARTED_INTERRUPTED)
         elif outcome.state is StageState.FAILED and fail_fast:
             stopped.append(f"fail-fast: {outcome.name} failed")
             runner.cancel(f"cancelled by fail-fast: {outcome.name} failed")

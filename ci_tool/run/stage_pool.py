@@ -36,7 +36,7 @@ from ci_tool.errors import RunError
 from ci_tool.outcomes import StageState
 from ci_tool.run import bounds, parent_death, typed_json
 from ci_tool.run.executor import Finished, ReadyStage
-from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.run.pipeline import NOT_STARTED_INTERRUPTED, StageOutcome, runner_mismatch
 from ci_tool.run.resources import Grant, Slots, stage_needs
 from ci_tool.run.stage_process import EVENT_PREFIX, RESULT_PREFIX, StageJob
 from ci_tool.run.stage_runner import StageResult, write_stage_files
@@ -107,23 +107,33 @@ class StagePool:
         """Fail-fast: the running stages finish and keep their results (the pipeline starts no new one)."""
 
     def start(self, ready: ReadyStage) -> None:
-        if self.signalled is not None:  # nothing runs to take the interrupt: it is the run's, as serially
-            raise interrupts.interrupt_of(self.signalled)
+        if self.signalled is not None:  # the run was interrupted while the stage was planned
+            if not self.children:  # nothing runs to take the interrupt: it is the run's, as serially
+                raise interrupts.interrupt_of(self.signalled)
+            self.done.append(StageOutcome(ready.plan.name.name, StageState.SKIPPED, NOT_STARTED_INTERRUPTED))
+            return
         grant = self.slots.take(stage_needs(ready.plan.name))
         settings = replace(ready.settings, variables={**ready.settings.variables, **self.slots.variables(grant)})
+        ready = replace(ready, settings=settings)
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the child is read back
         self._catch_signals()
-        process = subprocess.Popen(
-            [self.python, "-P", "-c", _PROGRAM, str(_PACKAGE_HOME)],
-            cwd=settings.rootdir,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            start_new_session=True,  # a terminal's Ctrl-C reaches it once, from the pool
-            preexec_fn=parent_death.child_preparation(),
-        )
+        try:
+            process = subprocess.Popen(
+                [self.python, "-P", "-c", _PROGRAM, str(_PACKAGE_HOME)],
+                cwd=settings.rootdir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,  # a terminal's Ctrl-C reaches it once, from the pool
+                preexec_fn=parent_death.child_preparation(),
+            )
+        except OSError as error:
+            self.slots.give_back(grant)
+            stderr.close()
+            self.done.append(self._without_result(ready, time.time(), time.monotonic(), f"cannot start: {error}"))
+            return
         assert process.stdin is not None and process.stdout is not None
-        child = _Child(replace(ready, settings=settings), grant, process, stderr, time.time(), time.monotonic())
+        child = _Child(ready, grant, process, stderr, time.time(), time.monotonic())
         with contextlib.suppress(BrokenPipeError):  # a child that died at once says why on stderr
             process.stdin.write(typed_json.dump(StageJob(ready.plan, settings)).encode())
         with contextlib.suppress(BrokenPipeError):
@@ -131,6 +141,9 @@ class StagePool:
         os.set_blocking(process.stdout.fileno(), False)
         self.children[process.stdout.fileno()] = child
         self.selector.register(process.stdout, selectors.EVENT_READ)
+        if self.signalled is not None:  # it came while the process started: it missed the forwarding
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, self.signalled)
 
     def next_finished(self) -> Finished:
         while not self.done:
@@ -176,19 +189,22 @@ class StagePool:
         self.slots.give_back(child.grant)
         said = bounds.output_tail(child.stderr).strip().splitlines()
         child.stderr.close()
-        self.done.append(child.result if child.result is not None else self._without_result(child, code, said))
+        if child.result is not None:
+            self.done.append(child.result)
+        else:
+            why = (child.problems or [line.removeprefix("error: ") for line in said[-1:]] or ["no output"])[0]
+            reason = f"the stage's process exited with code {code} before its result: {why}"
+            self.done.append(self._without_result(child.ready, child.started_at, child.clock, reason))
         if not self.children:
             self._restore_signals()
 
-    def _without_result(self, child: _Child, code: int, said: list[str]) -> StageResult:
-        """A stage whose process ended without its result: interrupted when the run was, else failed."""
-        why = (child.problems or [line.removeprefix("error: ") for line in said[-1:]] or ["no output"])[0]
+    def _without_result(self, ready: ReadyStage, started_at: float, clock: float, reason: str) -> StageResult:
+        """A stage whose process gave no result: interrupted when the run was, else failed."""
         state = StageState.INTERRUPTED if self.signalled is not None else StageState.FAILED
-        reason = f"the stage's process exited with code {code} before its result: {why}"
-        plan, settings = child.ready.plan, child.ready.settings
+        plan, settings = ready.plan, ready.settings
         result = StageResult(
-            plan.name.name, state, reason, (), (), (), child.started_at, time.monotonic() - child.clock,
-            settings.results_dir, predicted_seconds=plan.predicted_seconds,
+            plan.name.name, state, reason, (), (), (), started_at, time.monotonic() - clock, settings.results_dir,
+            predicted_seconds=plan.predicted_seconds,
         )  # fmt: skip
         try:
             return write_stage_files(result, plan, settings.run_id)
