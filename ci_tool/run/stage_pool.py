@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 import ci_tool
 from ci_tool import interrupts
 from ci_tool.errors import RunError
+from ci_tool.history.locator import without_history_access
 from ci_tool.outcomes import StageState
 from ci_tool.run import bounds, parent_death, typed_json
 from ci_tool.run.executor import Finished, ReadyStage
@@ -121,6 +122,7 @@ class StagePool:
             process = subprocess.Popen(
                 [self.python, "-P", "-c", _PROGRAM, str(_PACKAGE_HOME)],
                 cwd=settings.rootdir,
+                env=without_history_access(os.environ),  # the session records; the stage never reads the history
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -130,6 +132,8 @@ class StagePool:
         except OSError as error:
             self.slots.give_back(grant)
             stderr.close()
+            if not self.children:
+                self._restore_signals()
             self.done.append(self._without_result(ready, time.time(), time.monotonic(), f"cannot start: {error}"))
             return
         assert process.stdin is not None and process.stdout is not None
