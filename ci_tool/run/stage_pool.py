@@ -216,8 +216,12 @@ class StagePool:
             return result
 
     def stop(self) -> None:
-        """End every running stage now (the run ends on an error): SIGTERM, then SIGKILL after a grace."""
+        """End every running stage now (the run ends on an error): SIGTERM, then SIGKILL after a grace. Their
+        output is read no more: a stage that writes an event then stops forwarding, never blocks."""
         for child in list(self.children.values()):
+            assert child.process.stdout is not None
+            self.selector.unregister(child.process.stdout)
+            child.process.stdout.close()
             with contextlib.suppress(ProcessLookupError):
                 child.process.terminate()
             try:
@@ -225,6 +229,8 @@ class StagePool:
             except subprocess.TimeoutExpired:
                 child.process.kill()
                 child.process.wait()
+            child.stderr.close()
+        self.children.clear()
         self._restore_signals()
 
     # ---------------------------------------------------------------- signals

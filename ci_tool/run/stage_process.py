@@ -42,10 +42,18 @@ class StageJob:
 
 
 def _forwarder(out: TextIO) -> EventSink:
+    """Each event to the pool, until the pool reads no more (it stopped the stage): then none."""
+    gone = False
+
     def forward(event: Mapping[str, object]) -> None:
-        if event.get("event") != TICK_EVENT:
+        nonlocal gone
+        if event.get("event") == TICK_EVENT or gone:
+            return
+        try:
             out.write(EVENT_PREFIX + json.dumps(event, separators=(",", ":")) + "\n")
             out.flush()
+        except BrokenPipeError:
+            gone = True
 
     return forward
 
@@ -58,8 +66,11 @@ def main() -> int:
     except CiToolError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    sys.stdout.write(RESULT_PREFIX + typed_json.dump(result))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(RESULT_PREFIX + typed_json.dump(result))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the pool is gone; the stage's folder holds its results
+        return 1
     return 0
 
 

@@ -198,9 +198,10 @@ def test_stages_run_side_by_side_within_the_bound_and_report_in_catalog_order(tm
     table = done.stdout.split("| Stage | Result |", 1)[1].split("\n\n", 1)[0]  # the summary table
     assert [row.split("|")[1].strip(" `") for row in table.splitlines()[2:]] == [s.name for s in project.stages]
     assert "up to 2 stages side by side (--jobs 2)" in done.stdout
-    for stage in project.stages:  # every line of the stream names its stage
-        assert f"{stage.name}: started (1 list line)" in done.stdout
-        assert f"{stage.name}: passed in " in done.stdout
+    lines = done.stdout.splitlines()  # every line of the stream names its stage
+    started = [s.name for s in project.stages if f"{s.name}: started (1 list line)" in lines]
+    passed = [s.name for s in project.stages if any(line.startswith(f"{s.name}: passed in ") for line in lines)]
+    assert started == passed == [s.name for s in project.stages]
 
 
 def test_jobs_1_runs_one_stage_at_a_time_in_the_catalog_order(tmp_path: Path) -> None:
@@ -269,11 +270,7 @@ def test_an_interrupt_stops_every_running_stage(tmp_path: Path, signum: int) -> 
         stderr=subprocess.PIPE, text=True, preexec_fn=reset_to_prompt_defaults,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + PROCESS_TIMEOUT_SECONDS
-        while sum(e["event"] == "ready" for e in project.events()) < 2:  # both stages wait to be interrupted
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the stages did not start"
-            time.sleep(0.05)
+        wait_for_ready(project, process, count=2)  # both stages wait to be interrupted
         pids = [int(e["pid"]) for e in project.events() if e["event"] == "ready"]
         os.kill(process.pid, signum)
         out, err = process.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
@@ -288,8 +285,25 @@ def test_an_interrupt_stops_every_running_stage(tmp_path: Path, signum: int) -> 
         (f"{GAMMA}-1", "skipped"),
     ]
     assert project.recorded()[2][2] == "not started: the run was interrupted"
-    for pid in pids:  # no test process outlives the run
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert [pid for pid in pids if _alive(pid)] == []  # no test process outlives the run
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for_ready(project: Project, process: subprocess.Popen[str], *, count: int) -> None:
+    """Until `count` stages' tests wait to be interrupted; fails at once when the run ends first."""
+    deadline = time.monotonic() + PROCESS_TIMEOUT_SECONDS
+    while sum(e["event"] == "ready" for e in project.events()) < count:
+        if process.poll() is not None:
+            pytest.fail(f"the run ended first: {process.communicate()}")
+        if time.monotonic() > deadline:
+            pytest.fail("the stages did not start")
+        time.sleep(0.05)
 
 
 def test_gpu_stages_get_devices_of_their_own_and_cpu_stages_none(tmp_path: Path) -> None:
