@@ -173,10 +173,17 @@ def run_pipeline(
         head = pending[0]
         if runner.running() and not runner.can_start(head.name):
             # no room for the next stage: later ones that have room start beside the running ones meanwhile
-            for later in [stage for stage in pending[1:] if decided(stage) is None]:
-                if runner.can_start(later.name):
+            # (and those the runner would not wait for but will not run are reported: waiting, reused)
+            for later in pending[1:]:
+                if not runner.can_start(later.name):
+                    continue
+                pending.remove(later)
+                outcome = decided(later)
+                if outcome is None:
                     runner.start(later)
-                    pending.remove(later)
+                else:
+                    outcomes[outcome.name] = outcome
+                    not_run(outcome)
             collect()
             continue
         pending.pop(0)
