@@ -40,28 +40,31 @@ def run_mode(mode: str, args: list[str], out: Path) -> dict[str, object]:
     env = {**os.environ, "CI_TOOL_PROGRESS": "lines"}
     started = time.monotonic()
     first_gpu: tuple[float, str] | None = None
-    lines = []
+    lines, raw, times = [], [], []
     pipe = subprocess.PIPE
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=pipe, stderr=subprocess.STDOUT, text=True) as child:
         assert child.stdout is not None
         for line in child.stdout:
             at = time.monotonic() - started
+            times.append(at)
             lines.append(f"{at:8.1f}  {line.rstrip()}")
+            raw.append(line.strip())
             found = RESULT.match(line)
             if first_gpu is None and found and not found["stage"].startswith("CPU"):
                 first_gpu = (at, line.strip())
     wall = time.monotonic() - started
     log.write_text("\n".join(lines) + "\n")
-    said = [line.split("  ", 1)[1] for line in lines if "side by side" in line or "one stage at a time" in line]
+    said = [line for line in raw if "side by side" in line or "one stage at a time" in line]
     return {
         "mode": mode,
         "command": " ".join(command),
         "exit_code": child.returncode,
         "wall_seconds": round(wall, 1),
+        "largest_gap_seconds": round(max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0), 1),
         "first_gpu_result_seconds": round(first_gpu[0], 1) if first_gpu else None,
         "first_gpu_result_line": first_gpu[1] if first_gpu else None,
-        "bound": said[0].strip() if said else "",
-        "closing_line": lines[-1].split("  ", 1)[1].strip() if lines else "",
+        "bound": said[0] if said else "",
+        "closing_line": next((line for line in reversed(raw) if " passed, " in line and "|" not in line), ""),
     }
 
 
