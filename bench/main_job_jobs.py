@@ -14,6 +14,7 @@ holds the numbers, and the table is printed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -60,7 +61,7 @@ def run_mode(mode: str, args: list[str], out: Path) -> dict[str, object]:
         "command": " ".join(command),
         "exit_code": child.returncode,
         "wall_seconds": round(wall, 1),
-        "largest_gap_seconds": round(max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0), 1),
+        "largest_gap_seconds": round(max((b - a for a, b in itertools.pairwise(times)), default=0.0), 1),
         "first_gpu_result_seconds": round(first_gpu[0], 1) if first_gpu else None,
         "first_gpu_result_line": first_gpu[1] if first_gpu else None,
         "bound": said[0] if said else "",
