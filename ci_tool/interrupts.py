@@ -4,7 +4,9 @@ While `ci-tool` runs, either signal raises a KeyboardInterrupt in the main threa
 run stops its pytest child's process group (SIGINT, grace, SIGTERM, SIGKILL), records the tests that
 finished, marks the run interrupted and exits 130. After SIGHUP the lost terminal's output goes to
 /dev/null, so that recording the run does not fail on a write. A signal the caller ignores stays
-ignored, so `nohup ci-tool run` still outlives the terminal.
+ignored, so `nohup ci-tool run` still outlives the terminal. Stages that run side by side (`--jobs`) are
+processes of their own: while they run, ci-tool hands each signal to every one of them, and each stops its
+pytest child as above (ci_tool/run/stage_pool.py).
 """
 
 from __future__ import annotations
@@ -34,13 +36,18 @@ def cause(interrupt: KeyboardInterrupt) -> str:
     return interrupt.signal_name if isinstance(interrupt, Interrupted) else CTRL_C
 
 
+def interrupt_of(signum: int) -> KeyboardInterrupt:
+    """The exception `signum` raises in ci-tool: KeyboardInterrupt for SIGINT, Interrupted for the others."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     if signum == signal.SIGHUP:
-        _silence_lost_terminal()
+        silence_lost_terminal()
     raise Interrupted(signum)
 
 
-def _silence_lost_terminal() -> None:
+def silence_lost_terminal() -> None:
     """After a hang-up every write to the terminal fails (EIO), and recording the run would fail on a
     progress line: what would go there goes to /dev/null. (A hung-up terminal no longer answers isatty;
     any character device is taken for it.)"""

@@ -8,6 +8,7 @@ driver reports `system_gpu_count` 0. Key names follow TensorRT-LLM's sysinfo so 
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import socket
 from collections.abc import Callable
@@ -239,3 +240,11 @@ def _short_gpu_name(name: str) -> str:
     """`NVIDIA H100 PCIe` -> `H100 PCIE`: vendor dropped, upper case, as test-db wildcards expect."""
     words = [word for word in name.split() if word.upper() not in ("NVIDIA", "GEFORCE")]
     return " ".join(words).upper() or NA
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity: a container's or a `taskset`'s share), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)

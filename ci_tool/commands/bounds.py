@@ -15,6 +15,7 @@ MAX_COUNT = 1_000_000  # rows a section prints, runs a query reads
 MAX_SHARDS = 1_000  # shards of one stage family
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600  # a week for one test
 MAX_BUDGET_MINUTES = 7 * 24 * 60  # a week for one shard
+MAX_JOBS = 1_024  # stages side by side on one machine
 
 
 def count(maximum: int = MAX_COUNT) -> click.IntRange:

@@ -1,6 +1,7 @@
 """`ci-tool run [BOT_COMMAND]`: the main job. Plan the stages a `/bot run ...` comment selects, run here the
 ones this machine serves (CPU stages anywhere, GPU stages on a machine with that GPU), report the others
-as waiting for a runner, record everything in the SQLite history, and print the CI report. With
+as waiting for a runner, record everything in the SQLite history, and print the CI report. Stages run side
+by side as far as this machine holds them (`--jobs`, run/resources.py; `--jobs 1`: one at a time). With
 `--executor slurm` every test stage is a Slurm batch job instead, all submitted at once.
 
 Reuse is the default (run/reuse.py): the stages the newest run of the same code and request passed do not
@@ -10,22 +11,27 @@ records a run of this code that passes by reuse, when an earlier run of it passe
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 
 import click
 
+from ci_tool import sysinfo
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
+from ci_tool.run.resources import default_jobs, describe, host_capacity
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
+from ci_tool.stages.executors import Executor
 from ci_tool.stages.request import RunMode, SelectionRequest
 from ci_tool.stages.select import Selection
 
@@ -81,6 +87,14 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
     help="Which run this is: a nightly release validation runs the package-sanity stages only, a release "
     "check the non-test stages only (CI's REQUEST carries it as `run_mode`).",
 )
+@click.option(
+    "--jobs",
+    type=bounds.count(bounds.MAX_JOBS),
+    help="Run up to N stages side by side on this machine (CPU stages beside GPU stages, each GPU stage on "
+    "GPUs of its own; a perf stage always alone); 1 runs one stage at a time [default: what this machine "
+    "holds: min(cores, available memory / 2 GiB)].",
+    metavar="N",
+)
 @reorder_option
 def run(
     bot_command: str,
@@ -90,12 +104,14 @@ def run(
     labels: tuple[str, ...],
     plan_only: bool,
     run_mode: str,
+    jobs: int | None,
     no_reorder: bool,
     options: RunOptions,
 ) -> int:
     """Run the pipeline BOT_COMMAND selects [default: "/bot run"] on this machine; the /bot run flags
-    alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Prints progress,
-    the CI report and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
+    alone work too: ci-tool run --post-merge, ci-tool run --stage-list "CPU-Generic-1". Stages run side by
+    side as far as the machine holds them (--jobs). Prints progress, the CI report (in the catalog's order)
+    and `N passed, M failed, K skipped`; exits 1 when a stage failed."""
     text = bot_command if bot_command.lstrip().startswith("/bot") else f"/bot run {bot_command}"
     request = parse_comment(text)
     if request.command not in (SubCommand.RUN, SubCommand.REUSE_PIPELINE):
@@ -120,7 +136,22 @@ def run(
     if plan_only:
         click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
         return 0
+    if options.executor is Executor.LOCAL:
+        setup = replace(setup, config=replace(setup.config, jobs=_jobs(jobs, setup)))
     return _run(text.strip(), main, setup, options)
+
+
+def _jobs(asked: int | None, setup: LocalSetup) -> int:
+    """How many stages run side by side: `--jobs`, else what this machine holds (run/resources.py); says so."""
+    if asked is not None:
+        if asked > 1:
+            click.echo(f"up to {asked} stages side by side (--jobs {asked})")
+        return asked
+    host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
+    jobs = default_jobs(host)
+    bound = f"up to {jobs} stages side by side" if jobs > 1 else "one stage at a time"
+    click.echo(f"{bound} (this machine holds {jobs}: {describe(host)}; --jobs N to change)")
+    return jobs
 
 
 def _echo_notes(selection: Selection) -> None:

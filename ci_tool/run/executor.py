@@ -1,13 +1,14 @@
 """Executors: what runs a planned stage. One interface, two kinds (stages/executors.py names them):
 
-    local  this machine: ci_tool.run.jobs (pytest, or a non-test stage's job), one stage at a time
+    local  this machine: ci_tool.run.jobs (pytest, or a non-test stage's job), one stage at a time; with
+           `--jobs N` (N > 1) ci_tool.run.stage_pool runs several side by side, each in a process of its own
     slurm  one batch job per stage on a cluster: every stage starts at once (ci_tool.run.slurm_executor)
 
 A session (session.py) plans each stage and hands it over as a ReadyStage; the executor reports each
 stage as it ends: its StageResult, or a StageOutcome for a stage that never ran (a refused submission,
 a stage cancelled by fail-fast).
 
-    can_start()      room for another stage now
+    can_start(name)  room for that stage now (always, when none runs)
     start(ready)     start it
     running()        stages started and not reported yet
     next_finished()  the next stage to end (waits); only while running() > 0
@@ -53,7 +54,7 @@ class StageExecutor(Protocol):
 
     def mismatch(self, name: StageName) -> str | None: ...
 
-    def can_start(self) -> bool: ...
+    def can_start(self, name: StageName) -> bool: ...
 
     def start(self, ready: ReadyStage) -> None: ...
 
@@ -75,7 +76,7 @@ class LocalExecutor:
     def mismatch(self, name: StageName) -> str | None:
         return runner_mismatch(name, self.sysinfo)
 
-    def can_start(self) -> bool:
+    def can_start(self, name: StageName) -> bool:
         return not self.done
 
     def start(self, ready: ReadyStage) -> None:

@@ -1,7 +1,9 @@
 """Run a selected pipeline: the stages the executor can serve, in order, with fail-fast.
 
 The runner (a session over an executor, executor.py) starts stages while it has room: the local executor
-runs one at a time, the Slurm executor starts every stage at once. Outcomes keep the stages' order.
+runs as many side by side as the host holds (`--jobs`, run/resources.py; one at a time with `--jobs 1`),
+the Slurm executor starts every stage at once. Stages start in order; while the next one has no room,
+later ones that have start beside the running ones. Outcomes keep the stages' order.
 
 Which stages this machine serves (`runner_mismatch`):
     CPU stages                        always (every machine has a CPU)
@@ -15,8 +17,8 @@ the GPU name's leading words joined (`H100_PCIe` ~ `H100 PCIE`, `DGX_H100` ~ `H1
 
 Fail-fast: after a stage fails, the stages not yet started are skipped (those that would wait for a
 runner too: CI would not dispatch them) and the ones still running are cancelled (as Jenkins' parallel
-failFast aborts its other branches), unless fail-fast is off (`--disable-fail-fast`, or any post-merge
-run, as in TensorRT-LLM's CI). Unstable stages do not stop it.
+failFast aborts its other branches; on this machine they finish and keep their results), unless fail-fast
+is off (`--disable-fail-fast`, or any post-merge run, as in TensorRT-LLM's CI). Unstable stages do not stop it.
 A reused stage (it passed in an earlier run of the same code) is recorded as reused and counts as passed.
 """
 
@@ -78,6 +80,7 @@ class PipelineResult:
         return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
+NOT_STARTED_INTERRUPTED = "not started: the run was interrupted"
 # The non-test stages this machine runs (run/jobs.py holds their jobs); the others need a CI runner.
 JOB_KINDS = frozenset({StageKind.BUILD_DOCS, StageKind.PACKAGE_SANITY})
 
@@ -119,7 +122,7 @@ def runner_mismatch(stage: StageName, sysinfo: Mapping[str, QueryValue]) -> str 
 class StageRunner(Protocol[S_contra]):
     """What the pipeline drives (the session's runner over an executor; executor.py)."""
 
-    def can_start(self) -> bool: ...  # room for another stage now
+    def can_start(self, name: StageName) -> bool: ...  # room for this stage now (always, when none runs)
 
     def start(self, stage: S_contra) -> None: ...
 
@@ -150,26 +153,45 @@ def run_pipeline(
         if stopped:
             return
         if outcome.state is StageState.INTERRUPTED:
-            stopped.append("not started: the run was interrupted")
+            stopped.append(NOT_STARTED_INTERRUPTED)
         elif outcome.state is StageState.FAILED and fail_fast:
             stopped.append(f"fail-fast: {outcome.name} failed")
             runner.cancel(f"cancelled by fail-fast: {outcome.name} failed")
 
-    for stage in stages:
-        while runner.running() and not runner.can_start():
-            collect()
+    def decided(stage: S) -> StageOutcome | None:
+        """The stage's outcome when it does not run here (reused, skipped, waiting), else None."""
         name = stage.name.name
         why = mismatch(stage.name)
         if reused and name in reused:
-            outcome = StageOutcome(name, StageState.REUSED, reused_reason(reused[name]))
-        elif stopped:
-            outcome = StageOutcome(name, StageState.SKIPPED, stopped[0])
-        elif why is not None:
-            outcome = StageOutcome(name, StageState.WAITING, why)
-        else:
-            runner.start(stage)
+            return StageOutcome(name, StageState.REUSED, reused_reason(reused[name]))
+        if stopped:
+            return StageOutcome(name, StageState.SKIPPED, stopped[0])
+        return None if why is None else StageOutcome(name, StageState.WAITING, why)
+
+    pending = list(stages)
+    while pending:
+        head = pending[0]
+        if runner.running() and not runner.can_start(head.name):
+            # no room for the next stage: later ones that have room start beside the running ones meanwhile
+            # (and those the runner would not wait for but will not run are reported: waiting, reused)
+            for later in pending[1:]:
+                if not runner.can_start(later.name):
+                    continue
+                pending.remove(later)
+                outcome = decided(later)
+                if outcome is None:
+                    runner.start(later)
+                else:
+                    outcomes[outcome.name] = outcome
+                    not_run(outcome)
+            collect()
             continue
-        outcomes[name] = outcome
+        pending.pop(0)
+        outcome = decided(head)
+        if outcome is None:
+            runner.start(head)
+            continue
+        outcomes[outcome.name] = outcome
         not_run(outcome)
     while runner.running():
         collect()

@@ -10,7 +10,9 @@ Which one (`progress_style`): `--progress bar|lines` (or CI_TOOL_PROGRESS) says;
 draws the bar only on a terminal that is a person's: not where CI runs (CI, GITHUB_ACTIONS, JENKINS_URL or
 BUILD_ID set: act and some agents give steps a terminal whose output is a log all the same), not with
 TERM=dumb. In lines, a stage that runs long says where it is at least every LOG_EVERY_SECONDS: its counts
-so far and the test that has been running longest, so a log shows what a stage is stuck in.
+so far and the test that has been running longest, so a log shows what a stage is stuck in. Stages that run
+side by side (`--jobs`) share the one stream: every line names its stage, each running stage logs at least
+every LOG_EVERY_SECONDS, and the bar shows them all: `2 stages  ok 12  fail 0  skip 1  CPU-Generic-1 7/30  ...`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import enum
 import shutil
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
@@ -49,8 +52,23 @@ def progress_style(choice: ProgressStyle, *, isatty: bool, environ: Mapping[str,
     return ProgressStyle.LINES if is_log else ProgressStyle.BAR
 
 
+@dataclass
+class _StageView:
+    """What the progress shows of one running stage: its counts so far, the tests running, its clocks."""
+
+    started: float
+    total: int = 0
+    finished: int = 0
+    counts: dict[TestOutcome, int] = field(default_factory=lambda: dict.fromkeys(COUNTED, 0))
+    current: str = ""
+    running: dict[str, float] = field(default_factory=dict)  # test -> when it started
+    logged_at: float = 0.0
+
+
 class Progress:
-    """Receives stage starts, plugin events and stage ends, and shows them."""
+    """Receives stage starts, plugin events and stage ends, and shows them. Several stages may run at once
+    (`ci-tool run --jobs`): their events come through `stage_event`, every line names its stage, each
+    running stage logs at least every LOG_EVERY_SECONDS, and the bar shows them side by side."""
 
     def __init__(
         self, stream: TextIO, *, tty: bool | None = None, clock: Callable[[], float] = time.monotonic
@@ -59,8 +77,9 @@ class Progress:
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
         self.clock = clock
-        self.stage = ""
-        self._reset()
+        self.stage = ""  # the stage started last: the one `event` (one stage at a time) speaks of
+        self.views: dict[str, _StageView] = {}
+        self.drawn_at = 0.0
 
     @classmethod
     def for_stream(cls, stream: TextIO, choice: ProgressStyle, *, environ: Mapping[str, str]) -> Progress:
@@ -68,55 +87,60 @@ class Progress:
         style = progress_style(choice, isatty=stream.isatty(), environ=environ)
         return cls(stream, tty=style is ProgressStyle.BAR)
 
-    def _reset(self) -> None:
-        self.total = self.finished = 0
-        self.counts = dict.fromkeys(COUNTED, 0)
-        self.current = ""
-        self.running: dict[str, float] = {}  # test -> when it started
-        self.started = self.logged_at = self.clock()
-        self.drawn_at = 0.0
-
     def stage_started(self, stage: str, list_lines: int) -> None:
         self.stage = stage
-        self._reset()
+        now = self.clock()
+        self.views[stage] = _StageView(started=now, logged_at=now)
+        self.drawn_at = 0.0
         if not self.tty:
             self._line(f"{stage}: started ({list_lines} list line{'' if list_lines == 1 else 's'})")
 
     def event(self, event: Mapping[str, object]) -> None:
+        """An event of the stage started last (one stage at a time)."""
+        self.stage_event(self.stage, event)
+
+    def tick(self) -> None:
+        """The clock moves on for every running stage (a wait that read no event)."""
+        for stage in list(self.views):
+            self.stage_event(stage, {"event": TICK_EVENT})
+
+    def stage_event(self, stage: str, event: Mapping[str, object]) -> None:
+        view = self.views.setdefault(stage, _StageView(started=self.clock(), logged_at=self.clock()))
         kind = event.get("event")
         if kind == "collected":
-            self.total = max(self.total, self.finished + int(str(event.get("count", 0))))
+            view.total = max(view.total, view.finished + int(str(event.get("count", 0))))
         elif kind == "start":
-            self.current = str(event.get("nodeid", ""))
-            self.running.setdefault(self.current, self.clock())
+            view.current = str(event.get("nodeid", ""))
+            view.running.setdefault(view.current, self.clock())
         elif kind == "finish":
-            self.finished += 1
-            self.running.pop(str(event.get("nodeid", "")), None)
+            view.finished += 1
+            view.running.pop(str(event.get("nodeid", "")), None)
             key = TestOutcome(str(event.get("outcome"))).counted_as
-            self.counts[key] += 1
+            view.counts[key] += 1
             if key is TestOutcome.FAILED and not self.tty:
-                self._line(f"{self.stage}: FAILED {event.get('nodeid')}")
+                self._line(f"{stage}: FAILED {event.get('nodeid')}")
         elif kind != TICK_EVENT:
             return
         if self.tty:
             if kind != TICK_EVENT or self.clock() - self.drawn_at >= TICK_REDRAW_SECONDS:  # the clock moves on
                 self._draw()
-        elif self.clock() - self.logged_at >= LOG_EVERY_SECONDS:
-            self._log_progress()
+        elif self.clock() - view.logged_at >= LOG_EVERY_SECONDS:
+            self._log_progress(stage, view)
 
-    def _log_progress(self) -> None:
+    def _log_progress(self, stage: str, view: _StageView) -> None:
         """The stage's counts so far and the test running longest, as a line of the log."""
-        now = self.logged_at = self.clock()
-        shown = ", ".join(f"{self.counts[k]} {k}" for k in COUNTED)
-        line = f"{self.stage}: {self.finished}/{self.total or '?'} tests after {_minutes(now - self.started)} ({shown})"
-        if self.running:
-            slowest, since = min(self.running.items(), key=lambda item: item[1])
+        now = view.logged_at = self.clock()
+        shown = ", ".join(f"{view.counts[k]} {k}" for k in COUNTED)
+        line = f"{stage}: {view.finished}/{view.total or '?'} tests after {_minutes(now - view.started)} ({shown})"
+        if view.running:
+            slowest, since = min(view.running.items(), key=lambda item: item[1])
             line += f"; running {slowest} for {_minutes(now - since)}"
         self._line(line)
 
     def stage_finished(
         self, stage: str, state: StageState, seconds: float, counts: Mapping[TestOutcome, int], reason: str = ""
     ) -> None:
+        self.views.pop(stage, None)
         if self.tty:
             self.stream.write("\r\x1b[2K")
         shown = ", ".join(f"{counts.get(k, 0)} {k}" for k in COUNTED)
@@ -137,16 +161,26 @@ class Progress:
 
     def _draw(self) -> None:
         now = self.clock()
-        if now - self.drawn_at < REDRAW_SECONDS and self.finished < self.total:
+        unfinished = any(view.finished < view.total for view in self.views.values())
+        if (now - self.drawn_at < REDRAW_SECONDS and unfinished) or not self.views:
             return
         self.drawn_at = now
-        filled = BAR_WIDTH * self.finished // self.total if self.total else 0
-        text = (
-            f"{self.stage} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {self.finished}/{self.total or '?'}  "
-            f"ok {self.counts[TestOutcome.PASSED]}  fail {self.counts[TestOutcome.FAILED]}  "
-            f"skip {self.counts[TestOutcome.SKIPPED]}  "
-            f"{_minutes(now - self.started)}  {self.current}"
-        )
+        if len(self.views) == 1:
+            ((stage, view),) = self.views.items()
+            filled = BAR_WIDTH * view.finished // view.total if view.total else 0
+            text = (
+                f"{stage} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {view.finished}/{view.total or '?'}  "
+                f"ok {view.counts[TestOutcome.PASSED]}  fail {view.counts[TestOutcome.FAILED]}  "
+                f"skip {view.counts[TestOutcome.SKIPPED]}  "
+                f"{_minutes(now - view.started)}  {view.current}"
+            )
+        else:  # several stages side by side: each one's tests done so far, then the counts of them all
+            counts = {k: sum(view.counts[k] for view in self.views.values()) for k in COUNTED}
+            each = "  ".join(f"{stage} {view.finished}/{view.total or '?'}" for stage, view in self.views.items())
+            text = (
+                f"{len(self.views)} stages  ok {counts[TestOutcome.PASSED]}  fail {counts[TestOutcome.FAILED]}  "
+                f"skip {counts[TestOutcome.SKIPPED]}  {each}"
+            )
         width = shutil.get_terminal_size((100, 20)).columns - 1
         self.stream.write("\r\x1b[2K" + text[:width])
         self.stream.flush()

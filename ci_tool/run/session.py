@@ -43,10 +43,13 @@ from ci_tool.perf.learning import quiet_needed_if_read, unbaselined_gpus
 from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, build_report, failed_test_ids
 from ci_tool.run import pipeline, recording, results_folder, stage_inputs
+from ci_tool.run.catalog_order import CatalogOrder
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.progress import Progress
+from ci_tool.run.resources import Slots, gpu_devices
+from ci_tool.run.stage_pool import StagePool
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.executors import Executor
@@ -72,6 +75,7 @@ class SessionConfig:
     executor: Executor = Executor.LOCAL  # what runs the stages (executor.py)
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
+    jobs: int = 1  # stages side by side on this machine (`--jobs`; run/resources.py): 1 runs one at a time
 
     def stage_settings(self, name: StageName, *, results_dir: Path, run_id: str, preview: bool = False) -> RunSettings:
         """How a stage of this session runs: the one place a stage's RunSettings is made. A Slurm job spans
@@ -214,8 +218,11 @@ def run_session(
         except BaseException:  # nothing the run started keeps running (a Slurm job submitted before Ctrl-C)
             with contextlib.suppress(CiToolError):
                 runner.executor.cancel("interrupted")
+            if isinstance(runner.executor, StagePool):  # its stages finish on a cancel: they stop here
+                runner.executor.stop()
             raise
         finally:
+            runner.order.flush()
             state = ran.state if ran is not None else RunState.INTERRUPTED
             store.finish_run(run_id, state=state, finished_at=time.time())
         run, stage_records, tests = store.report_input()
@@ -237,11 +244,14 @@ def run_session(
 
 
 def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> StageExecutor:
-    """The executor `config` names, for one run."""
+    """The executor `config` names, for one run: on this machine one stage at a time (`jobs` 1), else a pool."""
     if config.executor is Executor.SLURM:
         from ci_tool.run.slurm_executor import SlurmExecutor  # the local path never imports Slurm's
 
         return SlurmExecutor(run_id=run_id, partition=config.slurm_partition, note=progress.note)
+    if config.jobs > 1:
+        slots = Slots(config.jobs, gpu_devices(config.sysinfo, os.environ))
+        return StagePool(config.sysinfo, slots, on_event=progress.stage_event, on_tick=progress.tick)
     return LocalExecutor(config.sysinfo, on_event=progress.event)
 
 
@@ -268,10 +278,11 @@ class _Runner:
         self.planned = {stage.name.name: stage for stage in stages}  # by name: their inputs' digests
         self.executor = make_executor(config, run_id, progress)
         self.unplanned: list[pipeline.StageOutcome] = []  # stages that failed to plan, not reported yet
+        self.order = CatalogOrder([stage.name.name for stage in stages])  # the history's order of the stages
         self.results: list[StageResult] = []
 
-    def can_start(self) -> bool:
-        return not self.unplanned and self.executor.can_start()
+    def can_start(self, name: StageName) -> bool:
+        return not self.unplanned and self.executor.can_start(name)
 
     def running(self) -> int:
         return len(self.unplanned) + self.executor.running()
@@ -302,17 +313,21 @@ class _Runner:
             self.record_not_run(finished)
             return finished
         self.results.append(finished)
-        tests = [recording.to_test_record(test) for test in finished.tests]
-        record = recording.to_stage_record(self.run_id, finished, inputs=self._inputs(finished.stage))
-        self.store.record_stage(record, tests, recorded_at=time.time())
-        self.store.record_perf(self._perf_handed_back(finished))
-        if self.config.record_touches:
-            touches, whole = self._touch_rows(finished), _whole_stage(finished, self.names[finished.stage])
-            self.store.record_touches(self.run_id, touches, recorded_at=time.time(), whole_stage=whole)
+        self.order.add(finished.stage, functools.partial(self._record, finished, time.time()))
         self.progress.stage_finished(
             finished.stage, finished.state, finished.duration_seconds, finished.counts, finished.reason
         )
         return pipeline.StageOutcome(finished.stage, finished.state, finished.reason, ran=True)
+
+    def _record(self, finished: StageResult, ended_at: float) -> None:
+        """A stage that ran, into the history: its stage and test rows, its perf results, its touch records."""
+        tests = [recording.to_test_record(test) for test in finished.tests]
+        record = recording.to_stage_record(self.run_id, finished, inputs=self._inputs(finished.stage))
+        self.store.record_stage(record, tests, recorded_at=ended_at)
+        self.store.record_perf(self._perf_handed_back(finished, ended_at))
+        if self.config.record_touches:
+            touches, whole = self._touch_rows(finished), _whole_stage(finished, self.names[finished.stage])
+            self.store.record_touches(self.run_id, touches, recorded_at=ended_at, whole_stage=whole)
 
     @functools.cached_property
     def perf_snapshot_rows(self) -> list[PerfResult] | None:
@@ -333,7 +348,7 @@ class _Runner:
             return None
         return path
 
-    def _perf_handed_back(self, finished: StageResult) -> list[PerfResult]:
+    def _perf_handed_back(self, finished: StageResult, ended_at: float) -> list[PerfResult]:
         """The perf results the stage's processes handed back, as this run's and this stage's (perf/handoff.py)."""
         files = sorted((finished.results_dir / "parts").glob(f"*{handoff.RESULTS_SUFFIX}"))
         code = self.code
@@ -343,7 +358,7 @@ class _Runner:
             post_merge=self.names[finished.stage].post_merge,
             commit=code.commit if code is not None else "",
             started_at=finished.started_at,
-            ended_at=time.time(),
+            ended_at=ended_at,
         )
         handed = handoff.read_results(files, stamp)
         for refused in handed.refused:
@@ -379,7 +394,7 @@ class _Runner:
         reused_from = self.reused_stages.get(outcome.name)
         inputs = self._inputs(outcome.name) if reused_from else ""  # a reused stage passes them on
         record = recording.to_not_run_record(self.run_id, outcome, reused_from=reused_from, inputs=inputs)
-        self.store.record_stage(record, recorded_at=time.time())
+        self.order.add(outcome.name, functools.partial(self.store.record_stage, record, recorded_at=time.time()))
         self.progress.stage_not_run(outcome.name, outcome.state, outcome.reason)
 
 

@@ -177,7 +177,7 @@ class SlurmExecutor:
     def mismatch(self, name: StageName) -> str | None:
         return None if name.is_test else f"{name.kind.value} stages run only on CI runners"
 
-    def can_start(self) -> bool:
+    def can_start(self, name: StageName) -> bool:
         return True  # the cluster queues what it cannot run yet
 
     def running(self) -> int:

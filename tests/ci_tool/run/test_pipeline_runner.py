@@ -91,7 +91,7 @@ class FakeRunner:
         self.started: list[str] = []
         self.queue: list[StageOutcome] = []
 
-    def can_start(self) -> bool:
+    def can_start(self, name: StageName) -> bool:
         return len(self.queue) < self.capacity
 
     def start(self, stage: FakeStage) -> None:
@@ -174,3 +174,49 @@ def test_with_every_stage_started_at_once_fail_fast_cancels_the_others_and_keeps
         ("CPU-Generic-3", "skipped", "cancelled by fail-fast: CPU-Generic-2 failed"),
         ("A10-PyTorch-1", "waiting", "needs 1 A10 GPU; this machine has no GPU"),
     ]
+
+
+class RoomRunner(FakeRunner):
+    """Room as run/resources.py gives it: two stages at once, a perf stage alone, and any room for a stage
+    this machine does not serve (it never starts here)."""
+
+    def __init__(self, states: dict[str, str], log: list[str]) -> None:
+        super().__init__(states, capacity=2)
+        self.log = log
+
+    def can_start(self, name: StageName) -> bool:
+        if runner_mismatch(name, NO_GPU) is not None:  # type: ignore[arg-type]
+            return True
+        return not self.queue if name.policy.runs_alone else len(self.queue) < 2
+
+    def start(self, stage: FakeStage) -> None:
+        self.log.append(f"start {stage.name.name}")
+        super().start(stage)
+
+    def next_finished(self) -> StageOutcome:
+        finished = super().next_finished()
+        self.log.append(f"end {finished.name}")
+        return finished
+
+
+def test_while_a_perf_stage_waits_for_the_host_later_stages_start_and_waiting_ones_are_reported() -> None:
+    states = {"CPU-Generic-1": "passed", "CPU-Generic-PerfSanity-1": "passed", "A10-PyTorch-1": "passed",
+              "CPU-Generic-2": "passed"}  # fmt: skip
+    log: list[str] = []
+    result = run_pipeline(
+        [FakeStage(parse_stage_name(name)) for name in states],
+        mismatch=lambda name: runner_mismatch(name, NO_GPU),  # type: ignore[arg-type]
+        fail_fast=True,
+        runner=RoomRunner(states, log),
+        not_run=lambda outcome: log.append(f"{outcome.state} {outcome.name}"),
+    )
+    assert log == [
+        "start CPU-Generic-1",
+        "waiting A10-PyTorch-1",
+        "start CPU-Generic-2",
+        "end CPU-Generic-1",
+        "end CPU-Generic-2",
+        "start CPU-Generic-PerfSanity-1",
+        "end CPU-Generic-PerfSanity-1",
+    ]
+    assert [outcome.name for outcome in result.stages] == list(states)

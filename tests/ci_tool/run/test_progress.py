@@ -154,3 +154,50 @@ def test_with_no_event_the_bar_redraws_once_a_second() -> None:
     clock.now += 0.6
     progress.event(TICK)
     assert (unchanged, stream.getvalue()[len(before) :].endswith("0:11  a.py::t2")) == (before, True)
+
+
+def _two_stages(tty: bool) -> tuple[io.StringIO, Progress, Clock]:
+    """Two stages side by side (`--jobs`): one running a long test, the other between events."""
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream, tty=tty, clock=clock)
+    progress.stage_started("CPU-Generic-1", 3)
+    progress.stage_started("CPU-Generic-2", 1)
+    progress.stage_event("CPU-Generic-1", {"event": "collected", "count": 3})
+    progress.stage_event("CPU-Generic-1", {"event": "start", "nodeid": "a.py::t1"})
+    progress.stage_event("CPU-Generic-2", {"event": "collected", "count": 1})
+    progress.stage_event("CPU-Generic-2", {"event": "start", "nodeid": "b.py::t1"})
+    progress.stage_event("CPU-Generic-2", {"event": "finish", "nodeid": "b.py::t1", "outcome": "failed"})
+    return stream, progress, clock
+
+
+def test_stages_side_by_side_each_log_a_line_a_minute_named_by_stage() -> None:
+    stream, progress, clock = _two_stages(tty=False)
+    clock.now += 61
+    progress.tick()
+    assert stream.getvalue().splitlines() == [
+        "CPU-Generic-1: started (3 list lines)",
+        "CPU-Generic-2: started (1 list line)",
+        "CPU-Generic-2: FAILED b.py::t1",
+        "CPU-Generic-1: 0/3 tests after 1:01 (0 passed, 0 failed, 0 skipped); running a.py::t1 for 1:01",
+        "CPU-Generic-2: 1/1 tests after 1:01 (0 passed, 1 failed, 0 skipped)",
+    ]
+
+
+def test_a_finished_stage_stops_logging_while_the_other_goes_on() -> None:
+    stream, progress, clock = _two_stages(tty=False)
+    counts = {TestOutcome.PASSED: 0, TestOutcome.FAILED: 1, TestOutcome.SKIPPED: 0}
+    progress.stage_finished("CPU-Generic-2", StageState.FAILED, 2.0, counts)
+    clock.now += 61
+    progress.tick()
+    assert stream.getvalue().splitlines()[-2:] == [
+        "CPU-Generic-2: failed in 2.0 s (0 passed, 1 failed, 0 skipped)",
+        "CPU-Generic-1: 0/3 tests after 1:01 (0 passed, 0 failed, 0 skipped); running a.py::t1 for 1:01",
+    ]
+
+
+def test_the_bar_shows_stages_side_by_side() -> None:
+    stream, progress, clock = _two_stages(tty=True)
+    clock.now += 2
+    progress.tick()
+    bar = "2 stages  ok 0  fail 1  skip 0  CPU-Generic-1 0/3  CPU-Generic-2 1/1"
+    assert stream.getvalue().endswith("\r\x1b[2K" + bar)
