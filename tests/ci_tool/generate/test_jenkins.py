@@ -369,7 +369,8 @@ def stage_runs(run: dict[str, object]) -> list[str]:
 # a stage of a build started without BUILD_JOB builds its own, then installs from it (fetchBuild)
 BUILT_HERE = [
     ("sh", "rm -rf 'ci-build'"),
-    ("sh", "python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build --output ci-build"),
+    ("sh", "python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build "
+           "--output ci-build"),
     ("sh", "python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet "
            "--no-compile --no-index --find-links ci-build torch==2.13.0 'ci-tool[engine,test]' && .venv/bin/ci-tool "
            "build --check --output ci-build"),
