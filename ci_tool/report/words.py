@@ -21,7 +21,8 @@ def seconds_text(value: float) -> str:
 def totals_words(report: CiReport) -> str:
     """The headline's counts: `4 passed, 1 failed, 0 skipped · 12.5 s`, and what the run reused, with the
     counts and time of the stages where they ran: `; 3 stages reused from run R: 12 passed, 0 failed,
-    0 skipped · 1 min 5 s there`. A run that ran nothing says only what it reused."""
+    0 skipped · 1 min 5 s of stage time there` (the stages' own times summed: stages that ran side by side
+    took less wall time). A run that ran nothing says only what it reused."""
     took = run_seconds(report.run)
     ran = _counts(report.totals) + (f" · {seconds_text(took)}" if took is not None else "")
     reused = report.reused_from.values()
@@ -32,7 +33,7 @@ def totals_words(report: CiReport) -> str:
     seconds = sum(stage.duration_seconds for stage in reused)
     what = (
         f"{counted(len(reused), 'stage')} reused from run{'s' if len(runs) > 1 else ''} {', '.join(runs)}: "
-        f"{_counts(there)} · {seconds_text(seconds)} there"
+        f"{_counts(there)} · {seconds_text(seconds)} of stage time there"
     )
     return f"{ran}; {what}" if any(stage.state.ran for stage in report.stages) else what
 

@@ -399,6 +399,6 @@ def test_the_report_of_a_run_passed_by_reuse_says_what_it_reused(
     took = seconds_text(sum(s.duration_seconds for s in stages))
     header = (
         f"`/bot reuse-pipeline` · 3 stages · 3 stages reused from run {first.run_id}: {passed} passed, 0 failed, "
-        f"{skipped} skipped · {took} there"
+        f"{skipped} skipped · {took} of stage time there"
     )
     assert (passed > 0, report.splitlines()[2], f"\n{header}\n" in printed) == (True, header, True)
