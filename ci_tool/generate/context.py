@@ -476,8 +476,9 @@ def _retry_job(layer: RetryLayer) -> dict[str, object]:
         "id": layer.run_id,
         "needs": ["plan", "build", layer.lost_id],  # it installs the build as the stage jobs do
         "if": f"!cancelled() && {lost}.result == 'success' && {lost}.outputs.matrix != '[]'",
-        # `|| '[]'`: act decodes a job's matrix before its `if`, and a skipped lost job has no output
-        "matrix": f"fromJSON(needs.{layer.lost_id}.outputs.matrix || '[]')",
+        # '[]' unless the lost job ran: act decodes a job's matrix before its `if`, and a skipped job's outputs
+        # are its unevaluated templates there
+        "matrix": f"fromJSON({lost}.result == 'success' && {lost}.outputs.matrix || '[]')",
     }
 
 

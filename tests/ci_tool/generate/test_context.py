@@ -257,5 +257,5 @@ def test_each_phase_retries_its_lost_stages_as_the_next_attempt() -> None:
     retry = {job["id"]: job for job in context["stage_jobs"]}["multi_gpu_attempt_2"]  # type: ignore[attr-defined]
     assert (retry["needs"], retry["matrix"]) == (
         ["plan", "build", "multi_gpu_lost_2"],
-        "fromJSON(needs.multi_gpu_lost_2.outputs.matrix || '[]')",
+        "fromJSON(needs.multi_gpu_lost_2.result == 'success' && needs.multi_gpu_lost_2.outputs.matrix || '[]')",
     )
