@@ -26,7 +26,7 @@ import torch
 
 import kvengine.attention as attention
 import kvengine.model as model
-from ci_tool.perf.config import WARMUP_STEPS, load_config
+from ci_tool.perf.config import WARMUP_STEPS, PerfCase, load_config
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine.benchmark import DecodeLoad, run_decode
 from kvengine.loader import load_preset
@@ -58,14 +58,19 @@ def use_path(path: str) -> None:
     model.paged_decode_attention = fp32_einsum_attention if path == "fp32-einsum" else attention.paged_decode_attention  # type: ignore[assignment]
 
 
+def perf_cases() -> dict[str, PerfCase]:
+    """The perf-sanity cases of the three bandwidth configs, by case id (decode_step_profile.py reads them too)."""
+    return {c.case_id: c for name in ("gemma_like", "llama_like", "deepseek_v4_like")
+            for c in load_config(ROOT / f"tests/scripts/perf-sanity/{name}.yaml").cases}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: all")
     parser.add_argument("--path", action="append", choices=PATHS, help="repeatable; default: all")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
-    cases = {c.case_id: c for name in ("gemma_like", "llama_like", "deepseek_v4_like")
-             for c in load_config(ROOT / f"tests/scripts/perf-sanity/{name}.yaml").cases}  # fmt: skip
+    cases = perf_cases()
     device = torch.cuda.get_device_name().removeprefix("NVIDIA ").strip()
     peak = peak_memory_bytes_per_s(device) or float("nan")
     rows = []

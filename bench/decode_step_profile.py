@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bench.decode_bandwidth_bench import CASES, PATHS, use_path
-from ci_tool.perf.config import WARMUP_STEPS, load_config
+from bench.decode_bandwidth_bench import CASES, PATHS, perf_cases, use_path
+from ci_tool.perf.config import WARMUP_STEPS
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine.benchmark import DecodeLoad, run_decode
 from kvengine.loader import load_preset
@@ -63,8 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("decode_step_profile: expected a CUDA GPU, found none")
-    cases = {c.case_id: c for name in ("gemma_like", "llama_like", "deepseek_v4_like")
-             for c in load_config(ROOT / f"tests/scripts/perf-sanity/{name}.yaml").cases}  # fmt: skip
+    cases = perf_cases()
     device = torch.cuda.get_device_name().removeprefix("NVIDIA ").strip()
     peak = peak_memory_bytes_per_s(device) or float("nan")
     print(f"device {device}, peak {peak / 1e12:.2f} TB/s; path {args.path}; torch {torch.__version__}")
