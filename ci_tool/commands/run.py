@@ -26,9 +26,10 @@ from ci_tool.commands.run_options import finish, progress_of, reorder_option, ru
 from ci_tool.errors import BotError
 from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
-from ci_tool.run.resources import default_jobs, describe, host_capacity
+from ci_tool.run.pipeline import runner_mismatch
+from ci_tool.run.resources import default_jobs, describe, host_capacity, run_stage_cores
 from ci_tool.run.reuse import check_revalidation
-from ci_tool.run.session import run_session
+from ci_tool.run.session import SessionConfig, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.executors import Executor
@@ -137,8 +138,25 @@ def run(
         click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
         return 0
     if options.executor is Executor.LOCAL:
-        setup = replace(setup, config=replace(setup.config, jobs=_jobs(jobs, setup)))
+        setup = replace(setup, config=_side_by_side(_jobs(jobs, setup), main.selection, setup))
     return _run(text.strip(), main, setup, options)
+
+
+def _side_by_side(jobs: int, selection: Selection, setup: LocalSetup) -> SessionConfig:
+    """The session's bound of stages and each parallel stage's test processes (run/resources.py); says the
+    latter when a stage runs its tests in more than one."""
+    config = setup.config
+    host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
+    names = [stage.name for stage in selection.stages]
+    cores = run_stage_cores(
+        host, jobs=jobs, stages=names, parallel_families=config.parallel_families,
+        runs_here=lambda name: runner_mismatch(name, setup.facts) is None,
+    )  # fmt: skip
+    config = replace(config, jobs=jobs, stage_cores=cores)
+    parallel = [name.name for name in names if config.workers(name) > 1]
+    if parallel:
+        click.echo(f"{', '.join(parallel)}: their tests in {cores} processes each (parallel_tests)")
+    return config
 
 
 def _jobs(asked: int | None, setup: LocalSetup) -> int:

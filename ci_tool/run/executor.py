@@ -22,14 +22,16 @@ with what finished.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.pipeline import StageOutcome, runner_mismatch
 from ci_tool.run.process import EventSink
+from ci_tool.run.resources import device_variables, gpu_devices
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.names import StageName
 from ci_tool.stages.plan import StagePlan
@@ -72,6 +74,7 @@ class LocalExecutor:
         self.sysinfo = sysinfo
         self.on_event = on_event
         self.done: list[StageResult] = []
+        self.devices = gpu_devices(sysinfo, os.environ)
 
     def mismatch(self, name: StageName) -> str | None:
         return runner_mismatch(name, self.sysinfo)
@@ -80,7 +83,10 @@ class LocalExecutor:
         return not self.done
 
     def start(self, ready: ReadyStage) -> None:
-        self.done.append(run_job(ready.plan, ready.settings, on_event=self.on_event))
+        settings = ready.settings
+        if ready.plan.name.is_cpu:  # its tests never reach for a GPU, as beside other stages (stage_pool.py)
+            settings = replace(settings, variables={**settings.variables, **device_variables((), self.devices)})
+        self.done.append(run_job(ready.plan, settings, on_event=self.on_event))
 
     def running(self) -> int:
         return len(self.done)

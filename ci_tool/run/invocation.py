@@ -9,6 +9,11 @@
 stage run --dry-run` and the runner itself read it (the runner derives resumes and reruns from it).
 Labels like `p03-main-resume` are spelled only for file names; nothing parses them back.
 
+A stage given several cores (`RunSettings.workers`, run/resources.py) runs its regular lines under pytest-xdist,
+one worker process a core (`--numprocesses`): one pytest process to ci-tool still, whose workers are its
+children (the test-list plugin splits its work between them: ci_tool.run.plugin). ISOLATION lines still run
+one to a process.
+
 A multi-node stage run inside a Slurm allocation (`RunSettings.nodes` > 1) launches each process under
 `srun` across the allocation, one task per node: the task of rank 0 runs pytest, the others hold their
 node for it until it ends (ci_tool.run.ranks), as TensorRT-LLM's launcher keeps its MPI workers.
@@ -36,6 +41,9 @@ from ci_tool.stages.plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 DETAILED_LOG_ARGS = ("-s",)  # `--detailed-log`: pytest streams all output
+# How xdist hands out a stage's tests: to whichever worker is free, a few at a time, so one long test never
+# holds a queue of others behind it (its `loadfile` would keep a slow file's tests on one worker).
+XDIST_DISTRIBUTION = "load"
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,7 @@ class RunSettings:
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
     perf_snapshot: Path | None = None  # what the runner read of the history for the perf cases (perf/handoff.py)
     record_touches: bool = False  # which test ran which file (run/touches.py)
+    workers: int = 1  # > 1: its tests run in this many pytest-xdist processes (run/resources.py)
 
     def __post_init__(self) -> None:
         # Absolute from here on: a stage hands these to processes that run in other folders (pip in the
@@ -103,6 +112,7 @@ class PytestInvocation:
     nodes: int = 1  # > 1: launched under srun, one task per node (see the module docstring)
     record_touches: bool = False
     priority_file: Path | None = None  # the tests to run first (run/order.py); None: the list's order
+    workers: int = 1  # > 1: pytest-xdist runs the tests in this many processes (module docstring)
 
     @property
     def touches_file(self) -> Path:
@@ -178,6 +188,8 @@ class PytestInvocation:
             command += ["-p", TOUCH_PLUGIN, f"{TOUCH_OPTION}={self.touches_file}"]
         if self.priority_file is not None:
             command += ["-p", ORDER_PLUGIN, f"{ORDER_OPTION}={self.priority_file}"]
+        if self.workers > 1:
+            command += [f"--numprocesses={self.workers}", f"--dist={XDIST_DISTRIBUTION}"]
         return command + list(self.extra_args)
 
     def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -248,9 +260,18 @@ def planned_invocations(plan: StagePlan, settings: RunSettings) -> list[PytestIn
             nodes=settings.nodes,
             record_touches=settings.record_touches,
             priority_file=priority,
+            workers=_workers(batch, settings),
         )
         for sequence, batch in enumerate(batches_of(plan), start=1)
     ]
+
+
+def _workers(batch: Batch, settings: RunSettings) -> int:
+    """The regular lines' processes: the stage's workers, unless a process must run its tests one at a time:
+    an ISOLATION line's, one spread over nodes (its ranks hold the nodes for one pytest), one that records
+    touches (one coverage file a process)."""
+    alone = batch.number != 0 or settings.nodes > 1 or settings.record_touches
+    return 1 if alone else settings.workers
 
 
 def next_attempt(

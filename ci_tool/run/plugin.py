@@ -20,10 +20,18 @@ Without `--test-list` it does nothing. With it:
   finished results and the name of the test it died in. ISOLATION is the stage runner's business.
 - As ci-tool's child (`--events`, the leader of its own process group) SIGTERM ends the whole group,
   so a dead ci-tool (whose death sends it) takes the tests' processes down too (ci_tool.run.parent_death).
+- Under pytest-xdist (`-n N`: a stage that runs its tests in several worker processes, run/invocation.py)
+  the work is split by where each fact arises. A worker collects and filters (each the same way: each
+  writes the same `--test-list-report`), arms the timeouts and appends each test's `start` event (with its
+  timeout, which only the worker knows) and, before a timeout ends it, a `timeout` event. The controller,
+  which hears every worker's reports, writes the JUnit stream and the `finish` and `done` events, and turns
+  xdist's report of a worker that died in a test into that test's crash or timeout.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
 import os
 import signal
@@ -50,6 +58,22 @@ from ci_tool.testdb.waives import load_waives
 from ci_tool.text_file import lines, read_text
 
 PLUGIN_NAME = "ci_tool_test_list"
+XDIST_CRASH_PHASE = "???"  # the `when` of xdist's report for a test whose worker died while it ran
+
+
+class Role(enum.Enum):
+    """Which process of a pytest session this is: one that runs its tests itself, or xdist's parts."""
+
+    SINGLE = "single"  # no xdist: collects, runs and reports
+    CONTROLLER = "controller"  # xdist's: hears the workers' reports
+    WORKER = "worker"  # xdist's: collects and runs a share of the tests
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> Role:
+        if hasattr(config, "workerinput"):
+            return cls.WORKER
+        distributing = config.pluginmanager.hasplugin("dsession") or (config.getoption("numprocesses", None) or 0)
+        return cls.CONTROLLER if distributing else cls.SINGLE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -180,12 +204,15 @@ class TestListPlugin:
         self.collection_errors: dict[str, str] = {}
         self.collected: list[str] = []
         self.reports: dict[str, list[pytest.TestReport]] = defaultdict(list)
-        stream = config.getoption("junit_stream", None)
+        self.role = Role.of(config)
+        stream = config.getoption("junit_stream", None) if self.role is not Role.WORKER else None
         self.junit = junit.JunitStream(stream, self.stage or "pytest") if stream else None
         self.watchdog: TimeoutWatchdog | None = None
         self.current_timeout: float | None = None
-        events = config.getoption("events", None)
-        # unbuffered appends: each event reaches the file in one write, before a crash can lose it
+        self.events_file = config.getoption("events", None)
+        events = self.events_file
+        # unbuffered appends: each event reaches the file in one write, before a crash can lose it (xdist's
+        # workers and controller append to one file: an O_APPEND write lands whole, after the others)
         self.events_fd: int | None = os.open(events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if events else None
         if config.args_source is not pytest.Config.ArgsSource.ARGS:
             paths = collection_paths([e.selector for e in self.entries if e.selector.file_path not in self.missing])
@@ -322,7 +349,7 @@ class TestListPlugin:
         if settings.method != "thread":
             return None
         if self.watchdog is None:
-            self.watchdog = TimeoutWatchdog()
+            self.watchdog = TimeoutWatchdog(on_expiry=self._timing_out)
         self.watchdog.arm(item, settings)
         return True
 
@@ -334,13 +361,56 @@ class TestListPlugin:
         return None  # let pytest-timeout cancel a signal timer too (a no-op otherwise)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self._event({"event": "start", "nodeid": nodeid, "time": time.time(), "timeout": self.current_timeout})
+        if self.role is not Role.CONTROLLER:  # a worker's start event carries the timeout it armed
+            self._event({"event": "start", "nodeid": nodeid, "time": time.time(), "timeout": self.current_timeout})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.role is Role.WORKER:
+            return
+        if report.when == XDIST_CRASH_PHASE:
+            self.reports.pop(report.nodeid, None)
+            self._finish(self._worker_death(report))
+            return
         self.reports[report.nodeid].append(report)
         if report.when != "teardown":
             return
-        case = case_from_reports(report.nodeid, self.reports.pop(report.nodeid), self.stage, log_name=self.log_name)
+        reports = self.reports.pop(report.nodeid)
+        self._finish(case_from_reports(report.nodeid, reports, self.stage, log_name=self.log_name))
+
+    def _timing_out(self, nodeid: str) -> None:
+        """Said by a test's watchdog just before pytest-timeout ends the process: under xdist the controller
+        then knows the worker that died was stopped by a timeout, not a crash. (Alone, the process's log
+        says so: ci_tool.run.process reads its banner.)"""
+        if self.role is Role.WORKER:
+            self._event({"event": "timeout", "nodeid": nodeid})
+
+    def _worker_death(self, report: pytest.TestReport) -> junit.CaseResult:
+        """The test an xdist worker died in: a timeout when its worker said so first, else a crash (the
+        worker's stack dump and output are in this process's log)."""
+        said = self._worker_events(report.nodeid)
+        timed_out = "timeout" in said
+        outcome, kind = (TestOutcome.FAILED, junit.TIMEOUT_KIND) if timed_out else (TestOutcome.ERROR, junit.CRASH_KIND)
+        started = said.get("start", {}).get("time")
+        seconds = max(0.0, time.time() - started) if isinstance(started, int | float) else 0.0
+        what = "Timeout: the test did not finish within its timeout" if timed_out else "Crash: its worker process died"
+        worker = (report.longreprtext.strip().splitlines() or ["its worker died"])[-1]  # xdist's: which worker
+        message = f"{what} after {seconds:.1f} s ({worker})"
+        text = f"{message}\nIts stack and output are in {self.log_name or 'the log of its pytest process'}."
+        return junit.CaseResult(report.nodeid, outcome, seconds, message, text, kind, stage=self.stage)
+
+    def _worker_events(self, nodeid: str) -> dict[str, dict[str, object]]:
+        """The events workers appended for `nodeid`, the last of each kind (`start`, `timeout`)."""
+        found: dict[str, dict[str, object]] = {}
+        if not self.events_file or not os.path.exists(self.events_file):
+            return found
+        for line in lines(read_text(self.events_file, name="the events file", error=CiToolError)):
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict) and event.get("nodeid") == nodeid:
+                    found[str(event.get("event"))] = event
+        return found
+
+    def _finish(self, case: junit.CaseResult) -> None:
         if self.junit is not None:
             self.junit.add(case)
         self._event(
@@ -359,7 +429,8 @@ class TestListPlugin:
         if self.junit is not None:
             self.junit.close()
         if self.events_fd is not None:
-            self._event({"event": "done"})
+            if self.role is not Role.WORKER:  # the session's end: the controller's, not a worker's
+                self._event({"event": "done"})
             os.close(self.events_fd)
             self.events_fd = None
 

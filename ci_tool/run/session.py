@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_tool import gitinfo
+from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
@@ -76,6 +76,14 @@ class SessionConfig:
     slurm_partition: str | None = None  # every Slurm job's partition (else each stage's platform's pool)
     record_touches: bool = False  # which test ran which file, into the history (`--record-touches`)
     jobs: int = 1  # stages side by side on this machine (`--jobs`; run/resources.py): 1 runs one at a time
+    parallel_families: frozenset[str] = frozenset()  # those with `parallel_tests` (the catalog's)
+    stage_cores: int = 1  # the test processes of a stage of such a family, here (run/resources.stage_cores)
+
+    def workers(self, name: StageName) -> int:
+        """How many processes run the stage's tests at once: `stage_cores` for a stage of a parallel family
+        on this machine, else one (a perf stage measures alone; a Slurm job is sized by its partition)."""
+        parallel = name.family in self.parallel_families and not name.policy.runs_alone
+        return self.stage_cores if parallel and self.executor is Executor.LOCAL else 1
 
     def stage_settings(self, name: StageName, *, results_dir: Path, run_id: str, preview: bool = False) -> RunSettings:
         """How a stage of this session runs: the one place a stage's RunSettings is made. A Slurm job spans
@@ -91,6 +99,7 @@ class SessionConfig:
             detailed_log=self.detailed_log,
             nodes=name.node_count if self.executor is Executor.SLURM else 1,
             record_touches=not preview and self.record_touches,
+            workers=self.workers(name),
         )
 
 
@@ -250,8 +259,10 @@ def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> Sta
 
         return SlurmExecutor(run_id=run_id, partition=config.slurm_partition, note=progress.note)
     if config.jobs > 1:
-        slots = Slots(config.jobs, gpu_devices(config.sysinfo, os.environ))
-        return StagePool(config.sysinfo, slots, on_event=progress.stage_event, on_tick=progress.tick)
+        slots = Slots(config.jobs, gpu_devices(config.sysinfo, os.environ), cores=sysinfo.usable_cores())
+        return StagePool(
+            config.sysinfo, slots, on_event=progress.stage_event, on_tick=progress.tick, workers=config.workers
+        )
     return LocalExecutor(config.sysinfo, on_event=progress.event)
 
 

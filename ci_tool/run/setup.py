@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ci_tool.run.changes import merged_waives
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.progress import ProgressStyle
+from ci_tool.run.resources import host_capacity, stage_cores
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
@@ -98,6 +100,8 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
         executor=options.executor,
         slurm_partition=options.slurm_partition,
         record_touches=options.record_touches,
+        parallel_families=frozenset(family.name.name for family in loaded.catalog.families if family.parallel_tests),
+        stage_cores=stage_cores(host_capacity(facts, cores=sysinfo.usable_cores(), environ=os.environ), jobs=1),
     )
     return LocalSetup(loaded, facts, waives_file, config)
 

@@ -83,9 +83,11 @@ class StagePool:
         *,
         on_event: StageSink,
         on_tick: Callable[[], None],
+        workers: Callable[[StageName], int] = lambda name: 1,
         python: str = sys.executable,
     ) -> None:
         self.sysinfo, self.slots, self.on_event, self.on_tick, self.python = sysinfo, slots, on_event, on_tick, python
+        self.workers = workers  # each stage's test processes: the cores it takes (run/resources.py)
         self.children: dict[int, _Child] = {}  # by the fd of the child's stdout
         self.done: list[Finished] = []
         self.selector = selectors.DefaultSelector()
@@ -99,7 +101,7 @@ class StagePool:
     def can_start(self, name: StageName) -> bool:
         if self.mismatch(name) is not None:
             return True  # it never starts here: no room to wait for
-        return self.signalled is None and self.slots.fits(stage_needs(name))
+        return self.signalled is None and self.slots.fits(stage_needs(name, self.workers(name)))
 
     def running(self) -> int:
         return len(self.children) + len(self.done)
@@ -113,7 +115,7 @@ class StagePool:
                 raise interrupts.interrupt_of(self.signalled)
             self.done.append(StageOutcome(ready.plan.name.name, StageState.SKIPPED, NOT_STARTED_INTERRUPTED))
             return
-        grant = self.slots.take(stage_needs(ready.plan.name))
+        grant = self.slots.take(stage_needs(ready.plan.name, ready.settings.workers))
         settings = replace(ready.settings, variables={**ready.settings.variables, **self.slots.variables(grant)})
         ready = replace(ready, settings=settings)
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the child is read back

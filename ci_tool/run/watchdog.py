@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest_timeout
@@ -22,7 +23,8 @@ WAKE_SECONDS = 0.5
 class TimeoutWatchdog:
     """One daemon thread for a whole session; `arm` per test, `disarm` after it."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_expiry: Callable[[str], None] = lambda nodeid: None) -> None:
+        self._on_expiry = on_expiry  # hears the node id first: an xdist worker says which test timed out
         self._armed: tuple[float, Any, Any] | None = None  # (deadline, item, settings), swapped whole
         self._thread = threading.Thread(target=self._watch, name="ci-tool-timeout-watchdog", daemon=True)
         self._thread.start()
@@ -41,5 +43,6 @@ class TimeoutWatchdog:
                 time.sleep(WAKE_SECONDS if armed is None else min(WAKE_SECONDS, armed[0] - now))
                 continue
             if armed is self._armed:  # still the same test: it ran past its deadline
+                self._on_expiry(armed[1].nodeid)
                 pytest_timeout.timeout_timer(armed[1], armed[2])  # dumps stacks and calls os._exit
                 return

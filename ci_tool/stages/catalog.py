@@ -193,6 +193,7 @@ class Family:
     where: Where
     executor: Executor = Executor.LOCAL
     line_filter: LineFilter | None = None  # narrowed: the lines of its render it runs
+    parallel_tests: bool = False  # its tests run in several processes at once (pytest-xdist), one per core given
     # what its platform's runners report (the catalog's `platforms:`), which a dry run renders with in place of
     # a machine's probe; None: the catalog does not say, and the stage name's facts stand alone
     facts: Mapping[str, QueryValue] | None = field(default=None, compare=False)

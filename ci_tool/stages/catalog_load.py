@@ -166,5 +166,6 @@ def _resolve(
         arch=written.arch,
         where=written.where(),
         executor=written.executor,
+        parallel_tests=written.parallel_tests,
         facts=facts,
     )

@@ -158,6 +158,7 @@ FAMILY_FIELDS: tuple[Field, ...] = (
     Field("timeout_minutes", FieldKind.WHOLE_MINUTES, "minutes >= 1"),
     Field("arch", FieldKind.TEXT, "an architecture", check=_arch_problem),
     Field("executor", FieldKind.EXECUTOR, " or ".join(Executor), example=Executor.SLURM.value),
+    Field("parallel_tests", FieldKind.BOOL, "true or false"),
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
 REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
@@ -191,6 +192,7 @@ class FamilySpec:
     timeout_minutes: int | None = None  # None: derived (TimeoutRule)
     arch: str = "x86_64"
     executor: Executor = Executor.LOCAL  # what runs its stages (executors.py)
+    parallel_tests: bool = False  # its tests may run side by side in one stage (run/resources.py)
     wheres: Mapping[str, Where] = field(default_factory=dict, compare=False)  # key -> where it was written
 
     def where(self, key: str = "") -> Where:

@@ -323,6 +323,14 @@ def test_gpu_stages_get_devices_of_their_own_and_cpu_stages_none(tmp_path: Path)
     assert devices[f"{ALPHA}-1"] == ""
 
 
+def test_one_stage_at_a_time_a_cpu_stage_sees_no_gpu_either(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", [Stage("A10-PyTorch-One"), Stage(ALPHA)])
+    done = project.run("--jobs", "1", gpus=2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    devices = {e["stage"]: e["gpus"] for e in project.events() if e["event"] == "start"}
+    assert devices == {"A10-PyTorch-One-1": None, f"{ALPHA}-1": ""}  # the GPU stage: the host's, as it is
+
+
 def test_the_default_bound_is_what_the_host_holds(tmp_path: Path) -> None:
     # Two cores and no GPU (this process's affinity set to two cores): two stages side by side.
     project = make_project(tmp_path / "p", [Stage(ALPHA, meets=(f"{BETA}-1",)), Stage(BETA, meets=(f"{ALPHA}-1",))])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_tool.run.catalog_order import CatalogOrder
-from ci_tool.run.resources import Slots, StageNeeds, stage_needs
+from ci_tool.run.resources import HostCapacity, Slots, StageNeeds, run_stage_cores, stage_cores, stage_needs
 from ci_tool.stages.names import parse_stage_name
 
 CPU = StageNeeds(cores=1, gpus=0, alone=False)
@@ -80,6 +80,50 @@ def test_gpu_stages_get_disjoint_devices_and_give_them_back() -> None:
 def test_a_host_without_gpus_sets_no_devices() -> None:
     slots = Slots(2, ())
     assert slots.variables(slots.take(CPU)) == {}
+
+
+def test_a_parallel_stage_takes_its_workers_as_cores_and_stages_stay_within_jobs() -> None:
+    slots = Slots(3, ("0",), cores=16)
+    slots.take(stage_needs(parse_stage_name("CPU-Generic-1"), 7))
+    assert slots.fits(stage_needs(parse_stage_name("CPU-Generic-2"), 7))
+    slots.take(stage_needs(parse_stage_name("CPU-Generic-2"), 7))
+    assert not slots.fits(stage_needs(parse_stage_name("CPU-Generic-Post-Merge-1"), 7))  # 21 cores > 16
+    assert slots.fits(stage_needs(parse_stage_name("DGX_H100-PyTorch-1")))  # 15 cores: the third stage
+    slots.take(stage_needs(parse_stage_name("DGX_H100-PyTorch-1")))
+    assert not slots.fits(CPU)  # a fourth stage: more than --jobs 3, though a core is free
+
+
+def test_a_stage_never_takes_more_than_the_host() -> None:
+    slots = Slots(1, (), cores=4)
+    assert slots.take(StageNeeds(cores=64, gpus=0, alone=False)).cores == 4
+
+
+@pytest.mark.parametrize(
+    ("host", "jobs", "parallel", "others", "cores"),
+    [
+        (HostCapacity(16, 128 * 1024, ("0",)), 1, 2, 3, 16),  # one stage at a time: the whole host
+        (HostCapacity(16, 128 * 1024, ("0",)), 16, 2, 3, 6),  # (16 - 3) // 2
+        (HostCapacity(16, 8 * 1024, ()), 1, 1, 0, 4),  # memory holds 4 processes
+        (HostCapacity(2, 16 * 1024, ()), 2, 2, 2, 1),  # the 2-core box: a core each, as before
+        (HostCapacity(16, 128 * 1024, ()), 4, 2, 9, 7),  # --jobs 4 leaves room for 2 others: (16 - 2) // 2
+        (HostCapacity(16, 128 * 1024, ()), 16, 0, 3, 16),  # no parallel stage: unused
+    ],
+    ids=["serial", "side-by-side", "memory", "two-cores", "jobs-bound-others", "no-parallel-stage"],
+)
+def test_stage_cores(host: HostCapacity, jobs: int, parallel: int, others: int, cores: int) -> None:
+    assert stage_cores(host, jobs=jobs, parallel=parallel, others=others) == cores
+
+
+def test_the_cores_a_run_gives_its_parallel_stages_count_only_stages_that_run_here_and_not_alone() -> None:
+    names = [parse_stage_name(name) for name in (
+        "CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-PerfSanity-1", "CPU-Build_Docs", "A10-PyTorch-1",
+        "DGX_H100-PyTorch-1",
+    )]  # fmt: skip
+    cores = run_stage_cores(
+        HostCapacity(16, None, ("0",)), jobs=16, stages=names, parallel_families={"CPU-Generic"},
+        runs_here=lambda name: name.gpu != "A10",
+    )  # fmt: skip
+    assert cores == (16 - 2) // 2  # the docs and the H100 stage beside; the perf stage alone; no A10 here
 
 
 def test_records_wait_for_the_stages_before_them() -> None:
