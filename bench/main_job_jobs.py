@@ -3,7 +3,10 @@
 line came (its `passed in` / `failed in` line where the host serves it, its `waiting for a runner` line where
 it does not).
 
-    .venv/bin/python bench/main_job_jobs.py [--modes serial,default] [--jobs-default N]
+    .venv/bin/python bench/main_job_jobs.py [--modes serial,default] [--jobs-default N] [--request TEXT]
+
+`--request '/bot run --disable-fail-fast'` keeps a host that lacks a tool some tests need (act, Groovy, a
+browser) from stopping the run at their failures: it times the same stages to their end.
 
 Run from the checkout (a venv with the package installed, `pip install -e '.[engine,test]'`, torch among it).
 Everything goes under $OUT (default: ./bench-out/main_job_jobs): per mode its history (`<mode>.sqlite`), its
@@ -31,13 +34,13 @@ RESULT = re.compile(r"^(?P<stage>[A-Za-z0-9_]+(?:-[+\w\[\]]+)*): (?P<what>(?:pas
 MODES = {"serial": ["--jobs", "1"], "default": []}
 
 
-def run_mode(mode: str, args: list[str], out: Path) -> dict[str, object]:
+def run_mode(mode: str, args: list[str], out: Path, request: list[str]) -> dict[str, object]:
     """One main job from a fresh history; each output line with its second since the start."""
     history, results, log = out / f"{mode}.sqlite", out / f"{mode}-runs", out / f"{mode}.log"
     history.unlink(missing_ok=True)
     shutil.rmtree(results, ignore_errors=True)
-    command = [sys.executable, "-m", "ci_tool", "run", "--history", str(history), "--results-dir", str(results),
-               "--progress", "lines", *args]  # fmt: skip
+    command = [sys.executable, "-m", "ci_tool", "run", *request, "--history", str(history), "--results-dir",
+               str(results), "--progress", "lines", *args]  # fmt: skip
     env = {**os.environ, "CI_TOOL_PROGRESS": "lines"}
     started = time.monotonic()
     first_gpu: tuple[float, str] | None = None
@@ -73,12 +76,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="serial,default", help="comma-separated: serial, default")
     parser.add_argument("--jobs-default", type=int, help="pass --jobs N in the default mode instead of the default")
+    parser.add_argument("--request", help="the request to run (default: none, a bare `/bot run`)")
     options = parser.parse_args()
     out = Path(os.environ.get("OUT") or ROOT / "bench-out" / "main_job_jobs")
     out.mkdir(parents=True, exist_ok=True)
     if options.jobs_default:
         MODES["default"] = ["--jobs", str(options.jobs_default)]
-    rows = [run_mode(mode, MODES[mode], out) for mode in options.modes.split(",")]
+    request = [options.request] if options.request else []
+    rows = [run_mode(mode, MODES[mode], out, request) for mode in options.modes.split(",")]
     (out / "main_job_jobs.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(f"{'mode':8} {'exit':>4} {'wall s':>8} {'first GPU result s':>19}  bound")
     for row in rows:
