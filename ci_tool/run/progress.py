@@ -134,7 +134,8 @@ class Progress:
         line = f"{stage}: {view.finished}/{view.total or '?'} tests after {_minutes(now - view.started)} ({shown})"
         if view.running:
             slowest, since = min(view.running.items(), key=lambda item: item[1])
-            line += f"; running {slowest} for {_minutes(now - since)}"
+            many = f"{len(view.running)} tests, the longest " if len(view.running) > 1 else ""  # xdist workers
+            line += f"; running {many}{slowest} for {_minutes(now - since)}"
         self._line(line)
 
     def stage_finished(

@@ -201,3 +201,14 @@ def test_the_bar_shows_stages_side_by_side() -> None:
     progress.tick()
     bar = "2 stages  ok 0  fail 1  skip 0  CPU-Generic-1 0/3  CPU-Generic-2 1/1"
     assert stream.getvalue().endswith("\r\x1b[2K" + bar)
+
+
+def test_with_several_tests_running_at_once_the_line_counts_them() -> None:
+    stream, progress, clock = _long_stage(tty=False)  # xdist workers: t1 and t3 run at once
+    progress.event({"event": "start", "nodeid": "a.py::t3"})
+    clock.now += 50
+    progress.event(TICK)
+    assert stream.getvalue().splitlines()[-1] == (
+        "CPU-Generic-1: 1/3 tests after 1:00 (1 passed, 0 failed, 0 skipped); running 2 tests, the longest a.py::t1 "
+        "for 1:00"
+    )
