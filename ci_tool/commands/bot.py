@@ -29,7 +29,7 @@ from ci_tool.bot.request import BotRequest
 from ci_tool.commands import bot_labels
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
-from ci_tool.commands.history import history_option
+from ci_tool.commands.history_options import history_option
 from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, DispatchError
 from ci_tool.gitinfo import CodeVersion

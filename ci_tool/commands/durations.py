@@ -11,7 +11,7 @@ import click
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.commands import bounds
-from ci_tool.commands.history import history_option
+from ci_tool.commands.history_options import history_option
 from ci_tool.errors import ShardError
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, history_path

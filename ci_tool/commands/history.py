@@ -13,35 +13,15 @@ from pathlib import Path
 import click
 
 from ci_tool.commands import bounds
+from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError
 from ci_tool.history import overview, queries
-from ci_tool.history.locator import History, PostgresUrl, locate
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.overview import RunSummary
 from ci_tool.history.queries import FlakyTest, SlowTest
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.history.unrecorded import UNRECORDED, load_unrecorded
 from ci_tool.outcomes import StageState
-
-
-class HistoryType(click.ParamType):
-    """`--history`: a SQLite file's path or a `postgresql://` URL (locator.py)."""
-
-    name = "PATH|URL"
-
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> History:
-        if isinstance(value, Path | PostgresUrl):
-            return value
-        return locate(str(value))
-
-
-HISTORY = HistoryType()
-history_option = click.option(
-    "--history",
-    "history_file",
-    type=HISTORY,
-    help="SQLite history file or postgresql://USER@HOST:PORT/DB URL [default: $CI_TOOL_HISTORY, else "
-    ".ci-tool/history.sqlite].",
-)
 
 
 @click.group(invoke_without_command=True)
@@ -78,9 +58,7 @@ def history(ctx: click.Context, history_file: Path | None, limit: int, window: i
     return 0
 
 
-def _text(
-    runs: Sequence[RunSummary], slowest: Sequence[SlowTest], flaky: Sequence[FlakyTest], *, window: int
-) -> str:
+def _text(runs: Sequence[RunSummary], slowest: Sequence[SlowTest], flaky: Sequence[FlakyTest], *, window: int) -> str:
     """The recent runs, the slowest tests and the flaky tests, for people."""
     lines = ["Recent runs (newest first):"]
     for summary in runs:
@@ -144,7 +122,5 @@ def import_command(ctx: click.Context, run_dir: Path, history_file: Path | None,
         ) from None
     tests = sum(len(found) for _, found, _ in stages)
     waiting = sum(1 for stage, _, _ in stages if stage.state is StageState.WAITING)
-    click.echo(
-        f"recorded run {run.run_id} ({run.state.words(waiting)}, {len(stages)} stages, {tests} tests) in {path}"
-    )
+    click.echo(f"recorded run {run.run_id} ({run.state.words(waiting)}, {len(stages)} stages, {tests} tests) in {path}")
     return 0

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from ci_tool.commands import bounds
-from ci_tool.commands.history import history_option
+from ci_tool.commands.history_options import history_option
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult, newest_perf_run, perf_keys, perf_series, run_perf_results
 from ci_tool.history.store import HistoryStore, history_path

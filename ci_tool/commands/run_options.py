@@ -15,10 +15,9 @@ import click
 from ci_tool import output_files
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import catalog_options, with_decorators
-from ci_tool.commands.history import history_option
-from ci_tool.commands.report import write_html_report
-from ci_tool.history.store import history_path
+from ci_tool.commands.history_options import history_option
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS
+from ci_tool.report.run_page import write_html_report
 from ci_tool.run.progress import LOG_ENVIRONMENT, PROGRESS_ENV, Progress, ProgressStyle
 from ci_tool.run.session import SessionResult
 from ci_tool.run.setup import RunOptions
@@ -143,10 +142,7 @@ def finish(result: SessionResult, options: RunOptions) -> int:
     click.echo(result.closing_line)
     if result.unrecorded is not None:
         click.echo(f"warning: {result.unrecorded}", err=True)
-    if options.html_report is not None:
-        recorded = history_path(options.history_file) if result.unrecorded is None else None
-        kept = write_html_report(recorded, result.run_id, options.html_report, kept=result.report)
-        if kept is not None:
-            click.echo(f"warning: {kept}; the HTML report shows the run's own results", err=True)
+    if options.html_report is not None:  # the report report.md renders, as a page
+        write_html_report(result.report, options.html_report)
         click.echo(f"HTML report: {options.html_report}")
     return result.state.exit_code

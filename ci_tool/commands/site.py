@@ -16,8 +16,7 @@ from ci_tool import output_files
 from ci_tool import report as report_package
 from ci_tool.atomic import make_folder, write_text_atomically
 from ci_tool.commands import bounds
-from ci_tool.commands.history import history_option
-from ci_tool.commands.report import html_page
+from ci_tool.commands.history_options import history_option
 from ci_tool.errors import ReportError, Where
 from ci_tool.history import overview, queries
 from ci_tool.history.perf_results import perf_overview
@@ -26,6 +25,8 @@ from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.json_file import read_json
 from ci_tool.report import dashboard
 from ci_tool.report import site as layout
+from ci_tool.report.model import load_report
+from ci_tool.report.run_page import run_page
 
 
 @click.command()
@@ -74,13 +75,9 @@ def _write_run_pages(
     runs_folder = output / layout.RUNS_FOLDER
     for summary in plan.render:
         try:
-            page = html_page(
-                store,
-                summary.run.run_id,
-                runs_folder,
-                trend_samples=window,
-                nav=layout.nav("../"),
-                run_href=lambda run_id: _sibling(hrefs.get(run_id)),
+            found = load_report(store, summary.run.run_id, trend_samples=window)
+            page = run_page(
+                found, runs_folder, nav=layout.nav("../"), run_href=lambda run_id: _sibling(hrefs.get(run_id))
             )
         except BadRowError as error:  # one run's bad row: the rest of the site still builds
             store.warn(f"{error}; the page of run {summary.run.run_id} is left out")
@@ -126,11 +123,12 @@ def _write_if_changed(path: Path, text: str) -> bool:
 
 def _renderer() -> str:
     """Which renderer made the pages: a hash of the sources that shape them (the report package, the
-    report's model among them), so a change of any page's shape makes every run page again, and nothing else
-    does."""
+    report's model and its templates among them), so a change of any page's shape makes every run page
+    again, and nothing else does."""
     digest = hashlib.sha256()
-    for source in sorted(Path(report_package.__file__).parent.glob("*.py")):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    folder = Path(report_package.__file__).parent
+    for source in sorted([*folder.glob("*.py"), *folder.glob("templates/*.j2")]):
+        digest.update(source.relative_to(folder).as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -13,7 +13,7 @@ import click
 from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
-from ci_tool.commands.history import history_option
+from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError, StageError
 from ci_tool.generate.outputs import github_outputs
 from ci_tool.history.store import history_path

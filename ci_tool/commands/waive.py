@@ -14,8 +14,8 @@ import click
 
 from ci_tool.commands import bounds
 from ci_tool.commands.clock import Day, resolve_today, today_option
-from ci_tool.commands.flaky import days_option, read_flake_stats
-from ci_tool.commands.history import history_option
+from ci_tool.commands.flake_options import days_option, read_flake_stats
+from ci_tool.commands.history_options import history_option
 from ci_tool.commands.waive_diff import check_output, output_option, read_waives_text, shown_path, write_diff
 from ci_tool.layout import TEST_DB_DIR, waives_file_of
 from ci_tool.report.waive_proposals import Proposal, propose_waives

@@ -23,7 +23,7 @@ from ci_tool.errors import HistoryError, Where
 from ci_tool.history import flakiness
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.locator import History
-from ci_tool.history.perf_results import PerfResult, post_merge_snapshot, record_perf_results
+from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, post_merge_snapshot, record_perf_results
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.reuse import reused_stage_records
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
@@ -149,6 +149,17 @@ class RunRecorder:
         except HistoryError as error:
             self.warn(f"{error}; the perf cases gate without the history's post-merge results")
             return None
+
+    def perf_trends(self, results: Sequence[PerfResult], *, limit: int) -> dict[PerfKey, list[float]]:
+        """Each perf metric's values up to the run (perf_results.perf_trends); none without a history: the
+        report still comes, without trends."""
+        if self.store is None or not results:
+            return {}
+        try:
+            return perf_trends(self.store, results, limit=limit)
+        except HistoryError as error:
+            self.warn(f"{error}; the report draws no perf trends")
+            return {}
 
     def reused_records(self, stages: Sequence[StageRecord]) -> dict[str, StageRecord]:
         """Each reused stage's record in the run it passed in (none without a history: the report still

@@ -1,5 +1,6 @@
 """The CI report of one run as a self-contained HTML page (what `ci-tool report RUN --format html` writes and
-each run page of `ci-tool site` is). Pure: a CiReport and where the stages' folders are, HTML out.
+each run page of `ci-tool site` and `run --html-report` are). Pure: a CiReport and where the stages' folders
+are, HTML out, from templates/run.html.j2 (this module gives it plain values; the template escapes them).
 
     summary       the run's state, command, totals and duration
     stages        result, duration, shard, counts and reruns of every stage
@@ -19,17 +20,21 @@ from __future__ import annotations
 
 import datetime
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 
+from markupsafe import Markup
+
 from ci_tool.errors import StageError
-from ci_tool.history.perf_results import PerfKey, PerfResult
+from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.stage_details import Rerun
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import PerfVerdict, StageState, TestOutcome
 from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 from ci_tool.report.model import CiReport, FailedTest
-from ci_tool.report.page import attribute, page, sparkline, state, table, text
+from ci_tool.report.page import code, escaped, muted, render, sparkline, verdict
 from ci_tool.report.words import (
     KNOWN_FLAKY_NOTE,
     KNOWN_FLAKY_TITLE,
@@ -44,7 +49,6 @@ from ci_tool.testdb.waive_terms import link_pieces
 
 StageHref = Callable[[StageRecord], str | None]  # a stage's results folder as a URL from the page, if any
 RunHref = Callable[[str], str | None]  # another run's page as a URL from this one, if it has one
-PerfTrends = Mapping[PerfKey, Sequence[float]]  # (case, GPU type, metric) -> its values, oldest first
 # How a perf verdict is coloured: the state class whose colour it shares.
 _VERDICT_CLASS = {PerfVerdict.PASSED: "passed", PerfVerdict.REGRESSED: "failed", PerfVerdict.LOST_COVERAGE: "failed",
                   PerfVerdict.WARNED: "unstable", PerfVerdict.SKIPPED: "unstable"}  # fmt: skip
@@ -55,229 +59,181 @@ def render_html(
     *,
     stage_href: StageHref,
     nav: Sequence[tuple[str, str]] = (),
-    perf_trends: PerfTrends | None = None,
     run_href: RunHref | None = None,
 ) -> str:
     """The report page. `stage_href` gives each stage's folder relative to where the page is written;
-    `run_href` links the runs reused stages passed in; `perf_trends` draws each perf metric's trend."""
+    `run_href` links the runs reused stages passed in; each perf metric's trend is the report's own."""
+    return render("run.html.j2", run_context(report, stage_href=stage_href, nav=nav, run_href=run_href))
+
+
+def run_context(
+    report: CiReport, *, stage_href: StageHref, nav: Sequence[tuple[str, str]], run_href: RunHref | None
+) -> dict[str, object]:
+    """What templates/run.html.j2 prints: plain values (the template escapes them) and HTML from macros."""
     run = report.run
     words = run.state.words(report.waiting)
-    stages = {stage.name: stage for stage in report.stages}
-    body = [
-        f"<h1>ci-tool run <code>{text(run.run_id)}</code>: {state(run.state.value, words)}</h1>",
-        _summary(report),
-        *_stages(report, stage_href),
-        *_failures(report, stages, stage_href),
-        *_known_flaky(report, stages, stage_href),
-        *_reruns(report),
-        *_waives(report),
-        *_perf(report.perf, perf_trends or {}, dict(report.quiet_needed)),
-        *_reused(report, run_href),
-        *_not_run(report),
-        *_uncollected(report),
-    ]
-    return page(f"ci-tool run {run.run_id}: {words}", body, nav=nav)
-
-
-def _summary(report: CiReport) -> str:
-    run = report.run
     started = datetime.datetime.fromtimestamp(run.started_at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    counts = totals_words(report)
-    return (
-        f"<p><code>{text(run.command)}</code> · {counted(len(report.stages), 'stage')} · {text(counts)}</p>"
-        f'<p class="muted">started {text(started)}' + (f" on {text(run.host)}" if run.host else "") + "</p>"
-    )
+    stages = {stage.name: stage for stage in report.stages}
+    return {
+        "title": f"ci-tool run {run.run_id}: {words}",
+        "nav": nav,
+        "script": "",
+        "run_id": run.run_id,
+        "state": run.state.value,
+        "words": words,
+        "command": run.command,
+        "stage_count": counted(len(report.stages), "stage"),
+        "counts": totals_words(report),
+        "started": started,
+        "host": run.host,
+        "stage_headers": ("Stage", "Result", "Duration", "Shard", "Passed", "Failed", "Skipped", "Reruns"),
+        "stage_numbers": (4, 5, 6, 7),
+        "stages": _stages(report, stage_href),
+        "failures": _failures(report, stages, stage_href),
+        "known_flaky": _known_flaky(report, stages, stage_href),
+        "rerun_headers": ("Test", "Stage", "Signature", "Rerun"),
+        "reruns": [_rerun(rerun) for rerun in report.reruns],
+        "waives": _waives(report),
+        "perf_headers": PERF_HEADERS,
+        "perf_numbers": PERF_NUMBERS,
+        "perf": _perf(report),
+        "reused": _reused(report, run_href),
+        "not_run": [
+            {"name": s.name, "state": s.state.value, "words": s.state.words, "reason": s.reason}
+            for s in report.stages
+            if not s.state.ran and s.state is not StageState.REUSED
+        ],
+        "uncollected": report.uncollected,
+    }
 
 
-def _stages(report: CiReport, stage_href: StageHref) -> list[str]:
-    reruns: dict[str, int] = {}
-    for rerun in report.reruns:
-        reruns[str(rerun.get("stage"))] = reruns.get(str(rerun.get("stage")), 0) + 1
+def _stages(report: CiReport, stage_href: StageHref) -> list[dict[str, object]]:
+    reruns = Counter(rerun.stage for rerun in report.reruns)
     rows = []
     for stage in report.stages:
         ran = stage.state.ran
-        result = state(stage.state.value, stage.state.words) + (
-            f" <span>({text(stage.reason)})</span>" if stage.reason else ""
-        )
-        folder = stage_href(stage) if ran else None
-        name = f"<code>{text(stage.name)}</code>"
         rows.append(
-            [
-                f'<a href="{text(folder)}">{name}</a>' if folder is not None else name,
-                result,
-                text(seconds_text(stage.duration_seconds)) if ran else "–",
-                text(_shard(stage.name)),
-                *(text(getattr(stage, key)) if ran else "–" for key in ("passed", "failed", "skipped")),
-                text(reruns.get(stage.name, 0)) if ran else "–",
-            ]
+            {
+                "name": stage.name,
+                "href": stage_href(stage) if ran else None,
+                "state": stage.state.value,
+                "words": stage.state.words,
+                "reason": stage.reason,
+                "duration": seconds_text(stage.duration_seconds) if ran else "–",
+                "shard": _shard(stage.name),
+                **{key: getattr(stage, key) if ran else "–" for key in ("passed", "failed", "skipped")},
+                "reruns": reruns[stage.name] if ran else "–",
+            }
         )
-    headers = ("Stage", "Result", "Duration", "Shard", "Passed", "Failed", "Skipped", "Reruns")
-    return [
-        '<h2 id="stages">Stages</h2>',
-        table("Every stage of the run, in order", headers, rows, numbers=(4, 5, 6, 7)),
-    ]
+    return rows
 
 
-def _failures(report: CiReport, stages: dict[str, StageRecord], stage_href: StageHref) -> list[str]:
+def _failures(report: CiReport, stages: Mapping[str, StageRecord], stage_href: StageHref) -> dict[str, object] | None:
     if not report.failures:
-        return []
+        return None
     count = sum(len(group.tests) for group in report.failures)
     signatures = counted(len(report.failures), "signature")
-    parts = [f'<h2 id="failures">{failures_title(report)}: {counted(count, "test")}, {signatures}</h2>']
-    for group in report.failures:
-        items = "".join(f"<li>{_failed_test(test, stages.get(test.stage), stage_href)}</li>" for test in group.tests)
-        excerpt = group.tests[0].excerpt or group.tests[0].message
-        parts.append(
-            '<details class="failure">'
-            f"<summary><code>{text(group.signature)}</code> ({counted(len(group.tests), 'test')})</summary>"
-            f"<ul>{items}</ul>" + (f"<pre>{text(excerpt)}</pre>" if excerpt else "") + "</details>"
-        )
-    return parts
+    groups = [
+        {
+            "signature": group.signature,
+            "count": counted(len(group.tests), "test"),
+            "tests": [_failed_test(test, stages.get(test.stage), stage_href) for test in group.tests],
+            "excerpt": group.tests[0].excerpt or group.tests[0].message,
+        }
+        for group in report.failures
+    ]
+    return {"title": f"{failures_title(report)}: {counted(count, 'test')}, {signatures}", "groups": groups}
 
 
-def _known_flaky(report: CiReport, stages: dict[str, StageRecord], stage_href: StageHref) -> list[str]:
+def _known_flaky(
+    report: CiReport, stages: Mapping[str, StageRecord], stage_href: StageHref
+) -> dict[str, object] | None:
     if not report.known_flaky:
-        return []
-    items = []
+        return None
+    tests = []
     for test in report.known_flaky:
         assert test.flake is not None  # the section holds only known flaky failures
-        signature = f", <code>{text(test.flake.signature)}</code>" if test.flake.signature else ""
-        line = _failed_test(test, stages.get(test.stage), stage_href)
-        items.append(f"<li>{line}: {text(known_flaky_words(test.flake))}{signature}</li>")
+        failed = _failed_test(test, stages.get(test.stage), stage_href)
+        tests.append({"test": failed, "words": known_flaky_words(test.flake), "signature": test.flake.signature})
     title = f"{KNOWN_FLAKY_TITLE}: {counted(len(report.known_flaky), 'test')}"
-    return [
-        f'<h2 id="known-flaky">{text(title)}</h2>',
-        f'<p class="muted">{text(KNOWN_FLAKY_NOTE)}.</p>',
-        f"<ul>{''.join(items)}</ul>",
-    ]
+    return {"title": title, "note": KNOWN_FLAKY_NOTE, "tests": tests}
 
 
-def _failed_test(test: FailedTest, stage: StageRecord | None, stage_href: StageHref) -> str:
-    line = f"<code>{text(test.test_id)}</code> in {text(test.stage)}"
-    if test.outcome is TestOutcome.ERROR:
-        line += " (error)"
+def _failed_test(test: FailedTest, stage: StageRecord | None, stage_href: StageHref) -> dict[str, object]:
+    """A failed test and the link to its log (relative to the page), where its stage's folder has one."""
     logs = stage.details.get("logs", {}) if stage is not None else {}
     folder = stage_href(stage) if stage is not None else None
     log = logs.get(test.test_id) if isinstance(logs, dict) else None
+    href = None
     if folder is not None and isinstance(log, str):
-        href = (
-            PurePosixPath(log).as_uri()
-            if PurePosixPath(log).is_absolute()
-            else folder.rstrip("/") + "/" + urllib.parse.quote(log)
-        )
-        line += f' · <a href="{text(href)}">log</a>'
-    return line
+        absolute = PurePosixPath(log).is_absolute()
+        href = PurePosixPath(log).as_uri() if absolute else folder.rstrip("/") + "/" + urllib.parse.quote(log)
+    error = test.outcome is TestOutcome.ERROR
+    return {"test_id": test.test_id, "stage": test.stage, "error": error, "log_href": href}
 
 
-def _reruns(report: CiReport) -> list[str]:
-    if not report.reruns:
-        return []
-    rows = [
-        [
-            f"<code>{text(r.get('test_id'))}</code>",
-            text(r.get("stage")),
-            f"<code>{text(r.get('signature'))}</code>",
-            "passed on rerun (unstable, not green)" if r.get("rerun") == TestOutcome.PASSED else "failed again",
-        ]
-        for r in report.reruns
-    ]
-    headers = ("Test", "Stage", "Signature", "Rerun")
-    return ['<h2 id="reruns">Reruns of known flaky failures</h2>', table("Known flaky failures", headers, rows)]
+def _rerun(rerun: Rerun) -> dict[str, object]:
+    passed = rerun.outcome is TestOutcome.PASSED
+    verdict = "passed on rerun (unstable, not green)" if passed else "failed again"
+    return {"test_id": rerun.test_id, "stage": rerun.stage, "signature": rerun.signature, "verdict": verdict}
 
 
-def _waives(report: CiReport) -> list[str]:
+def _waives(report: CiReport) -> dict[str, object] | None:
+    """The waives applied, by reason: a reason's issue links (http and https only) become links."""
     if not report.waives:
-        return []
+        return None
     total = sum(len(ids) for _, ids in report.waives)
-    items = "".join(
-        f"<li>{_linked(reason)}: " + ", ".join(f"<code>{text(test_id)}</code>" for test_id in ids) + "</li>"
-        for reason, ids in report.waives
-    )
-    return [f'<h2 id="waives">Waives applied: {counted(total, "test")}</h2>', f"<ul>{items}</ul>"]
+    reasons = [{"reason": link_pieces(reason), "tests": ids} for reason, ids in report.waives]
+    return {"title": f"Waives applied: {counted(total, 'test')}", "reasons": reasons}
 
 
-def _linked(reason: str) -> str:
-    """A waive's reason, its issue links (http and https only) as links and everything escaped."""
-    return "".join(
-        f'<a href="{attribute(piece)}">{text(piece)}</a>' if is_link else text(piece)
-        for piece, is_link in link_pieces(reason)
-    )
-
-
-def _perf(results: Sequence[PerfResult], trends: PerfTrends, quiet_needed: Mapping[str, int]) -> list[str]:
+def _perf(report: CiReport) -> dict[str, object] | None:
+    results = report.perf
     if not results:
-        return []
-    unbaselined = [f"<p>{text(no_baseline_line(gpu, quiet_needed.get(gpu)))}</p>" for gpu in unbaselined_gpus(results)]
-    rows = []
-    for r in results:
-        rows.append(perf_cells(r, trends.get((r.case_id, r.gpu, r.metric), ())))
+        return None
+    quiet_needed = dict(report.quiet_needed)
+    unbaselined = [no_baseline_line(gpu, quiet_needed.get(gpu)) for gpu in unbaselined_gpus(results)]
+    rows = [perf_cells(r, report.perf_trends.get((r.case_id, r.gpu, r.metric), ())) for r in results]
     cases = len({(r.stage, r.case_id) for r in results})
-    return [
-        f'<h2 id="perf">Perf: {counted(cases, "case")}</h2>',
-        *unbaselined,
-        table("Every perf-sanity metric of the run against its baseline", PERF_HEADERS, rows, numbers=(3, 4, 5)),
-    ]
+    return {"title": f"Perf: {counted(cases, 'case')}", "unbaselined": unbaselined, "rows": rows}
 
 
-def perf_cells(r: PerfResult, values: Sequence[float], *, marks: Sequence[int] = ()) -> list[str]:
-    """A perf metric's row: case, GPU, metric, value, baseline, delta, verdict and trend (`values`, with its
-    change points `marks`)."""
-    verdict = r.verdict.value.replace("_", " ") + (f": {r.note}" if r.note else "")
+def perf_cells(r: PerfResult, values: Sequence[float], *, marks: Sequence[int] = ()) -> list[Markup]:
+    """A perf metric's cells (HTML): case, GPU, metric, value, baseline, delta, verdict and trend (`values`,
+    with its change points `marks`)."""
+    verdict_words = r.verdict.value.replace("_", " ") + (f": {r.note}" if r.note else "")
     label = f"{r.metric} of {r.case_id} on {r.gpu} over {len(values)} results" + (
         f", baseline {r.baseline:.4g}" if r.baseline is not None else ""
     )
+    trend = sparkline(values, label=label, reference=r.baseline, marks=marks)
     return [
-        f"<code>{text(r.case_id)}</code>",
-        text(r.gpu),
-        text(r.metric),
-        text(f"{r.value:.4g}"),
-        text(f"{r.baseline:.4g}") if r.baseline is not None else "–",
-        text(f"{r.delta:+.1%}") if r.delta is not None else "–",
-        f'<span class="{attribute(_VERDICT_CLASS.get(r.verdict, "muted"))}">{text(verdict)}</span>',
-        sparkline(values, label=label, reference=r.baseline, marks=marks) or '<span class="muted">one result</span>',
+        code(r.case_id),
+        escaped(r.gpu),
+        escaped(r.metric),
+        escaped(f"{r.value:.4g}"),
+        escaped(f"{r.baseline:.4g}" if r.baseline is not None else "–"),
+        escaped(f"{r.delta:+.1%}" if r.delta is not None else "–"),
+        verdict(_VERDICT_CLASS.get(r.verdict, "muted"), verdict_words),
+        Markup(trend) if trend else muted("one result" if values else "no trend"),
     ]
 
 
 PERF_HEADERS = ("Case", "GPU", "Metric", "Value", "Baseline", "Delta", "Verdict", "Trend (oldest to newest)")
+PERF_NUMBERS = (3, 4, 5)  # the right-aligned columns of PERF_HEADERS
 
 
-def _reused(report: CiReport, run_href: RunHref | None) -> list[str]:
+def _reused(report: CiReport, run_href: RunHref | None) -> dict[str, object] | None:
     reused = [stage for stage in report.stages if stage.state is StageState.REUSED]
     if not reused:
-        return []
-    items = []
+        return None
+    stages = []
     for stage in reused:
         origin = stage.details.get(REUSED_FROM)
-        if isinstance(origin, str) and origin:
-            href = run_href(origin) if run_href is not None else None
-            run = f"<code>{text(origin)}</code>"
-            where = "passed in run " + (f'<a href="{attribute(href)}">{run}</a>' if href is not None else run)
-        else:
-            where = text(stage.reason)
-        items.append(f"<li><code>{text(stage.name)}</code>: {where}</li>")
+        origin = origin if isinstance(origin, str) else ""
+        href = run_href(origin) if origin and run_href is not None else None
+        stages.append({"name": stage.name, "origin": origin, "origin_href": href, "reason": stage.reason})
     title = f"Stages reused: {counted(len(reused), 'stage')}, passed in an earlier run of the same code"
-    return [f'<h2 id="reused">{title}</h2>', f"<ul>{''.join(items)}</ul>"]
-
-
-def _not_run(report: CiReport) -> list[str]:
-    not_run = [stage for stage in report.stages if not stage.state.ran and stage.state is not StageState.REUSED]
-    if not not_run:
-        return []
-    items = "".join(
-        f"<li><code>{text(s.name)}</code>: {state(s.state.value, s.state.words)}: {text(s.reason)}</li>"
-        for s in not_run
-    )
-    return ['<h2 id="not-run">Stages not run</h2>', f"<ul>{items}</ul>"]
-
-
-def _uncollected(report: CiReport) -> list[str]:
-    if not report.uncollected:
-        return []
-    items = "".join(
-        f"<li><code>{text(u.get('id'))}</code> in {text(u.get('stage'))}: {text(u.get('reason'))}</li>"
-        for u in report.uncollected
-    )
-    return ['<h2 id="uncollected">List entries that collected nothing</h2>', f"<ul>{items}</ul>"]
+    return {"title": title, "stages": stages}
 
 
 def _shard(name: str) -> str:

@@ -147,9 +147,9 @@ def _rerun_section(report: CiReport) -> list[str]:
         return []
     lines = ["", "### Reruns of known flaky failures", ""]
     for rerun in report.reruns:
-        verdict = "passed on rerun (unstable, not green)" if rerun.get("rerun") == "passed" else "failed again"
-        test, signature = code(rerun.get("test_id")), code(rerun.get("signature"))
-        lines.append(f"- {test} in {code(rerun.get('stage'))}: {signature}, {verdict}")
+        verdict = "passed on rerun (unstable, not green)" if rerun.outcome is TestOutcome.PASSED else "failed again"
+        test, signature = code(rerun.test_id), code(rerun.signature)
+        lines.append(f"- {test} in {code(rerun.stage)}: {signature}, {verdict}")
     return lines
 
 
@@ -185,10 +185,7 @@ def _uncollected_section(report: CiReport) -> list[str]:
     if not report.uncollected:
         return []
     lines = ["", "### List entries that collected nothing", ""]
-    return lines + [
-        f"- {code(u.get('id'))} in {code(u.get('stage'))}{_because(str(u.get('reason') or ''))}"
-        for u in report.uncollected
-    ]
+    return lines + [f"- {code(u.entry_id)} in {code(u.stage)}{_because(u.reason)}" for u in report.uncollected]
 
 
 def _because(reason: str) -> str:

@@ -1,9 +1,11 @@
 """The report of a run, built from the history: overall state and totals, the stages, failures grouped
 by failure signature (exception type + normalized message), failures of tests known to be flaky on that GPU
 type before the run (history/flakiness.py) apart, reruns of known flaky failures, waives applied by reason,
-list entries that collected nothing, and the run's perf results; and its JSON form (`ci-tool report --json`).
+list entries that collected nothing, and the run's perf results with their trends; and its JSON form
+(`ci-tool report --json`).
 
-markdown.py (the PR bot's and `ci-tool report`'s text) and html.py (the site's run page) render it.
+One value, built once: markdown.py (report.md, the PR bot's and `ci-tool report`'s text) and html.py (the
+run page of `run --html-report`, `ci-tool report --format html` and the site) render the same CiReport.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from dataclasses import dataclass
 
 from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
-from ci_tool.history.perf_results import PerfResult, run_perf_results
+from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, run_perf_results
+from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.reuse import reused_stage_records
+from ci_tool.history.stage_details import Rerun, Uncollected, stage_reruns, stage_uncollected
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 from ci_tool.perf.learning import quiet_needed_by_gpu, unbaselined_gpus
@@ -44,15 +48,17 @@ class CiReport:
     run: RunRecord
     stages: tuple[StageRecord, ...]
     failures: tuple[FailureGroup, ...]  # biggest group first
-    reruns: tuple[Mapping[str, object], ...]  # stage, test_id, signature, rerun
+    reruns: tuple[Rerun, ...]
     waives: tuple[tuple[str, tuple[str, ...]], ...]  # reason, waived test ids
-    uncollected: tuple[Mapping[str, object], ...]  # stage, id, reason
+    uncollected: tuple[Uncollected, ...]
     perf: tuple[PerfResult, ...] = ()  # the run's perf-sanity results (the history's perf_results)
     known_flaky: tuple[FailedTest, ...] = ()  # failures of known flaky tests (not in `failures`)
     # per GPU type of `perf` without baselines: the quiet runs it still needs for one (perf/learning.py)
     quiet_needed: tuple[tuple[str, int], ...] = ()
     # A reused stage's name -> its record in the run it passed in (its counts and time, where it ran)
     reused_from: Mapping[str, StageRecord] = dataclasses.field(default_factory=dict)
+    # (case, GPU type, metric) of each of `perf` -> its values up to this run, oldest first (the HTML draws them)
+    perf_trends: Mapping[PerfKey, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -63,7 +69,8 @@ class CiReport:
         return sum(1 for stage in self.stages if stage.state is StageState.WAITING)
 
 
-def load_report(store: HistoryStore, run_id: str) -> CiReport:
+def load_report(store: HistoryStore, run_id: str, *, trend_samples: int = TREND_SAMPLES) -> CiReport:
+    """The report of a recorded run, each perf metric's trend its latest `trend_samples` values."""
     run = queries.get_run(store, run_id)
     stages = queries.run_stages(store, run_id)
     tests = {stage.name: queries.stage_tests(store, run_id, stage.name) for stage in stages}
@@ -71,7 +78,10 @@ def load_report(store: HistoryStore, run_id: str) -> CiReport:
     known = known_flaky(store, before=run.started_at, test_ids=failed_test_ids(tests))
     needed = quiet_needed_by_gpu(store, unbaselined_gpus(perf))
     reused = reused_stage_records(store, stages)
-    return build_report(run, stages, tests, perf=perf, known=known, quiet_needed=needed, reused_from=reused)
+    trends = perf_trends(store, perf, limit=trend_samples)
+    return build_report(
+        run, stages, tests, perf=perf, known=known, quiet_needed=needed, reused_from=reused, perf_trends=trends
+    )
 
 
 def failed_test_ids(tests: Mapping[str, Sequence[TestRecord]]) -> set[str]:
@@ -88,10 +98,11 @@ def build_report(
     known: KnownFlaky | None = None,
     quiet_needed: Mapping[str, int] | None = None,
     reused_from: Mapping[str, StageRecord] | None = None,
+    perf_trends: Mapping[PerfKey, Sequence[float]] | None = None,
 ) -> CiReport:
     """The report of a run; `known`: the tests known flaky before it, by (test id, GPU type); `quiet_needed`:
     the quiet runs each GPU type without baselines still needs; `reused_from`: each reused stage's record in
-    the run it passed in."""
+    the run it passed in; `perf_trends`: each perf metric's values up to the run (perf_results.perf_trends)."""
     groups: dict[str, list[FailedTest]] = defaultdict(list)
     flaky: list[FailedTest] = []
     waives: dict[str, list[str]] = defaultdict(list)
@@ -110,8 +121,8 @@ def build_report(
             if test.waive_reason is not None:
                 waives[test.waive_reason].append(test.test_id)
     failures = sorted((FailureGroup(sig, tuple(found)) for sig, found in groups.items()), key=_group_order)
-    reruns = tuple({"stage": s.name, **r} for s in stages for r in _details_list(s, "reruns"))
-    uncollected = tuple({"stage": s.name, **u} for s in stages for u in _details_list(s, "uncollected"))
+    reruns = tuple(rerun for stage in stages for rerun in stage_reruns(stage))
+    uncollected = tuple(entry for stage in stages for entry in stage_uncollected(stage))
     return CiReport(
         run,
         tuple(stages),
@@ -123,16 +134,12 @@ def build_report(
         tuple(flaky),
         tuple((quiet_needed or {}).items()),
         dict(reused_from or {}),
+        {key: tuple(values) for key, values in (perf_trends or {}).items()},
     )
 
 
 def _group_order(group: FailureGroup) -> tuple[int, str]:
     return -len(group.tests), group.signature
-
-
-def _details_list(stage: StageRecord, key: str) -> list[Mapping[str, object]]:
-    found = stage.details.get(key, [])
-    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
 
 
 def report_json(report: CiReport) -> dict[str, object]:
@@ -147,9 +154,9 @@ def report_json(report: CiReport) -> dict[str, object]:
         "stages": [_stage_json(s) for s in report.stages],
         "failures": [{"signature": g.signature, "tests": [_failed_json(t) for t in g.tests]} for g in report.failures],
         "known_flaky": [_failed_json(t) for t in report.known_flaky],
-        "reruns": [dict(r) for r in report.reruns],
+        "reruns": [{"stage": r.stage, **r.as_details()} for r in report.reruns],
         "waives": [{"reason": reason, "tests": list(ids)} for reason, ids in report.waives],
-        "uncollected": [dict(u) for u in report.uncollected],
+        "uncollected": [{"stage": u.stage, **u.as_details()} for u in report.uncollected],
     }
 
 

@@ -1,34 +1,23 @@
 """The HTML page every report and dashboard page shares: one self-contained file (its style inline, no
 network, no external scripts or fonts), readable without JavaScript, with headings, table headers and
 `details` for what expands. Pure: text in, text out; every text from a run goes through `text()`.
+
+The HTML is jinja2's, from templates/*.html.j2 with autoescape on: a value a template prints is escaped by
+`text()` (its finalize), unless it is HTML a macro made (Markup). page(), table() and state() are the
+templates' pieces for the dashboard's pages, which build their rows here.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-STYLE = """
-:root { color-scheme: light dark; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --muted: #6e7781; }
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 72rem;
-       padding: 1rem 1.5rem 3rem; }
-nav { margin-bottom: 1rem; } nav a { margin-right: 1rem; }
-h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; } h3 { font-size: 1rem; }
-table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
-th, td { border-bottom: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left; vertical-align: top; }
-th { font-weight: 600; } td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
-td code, td a { overflow-wrap: anywhere; } /* a long test id wraps: the other columns stay on the screen */
-caption { text-align: left; color: var(--muted); padding-bottom: .3rem; }
-code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; }
-pre { background: rgba(127, 127, 127, .12); padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
-details { margin: .4rem 0 .8rem; } summary { cursor: pointer; }
-.state { font-weight: 700; }
-.passed, .reused { color: var(--ok); } .failed, .interrupted, .error { color: var(--bad); }
-.unstable, .pending, .waiting, .skipped { color: var(--warn); }
-.muted { color: var(--muted); }
-label { margin-right: .5rem; } input[type=search] { font: inherit; padding: .2rem .4rem; min-width: 18rem; }
-svg.trend { vertical-align: middle; }
-"""
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 def text(value: object) -> str:
@@ -39,6 +28,37 @@ def text(value: object) -> str:
 def attribute(value: object) -> str:
     """A value inside a quoted attribute."""
     return text(value)
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The templates' environment: autoescape on, every printed value through `text()` (html.escape's entities,
+    and what UTF-8 cannot carry spelled out), HTML a macro made passed as it is. jinja2 loads with the first page
+    (`ci-tool stage run` imports this module; `ci-tool stage parse` must not pay for jinja2)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ci_tool.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=_escaped_once,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(template: str, context: Mapping[str, object]) -> str:
+    """`template` (a file under templates/) with `context`."""
+    return environment().get_template(template).render(context)
+
+
+def _escaped_once(value: object) -> Markup:
+    return value if isinstance(value, Markup) else Markup(text(value))
+
+
+def _macros() -> Any:  # jinja2's TemplateModule: its attributes are the macros
+    return environment().get_template("macros.html.j2").module
 
 
 def _writable(value: str) -> str:
@@ -57,28 +77,10 @@ def _writable(value: str) -> str:
 
 
 def page(title: str, body: Iterable[str], *, nav: Sequence[tuple[str, str]] = (), script: str = "") -> str:
-    """A whole HTML document: `title`, the navigation links (label, href) and the body's parts."""
-    links = "".join(f'<a href="{attribute(href)}">{text(label)}</a>' for label, href in nav)
-    parts = [
-        "<!doctype html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{text(title)}</title>",
-        f"<style>{STYLE}</style>",
-        "</head>",
-        "<body>",
-        f'<nav aria-label="ci-tool">{links}</nav>' if nav else "",
-        "<main>",
-        *body,
-        "</main>",
-        '<footer class="muted"><p>Made by ci-tool from its history.</p></footer>',
-        f"<script>{script}</script>" if script else "",
-        "</body>",
-        "</html>",
-    ]
-    return "\n".join(part for part in parts if part) + "\n"
+    """A whole HTML document: `title`, the navigation links (label, href) and the body's parts (HTML); `script`
+    is ci-tool's own, never text from a run."""
+    parts = [Markup(part) for part in body]
+    return render("page.html.j2", {"title": title, "nav": nav, "body": parts, "script": Markup(script)})
 
 
 def table(
@@ -92,29 +94,36 @@ def table(
 ) -> str:
     """A table whose cells are HTML already (callers escape with `text`); `numbers`: right-aligned columns;
     `row_data`: `data-*` attributes of each row, in row order (what a script filters on)."""
-
-    def cell(tag: str, index: int, content: str) -> str:
-        scope = ' scope="col"' if tag == "th" else ""
-        align = ' class="number"' if index in numbers else ""
-        return f"<{tag}{scope}{align}>{content}</{tag}>"
-
-    head = "".join(cell("th", i, text(h)) for i, h in enumerate(headers))
-
-    def row_tag(index: int) -> str:
-        data = row_data[index] if index < len(row_data) else {}
-        return "<tr" + "".join(f' data-{key}="{attribute(value)}"' for key, value in data.items()) + ">"
-
-    body = "\n".join(
-        row_tag(n) + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for n, row in enumerate(rows)
-    )
-    ident = f' id="{attribute(row_id)}"' if row_id else ""
-    head_row = f"<caption>{text(caption)}</caption><thead><tr>{head}</tr></thead>"
-    return f"<table{ident}>{head_row}<tbody>\n{body}\n</tbody></table>"
+    found = [
+        {"cells": [Markup(cell) for cell in row], "data": list((row_data[n] if n < len(row_data) else {}).items())}
+        for n, row in enumerate(rows)
+    ]
+    return str(_macros().cell_table(caption, headers, found, tuple(numbers), row_id))
 
 
 def state(value: str, words: str | None = None) -> str:
     """A run or stage state, coloured by its class (and readable without colour: the word is there)."""
-    return f'<span class="state {attribute(value)}">{text(words or value)}</span>'
+    return str(_macros().state(value, words))
+
+
+def code(value: object) -> Markup:
+    """`value` as code (escaped)."""
+    return Markup(_macros().code(value))
+
+
+def muted(value: object) -> Markup:
+    """`value` in the muted colour (escaped)."""
+    return Markup(_macros().muted(value))
+
+
+def verdict(css_class: str, words: str) -> Markup:
+    """A perf verdict's words, coloured by the state class `css_class`."""
+    return Markup(_macros().verdict(css_class, words))
+
+
+def escaped(value: object) -> Markup:
+    """`value` as HTML text (a cell of `table`)."""
+    return Markup(text(value))
 
 
 def sparkline(

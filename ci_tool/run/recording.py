@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ci_tool.history.queries import PREDICTED_SECONDS, PROCESSES
 from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.stage_details import RERUNS, UNCOLLECTED, Rerun, uncollected_entries
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import bounds, junit
@@ -57,9 +58,9 @@ def to_stage_record(run_id: str, result: StageResult, *, inputs: str = "") -> St
         results_dir=str(result.results_dir),
         inputs=inputs,
         details={
-            "uncollected": list(result.uncollected),
-            "reruns": [
-                {"test_id": t.first.nodeid, "signature": t.flaky, "rerun": t.rerun.outcome}
+            UNCOLLECTED: [entry.as_details() for entry in uncollected_entries(result.stage, result.uncollected)],
+            RERUNS: [
+                Rerun(result.stage, t.first.nodeid, t.flaky or "", t.rerun.outcome).as_details()
                 for t in result.tests
                 if t.rerun is not None
             ],

@@ -4,7 +4,8 @@ one Slurm job per stage), the history.
     .ci-tool/runs/<run id>/<stage>/   one results folder per stage (see stage_runner); a stage that reuses
                                       tests of an earlier run gets its own waives.txt there: the waives
                                       file with a `SKIP (Reused from run R)` line per reused test
-    .ci-tool/runs/<run id>/report.md  the CI report of the run
+    .ci-tool/runs/<run id>/report.md  the CI report of the run (its HTML page, `--html-report`, renders the
+                                      same value: SessionResult.report)
     history                           the run with its code and scope, each stage (also those that waited,
                                       were skipped or were reused), each test
 
@@ -32,6 +33,7 @@ from ci_tool.errors import CiToolError, RunError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult
+from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
@@ -152,8 +154,8 @@ class SessionResult:
     pipeline: pipeline.PipelineResult
     report_markdown: str
     results_dir: Path
+    report: CiReport  # the run's report, built once from its own records: report.md and the HTML render it
     unrecorded: CiToolError | None = None  # the history could not take the run; its folder has it
-    report: CiReport | None = None  # the run's report from its own results (the history may not hold it)
 
     @property
     def counts(self) -> dict[TestOutcome, int]:
@@ -239,17 +241,16 @@ def run_session(
         perf = store.perf_results()
         needed = quiet_needed_if_read(store.store, unbaselined_gpus(perf), progress.warning)
         reused = store.reused_records(stage_records)
+        trends = store.perf_trends(perf, limit=TREND_SAMPLES)
         built = build_report(run, stage_records, tests, perf=perf, known=known, quiet_needed=needed,
-                             reused_from=reused)  # fmt: skip
+                             reused_from=reused, perf_trends=trends)  # fmt: skip
         markdown = render_markdown(built)
     kept = results_folder.write_results(
         run_dir, lambda line: {"report.md": markdown}, run_id=run_id, stage="", what="the CI report"
     )
     if kept is not None:
         progress.warning(kept.line)
-    return SessionResult(
-        run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, store.unrecorded, report=built
-    )
+    return SessionResult(run_id, ran.state, tuple(runner.results), ran, markdown, run_dir, built, store.unrecorded)
 
 
 def make_executor(config: SessionConfig, run_id: str, progress: Progress) -> StageExecutor:

@@ -67,15 +67,24 @@ def test_every_package_and_module_has_a_layer() -> None:
 # commands/ is the CLI layer and nothing more (ARCHITECTURE.md, Layout): each module is one verb (options, a call
 # into a library function, output, an exit code), or one of these, which hold what several verbs' options share.
 COMMANDS = PACKAGE / "commands"
+# These are the only commands modules another commands module may import (test_no_verb_module_imports_another).
 OPTION_MODULES = {
     "__init__": "the package",
     "bounds": "the bounded number types of the options",
+    # options and their load: each verb that takes --catalog/--test-db reads them the same way
     "catalog_inputs": "the catalog, test-db and pull-request options",
     "clock": "--today",
     "dispatch_options": "the Jenkins and GitHub options of `bot handle`",
+    "flake_options": "--days, and the flake stats of that window `flaky report` and `waive propose` read",
+    "history_options": "--history, which every verb that reads or writes the history takes",
+    # a helper beside the options: the closing line and exit code both run verbs print (the run is run/'s)
     "run_options": "the options `run`, `stage run` and `waive verify` share, and a run's closing line",
+    # a helper beside its option: the diff both waive verbs write to --output (the waives are testdb/'s)
     "waive_diff": "--output and the diff `waive propose` and `waive verify` write",
 }
+# A group's module attaches its subcommands' modules (`bot labels`, `stage run`, `stage lost`, `waive verify`):
+# registration, not logic; a subcommand's module imports no verb module in turn.
+SUBCOMMANDS = {"bot": {"bot_labels"}, "stage": {"stage_run", "stage_lost"}, "waive": {"waive_verify"}}
 MAX_COMMAND_FUNCTION_LINES = 30
 COMMAND_MODULES = sorted(COMMANDS.glob("*.py"))
 
@@ -119,6 +128,42 @@ def test_a_commands_module_is_a_verb_or_an_option_module(path: Path) -> None:
         f"commands/{path.name}: " + ("a verb listed as an option module" if is_verb else "defines no command: "
         "move what it does to the package it belongs to, or list it in OPTION_MODULES if it holds shared options")
     )
+
+
+def commands_imported(source: str) -> set[str]:
+    """The ci_tool.commands modules `source` imports: `from ci_tool.commands.x import ...`, `from
+    ci_tool.commands import x`, `import ci_tool.commands.x`, and `importlib.import_module("ci_tool.commands.x")`."""
+    prefix = "ci_tool.commands."
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "ci_tool.commands":
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix):
+            found.add((node.module or "").removeprefix(prefix).split(".")[0])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix(prefix).split(".")[0] for a in node.names if a.name.startswith(prefix)}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module":
+            names = [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            found |= {name.removeprefix(prefix).split(".")[0] for name in names if name.startswith(prefix)}
+    return found
+
+
+def test_the_check_finds_every_way_to_import_a_commands_module() -> None:
+    source = (
+        "import importlib\nimport ci_tool.commands.a\nfrom ci_tool.commands import b\n"
+        "from ci_tool.commands.c import f\nfrom ci_tool.report import d\n"
+        "importlib.import_module('ci_tool.commands.e').g\n"
+    )
+    assert commands_imported(source) == {"a", "b", "c", "e"}
+
+
+@pytest.mark.parametrize("path", COMMAND_MODULES, ids=[p.stem for p in COMMAND_MODULES])
+def test_no_verb_module_imports_another(path: Path) -> None:
+    """What two verbs share lives in the package it belongs to (report/, history/, ...) or in an option
+    module: a verb imported for its logic drags its options and its imports into the other verb."""
+    allowed = OPTION_MODULES.keys() | SUBCOMMANDS.get(path.stem, set())
+    found = sorted(commands_imported(path.read_text(encoding="utf-8")) - allowed)
+    assert found == [], f"commands/{path.name} imports the verb module(s) {found}: move what it uses out of them"
 
 
 @pytest.mark.parametrize("path", COMMAND_MODULES, ids=[p.stem for p in COMMAND_MODULES])

@@ -160,6 +160,10 @@ def test_stage_run_writes_its_html_report_beside_its_results_with_working_log_li
     assert "CPU-Generic-1" in text and "test_assert_fails" in text
     logs = re.findall(r'href="([^"#]+\.log)"', text)
     assert logs and all((page.parent / urllib.parse.unquote(href)).is_file() for href in logs)
+    # the page of the run's own report value is the page its history gives: one report, built once
+    again = ["report", "latest", "--format", "html", "--output", "results/x/from-history.html"]
+    assert run(capsys, *again)[0] == 0
+    assert (page.parent / "from-history.html").read_text() == text
 
 
 def test_dry_run_prints_lists_and_commands_and_runs_nothing(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
