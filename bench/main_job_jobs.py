@@ -1,7 +1,7 @@
 """The README's main job (`ci-tool run`), one stage at a time (`--jobs 1`) against side by side (the default
 `--jobs`, what this host holds), each from a fresh history: wall time, and when the first GPU stage's result
-line came (its `passed in` / `failed in` line where the host serves it, its `waiting for a runner` line where
-it does not).
+line came: its `passed in` / `failed in` line where the host serves a GPU stage, else the first `waiting for
+a runner` line.
 
     .venv/bin/python bench/main_job_jobs.py [--modes serial,default] [--jobs-default N] [--request TEXT]
 
@@ -44,6 +44,7 @@ def run_mode(mode: str, args: list[str], out: Path, request: list[str]) -> dict[
     env = {**os.environ, "CI_TOOL_PROGRESS": "lines"}
     started = time.monotonic()
     first_gpu: tuple[float, str] | None = None
+    first_gpu_ran = False
     lines, raw, times = [], [], []
     pipe = subprocess.PIPE
     with subprocess.Popen(command, cwd=ROOT, env=env, stdout=pipe, stderr=subprocess.STDOUT, text=True) as child:
@@ -54,8 +55,10 @@ def run_mode(mode: str, args: list[str], out: Path, request: list[str]) -> dict[
             lines.append(f"{at:8.1f}  {line.rstrip()}")
             raw.append(line.strip())
             found = RESULT.match(line)
-            if first_gpu is None and found and not found["stage"].startswith("CPU"):
-                first_gpu = (at, line.strip())
+            if found and not found["stage"].startswith("CPU"):
+                ran = found["what"].endswith(" in ")  # a GPU stage this host ran, not one that waits
+                if first_gpu is None or (ran and not first_gpu_ran):
+                    first_gpu, first_gpu_ran = (at, line.strip()), ran
     wall = time.monotonic() - started
     log.write_text("\n".join(lines) + "\n")
     said = [line for line in raw if "side by side" in line or "one stage at a time" in line]
