@@ -1,6 +1,6 @@
 """`ci-tool bot parse|plan|help|handle`: check a `/bot` comment's syntax; resolve it against the stage
 catalog (stages, shards, predicted minutes, stages left out and why, approvals, merge gate); print the
-help; answer a webhook event (bot/lifecycle/ carries a dispatch out on Jenkins and GitHub).
+help; answer a webhook event (pr_bot/ carries a dispatch out on Jenkins and GitHub).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from ci_tool.bot.engines import skip_contexts
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.bot.head_plan import HeadInputs, plan_at_head
+from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
-from ci_tool.bot.lifecycle.answer import Answer
+from ci_tool.pr_bot.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
 from ci_tool.bot.reply import render_plan, render_reply, shorten
 from ci_tool.bot.request import BotRequest
@@ -285,9 +285,9 @@ def _carry_out(
     settings: DispatchSettings,
     github_output: Path | None,
 ) -> int:
-    from ci_tool.bot.lifecycle.carry_out import carry_out  # PyGithub and python-jenkins: only to dispatch
-    from ci_tool.bot.lifecycle.on_actions import ActionsReach
-    from ci_tool.bot.lifecycle.services import JenkinsReach, Replies
+    from ci_tool.pr_bot.carry_out import carry_out  # PyGithub and python-jenkins: only to dispatch
+    from ci_tool.pr_bot.on_actions import ActionsReach
+    from ci_tool.pr_bot.services import JenkinsReach, Replies
     from ci_tool.dispatch.actions import ActionsClient
 
     event = answer.decision.event

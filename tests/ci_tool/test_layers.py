@@ -26,7 +26,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"report"}),  # the report model and its renderers read history rows, never a running stage
     frozenset({"run"}),
     frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
-    frozenset({"bot"}),
+    frozenset({"bot"}),  # the comment language: what a comment says and the words the bot answers with
+    frozenset({"pr_bot"}),  # the application: what a comment sets going, from the event to the final report
     frozenset({"generate"}),
     frozenset({"commands"}),
     frozenset({"cli", "__main__", "__init__"}),

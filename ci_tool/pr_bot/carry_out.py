@@ -24,11 +24,11 @@ from pathlib import Path
 from ci_tool.atomic import append_text
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.lifecycle.on_actions import ActionsReach, on_actions
-from ci_tool.bot.lifecycle.reuse import reuse
-from ci_tool.bot.lifecycle.run import run
-from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
+from ci_tool.pr_bot.answer import Answer
+from ci_tool.pr_bot.on_actions import ActionsReach, on_actions
+from ci_tool.pr_bot.reuse import reuse
+from ci_tool.pr_bot.run import run
+from ci_tool.pr_bot.services import JenkinsReach, Replies, Services, mark_stopped
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
 from ci_tool.bot.request import BotRequest
 from ci_tool.bot.status import FULL_BUILD_CONTEXT, context_for, not_started, skipped

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ci_tool.bot.build_report import FinishedBuild, passed_after_retries, render_ci_report, totals
-from ci_tool.bot.build_report import ci_report as build_ci_report
+from ci_tool.pr_bot.ci_report import FinishedBuild, passed_after_retries, render_ci_report, totals
+from ci_tool.pr_bot.ci_report import ci_report as build_ci_report
 from ci_tool.bot.event import Decision
-from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
+from ci_tool.pr_bot.actions_services import ActionsServices, mark_cancelled, run_link
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, shorten, with_lines
 from ci_tool.bot.status import actions_context_for, final, unfollowed, untested

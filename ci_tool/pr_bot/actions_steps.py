@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ci_tool.bot.lifecycle.actions_run import archived_record
-from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
-from ci_tool.bot.lifecycle.reuse import why_not_reusable
+from ci_tool.pr_bot.actions_run import archived_record
+from ci_tool.pr_bot.actions_services import ActionsServices, mark_cancelled, run_link
+from ci_tool.pr_bot.reuse import why_not_reusable
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
 from ci_tool.bot.status import carried

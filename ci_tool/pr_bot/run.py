@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.lifecycle.follow import follow
-from ci_tool.bot.lifecycle.services import Services, mark_stopped
+from ci_tool.pr_bot.follow import follow
+from ci_tool.pr_bot.services import Services, mark_stopped
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,

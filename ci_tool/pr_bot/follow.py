@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ci_tool.bot.build_report import FinishedBuild, render_ci_report, totals
-from ci_tool.bot.build_report import ci_report as build_ci_report
-from ci_tool.bot.lifecycle.services import Services
+from ci_tool.pr_bot.ci_report import FinishedBuild, render_ci_report, totals
+from ci_tool.pr_bot.ci_report import ci_report as build_ci_report
+from ci_tool.pr_bot.services import Services
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import shorten
 from ci_tool.bot.status import context_for, final, unfollowed, untested

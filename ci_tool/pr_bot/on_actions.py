@@ -7,10 +7,10 @@ from pathlib import Path
 
 from ci_tool.atomic import append_text
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.lifecycle import actions_run, actions_steps
-from ci_tool.bot.lifecycle.actions_services import ActionsReach, ActionsServices
-from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.lifecycle.services import Replies
+from ci_tool.pr_bot import actions_run, actions_steps
+from ci_tool.pr_bot.actions_services import ActionsReach, ActionsServices
+from ci_tool.pr_bot.answer import Answer
+from ci_tool.pr_bot.services import Replies
 from ci_tool.bot.reply import could_not_reach
 from ci_tool.errors import DispatchError
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ci_tool.bot.lifecycle.follow import archived_record
-from ci_tool.bot.lifecycle.services import Services, mark_stopped, request_of
+from ci_tool.pr_bot.follow import archived_record
+from ci_tool.pr_bot.services import Services, mark_stopped, request_of
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
 from ci_tool.bot.status import carried

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ci_tool.bot.lifecycle.services import Echo, Replies
+from ci_tool.pr_bot.services import Echo, Replies
 from ci_tool.bot.status import ACTIONS_CUSTOM_CONTEXT, ACTIONS_FULL_CONTEXT, KILLED_BY_KILL, KILLED_BY_NEWER
 from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.model import Build, Status, StatusState
