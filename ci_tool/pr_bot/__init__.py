@@ -1,4 +1,19 @@
-"""A `/bot` dispatch carried out on Jenkins and GitHub: answer.py is what `bot handle` decided and read,
-carry_out.py picks the step (and does kill and skip); run.py, follow.py and reuse.py are the other steps;
-services.py holds what they post through and reach. On GitHub Actions: on_actions.py picks the step,
-actions_run.py (run, follow) and actions_steps.py (kill, reuse-pipeline) take it, through actions_services.py."""
+"""The pull-request bot: the application that answers a `/bot` comment on a pull request, from the webhook
+event to the final CI report, for every engine (Jenkins and GitHub Actions). Named for its role beside bot/,
+which is the comment language it speaks (grammar, flags, request, help, authorization, reply and status
+words): bot/ says what a comment means and how the bot words an answer; pr_bot/ does what it sets going.
+
+The rule (tests/ci_tool/test_layers.py pins it): changing what a comment does is editing this package.
+It sits above bot/, dispatch/ (the HTTP clients), run/ and history/, which it calls; bot/ never imports
+it; nothing but commands/bot.py does, and that module only turns options into the values this package
+takes (handle.py, preview.py, settings.py) and builds the clients (settings.BotSettings).
+
+    handle.py            the flow of `bot handle`: decide -> read -> preview -> reply -> carry out
+    read.py              the clients, the pull request and its change
+    preview.py           the plan on the pull request's head the reply previews (and `bot plan`'s)
+    settle.py            what the change read and the plan change about the decision
+    carry_out.py         run, kill, skip, reuse-pipeline: picks the step per engine
+      run.py, follow.py, reuse.py, services.py                   on Jenkins
+      on_actions.py, actions_run.py, actions_steps.py, actions_services.py   on GitHub Actions
+    ci_report.py         the CI report posted when a followed build or workflow run ends
+"""

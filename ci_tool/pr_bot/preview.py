@@ -1,24 +1,41 @@
-"""The plan `bot handle` previews for a request on a pull request's head, as the build will select it there:
-the catalog with the test-db lists as the head has them, and the stages that passed on the head already (the
-build's selection reuses them from the same history)."""
+"""The third step of answering a comment: the plan its reply previews. `bot handle` plans a request on the
+pull request's head, as the build will select it there: the catalog with the test-db lists as the head has
+them, and the stages that passed on the head already (the build's selection reuses them from the same
+history); the plan settles the decision (settle.py). `bot plan` plans a comment for the change
+its options describe, with no pull request to read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_tool.bot.event import Decision
+from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.plan import RunPlan, plan_run
+from ci_tool.dispatch.model import PullRequest
 from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
 from ci_tool.layout import waives_file_of
 from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
+from ci_tool.pr_bot.read import Reached
+from ci_tool.pr_bot.settle import settle
+from ci_tool.run.changes import change_set
 from ci_tool.run.reuse import passed_on
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
+
+
+@dataclass(frozen=True)
+class CatalogFiles:
+    """This checkout's catalog, test-db and durations (the options of `bot handle` and `bot plan`)."""
+
+    catalog_path: Path
+    test_db: Path
+    durations_path: Path | None
 
 
 @dataclass(frozen=True)
@@ -58,3 +75,50 @@ def load_at_head(
         except TestDbError:
             pass
     return open_catalog(catalog_path, test_db, durations_path)
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What the reply previews: the decision settled against the plan, the pull request, the plan of a
+    /bot run, and where it was planned (reuse-pipeline plans the request a build archived the same way)."""
+
+    decision: Decision
+    pr: PullRequest | None
+    plan: RunPlan | None
+    head: HeadInputs
+    may_skip: bool = False  # the commenter holds kill_skip (reuse-pipeline of a build of other code)
+
+
+def preview(reached: Reached, files: CatalogFiles, history_option: Path | None, *, may_skip: bool) -> Preview:
+    """The plan of a /bot run on the pull request's head (the event's labels without a pull request), and the
+    decision it settles."""
+    decision, pr = reached.decision, reached.pr
+    labels = pr.labels if pr is not None else decision.event.labels
+    head = HeadInputs(files.catalog_path, files.test_db, files.durations_path, history_option, reached.changes,
+                      labels, CodeVersion(pr.head_sha) if pr is not None else None)  # fmt: skip
+    plan: RunPlan | None = None
+    if reached.command is SubCommand.RUN and decision.request is not None:
+        plan = plan_at_head(head, decision.request.selection_request())
+        decision = settle(decision, plan)
+    return Preview(decision, pr, plan, head, may_skip)
+
+
+@dataclass(frozen=True)
+class LocalChange:
+    """What `bot plan`'s options say of a pull request: its changed files (or the base and head to read them
+    from git) and its labels."""
+
+    changed_files: tuple[str, ...]
+    base: str | None
+    head: str | None
+    labels: tuple[str, ...]
+
+
+def plan_comment(request: SelectionRequest, files: CatalogFiles, change: LocalChange, history_option: Path | None
+                 ) -> RunPlan:  # fmt: skip
+    """`bot plan`: the request's plan in this checkout, for the change the options describe."""
+    loaded = open_catalog(files.catalog_path, files.test_db, files.durations_path)
+    changes = change_set(change.changed_files, base=change.base, head=change.head, test_db=files.test_db,
+                         history=history_path(history_option))  # fmt: skip
+    return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=change.labels,
+                    changes=changes, perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip
