@@ -25,7 +25,7 @@ from ci_tool.commands.history import history_option
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.pr_bot.handle import Comment, Outputs, handle_comment
 from ci_tool.pr_bot.preview import CatalogFiles, LocalChange, plan_comment
-from ci_tool.pr_bot.settings import Console
+from ci_tool.pr_bot.settings import Terminal
 
 
 @click.group()
@@ -180,7 +180,7 @@ def handle(
         CatalogFiles(catalog_path, test_db, durations_path),
         settings,
         Outputs(dry_run, reply_file, github_output),
-        Console(functools.partial(click.echo, nl=False), _echo_err),
+        Terminal(functools.partial(click.echo, nl=False), _echo_err),
     )
 
 

@@ -40,7 +40,7 @@ from ci_tool.pr_bot.read import Clients
 from ci_tool.pr_bot.reuse import reuse
 from ci_tool.pr_bot.run import run
 from ci_tool.pr_bot.services import JenkinsReach, Replies, Services, mark_stopped
-from ci_tool.pr_bot.settings import BotSettings, Console
+from ci_tool.pr_bot.settings import BotSettings, Terminal
 from ci_tool.stages.engines import Engine
 
 
@@ -55,12 +55,12 @@ class Targets:
 
 
 def answer(preview: Preview, reply: str, settings: BotSettings, clients: Clients, *, github_output: Path | None,
-           console: Console) -> int:  # fmt: skip
+           terminal: Terminal) -> int:  # fmt: skip
     """Carry the previewed decision out through the clients the decision reached, as the settings say."""
     github = clients.github
     assert github is not None  # handle.py answers only with GitHub reached
     event = preview.decision.event
-    replies = Replies(github, event.repository, event.number, echo=console.echo, err=console.err)
+    replies = Replies(github, event.repository, event.number, echo=terminal.echo, err=terminal.err)
     jenkins = None
     if clients.jenkins is not None:
         jenkins = JenkinsReach(clients.jenkins, settings.jenkins_job, settings.history, settings.pace(),

@@ -29,7 +29,7 @@ from ci_tool.errors import BotError
 from ci_tool.json_file import read_json
 from ci_tool.pr_bot.preview import CatalogFiles, preview
 from ci_tool.pr_bot.read import read_pull_request
-from ci_tool.pr_bot.settings import BotSettings, Console
+from ci_tool.pr_bot.settings import BotSettings, Terminal
 from ci_tool.text_file import read_text
 
 
@@ -52,7 +52,7 @@ class Outputs:
 
 
 def handle_comment(comment: Comment, files: CatalogFiles, settings: BotSettings, outputs: Outputs,
-                   console: Console) -> int:  # fmt: skip
+                   terminal: Terminal) -> int:  # fmt: skip
     """Answer one comment (see the module docstring); 1 when GitHub refused a post."""
     event = read_event(read_json(comment.event_path, name="the event", error=BotError), file=str(comment.event_path))
     allowlist_text = read_text(comment.allowlist_path, name="the allowlist", error=BotError)
@@ -61,24 +61,24 @@ def handle_comment(comment: Comment, files: CatalogFiles, settings: BotSettings,
     may_skip = authorize(allowlist, command_name=SubCommand.SKIP, login=event.login, association=event.association)
     previewed = preview(reached, files, settings.history_option, may_skip=may_skip.allowed)
     decision = previewed.decision
-    console.echo(f"decision: {decision.action.value}: {decision.reason}")
+    terminal.echo(f"decision: {decision.action.value}: {decision.reason}")
     reply = render_reply(decision, dry_run=outputs.dry_run, plan=previewed.plan)
     if reply is not None and outputs.reply_file is not None:
         write_text_atomically(outputs.reply_file, shorten(reply), what="the reply")  # posted as it is: cut to fit
     if outputs.dry_run:
-        _show_dry_run(console, decision, previewed.plan, reply if outputs.reply_file is None else None)
+        _show_dry_run(terminal, decision, previewed.plan, reply if outputs.reply_file is None else None)
         return 0
     if reached.clients.github is None or reply is None or decision.action is Action.IGNORE:
         return 0
     from ci_tool.pr_bot.carry_out import answer  # PyGithub and python-jenkins: only to dispatch
 
-    return answer(previewed, reply, settings, reached.clients, github_output=outputs.github_output, console=console)
+    return answer(previewed, reply, settings, reached.clients, github_output=outputs.github_output, terminal=terminal)
 
 
-def _show_dry_run(console: Console, decision: Decision, plan: RunPlan | None, reply: str | None) -> None:
+def _show_dry_run(terminal: Terminal, decision: Decision, plan: RunPlan | None, reply: str | None) -> None:
     """What would be dispatched, and the reply (unless it went to --reply-file)."""
     if decision.action is Action.DISPATCH:
         stages = {"stages": list(plan.selection.names)} if plan is not None else {}
-        console.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
+        terminal.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
     if reply is not None:
-        console.write("\n" + reply)
+        terminal.write("\n" + reply)

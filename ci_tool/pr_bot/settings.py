@@ -1,5 +1,5 @@
 """What `bot handle` hands the application besides the files it names: its settings (the Jenkins and GitHub
-options, and how to build a client from them) and its console. The command builds the clients (the options
+options, and how to build a client from them) and its terminal. The command builds the clients (the options
 and the credentials in the environment are its business); the application asks for one only when the
 decision needs it, so an ignored comment needs no token and a dry run reaches nothing."""
 
@@ -50,7 +50,7 @@ class BotSettings(Protocol):
 
 
 @dataclass(frozen=True)
-class Console:
+class Terminal:
     """Where the application writes: what it did, for the log (`write`: the text as it is), and warnings and
     errors (`err`: one line each)."""
 
