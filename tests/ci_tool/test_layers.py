@@ -184,20 +184,26 @@ def test_the_history_modules_import_each_other_in_no_circle() -> None:
         visit(module, ())
 
 
-# The PR bot is one application (ci_tool/pr_bot/): what a `/bot` comment sets going lives there, the comment
-# language in bot/, and commands/bot.py only turns options into the application's values and builds clients.
+# The PR bot is one application (ci_tool/pr_bot/): what a `/bot` comment (or a review or label event) sets
+# going lives there, the comment language in bot/, and the bot's verb modules only turn options into the
+# application's values and build clients.
 APPLICATION = "pr_bot"
-APPLICATION_ENTRY_POINTS = frozenset({"handle", "preview", "settings"})  # what commands/bot.py may call
-BOT_COMMAND = COMMANDS / "bot.py"
-# what else commands/bot.py may import: the comment language (parse, help, the plan's words), the option
-# modules, and the default paths of its options; no dispatch, run, history, stages or authorization
-BOT_COMMAND_IMPORTS = frozenset(
-    {
-        "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.reply", "ci_tool.bot.request",
-        "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs", "ci_tool.commands.dispatch_options",
-        "ci_tool.commands.history", "ci_tool.layout",
-    }
-)  # fmt: skip
+# a bot verb module -> the application modules it calls (its entry points), and what else it may import: the
+# comment language (parse, help, the plan's words), the option modules, and the default paths of its options;
+# no dispatch, run, history, stages or authorization
+BOT_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "bot": (
+        frozenset({"handle", "preview", "settings"}),
+        frozenset(
+            {
+                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.reply",
+                "ci_tool.bot.request", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
+                "ci_tool.commands.dispatch_options", "ci_tool.commands.history", "ci_tool.layout",
+            }
+        ),
+    ),
+    "bot_labels": (frozenset({"label_actions", "labels"}), frozenset({"ci_tool.layout"})),
+}  # fmt: skip
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -225,23 +231,25 @@ def test_the_checks_read_a_module_s_imports(tmp_path: Path) -> None:
     }  # fmt: skip
 
 
-def test_the_bot_command_holds_no_application_logic() -> None:
-    """commands/bot.py reaches the application through its entry points only, and no library below it."""
-    imported = imported_modules(BOT_COMMAND)
+@pytest.mark.parametrize("stem", sorted(BOT_COMMANDS))
+def test_a_bot_command_holds_no_application_logic(stem: str) -> None:
+    """A bot verb module reaches the application through its entry points only, and no library below it."""
+    entry_points, allowed = BOT_COMMANDS[stem]
+    imported = imported_modules(COMMANDS / f"{stem}.py")
     application = {name.split(".")[2] for name in imported if name.startswith(f"ci_tool.{APPLICATION}.")}
-    others = sorted(name for name in imported if not name.startswith(f"ci_tool.{APPLICATION}."))
-    assert application <= APPLICATION_ENTRY_POINTS, f"commands/bot.py calls into pr_bot/{application}"
-    assert set(others) <= BOT_COMMAND_IMPORTS, f"commands/bot.py imports {sorted(set(others) - BOT_COMMAND_IMPORTS)}"
+    others = {name for name in imported if not name.startswith(f"ci_tool.{APPLICATION}.")}
+    assert application <= entry_points, f"commands/{stem}.py calls into pr_bot/{sorted(application - entry_points)}"
+    assert others <= allowed, f"commands/{stem}.py imports {sorted(others - allowed)}"
 
 
-def test_only_the_bot_command_imports_the_application() -> None:
+def test_only_the_bot_commands_import_the_application() -> None:
     importers = sorted(
         str(path.relative_to(PACKAGE))
         for path in MODULES
         if path.relative_to(PACKAGE).parts[0] != APPLICATION
         and any(name.startswith(f"ci_tool.{APPLICATION}") for name in imported_modules(path))
     )
-    assert importers == ["commands/bot.py"]
+    assert importers == sorted(f"commands/{stem}.py" for stem in BOT_COMMANDS)
 
 
 def test_the_bot_command_imports_no_http_client_until_it_dispatches() -> None:
