@@ -12,7 +12,7 @@ The allowlist (`.github/ci-bot-allowlist.yml`) holds GitHub logins, compared cas
     kill_skip: [release-manager]
     approve: [ci-approver]
 
-`approve` names no sub-command: it lists who may grant the approval labels (bot/labels.py), which no
+`approve` names no sub-command: it lists who may grant the approval labels (pr_bot/labels.py), which no
 author association grants.
 
 The workflow reads it from the default branch, never from the pull request, so a PR cannot list its
@@ -31,7 +31,7 @@ from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.yaml_nodes import compose
 
-APPROVE_KEY = "approve"  # who may apply the approval labels (bot/labels.py); not a sub-command's permission
+APPROVE_KEY = "approve"  # who may apply the approval labels (pr_bot/labels.py); not a sub-command's permission
 ALLOWLIST_KEYS = (*(permission.value for permission in Permission), APPROVE_KEY)
 KEYS = ", ".join(repr(key) for key in ALLOWLIST_KEYS[:-1]) + f" and {ALLOWLIST_KEYS[-1]!r}"  # 'run', ... and ...
 

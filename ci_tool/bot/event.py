@@ -8,7 +8,7 @@
       help      `/bot help` and any unknown sub-command, and any comment that does not parse (the reply
                 shows the error with its caret), for anyone
       refuse    the author lacks the sub-command's permission
-      dispatch  everything else (a `/bot run` is then resolved against the catalog: bot/plan.py `settle`
+      dispatch  everything else (a `/bot run` is then resolved against the catalog: pr_bot/settle.py
                 turns it into help for names the catalog lacks, or a refusal for missing approval labels)
 
 An edit is decided like a new comment when its first line changed, so fixing a typo in place works,

@@ -48,7 +48,7 @@ class Command:
     usage: str
     help: str
     permission: Permission | None
-    # what `bot handle` reads and reaches to carry it out (bot/lifecycle/)
+    # what `bot handle` reads and reaches to carry it out (pr_bot/)
     reads_pull_request: bool = False  # the pull request is read first (its head, labels and state)
     reaches_jenkins: bool = False  # builds are triggered, stopped or read
     plans_stages: bool = False  # the request's stages are planned, with the pull request's change

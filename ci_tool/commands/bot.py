@@ -1,6 +1,7 @@
 """`ci-tool bot parse|plan|help|handle`: check a `/bot` comment's syntax; resolve it against the stage
 catalog (stages, shards, predicted minutes, stages left out and why, approvals, merge gate); print the
-help; answer a webhook event (bot/lifecycle/ carries a dispatch out on Jenkins and GitHub).
+help; answer a webhook event. The options and the clients are this module's; what a comment sets going is
+the application's (pr_bot/), the comment language bot/'s.
 """
 
 from __future__ import annotations
@@ -8,45 +9,23 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from ci_tool.atomic import write_text_atomically
-from ci_tool.bot.authorize import authorize, parse_allowlist
-from ci_tool.bot.engines import skip_contexts
-from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
-from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS, SubCommand, flag_by_key
+from ci_tool.bot.flags import SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
-from ci_tool.bot.head_plan import HeadInputs, plan_at_head
 from ci_tool.bot.help import render_help
-from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
-from ci_tool.bot.reply import render_plan, render_reply, shorten
+from ci_tool.bot.reply import render_plan
 from ci_tool.bot.request import BotRequest
 from ci_tool.commands import bot_labels
-from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
+from ci_tool.commands.catalog_inputs import catalog_options, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
 from ci_tool.commands.history_options import history_option
-from ci_tool.dispatch.model import IssueState
-from ci_tool.errors import BotError, DispatchError
-from ci_tool.gitinfo import CodeVersion
-from ci_tool.history.store import history_path
-from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.perf.baselines import BASELINE_DIR
-from ci_tool.perf.blind_gate import throughput_baselined
-from ci_tool.run.changes import change_set, repository_path, with_pull_request_touches
-from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.engines import Engine
-from ci_tool.text_file import read_text
-
-if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
-    from ci_tool.dispatch.github import GitHubClient
-    from ci_tool.dispatch.jenkins import JenkinsClient
-    from ci_tool.dispatch.model import PullRequest
+from ci_tool.pr_bot.handle import Comment, Outputs, handle_comment
+from ci_tool.pr_bot.preview import CatalogFiles, LocalChange, plan_comment
+from ci_tool.pr_bot.settings import Terminal
 
 
 @click.group()
@@ -133,16 +112,9 @@ def plan(
         click.echo(_describe(request))
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
-    loaded = load(catalog_path, test_db, durations_path)
-    run_plan = plan_run(
-        request.selection_request(),
-        catalog=loaded.catalog,
-        db=loaded.db,
-        durations=loaded.durations,
-        labels=labels,
-        changes=change_set(changed_files, base=base, head=head, test_db=test_db, history=history_path(history_file)),
-        perf_baselined=throughput_baselined(BASELINE_DIR),
-    )
+    files = CatalogFiles(catalog_path, test_db, durations_path)
+    change = LocalChange(changed_files, base, head, labels)
+    run_plan = plan_comment(request.selection_request(), files, change, history_file)
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))
     else:
@@ -203,105 +175,13 @@ def handle(
     the pull request's labels and its change read from GitHub (its files, and the test-db and waives at the
     merge base and the head), as `ci-tool stage select --base` reads it from git: unknown stage names get
     help, approvals are checked. The reply is a preview; the build selects again on the PR's commit."""
-    event = read_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
-    allowlist_text = read_text(allowlist_path, name="the allowlist", error=BotError)
-    allowlist = parse_allowlist(allowlist_text, file=str(allowlist_path))
-    reached = _reach(decide(event, allowlist), settings, dry_run=dry_run, test_db=test_db)
-    decision, request = reached.decision, reached.decision.request
-    pr = reached.pr
-    labels = pr.labels if pr is not None else event.labels
-    head = HeadInputs(catalog_path, test_db, durations_path, settings.history_option, reached.changes, labels,
-                      CodeVersion(pr.head_sha) if pr is not None else None)  # fmt: skip
-    plan_for = functools.partial(plan_at_head, head)
-    run_plan: RunPlan | None = None
-    if reached.command is SubCommand.RUN and request is not None:
-        run_plan = plan_for(request.selection_request())
-        decision = settle(decision, run_plan)
-    click.echo(f"decision: {decision.action.value}: {decision.reason}")
-    reply = render_reply(decision, dry_run=dry_run, plan=run_plan)
-    if reply is not None and reply_file is not None:
-        write_text_atomically(reply_file, shorten(reply), what="the reply")  # posted as it is: cut to fit
-    if dry_run:
-        return _show_dry_run(decision, run_plan, reply if reply_file is None else None)
-    if reached.github is None or reply is None or decision.action is Action.IGNORE:
-        return 0
-    may_skip = authorize(allowlist, command_name="skip", login=event.login, association=event.association).allowed
-    answer = Answer(decision, reply, reached.pr, run_plan, plan_for, may_skip=may_skip)
-    return _carry_out(answer, reached.github, reached.jenkins, settings, github_output)
-
-
-@dataclass(frozen=True)
-class _Reached:
-    """A decision with what handling it read: the clients it needs, the pull request, and its change."""
-
-    decision: Decision
-    command: str | None  # the dispatched sub-command (None: nothing is dispatched)
-    github: GitHubClient | None = None
-    jenkins: JenkinsClient | None = None
-    pr: PullRequest | None = None
-    changes: ChangeSet | None = None
-
-
-def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, test_db: Path) -> _Reached:
-    """The clients a decision needs (none for a dry run), the pull request (a closed one: ignored) and the
-    change it makes, read from GitHub for the commands that plan stages."""
-    event, request = decision.event, decision.request
-    command = request.command if decision.action is Action.DISPATCH and request is not None else None
-    on_jenkins = command in JENKINS_COMMANDS and Engine.JENKINS in settings.engines
-    jenkins = settings.jenkins() if on_jenkins and not dry_run else None  # configured? (no request)
-    github = None if dry_run or decision.action is Action.IGNORE else settings.github()
-    pr = github.pull_request(event.repository, event.number) if github and command in PR_COMMANDS else None
-    if pr is not None and pr.state is not IssueState.OPEN:  # closed since the event was sent
-        decision = replace(decision, action=Action.IGNORE, reason=f"pull request #{pr.number} is {pr.state}")
-        command = None
-    changes: ChangeSet | None = None
-    if github is not None and pr is not None and command in PLANNED_COMMANDS:
-        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
-
-        try:
-            changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
-        except DispatchError as error:  # the reply says what failed; a request that need not read it goes on
-            decision = without_change(decision, error)
-            command = command if decision.action is Action.DISPATCH else None
-        else:
-            changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
-    return _Reached(decision, command, github, jenkins, pr, changes)
-
-
-def _show_dry_run(decision: Decision, run_plan: RunPlan | None, reply: str | None) -> int:
-    """What would be dispatched, and the reply (unless it went to --reply-file)."""
-    if decision.action is Action.DISPATCH:
-        stages = {"stages": list(run_plan.selection.names)} if run_plan is not None else {}
-        click.echo("would dispatch: " + json.dumps({**dispatch_payload(decision), **stages}))
-    if reply is not None:
-        click.echo("\n" + reply, nl=False)
-    return 0
-
-
-def _carry_out(
-    answer: Answer,
-    github: GitHubClient,
-    jenkins: JenkinsClient | None,
-    settings: DispatchSettings,
-    github_output: Path | None,
-) -> int:
-    from ci_tool.bot.lifecycle.carry_out import carry_out  # PyGithub and python-jenkins: only to dispatch
-    from ci_tool.bot.lifecycle.on_actions import ActionsReach
-    from ci_tool.bot.lifecycle.services import JenkinsReach, Replies
-    from ci_tool.dispatch.actions import ActionsClient
-
-    event = answer.decision.event
-    replies = Replies(github, event.repository, event.number, echo=click.echo, err=_echo_err)
-    reach = None
-    if jenkins is not None:
-        reach = JenkinsReach(jenkins, settings.jenkins_job, settings.history, settings.pace(), settings.report_url,
-                             settings.wait)  # fmt: skip
-    actions = None
-    if Engine.GITHUB in settings.engines:
-        actions = ActionsReach(ActionsClient(github), settings.history, settings.pace(), settings.report_url,
-                               settings.wait)  # fmt: skip
-    return carry_out(answer, replies, reach, github_output=github_output, actions=actions,
-                     skip_contexts=skip_contexts(settings.engines))  # fmt: skip
+    return handle_comment(
+        Comment(event_path, allowlist_path),
+        CatalogFiles(catalog_path, test_db, durations_path),
+        settings,
+        Outputs(dry_run, reply_file, github_output),
+        Terminal(functools.partial(click.echo, nl=False), _echo_err),
+    )
 
 
 def _echo_err(text: str) -> None:

@@ -1,4 +1,4 @@
-"""`ci-tool bot labels`: keep the approval labels honest (bot/labels.py) for one GitHub event: add
+"""`ci-tool bot labels`: keep the approval labels honest (pr_bot/labels.py) for one GitHub event: add
 `ci: full pre-merge approved` when an approver approves, remove an approval label someone else applied."""
 
 from __future__ import annotations
@@ -7,12 +7,9 @@ from pathlib import Path
 
 import click
 
-from ci_tool.bot.label_actions import GitHubReach, carry_out, decide, parse_pull_number, read_approvers
-from ci_tool.bot.label_event import read_label_event
-from ci_tool.bot.labels import DEFAULT_BOT_LOGIN
-from ci_tool.errors import BotError
-from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH, GITHUB_API_URL, GITHUB_API_URL_ENV, GITHUB_TOKEN_ENV
+from ci_tool.pr_bot.label_actions import GitHubReach, LabelInputs, guard_labels
+from ci_tool.pr_bot.labels import DEFAULT_BOT_LOGIN
 
 
 @click.command("labels")
@@ -57,13 +54,6 @@ def labels(
     """Add `ci: full pre-merge approved` when an approver (the allowlist's `approve`) approves the pull request;
     remove an approval label anyone else applied, with a comment. Fails closed: an allowlist that cannot be read
     adds nothing and removes what was applied, then exits 1."""
-    event = read_label_event(read_json(event_path, name="the event", error=BotError), file=str(event_path))
-    pull = parse_pull_number(pull_text, event)
-    approvers, unreadable = read_approvers(str(allowlist_path), bot_login=bot_login)
-    reach = GitHubReach(github_api_url, dry_run)
-    decision = decide(event, approvers, pull, reach)
-    click.echo(f"decision: {decision.action.value}: {decision.reason}")
-    carry_out(decision, event.repository, reach, echo=click.echo)
-    if unreadable is not None:
-        raise unreadable
+    inputs = LabelInputs(event_path, pull_text, allowlist_path, bot_login)
+    guard_labels(inputs, GitHubReach(github_api_url, dry_run), echo=click.echo)
     return 0

@@ -174,7 +174,7 @@ class GitHubClient:
         return self._call(f"read pull request #{number} of {repository}", read)
 
     def commit(self, repository: str, sha: str) -> Commit:
-        """A commit's tree and committer date (the git object's: see bot/lifecycle/carry_out.py on what it proves)."""
+        """A commit's tree and committer date (the git object's: see pr_bot/carry_out.py on what it proves)."""
 
         def read() -> Commit:
             found = self._repo(repository).get_commit(sha).commit

@@ -1,4 +1,4 @@
-"""A pull request's labels and reviews through PyGithub, for the approval-label guard (bot/labels.py).
+"""A pull request's labels and reviews through PyGithub, for the approval-label guard (pr_bot/labels.py).
 
     pull_reviews   GET pulls/N (state, labels) and GET pulls/N/reviews (every page, oldest first)
     add_label      POST issues/N/labels: adding a label the PR has is a no-op, so it is safe to repeat

@@ -1,5 +1,5 @@
 """What GitHub answers about a pull request's reviews and labels, as frozen values (the label guard reads
-these: bot/labels.py; dispatch/labels.py reads them through the API)."""
+these: pr_bot/labels.py; dispatch/labels.py reads them through the API)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ boundary 0), so the selection never learns about the bot, nor the generators abo
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"report"}),  # the report model and its renderers read history rows, never a running stage
     frozenset({"run"}),
     frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
-    frozenset({"bot"}),
+    frozenset({"bot"}),  # the comment language: what a comment says and the words the bot answers with
+    frozenset({"pr_bot"}),  # the application: what a comment sets going, from the event to the final report
     frozenset({"generate"}),
     frozenset({"commands"}),
     frozenset({"cli", "__main__", "__init__"}),
@@ -224,3 +227,82 @@ def test_the_history_modules_import_each_other_in_no_circle() -> None:
 
     for module in sorted(graph):
         visit(module, ())
+
+
+# The PR bot is one application (ci_tool/pr_bot/): what a `/bot` comment (or a review or label event) sets
+# going lives there, the comment language in bot/, and the bot's verb modules only turn options into the
+# application's values and build clients.
+APPLICATION = "pr_bot"
+# a bot verb module -> the application modules it calls (its entry points), and what else it may import: the
+# comment language (parse, help, the plan's words), the option modules, and the default paths of its options;
+# no dispatch, run, history, stages or authorization
+BOT_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "bot": (
+        frozenset({"handle", "preview", "settings"}),
+        frozenset(
+            {
+                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.reply",
+                "ci_tool.bot.request", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
+                "ci_tool.commands.dispatch_options", "ci_tool.commands.history", "ci_tool.layout",
+            }
+        ),
+    ),
+    "bot_labels": (frozenset({"label_actions", "labels"}), frozenset({"ci_tool.layout"})),
+}  # fmt: skip
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The ci_tool modules `path` imports, anywhere in it (`from ci_tool.commands import bot_labels` names
+    ci_tool.commands.bot_labels)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            package = (PACKAGE / node.module.removeprefix("ci_tool.").replace(".", "/")).is_dir()
+            found |= {f"{node.module}.{alias.name}" for alias in node.names} if package else {node.module}
+    return {name for name in found if name.startswith("ci_tool.")}
+
+
+def test_the_checks_read_a_module_s_imports(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import ci_tool.errors\nfrom ci_tool.commands import bot_labels\nfrom ci_tool.bot.flags import FLAGS\n"
+        "def f():\n    from ci_tool.pr_bot.carry_out import answer\nimport click\n",
+        encoding="utf-8",
+    )
+    assert imported_modules(source) == {
+        "ci_tool.errors", "ci_tool.commands.bot_labels", "ci_tool.bot.flags", "ci_tool.pr_bot.carry_out"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", sorted(BOT_COMMANDS))
+def test_a_bot_command_holds_no_application_logic(stem: str) -> None:
+    """A bot verb module reaches the application through its entry points only, and no library below it."""
+    entry_points, allowed = BOT_COMMANDS[stem]
+    imported = imported_modules(COMMANDS / f"{stem}.py")
+    application = {name.split(".")[2] for name in imported if name.startswith(f"ci_tool.{APPLICATION}.")}
+    others = {name for name in imported if not name.startswith(f"ci_tool.{APPLICATION}.")}
+    assert application <= entry_points, f"commands/{stem}.py calls into pr_bot/{sorted(application - entry_points)}"
+    assert others <= allowed, f"commands/{stem}.py imports {sorted(others - allowed)}"
+
+
+def test_only_the_bot_commands_import_the_application() -> None:
+    importers = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in MODULES
+        if path.relative_to(PACKAGE).parts[0] != APPLICATION
+        and any(name.startswith(f"ci_tool.{APPLICATION}") for name in imported_modules(path))
+    )
+    assert importers == sorted(f"commands/{stem}.py" for stem in BOT_COMMANDS)
+
+
+def test_the_bot_command_imports_no_http_client_until_it_dispatches() -> None:
+    """`bot parse`, `bot plan` and a dry run skip PyGithub and python-jenkins (half a second to import): the
+    application imports them in the steps that reach GitHub and Jenkins."""
+    script = (
+        "import sys, ci_tool.commands.bot, ci_tool.pr_bot.handle; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'github', 'jenkins', 'ci_tool'}))"
+    )
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert found.stdout.split("\n")[0] == "['ci_tool']"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tool.bot.labels import APPROVAL_LABELS
+from ci_tool.pr_bot.labels import APPROVAL_LABELS
 from tests.ci_tool.bot.test_workflow import tool
 
 WORKFLOWS = Path(__file__).resolve().parents[3] / ".github" / "workflows"
@@ -65,7 +65,7 @@ def test_the_labels_workflow_follows_the_signal_and_labeled_events_with_minimal_
 
 
 def test_the_guard_answers_the_approval_labels() -> None:
-    """The job's filter names the labels bot/labels.py guards, no more and no fewer."""
+    """The job's filter names the labels pr_bot/labels.py guards, no more and no fewer."""
     condition = load(LABELS)["jobs"]["guard"]["if"]  # type: ignore[index]
     assert [label for label in APPROVAL_LABELS if f"github.event.label.name == '{label}'" in condition] == list(
         APPROVAL_LABELS

@@ -33,7 +33,7 @@ DECISIONS = [
     ),
     ("post_merge_labeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("edited_fixed_typo", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
-    # decided without the catalog; with it (bot/plan.py settle) they become refuse, refuse, dispatch, help,
+    # decided without the catalog; with it (pr_bot/settle.py) they become refuse, refuse, dispatch, help,
     # refuse and refuse (approval labels are checked on the selected stages)
     ("stage_list_multi_gpu_unlabeled", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),
     ("stage_list_spelt_broad", Action.DISPATCH, "/bot run by 'maintainer-amy' (author association MEMBER)"),

@@ -1,14 +1,14 @@
-"""The approval-label guard's decision table (bot/labels.py), its events (bot/label_event.py) and `--pull`."""
+"""The approval-label guard's decision table (pr_bot/labels.py), its events (pr_bot/label_event.py) and `--pull`."""
 
 from __future__ import annotations
 
 import pytest
 
-from ci_tool.bot.label_actions import parse_pull_number
-from ci_tool.bot.label_event import LabelApplied, ReviewSubmitted, SignalCompleted, read_label_event
-from ci_tool.bot.labels import Approvers, LabelAction, LabelDecision, decide_approval, decide_labeled, from_review
 from ci_tool.dispatch.reviews import PullReviews, Review, ReviewState
 from ci_tool.errors import BotError
+from ci_tool.pr_bot.label_actions import parse_pull_number
+from ci_tool.pr_bot.label_event import LabelApplied, ReviewSubmitted, SignalCompleted, read_label_event
+from ci_tool.pr_bot.labels import Approvers, LabelAction, LabelDecision, decide_approval, decide_labeled, from_review
 
 FULL, POST = "ci: full pre-merge approved", "ci: post-merge approved"
 SOURCE = ".github/ci-bot-allowlist.yml"

@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ci_tool.bot.build_report import FinishedBuild, passed_after_retries, render_ci_report, totals
-from ci_tool.bot.build_report import ci_report as build_ci_report
 from ci_tool.bot.event import Decision
-from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, shorten, with_lines
 from ci_tool.bot.status import actions_context_for, final, unfollowed, untested
@@ -34,12 +31,15 @@ from ci_tool.history.flakiness import known_flaky
 from ci_tool.history.ledger import DispatchKey, find_dispatch
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX
 from ci_tool.outcomes import BuildResult
+from ci_tool.pr_bot.actions_services import ActionsServices, mark_cancelled, run_link
+from ci_tool.pr_bot.ci_report import FinishedBuild, passed_after_retries, render_ci_report, totals
+from ci_tool.pr_bot.ci_report import ci_report as build_ci_report
 from ci_tool.stages.record import SelectionRecord, read_record
 
 
 def actions_reply_marker(comment_id: int) -> str:
     """The hidden line by which handling a comment again finds its GitHub Actions reply (apart from its Jenkins
-    reply, lifecycle/run.py's, where a project runs both engines)."""
+    reply, run.py's, where a project runs both engines)."""
     return f"<!-- ci-tool: the GitHub Actions reply to comment {comment_id} -->"
 
 

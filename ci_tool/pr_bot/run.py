@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.lifecycle.follow import follow
-from ci_tool.bot.lifecycle.services import Services, mark_stopped
 from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
@@ -32,6 +30,8 @@ from ci_tool.dispatch.trigger import (
 )
 from ci_tool.errors import DispatchError
 from ci_tool.history.ledger import DispatchKey, find_dispatch
+from ci_tool.pr_bot.follow import follow
+from ci_tool.pr_bot.services import Services, mark_stopped
 
 
 def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool) -> Started:

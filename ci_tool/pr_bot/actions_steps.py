@@ -9,12 +9,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ci_tool.bot.lifecycle.actions_run import archived_record
-from ci_tool.bot.lifecycle.actions_services import ActionsServices, mark_cancelled, run_link
-from ci_tool.bot.lifecycle.reuse import why_not_reusable
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
 from ci_tool.bot.status import carried
 from ci_tool.dispatch.actions_results import selection_artifact, selection_files
@@ -22,6 +16,10 @@ from ci_tool.dispatch.actions_trigger import cancel_pull_request
 from ci_tool.dispatch.model import Build, PullRequest, StatusState
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.outcomes import BuildResult
+from ci_tool.pr_bot.actions_run import archived_record
+from ci_tool.pr_bot.actions_services import ActionsServices, mark_cancelled, run_link
+from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
+from ci_tool.pr_bot.reuse import why_not_reusable
 from ci_tool.stages.request import SelectionRequest, request_from_json
 
 
@@ -32,8 +30,7 @@ def kill(services: ActionsServices, pr_number: int, reply: str) -> None:
     services.replies.comment(with_lines(reply, lines, none="Nothing was running for this pull request."))
 
 
-def reuse(services: ActionsServices, pr: PullRequest, reply: str, plan_for: Callable[[SelectionRequest], RunPlan], *,
-          may_skip: bool) -> None:  # fmt: skip
+def reuse(services: ActionsServices, pr: PullRequest, reply: str, head: HeadInputs, *, may_skip: bool) -> None:
     """/bot reuse-pipeline: see the module docstring."""
     client, replies = services.client, services.replies
     lines = mark_cancelled(services, cancel_pull_request(client, pr.repository, services.ref, pr.number), None)
@@ -50,7 +47,7 @@ def reuse(services: ActionsServices, pr: PullRequest, reply: str, plan_for: Call
     previous = passing[0]
     record = archived_record(services, previous)
     request = _archived_request(services, previous)
-    why = why_not_reusable(record, plan_for(request).selection.names if request is not None else None)
+    why = why_not_reusable(record, plan_at_head(head, request).selection.names if request is not None else None)
     if record is None or why is not None:
         why = why or "archived no readable selection"
         services.echo(f"reuse: run {previous.number} {why}")

@@ -7,19 +7,20 @@ from pathlib import Path
 
 from ci_tool.atomic import append_text
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.lifecycle import actions_run, actions_steps
-from ci_tool.bot.lifecycle.actions_services import ActionsReach, ActionsServices
-from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.lifecycle.services import Replies
 from ci_tool.bot.reply import could_not_reach
 from ci_tool.errors import DispatchError
+from ci_tool.pr_bot import actions_run, actions_steps
+from ci_tool.pr_bot.actions_services import ActionsReach, ActionsServices
+from ci_tool.pr_bot.preview import Preview
+from ci_tool.pr_bot.services import Replies
 
 __all__ = ["ActionsReach", "on_actions"]
 
 
-def on_actions(reach: ActionsReach, replies: Replies, answer: Answer, *, github_output: Path | None) -> None:
+def on_actions(reach: ActionsReach, replies: Replies, preview: Preview, reply: str, *,
+               github_output: Path | None) -> None:  # fmt: skip
     """/bot run, kill or reuse-pipeline on GitHub Actions."""
-    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    decision, pr, request = preview.decision, preview.pr, preview.decision.request
     assert request is not None  # a dispatch's
     command = request.command
     try:
@@ -30,8 +31,8 @@ def on_actions(reach: ActionsReach, replies: Replies, answer: Answer, *, github_
         raise
     with reach.history() as history:
         services = ActionsServices(reach.client, replies, history, reach.pace, ref, reach.report_url)
-        if command is SubCommand.RUN and answer.plan is not None and pr is not None:
-            started = actions_run.run(services, decision, answer.plan, pr, reply, wait=reach.wait)
+        if command is SubCommand.RUN and preview.plan is not None and pr is not None:
+            started = actions_run.run(services, decision, preview.plan, pr, reply, wait=reach.wait)
             if github_output is not None and started.build is not None:
                 outputs = f"run={started.build.number}\nrun_url={started.build.url}\n"
                 append_text(github_output, outputs, what="the GitHub outputs")
@@ -40,7 +41,7 @@ def on_actions(reach: ActionsReach, replies: Replies, answer: Answer, *, github_
                 if command is SubCommand.KILL:
                     actions_steps.kill(services, decision.event.number, reply)
                 elif pr is not None:
-                    actions_steps.reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+                    actions_steps.reuse(services, pr, reply, preview.head, may_skip=preview.may_skip)
             except DispatchError as error:
                 replies.comment(could_not_reach(reply, f"/bot {command}", error, service="GitHub"))
                 raise

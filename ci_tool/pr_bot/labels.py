@@ -12,7 +12,7 @@ one GitHub event, the approvers, the bot's own login -> add a label, remove one 
 Approvers are the logins under `approve:` in the allowlist (bot/authorize.py); no author association makes
 one. Fail closed: when the allowlist cannot be read nobody is an approver, so no label is added and an
 approval label just applied (by anyone but the bot) is removed; a label whose sender is unreadable is
-removed too. Pure: the command reads the files and GitHub and carries the decision out (bot/label_actions.py).
+removed too. Pure: the command reads the files and GitHub and carries the decision out (pr_bot/label_actions.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ci_tool.bot.authorize import APPROVE_KEY
-from ci_tool.bot.label_event import LabelApplied, ReviewSubmitted
 from ci_tool.dispatch.reviews import DECISIVE_STATES, PullReviews, Review, ReviewState
+from ci_tool.pr_bot.label_event import LabelApplied, ReviewSubmitted
 from ci_tool.stages.approvals import FULL_PRE_MERGE_APPROVED, POST_MERGE_APPROVED
 
 APPROVAL_LABELS = (FULL_PRE_MERGE_APPROVED, POST_MERGE_APPROVED)

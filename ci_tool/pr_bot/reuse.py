@@ -4,25 +4,22 @@ same git tree) unless the commenter may `/bot skip`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ci_tool.bot.lifecycle.follow import archived_record
-from ci_tool.bot.lifecycle.services import Services, mark_stopped, request_of
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
 from ci_tool.bot.status import carried
 from ci_tool.dispatch.model import PullRequest, StatusState
 from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.outcomes import BuildResult
+from ci_tool.pr_bot.follow import archived_record
+from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
+from ci_tool.pr_bot.services import Services, mark_stopped, request_of
 from ci_tool.stages.record import SelectionRecord
-from ci_tool.stages.request import SelectionRequest
 
 
 def reuse(
     services: Services,
     pr: PullRequest,
     reply: str,
-    plan_for: Callable[[SelectionRequest], RunPlan],
+    head: HeadInputs,  # where the reply was planned: the build's request is planned there too
     *,
     may_skip: bool,
 ) -> None:
@@ -42,7 +39,7 @@ def reuse(
     previous = passing[0]
     request = request_of(previous.parameters)
     record = archived_record(services, previous)
-    why = why_not_reusable(record, plan_for(request).selection.names if request is not None else None)
+    why = why_not_reusable(record, plan_at_head(head, request).selection.names if request is not None else None)
     if record is None or why is not None:
         why = why or "archived no readable selection"
         services.echo(f"reuse: build {previous.number} {why}")

@@ -19,37 +19,65 @@ repeats the dispatch: handling the comment again finds the build instead of trig
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.atomic import append_text
+from ci_tool.bot.engines import skip_contexts
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.lifecycle.answer import Answer
-from ci_tool.bot.lifecycle.on_actions import ActionsReach, on_actions
-from ci_tool.bot.lifecycle.reuse import reuse
-from ci_tool.bot.lifecycle.run import run
-from ci_tool.bot.lifecycle.services import JenkinsReach, Replies, Services, mark_stopped
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
 from ci_tool.bot.request import BotRequest
 from ci_tool.bot.status import FULL_BUILD_CONTEXT, context_for, not_started, skipped
+from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.errors import DispatchError
+from ci_tool.pr_bot.on_actions import ActionsReach, on_actions
+from ci_tool.pr_bot.preview import Preview
+from ci_tool.pr_bot.read import Clients
+from ci_tool.pr_bot.reuse import reuse
+from ci_tool.pr_bot.run import run
+from ci_tool.pr_bot.services import JenkinsReach, Replies, Services, mark_stopped
+from ci_tool.pr_bot.settings import BotSettings, Terminal
+from ci_tool.stages.engines import Engine
 
 
-def carry_out(
-    answer: Answer,
-    replies: Replies,
-    reach: JenkinsReach | None,
-    *,
-    github_output: Path | None,
-    actions: ActionsReach | None = None,
-    skip_contexts: tuple[str, ...] = (FULL_BUILD_CONTEXT,),
-) -> int:
-    """Post the reply, or act on Jenkins, GitHub Actions (`actions`) and GitHub for a dispatch; 1 when GitHub
-    refused a post. With both engines, each acts in turn (an error of the first is raised after the second)."""
-    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+@dataclass(frozen=True)
+class Targets:
+    """Where a dispatch acts besides GitHub: Jenkins, GitHub Actions, or both (the settings' engines), and the
+    contexts `/bot skip` turns green (each engine's full run)."""
+
+    jenkins: JenkinsReach | None
+    actions: ActionsReach | None
+    skip_contexts: tuple[str, ...]
+
+
+def answer(preview: Preview, reply: str, settings: BotSettings, clients: Clients, *, github_output: Path | None,
+           terminal: Terminal) -> int:  # fmt: skip
+    """Carry the previewed decision out through the clients the decision reached, as the settings say."""
+    github = clients.github
+    assert github is not None  # handle.py answers only with GitHub reached
+    event = preview.decision.event
+    replies = Replies(github, event.repository, event.number, echo=terminal.echo, err=terminal.err)
+    jenkins = None
+    if clients.jenkins is not None:
+        jenkins = JenkinsReach(clients.jenkins, settings.jenkins_job, settings.history, settings.pace(),
+                               settings.report_url, settings.wait)  # fmt: skip
+    actions = None
+    if Engine.GITHUB in settings.engines:
+        actions = ActionsReach(ActionsClient(github), settings.history, settings.pace(), settings.report_url,
+                               settings.wait)  # fmt: skip
+    targets = Targets(jenkins, actions, skip_contexts(settings.engines))
+    return carry_out(preview, reply, replies, targets, github_output=github_output)
+
+
+def carry_out(preview: Preview, reply: str, replies: Replies, targets: Targets, *, github_output: Path | None) -> int:
+    """Post the reply, or act on Jenkins, GitHub Actions and GitHub for a dispatch; 1 when GitHub refused a
+    post. With both engines, each acts in turn (an error of the first is raised after the second)."""
+    decision, pr, request = preview.decision, preview.pr, preview.decision.request
+    reach, actions = targets.jenkins, targets.actions
     if decision.action is not Action.DISPATCH or request is None:
         replies.comment(reply)
         if decision.unread is not None:  # GitHub could not give the change: said on the PR, an error here
@@ -58,31 +86,31 @@ def carry_out(
     elif pr is not None and _pushed_after(replies, decision, pr):
         pass  # the command was written for an older head: the reply says so
     elif request.command is SubCommand.SKIP and pr is not None:
-        skip(replies, pr, str(request.flags.get("comment", "")), reply, contexts=skip_contexts)
+        skip(replies, pr, str(request.flags.get("comment", "")), reply, contexts=targets.skip_contexts)
     else:
         failed: DispatchError | None = None
         if reach is not None:
             try:
                 with reach.history() as history:
                     services = Services(reach.client, replies, reach.job, history, reach.pace, reach.report_url)
-                    _on_jenkins(services, answer, wait=reach.wait, github_output=github_output)
+                    _on_jenkins(services, preview, reply, wait=reach.wait, github_output=github_output)
             except DispatchError as error:
                 if actions is None:
                     raise
                 failed = error
         if actions is not None:
-            on_actions(actions, replies, answer, github_output=github_output)
+            on_actions(actions, replies, preview, reply, github_output=github_output)
         if failed is not None:
             raise failed
     return 1 if replies.failures else 0
 
 
-def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output: Path | None) -> None:
+def _on_jenkins(services: Services, preview: Preview, reply: str, *, wait: bool, github_output: Path | None) -> None:
     """/bot run, kill or reuse-pipeline, with the history open."""
-    decision, reply, pr, request = answer.decision, answer.reply, answer.pr, answer.decision.request
+    decision, pr, request = preview.decision, preview.pr, preview.decision.request
     assert request is not None  # a dispatch's
-    if request.command is SubCommand.RUN and answer.plan is not None and pr is not None:
-        started = run(services, decision, answer.plan, pr, reply, wait=wait)
+    if request.command is SubCommand.RUN and preview.plan is not None and pr is not None:
+        started = run(services, decision, preview.plan, pr, reply, wait=wait)
         if github_output is not None and started.build is not None:
             outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
             append_text(github_output, outputs, what="the GitHub outputs")
@@ -91,7 +119,7 @@ def _on_jenkins(services: Services, answer: Answer, *, wait: bool, github_output
             if request.command is SubCommand.KILL:
                 kill(services, decision.event.number, reply)
             elif pr is not None:
-                reuse(services, pr, reply, answer.plan_for, may_skip=answer.may_skip)
+                reuse(services, pr, reply, preview.head, may_skip=preview.may_skip)
         except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
             services.replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
             raise

@@ -1,4 +1,4 @@
-"""The three GitHub events the approval-label guard answers (bot/labels.py), read from their payloads:
+"""The three GitHub events the approval-label guard answers (pr_bot/labels.py), read from their payloads:
 
     pull_request_review  a review was submitted (its reviewer, state, and the PR's labels)
     workflow_run         the approval signal workflow completed (the PR number comes from its artifact, the

@@ -1,4 +1,4 @@
-"""`ci-tool bot labels`: one event -> the label guard's decision (bot/labels.py) -> carried out on GitHub.
+"""`ci-tool bot labels`: one event -> the label guard's decision (pr_bot/labels.py) -> carried out on GitHub.
 
     pull_request_review   decided from the event itself
     workflow_run          the approval signal: its PR number (`--pull`, from the signal's artifact) is all it
@@ -6,7 +6,7 @@
     pull_request_target   decided from the event itself (`labeled`)
 
 A removal comments only when it removed the label (a rerun finds it gone and stays quiet). An allowlist that
-cannot be read fails closed (bot/labels.py) and the command then ends with that error (exit 1), after
+cannot be read fails closed (pr_bot/labels.py) and the command then ends with that error (exit 1), after
 removing the label, so the broken allowlist shows in the workflow's run.
 """
 
@@ -16,11 +16,15 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_tool.bot.authorize import parse_allowlist
-from ci_tool.bot.label_event import LabelApplied, LabelEvent, ReviewSubmitted, SignalCompleted
-from ci_tool.bot.labels import (
+from ci_tool.errors import BotError, DispatchError
+from ci_tool.json_file import read_json
+from ci_tool.layout import GITHUB_TOKEN_ENV
+from ci_tool.pr_bot.label_event import LabelApplied, LabelEvent, ReviewSubmitted, SignalCompleted, read_label_event
+from ci_tool.pr_bot.labels import (
     Approvers,
     LabelAction,
     LabelDecision,
@@ -29,8 +33,6 @@ from ci_tool.bot.labels import (
     from_review,
     refused_unread,
 )
-from ci_tool.errors import BotError, DispatchError
-from ci_tool.layout import GITHUB_TOKEN_ENV
 from ci_tool.text_file import read_text
 
 if TYPE_CHECKING:  # PyGithub: only when GitHub is asked
@@ -141,3 +143,27 @@ def carry_out(decision: LabelDecision, repository: str, reach: GitHubReach, *, e
     echo(f"removed {decision.label!r} from #{decision.number}")
     if decision.comment is not None:
         client.comment(repository, decision.number, decision.comment)
+
+
+@dataclass(frozen=True)
+class LabelInputs:
+    """What `bot labels` reads: the event, `--pull` (a workflow_run's), the allowlist, and the bot's login."""
+
+    event_path: Path
+    pull_text: str | None
+    allowlist_path: Path
+    bot_login: str
+
+
+def guard_labels(inputs: LabelInputs, reach: GitHubReach, *, echo: Callable[[str], None]) -> None:
+    """`bot labels`: decide about one event and carry the decision out; an allowlist that could not be read is
+    raised after (fail closed: the decision was made with nobody an approver)."""
+    event_file = str(inputs.event_path)
+    event = read_label_event(read_json(inputs.event_path, name="the event", error=BotError), file=event_file)
+    pull = parse_pull_number(inputs.pull_text, event)
+    approvers, unreadable = read_approvers(str(inputs.allowlist_path), bot_login=inputs.bot_login)
+    decision = decide(event, approvers, pull, reach)
+    echo(f"decision: {decision.action.value}: {decision.reason}")
+    carry_out(decision, event.repository, reach, echo=echo)
+    if unreadable is not None:
+        raise unreadable

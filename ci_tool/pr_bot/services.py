@@ -17,10 +17,9 @@ from ci_tool.dispatch.trigger import Pace, Stopped
 from ci_tool.errors import DispatchError, StageError
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import TEST_JOB
+from ci_tool.pr_bot.settings import Echo
 from ci_tool.report.links import ReportUrl
 from ci_tool.stages.request import SelectionRequest, request_from_json
-
-Echo = Callable[[str], None]
 
 
 @dataclass

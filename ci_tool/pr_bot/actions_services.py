@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ci_tool.bot.lifecycle.services import Echo, Replies
 from ci_tool.bot.status import ACTIONS_CUSTOM_CONTEXT, ACTIONS_FULL_CONTEXT, KILLED_BY_KILL, KILLED_BY_NEWER
 from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.model import Build, Status, StatusState
 from ci_tool.dispatch.trigger import Pace
 from ci_tool.history.store import HistoryStore
+from ci_tool.pr_bot.services import Echo, Replies
 from ci_tool.report.links import ReportUrl
 
 ACTIONS_CONTEXTS = (ACTIONS_FULL_CONTEXT, ACTIONS_CUSTOM_CONTEXT)

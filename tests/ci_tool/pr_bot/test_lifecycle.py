@@ -1,4 +1,4 @@
-"""The dispatch life cycle's own rules, on values (bot/lifecycle/): which request a build was triggered with,
+"""The dispatch life cycle's own rules, on values (pr_bot/): which request a build was triggered with,
 the status context it posts on, and whether a passing build can stand in for the request's selection now.
 The life cycle against Jenkins and GitHub protocol servers is tests/ci_tool/dispatch/."""
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ci_tool.bot.lifecycle.reuse import why_not_reusable
-from ci_tool.bot.lifecycle.services import context_of, request_of
 from ci_tool.bot.status import CUSTOM_BUILD_CONTEXT, FULL_BUILD_CONTEXT
+from ci_tool.pr_bot.reuse import why_not_reusable
+from ci_tool.pr_bot.services import context_of, request_of
 from ci_tool.stages.record import SelectionRecord
 from ci_tool.stages.request import SelectionRequest
 

@@ -1,0 +1,23 @@
+"""The pull-request bot: the application that answers a `/bot` comment on a pull request, from the webhook
+event to the final CI report, for every engine (Jenkins and GitHub Actions), and keeps the pull request's
+approval labels honest. Named for its role beside bot/, which is the comment language it speaks (grammar,
+flags, request, help, authorization, reply and status words): bot/ says what a comment means and how the
+bot words an answer; pr_bot/ does what it sets going.
+
+The rule (tests/ci_tool/test_layers.py pins it): changing what a comment does is editing this package.
+It sits above bot/, dispatch/ (the HTTP clients), run/ and history/, which it calls; bot/ never imports
+it; nothing but the bot's verb modules do: commands/bot.py only turns options into the values this package
+takes (handle.py, preview.py, settings.py) and builds the clients (settings.BotSettings), and
+commands/bot_labels.py does the same for the approval-label guard (label_actions.py).
+
+    handle.py            the flow of `bot handle`: decide -> read -> preview -> reply -> carry out
+    read.py              the clients, the pull request and its change
+    preview.py           the plan on the pull request's head the reply previews (and `bot plan`'s)
+    settle.py            what the change read and the plan change about the decision
+    carry_out.py         run, kill, skip, reuse-pipeline: picks the step per engine
+      run.py, follow.py, reuse.py, services.py                   on Jenkins
+      on_actions.py, actions_run.py, actions_steps.py, actions_services.py   on GitHub Actions
+    ci_report.py         the CI report posted when a followed build or workflow run ends
+    labels.py, label_event.py, label_actions.py   the approval-label guard (`bot labels`): an approving review
+                         adds `ci: full pre-merge approved`, a label anyone else applied is removed
+"""
