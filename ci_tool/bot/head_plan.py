@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool.bot.plan import RunPlan, plan_run
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history.store import history_path
@@ -17,7 +18,6 @@ from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.run.reuse import passed_on
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
 
 

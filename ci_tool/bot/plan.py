@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import ColumnError, DispatchError, and_more, capped
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan

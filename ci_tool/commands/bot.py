@@ -26,6 +26,8 @@ from ci_tool.bot.lifecycle.answer import Answer
 from ci_tool.bot.plan import RunPlan, plan_run, settle, without_change
 from ci_tool.bot.reply import render_plan, render_reply, shorten
 from ci_tool.bot.request import BotRequest
+from ci_tool.change.build import GitHubPull, GitRange, read_change
+from ci_tool.change.value import ChangeSet
 from ci_tool.commands import bot_labels
 from ci_tool.commands.catalog_inputs import catalog_options, load, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options
@@ -38,8 +40,6 @@ from ci_tool.json_file import read_json
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
-from ci_tool.run.changes import change_set, repository_path, with_pull_request_touches
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
 from ci_tool.text_file import read_text
 
@@ -118,7 +118,6 @@ def plan(
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
-    changed_files: tuple[str, ...],
     base: str | None,
     head: str | None,
     labels: tuple[str, ...],
@@ -134,13 +133,14 @@ def plan(
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
     loaded = load(catalog_path, test_db, durations_path)
+    history = history_path(history_file)
     run_plan = plan_run(
         request.selection_request(),
         catalog=loaded.catalog,
         db=loaded.db,
         durations=loaded.durations,
         labels=labels,
-        changes=change_set(changed_files, base=base, head=head, test_db=test_db, history=history_path(history_file)),
+        changes=read_change(GitRange(base, head), test_db=test_db, history=history) if base else None,
         perf_baselined=throughput_baselined(BASELINE_DIR),
     )
     if as_json:
@@ -256,15 +256,12 @@ def _reach(decision: Decision, settings: DispatchSettings, *, dry_run: bool, tes
         command = None
     changes: ChangeSet | None = None
     if github is not None and pr is not None and command in PLANNED_COMMANDS:
-        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
-
+        source = GitHubPull(github, pr.repository, pr.number)
         try:
-            changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+            changes = read_change(source, test_db=test_db, history=history_path(settings.history_option))
         except DispatchError as error:  # the reply says what failed; a request that need not read it goes on
             decision = without_change(decision, error)
             command = command if decision.action is Action.DISPATCH else None
-        else:
-            changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
     return _Reached(decision, command, github, jenkins, pr, changes)
 
 

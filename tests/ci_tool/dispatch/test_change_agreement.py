@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.change.git_read import merged_waives
 from ci_tool.cli import main
 from ci_tool.history.records import RunRecord, StageRecord
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, waives_file_of
 from ci_tool.outcomes import RunState, StageState
-from ci_tool.run.changes import merged_waives
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent

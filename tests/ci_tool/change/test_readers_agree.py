@@ -1,5 +1,5 @@
-"""One change input, two builders: what git says a pull request changes (run/changes.from_git) and what
-the GitHub API says (dispatch/pull_change.from_github, against the fake serving the same git repository) are
+"""One change input, two builders: what git says a pull request changes (change/git_read.from_git) and what
+the GitHub API says (change/github_read.from_github, against the fake serving the same git repository) are
 one ChangeSet, so they select the same stages."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ci_tool.change.git_read import from_git
+from ci_tool.change.github_read import from_github
+from ci_tool.change.value import ChangeSet, FileStatus
 from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
-from ci_tool.dispatch.pull_change import from_github
 from ci_tool.errors import DispatchError
-from ci_tool.run.changes import from_git
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.changes import ChangeSet, FileStatus
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
