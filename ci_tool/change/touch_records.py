@@ -1,4 +1,4 @@
-"""What the touch records say about a change, as change-based selection reads it (the touched rule, cbts.py and
+"""What the touch records say about a change, as change-based selection reads it (the touched rule, stages/cbts.py and
 touched_rule.py). Pure values: change/touch_evidence.py reads them from the history and git.
 
 Records are kept per GPU type (StageName.gpu_type): a GPU stage never reads a CPU stage's records. A record

@@ -1,4 +1,4 @@
-"""The touched rule of change-based selection (cbts.py): a changed source file narrows each GPU type's stages
+"""The touched rule of change-based selection (stages/cbts.py): a changed source file narrows each GPU type's stages
 to the tests that ran what the change edits there, and where no record can say, to the test paths that can
 load the file (its import reach, change/import_reach.py). Pure: the TouchEvidence in (change/touch_records.py,
 whose docstring says when a record is stale), what each GPU type runs out.

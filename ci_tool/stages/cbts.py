@@ -24,7 +24,7 @@ Whatever claims a file, a test that reads it as text (change_rules.readers: a ch
 no touch record or import shows reaching it) runs too. A file no rule claims, or a rule that cannot decide
 (no base revision to compare the test-db with, a file that does not read), runs the full set. When every
 file is claimed the set is narrowed: a family keeps the lines of its render the rules' filter keeps
-(changes.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
+(change/narrowing.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
 `k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family that
 keeps none drops out; a family whose GPU type the touched rule runs in full keeps its own stages. Nothing
 kept and no docs to check is a noop: no test stage runs.

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.change.import_reach import ImportingTests, importing_tests, module_names
 from ci_tool.change import import_reach
+from ci_tool.change.import_reach import ImportingTests, importing_tests, module_names
 
 FILES = {
     "src/eng/__init__.py": "from eng.pool import Pool\n",
