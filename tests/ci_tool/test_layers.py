@@ -239,3 +239,32 @@ def test_the_history_modules_import_each_other_in_no_circle() -> None:
 
     for module in sorted(graph):
         visit(module, ())
+
+
+# The change's constructors, and the only modules that may call each: one builder over two readers (issue 42).
+CHANGE_BUILDERS = {
+    "from_git": {"change/build.py"},
+    "from_github": {"change/build.py"},
+    "change_of": {"change/git_read.py", "change/github_read.py"},
+    "ChangeSet(...)": {"change/value.py"},  # change_of alone; a hand-made one is a test's tiny fake
+}
+
+
+def _builds(path: Path) -> set[str]:
+    """Which of the change's constructors `path` imports (anywhere in it) or calls."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ci_tool.change"):
+            found |= {alias.name for alias in node.names} & CHANGE_BUILDERS.keys()
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ChangeSet":
+            found.add("ChangeSet(...)")
+    return found
+
+
+def test_every_consumer_builds_the_change_through_the_one_builder() -> None:
+    """Commands, the bot and the runner ask change/build.read_change; only it reads the change from git or
+    GitHub, and only the two readers assemble the value (value.change_of), so no consumer builds it a third way."""
+    builders = {
+        name: {str(path.relative_to(PACKAGE)) for path in MODULES if name in _builds(path)} for name in CHANGE_BUILDERS
+    }
+    assert builders == CHANGE_BUILDERS
