@@ -84,7 +84,7 @@ def jenkins_selection(root: Path) -> list[str]:
     """The stages L0_MergeRequest selects in a pull request build (CHANGE_TARGET set): its own commands,
     read from the generated pipeline, run in the checkout as its `Select Stages` stage runs them."""
     fields = dict(_GROOVY_STRING.findall((root / "jenkins" / "L0_MergeRequest.groovy").read_text()))
-    script = (f"{fields['CHANGED_FILES_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGED_FILES_OPTION']}"
+    script = (f"{fields['FETCH_TARGET_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGE_OPTION']}"
               f" > {fields['SELECTION_FILE']}")  # fmt: skip
     environment = {**os.environ, "CHANGE_TARGET": "main", "LABELS": "[]"}
     done = subprocess.run(["bash", "-e", "-c", script], cwd=root, env=environment, capture_output=True, text=True,
