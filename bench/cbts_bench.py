@@ -55,19 +55,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.narrowing import split_filters
+from ci_tool.change.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.change.units import UnitChange
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import CiToolError
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalog
 from ci_tool.stages.cbts import CbtsScope
-from ci_tool.stages.changes import ChangeSet, split_filters
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan, plan_stages
 from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
 from ci_tool.stages.request import SelectionRequest, Step
 from ci_tool.stages.select import Selection, select_for_change
-from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
-from ci_tool.stages.units import UnitChange
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.waives import parse_waives

@@ -8,13 +8,13 @@ For each non-merge commit C (parent P) of the history that changes Python source
               history: the records a post-merge run of P leaves, stamped with P, the stage and GPU type CPU;
               with --records DIR, DIR/<P>.sqlite instead where it is there: whole stages' records, every
               test file's, made by bench/replay_records.py (on a GPU runner: its GPU type's too)
-    change    C's change against P read from git with those records (run/changes.change_set), less its files
+    change    C's change against P read from git with those records (change/build.read_change), less its files
               under ci_tool/ (ci-tool's own code: its tests are not what this bench records; listed per commit)
     rules     the full set, today's rules, and the touched rule at file and at function grain, each through
               `select_for_change` and the planner with today's catalog and test-db
     baseline  the full set at C, unmutated: the tests already failing there never count as catching
     faults    for --functions-per-commit of the functions C changes (units its diff edits that exist at C:
-              ci_tool/stages/units.py), --faults-per-function mutants each (replay_mutants.py), each planted
+              ci_tool/change/units.py), --faults-per-function mutants each (replay_mutants.py), each planted
               alone in a tree of C (never in this repository): the full set runs once (JUnit per test); a
               narrowed set's verdict is read from that run's results for the tests it selects (a subset), and
               --spot-checks of them are run for real to check that reading
@@ -54,13 +54,13 @@ from replay_runs import Batch, Run, export_tree, run_batches
 from replay_select import NARROWING, Rule, RulePlan, Slot, covered, engine_batches, rule_plans, stage_slots
 
 from ci_tool import gitinfo
+from ci_tool.change.build import GitRange, read_change
+from ci_tool.change.units import MODULE_UNIT, changed_units, parse_hunks, source_units
+from ci_tool.change.value import ChangeSet
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import read_touch_files, record_touches, stamped
-from ci_tool.run.changes import change_set
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.priority import Likelihood, prioritize, touching_tests
-from ci_tool.stages.units import MODULE_UNIT, changed_units, parse_hunks, source_units
 
 ROOT = Path(__file__).resolve().parents[1]
 UNRECORDED = ("ci_tool/",)  # changed files left out of the replayed change (see the module docstring)
@@ -114,7 +114,7 @@ def source_commits(clone: Path, source: str) -> list[Commit]:
 
 
 def changed_functions(clone: Path, parent: str, sha: str, source: str) -> tuple[tuple[str, str], ...]:
-    """(path, unit) of each function C's diff edits in a .py file under `source` that C has (stages/units.py)."""
+    """(path, unit) of each function C's diff edits in a .py file under `source` that C has (change/units.py)."""
     paths = _git(clone, "diff", "--name-only", "--no-renames", parent, sha, "--", source).split()
     found: list[tuple[str, str]] = []
     for path in [path for path in paths if path.endswith(".py")]:
@@ -187,7 +187,8 @@ def plain_change(clone: Path, commit: Commit) -> ChangeSet:
 
 
 def _change(clone: Path, commit: Commit, *, history: Path | None) -> ChangeSet:
-    found = change_set((), base=commit.parent, head=commit.sha, test_db=clone / "test-db", root=clone, history=history)
+    source = GitRange(commit.parent, commit.sha)
+    found = read_change(source, test_db=clone / "test-db", root=clone, history=history)
     if found is None:  # source_commits chose commits that change files
         raise RuntimeError(f"{commit.sha[:12]} changes no file")
     return replace(found, files=tuple(path for path in found.files if not path.startswith(UNRECORDED)))

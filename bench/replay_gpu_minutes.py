@@ -27,8 +27,8 @@ from mutation_replay_bench import ROOT, _change, source_commits
 from replay_records import TIMED_LINES
 from replay_select import Rule, RulePlan, rule_plans
 
+from ci_tool.change.narrowing import split_filters
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import split_filters
 from ci_tool.stages.durations import estimate_seconds
 
 TIMED = "timed lines"

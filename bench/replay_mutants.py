@@ -9,7 +9,7 @@ function of a Python source text, by one of four operators. Pure: a text in, mut
     swapped arguments   a call's first two positional arguments         f(a, b)    ->  f(b, a)
 
 Only the function's own lines count (its body, not a nested def's, which is a unit of its own:
-ci_tool/stages/units.py). Each edit keeps every other line where it was (a dropped statement leaves blank
+ci_tool/change/units.py). Each edit keeps every other line where it was (a dropped statement leaves blank
 lines), so line numbers in tracebacks and records stay those of the tree. A mutant is left out when it does
 not compile, or when it is equivalent by construction: the same syntax tree as the original, a dropped
 `pass`, `...`, docstring or body-ending `return None`, two equal arguments swapped, or the arguments of a
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ci_tool.stages.units import SourceUnits, source_units
+from ci_tool.change.units import SourceUnits, source_units
 
 
 class Operator(enum.StrEnum):

@@ -39,10 +39,10 @@ from mutation_replay_bench import plain_change, source_commits
 from replay_runs import Batch, Run, export_tree, run_batches
 from replay_select import RulePlan, post_merge_plan
 
+from ci_tool.change.narrowing import split_filters
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import read_touch_files, record_touches, stamped
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import split_filters
 from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.names import CPU_GPU_TOKEN
 

@@ -12,7 +12,7 @@ import ast
 import re
 from pathlib import Path, PurePosixPath
 
-from ci_tool.run.importers import imported_names
+from ci_tool.change.import_reach import imported_names
 
 
 class EngineScope:

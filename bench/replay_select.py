@@ -1,14 +1,14 @@
 """What each selection rule runs for a replayed commit (mutation_replay_bench.py), through the real selection:
-today's catalog and test-db, the commit's change read from git (run/changes.py), the touch records of the
-throw-away history (run/touch_evidence.py), `select_for_change` and the planner.
+today's catalog and test-db, the commit's change read from git (change/git_read.py), the touch records of the
+throw-away history (change/touch_evidence.py), `select_for_change` and the planner.
 
     full set                  `/bot run --disable-cbts`: every pre-merge stage, its whole list
     today's rules             `/bot run` without touch records: a source file no rule claims runs the full set
     touched, file grain       `/bot run` with the records cut to files: a changed file runs every test whose
                               records ran any line of it in a test (the rule before records had units)
-    touched, function grain   `/bot run` with the records as they are (stages/touched_rule.py)
+    touched, function grain   `/bot run` with the records as they are (change/touched_rule.py)
     import reach              `/bot run` as if no GPU type had records: each stage runs the test paths that
-                              can load a changed file (run/importers.py), what a stage of a GPU type that
+                              can load a changed file (change/import_reach.py), what a stage of a GPU type that
                               never recorded runs
 
 The engine's part of a CPU stage is what the bench runs: each line's test files that can reach the engine's
@@ -30,14 +30,15 @@ from replay_runs import Batch, TestResult, hits
 from replay_scope import EngineScope
 
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.narrowing import split_filters
+from ci_tool.change.touch_records import OUTSIDE_TESTS, GpuRecord, TouchEvidence
+from ci_tool.change.units import UnitChange
+from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.changes import ChangeSet, split_filters
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan, plan_stages
 from ci_tool.stages.select import select_for_change
-from ci_tool.stages.touch_records import OUTSIDE_TESTS, GpuRecord, TouchEvidence
-from ci_tool.stages.units import UnitChange
 
 WHOLE_FILE = "<whole file>"  # the file grain's one unit
 

@@ -1,7 +1,7 @@
 """What the touched rule's function grain can say about each replayed commit before any record is read: for
-every changed Python file under --source, the units its diff edits (stages/units.py) and whether the rule may
+every changed Python file under --source, the units its diff edits (change/units.py) and whether the rule may
 narrow it, or why not (a unit it adds, module-level code, a name other files read, a file that does not
-parse), as run/touch_evidence.py judges it. A file it may narrow
+parse), as change/touch_evidence.py judges it. A file it may narrow
 runs the tests whose records ran those units; the others run their stages' full set. Cheap: git and ast only,
 no test runs, so it shows at once what a change of the unit rules does to mutation_replay_bench.py's commits.
 
@@ -15,9 +15,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_tool.run.touch_evidence import file_change
-from ci_tool.stages.touch_records import RecordedFile
-from ci_tool.stages.units import UnitChange
+from ci_tool.change.touch_evidence import file_change
+from ci_tool.change.touch_records import RecordedFile
+from ci_tool.change.units import UnitChange
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYED = ("6161427e5d", "75d2d31f58", "f41e2a48a5", "b73a6c7573", "960c6bc744")  # docs/PERF.md's replay

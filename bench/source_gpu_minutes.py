@@ -6,7 +6,7 @@ today's catalog, test-db and durations (replay_select.rule_plans). Predictions o
     full set        `/bot run --disable-cbts`
     today's rules   `/bot run` without touch records: a source change runs the full set
     import reach    `/bot run` as a GPU type without records narrows: each changed Python file runs the test
-                    paths that can load it (run/importers.py); a file every test loads (ci-tool's runner
+                    paths that can load it (change/import_reach.py); a file every test loads (ci-tool's runner
                     plugins, a rootdir conftest) or a change no rule can judge runs the full set
 
     .venv/bin/python bench/source_gpu_minutes.py --history FILE [--limit N] [--json FILE]
@@ -37,9 +37,9 @@ from mutation_replay_bench import ROOT
 from replay_gpu_minutes import by_gpu_type
 from replay_select import Rule, rule_plans
 
-from ci_tool.run.changes import change_set
+from ci_tool.change.build import GitRange, read_change
+from ci_tool.change.value import test_path_of
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.changes import test_path_of
 
 RULES = (Rule.FULL, Rule.TODAY, Rule.REACH)
 _GPU_TYPE = re.compile(r"\b(?:CPU|A10|DGX_[\w-]+|GB[\w-]+)(?=[ )])")  # the GPU type a reason names
@@ -97,8 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(clone)], check=True)
         chosen = source_commits(clone)
         for sha, parent, subject, source in chosen[: options.limit or None]:
-            change = change_set((), base=parent, head=sha, test_db=clone / "test-db", root=clone,
-                                history=options.history)  # fmt: skip
+            change = read_change(GitRange(parent, sha), test_db=clone / "test-db", root=clone,
+                                 history=options.history)  # fmt: skip
             if change is None or change.touches is None:
                 raise SystemExit(f"{sha[:12]}: no touch records read from {options.history}")
             plans = rule_plans(loaded, change, RULES)

@@ -5,7 +5,7 @@ the touched rule takes to judge them for a change.
               processes measured), wall seconds and their ratio (best of --rounds each)
     size      the record file (JSON), its (file, unit, test) records, and a SQLite history holding them
               stamped as one CPU stage at REV~1
-    judging   run/touch_evidence.touch_evidence for REV~1..REV's changed Python files (--change REV, default
+    judging   change/touch_evidence.touch_evidence for REV~1..REV's changed Python files (--change REV, default
               HEAD; the records stamped at REV~1) against that history (git reads included), then the touched
               rule's plan: mean of --rounds
 
@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 from ci_tool import gitinfo
+from ci_tool.change.touch_evidence import touch_evidence
+from ci_tool.change.touched_rule import plan_touched
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import read_touch_files, record_touches, stamped
-from ci_tool.run.touch_evidence import touch_evidence
 from ci_tool.run.touches import OPTION, PLUGIN
-from ci_tool.stages.touched_rule import plan_touched
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = ("tests/kvengine", "tests/ci_tool/stages")

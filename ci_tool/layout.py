@@ -88,7 +88,7 @@ CI_DURATIONS_PATH = f"{STATE_DIR}/durations.json"  # the pipeline's durations: t
 # What the generated pipelines write into a checkout, untracked: never the code a run tests (gitinfo), so a
 # stage on one agent and the selection on another see the same code and reuse matches across them.
 CI_SCRATCH = (
-    f"{STATE_DIR}/", f"{CI_RESULTS_DIR}/", f"{BUILD_DIR}/", "request.json", "changed-files.txt", SELECTION_ARTIFACT
+    f"{STATE_DIR}/", f"{CI_RESULTS_DIR}/", f"{BUILD_DIR}/", "request.json", SELECTION_ARTIFACT
 )
 
 # The parameters the bot triggers L0_MergeRequest with, in declaration order: name -> description.
@@ -123,3 +123,15 @@ ACTIONS_WORKFLOW = "l0-test.yml"  # .github/workflows/, generated from ci_tool/g
 ACTIONS_SELECTION_ARTIFACT = "ci-tool-selection"  # the plan job's selection.json and request.json
 ACTIONS_RESULTS_ARTIFACT_PREFIX = "results-"  # + the stage: its results/<stage>/ folder (junit.xml, ...)
 BOT_ENGINES_ENV = "CI_TOOL_BOT_ENGINES"  # where a /bot run runs: jenkins, github, or both
+
+# The modules ci-tool's runner loads into every test process of a stage it starts, whatever the stage's list:
+# its test-list and order plugins (`pytest -p`) and the launcher of a multi-node stage (`python -m`). Import
+# reach (change/import_reach.py) counts a module they reach as reaching every test, so they live here, below
+# both the runner and the change. The touch plugin (run/touches.py) is not among them: CI records in
+# post-merge runs, which run everything; a local run that narrows and records too loads it, and a fault there
+# fails every stage of that run out loud, whatever was selected. Its name stays in its own module, since a
+# module that spells another's dotted name counts as loading it.
+TEST_LIST_PLUGIN = "ci_tool.run.plugin"
+ORDER_PLUGIN = "ci_tool.run.order"
+RANKS_LAUNCHER = "ci_tool.run.ranks"
+RUNNER_MODULES = (TEST_LIST_PLUGIN, ORDER_PLUGIN, RANKS_LAUNCHER)

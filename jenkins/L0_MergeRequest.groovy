@@ -10,8 +10,8 @@
 //
 // The build tests the pull request's commit: it checks out HEAD_SHA, and refuses to run when the pull
 // request's head has moved on since the bot triggered it. With a target branch (BASE_REF, or a multibranch
-// job's CHANGE_TARGET) the files the commit changes since the branch feed the selection, and every stage
-// runs with the branch's waives merged in (`ci-tool stage run --base`).
+// job's CHANGE_TARGET) what the commit changes since the branch (`--base`/`--head`) feeds the selection, and
+// every stage runs with the branch's waives merged in (`ci-tool stage run --base`).
 //
 // ci-tool resolves the request into a selection (the one stage selection the bot and GitHub Actions share;
 // this file decides nothing itself): the stages to run, the stages blocked until the pull request carries
@@ -34,12 +34,12 @@ import groovy.transform.Field
 @Field final String HISTORY_CREDENTIAL = 'ci-tool-history'
 @Field final String HISTORY_VARIABLE = 'CI_TOOL_HISTORY'
 @Field final String SELECTION_FILE = 'selection.json'
-@Field final String CHANGED_FILES_COMMAND = 'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
+@Field final String FETCH_TARGET_COMMAND = 'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}"'
 @Field final String PR_HEAD_COMMAND = 'git ls-remote origin "refs/pull/$PR_NUMBER/head" | cut -f1'
 @Field final String CHECKOUT_HEAD_COMMAND = 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'
 @Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
 @Field final String BRANCH_PATTERN = '[A-Za-z0-9][A-Za-z0-9._/-]*'
-@Field final String CHANGED_FILES_OPTION = '--changed-files changed-files.txt --base FETCH_HEAD'
+@Field final String CHANGE_OPTION = '--base FETCH_HEAD --head HEAD'
 @Field final List ARCHES = ['x86_64']
 @Field final String SINGLE_GPU = 'Single-GPU'
 @Field final String MULTI_GPU = 'Multi-GPU'
@@ -127,20 +127,21 @@ Map selectStages(String requestJson) {
             checkOutHead()
             writeFile(file: 'request.json', text: requestJson)
             sh SELECT_SETUP_COMMAND
-            String changedFiles = ''
+            String change = ''
             if (params.BASE_REF || env.CHANGE_TARGET) {
-                // A pull request: the files it changes since its target branch drive the path-based selection
-                // steps (the shell reads BASE_REF, else CHANGE_TARGET; Jenkins exports both to it).
+                // A pull request: what it changes since its target branch drives the path-based selection
+                // steps; ci-tool reads the change from git between the fetched branch and the head checked
+                // out (the shell reads BASE_REF, else CHANGE_TARGET; Jenkins exports both to it).
                 if (params.BASE_REF && !(params.BASE_REF ==~ BRANCH_PATTERN)) {
                     error("BASE_REF: expected a branch name, found ${params.BASE_REF}")
                 }
-                sh CHANGED_FILES_COMMAND
-                changedFiles = ' ' + CHANGED_FILES_OPTION
+                sh FETCH_TARGET_COMMAND
+                change = ' ' + CHANGE_OPTION
             }
             // ci-tool reads LABELS from the environment (Jenkins exports every parameter there); with the
             // shared history it leaves out the stages that passed on this commit already (reused).
             withSharedHistory(false) {
-                sh "${SELECT_COMMAND}${changedFiles} > ${SELECTION_FILE}"
+                sh "${SELECT_COMMAND}${change} > ${SELECTION_FILE}"
             }
             selection = readJSON(file: SELECTION_FILE)
             // The run record, kept with the build: the final report, the statuses and `/bot reuse-pipeline`

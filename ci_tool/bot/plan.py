@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan

@@ -97,7 +97,6 @@ def plan(
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
-    changed_files: tuple[str, ...],
     base: str | None,
     head: str | None,
     labels: tuple[str, ...],
@@ -113,7 +112,7 @@ def plan(
         click.echo(f"no stages: /bot {request.command} runs none")
         return 0
     files = CatalogFiles(catalog_path, test_db, durations_path)
-    change = LocalChange(changed_files, base, head, labels)
+    change = LocalChange(base, head, labels)
     run_plan = plan_comment(request.selection_request(), files, change, history_file)
     if as_json:
         click.echo(json.dumps(run_plan.to_json(), indent=2))

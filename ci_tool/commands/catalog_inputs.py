@@ -1,5 +1,6 @@
 """What catalog-reading verbs share: the `--catalog`, `--test-db`, `--durations` options and their load,
-reading a changed-files list, and printing a selection's errors."""
+the pull request's options (its change as `--base`/`--head`, its labels), and printing a selection's
+errors."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from typing import Any, TypeVar
 
 import click
 
-from ci_tool.errors import CiToolError, StageError, capped, not_shown
+from ci_tool.errors import CiToolError, capped, not_shown
 from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.executors import pool_of
-from ci_tool.text_file import lines, read_text
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -63,15 +63,15 @@ def load(catalog_path: Path, test_db: Path, durations_path: Path | None) -> Load
 _PULL_REQUEST_OPTIONS = (
     click.option(
         "--changed-files",
-        type=click.Path(dir_okay=False, path_type=Path),
-        callback=lambda _ctx, _param, path: read_changed_files(path) if path is not None else (),
-        help="The pull request's changed paths, one per line (`git diff --name-only`).",
+        hidden=True,
+        expose_value=False,
+        callback=lambda _ctx, _param, value: _changed_files_gone() if value is not None else None,
     ),
     click.option(
         "--base",
         metavar="REF",
-        help="The target branch: change-based selection compares the test-db and waives with their text "
-        "at its merge base (and, without --changed-files, takes the changed paths from git).",
+        help="The target branch: the change is what HEAD (or --head) changes since the merge base with it, read "
+        "from git (change/build.py); change-based selection compares the test-db and waives with their text there.",
     ),
     click.option(
         "--head",
@@ -90,9 +90,9 @@ _PULL_REQUEST_OPTIONS = (
 
 
 def pull_request_options(command: F) -> F:
-    """Add --changed-files (read into the keyword argument changed_files, a tuple of paths), --base (base,
-    the target branch) and --head (head; run/changes.py reads the change from these), and --label and
-    --labels-json (both into labels, a tuple): the pull-request facts selection reads."""
+    """Add --base (the keyword argument base, the target branch) and --head (head; change.build.GitRange reads
+    the change from these), and --label and --labels-json (both into labels, a tuple): the pull-request facts
+    selection reads."""
 
     @functools.wraps(command)
     def with_labels(*args: Any, labels: tuple[str, ...], labels_json: tuple[str, ...], **kwargs: Any) -> object:
@@ -116,10 +116,16 @@ def parse_labels_json(text: str) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def read_changed_files(path: Path) -> tuple[str, ...]:
-    """A pull request's changed paths, one per line (`git diff --name-only`); blank lines ignored."""
-    text = read_text(path, name="the changed-files list", error=StageError)
-    return tuple(line.strip() for line in lines(text) if line.strip())
+def _changed_files_gone() -> None:
+    """`--changed-files` is gone: a bare list of paths is a change read a third way (no renames, no statuses, no
+    texts at the head), so every job now reads the change from git (--base/--head), as the bot's preview does
+    through the GitHub API."""
+    raise click.BadParameter(
+        "expected the change as --base REF [--head REF], found a changed-files list (a list of paths is no longer "
+        "read: the change comes from git, renames and removals included) Hint: pass --base <target branch> "
+        "--head HEAD instead of `git diff --name-only` into a file",
+        param_hint="'--changed-files'",
+    )
 
 
 def facts_line(

@@ -20,11 +20,11 @@ import click
 from ci_tool import sysinfo
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.build import GitRange, read_change
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
-from ci_tool.run.changes import change_set
 from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.resources import default_jobs, describe, host_capacity, run_stage_cores
@@ -99,7 +99,6 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 @reorder_option
 def run(
     bot_command: str,
-    changed_files: tuple[str, ...],
     base: str | None,
     head: str | None,
     labels: tuple[str, ...],
@@ -124,7 +123,8 @@ def run(
     if base is not None:  # a pull request's run: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
-    changes = change_set(changed_files, base=base, head=head, test_db=options.test_db, history=setup.config.history)
+    history = setup.config.history
+    changes = read_change(GitRange(base, head), test_db=options.test_db, history=history) if base else None
     setup = ordered_by_likelihood(setup, changes, reorder=not no_reorder)
     main = plan_main_run(setup, wanted, changes=changes, labels=labels)
     echo_errors(main.selection.errors)

@@ -12,6 +12,7 @@ import click
 
 from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
+from ci_tool.change.build import GitRange, read_change
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError, StageError
@@ -21,7 +22,6 @@ from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
 from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
-from ci_tool.run.changes import change_set
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.reuse import passed_on_selection
@@ -242,7 +242,6 @@ def select_command(
     catalog_path: Path,
     test_db: Path,
     durations_path: Path | None,
-    changed_files: tuple[str, ...],
     base: str | None,
     head: str | None,
     labels: tuple[str, ...],
@@ -259,7 +258,7 @@ def select_command(
     loaded = load(catalog_path, test_db, durations_path)
     catalog = loaded.catalog
     history = history_path(history_file)
-    changes = change_set(changed_files, base=base, head=head, test_db=test_db, history=history)
+    changes = read_change(GitRange(base, head), test_db=test_db, history=history) if base else None
     waives = waives_file_of(test_db)
     passed = passed_on_selection(
         history, root=Path.cwd(), request=request, loaded=loaded, waives=waives, base=base, head=head

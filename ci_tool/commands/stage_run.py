@@ -33,10 +33,10 @@ from pathlib import Path
 import click
 
 from ci_tool import gitinfo
+from ci_tool.change.build import GitRange, read_change
 from ci_tool.commands import bounds
 from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
-from ci_tool.run.changes import change_set
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.reuse import plan_stage_reuse
@@ -93,7 +93,7 @@ def run_command(
     if base is not None:  # a pull request's stage: its waives merged with the target branch's
         setup, merge_note = with_merged_waives(setup, options, base=base)
         click.echo(merge_note)
-    changes = change_set((), base=base, test_db=options.test_db, history=setup.config.history) if base else None
+    changes = read_change(GitRange(base), test_db=options.test_db, history=setup.config.history) if base else None
     setup = ordered_by_likelihood(setup, changes, reorder=not no_reorder)
     _check_shard(name, shard, setup)
     stage = resolve_stage(name, shard, setup, selection=selection)

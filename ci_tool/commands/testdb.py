@@ -10,12 +10,12 @@ import click
 
 from ci_tool import sysinfo
 from ci_tool.atomic import write_text_atomically
+from ci_tool.change.git_read import merged_waives
 from ci_tool.commands.clock import resolve_today, today_option
 from ci_tool.errors import CiToolError, StageError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
 from ci_tool.perf.reach import perf_findings
-from ci_tool.run.changes import merged_waives
 from ci_tool.stages.catalog import CheckPolicy
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.catalog_schema import parse_check_policy, read_catalog_spec

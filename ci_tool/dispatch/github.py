@@ -157,7 +157,7 @@ class GitHubClient:
         return self.github.get_repo(repository)
 
     def pull_request(self, repository: str, number: int) -> PullRequest:
-        """The pull request's head, base, author, state and labels (its change: pull_change.from_github)."""
+        """The pull request's head, base, author, state and labels (its change: change/github_read.from_github)."""
 
         def read() -> PullRequest:
             pull = self._repo(repository).get_pull(number)

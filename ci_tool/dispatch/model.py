@@ -6,7 +6,7 @@
     JenkinsCase  one test case of a build's test report
     Console      a piece of a build's console text and where the next one starts
     PullRequest  what the bot reads of a pull request: head, base, author, labels (its change is a
-                 stages.changes.ChangeSet, dispatch/pull_change.py)
+                 change.value.ChangeSet, change/github_read.py)
     Commit       a commit's tree (the code it holds) and committer date
     Status       a commit status: context, state, description, link
 """

@@ -120,16 +120,12 @@ SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet '
 # GitHub expression interpolation into a shell line.
 SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json'
 SELECT_LABEL = "cpu"  # the Jenkins agents that run the selection
-# In a pull request build the changed files feed selection steps 2, 3 and 11; the target branch reaches
-# git through the environment (Jenkins sets CHANGE_TARGET). A rename lists its old path too (--no-renames),
-# as `--base` alone reads the change: a test the pull request moves away is a changed path.
-CHANGED_FILES_COMMAND = (  # `--`: a ref that starts with a dash is a ref git refuses, never an option
-    'git fetch --no-tags origin -- "{ref}" && git diff --name-only --no-renames FETCH_HEAD...HEAD > changed-files.txt'
-)
-CHANGED_FILES_OPTION = "--changed-files changed-files.txt"
-# Jenkins selects where it fetched the target branch: with it, change-based selection's waives and test-db
-# rules compare those files with their merge-base text.
-JENKINS_BASE_OPTION = "--base FETCH_HEAD"
+# In a pull request build Jenkins fetches the target branch (the environment carries it: Jenkins sets
+# CHANGE_TARGET) and passes the commit it fetched as --base and HEAD, the commit checked out, as --head:
+# ci-tool reads the whole change between the two commits from git (change/build.py), renames and removals
+# included, as the GitHub plan job passes it and the bot reads it from the GitHub API.
+FETCH_TARGET_COMMAND = 'git fetch --no-tags origin -- "{ref}"'  # `--`: a ref that starts with a dash is no option
+JENKINS_CHANGE_OPTION = "--base FETCH_HEAD --head HEAD"
 # The GitHub plan job fetches the target branch (BASE_REF) of a pull request and passes the commit it
 # fetched as --base and HEAD as --head: ci-tool reads the whole change between the two commits from git (not
 # the files the job writes in the checkout), as the bot reads it from the GitHub API. The commit reaches
@@ -391,8 +387,8 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
         **_shared_history(),
-        "changed_files_command": CHANGED_FILES_COMMAND.format(ref=JENKINS_BASE_REF),
-        "changed_files_option": f"{CHANGED_FILES_OPTION} {JENKINS_BASE_OPTION}",
+        "fetch_target_command": FETCH_TARGET_COMMAND.format(ref=JENKINS_BASE_REF),
+        "change_option": JENKINS_CHANGE_OPTION,
         "pr_head_command": PR_HEAD_COMMAND,
         "checkout_head_command": CHECKOUT_HEAD_COMMAND,
         "commit_pattern": COMMIT_PATTERN,

@@ -1,5 +1,5 @@
 """Touch records in the history (table `touch_records`, schema step TOUCH_STEP): which test ran which units of
-which file (stages/units.py), on which GPU type, in which stage, at which commit (schema.py has the table).
+which file (change/units.py), on which GPU type, in which stage, at which commit (schema.py has the table).
 
     source, test_id       a repository-relative file, and the pytest node id of a test that ran a line of it
                           (setup and teardown included)
@@ -19,7 +19,7 @@ that names it (`<outside tests> CPU-Generic-1`; readers see OUTSIDE_TESTS): two 
 import different modules, and one stage's record must not replace the other's. Only a whole stage's run
 replaces its stage's; a part of it (`-k`, a narrowed stage) collects only some modules, so it adds its
 units to each file's row and leaves the row's commit as it was (the row stays as stale as it was). When a
-record counts, and when it is stale, is the change's business (run/touch_evidence.py). The file-grain rows
+record counts, and when it is stale, is the change's business (change/touch_evidence.py). The file-grain rows
 of step 5 (`touches`) were copied in with units, stage and GPU type unknown ('') and commit '': no stage's GPU
 type is '', so they never narrow a stage; the old table stays as it was.
 """
@@ -32,13 +32,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_tool.change.touch_records import OUTSIDE_TESTS
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import rows
 from ci_tool.history.backend import Writer, upsert
 from ci_tool.history.schema import TOUCH_STEP
 from ci_tool.history.store import HistoryStore
 from ci_tool.json_file import parse_json
-from ci_tool.stages.touch_records import OUTSIDE_TESTS
 from ci_tool.text_file import read_text
 
 _COLUMNS = ("source", "test_id", "gpu_type", "units", "stage", "commit_sha", "run_id", "recorded_at")

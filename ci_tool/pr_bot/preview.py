@@ -12,6 +12,8 @@ from pathlib import Path
 from ci_tool.bot.event import Decision
 from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.plan import RunPlan, plan_run
+from ci_tool.change.build import GitRange, read_change
+from ci_tool.change.value import ChangeSet
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.errors import TestDbError
 from ci_tool.gitinfo import CodeVersion
@@ -21,11 +23,9 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.pr_bot.read import Reached
 from ci_tool.pr_bot.settle import settle
-from ci_tool.run.changes import change_set
 from ci_tool.run.reuse import passed_on
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.request import SelectionRequest
 
 
@@ -105,10 +105,9 @@ def preview(reached: Reached, files: CatalogFiles, history_option: Path | None, 
 
 @dataclass(frozen=True)
 class LocalChange:
-    """What `bot plan`'s options say of a pull request: its changed files (or the base and head to read them
-    from git) and its labels."""
+    """What `bot plan`'s options say of a pull request: the base and head to read its change from git (no base:
+    no change), and its labels."""
 
-    changed_files: tuple[str, ...]
     base: str | None
     head: str | None
     labels: tuple[str, ...]
@@ -118,7 +117,7 @@ def plan_comment(request: SelectionRequest, files: CatalogFiles, change: LocalCh
                  ) -> RunPlan:  # fmt: skip
     """`bot plan`: the request's plan in this checkout, for the change the options describe."""
     loaded = open_catalog(files.catalog_path, files.test_db, files.durations_path)
-    changes = change_set(change.changed_files, base=change.base, head=change.head, test_db=files.test_db,
-                         history=history_path(history_option))  # fmt: skip
+    source = GitRange(change.base, change.head) if change.base else None
+    changes = read_change(source, test_db=files.test_db, history=history_path(history_option)) if source else None
     return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=change.labels,
                     changes=changes, perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip

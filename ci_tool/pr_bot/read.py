@@ -1,6 +1,6 @@
 """The second step of answering a comment: the clients its decision needs (none for a dry run), the pull
 request (a closed one: ignored) and the change it makes, read from GitHub for the commands that plan
-stages (dispatch/pull_change.py), with what the touch records of the history say of it."""
+stages (change/build.py's GitHub source), with what the touch records of the history say of it."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import JENKINS_COMMANDS, PLANNED_COMMANDS, PR_COMMANDS
+from ci_tool.change.build import GitHubPull, read_change
+from ci_tool.change.value import ChangeSet
 from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import DispatchError
 from ci_tool.history.store import history_path
 from ci_tool.pr_bot.settings import BotSettings
 from ci_tool.pr_bot.settle import without_change
-from ci_tool.run.changes import repository_path, with_pull_request_touches
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
 
 if TYPE_CHECKING:  # PyGithub and python-jenkins: only when dispatching
@@ -57,13 +57,10 @@ def read_pull_request(decision: Decision, settings: BotSettings, *, dry_run: boo
         command = None
     changes: ChangeSet | None = None
     if github is not None and pr is not None and command in PLANNED_COMMANDS:
-        from ci_tool.dispatch.pull_change import from_github  # PyGithub: only when GitHub is asked
-
+        source = GitHubPull(github, pr.repository, pr.number)
         try:
-            changes = from_github(github, pr.repository, pr.number, test_db_dir=repository_path(test_db, Path.cwd()))
+            changes = read_change(source, test_db=test_db, history=history_path(settings.history_option))
         except DispatchError as error:  # the reply says what failed; a request that need not read it goes on
             decision = without_change(decision, error)
             command = command if decision.action is Action.DISPATCH else None
-        else:
-            changes = with_pull_request_touches(changes, history_path(settings.history_option), Path.cwd())
     return Reached(decision, command, Clients(github, jenkins), pr, changes)

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool.history.locator import without_history_access
-from ci_tool.layout import TEST_TIMEOUT_SECONDS
+from ci_tool.layout import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN, TEST_TIMEOUT_SECONDS
 from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV, RESULTS_SUFFIX
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.order import OPTION as ORDER_OPTION
-from ci_tool.run.plugins import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN
 from ci_tool.run.touches import OPTION as TOUCH_OPTION
 from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV

@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import HistoryError
 from ci_tool.history.failures import recent_failures
 from ci_tool.history.flakiness import SECONDS_PER_DAY
 from ci_tool.history.locator import History
 from ci_tool.history.store import HistoryStore
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.priority import (
     RECENT_FAILURE_DAYS,
     Likelihood,

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from ci_tool.errors import CiToolError
-from ci_tool.run.plugins import ORDER_PLUGIN
+from ci_tool.layout import ORDER_PLUGIN
 from ci_tool.testdb.lines import file_of
 from ci_tool.text_file import lines, read_text
 

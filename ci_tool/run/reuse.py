@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool import gitinfo
+from ci_tool.change.git_read import merged_waives
 from ci_tool.errors import HistoryError, RunError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
@@ -37,7 +38,6 @@ from ci_tool.history.reuse import (
     stage_reuse,
 )
 from ci_tool.history.store import HistoryStore
-from ci_tool.run.changes import merged_waives
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog

@@ -12,17 +12,17 @@ from pathlib import Path
 
 from ci_tool import sysinfo
 from ci_tool.atomic import make_folder, write_text_atomically
+from ci_tool.change.git_read import merged_waives
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import RunError
 from ci_tool.history.store import history_path
 from ci_tool.layout import waives_file_of
-from ci_tool.run.changes import merged_waives
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.likelihood import read_likelihood
 from ci_tool.run.progress import ProgressStyle
 from ci_tool.run.resources import host_capacity, stage_cores
 from ci_tool.run.session import SessionConfig
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.priority import Likelihood
@@ -108,7 +108,7 @@ def local_setup(options: RunOptions, *, detailed_log: bool = False, output_dir: 
 
 def with_merged_waives(setup: LocalSetup, options: RunOptions, *, base: str) -> tuple[LocalSetup, str]:
     """The set-up running the pull request's effective waives (its own merged with the tip of `base`'s,
-    run/changes.merged_waives), and a line saying what the merge did. The file is named by its
+    change/git_read.merged_waives), and a line saying what the merge did. The file is named by its
     content in the stage's folder (--output-dir, kept with its results) or the results folder, so runs of the
     same merge share it and none overwrites another's; the folder is made when a fresh checkout lacks it."""
     merged = merged_waives(Path(setup.waives_file or waives_file_of(options.test_db)), base=base)

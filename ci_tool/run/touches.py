@@ -12,15 +12,15 @@ measured.
 
 A test marked `timed` (it measures time: a perf case, a gate) runs unmeasured, coverage stopped and its
 children not started under it, since coverage's tracer slows what it measures; its record is the unit
-UNMEASURED of its test file (stages/touch_records.py), and a narrowed stage runs it whatever the change. A
+UNMEASURED of its test file (change/touch_records.py), and a narrowed stage runs it whatever the change. A
 wider fixture first set up inside it is unmeasured too, and so is every test that uses that fixture.
 
 A fixture wider than a function (module, class, session scope) is set up once, inside the first test that
 asks for it: what its set-up runs is counted for every test that uses it. What runs outside every test
 (imports while collecting, a wider fixture's teardown after its last test) is counted for OUTSIDE_TESTS
-(stages/touch_records.py): every test may read what it made.
+(change/touch_records.py): every test may read what it made.
 
-At the end the plugin maps each measured file's executed lines to units (stages/units.py: the function
+At the end the plugin maps each measured file's executed lines to units (change/units.py: the function
 whose body holds the line, `<module>` for the rest) and writes `--touch-record FILE`, compact JSON:
 
     {"tests": [node id, ...], "files": {file: {unit: [index into tests, ...]}}}
@@ -41,9 +41,9 @@ from pathlib import Path
 import pytest
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.stages.python_tree import Unreadable
-from ci_tool.stages.touch_records import OUTSIDE_TESTS, UNMEASURED
-from ci_tool.stages.units import MODULE_UNIT, SourceUnits, source_units
+from ci_tool.change.python_tree import Unreadable
+from ci_tool.change.touch_records import OUTSIDE_TESTS, UNMEASURED
+from ci_tool.change.units import MODULE_UNIT, SourceUnits, source_units
 
 PLUGIN = "ci_tool.run.touches"
 OPTION = "--touch-record"

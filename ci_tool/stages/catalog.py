@@ -47,8 +47,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool.change.narrowing import LineFilter
 from ci_tool.errors import StageError, Where, did_you_mean
-from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import BACKENDS, StageName

@@ -24,7 +24,7 @@ Whatever claims a file, a test that reads it as text (change_rules.readers: a ch
 no touch record or import shows reaching it) runs too. A file no rule claims, or a rule that cannot decide
 (no base revision to compare the test-db with, a file that does not read), runs the full set. When every
 file is claimed the set is narrowed: a family keeps the lines of its render the rules' filter keeps
-(changes.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
+(change/narrowing.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
 `k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family that
 keeps none drops out; a family whose GPU type the touched rule runs in full keeps its own stages. Nothing
 kept and no docs to check is a noop: no test stage runs.
@@ -38,16 +38,17 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from ci_tool.change.narrowing import LineFilter, NarrowPath, split_filters
+from ci_tool.change.touch_records import TouchEvidence
+from ci_tool.change.touched_rule import plan_touched
+from ci_tool.change.value import ChangeSet, is_test_file, test_path_of
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, Stage, path_matches
-from ci_tool.stages.changes import ChangeSet, LineFilter, NarrowPath, is_test_file, split_filters, test_path_of
 from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.plan import render_family
 from ci_tool.stages.request import SelectionRequest
-from ci_tool.stages.touch_records import TouchEvidence
-from ci_tool.stages.touched_rule import plan_touched
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import parse_test_db_file
 from ci_tool.testdb.model import TestDb
@@ -336,7 +337,7 @@ def _entries(text: str | None, path: str) -> list[tuple[str, object, str]]:
 def _claims_tests(path: str, inputs: _Inputs) -> bool:
     """A test file a list entry covers, or a conftest.py, under change_rules.tests. Not a helper module or a
     data file there: the tests that read one live in other files, which its own path does not run (the
-    touched rule and run/importers.py find them for a module with records; otherwise the full set runs)."""
+    touched rule and change/import_reach.py find them for a module with records; otherwise the full set runs)."""
     if not any(path_matches(rule, path) for rule in inputs.catalog.change_rules.tests):
         return False
     if posixpath.basename(path) == "conftest.py":

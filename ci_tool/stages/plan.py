@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ci_tool.change.narrowing import LineFilter
 from ci_tool.errors import StageError
-from ci_tool.stages.changes import LineFilter
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.modes import PerfGate
 from ci_tool.stages.names import StageName

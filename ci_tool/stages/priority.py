@@ -28,7 +28,8 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ci_tool.stages.changes import ChangeSet, is_test_file, split_filters
+from ci_tool.change.narrowing import split_filters
+from ci_tool.change.value import ChangeSet, is_test_file
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.lines import TestLine, file_of

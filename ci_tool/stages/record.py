@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool.change.narrowing import LineFilter, NarrowPath
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog, Stage
 from ci_tool.stages.cbts import narrowed_stages
-from ci_tool.stages.changes import LineFilter, NarrowPath
 from ci_tool.stages.names import CBTS_SUFFIX, StageName
 from ci_tool.stages.select import Selection
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import CiToolError, closest, did_you_mean
 from ci_tool.stages.approvals import (
     POST_MERGE_APPROVED,
@@ -44,7 +45,6 @@ from ci_tool.stages.approvals import (
 from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Stage, carries, path_matches, stage_glob_matches
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.cbts import Narrowing, narrow, narrowed_stages
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import (
     LIST_NARROWING_ENGINES,
     Engine,

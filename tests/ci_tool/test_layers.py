@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ci_tool"
+CHANGE_PURE = (
+    "__init__", "value", "narrowing", "git_rows", "python_tree", "units", "touch_records", "touched_rule",
+)  # fmt: skip
 # Lowest first. A top-level module is its own layer: `ci_tool.errors` is "errors".
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
@@ -22,12 +25,18 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"sysinfo", "gitinfo"}),
     frozenset({"build"}),  # the wheels the stages install: below run (package sanity installs the build's)
     frozenset({"testdb"}),
+    # The change (ci_tool/change) spans three layers, each module named `change.<module>`: its pure value and
+    # evidence below the selection that narrows by them, its git half below the run that merges the pull
+    # request's waives, its GitHub half and the builder above dispatch, whose client it reads with.
+    frozenset(f"change.{name}" for name in CHANGE_PURE),
     frozenset({"stages"}),
     frozenset({"history"}),
     frozenset({"perf"}),
     frozenset({"report"}),  # the report model and its renderers read history rows, never a running stage
+    frozenset({"change.git_read", "change.import_reach", "change.touch_evidence"}),
     frozenset({"run"}),
     frozenset({"dispatch"}),  # below the bot: its pure status and report modules read dispatch's values
+    frozenset({"change.github_rows", "change.github_read", "change.build"}),
     frozenset({"bot"}),  # the comment language: what a comment says and the words the bot answers with
     frozenset({"pr_bot"}),  # the application: what a comment sets going, from the event to the final report
     frozenset({"generate"}),
@@ -48,8 +57,25 @@ def imported_parts(path: Path) -> set[str]:
         names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
         if isinstance(node, ast.ImportFrom) and node.module == "ci_tool":  # from ci_tool import sysinfo
             names = [f"ci_tool.{'__init__' if alias.name == '__version__' else alias.name}" for alias in node.names]
-        found |= {name.split(".")[1] for name in names if name.startswith("ci_tool.")}
+        if isinstance(node, ast.ImportFrom) and node.module == "ci_tool.change":  # from ci_tool.change import units
+            names = [f"ci_tool.change.{alias.name}" for alias in node.names]
+        found |= {_part(name) for name in names if name.startswith("ci_tool.")}
     return found
+
+
+def _part(name: str) -> str:
+    """The layer name of module `name`: `ci_tool.stages.select` -> `stages`, `ci_tool.change.units` ->
+    `change.units` (the change spans layers), `ci_tool.change` -> `change.__init__`."""
+    parts = name.split(".")
+    if parts[1] == "change":
+        return f"change.{parts[2] if len(parts) > 2 else '__init__'}"
+    return parts[1]
+
+
+def own_part(path: Path) -> str:
+    """The layer name of the module at `path` (see _part)."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return _part(".".join(("ci_tool", *parts)))
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -57,14 +83,48 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 
 @pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
 def test_a_module_imports_no_layer_above_its_own(path: Path) -> None:
-    own = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    own = own_part(path)
     above = sorted(part for part in imported_parts(path) if layer_of(part) > layer_of(own))
     assert above == [], f"{path.relative_to(PACKAGE)} ({own}) imports {above}, a layer above its own"
 
 
 def test_every_package_and_module_has_a_layer() -> None:
-    parts = {path.relative_to(PACKAGE).parts[0].removesuffix(".py") for path in MODULES}
+    parts = {own_part(path) for path in MODULES}
     assert parts <= set().union(*LAYERS)
+
+
+CHANGE = PACKAGE / "change"
+CHANGE_MODULES = sorted(CHANGE.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CHANGE_MODULES, ids=[p.stem for p in CHANGE_MODULES])
+def test_the_change_imports_neither_the_runner_nor_the_commands(path: Path) -> None:
+    """The change is read and judged the same for every consumer: nothing in it knows how a stage runs or which
+    verb asked (issue 42)."""
+    assert imported_parts(path) & {"run", "commands"} == set()
+
+
+def _gitinfo_calls(path: Path) -> set[str]:
+    """The gitinfo functions `path` calls (`gitinfo.merge_base(...)`)."""
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "gitinfo"
+    }
+
+
+# What a run asks git for itself: the commit it runs (its record names it) and the files changed since it.
+RUN_GIT = frozenset({"commit_of", "code_version", "changed_since"})
+
+
+def test_run_holds_no_git_half_of_the_change() -> None:
+    """The change's git reads (its merge base, name-status, texts at a commit, diffs, import reach) are the
+    change package's: a run module that reads git for the change again would be a second way to build it."""
+    change_reads = set().union(*(_gitinfo_calls(path) for path in CHANGE_MODULES)) - RUN_GIT
+    in_run = {str(path.relative_to(PACKAGE)): sorted(_gitinfo_calls(path) & change_reads)
+              for path in sorted((PACKAGE / "run").glob("*.py"))}  # fmt: skip
+    assert {path: reads for path, reads in in_run.items() if reads} == {}
+    assert {"merge_base", "name_status", "file_at"} <= change_reads  # the pin reads what the change reads
 
 
 # commands/ is the CLI layer and nothing more (ARCHITECTURE.md, Layout): each module is one verb (options, a call
@@ -306,3 +366,32 @@ def test_the_bot_command_imports_no_http_client_until_it_dispatches() -> None:
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
     assert found.stdout.split("\n")[0] == "['ci_tool']"
+
+
+# The change's constructors, and the only modules that may call each: one builder over two readers (issue 42).
+CHANGE_BUILDERS = {
+    "from_git": {"change/build.py"},
+    "from_github": {"change/build.py"},
+    "change_of": {"change/git_read.py", "change/github_read.py"},
+    "ChangeSet(...)": {"change/value.py"},  # change_of alone; a hand-made one is a test's tiny fake
+}
+
+
+def _builds(path: Path) -> set[str]:
+    """Which of the change's constructors `path` imports (anywhere in it) or calls."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ci_tool.change"):
+            found |= {alias.name for alias in node.names} & CHANGE_BUILDERS.keys()
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "ChangeSet":
+            found.add("ChangeSet(...)")
+    return found
+
+
+def test_every_consumer_builds_the_change_through_the_one_builder() -> None:
+    """Commands, the bot and the runner ask change/build.read_change; only it reads the change from git or
+    GitHub, and only the two readers assemble the value (value.change_of), so no consumer builds it a third way."""
+    builders = {
+        name: {str(path.relative_to(PACKAGE)) for path in MODULES if name in _builds(path)} for name in CHANGE_BUILDERS
+    }
+    assert builders == CHANGE_BUILDERS

@@ -16,6 +16,7 @@ from ci_tool.bot.reply import render_reply
 from ci_tool.cli import main
 from ci_tool.pr_bot.settle import settle
 from ci_tool.stages.catalog_load import open_catalog
+from tests.ci_tool.change.checkout import pull_request_checkout
 
 if TYPE_CHECKING:
     from tests.conftest import Golden
@@ -38,7 +39,6 @@ PLAN_CASES = {
     "default": ("/bot run", (), 0),
     "post_merge_unlabeled": ("/bot run --post-merge --disable-fail-fast", (), 0),
     "post_merge_labeled": ("/bot run --post-merge", ("--label", "ci: post-merge approved"), 0),
-    "changed_multi_gpu_path": ("/bot run", ("--changed-files", str(FIXTURES / "changed_multi_gpu.txt")), 0),
     "stage_list_unknown": ('/bot run --stage-list "A10-PyTorch-\\*, A30-*, DGX_H100-Pytorch-1"', (), 1),
     "gpu_type": ('/bot run --gpu-type "A10"', (), 0),
     "stage_list_spelt_broad": ('/bot run --stage-list "*erfSanity*"', (), 0),  # selects what *PerfSanity* does
@@ -59,6 +59,18 @@ def test_bot_plan_output_is_pinned(
     got, out, err = run(capsys, "bot", "plan", comment, *extra, *CATALOG)
     assert (got, err) == (code, "")
     golden(PLANS / f"{request.node.callspec.id}.md", out)
+
+
+def test_bot_plan_of_a_pull_request_that_changes_a_multi_gpu_path_is_pinned(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden: Golden
+) -> None:
+    """The change read from git (`--base`/`--head`, as every job passes it): a multi-GPU path adds the
+    multi-GPU stage, blocked until its label."""
+    changed = {"src/distributed/all_reduce.py": "x = 1\n", "README.md": "# changed\n"}
+    monkeypatch.chdir(pull_request_checkout(tmp_path / "checkout", changed))
+    got, out, err = run(capsys, "bot", "plan", "/bot run", "--base", "main", "--head", "pr", *CATALOG)
+    assert (got, err) == (0, "")
+    golden(PLANS / "changed_multi_gpu_path.md", out)
 
 
 def test_bot_plan_json(capsys: pytest.CaptureFixture[str]) -> None:

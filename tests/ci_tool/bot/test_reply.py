@@ -12,6 +12,7 @@ from ci_tool.bot.event import Action, decide, read_event
 from ci_tool.bot.reply import render_reply
 from ci_tool.cli import main
 from ci_tool.markdown import code, code_block
+from tests.ci_tool.change.checkout import pull_request_checkout
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -36,14 +37,14 @@ def test_code_block_fence_outgrows_the_backticks_inside() -> None:
 
 
 def test_a_changed_files_name_in_a_rule_reason_stays_in_code(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A PR's file names reach the plan's reasons: escaping would still leave the mention and the links
     live on GitHub; a code span leaves none."""
-    name = "src/@NVIDIA/team www.evil.example <b>x</b> ![i](http://e/x.png).py"
-    (tmp_path / "changed.txt").write_text(name + "\n", encoding="utf-8")
+    name = "src/@NVIDIA/team www.evil.example <b>x</b> ![i](evil.png).py"  # a path: no "//"
+    monkeypatch.chdir(pull_request_checkout(tmp_path / "checkout", {name: "x = 1\n"}))
     catalog = ("--catalog", str(FIXTURES / "stages.yml"), "--test-db", str(FIXTURES / "test-db"))
-    assert main(["bot", "plan", "/bot run", "--changed-files", str(tmp_path / "changed.txt"), *catalog]) == 0
+    assert main(["bot", "plan", "/bot run", "--base", "main", "--head", "pr", *catalog]) == 0
     assert f"- `{name}: no rule claims it`\n" in capsys.readouterr().out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.cli import main
+from tests.ci_tool.change.checkout import pull_request_checkout
 
 HERE = Path(__file__).parent / "catalog"
 CATALOG = ("--catalog", str(HERE / "stages.yml"), "--test-db", str(HERE / "test-db"))
@@ -225,11 +226,14 @@ def test_stage_select_json(
     assert err == "".join(f"error: {error}\n" for error in selection["errors"])
 
 
-def test_stage_select_reads_changed_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    request, files = tmp_path / "request.json", tmp_path / "changed.txt"
+def test_stage_select_reads_the_change_from_git(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    request = tmp_path / "request.json"
     request.write_text('{"command": "run", "flags": {}}')
-    files.write_text("src/dist/group.py\n\nREADME.md\n")
-    code, out, _ = run(capsys, "stage", "select", "--request", str(request), "--changed-files", str(files), *CATALOG)
+    changed = {"src/dist/group.py": "x = 1\n", "README.md": "# changed\n"}
+    monkeypatch.chdir(pull_request_checkout(tmp_path / "checkout", changed))
+    code, out, _ = run(capsys, "stage", "select", "--request", str(request), "--base", "main", "--head", "pr", *CATALOG)
     assert code == 0
     assert "+ DGX_H100-4_GPUs-PyTorch-1  (step 2: src/dist/group.py changed (multi-GPU path 'src/dist/'))" in out
     assert "- DGX_H200-PyTorch-Post-Merge-1  (step 1: Post-Merge stage: not in the pre-merge set)" in out

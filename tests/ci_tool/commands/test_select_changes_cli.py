@@ -1,4 +1,4 @@
-"""`ci-tool stage select --changed-files ... --base REF` in a real git checkout: what change-based selection
+"""`ci-tool stage select --base REF [--head REF]` in a real git checkout: what change-based selection
 makes of a pull request's change, and why (the change's test-db files are read at the merge base)."""
 
 from __future__ import annotations
@@ -98,15 +98,25 @@ def test_a_source_change_runs_the_full_set(checkout: Path, capsys: pytest.Captur
     assert "step 16: change-based selection: the full set runs\n" in out
 
 
-def test_uncommitted_changes_count_and_a_changed_files_list_wins(
-    checkout: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_uncommitted_changes_count(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (checkout / "docs" / "new.md").write_text("untracked\n")
     _, out = select(capsys, checkout)
     assert selected(out) == ["CPU-Build_Docs"]
+
+
+@pytest.mark.parametrize("verb", [("stage", "select"), ("run",), ("bot", "plan", "/bot run")], ids=" ".join)
+def test_a_changed_files_list_is_refused_with_a_hint_at_base_and_head(
+    checkout: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, ...]
+) -> None:
+    """A list of paths was a third way to build the change (no renames, statuses or head texts): every job
+    passes --base/--head now, and a list says so instead of selecting differently."""
     (checkout / "files.txt").write_text("src/pool.py\n")
-    _, out = select(capsys, checkout, "--changed-files", "files.txt")
-    assert "step 16: src/pool.py: no rule claims it\n" in out
+    assert main([*verb, "--changed-files", "files.txt"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "Error: Invalid value for '--changed-files': expected the change as --base REF [--head REF], found a "
+        "changed-files list (a list of paths is no longer read: the change comes from git, renames and removals "
+        "included) Hint: pass --base <target branch> --head HEAD instead of `git diff --name-only` into a file"
+    )
 
 
 def test_disable_cbts_runs_the_full_set(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:

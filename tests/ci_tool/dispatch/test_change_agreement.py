@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.change.git_read import merged_waives
 from ci_tool.cli import main
 from ci_tool.history.records import RunRecord, StageRecord
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, waives_file_of
 from ci_tool.outcomes import RunState, StageState
-from ci_tool.run.changes import merged_waives
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
@@ -84,7 +84,7 @@ def jenkins_selection(root: Path) -> list[str]:
     """The stages L0_MergeRequest selects in a pull request build (CHANGE_TARGET set): its own commands,
     read from the generated pipeline, run in the checkout as its `Select Stages` stage runs them."""
     fields = dict(_GROOVY_STRING.findall((root / "jenkins" / "L0_MergeRequest.groovy").read_text()))
-    script = (f"{fields['CHANGED_FILES_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGED_FILES_OPTION']}"
+    script = (f"{fields['FETCH_TARGET_COMMAND']}\n{fields['SELECT_COMMAND']} {fields['CHANGE_OPTION']}"
               f" > {fields['SELECTION_FILE']}")  # fmt: skip
     environment = {**os.environ, "CHANGE_TARGET": "main", "LABELS": "[]"}
     done = subprocess.run(["bash", "-e", "-c", script], cwd=root, env=environment, capture_output=True, text=True,

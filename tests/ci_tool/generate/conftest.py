@@ -278,7 +278,7 @@ WAIVED_ON_MAIN = "tests/b.py::test_b SKIP (https://github.com/o/r/issues/9)\n"
 @pytest.fixture(scope="session")
 def pull_request(make_workspace, tmp_path_factory: pytest.TempPathFactory) -> PullRequestOrigin:  # type: ignore[no-untyped-def]
     source = make_workspace("pr-source")
-    (source / ".gitignore").write_text(".venv/\n.ci-tool/\nresults/\nrequest.json\nselection.json\nchanged-files.txt\n")
+    (source / ".gitignore").write_text(".venv/\n.ci-tool/\nresults/\nrequest.json\nselection.json\n")
     git(source, "init", "-q")
     git(source, "add", ".")
     git(source, "commit", "-q", "-m", "main")

@@ -600,19 +600,17 @@ def test_a_selected_stage_missing_from_the_table_is_an_error(runs: dict) -> None
     )
 
 
-def test_a_pull_request_build_passes_its_changed_files_to_the_selection(runs: dict) -> None:
+def test_a_pull_request_build_passes_its_change_to_the_selection_as_base_and_head(runs: dict) -> None:
+    """As the GitHub plan job does: the fetched target branch as --base and the commit checked out as --head,
+    so ci-tool reads the change from git the one way (change/build.py)."""
     run = runs["mr-pull-request"]
     assert run["error"] is None
     assert steps(run, "sh")[1:3] == [
-        (
-            "sh",
-            'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}" && git diff --name-only --no-renames '
-            "FETCH_HEAD...HEAD > changed-files.txt",
-        ),
+        ("sh", 'git fetch --no-tags origin -- "${BASE_REF:-$CHANGE_TARGET}"'),
         (
             "sh",
             '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
-            " --changed-files changed-files.txt --base FETCH_HEAD > selection.json",
+            " --base FETCH_HEAD --head HEAD > selection.json",
         ),
     ]
 
@@ -684,8 +682,6 @@ def test_a_bot_build_checks_out_the_pull_requests_head_and_selects_from_its_chan
     assert run["error"] is None
     workspace = Path(run["workspace"])
     assert git(workspace, "rev-parse", "HEAD") == pull_request.head  # the PR's head, not main
-    # only the pull request's files since the merge base: main's later waive is not the change
-    assert (workspace / "changed-files.txt").read_text() == "docs/guide.md\n"
     record = json.loads((workspace / "selection.json").read_text())
     assert (record["head"], record["base"]) == (pull_request.head, pull_request.base)
     assert record["stages"] == ["CPU-Generic-1"]  # the docs file group: a docs-only change runs the CPU stages

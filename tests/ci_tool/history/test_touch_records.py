@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ci_tool.change.touch_records import OUTSIDE_TESTS
 from ci_tool.history.backend import Writer
 from ci_tool.history.locator import History
 from ci_tool.history.schema import TOUCH_STEP
@@ -27,7 +28,6 @@ from ci_tool.history.touches import (
     stamped,
     touching_tests,
 )
-from ci_tool.stages.touch_records import OUTSIDE_TESTS
 
 
 @pytest.fixture

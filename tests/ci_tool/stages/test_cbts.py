@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.change.units import UnitChange
+from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.cbts import CbtsScope, narrowed_shards
-from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import plan_stages
 from ci_tool.stages.select import Selection, select_for_change
-from ci_tool.stages.touch_records import GpuRecord, GpuRecords, RecordedFile, TouchEvidence
-from ci_tool.stages.units import UnitChange
 
 FOLDER = Path(__file__).parent / "catalogs" / "cbts"
 LOADED = open_catalog(FOLDER / "stages.yml", FOLDER / "test-db")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.value import ChangeSet
+from ci_tool.change.value import test_path_of as path_of_test
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.cbts import CbtsScope
-from ci_tool.stages.changes import ChangeSet
-from ci_tool.stages.changes import test_path_of as path_of_test
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import plan_stages
 from ci_tool.stages.select import select_for_change

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ci_tool.change.narrowing import LineFilter, NarrowPath
 from ci_tool.errors import StageError, TestDbError
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import read_catalog
-from ci_tool.stages.changes import LineFilter, NarrowPath
 from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.modes import PERF_PYTEST_ARGS
 from ci_tool.stages.names import parse_family_name, parse_stage_name

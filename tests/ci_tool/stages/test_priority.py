@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tool.stages.changes import ChangeSet
+from ci_tool.change.touch_records import GpuRecord, RecordedFile, TouchEvidence
+from ci_tool.change.units import UnitChange
+from ci_tool.change.value import ChangeSet
 from ci_tool.stages.priority import (
     LIST_ORDER,
     Likelihood,
@@ -16,8 +18,6 @@ from ci_tool.stages.priority import (
     tiers,
     touching_tests,
 )
-from ci_tool.stages.touch_records import GpuRecord, RecordedFile, TouchEvidence
-from ci_tool.stages.units import UnitChange
 from ci_tool.testdb.lines import TestLine
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from ci_tool.change.narrowing import LineFilter, NarrowPath
 from ci_tool.errors import StageError
-from ci_tool.stages.changes import LineFilter, NarrowPath
 from ci_tool.stages.record import NarrowedFamily, SelectionRecord, differences, read_record
 
 HEAD, BASE = "a" * 40, "b" * 40

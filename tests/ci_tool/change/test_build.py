@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ci_tool.run.changes import with_pull_request_touches
-from ci_tool.stages.changes import ChangeSet
+from ci_tool.change.build import with_pull_request_touches
+from ci_tool.change.value import ChangeSet
 
 ABSENT = "f" * 40
 

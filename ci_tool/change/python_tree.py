@@ -1,6 +1,6 @@
 """A Python source text as a syntax tree, or why it cannot be read as one. Pure: a text in, a tree or a
 reason out. The one place ci-tool parses Python source: the units of a file (units.py) and what it loads
-(run/importers.py) both read it through here.
+(change/import_reach.py) both read it through here.
 
     parses        an ast.Module
     does not      `Unreadable("does not parse as Python")`: a syntax error, a NUL byte

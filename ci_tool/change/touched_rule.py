@@ -1,6 +1,6 @@
-"""The touched rule of change-based selection (cbts.py): a changed source file narrows each GPU type's stages
+"""The touched rule of change-based selection (stages/cbts.py): a changed source file narrows each GPU type's stages
 to the tests that ran what the change edits there, and where no record can say, to the test paths that can
-load the file (its import reach, run/importers.py). Pure: the TouchEvidence in (stages/touch_records.py,
+load the file (its import reach, change/import_reach.py). Pure: the TouchEvidence in (change/touch_records.py,
 whose docstring says when a record is stale), what each GPU type runs out.
 
     for each changed file F the rule claims (a Python file of the change, tests aside, where some GPU type has
@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ci_tool.stages.changes import NarrowPath, split_filters
-from ci_tool.stages.touch_records import OUTSIDE_TESTS, AddedFile, GpuRecord, RecordedFile, TouchEvidence
-from ci_tool.stages.units import MODULE_UNIT
+from ci_tool.change.narrowing import NarrowPath, split_filters
+from ci_tool.change.touch_records import OUTSIDE_TESTS, AddedFile, GpuRecord, RecordedFile, TouchEvidence
+from ci_tool.change.units import MODULE_UNIT
 from ci_tool.testdb.check import covers
 
 _SHOWN = 3  # commits or units a line names before counting the rest

@@ -1,10 +1,10 @@
-"""What of a list line a narrowed stage runs (stages/changes.narrowed_line)."""
+"""What of a list line a narrowed stage runs (change/narrowing.narrowed_line)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ci_tool.stages.changes import narrowed_line
+from ci_tool.change.narrowing import narrowed_line
 from ci_tool.testdb.lines import TestLine
 
 GPU_LINE = TestLine(raw='tests/kvengine -m "gpu" TIMEOUT (30)', test_id='tests/kvengine -m "gpu"', timeout_minutes=30)

@@ -1,38 +1,24 @@
-"""A pull request's change as change-based selection reads it, and the filter a narrowed stage runs its list
-through. Pure: the commands read git and the files (run/changes.py).
+"""A pull request's change as change-based selection reads it. Pure: the readers (git_read.py, github_read.py)
+fetch it and build.py is the one way to build it.
 
-    ChangeSet   what a pull request changes, the same value whether git (run/changes.py from_git) or
-                the GitHub API (dispatch/pull_change.py from_github) read it: the base (merge base) and
+    ChangeSet   what a pull request changes, the same value whether git (git_read.from_git) or the GitHub
+                API (github_read.from_github) read it: the base (merge base) and
                 head commits; the changed paths (a rename's old and new path both) and which of them were
                 removed, added or renamed; when a base revision is known, each changed file the rules
                 read (`rule_input`: the test-db lists and waives) as it is at the base and at the head;
                 and, where the history has touch records, what they say of the change
-                (stages/touch_records.py); `touched_by`: the tests that ran what it edits
-    LineFilter  which lines of a stage's render a narrowed stage runs, and how each is cut down:
-
-        a rendered line whose test path lies under a narrowing path runs as it is;
-        a rendered line whose test path holds a narrowing path runs just that path, with the line's
-          `-k`/`-m` filters and markers (TIMEOUT, ISOLATION) kept: `tests/a TIMEOUT (20)` narrowed
-          to tests/a/test_x.py runs `tests/a/test_x.py TIMEOUT (20)`;
-        a rendered line that is an added or changed test-db entry (context, line as written) runs as it is.
-
-    A narrowing path scoped to one GPU (a removed `full:A10/...` waive) narrows only that GPU's stages.
+                (touch_records.py); `touched_by`: the tests that ran what it edits
 """
 
 from __future__ import annotations
 
 import enum
 import posixpath
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from ci_tool.change.touch_records import TouchEvidence
 from ci_tool.layout import WAIVES_NAME
-from ci_tool.stages.touch_records import TouchEvidence
-from ci_tool.testdb.check import covers
-from ci_tool.testdb.lines import TestLine
-
-_FILTER_START = re.compile(r"\s-[km](?=\s|$)")
 
 
 class FileStatus(enum.StrEnum):
@@ -48,8 +34,8 @@ class FileStatus(enum.StrEnum):
 class ChangeSet:
     """What a change touches. `base` and `now` hold the changed rule inputs' texts (None: the file does not
     exist there); `base` is None when no base revision was given, so rules that compare cannot decide.
-    `base_sha` and `head_sha` are None for a bare changed-files list; `origin` says for people where the
-    value was read (it takes no part in comparing two change sets)."""
+    `base_sha` and `head_sha` are None only in a value built by hand (a test's); `origin` says for people
+    where the value was read (it takes no part in comparing two change sets)."""
 
     files: tuple[str, ...]
     test_db_dir: str = "test-db"  # repository-relative, no trailing "/"
@@ -153,67 +139,3 @@ def change_of(
         renamed_from=renamed,
         origin=origin,
     )
-
-
-@dataclass(frozen=True)
-class NarrowPath:
-    """A test path a narrowed stage runs (a file, folder or node id, maybe with `-k`/`-m`)."""
-
-    path: str
-    gpu: str | None = None  # only on stages of this GPU token
-
-
-@dataclass(frozen=True)
-class LineFilter:
-    """The lines a narrowed stage keeps of its render (see the module docstring)."""
-
-    paths: tuple[NarrowPath, ...] = ()
-    entries: tuple[tuple[str, str], ...] = ()  # (context, line as written)
-
-    def to_json(self) -> dict[str, object]:
-        """The filter as the run record carries it to the pipelines' stage jobs (record.py reads it back)."""
-        return {
-            "paths": [{"path": found.path, "gpu": found.gpu} for found in self.paths],
-            "entries": [{"context": context, "line": raw} for context, raw in self.entries],
-        }
-
-    def apply(self, rendered: Sequence[TestLine], *, context: str, gpu: str | None) -> tuple[TestLine, ...]:
-        """The lines of `rendered` (context `context`, a stage of GPU token `gpu`) to run, in list order."""
-        entries = {raw for where, raw in self.entries if where == context}
-        paths = [found.path for found in self.paths if found.gpu is None or found.gpu == gpu]
-        kept: list[TestLine] = []
-        for line in rendered:
-            kept.extend([line] if line.raw in entries else narrowed_line(line, paths))
-        return tuple(dict.fromkeys(kept))
-
-
-def split_filters(test_id: str) -> tuple[str, str]:
-    """A test id's path and its `-k`/`-m` tail: `tests/a -m "not gpu"` -> (`tests/a`, ` -m "not gpu"`)."""
-    start = _FILTER_START.search(test_id)
-    return (test_id, "") if start is None else (test_id[: start.start()].strip(), test_id[start.start() :])
-
-
-def narrowed_line(line: TestLine, paths: Sequence[str]) -> list[TestLine]:
-    """What of `line` runs for the narrowing `paths`: the line itself, the paths it holds, or nothing; a path
-    another of them already runs (a node id of a file that runs whole with the same filter) is left out, so
-    the plan predicts each test once."""
-    selector, filters = split_filters(line.test_id)
-    found: list[TestLine] = []
-    for path in paths:
-        target, target_filters = split_filters(path)
-        if covers(target, selector):
-            return [line]  # the whole line lies under the path
-        if covers(selector, target):
-            if filters and target_filters:
-                return [line]  # two filters do not combine; the line is the safe superset
-            test_id = target + (filters or target_filters)
-            found.append(replace(line, test_id=test_id, raw=test_id + line.raw[len(line.test_id) :]))
-    return [one for one in found if not any(_runs_within(one.test_id, other.test_id) for other in found)]
-
-
-def _runs_within(test_id: str, other: str) -> bool:
-    """Whether the line `other` runs every test the different line `test_id` runs: its path holds the path of
-    `test_id`, and its filter is none or the same."""
-    path, filters = split_filters(test_id)
-    other_path, other_filters = split_filters(other)
-    return test_id != other and covers(other_path, path) and other_filters.strip() in ("", filters.strip())

@@ -34,7 +34,7 @@ import holds what it read. Dotted names are rootdir-relative, and also relative 
 a file under one.
 
 Some modules every test of every stage loads, whatever its list: ci-tool's runner plugins
-(run/plugins.py), the project's own pytest plugins (`-p NAME` in the pytest configuration's addopts,
+(layout.RUNNER_MODULES), the project's own pytest plugins (`-p NAME` in the pytest configuration's addopts,
 pyproject.toml's `pytest11` entry points) and a conftest.py at the rootdir. A module that reaches one of
 them reaches every test: the answer is then unknown ("every test loads it"), as it is when a file that
 names a module on the way does not parse. The caller cannot narrow then.
@@ -61,9 +61,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ci_tool import gitinfo
-from ci_tool.run.plugins import RUNNER_MODULES
-from ci_tool.stages.changes import test_path_of
-from ci_tool.stages.python_tree import Unreadable, parse_python
+from ci_tool.change.python_tree import Unreadable, parse_python
+from ci_tool.change.value import test_path_of
+from ci_tool.layout import RUNNER_MODULES
 
 SOURCE_ROOTS = ("src/",)  # folders whose files import without the folder's name (besides the rootdir)
 _CONFIG_FILES = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")  # where pytest and the scripts are set
@@ -232,7 +232,7 @@ def _loads_of(text: str, path: str, scripts: tuple[tuple[str, str], ...]) -> fro
 def loads(text: str, path: str, scripts: dict[str, str]) -> set[str] | Unreadable:
     """The dotted names the Python file at `path` loads (see the module docstring: its imports, the names
     and paths its strings hold, the modules and scripts it starts), or why it cannot be read
-    (stages/python_tree.py: it does not parse, or nests too deeply for the parser)."""
+    (change/python_tree.py: it does not parse, or nests too deeply for the parser)."""
     tree = parse_python(text)
     if isinstance(tree, Unreadable):
         return tree

@@ -1,6 +1,7 @@
-"""One change input, two builders: what git says a pull request changes (run/changes.from_git) and what
-the GitHub API says (dispatch/pull_change.from_github, against the fake serving the same git repository) are
-one ChangeSet, so they select the same stages."""
+"""One change, two readers, one builder: what git says a pull request changes (change/git_read.from_git) and
+what the GitHub API says (change/github_read.from_github, against the fake serving the same git repository),
+each built through change/build.read_change as every command builds it, are one ChangeSet, so they select the
+same stages."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ci_tool.change.build import GitHubPull, GitRange, read_change
+from ci_tool.change.github_read import from_github
+from ci_tool.change.value import ChangeSet, FileStatus
 from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
-from ci_tool.dispatch.pull_change import from_github
 from ci_tool.errors import DispatchError
-from ci_tool.run.changes import from_git
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.changes import ChangeSet, FileStatus
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
@@ -65,13 +66,14 @@ def fresh(template: Path, parent: Path) -> Path:
 
 
 def both(served: Served, root: Path) -> tuple[ChangeSet, ChangeSet]:
-    """The change `pr` proposes for `main`, read from git and from the GitHub fake."""
+    """The change `pr` proposes for `main`, built the one way every command builds it (change/build.py),
+    read from git and from the GitHub fake."""
     number = next(served.numbers)
     serve_pull(served.github, REPOSITORY, number, root, base="main", head="pr")
-    return (
-        from_git(root, "main", "pr", test_db_dir="test-db"),
-        from_github(served.client, REPOSITORY, number, test_db_dir="test-db"),
-    )
+    sources = (GitRange("main", "pr"), GitHubPull(served.client, REPOSITORY, number))
+    from_git_, from_github_ = (read_change(s, test_db=root / "test-db", history=None, root=root) for s in sources)
+    assert from_git_ is not None and from_github_ is not None
+    return from_git_, from_github_
 
 
 def write(root: Path, path: str, text: str) -> None:

@@ -1,4 +1,4 @@
-"""The touched rule's plan per GPU type (stages/touched_rule.py), on tiny evidence values."""
+"""The touched rule's plan per GPU type (change/touched_rule.py), on tiny evidence values."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from ci_tool.stages.changes import NarrowPath
-from ci_tool.stages.touch_records import AddedFile, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
-from ci_tool.stages.touched_rule import TouchedPlan, plan_touched
-from ci_tool.stages.units import UnitChange
+from ci_tool.change.narrowing import NarrowPath
+from ci_tool.change.touch_records import AddedFile, GpuRecord, GpuRecords, RecordedFile, TouchEvidence
+from ci_tool.change.touched_rule import TouchedPlan, plan_touched
+from ci_tool.change.units import UnitChange
 
 POOL = "src/pool.py"
 C1, C2 = "1" * 40, "2" * 40

@@ -1,8 +1,8 @@
-"""What the touch records say about a change, as change-based selection reads it (the touched rule, cbts.py and
-touched_rule.py). Pure values: run/touch_evidence.py reads them from the history and git.
+"""What the touch records say about a change, as change-based selection reads it (the touched rule, stages/cbts.py and
+touched_rule.py). Pure values: change/touch_evidence.py reads them from the history and git.
 
 Records are kept per GPU type (StageName.gpu_type): a GPU stage never reads a CPU stage's records. A record
-is one (file, unit, test, GPU type, commit): the test ran a line of that unit (stages/units.py) in a stage
+is one (file, unit, test, GPU type, commit): the test ran a line of that unit (change/units.py) in a stage
 of that GPU type, in a run of that commit. OUTSIDE_TESTS stands for the lines a stage ran outside any test
 (imports while collecting, a module-scoped fixture's teardown): what they make, every test may read.
 
@@ -12,7 +12,7 @@ Staleness, for a change whose base is B:
       is not in the local clone, or when C is '' (made on an uncommitted edit), until a run records it
       again; a changed file with such a record on a GPU type is unrecorded there (so is a file no record of
       the GPU type ran that changed since its records were made): those stages run the test paths that can
-      load it (its import reach, run/importers.py);
+      load it (its import reach, change/import_reach.py);
     a test with a stale record (any file it ran changed since its record) may now run other code: its
       test file runs on the stages of that GPU type (a test file itself changed since the records: the
       same) where it can load a file the change edits.
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from ci_tool.stages.units import MODULE_UNIT, UnitChange
+from ci_tool.change.units import MODULE_UNIT, UnitChange
 
 OUTSIDE_TESTS = "<outside tests>"  # the "test" of what a stage ran outside its tests
 UNMEASURED = "<unmeasured>"  # the unit a test that ran unmeasured (`timed`) records in its own test file
@@ -58,7 +58,7 @@ class RecordedFile:
     records: Mapping[str, GpuRecord] = field(default_factory=dict)
     stale: Mapping[str, str] = field(default_factory=dict)
     read_from: tuple[str, ...] = ()  # a file the change leaves as it is: the changed files it reads names of
-    importers: tuple[str, ...] = ()  # the test paths that can load the file (its import reach, run/importers.py)
+    importers: tuple[str, ...] = ()  # the test paths that can load the file (its import reach, change/import_reach.py)
     importers_unknown: str = ""  # why those are not known ("" when they are, or were not looked for)
     importers_read: bool = False  # whether they were looked for
 
@@ -67,7 +67,7 @@ class RecordedFile:
         """Why no record can narrow for this change ("" when one can): a file the change cannot be mapped in, a
         change of module-level code (it runs at import, outside the tests) whose importers are not known, or a
         unit the change adds while they are not known. A new def's header runs at import (a def nested in a
-        function is its function's: stages/units.py), so the change reaches module-level code: every test
+        function is its function's: change/units.py), so the change reaches module-level code: every test
         that ran a unit of the file and every test path that imports it run, and code that can call the new
         unit is either the file's, which those tests ran, or another file's, which imports it."""
         if self.change.undecided:
@@ -129,7 +129,7 @@ class GpuRecords:
 @dataclass(frozen=True)
 class AddedFile:
     """A Python file the change adds (no record can know it), and the files that load it: those that import it
-    or spell its dotted name (run/importers.loading_files)."""
+    or spell its dotted name (change/import_reach.loading_files)."""
 
     path: str
     loaded_by: tuple[str, ...] = ()

@@ -1,5 +1,5 @@
 """The touch records of a change, read from the history and judged against git (the staleness rule is
-stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows by.
+change/touch_records.py's docstring): the TouchEvidence the touched rule narrows by.
 
     touch_evidence(store, root, base=B, head=H, files=F, deleted=D)
         B   the change's base commit (the merge base)
@@ -8,16 +8,16 @@ stages/touch_records.py's docstring): the TouchEvidence the touched rule narrows
 
 Per changed Python file (a test file or conftest.py only where it has records: the tests rule runs it, and
 its records put the tests that ran what the change edits first): its units at B and H and the hunks between
-(stages/units.py), per GPU type with records whether its records there are fresh (a file none of them ran
+(change/units.py), per GPU type with records whether its records there are fresh (a file none of them ran
 counts as fresh when it did not change since they were made), and the test paths that can load it (its
-import reach, run/importers.py: a few `git grep`s, each file read once). Per GPU type: the commits its
+import reach, change/import_reach.py: a few `git grep`s, each file read once). Per GPU type: the commits its
 records were made at, the files of its tests whose records are stale, and the files changed since those
 commits. One `git diff --name-only` per commit the records name, one `git diff -U0` per changed file, and
-one `git grep` for the names a change may export to other files (stages/units.py: a public constant or
+one `git grep` for the names a change may export to other files (change/units.py: a public constant or
 class, a public kernel, an __init__.py's imports): the units of another Python file that read one are
 edited too (they read what the change made), its module-level code where it reads one at import. A Python
 file the change adds (not a test file, which the tests rule runs) has no record; what loads it does
-(run/importers.py, one `git grep`): when every such file is one the change edits too, the
+(change/import_reach.py, one `git grep`): when every such file is one the change edits too, the
 new file runs only through them, and their own records select its tests.
 """
 
@@ -29,6 +29,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ci_tool import gitinfo
+from ci_tool.change.import_reach import ImportIndex
+from ci_tool.change.python_tree import Unreadable
+from ci_tool.change.touch_records import (
+    OUTSIDE_TESTS,
+    UNMEASURED,
+    AddedFile,
+    GpuRecord,
+    GpuRecords,
+    RecordedFile,
+    TouchEvidence,
+)
+from ci_tool.change.units import UnitChange, changed_units, parse_hunks, source_units
+from ci_tool.change.value import is_test_file, test_path_of
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import (
     TouchRow,
@@ -39,19 +52,6 @@ from ci_tool.history.touches import (
     tests_with_unit,
     touching_tests,
 )
-from ci_tool.run.importers import ImportIndex
-from ci_tool.stages.changes import is_test_file, test_path_of
-from ci_tool.stages.python_tree import Unreadable
-from ci_tool.stages.touch_records import (
-    OUTSIDE_TESTS,
-    UNMEASURED,
-    AddedFile,
-    GpuRecord,
-    GpuRecords,
-    RecordedFile,
-    TouchEvidence,
-)
-from ci_tool.stages.units import UnitChange, changed_units, parse_hunks, source_units
 
 _DAMAGED = "a record of it is damaged"
 
@@ -123,7 +123,7 @@ def _added(index: ImportIndex, added: Sequence[str], files: Sequence[str]) -> di
 
 
 def _with_importers(found: RecordedFile, index: ImportIndex) -> RecordedFile:
-    """`found` with the test paths that can load it (run/importers.py), where the change can be judged."""
+    """`found` with the test paths that can load it (change/import_reach.py), where the change can be judged."""
     if found.change.undecided:
         return found
     reach = index.importing_tests(found.path)
@@ -190,7 +190,7 @@ def _recorded_file(
 
 @dataclass(frozen=True)
 class FileChange:
-    """What a change does to one Python file (stages/units.py), and, for each other file that reads a name
+    """What a change does to one Python file (change/units.py), and, for each other file that reads a name
     it exports, the units there that read it."""
 
     change: UnitChange

@@ -1,4 +1,4 @@
-"""Which test files import a module (run/importers.py), read from a real git repository at a commit."""
+"""Which test files import a module (change/import_reach.py), read from a real git repository at a commit."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.run import importers
-from ci_tool.run.importers import ImportingTests, importing_tests, module_names
+from ci_tool.change import import_reach
+from ci_tool.change.import_reach import ImportingTests, importing_tests, module_names
 
 FILES = {
     "src/eng/__init__.py": "from eng.pool import Pool\n",
@@ -124,7 +124,7 @@ LOADS = {
 def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> None:
     """Strings that name a module (alone or as module:attribute), a `-m` run, a path to a .py file, or a console
     script a file that starts processes runs."""
-    found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
+    found = import_reach.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
     assert isinstance(found, set) and loaded <= found
 
 
@@ -134,7 +134,7 @@ def test_what_a_file_loads_beyond_its_imports(text: str, loaded: set[str]) -> No
     ids=["docstring", "script-named-by-a-file-that-starts-no-process"],
 )
 def test_prose_loads_nothing(text: str) -> None:
-    found = importers.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
+    found = import_reach.loads(text, "tests/eng/test_x.py", {"eng-cli": "eng.cli"})
     assert isinstance(found, set) and not {name for name in found if name.startswith(("eng", "tests."))}
 
 
@@ -190,7 +190,7 @@ def test_the_files_that_load_a_module_import_it_or_spell_its_dotted_name(repo: P
     (repo / "README.md").write_text("eng.pool holds the pool\n")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "more")
-    assert importers.loading_files(repo, "HEAD", "src/eng/pool.py") == (
+    assert import_reach.loading_files(repo, "HEAD", "src/eng/pool.py") == (
         "pyproject.toml", "src/eng/__init__.py", "src/eng/model.py", "tests/eng/test_lazy.py",
         "tests/eng/test_patch.py", "tests/other/conftest.py",
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Source units (stages/units.py): which unit a line runs in, and which units a change edits."""
+"""Source units (change/units.py): which unit a line runs in, and which units a change edits."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_tool.stages import python_tree
-from ci_tool.stages.python_tree import DOES_NOT_PARSE, TOO_DEEP, Unreadable
-from ci_tool.stages.units import Hunk, SourceUnits, UnitChange, changed_units, parse_hunks, source_units
+from ci_tool.change import python_tree
+from ci_tool.change.python_tree import DOES_NOT_PARSE, TOO_DEEP, Unreadable
+from ci_tool.change.units import Hunk, SourceUnits, UnitChange, changed_units, parse_hunks, source_units
 
 SOURCE = """\
 import functools

@@ -1,4 +1,4 @@
-"""What the touch records say of a change (run/touch_evidence.py), in a real git repository with a real SQLite
+"""What the touch records say of a change (change/touch_evidence.py), in a real git repository with a real SQLite
 history: fresh and stale records per GPU type, and the tests whose records went stale."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool.change.touch_evidence import touch_evidence
+from ci_tool.change.touch_records import AddedFile, GpuRecord, GpuRecords, TouchEvidence
 from ci_tool.history.store import HistoryStore
 from ci_tool.history.touches import TouchRow, record_touches
-from ci_tool.run.touch_evidence import touch_evidence
-from ci_tool.stages.touch_records import AddedFile, GpuRecord, GpuRecords, TouchEvidence
 
 A = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
 T1, T2 = "tests/test_a.py::test_one", "tests/test_b.py::test_b"

@@ -52,7 +52,7 @@ import tokenize
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ci_tool.stages.python_tree import Unreadable, parse_python
+from ci_tool.change.python_tree import Unreadable, parse_python
 
 MODULE_UNIT = "<module>"
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what holds statements (a def, in an if or a try)

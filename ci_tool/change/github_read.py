@@ -1,5 +1,6 @@
 """A pull request's change read through the GitHub API: the ChangeSet `ci-tool stage select --base` reads from
-git (run/changes.py from_git), so the bot's preview selects what CI selects.
+git (git_read.from_git), so the bot's preview selects what CI selects. I/O: the requests and their 404s;
+github_rows.py checks each answer's fields.
 
     GET pulls/N                         the head commit and the base branch's tip
     GET compare/BASE...HEAD             their merge base (the commit git's `--base` measures from)
@@ -16,26 +17,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from github import GithubException
 
+from ci_tool.change.github_rows import changed_path, required_text, utf8
+from ci_tool.change.value import ChangeSet, FileStatus, change_of, rule_input
 from ci_tool.dispatch.answers import AnswerSource
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.errors import DispatchError
-from ci_tool.stages.changes import ChangedPath, ChangeSet, FileStatus, change_of, rule_input
 
-# GitHub's file statuses -> ours ("copied" adds a path; "changed" changes only its mode).
-_STATUS = {
-    "added": FileStatus.ADDED,
-    "copied": FileStatus.ADDED,
-    "modified": FileStatus.MODIFIED,
-    "changed": FileStatus.MODIFIED,
-    "unchanged": FileStatus.MODIFIED,
-    "removed": FileStatus.REMOVED,
-    "renamed": FileStatus.RENAMED,
-}
 _AT_BASE = (FileStatus.MODIFIED, FileStatus.REMOVED)  # and a rename's old path
 _AT_HEAD = (FileStatus.ADDED, FileStatus.MODIFIED, FileStatus.RENAMED)
 # What a 404 means where the pull request itself was just read (never the token's permissions).
@@ -55,13 +46,13 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
         pull = AnswerSource(what, pulls_url)
         pulled = repo.get_pull(number)
         data = pull.obj(pulled.raw_data)
-        head_sha = _required_text(pull, pull.obj(data.get("head"), "head"), "sha", "head")
-        base_sha = _required_text(pull, pull.obj(data.get("base"), "base"), "sha", "base")
+        head_sha = required_text(pull, pull.obj(data.get("head"), "head"), "sha", "head")
+        base_sha = required_text(pull, pull.obj(data.get("base"), "base"), "sha", "base")
         changed_files = pull.integer(data, "changed_files")
         with _gone(what, f"GitHub to compare the base {base_sha[:12]} with the head {head_sha[:12]}", _BRANCH_GONE):
             compared = repo.compare(base_sha, head_sha).raw_data  # (a lazy client asks here)
         answer = AnswerSource(what, f"{client.api_url}/repos/{repository}/compare/{base_sha}...{head_sha}")
-        merge_base = _required_text(answer, answer.obj(compared.get("merge_base_commit"),
+        merge_base = required_text(answer, answer.obj(compared.get("merge_base_commit"),
                                                        "merge_base_commit"), "sha", "merge_base_commit")  # fmt: skip
         files = AnswerSource(what, f"{pulls_url}/files")
         listed = [files.obj(found.raw_data, f"[{k}]") for k, found in enumerate(pulled.get_files())]
@@ -71,7 +62,7 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
                 "lists at most 3000)",
                 hint="comment `/bot run --disable-cbts` to run the full set",
             )
-        changed = [_changed_path(files, row, f"[{k}]") for k, row in enumerate(listed)]
+        changed = [changed_path(files, row, f"[{k}]") for k, row in enumerate(listed)]
 
         def text(path: str, sha: str) -> str:
             where = f"{path} at {sha[:12]} of {repository}"
@@ -80,8 +71,8 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
                 if isinstance(found, list):  # a folder where the list says a file: not a rule input after all
                     raise DispatchError(f"read {path} at {sha[:12]} of {repository}: expected a file, found a folder")
                 if found.encoding != "base64":  # over 1 MB contents/ leaves the text out; the blob has it
-                    return _utf8(base64.b64decode(repo.get_git_blob(found.sha).content), where)
-                return _utf8(found.decoded_content, where)
+                    return utf8(base64.b64decode(repo.get_git_blob(found.sha).content), where)
+                return utf8(found.decoded_content, where)
 
         inputs = [found for found in changed if rule_input(found.path, test_db_dir)]
         base = {f.path: text(f.path, merge_base) for f in inputs if f.status in _AT_BASE}
@@ -100,44 +91,6 @@ def from_github(client: GitHubClient, repository: str, number: int, *, test_db_d
 
     # The client's one retry policy and error words (a sibling module of the same package).
     return client._call(what, read)
-
-
-def _required_text(answer: AnswerSource, data: Mapping[str, Any], key: str, path: str = "") -> str:
-    value = answer.text(data, key, path)
-    if not value:
-        raise answer.error(f"{path}.{key}" if path else key, "a path or sha (a non-empty string)", data.get(key))
-    return value
-
-
-def _changed_path(answer: AnswerSource, row: Mapping[str, Any], path: str) -> ChangedPath:
-    """One pulls/N/files row, checked field by field (a field of the wrong type is one located line)."""
-    status = _STATUS.get(answer.text(row, "status", path), FileStatus.MODIFIED)  # a status of its own: a change
-    renamed = status is FileStatus.RENAMED
-    return ChangedPath(_git_path(answer, row, "filename", path), status,
-                       _git_path(answer, row, "previous_filename", path) if renamed else None)  # fmt: skip
-
-
-def _git_path(answer: AnswerSource, row: Mapping[str, Any], key: str, path: str) -> str:
-    """A changed path as git writes one (relative, `/`-separated, no `.`, `..` or empty part, no NUL or line
-    break): any other would be matched against the rules as written (`docs/../src/x.py` as a docs change) while
-    CI reads git's own path, so the preview could narrow below what CI runs."""
-    found = _required_text(answer, row, key, path)
-    parts = found.split("/")
-    if any(part in ("", ".", "..") for part in parts) or any(ch in found for ch in "\0\n\r"):
-        raise answer.error(f"{path}.{key}", "a path as git writes one (no '.', '..' or empty part, no NUL or "
-                           "line break)", found)  # fmt: skip
-    return found
-
-
-def _utf8(data: bytes, where: str) -> str:
-    """A rule input's text, as strictly as CI's test-db reader takes it: a file it refuses never narrows."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DispatchError(
-            f"read {where}: expected UTF-8 text, found byte {data[error.start]:#04x} at offset {error.start}",
-            hint="CI's test-db reader refuses it too: save the file as UTF-8",
-        ) from None
 
 
 @contextlib.contextmanager
