@@ -41,8 +41,7 @@ def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     waives = waives_file_of(inputs.test_db)
     inputs_of = catalog_inputs(loaded, str(waives) if waives.is_file() else None)
     passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request, inputs_of=inputs_of)
-    return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
-                    labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
+    return plan_run(request, loaded=loaded, labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
                     perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip
 
 

@@ -136,9 +136,7 @@ def plan(
     loaded = load(catalog_path, test_db, durations_path)
     run_plan = plan_run(
         request.selection_request(),
-        catalog=loaded.catalog,
-        db=loaded.db,
-        durations=loaded.durations,
+        loaded=loaded,
         labels=labels,
         changes=change_set(changed_files, base=base, head=head, test_db=test_db, history=history_path(history_file)),
         perf_baselined=throughput_baselined(BASELINE_DIR),
