@@ -19,7 +19,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,6 @@ from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
 from ci_tool.run.stage_runner import StageResult, TestResult
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.planner import Planner
 
 DamagePage = Callable[[Path, str], None]
 
@@ -117,7 +116,7 @@ def planned(root: Path, names: tuple[str, ...] | None = None, *, waives: bool = 
     stages = [loaded.catalog.stage(name) for name in names] if names else list(loaded.catalog.stages)
     waives_file = str(root / "test-db" / "waives.txt") if waives else None
     sysinfo = {"gpu": None, "system_gpu_count": 0}
-    return catalog_stages(stages, planner=Planner(loaded.db, loaded.durations, sysinfo, waives_file))
+    return catalog_stages(stages, planner=replace(loaded.planner, sysinfo=sysinfo, waives_file=waives_file))
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from ci_tool.stages.catalog_load import open_catalog, read_catalog
 from ci_tool.stages.catalog_schema import parse_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.select import select_stages
 from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
@@ -32,13 +33,13 @@ DURATIONS = load_durations(CATALOGS / "test-db" / ".test_durations")
 
 
 def parse(text: str, durations: dict[str, float] | None = None) -> Catalog:
-    return read_catalog(text, file="stages.yml", db=DB, durations=DURATIONS if durations is None else durations)
+    return read_catalog(text, Planner(DB, DURATIONS if durations is None else durations), file="stages.yml")
 
 
 @pytest.mark.parametrize("fixture", INVALID, ids=[f.stem for f in INVALID])
 def test_invalid_catalog_reports_its_pinned_error(fixture: Path, golden: Golden) -> None:
     with pytest.raises(StageError) as caught:
-        read_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
+        read_catalog(fixture.read_text(), Planner(DB, DURATIONS), file=fixture.name)
     golden(fixture.with_suffix(".err"), f"{caught.value}\n")
 
 
@@ -414,8 +415,6 @@ def test_an_auto_pool_runs_on_slurm_unless_the_family_says_otherwise() -> None:
 
 
 def test_a_family_with_more_shards_than_tests_keeps_its_stage_names_and_empty_shards() -> None:
-    from ci_tool.stages.planner import Planner
-
     text = "version: 1\nfamilies:\n- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 5}\n"
     catalog = parse(text)
     assert catalog.names == tuple(f"A10-PyTorch-{k}" for k in range(1, 6))
@@ -451,8 +450,6 @@ families:
 def test_a_platforms_facts_render_what_its_runners_will() -> None:
     """A B200-named family on a pool whose runners report H200 renders the H200 block; a platform the catalog
     says nothing of renders with the stage name's facts (A10: no H200 test)."""
-    from ci_tool.stages.planner import Planner
-
     catalog = parse(PLATFORMS)
     plans = Planner(DB, DURATIONS).selection(catalog.stages, allow_empty=True)
     assert {name: [line.test_id for line in plan.lines] for name, plan in plans.items()} == {

@@ -18,7 +18,7 @@ WITH_DOCS = CATALOG + "- {name: CPU-Build_Docs, platform: cpu}\n"
 
 @pytest.fixture
 def catalog(db: TestDb) -> Catalog:  # noqa: F811
-    return read_catalog(WITH_DOCS, file="stages.yml", db=db, durations=DURATIONS)
+    return read_catalog(WITH_DOCS, Planner(db, DURATIONS), file="stages.yml")
 
 
 def test_a_selection_plans_each_stage_as_planning_it_alone_does(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
