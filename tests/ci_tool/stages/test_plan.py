@@ -163,7 +163,7 @@ def test_plan_catalog_matches_planning_each_stage_alone(db: TestDb) -> None:
     assert [line.raw for line in plans["A10-PyTorch-Post-Merge-1"].lines] == ["t/post.py"]
 
 
-def test_plan_stages_plans_a_subset_in_the_given_order(db: TestDb) -> None:
+def test_a_selection_plans_a_subset_in_the_given_order(db: TestDb) -> None:
     catalog = read_catalog(CATALOG, Planner(db, DURATIONS), file="stages.yml")
     subset = [catalog.stage("A10-PyTorch-2"), catalog.stage("A10-PyTorch-1")]
     assert list(Planner(db, DURATIONS).selection(subset)) == ["A10-PyTorch-2", "A10-PyTorch-1"]
