@@ -13,12 +13,13 @@ import pytest
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glob_matches
-from ci_tool.stages.catalog_load import open_catalog, read_catalog
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalog
 from ci_tool.stages.catalog_schema import parse_catalog
+from ci_tool.stages.changes import ChangeSet
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.planner import Planner
-from ci_tool.stages.select import select_stages
+from ci_tool.stages.select import select_for_change, select_stages
 from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
 
@@ -460,6 +461,20 @@ def test_a_platforms_facts_render_what_its_runners_will() -> None:
         "gpu": "H200", "system_gpu_count": 1, "gpu_memory": 143771, "cpu": "x86_64", "supports_fp8": True
     }  # fmt: skip
     assert catalog.families[1].facts is None
+
+
+def test_change_based_selection_narrows_a_family_as_its_platform_renders_it() -> None:
+    """A change to the H200 test runs it on the B200-named family whose runners report H200: rendered with the
+    stage name's facts alone, that family kept nothing, and the change ran no test."""
+    planner = Planner(DB, DURATIONS)
+    text = PLATFORMS.replace("families:\n", "change_rules: {tests: [tests/]}\nfamilies:\n")
+    loaded = LoadedCatalog(read_catalog(text, planner, file="stages.yml"), planner)
+    changes = ChangeSet(("tests/h200_test.py",), base=None, now={})
+    selection = select_for_change(loaded, parse_comment("/bot run").selection_request(), engine=Engine.LOCAL,
+                                  changes=changes)  # fmt: skip
+    assert selection.names == ("DGX_B200-PyTorch-1-cbts",)
+    plan = planner.selection(selection.selected)["DGX_B200-PyTorch-1-cbts"]
+    assert [line.test_id for line in plan.lines] == ["tests/h200_test.py"]
 
 
 @pytest.mark.parametrize(
