@@ -65,7 +65,8 @@ from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalo
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan, plan_stages
+from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
 from ci_tool.stages.request import SelectionRequest, Step
 from ci_tool.stages.select import Selection, select_for_change
@@ -157,8 +158,8 @@ def measure(sha: str, parent: str) -> Commit | None:
         changes = change_of(sha, parent, files)
         full = select_for_change(loaded, _request("/bot run --disable-cbts"), engine=Engine.LOCAL, changes=changes)
         narrowed = select_for_change(loaded, _request("/bot run"), engine=Engine.LOCAL, changes=changes)
-        full_plans = plan_stages(full.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
-        found.plans = plan_stages(narrowed.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+        full_plans = loaded.planner.selection(full.selected, allow_empty=True)
+        found.plans = loaded.planner.selection(narrowed.selected, allow_empty=True)
     assert narrowed.narrowing is not None
     found.full_gpu, found.full_stage = minutes(full_plans)
     found.narrowed_gpu, found.narrowed_stage = minutes(found.plans)
@@ -370,7 +371,7 @@ def waive_candidates(count: int) -> list[str]:
     GPU-marked test: a CPU line's `-m "not gpu"` leaves those out)."""
     full = select_for_change(TODAY, _request("/bot run --disable-cbts"), engine=Engine.LOCAL,
                              changes=ChangeSet((WAIVES,)))  # fmt: skip
-    plans = plan_stages(full.selected, db=TODAY.db, durations=TODAY.durations, allow_empty=True)
+    plans = TODAY.planner.selection(full.selected, allow_empty=True)
     lines = list(dict.fromkeys(split_filters(line.test_id)[0] for plan in plans.values() if plan.name.is_cpu
                                for line in (*plan.lines, *plan.isolated)))  # fmt: skip
     found: list[str] = []
@@ -437,14 +438,14 @@ def grain_catalog(table: Path, corpus: Path, *, min_splits: int) -> LoadedCatalo
     families = tuple(replace(family, splits=max(family.splits, min_splits)) for family in present)
     durations = load_durations(corpus / "test_durations.json")
     text = ImportedCatalog(families, imported.source).yaml()
-    catalog = read_catalog(text, file=table.name, db=db, durations=durations)
-    return LoadedCatalog(catalog, db, durations)
+    planner = Planner(db, durations)
+    return LoadedCatalog(read_catalog(text, planner, file=table.name), planner)
 
 
 def pre_merge_lines(loaded: LoadedCatalog, selection: Selection) -> dict[str, set[str]]:
     """GPU type -> the test ids (filters dropped) the pre-merge selection's stages run: what a function's
     records can name."""
-    plans = plan_stages(selection.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    plans = loaded.planner.selection(selection.selected, allow_empty=True)
     found: dict[str, set[str]] = defaultdict(set)
     for plan in plans.values():
         found[plan.name.gpu_type].update(split_filters(line.test_id)[0] for line in plan.lines)
@@ -481,7 +482,7 @@ def measure_grain(options: argparse.Namespace) -> dict[str, object]:
     full = select_for_change(loaded, _request("/bot run --disable-cbts"), engine=Engine.JENKINS, changes=None)
     by_gpu = pre_merge_lines(loaded, full)
     every = sorted(set().union(*by_gpu.values()))
-    full_plans = plan_stages(full.stages, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    full_plans = loaded.planner.selection(full.stages, allow_empty=True)
     full_gpu = gpu_minutes(full_plans, options)
     rows = []
     for reach in options.reach:
@@ -491,8 +492,8 @@ def measure_grain(options: argparse.Namespace) -> dict[str, object]:
             change = one_function_change(by_gpu, frozenset(draws.sample(every, reach)))
             narrowed = select_for_change(loaded, _request("/bot run"), engine=Engine.JENKINS, changes=change)
             assert narrowed.narrowing is not None and narrowed.narrowing.scope is CbtsScope.NARROWED, narrowed.narrowing
-            shard = plan_stages(narrowed.stages, db=loaded.db, durations=loaded.durations, allow_empty=True)
-            family = plan_stages(family_grain(narrowed), db=loaded.db, durations=loaded.durations, allow_empty=True)
+            shard = loaded.planner.selection(narrowed.stages, allow_empty=True)
+            family = loaded.planner.selection(family_grain(narrowed), allow_empty=True)
             samples.append((gpu_minutes(family, options), gpu_minutes(shard, options), len(family), len(shard)))
         family_gpu, shard_gpu = (statistics.mean(sample[i] for sample in samples) for i in (0, 1))
         rows.append({

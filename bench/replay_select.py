@@ -37,7 +37,7 @@ from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan, plan_stages
+from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.select import select_for_change
 
 WHOLE_FILE = "<whole file>"  # the file grain's one unit
@@ -104,7 +104,7 @@ def _plan(loaded: LoadedCatalog, rule: Rule, change: ChangeSet, *, comment: str 
     comment = comment or ("/bot run --disable-cbts" if rule is Rule.FULL else "/bot run")
     request = parse_comment(comment).selection_request()
     selection = select_for_change(loaded, request, engine=Engine.LOCAL, changes=change)
-    plans = plan_stages(selection.selected, db=loaded.db, durations=loaded.durations, allow_empty=True)
+    plans = loaded.planner.selection(selection.selected, allow_empty=True)
     narrowing = selection.narrowing
     scope = narrowing.scope.value if narrowing is not None else "off"
     return RulePlan(rule, scope, narrowing.reasons if narrowing is not None else (), plans)

@@ -12,15 +12,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from ci_tool.change.value import ChangeSet
-from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.durations import Durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.plan import StagePlan
-from ci_tool.stages.planner import Planner
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
-from ci_tool.testdb.model import TestDb
 
 DISPATCH_ENGINE = Engine.JENKINS  # where the bot's runs go
 
@@ -70,9 +66,7 @@ class RunPlan:
 def plan_run(
     request: SelectionRequest,
     *,
-    catalog: Catalog,
-    db: TestDb,
-    durations: Durations,
+    loaded: LoadedCatalog,
     engine: Engine = DISPATCH_ENGINE,
     labels: Collection[str] = (),
     passed_stages: Mapping[str, str] | None = None,
@@ -82,10 +76,9 @@ def plan_run(
     """Select the request's stages and plan each (stage facts only: the runners' sysinfo is not known).
     `changes` feeds the path-based steps and change-based selection; `perf_baselined`: the GPU types with a
     throughput baseline (perf/blind_gate.py), so that a perf stage whose gate cannot fail on it says so."""
-    loaded = LoadedCatalog(catalog, db, durations)
     selection = select_for_change(
         loaded, request, engine=engine, changes=changes, labels=labels, passed_stages=passed_stages
     )
-    plans = Planner(db, durations).selection(selection.selected, allow_empty=True)
+    plans = loaded.planner.selection(selection.selected, allow_empty=True)
     baselined = frozenset(perf_baselined) if perf_baselined is not None else None
     return RunPlan(selection, plans, changes, baselined)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -32,7 +33,6 @@ from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan
-from ci_tool.stages.planner import Planner
 from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.record import record_json
 from ci_tool.stages.request import Step, request_from_json
@@ -124,7 +124,7 @@ def show_command(
     found = loaded.catalog.stage(name)
     facts = sysinfo.load_sysinfo_file(system_info) if system_info is not None else None
     waives = str(waives_file_of(test_db)) if waives_file_of(test_db).is_file() else None
-    planner = Planner(loaded.db, loaded.durations, facts, waives, likelihood=_likelihood(history_file))
+    planner = replace(loaded.planner, sysinfo=facts, waives_file=waives, likelihood=_likelihood(history_file))
     plan = planner.stage(found)
     commands = pytest_commands(plan)
     if as_json:

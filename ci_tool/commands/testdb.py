@@ -20,6 +20,7 @@ from ci_tool.stages.catalog import CheckPolicy
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.catalog_schema import parse_check_policy, read_catalog_spec
 from ci_tool.stages.durations import load_durations
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.reach import empty_families, unreachable_blocks
 from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_timeouts, stale_waives
 from ci_tool.testdb.load import load_test_db, read_test_db
@@ -189,7 +190,7 @@ def _catalog_findings(catalog_file: Path, test_db: Path, db: TestDb) -> list[CiT
     durations_file = durations_file_of(test_db)
     try:
         durations = load_durations(durations_file) if durations_file.is_file() else {}
-        catalog = load_catalog(catalog_file, db=db, durations=durations)
+        catalog = load_catalog(catalog_file, Planner(db, durations))
     except CiToolError as error:
         return list(error.problems) or [error]  # each problem a line of its own, counted
     # the test-db folder sits at the repository root, where the perf-sanity configs' folder is too

@@ -58,7 +58,7 @@ def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     waives = waives_file_of(inputs.test_db)
     inputs_of = catalog_inputs(loaded, str(waives) if waives.is_file() else None)
     passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request, inputs_of=inputs_of)
-    return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations,
+    return plan_run(request, loaded=loaded,
                     labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
                     perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip
 
@@ -119,5 +119,5 @@ def plan_comment(request: SelectionRequest, files: CatalogFiles, change: LocalCh
     loaded = open_catalog(files.catalog_path, files.test_db, files.durations_path)
     source = GitRange(change.base, change.head) if change.base else None
     changes = read_change(source, test_db=files.test_db, history=history_path(history_option)) if source else None
-    return plan_run(request, catalog=loaded.catalog, db=loaded.db, durations=loaded.durations, labels=change.labels,
+    return plan_run(request, loaded=loaded, labels=change.labels,
                     changes=changes, perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip

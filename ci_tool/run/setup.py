@@ -71,8 +71,8 @@ class LocalSetup:
     def planner(self) -> Planner:
         """How this run plans its stages: over its catalog's test-db and durations, its planning facts and
         its waives file."""
-        return Planner(
-            self.loaded.db, self.loaded.durations, self.planning_facts, self.waives_file, likelihood=self.likelihood
+        return replace(
+            self.loaded.planner, sysinfo=self.planning_facts, waives_file=self.waives_file, likelihood=self.likelihood
         )
 
 

@@ -66,7 +66,7 @@ def catalog_inputs(loaded: LoadedCatalog, waives_file: str | None) -> Callable[[
     """A catalog stage's name -> the digest of its inputs with `waives_file` ('' for a name the catalog does not
     have), as catalog_stages' PlannedStage.inputs gives them."""
     catalog = loaded.catalog
-    declared = Planner(loaded.db, loaded.durations, None, waives_file)
+    declared = declared_planner(replace(loaded.planner, waives_file=waives_file))
 
     @functools.cache
     def inputs_of(name: str) -> str:

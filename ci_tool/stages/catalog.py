@@ -178,6 +178,19 @@ class TextReader:
 
 
 @dataclass(frozen=True)
+class FamilyList:
+    """What a family's test list renders from (stages/planner.py renders it): the family's name (no shard), its
+    test-db context and build architecture, what its platform's runners report (None: the name's facts alone)
+    and, narrowed by change-based selection, the filter its render goes through."""
+
+    name: StageName
+    context: str
+    arch: str = "x86_64"
+    facts: Mapping[str, QueryValue] | None = field(default=None, compare=False)
+    line_filter: LineFilter | None = None
+
+
+@dataclass(frozen=True)
 class Family:
     """One catalog entry, resolved: a family name and how its stages run. A family narrowed by change-based
     selection (cbts.py) carries the filter its render goes through, and its narrowed shard count."""
@@ -188,7 +201,7 @@ class Family:
     splits: int  # the shard count (resolved when written `auto`; 1 for a non-test stage)
     timeout_minutes: int
     timeout_derived: bool  # False when written in the catalog
-    predicted_minutes: float  # of the slowest stage: an upper bound (a greedy split), stage facts only
+    predicted_minutes: float  # of the slowest stage: an upper bound (a greedy split), for `facts`
     arch: str
     where: Where
     executor: Executor = Executor.LOCAL
@@ -197,6 +210,11 @@ class Family:
     # what its platform's runners report (the catalog's `platforms:`), which a dry run renders with in place of
     # a machine's probe; None: the catalog does not say, and the stage name's facts stand alone
     facts: Mapping[str, QueryValue] | None = field(default=None, compare=False)
+
+    @property
+    def listing(self) -> FamilyList:
+        """What its list renders from."""
+        return FamilyList(self.name, self.context, self.arch, self.facts, self.line_filter)
 
 
 @dataclass(frozen=True)

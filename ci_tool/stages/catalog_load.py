@@ -1,8 +1,9 @@
 """Resolve a catalog (catalog_schema.parse_catalog) against the test-db and durations into a Catalog.
 
     each family's context must exist in the test-db (the docs stage has none: it renders no list);
-    its list is rendered (stage facts only, no sysinfo) and estimated; only a `splits: auto` family is
-    sharded, as deciding its count is a sharding question:
+    its list is rendered (the facts its platform's runners report, else the stage name's) and estimated by
+    the planner the loaded catalog keeps (a later plan of the family renders it no second time); only a
+    `splits: auto` family is sharded, as deciding its count is a sharding question:
       splits: auto     -> the smallest count whose split fits budget_minutes (shard.shards_for_budget)
       no timeout       -> TimeoutRule over the slowest shard of a greedy split (shard.greedy_makespan): an
                           upper bound of the balanced split a run computes, without computing it
@@ -23,11 +24,11 @@ from pathlib import Path
 
 from ci_tool.errors import CiToolError, StageError, did_you_mean, raise_all
 from ci_tool.layout import durations_file_of
-from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, Stage, stage_glob_matches
+from ci_tool.stages.catalog import STAGES_LIST_HINT, Catalog, Family, FamilyList, Stage, stage_glob_matches
 from ci_tool.stages.catalog_schema import CatalogSpec, FamilySpec, read_catalog_spec
 from ci_tool.stages.durations import Durations, load_durations
 from ci_tool.stages.executors import pool_of
-from ci_tool.stages.plan import render_family
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.shard import greedy_makespan, shards_for_budget
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
@@ -36,11 +37,18 @@ from ci_tool.text_file import read_text
 
 @dataclass(frozen=True)
 class LoadedCatalog:
-    """The catalog with the test-db and durations it was resolved against (what planning needs)."""
+    """The catalog with the planner it was resolved by (the test-db and durations; the renders it made)."""
 
     catalog: Catalog
-    db: TestDb
-    durations: Durations
+    planner: Planner
+
+    @property
+    def db(self) -> TestDb:
+        return self.planner.db
+
+    @property
+    def durations(self) -> Durations:
+        return self.planner.durations
 
 
 def open_catalog(
@@ -58,28 +66,27 @@ def open_catalog(
         durations: Durations = load_durations(default) if default.is_file() else {}
     else:
         durations = load_durations(durations_path)
-    return LoadedCatalog(load_catalog(catalog_path, db=db, durations=durations), db, durations)
+    planner = Planner(db, durations)
+    return LoadedCatalog(load_catalog(catalog_path, planner), planner)
 
 
-def load_catalog(path: str | Path, *, db: TestDb, durations: Durations) -> Catalog:
+def load_catalog(path: str | Path, planner: Planner) -> Catalog:
     """Read, validate and resolve a catalog file; raise its every problem at once."""
     text = read_text(path, name="the stage catalog", error=StageError)
-    return read_catalog(text, file=str(path), db=db, durations=durations)
+    return read_catalog(text, planner, file=str(path))
 
 
-def read_catalog(text: str, *, file: str, db: TestDb, durations: Durations) -> Catalog:
-    """Validate catalog YAML text and resolve it against the test-db and durations."""
+def read_catalog(text: str, planner: Planner, *, file: str) -> Catalog:
+    """Validate catalog YAML text and resolve it against the planner's test-db and durations."""
     spec, problems = read_catalog_spec(text, file=file)
-    return resolve_catalog(spec, db=db, durations=durations, problems=problems)
+    return resolve_catalog(spec, planner, problems=problems)
 
 
-def resolve_catalog(
-    spec: CatalogSpec, *, db: TestDb, durations: Durations, problems: list[CiToolError] | None = None
-) -> Catalog:
-    """The catalog `spec` describes, its families resolved against the test-db (see the module docstring);
-    `problems`: the schema's, raised with the resolution's."""
+def resolve_catalog(spec: CatalogSpec, planner: Planner, *, problems: list[CiToolError] | None = None) -> Catalog:
+    """The catalog `spec` describes, its families resolved against the planner's test-db and durations (see the
+    module docstring); `problems`: the schema's, raised with the resolution's."""
     problems = list(problems or ())
-    families = [family for written in spec.families if (family := _resolve(written, spec, db, durations, problems))]
+    families = [family for written in spec.families if (family := _resolve(written, spec, planner, problems))]
     unresolved = [written.name.name for written in spec.families if written.name not in {f.name for f in families}]
     stages = tuple(stage for family in families for stage in family_stages(family))
     catalog = Catalog(
@@ -118,16 +125,14 @@ def family_stages(family: Family) -> tuple[Stage, ...]:
     return tuple(Stage(family.name.with_shard(k), family) for k in range(1, family.splits + 1))
 
 
-def _resolve(
-    written: FamilySpec, spec: CatalogSpec, db: TestDb, durations: Durations, problems: list[CiToolError]
-) -> Family | None:
+def _resolve(written: FamilySpec, spec: CatalogSpec, planner: Planner, problems: list[CiToolError]) -> Family | None:
     """One family's shard count and timeout, from its render; None (and a problem) when it cannot be."""
     name = written.name
     if not written.context:  # the docs stage: no list to render or predict
         return Family(name, written.platform, "", 1, written.timeout_minutes or spec.timeouts.minimum_minutes,
                       written.timeout_minutes is None, 0.0, written.arch, written.where())  # fmt: skip
-    if written.context not in db.contexts:
-        known = sorted(db.contexts)
+    if written.context not in planner.db.contexts:
+        known = sorted(planner.db.contexts)
         problems.append(
             StageError(
                 f"expected a context defined in the test-db, found no context {written.context!r}",
@@ -137,9 +142,7 @@ def _resolve(
         )
         return None
     facts = spec.platforms.get(pool_of(written.platform))
-    found = render_family(
-        name, db=db, context=written.context, durations=durations, sysinfo=facts, arch=written.arch, allow_empty=True
-    )
+    found = planner.render(FamilyList(name, written.context, written.arch, facts), allow_empty=True)
     ids, seconds = found.test_ids, found.seconds
     sharded = name.is_test and name.policy.sharded and bool(ids)
     try:

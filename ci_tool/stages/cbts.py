@@ -1,6 +1,6 @@
 """Change-based test selection (selection step 16, as TensorRT-LLM's CI narrows a change): from a change's
-files, the narrowed set of a bare `/bot run` or `/bot run --post-merge`. Pure: values in (catalog, test-db,
-durations, the ChangeSet), a Narrowing out, which the selection applies.
+files, the narrowed set of a bare `/bot run` or `/bot run --post-merge`. Pure: values in (catalog, the planner
+of its test-db and durations, the ChangeSet), a Narrowing out, which the selection applies.
 
 Each changed file is claimed by the first rule that claims it:
 
@@ -24,7 +24,8 @@ Whatever claims a file, a test that reads it as text (change_rules.readers: a ch
 no touch record or import shows reaching it) runs too. A file no rule claims, or a rule that cannot decide
 (no base revision to compare the test-db with, a file that does not read), runs the full set. When every
 file is claimed the set is narrowed: a family keeps the lines of its render the rules' filter keeps
-(change/narrowing.LineFilter: every rule's paths, and the touched rule's for the family's GPU type) and runs them on
+(change/narrowing.LineFilter: every rule's paths, and the touched rule's for the family's GPU type; the planner
+filters the render it made loading the catalog, rendering no list again) and runs them on
 `k = clamp(ceil(predicted / budget), 1, splits)` shards, its stages named `<family>-<K>-cbts`; a family that
 keeps none drops out; a family whose GPU type the touched rule runs in full keeps its own stages. Nothing
 kept and no docs to check is a noop: no test stage runs.
@@ -45,9 +46,8 @@ from ci_tool.change.value import ChangeSet, is_test_file, test_path_of
 from ci_tool.errors import CiToolError
 from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, Stage, path_matches
-from ci_tool.stages.durations import Durations
 from ci_tool.stages.names import StageKind
-from ci_tool.stages.plan import render_family
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import parse_test_db_file
@@ -67,7 +67,8 @@ class CbtsScope(enum.StrEnum):
 
 @dataclass(frozen=True)
 class FamilyNarrowing:
-    """A family that keeps tests: its filter, what it keeps (stage facts) and its narrowed shard count."""
+    """A family that keeps tests: its filter, what it keeps (rendered as the catalog renders it: the facts its
+    platform reports, else the stage name's) and its narrowed shard count."""
 
     family: str
     line_filter: LineFilter
@@ -146,16 +147,14 @@ class _Rule:
     apply: Apply
 
 
-def narrow(
-    catalog: Catalog, db: TestDb, durations: Durations, request: SelectionRequest, changes: ChangeSet | None
-) -> Narrowing:
+def narrow(catalog: Catalog, planner: Planner, request: SelectionRequest, changes: ChangeSet | None) -> Narrowing:
     """The narrowing of `request` for `changes` (see the module docstring)."""
     off = request.narrowing_off
     if off is not None:
         return Narrowing(CbtsScope.OFF, (f"change-based selection off: {off}",))
     if changes is None or not changes.files:
         return Narrowing(CbtsScope.OFF, ("change-based selection off: no changed files given",))
-    inputs = _Inputs(catalog, db, changes, post_merge=request.post_merge)
+    inputs = _Inputs(catalog, planner.db, changes, post_merge=request.post_merge)
     claimed: dict[str, list[str]] = {rule.name: [] for rule in RULES}
     unclaimed: list[str] = []
     for path in changes.files:
@@ -174,7 +173,7 @@ def narrow(
     if unclaimed or effect.undecided:
         reasons.append("change-based selection: the full set runs")
         return Narrowing(CbtsScope.FULL, tuple(reasons), claimed=found, unclaimed=tuple(unclaimed))
-    families = _families(catalog, db, durations, effect)
+    families = _families(catalog, planner, effect)
     scope = CbtsScope.NARROWED if families or effect.docs else CbtsScope.NOOP
     reasons.append(_summary(len(families), effect.docs))
     return Narrowing(scope, tuple(reasons), families, effect.docs, claimed=found)
@@ -201,21 +200,13 @@ def _summary(families: int, docs: bool) -> str:
     return narrowed + (" and the docs stage" if docs else "")
 
 
-def _families(catalog: Catalog, db: TestDb, durations: Durations, effect: _Effect) -> dict[str, FamilyNarrowing]:
+def _families(catalog: Catalog, planner: Planner, effect: _Effect) -> dict[str, FamilyNarrowing]:
     found: dict[str, FamilyNarrowing] = {}
     for family in _narrowable(catalog):
         full = effect.full_gpus.get(family.name.gpu_type, "")
         paths = [*effect.paths, *effect.gpu_paths.get(family.name.gpu_type, ())]
         line_filter = LineFilter(tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(effect.entries)))
-        rendered = render_family(
-            family.name,
-            db=db,
-            context=family.context,
-            durations=durations,
-            arch=family.arch,
-            allow_empty=True,
-            line_filter=None if full else line_filter,
-        )
+        rendered = planner.render(replace(family.listing, line_filter=None if full else line_filter), allow_empty=True)
         if rendered.test_ids:
             seconds = math.fsum(rendered.seconds)
             shards = family.splits if full else narrowed_shards(family, seconds, len(rendered.test_ids))

@@ -284,7 +284,7 @@ def select_for_change(
     passed_stages: Mapping[str, str] | None = None,
 ) -> Selection:
     """The selection of `request` for a change: steps 2, 3 and 11 read its paths, step 16 its narrowing
-    (cbts.narrow, against the catalog's test-db and durations)."""
+    (cbts.narrow, by the catalog's planner)."""
     catalog = loaded.catalog
     return select_stages(
         catalog,
@@ -293,7 +293,7 @@ def select_for_change(
         changed_files=changes.files if changes is not None else (),
         labels=labels,
         passed_stages=passed_stages,
-        narrowing=narrow(catalog, loaded.db, loaded.durations, request, changes),
+        narrowing=narrow(catalog, loaded.planner, request, changes),
     )
 
 

@@ -105,11 +105,16 @@ def render(db: TestDb, context: str, query: Query, *, allow_empty: bool = False)
                 seen.add(entry.line.raw)
                 lines.append(entry.line)
     if not lines and not allow_empty:
-        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(query.items()))
-        raise TestDbError(
-            f"expected the query to select at least one test, found an empty render of context {context!r} "
-            f"for query {{{shown}}}",
-            where=Where(db.contexts[context].file),
-            hint="check the query's gpu, system_gpu_count, stage and backend against the blocks' conditions",
-        )
+        raise empty_render(db, context, query)
     return lines
+
+
+def empty_render(db: TestDb, context: str, query: Query) -> TestDbError:
+    """The error of a render that selects nothing where a list must run."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in sorted(query.items()))
+    return TestDbError(
+        f"expected the query to select at least one test, found an empty render of context {context!r} "
+        f"for query {{{shown}}}",
+        where=Where(db.contexts[context].file),
+        hint="check the query's gpu, system_gpu_count, stage and backend against the blocks' conditions",
+    )

@@ -18,9 +18,11 @@ import io
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,8 +31,11 @@ from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
 from ci_tool.run.stage_runner import StageResult, TestResult
+from ci_tool.stages import planner as planner_module
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.planner import Planner
+from ci_tool.stages.shard import ShardPlan
+from ci_tool.testdb.lines import TestLine
+from ci_tool.testdb.model import TestDb
 
 DamagePage = Callable[[Path, str], None]
 
@@ -117,7 +122,38 @@ def planned(root: Path, names: tuple[str, ...] | None = None, *, waives: bool = 
     stages = [loaded.catalog.stage(name) for name in names] if names else list(loaded.catalog.stages)
     waives_file = str(root / "test-db" / "waives.txt") if waives else None
     sysinfo = {"gpu": None, "system_gpu_count": 0}
-    return catalog_stages(stages, planner=Planner(loaded.db, loaded.durations, sysinfo, waives_file))
+    return catalog_stages(stages, planner=replace(loaded.planner, sysinfo=sysinfo, waives_file=waives_file))
+
+
+@dataclass(frozen=True)
+class PlannerCalls:
+    """What the planner's render and split functions were called for, and how often."""
+
+    renders: Counter[tuple[str, tuple[tuple[str, str | None], ...]]]  # (context, the query's items) -> calls
+    splits: Counter[tuple[tuple[str, ...], int]]  # (the test ids, the shard count) -> calls
+
+    def rendered(self, context: str) -> int:
+        return sum(count for (found, _), count in self.renders.items() if found == context)
+
+
+@pytest.fixture
+def planner_calls(monkeypatch: pytest.MonkeyPatch) -> PlannerCalls:
+    """Counts every list the planner renders (testdb.select.render) and every family it splits
+    (shard.plan_shards), calling the real functions."""
+    calls = PlannerCalls(Counter(), Counter())
+    real_render, real_split = planner_module.render, planner_module.plan_shards
+
+    def render(db: TestDb, context: str, query: Mapping[str, str | None], **options: Any) -> list[TestLine]:
+        calls.renders[(context, tuple(sorted(query.items())))] += 1
+        return real_render(db, context, query, **options)
+
+    def plan_shards(test_ids: Sequence[str], *args: Any, splits: int, **options: Any) -> ShardPlan:
+        calls.splits[(tuple(test_ids), splits)] += 1
+        return real_split(test_ids, *args, splits=splits, **options)
+
+    monkeypatch.setattr(planner_module, "render", render)
+    monkeypatch.setattr(planner_module, "plan_shards", plan_shards)
+    return calls
 
 
 @pytest.fixture(scope="session")

@@ -235,28 +235,25 @@ def test_no_function_in_commands_is_long(path: Path) -> None:
     assert found == [], f"commands/{path.name}: split into a library call: {found}"
 
 
-PLANNING = frozenset({"plan_family", "plan_stage", "plan_catalog_stage", "plan_stages", "plan_catalog"})
-
-
-def planning_calls(path: Path) -> set[str]:
-    """The stages/plan.py planning functions `path` imports."""
+def imports_of(path: Path, module: str) -> set[str]:
+    """The names `path` imports from `module`."""
     return {
         alias.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == "ci_tool.stages.plan"
+        if isinstance(node, ast.ImportFrom) and node.module == module
         for alias in node.names
-        if alias.name in PLANNING
     }
 
 
-def test_the_planner_is_the_one_way_to_plan() -> None:
-    """stages/plan.py's functions are the planner's parts: in ci_tool only stages/planner.py calls them."""
+def test_the_planner_is_the_one_place_a_stage_list_is_rendered() -> None:
+    """Catalog loading, change-based selection and every run plan through stages/planner.py, which renders a
+    family once for all of them; only `ci-tool testdb render` (a raw query, no stage) renders on its own."""
     callers = {
-        str(path.relative_to(PACKAGE)): sorted(planning_calls(path))
+        str(path.relative_to(PACKAGE))
         for path in MODULES
-        if path.name != "plan.py" and planning_calls(path)
+        if "render" in imports_of(path, "ci_tool.testdb.select")
     }
-    assert callers == {"stages/planner.py": ["plan_catalog_stage", "plan_stage", "plan_stages"]}
+    assert callers == {"stages/planner.py", "commands/testdb.py"}
 
 
 def _history_imports(path: Path) -> set[str]:

@@ -162,9 +162,7 @@ def test_the_plan_settles_the_decision(body: str, labels: tuple[str, ...], actio
     assert decision.request is not None
     plan = plan_run(
         decision.request.selection_request(),
-        catalog=LOADED.catalog,
-        db=LOADED.db,
-        durations=LOADED.durations,
+        loaded=LOADED,
         labels=labels,
     )
     settled = settle(decision, plan)
@@ -178,7 +176,7 @@ def test_a_comment_naming_thousands_of_unknown_stages_gets_a_short_reply() -> No
     decision = decide(read_event(event(f'/bot run --stage-list "{names}"')), ALLOWLIST)
     assert decision.request is not None
     plan = plan_run(
-        decision.request.selection_request(), catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations
+        decision.request.selection_request(), loaded=LOADED
     )
     settled = settle(decision, plan)
     reply = render_reply(settled, plan=plan)
@@ -196,6 +194,6 @@ def test_settle_leaves_other_decisions_alone() -> None:
     decision = decide(read_event(payload), ALLOWLIST)  # refused: no permission
     assert decision.action is Action.REFUSE and decision.request is not None
     plan = plan_run(
-        decision.request.selection_request(), catalog=LOADED.catalog, db=LOADED.db, durations=LOADED.durations
+        decision.request.selection_request(), loaded=LOADED
     )
     assert settle(decision, plan) is decision

@@ -20,7 +20,7 @@ from ci_tool.run.jobs import run_command
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, run_session
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 PROCESS_TIMEOUT_SECONDS = 300  # a safety net for a busy machine, not a measure
@@ -61,12 +61,11 @@ from pathlib import Path
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 context, detailed = sys.argv[1], sys.argv[2] == "detailed"
-plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=load_test_db("test-db"), context=context, splits=1,
-                  durations={})
+plan = Planner(load_test_db("test-db"), {}).stage_of_list(parse_stage_name("CPU-Generic-1"), context)
 result = run_stage(plan, RunSettings(Path("."), Path("out"), "r1", detailed_log=detailed))
 case = result.tests[0].first
 status = Path("/proc/self/status").read_text()
@@ -128,7 +127,7 @@ def test_twenty_failures_with_2_mb_messages_make_a_small_history(suite: Path, ma
     )
     name = parse_stage_name("CPU-Generic-1")
     db = load_test_db(suite / "test-db")
-    stage = PlannedStage(name, lambda: plan_stage(name, db=db, context="l0_big", splits=1, durations={}))
+    stage = PlannedStage(name, lambda: Planner(db, {}).stage_of_list(name, "l0_big"))
     config: SessionConfig = make_config(suite, rerun_flaky=False)  # type: ignore[operator]
     session = run_session("/bot run", [stage], config=config, fail_fast=False, progress=Progress(io.StringIO()))
     with HistoryStore(config.history, read_only=True) as store:

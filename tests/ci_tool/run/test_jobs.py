@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,6 @@ from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import SANITY_CHECK, broken_links, run_job
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.plan import plan_catalog_stage
 
 REPO = Path(__file__).parents[3]
 HINT = "Hint: fix the path (it is relative to the markdown file's folder)"
@@ -115,7 +115,7 @@ def test_the_docs_stage_dry_run_lists_the_checks_it_runs(
 def sanity_run(root: Path, results: Path) -> tuple[StageState, dict[str, TestOutcome], str]:
     loaded = open_catalog(REPO / "jenkins" / "stages.yml", REPO / "test-db")
     stage = loaded.catalog.by_name["CPU-PackageSanityCheck-PY311"]
-    plan = plan_catalog_stage(stage, db=loaded.db, durations=loaded.durations, sysinfo={})
+    plan = replace(loaded.planner, sysinfo={}).stage(stage)
     result = run_job(plan, RunSettings(rootdir=root, results_dir=results, run_id="r1"))
     outcomes = {test.final.nodeid: test.final.outcome for test in result.tests}
     return result.state, outcomes, result.tests[0].final.message

@@ -11,7 +11,7 @@ import yaml
 
 from ci_tool.run.invocation import RunSettings, planned_invocations
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 SUITE = """
@@ -81,7 +81,7 @@ def test_without_perf_nothing_is_logged(
 )
 def test_a_stage_exports_its_perf_gate_to_its_tests(stage: str, gate: str, tmp_path: Path) -> None:
     (tmp_path / "l0_x.yml").write_text("version: 0.0.1\nl0_x:\n- tests: [tests/perf]\n")
-    plan = plan_stage(parse_stage_name(stage), db=load_test_db(tmp_path), context="l0_x", splits=1, durations={})
+    plan = Planner(load_test_db(tmp_path), {}).stage_of_list(parse_stage_name(stage), "l0_x")
     settings = RunSettings(rootdir=tmp_path, results_dir=tmp_path / "results", run_id="r1")
     (invocation,) = planned_invocations(plan, settings)  # what the runner and --dry-run both start
     environment = invocation.environment({"PATH": "/bin"})

@@ -12,7 +12,7 @@ from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import TICK_EVENT, EventReader
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 
@@ -52,7 +52,7 @@ def test_an_interrupt_landing_while_events_are_read_loses_none_of_them(
 
     monkeypatch.setattr(EventReader, "read", interrupted_after_the_start_of_test_slow)
     db = load_test_db(slow_suite.root / "test-db")
-    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_slow", splits=1, durations={})
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_slow")
     result = run_stage(plan, RunSettings(slow_suite.root, slow_suite.root / "out", "r1"))
     assert [(t.first.nodeid, t.first.outcome, t.first.message) for t in result.tests] == [
         ("cases/case_slow.py::test_quick", TestOutcome.PASSED, ""),
@@ -65,7 +65,7 @@ def test_the_sink_hears_a_tick_on_each_poll_without_events_and_the_results_hold_
     its line a minute in a log); the ticks are no events of the process."""
     heard: list[str] = []
     db = load_test_db(suite / "test-db")
-    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_green", splits=1, durations={})
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_green")
     result = run_stage(plan, RunSettings(suite, suite / "out", "r1"), on_event=lambda e: heard.append(str(e["event"])))
     assert TICK_EVENT in heard and {"start", "finish"} <= set(heard)
     assert TICK_EVENT not in (suite / "out" / "parts" / "p01-main.events.jsonl").read_text()

@@ -17,7 +17,7 @@ from ci_tool.run import parent_death, reaper
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 WAIT_SECONDS = 300  # a safety net for a busy machine, not a measure: the waits end when /proc says so
@@ -123,7 +123,7 @@ def slow_leaky_suite(slow_suite: Any, leaky_suite: Path) -> Any:
 @linux_only  # the check reads /proc
 def test_a_process_a_test_leaves_running_ends_with_the_stage(leaky_suite: Path) -> None:
     db = load_test_db(leaky_suite / "test-db")
-    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_leaky", splits=1, durations={})
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_leaky")
     result = run_stage(plan, RunSettings(leaky_suite, leaky_suite / "out", "r1"))
     sleeper = pid_in(leaky_suite / "sleeper.pid")
     assert (result.state, wait_until_gone(sleeper)) == ("passed", [])
@@ -176,7 +176,7 @@ def daemon_suite(suite: Path) -> Iterator[Path]:
 @linux_only
 def test_a_setsid_daemon_a_test_starts_ends_with_the_stage(daemon_suite: Path) -> None:
     db = load_test_db(daemon_suite / "test-db")
-    plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_daemon", splits=1, durations={})
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_daemon")
     result = run_stage(plan, RunSettings(daemon_suite, daemon_suite / "out", "r1"))
     daemon = pid_in(daemon_suite / "daemon.pid")
     assert (result.state, wait_until_gone(daemon)) == ("passed", [])

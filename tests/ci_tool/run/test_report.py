@@ -17,7 +17,7 @@ from ci_tool.report.model import build_report, load_report, report_json
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, run_session
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def test_report_of_this_repositorys_own_tests(tmp_path: Path, make_config: Calla
     db = load_test_db(tmp_path / "db")
     stage = PlannedStage(
         parse_stage_name("CPU-Generic-1"),
-        lambda: plan_stage(parse_stage_name("CPU-Generic-1"), db=db, context="l0_self", splits=1, durations={}),
+        lambda: Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_self"),
     )
     session = run_session("ci-tool stage run", [stage], config=config, fail_fast=True, progress=Progress(io.StringIO()))
     with HistoryStore(config.history) as store:

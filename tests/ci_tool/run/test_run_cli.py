@@ -19,6 +19,7 @@ from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
+from tests.ci_tool.conftest import PlannerCalls
 
 # The suite's facts of a machine without a GPU: what these tests expect, whatever machine runs them.
 CPU_ONLY = ("--system-info", "cpu-only.json")
@@ -79,6 +80,21 @@ def test_run_serves_cpu_stages_and_reports_gpu_stages_waiting(
             ["A10-PyTorch-1", "CPU-Generic-Post-Merge-1"],
         )
     ]
+
+
+def test_a_run_of_a_sharded_family_renders_and_splits_it_once(
+    in_suite: Path, capsys: pytest.CaptureFixture[str], planner_calls: PlannerCalls
+) -> None:
+    """Loading the catalog, planning each shard as it starts and each shard's inputs digest (what reuse
+    matches) share one render and one split of the family."""
+    catalog = (in_suite / "stages.yml").read_text()
+    sharded = catalog.replace("context: l0_fixture\n  splits: 1", "context: l0_green\n  splits: 2", 1)
+    (in_suite / "stages.yml").write_text(sharded)
+    code, out, _ = run(capsys, "run", '/bot run --stage-list "CPU-Generic-1, CPU-Generic-2"', "--catalog", "stages.yml",
+                       *CPU_ONLY)  # fmt: skip
+    assert (code, out.splitlines()[-1]) == (0, "4 passed, 0 failed, 0 skipped")
+    assert set(planner_calls.renders.values()) == {1}  # each context once for each query, l0_green's among them
+    assert (planner_calls.rendered("l0_green"), list(planner_calls.splits.values())) == (2, [1])  # + Post-Merge
 
 
 def test_run_takes_flags_alone(in_suite: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from ci_tool.run import junit
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import FLAKY_PROPERTY, run_stage
 from ci_tool.stages.names import parse_stage_name
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 STAGE = "CPU-Generic-1"
@@ -131,9 +131,7 @@ def test_green_stage_passes(fixture_run: Any) -> None:
 
 def _plan(root: Path, context: str, stage: str = STAGE) -> Any:
     db = load_test_db(root / "test-db")
-    return plan_stage(
-        parse_stage_name(stage), db=db, context=context, splits=1, sysinfo=None, durations={}, waives_file=None
-    )
+    return Planner(db, {}).stage_of_list(parse_stage_name(stage), context)
 
 
 def test_pass_on_rerun_makes_the_stage_unstable(suite: Path, make_config: Callable[..., Any]) -> None:
@@ -155,14 +153,13 @@ def test_flaky_failure_without_rerun_fails(suite: Path, make_config: Callable[..
 
 RUN_SLOW = """
 from pathlib import Path
-from ci_tool.stages.plan import plan_stage
+from ci_tool.stages.planner import Planner
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.testdb.load import load_test_db
 
-plan = plan_stage(parse_stage_name("CPU-Generic-1"), db=load_test_db("test-db"), context="l0_slow", splits=1,
-                  durations={})
+plan = Planner(load_test_db("test-db"), {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_slow")
 result = run_stage(plan, RunSettings(Path("."), Path("out"), "r1", interrupt_grace_seconds=5))
 print(result.state, result.counts["passed"], [t.first.kind for t in result.tests])
 """
@@ -201,7 +198,7 @@ def test_an_empty_shard_passes_saying_so(suite: Path) -> None:
         "version: 0.0.1\nl0_two:\n- condition: {}\n  tests: [cases/case_basic.py::test_pass, cases/case_flaky.py]\n"
     )
     db = load_test_db(suite / "test-db")
-    plan = plan_stage(parse_stage_name("CPU-Generic-3"), db=db, context="l0_two", splits=3, durations={})
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-3"), "l0_two", splits=3)
     result = run_stage(plan, RunSettings(suite, suite / "out", "r1"))
     assert (result.state, result.reason, result.processes) == (
         "passed", "shard 3 of 3 is empty: its family's list holds 2 test(s) for 3 shards", ()

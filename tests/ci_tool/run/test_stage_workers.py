@@ -46,7 +46,9 @@ def test_a_parallel_stage_records_what_one_process_records(
     assert not any(uses for label, uses in workers.items() if "isolated" in label)  # ISOLATION: one to a process
 
 
-def test_a_perf_stage_and_a_family_without_the_field_run_in_one_process(make_config: Callable[..., SessionConfig]) -> None:
+def test_a_perf_stage_and_a_family_without_the_field_run_in_one_process(
+    make_config: Callable[..., SessionConfig],
+) -> None:
     config = make_config(Path("/nowhere"), parallel_families=frozenset({"CPU-Generic", "CPU-Generic-PerfSanity"}),
                          stage_cores=8)  # fmt: skip
     assert config.workers(parse_stage_name("CPU-Generic-2")) == 8

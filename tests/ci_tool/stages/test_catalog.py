@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog, TimeoutRule, path_matches, stage_glob_matches
-from ci_tool.stages.catalog_load import open_catalog, read_catalog
+from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalog
 from ci_tool.stages.catalog_schema import parse_catalog
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.select import select_stages
+from ci_tool.stages.planner import Planner
+from ci_tool.stages.select import select_for_change, select_stages
 from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
 
@@ -32,13 +34,13 @@ DURATIONS = load_durations(CATALOGS / "test-db" / ".test_durations")
 
 
 def parse(text: str, durations: dict[str, float] | None = None) -> Catalog:
-    return read_catalog(text, file="stages.yml", db=DB, durations=DURATIONS if durations is None else durations)
+    return read_catalog(text, Planner(DB, DURATIONS if durations is None else durations), file="stages.yml")
 
 
 @pytest.mark.parametrize("fixture", INVALID, ids=[f.stem for f in INVALID])
 def test_invalid_catalog_reports_its_pinned_error(fixture: Path, golden: Golden) -> None:
     with pytest.raises(StageError) as caught:
-        read_catalog(fixture.read_text(), file=fixture.name, db=DB, durations=DURATIONS)
+        read_catalog(fixture.read_text(), Planner(DB, DURATIONS), file=fixture.name)
     golden(fixture.with_suffix(".err"), f"{caught.value}\n")
 
 
@@ -414,8 +416,6 @@ def test_an_auto_pool_runs_on_slurm_unless_the_family_says_otherwise() -> None:
 
 
 def test_a_family_with_more_shards_than_tests_keeps_its_stage_names_and_empty_shards() -> None:
-    from ci_tool.stages.planner import Planner
-
     text = "version: 1\nfamilies:\n- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 5}\n"
     catalog = parse(text)
     assert catalog.names == tuple(f"A10-PyTorch-{k}" for k in range(1, 6))
@@ -451,8 +451,6 @@ families:
 def test_a_platforms_facts_render_what_its_runners_will() -> None:
     """A B200-named family on a pool whose runners report H200 renders the H200 block; a platform the catalog
     says nothing of renders with the stage name's facts (A10: no H200 test)."""
-    from ci_tool.stages.planner import Planner
-
     catalog = parse(PLATFORMS)
     plans = Planner(DB, DURATIONS).selection(catalog.stages, allow_empty=True)
     assert {name: [line.test_id for line in plan.lines] for name, plan in plans.items()} == {
@@ -463,6 +461,20 @@ def test_a_platforms_facts_render_what_its_runners_will() -> None:
         "gpu": "H200", "system_gpu_count": 1, "gpu_memory": 143771, "cpu": "x86_64", "supports_fp8": True
     }  # fmt: skip
     assert catalog.families[1].facts is None
+
+
+def test_change_based_selection_narrows_a_family_as_its_platform_renders_it() -> None:
+    """A change to the H200 test runs it on the B200-named family whose runners report H200: rendered with the
+    stage name's facts alone, that family kept nothing, and the change ran no test."""
+    planner = Planner(DB, DURATIONS)
+    text = PLATFORMS.replace("families:\n", "change_rules: {tests: [tests/]}\nfamilies:\n")
+    loaded = LoadedCatalog(read_catalog(text, planner, file="stages.yml"), planner)
+    changes = ChangeSet(("tests/h200_test.py",), base=None, now={})
+    selection = select_for_change(loaded, parse_comment("/bot run").selection_request(), engine=Engine.LOCAL,
+                                  changes=changes)  # fmt: skip
+    assert selection.names == ("DGX_B200-PyTorch-1-cbts",)
+    plan = planner.selection(selection.selected)["DGX_B200-PyTorch-1-cbts"]
+    assert [line.test_id for line in plan.lines] == ["tests/h200_test.py"]
 
 
 @pytest.mark.parametrize(

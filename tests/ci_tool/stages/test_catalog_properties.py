@@ -12,6 +12,7 @@ from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import read_catalog
 from ci_tool.stages.catalog_schema import FAMILY_KEYS, TOP_KEYS
 from ci_tool.stages.durations import MAX_SECONDS, load_durations
+from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 CATALOGS = Path(__file__).parent / "catalogs"
@@ -128,7 +129,7 @@ DURATION_FILES = st.sampled_from([{}, DURATIONS, {"tests/a_test.py": MAX_SECONDS
 
 def _check(text: str, durations: dict[str, float]) -> None:
     try:
-        catalog = read_catalog(text, file="stages.yml", db=DB, durations=durations)
+        catalog = read_catalog(text, Planner(DB, durations), file="stages.yml")
     except StageError as error:
         # one line, or a headline and one line per problem
         assert str(error).count("\n") == len(error.problems) != 1

@@ -15,7 +15,6 @@ from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.cbts import CbtsScope, narrowed_shards
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import plan_stages
 from ci_tool.stages.select import Selection, select_for_change
 
 FOLDER = Path(__file__).parent / "catalogs" / "cbts"
@@ -43,7 +42,7 @@ def select(
 
 def lines(selection: Selection) -> dict[str, list[str]]:
     """Each selected stage's lines as written."""
-    plans = plan_stages(selection.selected, db=LOADED.db, durations=LOADED.durations)
+    plans = LOADED.planner.selection(selection.selected)
     return {name: [line.raw for line in plan.lines] for name, plan in plans.items()}
 
 

@@ -21,7 +21,6 @@ from ci_tool.change.value import test_path_of as path_of_test
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import plan_stages
 from ci_tool.stages.select import select_for_change
 from ci_tool.testdb.check import covers
 
@@ -34,7 +33,7 @@ def ran(files: tuple[str, ...]) -> tuple[CbtsScope, set[str], tuple[str, ...]]:
     request = parse_comment("/bot run").selection_request()
     selection = select_for_change(LOADED, request, engine=Engine.LOCAL, changes=ChangeSet(files))
     assert selection.narrowing is not None
-    plans = plan_stages(selection.selected, db=LOADED.db, durations=LOADED.durations)
+    plans = LOADED.planner.selection(selection.selected)
     return selection.narrowing.scope, {line.test_id for plan in plans.values() for line in plan.lines}, selection.names
 
 

@@ -3,22 +3,31 @@ waives file reaches every plan it makes, and the facts are the ones it holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
+from ci_tool.bot.grammar import parse_comment
+from ci_tool.change.value import ChangeSet
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Catalog
-from ci_tool.stages.catalog_load import read_catalog
+from ci_tool.stages.catalog_load import open_catalog, read_catalog
+from ci_tool.stages.engines import Engine
 from ci_tool.stages.planner import Planner
+from ci_tool.stages.select import select_for_change
 from ci_tool.testdb.model import TestDb
+from tests.ci_tool.conftest import PlannerCalls
 from tests.ci_tool.stages.test_plan import CATALOG, DURATIONS, db  # noqa: F401  (db: the module's fixture)
 
 WAIVES = "test-db/waives.txt"
+CBTS = Path(__file__).parent / "catalogs" / "cbts"
 WITH_DOCS = CATALOG + "- {name: CPU-Build_Docs, platform: cpu}\n"
 
 
 @pytest.fixture
 def catalog(db: TestDb) -> Catalog:  # noqa: F811
-    return read_catalog(WITH_DOCS, file="stages.yml", db=db, durations=DURATIONS)
+    return read_catalog(WITH_DOCS, Planner(db, DURATIONS), file="stages.yml")
 
 
 def test_a_selection_plans_each_stage_as_planning_it_alone_does(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
@@ -49,3 +58,26 @@ def test_the_facts_decide_the_render(db: TestDb, catalog: Catalog) -> None:  # n
 def test_a_family_that_is_no_test_stage_is_an_error(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
     with pytest.raises(StageError, match=r"^expected a test stage to run, found 'CPU-Build_Docs' \(build_docs\)$"):
         Planner(db, DURATIONS).family(catalog.stage("CPU-Build_Docs").family)
+
+
+def test_loading_selecting_narrowing_and_planning_render_each_list_once(planner_calls: PlannerCalls) -> None:
+    """Catalog loading renders each family (its shard count and timeout); change-based selection narrows
+    CPU-Generic to two shards from that render, and planning the selected `-cbts` stages splits it once and
+    renders nothing again."""
+    loaded = open_catalog(CBTS / "stages.yml", CBTS / "test-db")
+    request = parse_comment("/bot run").selection_request()
+    changes = ChangeSet(("tests/slow/test_big.py", "tests/unit/test_a.py"), base=None, now={})
+    selection = select_for_change(loaded, request, engine=Engine.LOCAL, changes=changes)
+    plans = loaded.planner.selection(selection.selected)
+    assert list(plans) == ["CPU-Generic-1-cbts", "CPU-Generic-2-cbts"]
+    assert set(planner_calls.renders.values()) == {1}
+    assert (planner_calls.rendered("l0_cpu"), planner_calls.rendered("l0_gpu")) == (1, 3)  # 3 queries of l0_gpu
+    assert list(planner_calls.splits.values()) == [1]
+
+
+def test_planning_each_shard_of_a_family_splits_it_once(db: TestDb, planner_calls: PlannerCalls) -> None:  # noqa: F811
+    planner = Planner(db, DURATIONS)
+    catalog = read_catalog(CATALOG, planner, file="stages.yml")
+    shards = [replace(planner, waives_file=WAIVES).stage(stage) for stage in catalog.stages_of(catalog.families[0])]
+    assert [plan.name.name for plan in shards] == ["A10-PyTorch-1", "A10-PyTorch-2"]
+    assert (planner_calls.rendered("l0_x"), list(planner_calls.splits.values())) == (2, [1])  # pre- and post-merge

@@ -15,6 +15,7 @@ import pytest
 from ci_tool.errors import StageError
 from ci_tool.stages.catalog_load import read_catalog
 from ci_tool.stages.durations import load_durations
+from ci_tool.stages.planner import Planner
 from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
 from ci_tool.testdb.load import load_test_db
 from tests.ci_tool.testdb.corpus import CORPUS, TEST_DB, needs_corpus
@@ -68,7 +69,7 @@ def test_an_imported_table_fails_once_listing_every_missing_context() -> None:
     catalog = imported(CONFIGS)
     missing = [f for f in catalog.families if f.context not in db.contexts]
     with pytest.raises(StageError) as raised:
-        read_catalog(catalog.yaml(), file="stages.yml", db=db, durations=load_durations(CORPUS / "test_durations.json"))
+        read_catalog(catalog.yaml(), Planner(db, load_durations(CORPUS / "test_durations.json")), file="stages.yml")
     problems = raised.value.problems
     assert str(raised.value).startswith(f"stages.yml: {len(missing)} problems, each on a line below\n")
     assert len(problems) == len(missing) > 40
@@ -82,7 +83,7 @@ def test_the_families_the_corpus_holds_load_with_bounded_timeouts() -> None:
     catalog = imported(CONFIGS)
     present = ImportedCatalog(tuple(f for f in catalog.families if f.context in db.contexts), catalog.source)
     durations = load_durations(CORPUS / "test_durations.json")
-    loaded = read_catalog(present.yaml(), file="stages.yml", db=db, durations=durations)
+    loaded = read_catalog(present.yaml(), Planner(db, durations), file="stages.yml")
     assert len(loaded.families) == len(present.families) > 40
     assert max(family.timeout_minutes for family in loaded.families) <= 240
 
@@ -179,9 +180,7 @@ def test_platform_facts_render_what_the_reference_runners_report(tmp_path: Path)
     durations = load_durations(CORPUS / "test_durations.json")
 
     def rendered(catalog_text: str) -> dict[str, int]:
-        from ci_tool.stages.planner import Planner
-
-        catalog = read_catalog(catalog_text, file="stages.yml", db=db, durations=durations)
+        catalog = read_catalog(catalog_text, Planner(db, durations), file="stages.yml")
         plans = Planner(db, durations).selection(catalog.stages, allow_empty=True)
         return {name: len(plan.lines) for name, plan in plans.items()}
 
