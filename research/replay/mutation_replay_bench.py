@@ -339,7 +339,7 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--repository", type=Path, default=ROOT, help="whose history (default: this checkout)")
     parser.add_argument("--limit-minutes", type=float, default=30, help="one pytest process at most (default 30)")
-    parser.add_argument("--records", type=Path, help="records made by research/replay/replay_records.py: DIR/<parent>.sqlite")
+    parser.add_argument("--records", type=Path, help="records made by replay_records.py: DIR/<parent>.sqlite")
     parser.add_argument("--quick", action="store_true", help="a tiny made-up repository, every mutant")
     parser.add_argument("--report", type=Path, help="write the tables and the commits and faults (markdown)")
     parser.add_argument("--json", type=Path, help="write every number (JSON)")

@@ -54,7 +54,7 @@ def by_gpu_type(plan: RulePlan, loaded: LoadedCatalog) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commits", type=int, default=5)
-    parser.add_argument("--records", type=Path, required=True, help="DIR/<parent>.sqlite (research/replay/replay_records.py)")
+    parser.add_argument("--records", type=Path, required=True, help="DIR/<parent>.sqlite (replay_records.py)")
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--json", type=Path, help="write every number (JSON)")
     options = parser.parse_args(argv)
