@@ -22,7 +22,7 @@ A Python file F loads a module M of the repository when
                 os.system, os.popen, an os.exec* or os.spawn*) and a string constant of F names one of the
                 project's console scripts (pyproject.toml's [project.scripts]) whose module is M.
 
-A module of a folder that is no package (no __init__.py: bench/, a scripts folder) is also named by its bare
+A module of a folder that is no package (no __init__.py: research/replay/, bench/) is also named by its bare
 file name: whoever imports it puts its folder on sys.path (a conftest.py, a script run from there) and
 imports `from replay_runs import ...`.
 

@@ -1,10 +1,11 @@
 """Change-based selection on our own catalog (jenkins/stages.yml, test-db/) never runs less than the safe set:
 a test that reads a file as text runs when that file changes (change_rules.readers), and a test that imports
-a changed module of a folder that is no package (bench/, which its conftest.py puts on sys.path) runs too.
+a changed module of a folder that is no package (research/replay/, which its tests' conftest.py puts on
+sys.path) runs too.
 
 The guard reads the suite the way those tests read the repository: a path of a test file that joins a file
 at the repository's root to a name bound to the file's own place (`ROOT / "README.md"`), and an import of a
-bare module name that is a file of a top-level folder without __init__.py (`from replay_count import ...`).
+bare module name that is a file of a folder without __init__.py outside tests/ (`from replay_count import ...`).
 Each such file, changed alone, must run every test that reads or imports it (or the full set)."""
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ def runs(test: str, lines: set[str]) -> bool:
 
 
 def _non_package_modules() -> dict[str, str]:
-    """Bare module name -> its file, for the .py files of top-level folders that are no package (bench/)."""
+    """Bare module name -> its file, for the .py files of folders that are no package, at any depth outside
+    tests/ and hidden folders (bench/, research/replay/)."""
+    tops = [top for top in REPO.iterdir() if top.is_dir() and not top.name.startswith(".") and top.name != "tests"]
     return {
         path.stem: path.relative_to(REPO).as_posix()
-        for path in sorted(REPO.glob("*/*.py"))
-        if not (path.parent / "__init__.py").exists() and path.parent.name != "tests"
+        for top in sorted(tops)
+        for path in sorted(top.rglob("*.py"))
+        if not (path.parent / "__init__.py").exists()
     }
 
 
@@ -88,7 +92,7 @@ SAFE = safe_set()
 
 def test_the_guard_sees_the_readers_and_importers_it_is_about() -> None:
     assert "tests/ci_tool/test_layout.py" in SAFE["README.md"]
-    assert "tests/bench/test_replay_count.py" in SAFE["bench/replay_count.py"]
+    assert "tests/research/test_replay_count.py" in SAFE["research/replay/replay_count.py"]
 
 
 @pytest.mark.parametrize("changed", sorted(SAFE))
@@ -110,7 +114,7 @@ def test_a_docs_only_change_runs_the_docs_stage_and_the_test_that_reads_the_docs
     assert runs("tests/ci_tool/test_layout.py", lines)
 
 
-def test_a_bench_only_change_runs_the_bench_tests() -> None:
-    scope, lines, names = ran(("bench/replay_count.py",))
+def test_a_research_only_change_runs_the_research_tests() -> None:
+    scope, lines, names = ran(("research/replay/replay_count.py",))
     assert scope is CbtsScope.NARROWED and names
-    assert runs("tests/bench/test_replay_count.py", lines)
+    assert runs("tests/research/test_replay_count.py", lines)

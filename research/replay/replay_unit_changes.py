@@ -5,7 +5,7 @@ parse), as change/touch_evidence.py judges it. A file it may narrow
 runs the tests whose records ran those units; the others run their stages' full set. Cheap: git and ast only,
 no test runs, so it shows at once what a change of the unit rules does to mutation_replay_bench.py's commits.
 
-    .venv/bin/python bench/replay_unit_changes.py 6161427e5d 75d2d31f58 ...   (default: the 5 of docs/PERF.md)
+    .venv/bin/python research/replay/replay_unit_changes.py 6161427e5d 75d2d31f58 ...   (default: the 5 of docs/PERF.md)
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ci_tool.change.touch_evidence import file_change
 from ci_tool.change.touch_records import RecordedFile
 from ci_tool.change.units import UnitChange
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # research/replay/ -> the checkout
 REPLAYED = ("6161427e5d", "75d2d31f58", "f41e2a48a5", "b73a6c7573", "960c6bc744")  # docs/PERF.md's replay
 
 

@@ -7,7 +7,7 @@ For each non-merge commit C (parent P) of the history that changes Python source
               temporary folder, with touch recording (ci_tool/run/touches.py), into a throw-away SQLite
               history: the records a post-merge run of P leaves, stamped with P, the stage and GPU type CPU;
               with --records DIR, DIR/<P>.sqlite instead where it is there: whole stages' records, every
-              test file's, made by bench/replay_records.py (on a GPU runner: its GPU type's too)
+              test file's, made by research/replay/replay_records.py (on a GPU runner: its GPU type's too)
     change    C's change against P read from git with those records (change/build.read_change), less its files
               under ci_tool/ (ci-tool's own code: its tests are not what this bench records; listed per commit)
     rules     the full set, today's rules, and the touched rule at file and at function grain, each through
@@ -23,10 +23,10 @@ Counting (replay_count.py): faults the full set catches that a rule's set misses
 and operator), GPU-minutes and stage-minutes per rule, and time to the first failure: today's order against
 the likelihood order (ci_tool/stages/priority.py: the tests whose records ran the change first).
 
-    .venv/bin/python bench/mutation_replay_bench.py [--commits N] [--functions-per-commit F]
+    .venv/bin/python research/replay/mutation_replay_bench.py [--commits N] [--functions-per-commit F]
         [--faults-per-function K] [--seed S] [--spot-checks C] [--jobs J] [--records DIR] [--report FILE]
         [--json FILE]
-    .venv/bin/python bench/mutation_replay_bench.py --quick --json FILE   (a tiny made-up repository)
+    .venv/bin/python research/replay/mutation_replay_bench.py --quick --json FILE   (a tiny made-up repository)
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from ci_tool.history.touches import read_touch_files, record_touches, stamped
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.priority import Likelihood, prioritize, touching_tests
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # research/replay/ -> the checkout
 UNRECORDED = ("ci_tool/",)  # changed files left out of the replayed change (see the module docstring)
 
 
@@ -78,7 +78,7 @@ class Settings:
     spot_checks: int
     jobs: int
     limit_seconds: float
-    records: Path | None = None  # made elsewhere: DIR/<parent>.sqlite (bench/replay_records.py)
+    records: Path | None = None  # made elsewhere: DIR/<parent>.sqlite (research/replay/replay_records.py)
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def replay_commit(
     made = settings.records / f"{commit.parent}.sqlite" if settings.records is not None else None
     if made is not None and made.is_file():
         shutil.copyfile(made, history)
-        records = "whole stages (bench/replay_records.py)"
+        records = "whole stages (research/replay/replay_records.py)"
     else:
         tree = export_tree(clone, commit.parent, folder / "parent")
         _record(commit, tree, full_plan, settings, loaded, folder, history)
@@ -340,7 +340,7 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--repository", type=Path, default=ROOT, help="whose history (default: this checkout)")
     parser.add_argument("--limit-minutes", type=float, default=30, help="one pytest process at most (default 30)")
-    parser.add_argument("--records", type=Path, help="records made by bench/replay_records.py: DIR/<parent>.sqlite")
+    parser.add_argument("--records", type=Path, help="records made by replay_records.py: DIR/<parent>.sqlite")
     parser.add_argument("--quick", action="store_true", help="a tiny made-up repository, every mutant")
     parser.add_argument("--report", type=Path, help="write the tables and the commits and faults (markdown)")
     parser.add_argument("--json", type=Path, help="write every number (JSON)")
@@ -360,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.limit_minutes * 60, options.records,
         )  # fmt: skip
         replayed, skipped = replay(settings, say)
-    command = " ".join(["bench/mutation_replay_bench.py", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["research/replay/mutation_replay_bench.py", *(argv if argv is not None else sys.argv[1:])])
     text = report(replayed, skipped, command=command, seconds=time.monotonic() - started)
     print(text)
     if options.report:

@@ -1,6 +1,6 @@
-"""The mutation replay bench end to end on its --quick repository (bench/replay_quick.py): a real git history of
-two commits, real pytest processes for the records, the baseline and each planted fault. Its faults have known
-answers: every mutant of take is caught by test_take, which ran take; label runs only in a process its test
+"""The mutation replay bench end to end on its --quick repository (research/replay/replay_quick.py): a real git
+history of two commits, real pytest processes for the records, the baseline and each planted fault. Its faults have
+known answers: every mutant of take is caught by test_take, which ran take; label runs only in a process its test
 starts with an environment of its own, so no record knows it, and the touched rule misses its faults."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "mutation_replay_bench.py"
+BENCH = Path(__file__).resolve().parents[2] / "research" / "replay" / "mutation_replay_bench.py"
 TEST = "tests/kvengine/test_pool.py"
 
 pytestmark = pytest.mark.slow

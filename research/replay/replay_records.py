@@ -5,7 +5,7 @@ GPU type). A post-merge run is the one that records: its Post-Merge stages run w
 filter out (H200's `tests/kvengine` whole, where pre-merge runs `-m "gpu"`), so those test files have
 records on G and a narrowed stage of G can leave them out.
 
-    .venv/bin/python bench/replay_records.py --commits N [--skip K] --jobs J [--gpu-type DGX_H200 [--no-cpu]]
+    .venv/bin/python research/replay/replay_records.py --commits N [--skip K] --jobs J [--gpu-type DGX_H200 [--no-cpu]]
         --out DIR
 
 For N source commits (after the newest K) the replay would take (mutation_replay_bench.source_commits, those that change
@@ -46,7 +46,7 @@ from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.names import CPU_GPU_TOKEN
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # research/replay/ -> the checkout
 TIMED_LINES = "tests/perf/"  # a GPU type's lines left out (see the module docstring)
 
 
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for tree in trees.values():
             shutil.rmtree(tree, ignore_errors=True)
     summary = {
-        "command": " ".join(["bench/replay_records.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join(["research/replay/replay_records.py", *(argv if argv is not None else sys.argv[1:])]),
         "seconds": round(time.monotonic() - started, 1),
         "parents": {parent: {"rows": count} for parent, count in rows.items()},
         "processes": [_summary(job, run) for job, run, _ in done],

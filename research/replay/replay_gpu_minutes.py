@@ -3,7 +3,7 @@ against the touched rule's function grain: where the GPU time goes, and what nar
 (test-db/.test_durations and the catalog, through replay_select.rule_plans): no test runs, so it takes
 seconds.
 
-    .venv/bin/python bench/replay_gpu_minutes.py --commits N --records DIR [--json FILE]
+    .venv/bin/python research/replay/replay_gpu_minutes.py --commits N --records DIR [--json FILE]
 
 Per commit, each GPU type's stages are summed (minutes x GPUs); a GPU type with no records in DIR/<P>.sqlite
 runs the test paths that can load the changed files (the import reach), and its row says it has none. The
@@ -54,7 +54,7 @@ def by_gpu_type(plan: RulePlan, loaded: LoadedCatalog) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commits", type=int, default=5)
-    parser.add_argument("--records", type=Path, required=True, help="DIR/<parent>.sqlite (bench/replay_records.py)")
+    parser.add_argument("--records", type=Path, required=True, help="DIR/<parent>.sqlite (replay_records.py)")
     parser.add_argument("--source", default="src/kvengine")
     parser.add_argument("--json", type=Path, help="write every number (JSON)")
     options = parser.parse_args(argv)

@@ -30,8 +30,8 @@ from ci_tool.outcomes import TestOutcome
 from ci_tool.run.junit import CaseResult, parse_junit
 from ci_tool.testdb.check import covers
 
-TOOL_ROOT = Path(__file__).resolve().parents[1]
-BENCH = Path(__file__).resolve().parent
+TOOL_ROOT = Path(__file__).resolve().parents[2]  # research/replay/ -> the checkout
+REPLAY = Path(__file__).resolve().parent  # replay_plugin.py's folder, on the runs' path
 TEST_TIMEOUT_SECONDS = 300  # a test a fault sends into a loop fails here (pytest-timeout), the run goes on
 _NOT_FOUND = re.compile(r"ERROR: (?:file or directory )?not found: (\S+)")
 _DROPPED = ("PYTHONPATH", "COVERAGE_PROCESS_START", "PYTEST_ADDOPTS", "TOUCH_RECORD_TEST")
@@ -129,7 +129,7 @@ def _run_batch(
 def _pytest(tree: Path, arguments: Sequence[str], limit: float) -> subprocess.CompletedProcess[str] | None:
     environment = {name: value for name, value in os.environ.items() if name not in _DROPPED}
     environment |= {
-        "PYTHONPATH": os.pathsep.join([str(tree / "src"), str(tree), str(BENCH)]),
+        "PYTHONPATH": os.pathsep.join([str(tree / "src"), str(tree), str(REPLAY)]),
         "REPLAY_TOOL_ROOT": str(TOOL_ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": "1",

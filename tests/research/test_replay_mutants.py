@@ -1,5 +1,5 @@
-"""The replay bench's mutation operators (bench/replay_mutants.py): which edits each makes in one function's own
-lines, and which it leaves out as not compiling or equivalent by construction."""
+"""The replay bench's mutation operators (research/replay/replay_mutants.py): which edits each makes in one
+function's own lines, and which it leaves out as not compiling or equivalent by construction."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """GPU-minutes that change-based selection spends on every source commit of this repository's history: each
 non-merge commit that changes a Python file other than a test file or conftest.py (ci-tool's own code, the
-engine, a helper under tests/; bench/ is out of scope), its whole change read from git, planned with
+engine, a helper under tests/; bench/ and research/ are out of scope), its whole change read from git, planned with
 today's catalog, test-db and durations (replay_select.rule_plans). Predictions only: no test runs.
 
     full set        `/bot run --disable-cbts`
@@ -9,7 +9,7 @@ today's catalog, test-db and durations (replay_select.rule_plans). Predictions o
                     paths that can load it (change/import_reach.py); a file every test loads (ci-tool's runner
                     plugins, a rootdir conftest) or a change no rule can judge runs the full set
 
-    .venv/bin/python bench/source_gpu_minutes.py --history FILE [--limit N] [--json FILE]
+    .venv/bin/python research/replay/source_gpu_minutes.py --history FILE [--limit N] [--json FILE]
 
 FILE is a history with touch records (a post-merge run's, `--record-touches`): the touched rule reads the
 change only where the history has records, and the import reach then drops every GPU type's records, so
@@ -44,7 +44,7 @@ from ci_tool.stages.catalog_load import open_catalog
 RULES = (Rule.FULL, Rule.TODAY, Rule.REACH)
 _GPU_TYPE = re.compile(r"\b(?:CPU|A10|DGX_[\w-]+|GB[\w-]+)(?=[ )])")  # the GPU type a reason names
 FULL_REASONS = ("no rule claims", "cannot narrow", "run their full set")  # a plan line that says why
-OUT_OF_SCOPE = ("bench/",)
+OUT_OF_SCOPE = ("bench/", "research/")  # the catalog's change_rules.out_of_scope (the history has both)
 
 
 @dataclass(frozen=True)

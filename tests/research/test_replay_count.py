@@ -1,4 +1,4 @@
-"""The replay bench's counting (bench/replay_count.py, replay_select.covered): time to the first failure in
+"""The replay bench's counting (research/replay/replay_count.py, replay_select.covered): time to the first failure in
 today's order and with a priority, which results a narrowed set's batches hold, and the misses per rule."""
 
 from __future__ import annotations
