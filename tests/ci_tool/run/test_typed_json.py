@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from ci_tool import typed_json
 from ci_tool.errors import SlurmError
-from ci_tool.run import typed_json
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report

@@ -1,9 +1,18 @@
-"""Frozen dataclasses as plain JSON and back, each value checked against its declared type on the way in.
+"""JSON to a typed value, or a located error: the one structuring step of ci-tool's JSON readers.
 
-The Slurm hand-off (slurm_job.py) crosses files that the tests of a job can write as well: reading one
-must build nothing but the declared values (a pickle would run whatever code the file names). `dump`
-turns a dataclass into JSON text; `load` reads it back into the given class, and anything else is one
-located error: `<file> (result.tests[3].first.outcome): expected one of passed, failed, ..., found 'x'`.
+`load` reads JSON text (json_file.parse_json: its limits, syntax errors at file:line:col) into the given
+class; `structure` does the same for a value already parsed (a JSON line, a file json_file.read_json read);
+`dump` writes a dataclass back as JSON. Anything that is not the declared value is one error of the
+caller's domain at its JSON path: `<file> (result.tests[3].first.outcome): expected one of passed, failed,
+..., found 'x'`. Reading builds nothing but the declared values: the Slurm hand-off (slurm_job.py) crosses
+files a job's tests can write as well, where a pickle would run whatever code the file names.
+
+Why ours and not a library: cattrs (structure hooks, ClassValidationError) and pydantic (models,
+ValidationError) both structure JSON into typed values with paths, but their messages are their own words
+(`$.result.tests[3]`, `Input should be ...`) and ours are API that tests pin; pydantic also wants models in
+place of the frozen dataclasses that travel between packages, and brings a compiled core. What the readers
+need is this table, some 200 lines over the dataclasses they already have: a new field type extends it.
+A rule beyond a value's type (a non-empty key, a count >= 1) stays with its reader, after `structure`.
 
     dataclass          an object with exactly its fields (`__test__` and properties are not fields)
     str int float bool the JSON value itself (a float also takes a whole number; bool is never an int)
@@ -44,7 +53,12 @@ def dump(value: object) -> str:
 
 def load(text: str, kind: type[T], *, file: str, error: type[CiToolError]) -> T:
     """The `kind` value that `text` holds; JSON that is not one raises `error` at the value's path."""
-    return typing.cast(T, _build(parse_json(text, file=file, error=error), kind, _Place(file, error, "")))
+    return structure(parse_json(text, file=file, error=error), kind, file=file, error=error)
+
+
+def structure(data: object, kind: type[T], *, file: str, error: type[CiToolError]) -> T:
+    """The `kind` value that parsed JSON `data` holds; anything else raises `error` at the value's path."""
+    return typing.cast(T, _build(data, kind, _Place(file, error, "")))
 
 
 def _plain(value: object) -> object:
