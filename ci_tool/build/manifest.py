@@ -9,6 +9,7 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import BuildError
 from ci_tool.json_file import read_json
+from ci_tool.typed_json import structure
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA = 1
@@ -52,16 +53,8 @@ def read_manifest(folder: Path) -> BuildManifest:
     value = read_json(path, name="the build's manifest", error=BuildError)
     if not isinstance(value, dict) or value.get("schema") != SCHEMA:
         raise BuildError(f"{path}: expected a build manifest of schema {SCHEMA}, found {_schema(value)!r}")
-    try:
-        wheels = {str(name): str(digest) for name, digest in dict(value["wheels"]).items()}
-        commit = value["commit"]
-        return BuildManifest(
-            commit=None if commit is None else str(commit), inputs_digest=str(value["inputs_digest"]),
-            python=str(value["python"]), requirements=tuple(str(r) for r in value["requirements"]),
-            wheel=str(value["wheel"]), wheels=wheels,
-        )  # fmt: skip
-    except (KeyError, TypeError, ValueError) as problem:
-        raise BuildError(f"{path}: expected a build manifest, found a malformed one ({problem!r})") from None
+    fields = {key: item for key, item in value.items() if key != "schema"}
+    return structure(fields, BuildManifest, file=str(path), error=BuildError)  # typed_json: a located error
 
 
 def _schema(value: object) -> object:
