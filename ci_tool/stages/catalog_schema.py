@@ -140,12 +140,19 @@ TOP_KEYS = (
     "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "platforms",
     "families",
 )  # fmt: skip
-CHECK_KEYS = ("redundant_timeouts", "stale_waives", "stale_waives_exempt")
+CHECK_FIELDS = (
+    Field("redundant_timeouts", boolean()),
+    Field("stale_waives", boolean()),
+    Field("stale_waives_exempt", lambda reader, node, path: _paths(reader, node, path)),
+)
 FACT_KEYS = tuple(KEY_KINDS)  # a platform's facts are what `ci-tool sysinfo` reports
 _BAD = object()  # a fact that is not of its key's kind
 TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
-CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
+CHANGE_RULE_FIELDS = (
+    *(Field(key, lambda reader, node, path: _paths(reader, node, path)) for key in ("tests", "docs", "out_of_scope")),
+    Field("readers", lambda reader, node, path: _read_readers(reader, node, path)),
+)
 
 
 @dataclass(frozen=True)
@@ -279,37 +286,16 @@ class _CatalogReader(NodeReader):
 
     def read_checks(self, node: Node) -> CheckPolicy:
         what = "a mapping of redundant_timeouts and stale_waives (true or false) and stale_waives_exempt (paths)"
-        fields = self.mapping(node, "checks", what, CHECK_KEYS) or {}
-        switches = {key: self.boolean(fields[key], f"checks.{key}") for key in CHECK_KEYS[:2] if key in fields}
-        exempt = self.paths(fields["stale_waives_exempt"], "checks.stale_waives_exempt") if (
-            "stale_waives_exempt" in fields
-        ) else ()  # fmt: skip
-        written = {key: value for key, value in switches.items() if value is not None}
-        return CheckPolicy(**written, stale_waives_exempt=exempt)  # type: ignore[arg-type]  # booleans, by key
+        found = read_fields(self, node, "checks", what, CHECK_FIELDS)
+        return CheckPolicy(**found.values) if found else CheckPolicy()  # type: ignore[arg-type]  # read by field
 
     def read_change_rules(self, node: Node) -> ChangeRules:
         what = "a mapping of tests, docs and out_of_scope path lists, and readers"
-        fields = self.mapping(node, "change_rules", what, CHANGE_RULE_KEYS) or {}
-        found = {key: self.paths(value, f"change_rules.{key}") for key, value in fields.items() if key != "readers"}
-        readers = self.read_readers(fields["readers"]) if "readers" in fields else ()
-        return ChangeRules(**found, readers=readers)
-
-    def read_readers(self, node: Node) -> tuple[TextReader, ...]:
-        fields = self.mapping(node, "change_rules.readers", "a mapping of test path: the paths it reads", None) or {}
-        readers = []
-        for test, value in fields.items():
-            key_path = f"change_rules.readers.{test}"
-            problem = _path_problem(test)
-            if problem:
-                self.problem(value, key_path, f"expected a test path, {problem}, found {test!r}")
-                continue
-            reads = self.paths(value, key_path)
-            if reads:
-                readers.append(TextReader(test, reads))
-        return tuple(readers)
+        found = read_fields(self, node, "change_rules", what, CHANGE_RULE_FIELDS)
+        return ChangeRules(**found.values) if found else ChangeRules()  # type: ignore[arg-type]  # read by field
 
     def paths(self, node: Node, path: str) -> tuple[str, ...]:
-        return self.strings(node, path, "paths", _path_problem)
+        return _paths(self, node, path)
 
     def read_timeouts(self, node: Node) -> TimeoutRule:
         what = "a mapping of margin, minimum_minutes and maximum_minutes"
@@ -515,6 +501,25 @@ def read_minutes(reader: NodeReader, node: Node, path: str) -> float | None:
         reader.problem(node, path, f"expected minutes {limit}, found {node.value}")
         return None
     return minutes
+
+
+def _read_readers(reader: NodeReader, node: Node, path: str) -> tuple[TextReader, ...]:
+    fields = reader.mapping(node, path, "a mapping of test path: the paths it reads", None) or {}
+    readers = []
+    for test, value in fields.items():
+        key_path = f"{path}.{test}"
+        problem = _path_problem(test)
+        if problem:
+            reader.problem(value, key_path, f"expected a test path, {problem}, found {test!r}")
+            continue
+        reads = _paths(reader, value, key_path)
+        if reads:
+            readers.append(TextReader(test, reads))
+    return tuple(readers)
+
+
+def _paths(reader: NodeReader, node: Node, path: str) -> tuple[str, ...]:
+    return reader.strings(node, path, "paths", _path_problem)
 
 
 def _path_problem(path: str) -> str | None:
