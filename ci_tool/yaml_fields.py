@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from yaml.nodes import Node
 
@@ -35,6 +36,7 @@ from ci_tool.yaml_nodes import INT_MAX, NodeReader, join, kind
 
 Values = Mapping[str, object]  # a mapping's values read so far, by key
 Problem = tuple[str, str | None]  # the message (`expected ..., found ...`) and its hint
+V = TypeVar("V")
 ValueReader = Callable[[NodeReader, Node, str], object | None]  # the value, or None and a problem on the reader
 
 
@@ -58,6 +60,13 @@ class Found:
     nodes: Mapping[str, Node]
     values: Mapping[str, object]
     complete: bool
+
+    def get(self, key: str, kind_: type[V]) -> V | None:
+        """The value read for `key` (None when not written or not read), of the type its field's reader gives."""
+        value = self.values.get(key)
+        if value is not None and not isinstance(value, kind_):
+            raise TypeError(f"{key!r} read as a {type(value).__name__}, not a {kind_.__name__}")  # a table's bug
+        return value
 
 
 def keys_of(fields: Iterable[Field]) -> tuple[str, ...]:

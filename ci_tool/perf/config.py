@@ -230,9 +230,9 @@ def _read_kv(reader: NodeReader, node: Node, path: str) -> KvCacheSpec | None:
     found = read_fields(reader, node, path, "a KV-cache config mapping", _KV_FIELDS)
     if found is None or "budget_gib" not in found.values:
         return None
-    values = found.values
-    return KvCacheSpec(values["budget_gib"], values.get("tokens_per_block") or 32, values.get("avg_seq_len"),  # type: ignore[arg-type]
-                       values.get("pool_ratio"))  # type: ignore[arg-type]  # fmt: skip
+    budget, ratio = found.get("budget_gib", float), found.get("pool_ratio", tuple)
+    assert budget is not None  # checked above
+    return KvCacheSpec(budget, found.get("tokens_per_block", int) or 32, found.get("avg_seq_len", int), ratio)
 
 
 _SERVER_FIELDS = (
@@ -300,20 +300,17 @@ class _Reader(NodeReader):
         if found is None:
             return []
         name = self._unique(found, path, seen)
-        values = found.values
-        batch, kv, clients = values.get("max_batch_size"), values.get("kv_cache_config"), values.get("client_configs")
-        if name is None or not isinstance(batch, int) or not isinstance(kv, KvCacheSpec):
+        batch, kv = found.get("max_batch_size", int), found.get("kv_cache_config", KvCacheSpec)
+        clients = found.get("client_configs", SequenceNode)
+        if name is None or batch is None or kv is None or clients is None:
             return []
-        if not isinstance(clients, SequenceNode):
-            return []
-        tokens = values.get("max_num_tokens")
-        hidden = values.get("hidden_size") or 2048
-        graphs = values.get("cuda_graphs", GraphPolicy.REQUIRED)
+        tokens, hidden = found.get("max_num_tokens", int), found.get("hidden_size", int) or 2048
+        graphs = found.get("cuda_graphs", GraphPolicy) or GraphPolicy.REQUIRED
         cases = []
         names: set[str] = set()
         for index, client_node in enumerate(clients.value):
-            base = PerfCase(Mode.GPU, config, name, "", model, batch, tokens, hidden, graphs, kv, Load(1, 1, 1),  # type: ignore[arg-type]
-                            f"{self.file}:{client_node.start_mark.line + 1}")  # fmt: skip
+            where = f"{self.file}:{client_node.start_mark.line + 1}"
+            base = PerfCase(Mode.GPU, config, name, "", model, batch, tokens, hidden, graphs, kv, Load(1, 1, 1), where)
             cases += self._client(client_node, f"{path}.client_configs[{index}]", base, names)
         return cases
 
