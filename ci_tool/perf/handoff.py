@@ -22,6 +22,7 @@ from pathlib import Path
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult
+from ci_tool.json_file import value_position
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.text_file import read_text
 from ci_tool.typed_json import load
@@ -62,7 +63,7 @@ def read_snapshot(path: Path) -> Snapshot:
     case then gates without history)."""
     text = read_text(path, name="the perf snapshot", error=PerfError)
     rows = load(text, tuple[_Row, ...], file=str(path), error=PerfError)
-    results = [_result(row, str(path), f"[{index}]") for index, row in enumerate(rows)]
+    results = [_result(row, str(path), text, (index,)) for index, row in enumerate(rows)]
     return Snapshot(tuple(sorted(results, key=lambda r: r.recorded_at)))
 
 
@@ -105,7 +106,7 @@ def read_results(paths: Sequence[Path], stamp: StageStamp) -> HandedBack:
             if not line.strip():
                 continue
             try:
-                row = _result(load(line, _Row, file=str(path), error=PerfError), str(path), "")
+                row = _result(load(line, _Row, file=str(path), error=PerfError), str(path), line, ())
             except PerfError as error:  # located in the line alone: the file's line is `number`
                 error.where = replace(error.where or Where(str(path)), line=number)
                 refused.append(str(error))
@@ -156,13 +157,14 @@ def _as_json(row: PerfResult) -> dict[str, object]:
     )) | {"verdict": row.verdict.value}  # fmt: skip
 
 
-def _result(row: _Row, file: str, path: str) -> PerfResult:
-    """The PerfResult a row holds, once its keys name something and it measured at least one round."""
+def _result(row: _Row, file: str, text: str, parts: tuple[int, ...]) -> PerfResult:
+    """The PerfResult a row holds, once its keys name something and it measured at least one round (`text` and
+    `parts`: the JSON the row was read from and its place there, for errors)."""
     for key in ("case", "gpu", "metric"):
         if not getattr(row, key):
-            raise PerfError(f"expected a non-empty {key}, found ''", where=Where(file, yaml_path=_at(path, key)))
+            raise PerfError(f"expected a non-empty {key}, found ''", where=_where(file, text, parts, key))
     if row.rounds < 1:
-        where = Where(file, yaml_path=_at(path, "rounds"))
+        where = _where(file, text, parts, "rounds")
         raise PerfError(f"expected a count of rounds >= 1, found {row.rounds}", where=where)
     return PerfResult(
         run_id=row.run_id, stage=row.stage, case_id=row.case, gpu=row.gpu, metric=row.metric, value=row.value,
@@ -172,5 +174,6 @@ def _result(row: _Row, file: str, path: str) -> PerfResult:
     )  # fmt: skip
 
 
-def _at(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _where(file: str, text: str, parts: tuple[int, ...], key: str) -> Where:
+    line, col = value_position(text, (*parts, key)) or (None, None)
+    return Where(file, line, col, yaml_path="".join(f"[{part}]" for part in parts) + ("." if parts else "") + key)
