@@ -3,6 +3,7 @@
     read_json(path, name=..., error=...)    the file as text (ci_tool.text_file: UTF-8, BOM dropped), parsed
     parse_json(text, file=..., error=...)   the value, or `error` with the position of the first problem
     key_value_position(text, key)           where a top-level key's value starts, for errors about the value
+    value_position(text, path)              where the value at a JSON path starts (typed_json's errors)
 
 Refused besides JSON syntax errors, so that no caller meets a value it cannot hold, print or walk:
 - nesting deeper than MAX_DEPTH (json recurses; so would every walk over the value);
@@ -88,6 +89,34 @@ def key_value_position(text: str, key: str) -> tuple[int, int] | None:
             expect_key = depth == 1
         elif expect_key and word.startswith('"'):
             after_key, expect_key = json.loads(word) == key, False
+    return None
+
+
+def value_position(text: str, path: tuple[str | int, ...]) -> tuple[int, int] | None:
+    """The 1-based (line, column) where the value at `path` (object keys and array indexes, from the top) starts
+    in valid JSON `text`; None when no value is there."""
+    frames: list[list[object]] = []  # per open container: [is an object, its current key or index, expects a key]
+    for token in _TOKEN.finditer(text):
+        word = token.group()
+        if frames and frames[-1][0] and frames[-1][2] and word.startswith('"'):
+            frames[-1][1:] = [json.loads(word), False]  # a key, not a value
+            continue
+        if word in ("]", "}"):
+            del frames[-1:]
+            continue
+        if word == ",":
+            if frames and frames[-1][0]:
+                frames[-1][2] = True
+            elif frames:
+                frames[-1][1] = int(str(frames[-1][1])) + 1
+            continue
+        if word == ":":
+            continue
+        if tuple(frame[1] for frame in frames) == path:  # a value starts here
+            line = text.count("\n", 0, token.start()) + 1
+            return line, token.start() - (text.rfind("\n", 0, token.start()) + 1) + 1
+        if word in ("[", "{"):
+            frames.append([word == "{", None if word == "{" else 0, word == "{"])
     return None
 
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import BuildError
-from ci_tool.json_file import read_json
+from ci_tool.json_file import parse_json
+from ci_tool.text_file import read_text
+from ci_tool.typed_json import structure
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA = 1
@@ -49,19 +51,12 @@ def read_manifest(folder: Path) -> BuildManifest:
     path = manifest_path(folder)
     if not path.is_file():
         raise BuildError(f"{path}: expected a build's manifest, found no file", hint="run `ci-tool build` first")
-    value = read_json(path, name="the build's manifest", error=BuildError)
+    text = read_text(path, name="the build's manifest", error=BuildError)
+    value = parse_json(text, file=str(path), error=BuildError)
     if not isinstance(value, dict) or value.get("schema") != SCHEMA:
         raise BuildError(f"{path}: expected a build manifest of schema {SCHEMA}, found {_schema(value)!r}")
-    try:
-        wheels = {str(name): str(digest) for name, digest in dict(value["wheels"]).items()}
-        commit = value["commit"]
-        return BuildManifest(
-            commit=None if commit is None else str(commit), inputs_digest=str(value["inputs_digest"]),
-            python=str(value["python"]), requirements=tuple(str(r) for r in value["requirements"]),
-            wheel=str(value["wheel"]), wheels=wheels,
-        )  # fmt: skip
-    except (KeyError, TypeError, ValueError) as problem:
-        raise BuildError(f"{path}: expected a build manifest, found a malformed one ({problem!r})") from None
+    fields = {key: item for key, item in value.items() if key != "schema"}
+    return structure(fields, BuildManifest, file=str(path), error=BuildError, text=text)  # errors say where
 
 
 def _schema(value: object) -> object:

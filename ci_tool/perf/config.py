@@ -32,11 +32,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from yaml.nodes import Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, SequenceNode
 
 from ci_tool.errors import PerfError, Where, did_you_mean
 from ci_tool.text_file import read_text
-from ci_tool.yaml_nodes import NodeReader, compose, kind
+from ci_tool.yaml_fields import Field, Found, ValueReader, choice, integer, read_fields
+from ci_tool.yaml_nodes import NodeReader, compose
 
 CONFIG_DIR = Path("tests/scripts/perf-sanity")  # relative to the repository root
 CASE_TEST = "tests/perf/test_perf_sanity.py::test_e2e"  # parametrized with the case ids
@@ -46,13 +47,6 @@ DEFAULT_ROUNDS = 5  # a GPU case's measured rounds: enough for a median and a MA
 DEFAULT_WARMUP_ROUNDS = 1
 CPU_ROUNDS = 1  # CPU cases gate coverage, never speed: one round, no warm-up, unless their `cpu` part says
 _NAME = re.compile(r"[a-z0-9_]+")  # no dashes: they separate the parts of a case id
-_ROUND_KEYS = ("rounds", "warmup_rounds")
-_TOP_KEYS = ("version", "model", *_ROUND_KEYS, "server_configs")
-_SERVER_KEYS = ("name", "max_batch_size", "max_num_tokens", "hidden_size", "cuda_graphs", "kv_cache_config",
-                "client_configs")  # fmt: skip
-_KV_KEYS = ("budget_gib", "tokens_per_block", "avg_seq_len", "pool_ratio")
-_CLIENT_KEYS = ("name", "concurrency", "input_len", "output_len", "cpu")
-_CPU_KEYS = ("hidden_size", "budget_gib", "max_batch_size", "concurrency", "input_len", "output_len", *_ROUND_KEYS)
 
 
 class Mode(enum.StrEnum):
@@ -164,194 +158,220 @@ def load_config(path: Path, *, models: Iterable[str] | None = None) -> PerfConfi
     return config
 
 
+def _name_reader(*, allow_dash: bool = False) -> ValueReader:
+    """A name of [a-z0-9_]+ (with dashes too for a model preset: a case id's parts are split at dashes)."""
+    pattern = re.compile(r"[a-z0-9_-]+") if allow_dash else _NAME
+
+    def read(reader: NodeReader, node: Node, path: str) -> str | None:
+        text = reader.scalar(node, path, ("str",), "a name")
+        if text is None:
+            return None
+        if not pattern.fullmatch(text):
+            hint = None if allow_dash else "use underscores: a dash separates the parts of a case id"
+            reader.problem(node, path, f"expected a name of {pattern.pattern}, found {text!r}", hint)
+            return None
+        return text
+
+    return read
+
+
+def _non_empty_list(what: str) -> ValueReader:
+    """A non-empty list's node, its items read later with what the rest of the mapping says."""
+
+    def read(reader: NodeReader, node: Node, path: str) -> Node | None:
+        if not isinstance(node, SequenceNode) or not node.value:
+            reader.mismatch(node, path, what)
+            return None
+        return node
+
+    return read
+
+
+def _read_budget(reader: NodeReader, node: Node, path: str) -> float | None:
+    value = reader.number(node, path, "a budget in GiB > 0")
+    if value is not None and value <= 0:
+        reader.problem(node, path, f"expected a budget in GiB > 0, found {value:g}")
+        return None
+    return value
+
+
+def _read_pool_ratio(reader: NodeReader, node: Node, path: str) -> tuple[float, ...] | None:
+    if not isinstance(node, SequenceNode) or not node.value:
+        reader.mismatch(node, path, "a list of positive weights, one per pool")
+        return None
+    weights = [reader.number(n, f"{path}[{i}]", "a weight > 0") for i, n in enumerate(node.value)]
+    if all(w is not None and w > 0 for w in weights):
+        return tuple(w for w in weights if w is not None)
+    reader.mismatch(node, path, "a list of weights > 0")
+    return None
+
+
+_POSITIVE = integer("an integer >= 1", minimum=1)
+_ROUND_FIELDS = (
+    Field("rounds", _POSITIVE),
+    Field("warmup_rounds", integer("an integer >= 0", minimum=0)),
+)
+_LOAD_FIELDS = tuple(Field(key, _POSITIVE, required=True) for key in ("concurrency", "input_len", "output_len"))
+_TOP_FIELDS = (
+    Field("version", integer(f"version {CONFIG_VERSION}", minimum=0), required=True),
+    Field("model", _name_reader(allow_dash=True), required=True),
+    *_ROUND_FIELDS,
+    Field("server_configs", _non_empty_list("a non-empty list of server configs"), required=True),
+)
+_KV_FIELDS = (
+    Field("budget_gib", _read_budget, required=True, example="4"),
+    Field("tokens_per_block", _POSITIVE, nullable=True),
+    Field("avg_seq_len", _POSITIVE, nullable=True),
+    Field("pool_ratio", _read_pool_ratio, nullable=True),
+)
+
+
+def _read_kv(reader: NodeReader, node: Node, path: str) -> KvCacheSpec | None:
+    found = read_fields(reader, node, path, "a KV-cache config mapping", _KV_FIELDS)
+    if found is None or "budget_gib" not in found.values:
+        return None
+    budget, ratio = found.get("budget_gib", float), found.get("pool_ratio", tuple)
+    assert budget is not None  # checked above
+    return KvCacheSpec(budget, found.get("tokens_per_block", int) or 32, found.get("avg_seq_len", int), ratio)
+
+
+_SERVER_FIELDS = (
+    Field("name", _name_reader(), required=True),
+    Field("max_batch_size", _POSITIVE, required=True),
+    Field("max_num_tokens", _POSITIVE, nullable=True),
+    Field("hidden_size", _POSITIVE, nullable=True),
+    Field("cuda_graphs", choice(GraphPolicy, "required, enabled or off", hint="use required, enabled or off")),
+    Field("kv_cache_config", _read_kv, required=True),
+    Field("client_configs", _non_empty_list("a non-empty list of client configs"), required=True),
+)
+_CLIENT_FIELDS = (
+    Field("name", _name_reader(), required=True),
+    *_LOAD_FIELDS,
+    Field("cpu", lambda reader, node, path: node),  # read with the GPU case it changes
+)
+_CPU_FIELDS = (
+    Field("hidden_size", _POSITIVE, nullable=True),
+    Field("budget_gib", _read_budget),
+    Field("max_batch_size", _POSITIVE, nullable=True),
+    *(dataclasses.replace(spec, required=False) for spec in _LOAD_FIELDS),  # the GPU case's when not written
+    *_ROUND_FIELDS,
+)
+
+
 class _Reader(NodeReader):
     def config(self, root: Node, path: Path, models: tuple[str, ...] | None) -> PerfConfig | None:
-        top = self.mapping(root, "", "a mapping of version, model, server_configs", _TOP_KEYS)
-        if top is None:
+        found = read_fields(self, root, "", "a mapping of version, model, server_configs", _TOP_FIELDS)
+        if found is None:
             return None
-        for key in ("version", "model", "server_configs"):
-            if key not in top:
-                self.problem(root, None, f"expected the key {key!r}, found none", f"add `{key}:`")
-        if "version" in top:
-            version = self.integer(top["version"], "version", f"version {CONFIG_VERSION}", minimum=0)
-            if version is not None and version != CONFIG_VERSION:
-                self.problem(top["version"], "version", f"expected version {CONFIG_VERSION}, found {version}")
-        model = self._name(top["model"], "model", allow_dash=True) if "model" in top else None
+        values = found.values
+        version = values.get("version")
+        if version is not None and version != CONFIG_VERSION:
+            self.problem(found.nodes["version"], "version", f"expected version {CONFIG_VERSION}, found {version}")
+        model = values.get("model")
+        assert model is None or isinstance(model, str)  # read by _name_reader
         if model is not None and models is not None and model not in models:
             hint = did_you_mean(model, models) or f"models are {', '.join(models)}"
-            self.problem(top["model"], "model", f"expected a model preset, found {model!r}", hint)
-        rounds = self._rounds(top, "", Rounds())
+            self.problem(found.nodes["model"], "model", f"expected a model preset, found {model!r}", hint)
+        rounds = _rounds(found, Rounds())
         cases: list[PerfCase] = []
-        servers = top.get("server_configs")
-        if servers is not None:
-            if not isinstance(servers, SequenceNode) or not servers.value:
-                self.mismatch(servers, "server_configs", "a non-empty list of server configs")
-            else:
-                seen: set[str] = set()
-                for index, node in enumerate(servers.value):
-                    cases += self._server(node, f"server_configs[{index}]", path.stem, model or "", seen)
+        servers = values.get("server_configs")
+        if isinstance(servers, SequenceNode):
+            seen: set[str] = set()
+            for index, node in enumerate(servers.value):
+                cases += self._server(node, f"server_configs[{index}]", path.stem, model or "", seen)
         if rounds is not None:
             cases = [c if c.mode is Mode.CPU else dataclasses.replace(c, rounds=rounds) for c in cases]
         return PerfConfig(path, model or "", tuple(cases))
 
-    def _rounds(self, entry: dict[str, Node], path: str, default: Rounds) -> Rounds | None:
-        prefix = f"{path}." if path else ""
-        measured: int | None = default.measured
-        warmup: int | None = default.warmup
-        if "rounds" in entry:
-            measured = self.integer(entry["rounds"], f"{prefix}rounds", "an integer >= 1", minimum=1)
-        if "warmup_rounds" in entry:
-            warmup = self.integer(entry["warmup_rounds"], f"{prefix}warmup_rounds", "an integer >= 0", minimum=0)
-        return None if measured is None or warmup is None else Rounds(measured, warmup)
-
-    def _name(self, node: Node, path: str, *, allow_dash: bool = False) -> str | None:
-        text = self.scalar(node, path, ("str",), "a name")
-        if text is None:
+    def _unique(self, found: Found, path: str, seen: set[str]) -> str | None:
+        """The mapping's name, once among `seen` (its siblings' names)."""
+        name = found.values.get("name")
+        if not isinstance(name, str):
             return None
-        pattern = re.compile(r"[a-z0-9_-]+") if allow_dash else _NAME
-        if not pattern.fullmatch(text):
-            hint = None if allow_dash else "use underscores: a dash separates the parts of a case id"
-            self.problem(node, path, f"expected a name of {pattern.pattern}, found {text!r}", hint)
+        if name in seen:
+            self.problem(found.nodes["name"], f"{path}.name", f"expected each name once, found {name!r} again",
+                         "rename one of them")  # fmt: skip
             return None
-        return text
-
-    def _unique(self, node: Node, path: str, seen: set[str]) -> str | None:
-        name = self._name(node, path)
-        if name is not None and name in seen:
-            self.problem(node, path, f"expected each name once, found {name!r} again", "rename one of them")
-            return None
-        if name is not None:
-            seen.add(name)
+        seen.add(name)
         return name
 
     def _server(self, node: Node, path: str, config: str, model: str, seen: set[str]) -> list[PerfCase]:
-        entry = self.mapping(node, path, "a server config mapping", _SERVER_KEYS)
-        if entry is None:
+        found = read_fields(self, node, path, "a server config mapping", _SERVER_FIELDS)
+        if found is None:
             return []
-        for key in ("name", "max_batch_size", "kv_cache_config", "client_configs"):
-            if key not in entry:
-                self.problem(node, path, f"expected the key {key!r}, found none", f"add `{key}:`")
-        if any(key not in entry for key in ("name", "max_batch_size", "kv_cache_config", "client_configs")):
+        name = self._unique(found, path, seen)
+        batch, kv = found.get("max_batch_size", int), found.get("kv_cache_config", KvCacheSpec)
+        clients = found.get("client_configs", SequenceNode)
+        if name is None or batch is None or kv is None or clients is None:
             return []
-        name = self._unique(entry["name"], f"{path}.name", seen)
-        batch = self.integer(entry["max_batch_size"], f"{path}.max_batch_size", "an integer >= 1", minimum=1)
-        tokens = self._optional_int(entry, "max_num_tokens", path)
-        hidden = self._optional_int(entry, "hidden_size", path) or 2048
-        graphs = GraphPolicy.REQUIRED
-        if "cuda_graphs" in entry:
-            text = self.scalar(entry["cuda_graphs"], f"{path}.cuda_graphs", ("str",), "required, enabled or off")
-            if text is not None and text not in GraphPolicy.__members__.values():
-                hint = did_you_mean(text, [g.value for g in GraphPolicy]) or "use required, enabled or off"
-                self.problem(entry["cuda_graphs"], f"{path}.cuda_graphs",
-                             f"expected required, enabled or off, found {text!r}", hint)  # fmt: skip
-            elif text is not None:
-                graphs = GraphPolicy(text)
-        kv = self._kv(entry["kv_cache_config"], f"{path}.kv_cache_config")
-        clients = entry["client_configs"]
-        if not isinstance(clients, SequenceNode) or not clients.value:
-            self.mismatch(clients, f"{path}.client_configs", "a non-empty list of client configs")
-            return []
-        if name is None or batch is None or kv is None:
-            return []
+        tokens, hidden = found.get("max_num_tokens", int), found.get("hidden_size", int) or 2048
+        graphs = found.get("cuda_graphs", GraphPolicy) or GraphPolicy.REQUIRED
         cases = []
         names: set[str] = set()
         for index, client_node in enumerate(clients.value):
-            base = PerfCase(Mode.GPU, config, name, "", model, batch, tokens, hidden, graphs, kv, Load(1, 1, 1),
-                            f"{self.file}:{client_node.start_mark.line + 1}")  # fmt: skip
+            where = f"{self.file}:{client_node.start_mark.line + 1}"
+            base = PerfCase(Mode.GPU, config, name, "", model, batch, tokens, hidden, graphs, kv, Load(1, 1, 1), where)
             cases += self._client(client_node, f"{path}.client_configs[{index}]", base, names)
         return cases
 
-    def _optional_int(self, entry: dict[str, Node], key: str, path: str) -> int | None:
-        node = entry.get(key)
-        if node is None or (isinstance(node, ScalarNode) and kind(node) == "null"):
-            return None
-        return self.integer(node, f"{path}.{key}", "an integer >= 1", minimum=1)
-
-    def _kv(self, node: Node, path: str) -> KvCacheSpec | None:
-        entry = self.mapping(node, path, "a KV-cache config mapping", _KV_KEYS)
-        if entry is None:
-            return None
-        if "budget_gib" not in entry:
-            self.problem(node, path, "expected the key 'budget_gib', found none", "add `budget_gib: 4`")
-            return None
-        budget = self._budget(entry["budget_gib"], f"{path}.budget_gib")
-        tpb = self._optional_int(entry, "tokens_per_block", path) or 32
-        avg = self._optional_int(entry, "avg_seq_len", path)
-        ratio = None
-        ratio_node = entry.get("pool_ratio")
-        if ratio_node is not None and not (isinstance(ratio_node, ScalarNode) and kind(ratio_node) == "null"):
-            if not isinstance(ratio_node, SequenceNode) or not ratio_node.value:
-                self.mismatch(ratio_node, f"{path}.pool_ratio", "a list of positive weights, one per pool")
-            else:
-                weights = [self.number(n, f"{path}.pool_ratio[{i}]", "a weight > 0") for i, n in
-                           enumerate(ratio_node.value)]  # fmt: skip
-                if all(w is not None and w > 0 for w in weights):
-                    ratio = tuple(w for w in weights if w is not None)
-                else:
-                    self.mismatch(ratio_node, f"{path}.pool_ratio", "a list of weights > 0")
-        return None if budget is None else KvCacheSpec(budget, tpb, avg, ratio)
-
-    def _budget(self, node: Node, path: str) -> float | None:
-        value = self.number(node, path, "a budget in GiB > 0")
-        if value is not None and value <= 0:
-            self.problem(node, path, f"expected a budget in GiB > 0, found {value:g}")
-            return None
-        return value
-
     def _client(self, node: Node, path: str, base: PerfCase, names: set[str]) -> list[PerfCase]:
-        entry = self.mapping(node, path, "a client config mapping", _CLIENT_KEYS)
-        if entry is None:
+        found = read_fields(self, node, path, "a client config mapping", _CLIENT_FIELDS)
+        if found is None:
             return []
-        missing = [key for key in ("name", "concurrency", "input_len", "output_len") if key not in entry]
-        for key in missing:
-            self.problem(node, path, f"expected the key {key!r}, found none", f"add `{key}:`")
-        if missing:
-            return []
-        name = self._unique(entry["name"], f"{path}.name", names)
-        load = self._load(entry, path, None)
+        name = self._unique(found, path, names)
+        load = _load(found, None)
         if name is None or load is None:
             return []
         if load.concurrency > base.max_batch_size:
-            self.problem(entry["concurrency"], f"{path}.concurrency",
+            self.problem(found.nodes["concurrency"], f"{path}.concurrency",
                          f"expected a concurrency <= max_batch_size {base.max_batch_size}, found {load.concurrency}",
                          "raise max_batch_size or lower the concurrency")  # fmt: skip
             return []
         gpu = dataclasses.replace(base, client=name, load=load)
         cases = [gpu]
-        if "cpu" in entry:
-            cpu = self._cpu(entry["cpu"], f"{path}.cpu", gpu)
+        if "cpu" in found.nodes:
+            cpu = self._cpu(found.nodes["cpu"], f"{path}.cpu", gpu)
             if cpu is not None:
                 cases.append(cpu)
         return cases
 
-    def _load(self, entry: dict[str, Node], path: str, default: Load | None) -> Load | None:
-        values = {}
-        for key in ("concurrency", "input_len", "output_len"):
-            if key in entry:
-                values[key] = self.integer(entry[key], f"{path}.{key}", "an integer >= 1", minimum=1)
-            elif default is not None:
-                values[key] = getattr(default, key)
-        if any(v is None for v in values.values()):
-            return None
-        return Load(**values)  # type: ignore[arg-type]
-
     def _cpu(self, node: Node, path: str, gpu: PerfCase) -> PerfCase | None:
-        entry = self.mapping(node, path, "a mapping of CPU sizes", _CPU_KEYS)
-        if entry is None:
+        found = read_fields(self, node, path, "a mapping of CPU sizes", _CPU_FIELDS)
+        if found is None or not found.complete:
             return None
-        load = self._load(entry, path, gpu.load)
-        hidden = self._optional_int(entry, "hidden_size", path) or gpu.hidden_size
-        batch = self._optional_int(entry, "max_batch_size", path) or gpu.max_batch_size
-        budget = self._budget(entry["budget_gib"], f"{path}.budget_gib") if "budget_gib" in entry else None
-        if load is None or ("budget_gib" in entry and budget is None):
-            return None
+        values = found.values
+        load = _load(found, gpu.load)
+        hidden = values.get("hidden_size") or gpu.hidden_size
+        batch = values.get("max_batch_size") or gpu.max_batch_size
+        budget = values.get("budget_gib")
+        assert load is not None and isinstance(hidden, int) and isinstance(batch, int)  # found complete
+        assert budget is None or isinstance(budget, float)  # read by _read_budget
         if load.concurrency > batch:
             self.problem(node, path, f"expected a concurrency <= max_batch_size {batch}, found {load.concurrency}",
                          "raise max_batch_size or lower the concurrency")  # fmt: skip
             return None
-        rounds = self._rounds(entry, path, Rounds(CPU_ROUNDS, 0))
-        if rounds is None:
-            return None
+        rounds = _rounds(found, Rounds(CPU_ROUNDS, 0))
+        assert rounds is not None  # found complete
         kv = dataclasses.replace(gpu.kv_cache, budget_gib=budget) if budget is not None else gpu.kv_cache
         return dataclasses.replace(gpu, mode=Mode.CPU, load=load, hidden_size=hidden, kv_cache=kv,
                                    max_batch_size=batch, rounds=rounds)  # fmt: skip
+
+
+def _rounds(found: Found, default: Rounds) -> Rounds | None:
+    """The rounds written (`default`'s where not); None when one written did not read."""
+    measured = found.values.get("rounds", None if "rounds" in found.nodes else default.measured)
+    warmup = found.values.get("warmup_rounds", None if "warmup_rounds" in found.nodes else default.warmup)
+    return None if measured is None or warmup is None else Rounds(measured, warmup)  # type: ignore[arg-type]
+
+
+def _load(found: Found, default: Load | None) -> Load | None:
+    """The load written (`default`'s parts where not); None when a part written did not read."""
+    values = {}
+    for key in ("concurrency", "input_len", "output_len"):
+        if key in found.nodes:
+            values[key] = found.values.get(key)
+        elif default is not None:
+            values[key] = getattr(default, key)
+    if len(values) < 3 or any(v is None for v in values.values()):
+        return None
+    return Load(**values)  # type: ignore[arg-type]

@@ -13,18 +13,19 @@ plain `pytest` (a baseline's runs, a developer's) has neither variable and uses 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult
+from ci_tool.json_file import value_position
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.text_file import read_text
+from ci_tool.typed_json import load
 
 PERF_SNAPSHOT_ENV = "CI_TOOL_PERF_SNAPSHOT"
 PERF_RESULTS_ENV = "CI_TOOL_PERF_RESULTS"
@@ -58,16 +59,12 @@ def write_snapshot(path: Path, rows: Sequence[PerfResult]) -> None:
 
 
 def read_snapshot(path: Path) -> Snapshot:
-    """The fixture's side; a file that is no snapshot is a PerfError (the case then gates without history)."""
+    """The fixture's side; a file that is no snapshot is a PerfError at the JSON path of what is wrong (the
+    case then gates without history)."""
     text = read_text(path, name="the perf snapshot", error=PerfError)
-    try:
-        items = json.loads(text)
-        if not isinstance(items, list):
-            raise TypeError(f"a JSON {type(items).__name__}")
-        rows = [_from_json(item) for item in items]
-    except (ValueError, TypeError, KeyError) as error:
-        raise PerfError(f"expected a list of perf results, found {error}", where=Where(str(path))) from None
-    return Snapshot(tuple(sorted(rows, key=lambda r: r.recorded_at)))
+    rows = load(text, tuple[_Row, ...], file=str(path), error=PerfError)
+    results = [_result(row, str(path), text, (index,)) for index, row in enumerate(rows)]
+    return Snapshot(tuple(sorted(results, key=lambda r: r.recorded_at)))
 
 
 def append_results(path: Path, rows: Iterable[PerfResult]) -> None:
@@ -109,9 +106,10 @@ def read_results(paths: Sequence[Path], stamp: StageStamp) -> HandedBack:
             if not line.strip():
                 continue
             try:
-                row = _from_json(json.loads(line))
-            except (ValueError, TypeError, KeyError) as error:
-                refused.append(f"{path}:{number}: expected a perf result as JSON, found {error}")
+                row = _result(load(line, _Row, file=str(path), error=PerfError), str(path), line, ())
+            except PerfError as error:  # located in the line alone: the file's line is `number`
+                error.where = replace(error.where or Where(str(path)), line=number)
+                refused.append(str(error))
                 continue
             found.append(_stamped(row, stamp))
     return HandedBack(tuple(found), tuple(refused))
@@ -128,49 +126,54 @@ def _stamped(row: PerfResult, stamp: StageStamp) -> PerfResult:
     )
 
 
+@dataclass(frozen=True)
+class _Row:
+    """A perf result as the two files write it: these are its JSON keys (typed_json reads them)."""
+
+    run_id: str
+    stage: str
+    case: str
+    gpu: str
+    metric: str
+    value: float
+    verdict: PerfVerdict
+    recorded_at: float
+    baseline: float | None
+    threshold: float | None
+    note: str
+    test_id: str
+    post_merge: bool
+    branch: str
+    commit: str
+    noise: float
+    rounds: int
+
+
 def _as_json(row: PerfResult) -> dict[str, object]:
-    return {
-        "run_id": row.run_id, "stage": row.stage, "case": row.case_id, "gpu": row.gpu, "metric": row.metric,
-        "value": row.value, "verdict": row.verdict.value, "recorded_at": row.recorded_at, "baseline": row.baseline,
-        "threshold": row.threshold, "note": row.note, "test_id": row.test_id, "post_merge": row.post_merge,
-        "branch": row.branch, "commit": row.commit, "noise": row.noise, "rounds": row.rounds,
-    }  # fmt: skip
+    return dataclasses.asdict(_Row(
+        row.run_id, row.stage, row.case_id, row.gpu, row.metric, row.value, row.verdict, row.recorded_at,
+        row.baseline, row.threshold, row.note, row.test_id, row.post_merge, row.branch, row.commit, row.noise,
+        row.rounds,
+    )) | {"verdict": row.verdict.value}  # fmt: skip
 
 
-def _from_json(item: Mapping[str, Any]) -> PerfResult:
-    if not isinstance(item, dict):
-        raise TypeError(f"a JSON {type(item).__name__}")
+def _result(row: _Row, file: str, text: str, parts: tuple[int, ...]) -> PerfResult:
+    """The PerfResult a row holds, once its keys name something and it measured at least one round (`text` and
+    `parts`: the JSON the row was read from and its place there, for errors)."""
+    for key in ("case", "gpu", "metric"):
+        if not getattr(row, key):
+            raise PerfError(f"expected a non-empty {key}, found ''", where=_where(file, text, parts, key))
+    if row.rounds < 1:
+        where = _where(file, text, parts, "rounds")
+        raise PerfError(f"expected a count of rounds >= 1, found {row.rounds}", where=where)
     return PerfResult(
-        run_id=_text(item, "run_id"), stage=_text(item, "stage"), case_id=_text(item, "case", key=True),
-        gpu=_text(item, "gpu", key=True), metric=_text(item, "metric", key=True), value=_number(item, "value"),
-        verdict=PerfVerdict(item["verdict"]), recorded_at=_number(item, "recorded_at"),
-        baseline=_optional_number(item, "baseline"), threshold=_optional_number(item, "threshold"),
-        note=_text(item, "note"), test_id=_text(item, "test_id"), post_merge=item["post_merge"] is True,
-        branch=_text(item, "branch"), commit=_text(item, "commit"), noise=_number(item, "noise"),
-        rounds=_rounds(item),
+        run_id=row.run_id, stage=row.stage, case_id=row.case, gpu=row.gpu, metric=row.metric, value=row.value,
+        verdict=row.verdict, recorded_at=row.recorded_at, baseline=row.baseline, threshold=row.threshold,
+        note=row.note, test_id=row.test_id, post_merge=row.post_merge, branch=row.branch, commit=row.commit,
+        noise=row.noise, rounds=row.rounds,
     )  # fmt: skip
 
 
-def _text(item: Mapping[str, Any], name: str, *, key: bool = False) -> str:
-    value = item[name]
-    if not isinstance(value, str) or (key and not value):
-        raise TypeError(f"{name} {value!r}, not a{' non-empty' if key else ''} text")
-    return value
-
-
-def _number(item: Mapping[str, Any], name: str) -> float:
-    value = item[name]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise TypeError(f"{name} {value!r}, not a finite number")
-    return float(value)
-
-
-def _optional_number(item: Mapping[str, Any], name: str) -> float | None:
-    return None if item[name] is None else _number(item, name)
-
-
-def _rounds(item: Mapping[str, Any]) -> int:
-    value = item["rounds"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TypeError(f"rounds {value!r}, not a count of rounds")
-    return value
+def _where(file: str, text: str, parts: tuple[int, ...], key: str) -> Where:
+    line, col = value_position(text, (*parts, key)) or (None, None)
+    return Where(file, line, col, yaml_path="".join(f"[{part}]" for part in parts) + ("." if parts else "") + key)

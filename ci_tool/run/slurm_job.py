@@ -35,11 +35,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_tool import interrupts
+from ci_tool import interrupts, typed_json
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import SlurmError, Where
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run import typed_json
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.stage_runner import StageResult

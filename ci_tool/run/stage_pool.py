@@ -31,11 +31,11 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 import ci_tool
-from ci_tool import interrupts
+from ci_tool import interrupts, typed_json
 from ci_tool.errors import RunError
 from ci_tool.history.locator import without_history_access
 from ci_tool.outcomes import StageState
-from ci_tool.run import bounds, parent_death, typed_json
+from ci_tool.run import bounds, parent_death
 from ci_tool.run.executor import Finished, ReadyStage
 from ci_tool.run.pipeline import NOT_STARTED_INTERRUPTED, StageOutcome, runner_mismatch
 from ci_tool.run.resources import Grant, Slots, stage_needs

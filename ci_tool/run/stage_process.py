@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TextIO
 
-from ci_tool import interrupts
+from ci_tool import interrupts, typed_json
 from ci_tool.errors import CiToolError, RunError
-from ci_tool.run import typed_json
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.process import TICK_EVENT, EventSink

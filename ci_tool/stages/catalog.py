@@ -22,7 +22,7 @@
                                          without `auto:`); a platform not here renders with the name's facts
     families:
     - name: DGX_H100-4_GPUs-PyTorch      one entry per family: its keys are the field table's
-      platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, kind, required, example, rule)
+      platform: dgx-h100-x4              (catalog_schema.FAMILY_FIELDS: key, reader, required, example, rule)
       context: l0_dgx_h100
       splits: 2                          the shard count, or `auto` with `budget_minutes`
       executor: slurm                    optional: each stage a Slurm batch job (platform: a partition

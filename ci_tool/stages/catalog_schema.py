@@ -8,21 +8,20 @@ line each: errors.raise_all):
 - family names parse as test families (names.py), in today's spelling, each once, or name one of the
   non-test stages the runners know (the docs stage `GPU-Build_Docs`, `GPU-PackageSanityCheck-KEY`);
   `splits` is required of test families, `context` of all but the docs stage;
-- each field's value has its kind (FAMILY_FIELDS) and passes its rule (catalog_rules.py): counts and
-  on_demand say what the name says, platforms suit the GPUs, perf-mode families run one shard,
-  `splits: auto` comes with budget_minutes;
+- each field's value reads as its field says (FAMILY_FIELDS, read by ci_tool/yaml_fields.py) and passes its
+  rule (catalog_rules.py): counts and on_demand say what the name says, platforms suit the GPUs, perf-mode
+  families run one shard, `splits: auto` comes with budget_minutes;
 - tag triggers name a token some family carries.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from yaml.nodes import Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ci_tool.errors import CiToolError, StageError, Where, did_you_mean, raise_all
 from ci_tool.stages.catalog import (
@@ -51,6 +50,7 @@ from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_
 from ci_tool.stages.query import ARCHES, QueryValue
 from ci_tool.sysinfo import KEY_KINDS
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
+from ci_tool.yaml_fields import Field, Values, boolean, check_fields, choice, integer, read_fields, text
 from ci_tool.yaml_nodes import NodeReader, bool_value, compose, describe, float_value, int_value, kind
 
 MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
@@ -58,35 +58,6 @@ MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated
 _CONTEXT = re.compile(r"[A-Za-z0-9_]+")
 
 Splits = int | Literal["auto"]
-
-
-class FieldKind(enum.Enum):
-    """What a field's value is, and so how it is read."""
-
-    FAMILY_NAME = "a family name such as 'A10-PyTorch'"
-    TEXT = "text"
-    SPLITS = "a shard count, or auto"
-    MINUTES = "minutes"  # a number > 0, at most a week
-    WHOLE_MINUTES = "minutes >= 1"  # a whole number, at most a week
-    COUNT = "a whole number"  # >= 0
-    BOOL = "true or false"
-    EXECUTOR = "an executor"  # an Executor value
-
-
-Values = Mapping[str, object]  # a family's values read so far, by key
-
-
-@dataclass(frozen=True)
-class Field:
-    """One key of a family: how to read it, whether it is required, an example for hints, and the rule
-    its value must follow (given every value of the family read without a problem)."""
-
-    key: str
-    kind: FieldKind
-    what: str  # what the value is, for `expected ...`
-    required: bool = False  # of test families (a non-test family needs only its name and platform)
-    example: str = ""
-    check: Callable[[Values], Problem | None] | None = None
 
 
 def _context_problem(values: Values) -> Problem | None:
@@ -128,20 +99,18 @@ def _splits(values: Values) -> Splits:
 
 
 FAMILY_FIELDS: tuple[Field, ...] = (
-    Field("name", FieldKind.FAMILY_NAME, FieldKind.FAMILY_NAME.value, required=True, example="A10-PyTorch"),
+    Field("name", lambda reader, node, path: read_name(reader, node, path), required=True, example="A10-PyTorch"),
     Field(
         "platform",
-        FieldKind.TEXT,
-        "a runner label",
+        text("a runner label"),
         required=True,
         example="a10",
         check=lambda v: platform_problem(_name(v), str(v["platform"]), _executor(v)),
     ),
-    Field("context", FieldKind.TEXT, "a test-db context", required=True, example="l0_a10", check=_context_problem),
+    Field("context", text("a test-db context"), required=True, example="l0_a10", check=_context_problem),
     Field(
         "splits",
-        FieldKind.SPLITS,
-        FieldKind.SPLITS.value,
+        lambda reader, node, path: read_splits(reader, node, path),
         required=True,
         example="1",
         check=lambda v: (
@@ -149,16 +118,18 @@ FAMILY_FIELDS: tuple[Field, ...] = (
             or splits_problem(_name(v), _splits(v), has_budget="budget_minutes" in v)
         ),
     ),
-    Field("budget_minutes", FieldKind.MINUTES, "minutes", check=lambda v: budget_problem(_splits(v))),
-    Field("gpu_count", FieldKind.COUNT, "a whole number", check=lambda v: _count_check(v, "gpu_count")),
-    Field("node_count", FieldKind.COUNT, "a whole number", check=lambda v: _count_check(v, "node_count")),
     Field(
-        "on_demand", FieldKind.BOOL, "true or false", check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))
+        "budget_minutes",
+        lambda reader, node, path: read_minutes(reader, node, path),
+        check=lambda v: budget_problem(_splits(v)),
     ),
-    Field("timeout_minutes", FieldKind.WHOLE_MINUTES, "minutes >= 1"),
-    Field("arch", FieldKind.TEXT, "an architecture", check=_arch_problem),
-    Field("executor", FieldKind.EXECUTOR, " or ".join(Executor), example=Executor.SLURM.value),
-    Field("parallel_tests", FieldKind.BOOL, "true or false"),
+    Field("gpu_count", integer("a whole number", minimum=0), check=lambda v: _count_check(v, "gpu_count")),
+    Field("node_count", integer("a whole number", minimum=0), check=lambda v: _count_check(v, "node_count")),
+    Field("on_demand", boolean(), check=lambda v: on_demand_problem(_name(v), bool(v["on_demand"]))),
+    Field("timeout_minutes", integer("minutes >= 1", minimum=1, maximum=MAX_TIMEOUT_MINUTES)),
+    Field("arch", text("an architecture"), check=_arch_problem),
+    Field("executor", choice(Executor, " or ".join(Executor)), example=Executor.SLURM.value),
+    Field("parallel_tests", boolean()),
 )
 FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS)
 REQUIRED_FAMILY_KEYS = tuple(f.key for f in FAMILY_FIELDS if f.required)
@@ -169,12 +140,19 @@ TOP_KEYS = (
     "version", "timeouts", "multi_gpu_paths", "tag_triggers", "file_groups", "change_rules", "checks", "platforms",
     "families",
 )  # fmt: skip
-CHECK_KEYS = ("redundant_timeouts", "stale_waives", "stale_waives_exempt")
+CHECK_FIELDS = (
+    Field("redundant_timeouts", boolean()),
+    Field("stale_waives", boolean()),
+    Field("stale_waives_exempt", lambda reader, node, path: _paths(reader, node, path)),
+)
 FACT_KEYS = tuple(KEY_KINDS)  # a platform's facts are what `ci-tool sysinfo` reports
 _BAD = object()  # a fact that is not of its key's kind
 TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
-CHANGE_RULE_KEYS = ("tests", "docs", "out_of_scope", "readers")
+CHANGE_RULE_FIELDS = (
+    *(Field(key, lambda reader, node, path: _paths(reader, node, path)) for key in ("tests", "docs", "out_of_scope")),
+    Field("readers", lambda reader, node, path: _read_readers(reader, node, path)),
+)
 
 
 @dataclass(frozen=True)
@@ -308,37 +286,16 @@ class _CatalogReader(NodeReader):
 
     def read_checks(self, node: Node) -> CheckPolicy:
         what = "a mapping of redundant_timeouts and stale_waives (true or false) and stale_waives_exempt (paths)"
-        fields = self.mapping(node, "checks", what, CHECK_KEYS) or {}
-        switches = {key: self.boolean(fields[key], f"checks.{key}") for key in CHECK_KEYS[:2] if key in fields}
-        exempt = self.paths(fields["stale_waives_exempt"], "checks.stale_waives_exempt") if (
-            "stale_waives_exempt" in fields
-        ) else ()  # fmt: skip
-        written = {key: value for key, value in switches.items() if value is not None}
-        return CheckPolicy(**written, stale_waives_exempt=exempt)  # type: ignore[arg-type]  # booleans, by key
+        found = read_fields(self, node, "checks", what, CHECK_FIELDS)
+        return CheckPolicy(**found.values) if found else CheckPolicy()  # type: ignore[arg-type]  # read by field
 
     def read_change_rules(self, node: Node) -> ChangeRules:
         what = "a mapping of tests, docs and out_of_scope path lists, and readers"
-        fields = self.mapping(node, "change_rules", what, CHANGE_RULE_KEYS) or {}
-        found = {key: self.paths(value, f"change_rules.{key}") for key, value in fields.items() if key != "readers"}
-        readers = self.read_readers(fields["readers"]) if "readers" in fields else ()
-        return ChangeRules(**found, readers=readers)
-
-    def read_readers(self, node: Node) -> tuple[TextReader, ...]:
-        fields = self.mapping(node, "change_rules.readers", "a mapping of test path: the paths it reads", None) or {}
-        readers = []
-        for test, value in fields.items():
-            key_path = f"change_rules.readers.{test}"
-            problem = _path_problem(test)
-            if problem:
-                self.problem(value, key_path, f"expected a test path, {problem}, found {test!r}")
-                continue
-            reads = self.paths(value, key_path)
-            if reads:
-                readers.append(TextReader(test, reads))
-        return tuple(readers)
+        found = read_fields(self, node, "change_rules", what, CHANGE_RULE_FIELDS)
+        return ChangeRules(**found.values) if found else ChangeRules()  # type: ignore[arg-type]  # read by field
 
     def paths(self, node: Node, path: str) -> tuple[str, ...]:
-        return self.strings(node, path, "paths", _path_problem)
+        return _paths(self, node, path)
 
     def read_timeouts(self, node: Node) -> TimeoutRule:
         what = "a mapping of margin, minimum_minutes and maximum_minutes"
@@ -445,131 +402,124 @@ class _CatalogReader(NodeReader):
         return families
 
     def read_family(self, path: str, node: Node) -> FamilySpec | None:
-        fields = self.mapping(node, path, "a family (name, platform, context, splits)", FAMILY_KEYS)
-        if fields is None:
-            return None
-        label = str(fields["name"].value) if "name" in fields and kind(fields["name"]) == "str" else path
-        before = len(self.problems)
-        name = self._peek_name(fields)
+        written: dict[str, Node] = {}  # the name as read_fields reads it (a key's first value) names the family
+        for key, value in node.value if isinstance(node, MappingNode) else []:
+            if isinstance(key, ScalarNode):
+                written.setdefault(key.value, value)
+        label = str(written["name"].value) if "name" in written and kind(written["name"]) == "str" else path
+        name = _peek_name(written.get("name"))
         non_test = name is not None and not name.is_test
-        for required in NON_TEST_REQUIRED_KEYS if non_test else REQUIRED_FAMILY_KEYS:
-            if required not in fields:
-                example = next(f.example for f in FAMILY_FIELDS if f.key == required)
-                message = f"expected `{required}` in family {label!r}, found none"
-                self.problem(node, path, message, hint=f"add e.g. `{required}: {example}`")
-        values: dict[str, object] = {}
-        for spec in FAMILY_FIELDS:
-            if spec.key in fields:
-                value = self.read_value(spec, fields[spec.key], f"{path}.{spec.key}")
-                if value is not None:
-                    values[spec.key] = value
-        if len(self.problems) > before:
+        found = read_fields(
+            self,
+            node,
+            path,
+            "a family (name, platform, context, splits)",
+            FAMILY_FIELDS,
+            required=NON_TEST_REQUIRED_KEYS if non_test else REQUIRED_FAMILY_KEYS,
+            missing=lambda spec: (
+                f"expected `{spec.key}` in family {label!r}, found none",
+                f"add e.g. `{spec.key}: {spec.example}`",
+            ),
+        )
+        if found is None or not found.complete:
             return None
+        values = dict(found.values)
         if "executor" not in values and str(values.get("platform", "")).startswith(AUTO_PREFIX):
             values["executor"] = Executor.SLURM  # `auto:<pool>` names a Slurm pool: Slurm runs it unless said
+        held = True
         if name is not None and non_test:
             problem = context_problem(name, "context" in values)
             if problem is not None:
-                self.problem(fields.get("context", fields["name"]), f"{path}.context", *problem)
-        for spec in FAMILY_FIELDS:
-            if spec.check is not None and spec.key in values:
-                problem = spec.check(values)
-                if problem is not None:
-                    self.problem(fields[spec.key], f"{path}.{spec.key}", *problem)
-        if len(self.problems) > before:
+                self.problem(found.nodes.get("context", found.nodes["name"]), f"{path}.context", *problem)
+                held = False
+        if not check_fields(self, path, FAMILY_FIELDS, found, values) or not held:
             return None
-        wheres = {key: self.where(value, f"{path}.{key}") for key, value in fields.items()}
-        wheres[""] = self.where(fields["name"], path)  # the family as a whole
-        return FamilySpec(**values, wheres=wheres)  # type: ignore[arg-type]  # each value read by its field's kind
+        wheres = {key: self.where(value, f"{path}.{key}") for key, value in found.nodes.items()}
+        wheres[""] = self.where(found.nodes["name"], path)  # the family as a whole
+        return FamilySpec(**values, wheres=wheres)  # type: ignore[arg-type]  # each value read by its field
 
-    @staticmethod
-    def _peek_name(fields: dict[str, Node]) -> StageName | None:
-        """The family's name when it parses (read_name reports it when it does not)."""
-        node = fields.get("name")
-        if node is None or kind(node) != "str":
-            return None
-        try:
-            return parse_family_name(str(node.value))
-        except StageError:
-            return None
 
-    def read_value(self, spec: Field, node: Node, path: str) -> object | None:
-        """A field's value, read as its kind says (None, and a problem, when it is not one)."""
-        if spec.kind is FieldKind.FAMILY_NAME:
-            return self.read_name(node, path)
-        if spec.kind is FieldKind.TEXT:
-            return self.scalar(node, path, ("str",), spec.what)
-        if spec.kind is FieldKind.SPLITS:
-            return self.read_splits(node, path)
-        if spec.kind is FieldKind.MINUTES:
-            return self.read_minutes(node, path)
-        if spec.kind is FieldKind.WHOLE_MINUTES:
-            return self.integer(node, path, spec.what, minimum=1, maximum=MAX_TIMEOUT_MINUTES)
-        if spec.kind is FieldKind.COUNT:
-            return self.integer(node, path, spec.what, minimum=0)
-        if spec.kind is FieldKind.EXECUTOR:
-            return self.read_executor(node, path, spec.what)
-        return self.boolean(node, path)
-
-    def read_executor(self, node: Node, path: str, what: str) -> Executor | None:
-        text = self.scalar(node, path, ("str",), what)
-        if text is None:
-            return None
-        if text in set(Executor):
-            return Executor(text)
-        self.problem(node, path, f"expected {what}, found {text!r}", did_you_mean(text, [e.value for e in Executor]))
+def _peek_name(node: Node | None) -> StageName | None:
+    """The family's name when it parses (read_name reports it when it does not)."""
+    if node is None or kind(node) != "str":
+        return None
+    try:
+        return parse_family_name(str(node.value))
+    except StageError:
         return None
 
-    def read_name(self, node: Node, path: str) -> StageName | None:
-        text = self.scalar(node, path, ("str",), FieldKind.FAMILY_NAME.value)
-        if text is None:
-            return None
-        try:
-            name = parse_family_name(text, where=self.where(node, path))
-        except StageError as error:
-            self.problems.append(error)
-            return None
-        if not name.is_test and name.kind not in CATALOGED_NON_TEST:
-            kind_words = name.kind.value.replace("_", " ")
-            self.problem(
-                node,
-                path,
-                f"expected a test family name (GPU-Backend[-Tags]) or a docs or package-sanity stage, found the "
-                f"{kind_words} stage {text!r}",
-                hint="the catalog lists test families, `GPU-Build_Docs` and `GPU-PackageSanityCheck-KEY`; "
-                "other build stages are not cataloged yet",
-            )
-            return None
-        if LEGACY_POST_MERGE in text:
-            self.problem(
-                node,
-                path,
-                f"expected today's spelling of the family name, found {text!r}",
-                hint=f"write {name.canonical_name!r}",
-            )
-            return None
-        return name
 
-    def read_splits(self, node: Node, path: str) -> Splits | None:
-        if kind(node) == "str" and node.value == "auto":
-            return "auto"
-        count = int_value(node.value) if kind(node) == "int" else ""
-        if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
-            return count
-        hint = "write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`"
-        if isinstance(count, int) and count > MAX_SPLITS:
-            hint = f"a family has at most {MAX_SPLITS} shards; {hint}"
-        message = f"expected a shard count of at least 1, or auto, found {describe(node)}"
-        self.problem(node, path, message, hint=count if isinstance(count, str) and count else hint)
+def read_name(reader: NodeReader, node: Node, path: str) -> StageName | None:
+    text = reader.scalar(node, path, ("str",), "a family name such as 'A10-PyTorch'")
+    if text is None:
         return None
+    try:
+        name = parse_family_name(text, where=reader.where(node, path))
+    except StageError as error:
+        reader.problems.append(error)
+        return None
+    if not name.is_test and name.kind not in CATALOGED_NON_TEST:
+        kind_words = name.kind.value.replace("_", " ")
+        reader.problem(
+            node,
+            path,
+            f"expected a test family name (GPU-Backend[-Tags]) or a docs or package-sanity stage, found the "
+            f"{kind_words} stage {text!r}",
+            hint="the catalog lists test families, `GPU-Build_Docs` and `GPU-PackageSanityCheck-KEY`; "
+            "other build stages are not cataloged yet",
+        )
+        return None
+    if LEGACY_POST_MERGE in text:
+        reader.problem(
+            node,
+            path,
+            f"expected today's spelling of the family name, found {text!r}",
+            hint=f"write {name.canonical_name!r}",
+        )
+        return None
+    return name
 
-    def read_minutes(self, node: Node, path: str) -> float | None:
-        minutes = self.number(node, path, "minutes")
-        if minutes is not None and not 0 < minutes <= MAX_TIMEOUT_MINUTES:
-            limit = "> 0" if minutes <= 0 else f"<= {MAX_TIMEOUT_MINUTES} (a week)"
-            self.problem(node, path, f"expected minutes {limit}, found {node.value}")
-            return None
-        return minutes
+
+def read_splits(reader: NodeReader, node: Node, path: str) -> Splits | None:
+    if kind(node) == "str" and node.value == "auto":
+        return "auto"
+    count = int_value(node.value) if kind(node) == "int" else ""
+    if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
+        return count
+    hint = "write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`"
+    if isinstance(count, int) and count > MAX_SPLITS:
+        hint = f"a family has at most {MAX_SPLITS} shards; {hint}"
+    message = f"expected a shard count of at least 1, or auto, found {describe(node)}"
+    reader.problem(node, path, message, hint=count if isinstance(count, str) and count else hint)
+    return None
+
+
+def read_minutes(reader: NodeReader, node: Node, path: str) -> float | None:
+    minutes = reader.number(node, path, "minutes")
+    if minutes is not None and not 0 < minutes <= MAX_TIMEOUT_MINUTES:
+        limit = "> 0" if minutes <= 0 else f"<= {MAX_TIMEOUT_MINUTES} (a week)"
+        reader.problem(node, path, f"expected minutes {limit}, found {node.value}")
+        return None
+    return minutes
+
+
+def _read_readers(reader: NodeReader, node: Node, path: str) -> tuple[TextReader, ...]:
+    fields = reader.mapping(node, path, "a mapping of test path: the paths it reads", None) or {}
+    readers = []
+    for test, value in fields.items():
+        key_path = f"{path}.{test}"
+        problem = _path_problem(test)
+        if problem:
+            reader.problem(value, key_path, f"expected a test path, {problem}, found {test!r}")
+            continue
+        reads = _paths(reader, value, key_path)
+        if reads:
+            readers.append(TextReader(test, reads))
+    return tuple(readers)
+
+
+def _paths(reader: NodeReader, node: Node, path: str) -> tuple[str, ...]:
+    return reader.strings(node, path, "paths", _path_problem)
 
 
 def _path_problem(path: str) -> str | None:

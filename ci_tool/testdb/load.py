@@ -16,10 +16,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ci_tool.errors import TestDbError, Where, raise_all
 from ci_tool.testdb.lines import parse_test_line
 from ci_tool.testdb.model import (
-    BLOCK_KEYS,
-    CONDITION_KEYS,
     FORMAT_VERSION,
-    RANGE_KEYS,
     Block,
     Condition,
     Context,
@@ -28,6 +25,7 @@ from ci_tool.testdb.model import (
     TestDb,
 )
 from ci_tool.text_file import read_text
+from ci_tool.yaml_fields import Field, integer, keys_of, read_fields
 from ci_tool.yaml_nodes import INT_MAX, NodeReader, bool_value, compose, describe, join, kind
 
 _NO_CONDITION = Condition({}, {}, {})
@@ -155,114 +153,111 @@ class _FileReader(NodeReader):
 
     def read_block(self, context: str, index: int, node: Node) -> Block | None:
         path = f"{context}[{index}]"
-        fields = self.mapping(node, path, "a block mapping with `condition` and `tests`", BLOCK_KEYS)
-        if fields is None:
-            return None
-        if "tests" not in fields:
-            self.problem(node, path, "expected a `tests` list in the block, found none")
-            return None
-        condition_node = fields.get("condition")
-        condition = (
-            self.read_condition(condition_node, join(path, "condition"))
-            if condition_node is not None
-            else _NO_CONDITION
+        found = read_fields(
+            self,
+            node,
+            path,
+            "a block mapping with `condition` and `tests`",
+            _BLOCK_FIELDS,
+            missing=lambda spec: ("expected a `tests` list in the block, found none", None),
         )
-        entries = self.read_tests(fields["tests"], join(path, "tests"))
-        return Block(context, index, condition, entries, self.where(node, path))
+        if found is None or "tests" not in found.values:
+            return None
+        condition = found.values.get("condition", _NO_CONDITION)
+        entries = found.values["tests"]
+        return Block(context, index, condition, entries, self.where(node, path))  # type: ignore[arg-type]
 
-    def read_condition(self, node: Node, path: str) -> Condition:
-        if kind(node) == "null":
-            return _NO_CONDITION
-        parts = self.mapping(node, path, "a mapping of terms, ranges and wildcards", CONDITION_KEYS)
-        if parts is None:
-            return _NO_CONDITION
-        return Condition(
-            terms=self.read_terms(parts["terms"], join(path, "terms")) if "terms" in parts else {},
-            ranges=self.read_ranges(parts["ranges"], join(path, "ranges")) if "ranges" in parts else {},
-            wildcards=self.read_wildcards(parts["wildcards"], join(path, "wildcards")) if "wildcards" in parts else {},
-        )
 
-    def read_terms(self, node: Node, path: str) -> dict[str, str]:
-        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: value terms", None)
-        terms = {}
-        for key, value in (fields or {}).items():
-            if kind(value) in ("str", "int", "float", "bool"):
-                terms[key] = _term_value(value)
-            else:
-                self.mismatch(value, join(path, key), "a string, number or boolean")
-        return terms
+def _read_condition(reader: NodeReader, node: Node, path: str) -> Condition:
+    if kind(node) == "null":
+        return _NO_CONDITION
+    found = read_fields(reader, node, path, "a mapping of terms, ranges and wildcards", _CONDITION_FIELDS)
+    if found is None:
+        return _NO_CONDITION
+    return Condition(**{key: found.values.get(key, {}) for key in CONDITION_KEYS})  # type: ignore[arg-type]
 
-    def read_ranges(self, node: Node, path: str) -> dict[str, Range]:
-        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: {gte, lte} ranges", None)
-        ranges = {}
-        for key, value in (fields or {}).items():
-            key_path = join(path, key)
-            hint = f"write e.g. `{key}: {{gte: 1, lte: 1}}`"
-            bounds_nodes = self.mapping(value, key_path, "a mapping with gte and/or lte", RANGE_KEYS, hint)
-            if bounds_nodes is None:
-                continue
-            bounds: dict[str, int] = {}
-            for bound, bound_node in bounds_nodes.items():
-                number = self.integer(
-                    bound_node,
-                    join(key_path, bound),
-                    "an integer",
-                    minimum=-INT_MAX - 1,
-                    hint="range bounds are whole numbers, e.g. gte: 4",
-                )
-                if number is not None:
-                    bounds[bound] = number
-            gte, lte = bounds.get("gte"), bounds.get("lte")
-            if gte is not None and lte is not None and gte > lte:
-                self.problem(value, key_path, f"expected gte <= lte, found gte {gte} > lte {lte}")
-                continue
-            ranges[key] = Range(gte, lte)
-        return ranges
 
-    def read_wildcards(self, node: Node, path: str) -> dict[str, tuple[str, ...]]:
-        fields = {} if kind(node) == "null" else self.mapping(node, path, "a mapping of key: pattern(s)", None)
-        wildcards: dict[str, tuple[str, ...]] = {}
-        for key, value in (fields or {}).items():
-            key_path = join(path, key)
-            if isinstance(value, ScalarNode) and kind(value) != "null":
-                wildcards[key] = (value.value,)
-            elif isinstance(value, SequenceNode) and value.value:
-                patterns = []
-                for index, item in enumerate(value.value):
-                    if isinstance(item, ScalarNode) and kind(item) != "null":
-                        patterns.append(item.value)
-                    else:
-                        self.mismatch(item, f"{key_path}[{index}]", "a pattern string")
-                wildcards[key] = tuple(patterns)
-            else:
-                self.mismatch(value, key_path, "a pattern or a non-empty list of patterns")
-        return wildcards
+def _read_terms(reader: NodeReader, node: Node, path: str) -> dict[str, str]:
+    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: value terms", None)
+    terms = {}
+    for key, value in (fields or {}).items():
+        if kind(value) in ("str", "int", "float", "bool"):
+            terms[key] = _term_value(value)
+        else:
+            reader.mismatch(value, join(path, key), "a string, number or boolean")
+    return terms
 
-    def read_tests(self, node: Node, path: str) -> tuple[Entry, ...]:
-        if kind(node) == "null":
-            return ()
-        if not isinstance(node, SequenceNode):
-            self.mismatch(node, path, "a list of test lines")
-            return ()
-        entries = []
-        for index, item in enumerate(node.value):
-            item_path = f"{path}[{index}]"
-            if kind(item) not in ("str", "int"):
-                hint = (
-                    "quote the line: a ': ' inside an unquoted line makes YAML read a mapping"
-                    if isinstance(item, MappingNode)
-                    else None
-                )
-                self.mismatch(item, item_path, "a test line string", hint)
-                continue
-            where = self.where(item, item_path)
-            try:
-                entries.append(Entry(parse_test_line(item.value, where), where))
-            except TestDbError as error:
-                self.problems.append(error)
-        return tuple(entries)
+
+def _read_ranges(reader: NodeReader, node: Node, path: str) -> dict[str, Range]:
+    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: {gte, lte} ranges", None)
+    ranges = {}
+    for key, value in (fields or {}).items():
+        key_path = join(path, key)
+        hint = f"write e.g. `{key}: {{gte: 1, lte: 1}}`"
+        found = read_fields(reader, value, key_path, "a mapping with gte and/or lte", _RANGE_FIELDS, hint=hint)
+        if found is None:
+            continue
+        gte, lte = found.values.get("gte"), found.values.get("lte")
+        assert (gte is None or isinstance(gte, int)) and (lte is None or isinstance(lte, int))  # _BOUND read them
+        if gte is not None and lte is not None and gte > lte:
+            reader.problem(value, key_path, f"expected gte <= lte, found gte {gte} > lte {lte}")
+            continue
+        ranges[key] = Range(gte, lte)
+    return ranges
+
+
+def _read_wildcards(reader: NodeReader, node: Node, path: str) -> dict[str, tuple[str, ...]]:
+    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: pattern(s)", None)
+    wildcards: dict[str, tuple[str, ...]] = {}
+    for key, value in (fields or {}).items():
+        key_path = join(path, key)
+        if isinstance(value, ScalarNode) and kind(value) != "null":
+            wildcards[key] = (value.value,)
+        elif isinstance(value, SequenceNode) and value.value:
+            patterns = []
+            for index, item in enumerate(value.value):
+                if isinstance(item, ScalarNode) and kind(item) != "null":
+                    patterns.append(item.value)
+                else:
+                    reader.mismatch(item, f"{key_path}[{index}]", "a pattern string")
+            wildcards[key] = tuple(patterns)
+        else:
+            reader.mismatch(value, key_path, "a pattern or a non-empty list of patterns")
+    return wildcards
+
+
+def _read_tests(reader: NodeReader, node: Node, path: str) -> tuple[Entry, ...]:
+    if kind(node) == "null":
+        return ()
+    if not isinstance(node, SequenceNode):
+        reader.mismatch(node, path, "a list of test lines")
+        return ()
+    entries = []
+    for index, item in enumerate(node.value):
+        item_path = f"{path}[{index}]"
+        if kind(item) not in ("str", "int"):
+            hint = (
+                "quote the line: a ': ' inside an unquoted line makes YAML read a mapping"
+                if isinstance(item, MappingNode)
+                else None
+            )
+            reader.mismatch(item, item_path, "a test line string", hint)
+            continue
+        where = reader.where(item, item_path)
+        try:
+            entries.append(Entry(parse_test_line(item.value, where), where))
+        except TestDbError as error:
+            reader.problems.append(error)
+    return tuple(entries)
 
 
 def _term_value(node: Node) -> str:
     value = bool_value(str(node.value)) if kind(node) == "bool" else None
     return str(node.value) if value is None else "true" if value else "false"
+
+
+_BOUND = integer("an integer", minimum=-INT_MAX - 1, hint="range bounds are whole numbers, e.g. gte: 4")
+_RANGE_FIELDS = (Field("gte", _BOUND), Field("lte", _BOUND))
+_CONDITION_FIELDS = (Field("terms", _read_terms), Field("ranges", _read_ranges), Field("wildcards", _read_wildcards))
+_BLOCK_FIELDS = (Field("condition", _read_condition), Field("tests", _read_tests, required=True))
+BLOCK_KEYS, CONDITION_KEYS, RANGE_KEYS = keys_of(_BLOCK_FIELDS), keys_of(_CONDITION_FIELDS), keys_of(_RANGE_FIELDS)

@@ -8,9 +8,6 @@ from dataclasses import dataclass
 from ci_tool.errors import Where
 from ci_tool.testdb.lines import TestLine
 
-BLOCK_KEYS = ("condition", "tests")
-CONDITION_KEYS = ("terms", "ranges", "wildcards")
-RANGE_KEYS = ("gte", "lte")
 FORMAT_VERSION = "0.0.1"
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.errors import CiToolError, ShardError
-from ci_tool.json_file import MAX_DEPTH, describe_json, parse_json, read_json
+from ci_tool.json_file import MAX_DEPTH, describe_json, parse_json, read_json, value_position
 
 PARSED = [
     ("object", '{"a.py::t": 1.5, "b": [1, -2, true, null]}', {"a.py::t": 1.5, "b": [1, -2, True, None]}),
@@ -152,3 +152,24 @@ def test_any_file_reads_or_raises_our_error(tmp_path_factory: pytest.TempPathFac
         assert isinstance(error, ShardError)
         return
     assert not isinstance(value, float) or math.isfinite(value)
+
+
+NESTED = '{"a": [1, {"b": "x"}, []],\n "c": {"d": [[2]], "e": "]}"}, "f": {"g": 3}}'
+POSITIONS = [
+    ("the whole value", (), (1, 1)),
+    ("a key's value", ("a",), (1, 7)),
+    ("an item", ("a", 0), (1, 8)),
+    ("an object in a list", ("a", 1), (1, 11)),
+    ("a key inside it", ("a", 1, "b"), (1, 17)),
+    ("an empty list", ("a", 2), (1, 23)),
+    ("on the next line", ("c",), (2, 7)),
+    ("deep", ("c", "d", 0, 0), (2, 15)),
+    ("after brackets in a string", ("f", "g"), (2, 43)),
+    ("past a list's end", ("a", 3), None),
+    ("no such key", ("z",), None),
+]
+
+
+@pytest.mark.parametrize(("path", "position"), [r[1:] for r in POSITIONS], ids=[r[0] for r in POSITIONS])
+def test_value_position_finds_the_value_at_a_json_path(path: tuple[str | int, ...], position: object) -> None:
+    assert value_position(NESTED, path) == position

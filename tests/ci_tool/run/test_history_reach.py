@@ -124,8 +124,8 @@ def test_what_a_test_hands_back_is_recorded_as_its_own_stages(shared: Path, caps
     assert run.started_at <= row.recorded_at <= time.time()  # not the forged 4e12: the newest result forever
     parts = Path(".ci-tool/runs") / run_id / "CPU-Generic-1" / "parts" / "p01-main.perf.jsonl"
     assert (
-        f"warning: a perf result of CPU-Generic-1 is not recorded: {parts.absolute()}:2: expected a perf result as "
-        "JSON, found Expecting value: line 1 column 1 (char 0)"
+        f"warning: a perf result of CPU-Generic-1 is not recorded: {parts.absolute()}:2:1: expected JSON, found a "
+        "syntax error: Expecting value"
     ) in out
 
 

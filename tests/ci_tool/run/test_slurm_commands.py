@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from ci_tool import typed_json
 from ci_tool.errors import SlurmError
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run import typed_json
 from ci_tool.run.junit import CaseResult
 from ci_tool.run.slurm import (
     Job,

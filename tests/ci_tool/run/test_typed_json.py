@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from ci_tool import typed_json
 from ci_tool.errors import SlurmError
-from ci_tool.run import typed_json
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report
@@ -76,10 +76,13 @@ def test_anything_but_a_job_report_is_one_located_error(
 ) -> None:
     data = _set(_report_json(fixture_run), path, "exploited")
     file = tmp_path / "17.result.json"
-    file.write_text(json.dumps(data), encoding="utf-8")
+    text = json.dumps(data)
+    file.write_text(text, encoding="utf-8")
     with pytest.raises(SlurmError) as raised:
         read_report(file, job_id=17, token=TOKEN)
-    assert str(raised.value) == f"{file} {message}"
+    # the column of the value (of the object, for a key it should not hold): one line of JSON, so line 1
+    column = text.index('"exploited"') + 1 if case != "unknown key" else text.index('{"', text.index('"result"')) + 1
+    assert str(raised.value) == f"{file}:1:{column} {message}"
 
 
 REFUSED = "expected the result of Slurm job 17 from its job program, found a result without its token Hint: something else wrote this file (a test of the stage?): the stage's results are not taken"  # noqa: E501

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.errors import TestDbError
-from ci_tool.testdb.load import read_test_db_file
-from ci_tool.testdb.model import BLOCK_KEYS, CONDITION_KEYS, RANGE_KEYS, TestDb
+from ci_tool.testdb.load import BLOCK_KEYS, CONDITION_KEYS, RANGE_KEYS, read_test_db_file
+from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import normalize_query, render
 from ci_tool.text_file import unprintable
 

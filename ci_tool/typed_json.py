@@ -1,9 +1,19 @@
-"""Frozen dataclasses as plain JSON and back, each value checked against its declared type on the way in.
+"""JSON to a typed value, or a located error: the one structuring step of ci-tool's JSON readers.
 
-The Slurm hand-off (slurm_job.py) crosses files that the tests of a job can write as well: reading one
-must build nothing but the declared values (a pickle would run whatever code the file names). `dump`
-turns a dataclass into JSON text; `load` reads it back into the given class, and anything else is one
-located error: `<file> (result.tests[3].first.outcome): expected one of passed, failed, ..., found 'x'`.
+`load` reads JSON text (json_file.parse_json: its limits, syntax errors at file:line:col) into the given
+class; `structure` does the same for a value already parsed (a JSON line, a file json_file.read_json read);
+`dump` writes a dataclass back as JSON. Anything that is not the declared value is one error of the
+caller's domain at its line, column and JSON path: `<file>:1:230 (result.tests[3].first.outcome): expected
+one of passed, failed, ..., found 'x'` (`structure` given no text: the path alone). Reading builds
+nothing but the declared values: the Slurm hand-off (slurm_job.py) crosses files a job's tests can write as
+well, where a pickle would run whatever code the file names.
+
+Why ours and not a library: cattrs (structure hooks, ClassValidationError) and pydantic (models,
+ValidationError) both structure JSON into typed values with paths, but their messages are their own words
+(`$.result.tests[3]`, `Input should be ...`) and ours are API that tests pin; pydantic also wants models in
+place of the frozen dataclasses that travel between packages, and brings a compiled core. What the readers
+need is this table, some 200 lines over the dataclasses they already have: a new field type extends it.
+A rule beyond a value's type (a non-empty key, a count >= 1) stays with its reader, after `structure`.
 
     dataclass          an object with exactly its fields (`__test__` and properties are not fields)
     str int float bool the JSON value itself (a float also takes a whole number; bool is never an int)
@@ -31,7 +41,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ci_tool.errors import CiToolError, Where, shown
-from ci_tool.json_file import parse_json
+from ci_tool.json_file import parse_json, value_position
 
 T = TypeVar("T")
 _SCALARS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
@@ -44,7 +54,13 @@ def dump(value: object) -> str:
 
 def load(text: str, kind: type[T], *, file: str, error: type[CiToolError]) -> T:
     """The `kind` value that `text` holds; JSON that is not one raises `error` at the value's path."""
-    return typing.cast(T, _build(parse_json(text, file=file, error=error), kind, _Place(file, error, "")))
+    return structure(parse_json(text, file=file, error=error), kind, file=file, error=error, text=text)
+
+
+def structure(data: object, kind: type[T], *, file: str, error: type[CiToolError], text: str | None = None) -> T:
+    """The `kind` value that parsed JSON `data` holds; anything else raises `error` at the value's path (and its
+    line and column in `text`, the JSON `data` was parsed from, when given)."""
+    return typing.cast(T, _build(data, kind, _Place(file, error, "", (), text)))
 
 
 def _plain(value: object) -> object:
@@ -72,14 +88,18 @@ class _Place:
     file: str
     error: type[CiToolError]
     path: str
+    parts: tuple[str | int, ...] = ()  # the path's keys and indexes
+    text: str | None = None  # the JSON text, when `load` read it: errors then say its line and column too
 
     def at(self, part: str | int) -> _Place:
         step = f"[{part}]" if isinstance(part, int) else (f".{part}" if self.path else part)
-        return _Place(self.file, self.error, self.path + step)
+        return _Place(self.file, self.error, self.path + step, (*self.parts, part), self.text)
 
     def wrong(self, expected: str, data: object) -> CiToolError:
         found = shown(data) if isinstance(data, str) else json.dumps(data)[:80]
-        return self.error(f"expected {expected}, found {found}", where=Where(self.file, yaml_path=self.path or None))
+        line, col = (value_position(self.text, self.parts) if self.text is not None else None) or (None, None)
+        where = Where(self.file, line, col, yaml_path=self.path or None)
+        return self.error(f"expected {expected}, found {found}", where=where)
 
 
 @functools.cache
