@@ -63,7 +63,6 @@ CI_WRITES = {  # what the generated pipelines leave in a checkout before and bet
     "state folder": ".ci-tool/durations.json",
     "results": "results/CPU-Generic-1/junit.xml",
     "request": "request.json",
-    "changed files": "changed-files.txt",
     "selection": "selection.json",
 }
 
