@@ -36,7 +36,7 @@ from ci_tool.cli import main  # noqa: E402
 from ci_tool.history import flakiness, queries  # noqa: E402
 from ci_tool.history.backend import Writer  # noqa: E402
 from ci_tool.history.locator import History, PostgresUrl  # noqa: E402
-from ci_tool.history.reuse import latest_run_of, reuse_source  # noqa: E402
+from ci_tool.history.reuse import ReuseKey, reuse_of  # noqa: E402
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord  # noqa: E402
 from ci_tool.outcomes import RunState, StageState, TestOutcome  # noqa: E402
 from ci_tool.report.model import load_report  # noqa: E402
@@ -149,13 +149,13 @@ def reads(label: str, history: History, runs: int, folder: Path) -> None:
         page_started = queries.get_run(store, page_run).started_at
         every_test = [row[0] for row in store.rows("SELECT DISTINCT test_id FROM test_results")]
 
-        def reuse_plan() -> None:  # what `stage run` reads to plan its reuse: the source run and its passed tests
-            found = latest_run_of(store, commit=f"c{runs // 2}", diff_hash="", scope="{}")
-            assert found is not None
-            reuse_source(store, found)
+        key = ReuseKey(f"c{runs // 2}", "", "{}")
+
+        def reuse_plan() -> None:  # what `ci-tool run` reads to plan its reuse: the source run and its passed tests
+            assert reuse_of(store, key, inputs_of=lambda _stage: "") is not None
 
         measured: dict[str, Callable[[], object]] = {
-            "reuse lookup": lambda: latest_run_of(store, commit=f"c{runs // 2}", diff_hash="", scope="{}"),
+            "reuse lookup": lambda: reuse_of(store, key, inputs_of=lambda _stage: "", tests=False),
             "reuse plan": reuse_plan,
             "durations export": lambda: (queries.export_durations(store), queries.export_process_costs(store)),
             "flaky report": lambda: flakiness.flake_stats(

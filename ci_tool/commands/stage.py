@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import shlex
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,10 +15,13 @@ import click
 from ci_tool import gitinfo, sysinfo
 from ci_tool.atomic import append_text
 from ci_tool.change.build import GitRange, read_change
+from ci_tool.change.git_read import merged_waives
 from ci_tool.commands.catalog_inputs import catalog_options, echo_errors, facts_line, load, pull_request_options
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError, StageError
 from ci_tool.generate.outputs import github_outputs
+from ci_tool.gitinfo import CodeVersion
+from ci_tool.history.locator import History
 from ci_tool.history.store import history_path
 from ci_tool.json_file import read_json
 from ci_tool.layout import RESULTS_ROOT, waives_file_of
@@ -25,9 +29,11 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
-from ci_tool.run.reuse import passed_on_selection
+from ci_tool.run.reuse import plan_reuse
 from ci_tool.run.session import SessionConfig
+from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog import Stage, TimeoutRule
+from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
@@ -35,7 +41,7 @@ from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.record import record_json
-from ci_tool.stages.request import Step, request_from_json
+from ci_tool.stages.request import SelectionRequest, Step, request_from_json
 from ci_tool.stages.select import select_for_change
 
 RUN_ID = "<run-id>"  # chosen when the run starts
@@ -260,7 +266,7 @@ def select_command(
     history = history_path(history_file)
     changes = read_change(GitRange(base, head), test_db=test_db, history=history) if base else None
     waives = waives_file_of(test_db)
-    passed = passed_on_selection(
+    passed = _passed_on_selection(
         history, root=Path.cwd(), request=request, loaded=loaded, waives=waives, base=base, head=head
     )
     selection = select_for_change(
@@ -284,3 +290,34 @@ def select_command(
     if github_output is not None:
         append_text(github_output, github_outputs(catalog, selection), what="the GitHub outputs")
     return 0
+
+
+def _passed_on_selection(
+    history: History,
+    *,
+    root: Path,
+    request: SelectionRequest,
+    loaded: LoadedCatalog,
+    waives: Path | None,
+    base: str | None,
+    head: str | None,
+) -> dict[str, str]:
+    """The stages a selection made at `root` (the plan job of a pipeline) reuses: those passed over every run
+    of the commit `head` names (the checkout's code without it), with each stage's inputs as its `ci-tool
+    stage run` will have them (the `waives` file merged with the tip of `base`'s, with `base`)."""
+    if head is None:
+        code = gitinfo.code_version(root)
+    else:
+        commit = gitinfo.commit_of(root, head)
+        code = CodeVersion(commit) if commit else None
+    with tempfile.TemporaryDirectory() as folder:  # the digests read the merged waives: they are made in here
+        waives_file = str(waives) if waives is not None and waives.is_file() else None
+        if base is not None and waives is not None and not request.disable_reuse_test and code is not None:
+            merged = Path(folder) / "waives.txt"
+            merged.write_text(merged_waives(waives, base=base, root=root).text, encoding="utf-8")
+            waives_file = str(merged)
+        inputs_of = catalog_inputs(loaded, waives_file)
+        reuse = plan_reuse(
+            history, code=code, scope=None, inputs_of=inputs_of, disabled=request.disable_reuse_test, tests=False
+        )
+        return dict(reuse.passed_stages)

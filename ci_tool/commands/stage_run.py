@@ -39,7 +39,7 @@ from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.reuse import plan_stage_reuse
+from ci_tool.run.reuse import plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.run.stage_pick import is_narrowed, resolve_stage
@@ -114,13 +114,20 @@ def run_command(
 def _run(stage: PlannedStage, setup: LocalSetup, options: RunOptions, *, disable_reuse_test: bool) -> int:
     """Run the stage, reusing what passed on this code (see the module docstring), and say where its JUnit is."""
     code = gitinfo.code_version(setup.config.rootdir)
-    reuse = plan_stage_reuse(
-        stage.name.name, code=code, history=setup.config.history, disabled=disable_reuse_test, inputs=stage.inputs()
+    inputs = stage.inputs()
+    reuse = plan_reuse(  # over every run of this code: each stage of CI is a run of its own (scope `stage NAME`)
+        setup.config.history,
+        code=code,
+        scope=None,
+        inputs_of=lambda _name: inputs,
+        disabled=disable_reuse_test,
+        stage=stage.name.name,
     )
     click.echo(reuse.note)
-    if reuse.reuse.tests is not None:
-        stage = replace(stage, reused_tests=reuse.reuse.tests)
-    passed_in = reuse.reuse.passed_in
+    tests = reuse.passed_tests.get(stage.name.name)
+    if tests is not None:
+        stage = replace(stage, reused_tests=tests)
+    passed_in = reuse.passed_stages.get(stage.name.name)
     result = run_session(
         f"ci-tool stage run {stage.name.name}",
         [stage],

@@ -1,11 +1,13 @@
 """Reuse (as TensorRT-LLM's CI reuses): what an earlier run of the same code and request scope spares a run.
 
-    source   `--reuse-test RUN`: that run; otherwise the newest finished run of the same code and scope
-             (`ci-tool run`); for CI, where each stage is a run of its own on its own agent, every run of
-             the same code (`passed_on_code` for the selection, `stage_reuse` for `ci-tool stage run`)
-    stages   the source's passed stages, and the stages it reused itself (from the run they passed in):
-             they do not run again (selection step 18)
-    tests    in each other stage of the source that ran tests, the tests that passed (or that it reused):
+    source   `--reuse-test RUN`: that run (`run_reuse`); otherwise the runs of a `ReuseKey`, the code and
+             request scope (`reuse_of`): the newest finished run of that scope (`ci-tool run`), or, with no
+             scope, every run of the code (CI, where each stage is a run of its own on its own agent,
+             recorded with the scope `stage NAME`: the selection and `ci-tool stage run`)
+    stages   the source's passed stages, and the stages it reused itself (from the run they passed in), the
+             newest pass of each: they do not run again (selection step 18)
+    tests    in each other stage of the source that ran tests, the tests that passed (or that were reused)
+             in its newest run there:
              they are appended to that stage's waives as `<id> SKIP (Reused from run R)`, so only the
              rest runs; a stage none of whose tests passed gets none. An id the waives grammar cannot
              hold (a blank in its parameters) is waived through its function, `file::test_x`, when every
@@ -80,10 +82,10 @@ class ReusedTests:
 
 @dataclass(frozen=True)
 class ReuseSource:
-    """What a run may take from `run`: its passed stages and, per other stage, its passed tests; each with
-    the run it passed in (`run` itself, or the run `run` reused it from)."""
+    """What a run may take from `run` (or from every run of its code): the passed stages and, per other stage,
+    the passed tests; each with the run it passed in (where it passed, or the run it was reused from there)."""
 
-    run: RunRecord
+    run: RunRecord | None  # None: every run of the code (ReuseKey)
     passed_stages: Mapping[str, str]  # stage -> run
     passed_tests: Mapping[str, ReusedTests]  # stage -> its passed tests
 
@@ -104,74 +106,84 @@ def same_code(run: RunRecord, *, commit: str, diff_hash: str) -> bool:
     return bool(run.code_commit) and (run.code_commit, run.code_diff) == (commit, diff_hash)
 
 
-def latest_run_of(
-    store: HistoryStore, *, commit: str, diff_hash: str, scope: str, exclude: str | None = None
-) -> RunRecord | None:
-    """The newest finished run of this code and request scope (None: there is none)."""
+@dataclass(frozen=True)
+class ReuseKey:
+    """The runs a lookup reuses from: those of this code (commit and uncommitted-change hash) and request
+    `scope`, of which the newest finished one stands (`ci-tool run`); with no scope, every run of the code
+    (CI, where each stage is a run of its own, `stage NAME`, so no one run holds the pipeline)."""
+
+    commit: str
+    diff_hash: str
+    scope: str | None
+
+
+def reuse_of(
+    store: HistoryStore,
+    key: ReuseKey,
+    *,
+    inputs_of: InputsOf,
+    stage: str | None = None,
+    tests: bool = True,
+    exclude: str | None = None,
+) -> ReuseSource | None:
+    """What the runs of `key` spare a run whose stages have the inputs `inputs_of` gives them now: each stage
+    that passed in one of them with those inputs (the newest such pass), and in each other stage the tests
+    its newest run there passed (with `tests`). Only `stage`, when named. None: a scoped key has no finished
+    run (`exclude` is one not to count)."""
+    if key.scope is None:
+        records = _stages_of_code(store, commit=key.commit, diff_hash=key.diff_hash, name=stage)
+        return _source(store, None, records, inputs_of=inputs_of, tests=tests)
+    run = _latest_run_of(store, key, exclude=exclude)
+    if run is None:
+        return None
+    return run_reuse(store, run, inputs_of=inputs_of, stage=stage, tests=tests)
+
+
+def run_reuse(
+    store: HistoryStore, run: RunRecord, *, inputs_of: InputsOf, stage: str | None = None, tests: bool = True
+) -> ReuseSource:
+    """What `run` alone spares (`--reuse-test RUN`), by the rule of reuse_of."""
+    records = [record for record in queries.run_stages(store, run.run_id) if stage in (None, record.name)]
+    return _source(store, run, _with_inputs(store, records), inputs_of=inputs_of, tests=tests)
+
+
+def _latest_run_of(store: HistoryStore, key: ReuseKey, *, exclude: str | None) -> RunRecord | None:
+    """The newest finished run of a scoped key (None: there is none)."""
     if store.version < queries.CODE_VERSION:
         return None
     row = store.row(
         f"SELECT {queries.run_columns(store)} FROM runs WHERE code_commit = ? AND code_diff = ? AND scope = ? "
         "AND state != ? AND run_id != ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
-        (commit, diff_hash, scope, RunState.RUNNING.value, exclude or ""),
+        (key.commit, key.diff_hash, key.scope, RunState.RUNNING.value, exclude or ""),
     )
     return rows.run_record(store, row) if row is not None else None  # a bad one: no reuse (plan_reuse says why)
 
 
-def reuse_source(store: HistoryStore, run: RunRecord, *, inputs_of: InputsOf) -> ReuseSource:
-    """What `run` lets a later run of the same code skip: its stages that ran with the inputs `inputs_of` gives
-    them now (see the module docstring)."""
-    stages: dict[str, str] = {}
-    tests: dict[str, ReusedTests] = {}
-    for stage in _with_inputs(store, queries.run_stages(store, run.run_id)):
-        passed_in = _passed_in(stage)
-        if passed_in is not None and _same_inputs(stage, inputs_of(stage.name)):
-            stages[stage.name] = passed_in
-        elif stage.state.ran:
-            found = _passed_tests(store, run.run_id, stage.name)
-            if found.passed:
-                tests[stage.name] = found
-    return ReuseSource(run, stages, tests)
-
-
-@dataclass(frozen=True)
-class StageReuse:
-    """What the earlier runs of one code spare one stage: the run it passed in (it does not run again),
-    else the tests its newest run there passed (they skip); neither when it never ran on that code."""
-
-    passed_in: str | None = None
-    tests: ReusedTests | None = None
-
-
-def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str, inputs_of: InputsOf) -> dict[str, str]:
-    """Stage -> the run it passed in with the inputs `inputs_of` gives it now, over every run of this code: the
-    reuse of CI, where each stage runs on its own agent and is a run of its own (`ci-tool stage run`), so no
-    one run holds the pipeline."""
+def _source(
+    store: HistoryStore,
+    run: RunRecord | None,
+    records: Sequence[StageRecord],
+    *,
+    inputs_of: InputsOf,
+    tests: bool,
+) -> ReuseSource:
+    """The rule of reuse_of over stage records, newest first."""
     passed: dict[str, str] = {}
+    newest_ran: dict[str, StageRecord] = {}
     inputs: dict[str, str] = {}
-    for stage in _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=None):
-        if stage.name not in inputs:
-            inputs[stage.name] = inputs_of(stage.name)
-        if not _same_inputs(stage, inputs[stage.name]):
-            continue
-        passed_in = _passed_in(stage)
-        if passed_in is not None:
-            passed.setdefault(stage.name, passed_in)  # newest first
-    return passed
-
-
-def stage_reuse(store: HistoryStore, *, commit: str, diff_hash: str, stage: str, inputs: str) -> StageReuse:
-    """What the earlier runs of this code with these `inputs` spare `stage` (see StageReuse)."""
-    records = _stages_of_code(store, commit=commit, diff_hash=diff_hash, name=stage)
-    same_inputs = [record for record in records if _same_inputs(record, inputs)]
-    passed_in = next((found for found in map(_passed_in, same_inputs) if found is not None), None)
-    if passed_in is not None:
-        return StageReuse(passed_in=passed_in)
-    newest = next((record for record in records if record.state.ran), None)
-    if newest is None:
-        return StageReuse()
-    tests = _passed_tests(store, newest.run_id, stage)
-    return StageReuse(tests=tests if tests.passed else None)
+    for record in records:
+        if record.name not in inputs:
+            inputs[record.name] = inputs_of(record.name)
+        passed_in = _passed_in(record)
+        if passed_in is not None and _same_inputs(record, inputs[record.name]):
+            passed.setdefault(record.name, passed_in)
+        elif record.state.ran:
+            newest_ran.setdefault(record.name, record)
+    found: dict[str, ReusedTests] = {}
+    for name, record in newest_ran.items() if tests else ():
+        if name not in passed and (stage_tests := _passed_tests(store, record.run_id, name)).passed:
+            found[name] = stage_tests
+    return ReuseSource(run, passed, found)
 
 
 def _stages_of_code(store: HistoryStore, *, commit: str, diff_hash: str, name: str | None) -> list[StageRecord]:

@@ -23,7 +23,7 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.pr_bot.read import Reached
 from ci_tool.pr_bot.settle import settle
-from ci_tool.run.reuse import passed_on
+from ci_tool.run.reuse import plan_reuse
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.request import SelectionRequest
@@ -57,7 +57,14 @@ def plan_at_head(inputs: HeadInputs, request: SelectionRequest) -> RunPlan:
     loaded = load_at_head(inputs.catalog_path, inputs.test_db, inputs.durations_path, inputs.changes)
     waives = waives_file_of(inputs.test_db)
     inputs_of = catalog_inputs(loaded, str(waives) if waives.is_file() else None)
-    passed = passed_on(history_path(inputs.history_option), code=inputs.head, request=request, inputs_of=inputs_of)
+    passed = plan_reuse(  # over every run of the head's code, as each stage of its build will reuse
+        history_path(inputs.history_option),
+        code=inputs.head,
+        scope=None,
+        inputs_of=inputs_of,
+        disabled=request.disable_reuse_test,
+        tests=False,
+    ).passed_stages
     return plan_run(request, loaded=loaded,
                     labels=inputs.labels, changes=inputs.changes, passed_stages=passed,
                     perf_baselined=throughput_baselined(BASELINE_DIR))  # fmt: skip

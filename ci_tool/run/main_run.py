@@ -49,7 +49,14 @@ def plan_main_run(
     """The reuse plan and the selection of `wanted` for `changes` on this checkout."""
     code = gitinfo.code_version(setup.config.rootdir)
     inputs_of = catalog_inputs(setup.loaded, setup.waives_file)  # as catalog_stages' PlannedStage.inputs
-    reuse = plan_reuse(wanted, code=code, history=setup.config.history, scope=wanted.scope, inputs_of=inputs_of)
+    reuse = plan_reuse(
+        setup.config.history,
+        code=code,
+        scope=wanted.scope,
+        inputs_of=inputs_of,
+        disabled=wanted.disable_reuse_test,
+        named=wanted.reuse_test if isinstance(wanted.reuse_test, str) else None,
+    )
     selection = select_for_change(
         setup.loaded, wanted, engine=Engine.LOCAL, changes=changes, labels=labels, passed_stages=reuse.passed_stages
     )

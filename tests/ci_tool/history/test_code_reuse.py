@@ -10,9 +10,10 @@ from collections.abc import Generator
 
 import pytest
 
+from ci_tool.history import reuse
 from ci_tool.history.locator import History
 from ci_tool.history.records import RunRecord, StageRecord, TestRecord
-from ci_tool.history.reuse import REUSED_FROM, StageReuse, passed_on_code, stage_reuse
+from ci_tool.history.reuse import REUSED_FROM, ReusedTests, ReuseKey
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
@@ -24,9 +25,22 @@ def inputs_of(stage: str) -> str:
     return f"inputs of {stage}"
 
 
-def reuse_of(store: HistoryStore, stage: str) -> StageReuse:
-    """What the runs of COMMIT with the stage's usual inputs spare it."""
-    return stage_reuse(store, commit=COMMIT, diff_hash="", stage=stage, inputs=inputs_of(stage))
+def reuse_of(store: HistoryStore, stage: str, inputs: str | None = None) -> tuple[str | None, ReusedTests | None]:
+    """What the runs of COMMIT with the stage's usual inputs (or `inputs`) spare it, as `ci-tool stage run`
+    asks: the run it passed in, the tests that skip."""
+    key = ReuseKey(COMMIT, "", None)
+    found = reuse.reuse_of(
+        store, key, inputs_of=lambda name: inputs_of(name) if inputs is None else inputs, stage=stage
+    )
+    assert found is not None and found.run is None  # every run of the code: no one run
+    return found.passed_stages.get(stage), found.passed_tests.get(stage)
+
+
+def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str) -> dict[str, str]:
+    """The stages every run of this code spares a selection (CI's, which asks for no tests)."""
+    found = reuse.reuse_of(store, ReuseKey(commit, diff_hash, None), inputs_of=inputs_of, tests=False)
+    assert found is not None and not found.passed_tests
+    return dict(found.passed_stages)
 
 
 def stage_run(
@@ -62,21 +76,21 @@ def store(history_at: History) -> Generator[HistoryStore]:
 
 
 def test_every_stage_that_passed_on_the_code_is_reused_from_the_newest_run_it_passed_in(store: HistoryStore) -> None:
-    assert passed_on_code(store, commit=COMMIT, diff_hash="", inputs_of=inputs_of) == {"CPU-1": "r2", "CPU-2": "r0"}
-    assert passed_on_code(store, commit=OTHER, diff_hash="", inputs_of=inputs_of) == {"CPU-3": "r6"}
-    edited = passed_on_code(store, commit=COMMIT, diff_hash="f" * 64, inputs_of=inputs_of)  # the commit with an edit
+    assert passed_on_code(store, commit=COMMIT, diff_hash="") == {"CPU-1": "r2", "CPU-2": "r0"}
+    assert passed_on_code(store, commit=OTHER, diff_hash="") == {"CPU-3": "r6"}
+    edited = passed_on_code(store, commit=COMMIT, diff_hash="f" * 64)  # the commit with an edit
     assert edited == {}
 
 
 def test_a_stage_that_only_failed_spares_the_tests_its_newest_run_passed(store: HistoryStore) -> None:
-    found = reuse_of(store, "GPU-1")
-    assert found.passed_in is None and found.tests is not None
-    assert (dict(found.tests.passed), sorted(found.tests.recorded)) == (
+    passed_in, tests = reuse_of(store, "GPU-1")
+    assert passed_in is None and tests is not None
+    assert (dict(tests.passed), sorted(tests.recorded)) == (
         {"t.py::test_ok": "r5"},
         ["t.py::test_bad", "t.py::test_ok"],
     )
-    assert reuse_of(store, "CPU-1") == StageReuse(passed_in="r2")
-    assert reuse_of(store, "CPU-3") == StageReuse()  # another code's
+    assert reuse_of(store, "CPU-1") == ("r2", None)
+    assert reuse_of(store, "CPU-3") == (None, None)  # another code's
 
 
 @pytest.mark.parametrize(
@@ -88,5 +102,5 @@ def test_a_pass_with_other_inputs_spares_nothing(history_at: History, inputs: st
         stage_run(store, "r1", StageRecord("r1", "CPU-1", StageState.PASSED, started_at=10.0, inputs=inputs or "x"))
         if not inputs:  # a record from before the digest was kept
             store.write(lambda db: db.execute("UPDATE stages SET inputs_digest = ''"))
-        assert stage_reuse(store, commit=COMMIT, diff_hash="", stage="CPU-1", inputs="inputs of CPU-1") == StageReuse()
-        assert passed_on_code(store, commit=COMMIT, diff_hash="", inputs_of=inputs_of) == {}
+        assert reuse_of(store, "CPU-1", "inputs of CPU-1") == (None, None)
+        assert passed_on_code(store, commit=COMMIT, diff_hash="") == {}

@@ -17,7 +17,7 @@ from ci_tool.errors import HistoryError
 from ci_tool.history import queries, schema
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.locator import History, PostgresUrl
-from ci_tool.history.reuse import latest_run_of
+from ci_tool.history.reuse import ReuseKey, reuse_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 from ci_tool.outcomes import DispatchState, RunState
 from tests.ci_tool.file_modes import TIMEOUT_SECONDS, where_modes_bind
@@ -363,5 +363,6 @@ def test_reuse_finds_the_newest_finished_run_of_the_same_code_and_scope(store: H
         store.start_run(RunRecord(run_id, "run", RunState.RUNNING, started, code_commit=commit, scope="{}"))
         if state is not RunState.RUNNING:
             store.finish_run(run_id, state=state, finished_at=started + 0.5)
-    found = latest_run_of(store, commit="c1", diff_hash="", scope="{}", exclude="open")
-    assert found is not None and found.run_id == "new"
+    found = reuse_of(store, ReuseKey("c1", "", "{}"), inputs_of=lambda _stage: "", exclude="open")
+    assert found is not None and found.run is not None and found.run.run_id == "new"
+    assert reuse_of(store, ReuseKey("c1", "", "another scope"), inputs_of=lambda _stage: "") is None
