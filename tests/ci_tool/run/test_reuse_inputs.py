@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.outcomes import StageState
-from tests.ci_tool.run.test_reuse_cli import checkout, ci_tool, git, runs, stage_run, stage_states
+from tests.helpers.reuse_cli import checkout, ci_tool, git, runs, stage_run, stage_states
 
 __all__ = ["checkout"]  # the fixture
 

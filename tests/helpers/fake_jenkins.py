@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.ci_tool.dispatch.loopback import NOT_FOUND, Answer, Loopback, Request, json_answer
+from tests.helpers.loopback import NOT_FOUND, Answer, Loopback, Request, json_answer
 
 
 @dataclass
