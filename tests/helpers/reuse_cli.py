@@ -63,9 +63,9 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The failing suite with the reuse catalog, committed in a fresh git repository."""
+def make_checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The failing suite (a copy at `suite`) with the reuse catalog, committed in a fresh git repository; the
+    current folder until `monkeypatch` is undone."""
     (suite / "reuse.yml").write_text(CATALOG)
     (suite / "test-db" / "l0_reuse.yml").write_text(TEST_DB)
     (suite / "cases" / "case_params.py").write_text(PARAMS)

@@ -21,10 +21,18 @@ from tests.helpers.reuse_cli import (
     TEST_DB,
     ci_tool,
     git,
+    make_checkout,
     runs,
     stage_run,
     stage_states,
 )
+
+
+@pytest.fixture
+def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The failing suite with the reuse catalog, committed in a fresh git repository."""
+    return make_checkout(suite, monkeypatch)
+
 
 RUN = ("run", "/bot run --disable-fail-fast", "--catalog", "reuse.yml", *CPU_ONLY)
 
