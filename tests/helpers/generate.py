@@ -32,6 +32,7 @@ class Generated:
     def path(self, target: str) -> Path:
         return self.root / target
 
+
 def write_ci_tool(folder: Path) -> None:
     """`folder/.venv/bin/ci-tool`: this ci-tool, on the checkout's own history (never the developer's, nor
     another checkout's) unless the pipeline binds a shared one."""
@@ -43,10 +44,12 @@ def write_ci_tool(folder: Path) -> None:
     script.write_text(f"#!/bin/sh\n{line}\n")
     script.chmod(0o755)
 
+
 StubRunner = Callable[[Sequence[Mapping[str, object]]], list[dict[str, object]]]
 
 
 StubProcess = Callable[[Sequence[Mapping[str, object]]], subprocess.CompletedProcess[str]]
+
 
 @dataclass(frozen=True)
 class PlanJob:
@@ -122,6 +125,7 @@ def run_plan_job(
 
 
 PlanJobRunner = Callable[..., PlanJob]
+
 
 def git(root: Path, *args: str) -> str:
     command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
