@@ -1,5 +1,5 @@
 """Dispatch overhead: from a `/bot run` comment event to the Jenkins build number, against loopback Jenkins
-and GitHub servers that answer at once (tests/ci_tool/dispatch/fake_jenkins.py, fake_github.py): what is
+and GitHub servers that answer at once (tests/helpers/fake_jenkins.py, fake_github.py): what is
 measured is ci-tool's own work: reading the event and allowlist, the pull request (GitHub), loading the catalog
 and planning, the plan reply, the idempotency look-up (queue and builds), the trigger, and the queue item naming
 the build.
@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ci_tool.cli import main  # noqa: E402
-from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull  # noqa: E402
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins  # noqa: E402
+from tests.helpers.fake_github import FakeGitHub, FakePull  # noqa: E402
+from tests.helpers.fake_jenkins import FakeJenkins  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "ci_tool" / "bot" / "fixtures"
 GOAL_SECONDS = 1.0

@@ -4,13 +4,12 @@ session's skips go to a file when .ci/run asks (tests/skip_report.py)."""
 
 from __future__ import annotations
 
-import difflib
 import functools
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.helpers.golden import Golden, check_golden
 
 # The session's skips for .ci/run, when it asks (tests/skip_report.py); hooks, so imported by name.
 from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytest_sessionfinish  # noqa: F401
@@ -20,8 +19,6 @@ from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytes
 # hypothesis's own "ci" profile, when $CI is set, still applies.)
 settings.register_profile("ci-tool", settings(deadline=None, suppress_health_check=[HealthCheck.too_slow]))
 settings.load_profile("ci-tool")
-
-Golden = Callable[[Path, str], None]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,17 +53,4 @@ def golden(request: pytest.FixtureRequest) -> Golden:
     """`golden(path, actual)`: fail with a unified diff when `actual` differs from the file at `path` (a
     missing file counts as empty); with `--update-goldens`, write `actual` there instead."""
     update = bool(request.config.getoption("--update-goldens"))
-
-    def check(path: Path, actual: str) -> None:
-        if update:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(actual, encoding="utf-8")
-            return
-        expected = path.read_text(encoding="utf-8") if path.exists() else ""
-        if actual != expected:
-            diff = difflib.unified_diff(
-                expected.splitlines(keepends=True), actual.splitlines(keepends=True), str(path), "actual"
-            )
-            pytest.fail(f"{path} differs from the output (rewrite it with --update-goldens):\n" + "".join(diff))
-
-    return check
+    return functools.partial(check_golden, update=update)

@@ -94,3 +94,47 @@ def test_no_test_reads_outside_the_checkout() -> None:
         if path not in (Path(__file__), *LOCATORS)
     }
     assert {path: names for path, names in found.items() if names} == {}
+
+
+def imports_of_test_modules(source: str) -> list[str]:
+    """`line: module` for each import of a test module (`test_*`) or a conftest, in any spelling:
+    `import tests.a.test_b`, `from tests.a.test_b import x`, `from tests.a import conftest`, relative ones too.
+    Conftests hold fixtures that pytest injects and test modules hold tests: what tests share is a helper in
+    tests/helpers (importing a test module runs its tests' module-level set-up and re-registers its fixtures)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            modules = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            last = parts[-1]
+            # Only the suite's own modules: `from ci_tool.change.value import test_path_of` is a function.
+            ours = parts[0] in ("tests", "")
+            if ours and (last.startswith("test_") or last == "conftest"):
+                found.append(f"{node.lineno}: {module}")
+    return found
+
+
+def test_the_check_finds_imports_of_test_modules_and_conftests() -> None:
+    source = (
+        "import tests.a.test_b\nfrom tests.conftest import Golden\nfrom tests.a import conftest\n"
+        "from .test_c import x\nfrom tests.helpers.golden import Golden\nimport tests.a.fakes\n"
+        "from ci_tool.change.value import test_path_of\n"
+    )
+    assert imports_of_test_modules(source) == [
+        "1: tests.a.test_b", "2: tests.conftest", "3: tests.a.conftest", "4: .test_c"
+    ]  # fmt: skip
+
+
+def test_no_test_imports_a_test_module_or_a_conftest() -> None:
+    found = {
+        str(path.relative_to(TESTS)): imports_of_test_modules(path.read_text(encoding="utf-8"))
+        for path in sorted(TESTS.rglob("*.py"))
+        if path != Path(__file__)  # its own examples
+    }
+    assert {path: imports for path, imports in found.items() if imports} == {}

@@ -16,26 +16,19 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sqlite3
-from collections import Counter
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ci_tool.history.store import HistoryStore
-from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.progress import Progress
-from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, catalog_stages, run_session
+from ci_tool.run.session import PlannedStage, SessionConfig, SessionResult, run_session
 from ci_tool.run.stage_runner import StageResult, TestResult
-from ci_tool.stages import planner as planner_module
-from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.shard import ShardPlan
-from ci_tool.testdb.lines import TestLine
-from ci_tool.testdb.model import TestDb
+from tests.helpers.failing_suite import copy_suite, planned, session_config
+from tests.helpers.planner_calls import PlannerCalls, count_planner_calls
 
 DamagePage = Callable[[Path, str], None]
 
@@ -56,15 +49,6 @@ def _damage_page(history: Path, table: str) -> None:
 def damage_page() -> DamagePage:
     """`damage_page(history, table)`: one corrupted page, as a failing disk or a killed copy leaves it."""
     return _damage_page
-
-
-FAILING_SUITE = Path(__file__).parents[1] / "fixtures" / "failing_suite"
-
-
-def copy_suite(target: Path) -> Path:
-    """Copy tests/fixtures/failing_suite to `target` (tests must not write into the repository)."""
-    shutil.copytree(FAILING_SUITE, target)
-    return target
 
 
 @pytest.fixture
@@ -104,56 +88,11 @@ class FixtureRun:
         return next(test for test in self.stage(stage).tests if test.first.nodeid == nodeid)
 
 
-def session_config(root: Path, **overrides: object) -> SessionConfig:
-    values: dict[str, object] = {
-        "rootdir": root,
-        "results_root": root / ".ci-tool" / "runs",
-        "history": root / ".ci-tool" / "history.sqlite",
-        "sysinfo": {"gpu": None, "system_gpu_count": 0},
-        "flaky_signatures": load_flaky_signatures(),
-    }
-    values.update(overrides)
-    return SessionConfig(**values)  # type: ignore[arg-type]
-
-
-def planned(root: Path, names: tuple[str, ...] | None = None, *, waives: bool = True) -> list[PlannedStage]:
-    """The stages of the suite's catalog (all of them, or `names`), planned on a machine without a GPU."""
-    loaded = open_catalog(root / "stages.yml", root / "test-db")
-    stages = [loaded.catalog.stage(name) for name in names] if names else list(loaded.catalog.stages)
-    waives_file = str(root / "test-db" / "waives.txt") if waives else None
-    sysinfo = {"gpu": None, "system_gpu_count": 0}
-    return catalog_stages(stages, planner=replace(loaded.planner, sysinfo=sysinfo, waives_file=waives_file))
-
-
-@dataclass(frozen=True)
-class PlannerCalls:
-    """What the planner's render and split functions were called for, and how often."""
-
-    renders: Counter[tuple[str, tuple[tuple[str, str | None], ...]]]  # (context, the query's items) -> calls
-    splits: Counter[tuple[tuple[str, ...], int]]  # (the test ids, the shard count) -> calls
-
-    def rendered(self, context: str) -> int:
-        return sum(count for (found, _), count in self.renders.items() if found == context)
-
-
 @pytest.fixture
 def planner_calls(monkeypatch: pytest.MonkeyPatch) -> PlannerCalls:
     """Counts every list the planner renders (testdb.select.render) and every family it splits
     (shard.plan_shards), calling the real functions."""
-    calls = PlannerCalls(Counter(), Counter())
-    real_render, real_split = planner_module.render, planner_module.plan_shards
-
-    def render(db: TestDb, context: str, query: Mapping[str, str | None], **options: Any) -> list[TestLine]:
-        calls.renders[(context, tuple(sorted(query.items())))] += 1
-        return real_render(db, context, query, **options)
-
-    def plan_shards(test_ids: Sequence[str], *args: Any, splits: int, **options: Any) -> ShardPlan:
-        calls.splits[(tuple(test_ids), splits)] += 1
-        return real_split(test_ids, *args, splits=splits, **options)
-
-    monkeypatch.setattr(planner_module, "render", render)
-    monkeypatch.setattr(planner_module, "plan_shards", plan_shards)
-    return calls
+    return count_planner_calls(monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -69,8 +69,8 @@ def keep_faster(first: Measurement, second: Measurement) -> Kept:
 def _main(case_id: str, output: str) -> None:
     import torch
 
+    from tests.helpers.perf_cases import CASES
     from tests.perf.engine_case import measure
-    from tests.perf.test_perf_sanity import CASES
 
     torch.set_num_threads(1)  # as the test's one_cpu_thread fixture
     case = next(found for found in CASES if found.case_id == case_id)

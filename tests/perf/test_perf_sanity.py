@@ -11,23 +11,17 @@ $CI_TOOL_PERF_CONFIGS points at another folder of configs (the seed-story tests 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 import torch
 
-from ci_tool.perf.config import CONFIG_DIR, Mode, PerfCase, load_configs
+from ci_tool.perf.config import Mode, PerfCase
 from ci_tool.perf.fixture import PerfSanity
-from kvengine.loader import preset_names
+from tests.helpers.perf_cases import CASES
 from tests.perf.engine_case import measure
 from tests.perf.second_process import Kept, Measurement, keep_faster, measure_in_fresh_process
 
 pytestmark = pytest.mark.timed  # it measures time: a touch-recording run leaves it unmeasured
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = Path(os.environ.get("CI_TOOL_PERF_CONFIGS") or ROOT / CONFIG_DIR)
-CASES = [case for config in load_configs(CONFIGS, models=preset_names()) for case in config.cases]
 RECORDED_ALWAYS = ("decode_tokens_per_s", "step_latency_p50_ms", "step_latency_p99_ms", "graph_coverage",
                    "graph_steps", "eager_steps")  # fmt: skip
 

@@ -1,6 +1,6 @@
 """The bot driving GitHub Actions, end to end under act on this machine: an `issue_comment` event for a
 `/bot run` on pull request #7 of a real git repository runs bot.yml for real; it answers through the
-loopback GitHub (tests/ci_tool/dispatch/fake_github.py), whose Actions backend runs each dispatched
+loopback GitHub (tests/helpers/fake_github.py), whose Actions backend runs each dispatched
 l0-test.yml under act too, in a checkout of the dispatched head commit (act does not run actions/checkout;
 the workflow's `ref: head_sha` is what the checkout stands for). bot.yml's follow job follows the run to its
 end and posts the final CI report and status from the run's real artifacts. Then `/bot kill`, handled by
@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from tests.ci_tool.actions.act_runner import ROOT, ActRunner, WorkflowRun, with_local_checkouts, working_tree_repo
-from tests.ci_tool.dispatch.fake_actions import FakeRun
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.git_pulls import git, serve_pull
+from tests.helpers.fake_actions import FakeRun
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.git_pulls import git, serve_pull
 
 pytestmark = pytest.mark.slow
 

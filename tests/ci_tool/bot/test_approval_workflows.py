@@ -8,19 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ci_tool.pr_bot.labels import APPROVAL_LABELS
-from tests.ci_tool.bot.test_workflow import tool
-
-WORKFLOWS = Path(__file__).resolve().parents[3] / ".github" / "workflows"
-SIGNAL, LABELS, BOT = (WORKFLOWS / f"{name}.yml" for name in ("approval-signal", "approval-labels", "bot"))
-
-
-def load(path: Path) -> dict[str, object]:
-    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
-    workflow["on"] = workflow.pop(True)  # YAML 1.1 reads the key `on` as true
-    return workflow  # type: ignore[no-any-return]
+from tests.helpers.workflow_steps import BOT, LABELS, SIGNAL, load, tool
 
 
 def steps(path: Path) -> list[dict[str, object]]:

@@ -12,7 +12,7 @@ from ci_tool.bot.help import render_help
 from ci_tool.cli import main
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EVENTS = sorted(FIXTURES.glob("event_*.json"))

@@ -19,7 +19,7 @@ from ci_tool.stages.catalog_load import open_catalog
 from tests.ci_tool.change.checkout import pull_request_checkout
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PLANS = Path(__file__).parent / "plans"

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.helpers.workflow_steps import tool
+
 ROOT = Path(__file__).resolve().parents[3]
 WORKFLOW = ROOT / ".github" / "workflows" / "bot.yml"
 
 
-def tool(name: str) -> str:
-    """The tool from this environment's bin folder (where `pip install '.[test]'` puts it), else from PATH."""
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (pip install '.[test]' installs it)")
-    return found
 
 
 def test_actionlint_finds_nothing() -> None:

@@ -24,8 +24,8 @@ from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
-from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub, FakePull
-from tests.ci_tool.dispatch.git_pulls import commit_all, git, make_repository, serve_pull
+from tests.helpers.fake_github import FakeCommit, FakeGitHub, FakePull
+from tests.helpers.git_pulls import commit_all, git, make_repository, serve_pull
 
 REPOSITORY = "example/ci-tool"
 

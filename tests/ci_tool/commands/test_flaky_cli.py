@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ci_tool import output_files
-from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore
 from tests.ci_tool.history.planted import PLANTED, RERUN, plant
+from tests.helpers.flaky_cli import run
 
 DAY = ("--today", "2027-01-10")
 
@@ -28,10 +28,6 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_report_text_ranks_by_gpu_minutes_lost(history: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
-from tests.ci_tool.commands.test_flaky_cli import run
+from tests.helpers.flaky_cli import run
 
 CATALOG = "version: 1\nfamilies:\n- {name: CPU-Generic, platform: cpu, context: l0_planted, splits: 1}\n"
 TEST_DB = "version: 0.0.1\nl0_planted:\n- condition: {}\n  tests:\n  - cases/case_planted.py\n"

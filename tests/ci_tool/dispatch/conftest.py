@@ -5,26 +5,15 @@ the CLI."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ci_tool.cli import main
-from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
-
-BOT_FIXTURES = Path(__file__).resolve().parents[1] / "bot" / "fixtures"
-CATALOG = ("--catalog", str(BOT_FIXTURES / "stages.yml"), "--test-db", str(BOT_FIXTURES / "test-db"))
-ALLOWLIST = str(BOT_FIXTURES / "allowlist.yml")
-REPOSITORY = "example/ci-tool"
-PR = 123
-COMMENTED = "2026-06-01T12:00:00Z"  # when the test comments were written (the fakes' commits are older)
-# Every variable ci-tool reads: the tests set the ones they mean, and no value of the machine leaks in.
-VARIABLES = ("CI_TOOL_JENKINS_URL", "CI_TOOL_JENKINS_JOB", "JENKINS_USER", "JENKINS_API_TOKEN", "GITHUB_API_URL",
-             "GITHUB_TOKEN", "CI_TOOL_HISTORY", "JENKINS_API_EXTRA_HEADERS", "PYTHONHTTPSVERIFY", "HTTP_PROXY",
-             "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "CI_TOOL_BOT_ENGINES")  # fmt: skip
+from tests.helpers.bot_handle import ALLOWLIST, CATALOG, COMMENTED, PR, REPOSITORY, VARIABLES, Bot, MakeEvent, Result
+from tests.helpers.fake_github import FakeGitHub, FakePull
+from tests.helpers.fake_jenkins import FakeJenkins
 
 
 @pytest.fixture
@@ -63,9 +52,6 @@ def env(
     return monkeypatch
 
 
-MakeEvent = Callable[..., Path]
-
-
 @pytest.fixture
 def event(tmp_path: Path) -> MakeEvent:
     """`event(body, login=..., comment_id=...)`: an issue_comment payload file for PR #123."""
@@ -94,16 +80,6 @@ def event(tmp_path: Path) -> MakeEvent:
     return make
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-Bot = Callable[..., Result]
-
-
 @pytest.fixture
 def bot(capsys: pytest.CaptureFixture[str], env: pytest.MonkeyPatch) -> Bot:
     """`bot(event_path, *options)`: `ci-tool bot handle` against the fakes, polling and retrying at once."""
@@ -116,3 +92,12 @@ def bot(capsys: pytest.CaptureFixture[str], env: pytest.MonkeyPatch) -> Bot:
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def actions_only(env: pytest.MonkeyPatch, jenkins: FakeJenkins) -> FakeJenkins:
+    """The project's engine is GitHub Actions: no Jenkins URL, no Jenkins credentials (the fake is only watched)."""
+    for name in ("CI_TOOL_JENKINS_URL", "JENKINS_USER", "JENKINS_API_TOKEN"):
+        env.delenv(name)
+    env.setenv("CI_TOOL_BOT_ENGINES", "github")
+    return jenkins

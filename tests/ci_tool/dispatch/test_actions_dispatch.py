@@ -12,27 +12,15 @@ import pytest
 
 from ci_tool.dispatch.run_name import parse_run_name, request_digest
 from ci_tool.outcomes import TestOutcome
-from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_actions import Script, ScriptedBackend, junit_zip, selection_zip
-from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
-from tests.ci_tool.dispatch.test_idempotent import HANDLERS, handle_in_a_process
+from tests.helpers.actions_cases import CUSTOM, FULL, RUN_REQUEST
+from tests.helpers.bot_handle import PR, REPOSITORY, Bot, MakeEvent
+from tests.helpers.bot_processes import HANDLERS, handle_in_a_process
+from tests.helpers.dispatch_cases import DEFAULT_STAGES, SHA, statuses
+from tests.helpers.fake_actions import Script, ScriptedBackend, junit_zip, selection_zip
+from tests.helpers.fake_github import FakeCommit, FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
-SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
-OLD_SHA = "0" * 40
-FULL, CUSTOM = "L0 Test Full Run", "Custom L0 Test run"
-DEFAULT_STAGES = ["CPU-Generic-1", "A10-PyTorch-1", "A10-PyTorch-2", "DGX_H100-PyTorch-1"]
-RUN_REQUEST = {"command": "run", "flags": {}}
 FIRST_RUN = 7_000_000_001
-
-
-@pytest.fixture
-def actions_only(env: pytest.MonkeyPatch, jenkins: FakeJenkins) -> FakeJenkins:
-    """The project's engine is GitHub Actions: no Jenkins URL, no Jenkins credentials (the fake is only watched)."""
-    for name in ("CI_TOOL_JENKINS_URL", "JENKINS_USER", "JENKINS_API_TOKEN"):
-        env.delenv(name)
-    env.setenv("CI_TOOL_BOT_ENGINES", "github")
-    return jenkins
 
 
 def artifacts(stages: list[str], *, failing: str = "", request: dict[str, object] | None = None) -> dict[str, bytes]:
@@ -42,10 +30,6 @@ def artifacts(stages: list[str], *, failing: str = "", request: dict[str, object
         found[f"results-{stage}"] = junit_zip(stage, [(f"tests/kv/test_pool.py::TestPool::test_{stage[:3].lower()}",
                                                        outcome)])  # fmt: skip
     return found
-
-
-def statuses(github: FakeGitHub) -> list[tuple[str, str, str, str]]:
-    return [(str(s["sha"])[:7], str(s["context"]), str(s["state"]), str(s["description"])) for s in github.statuses]
 
 
 def test_a_run_dispatches_the_workflow_on_the_default_branch_for_the_head_with_the_previewed_inputs(

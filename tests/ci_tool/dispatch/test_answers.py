@@ -16,8 +16,8 @@ from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
 JOB = "L0_MergeRequest"
 JSON = {"Content-Type": "application/json"}

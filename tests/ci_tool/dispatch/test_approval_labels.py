@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.cli import main
-from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Result
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.helpers.approval_events import FULL, POST, labeled_event, signal_event
+from tests.helpers.bot_handle import PR, REPOSITORY, Result
+from tests.helpers.fake_github import FakeGitHub
 
-FULL, POST = "ci: full pre-merge approved", "ci: post-merge approved"
 ALLOWLIST_TEXT = "run: []\napprove: [Approver-Ann]\n"
 
 
@@ -33,22 +33,8 @@ def review_event(login: str, state: str = "approved") -> dict[str, object]:
     }
 
 
-def signal_event(conclusion: str = "success") -> dict[str, object]:
-    return {
-        "action": "completed",
-        "workflow_run": {"id": 99, "name": "approval-signal", "event": "pull_request_review", "conclusion": conclusion},
-        "repository": {"full_name": REPOSITORY},
-    }
 
 
-def labeled_event(label: str, sender: str) -> dict[str, object]:
-    return {
-        "action": "labeled",
-        "label": {"name": label},
-        "pull_request": {"number": PR, "state": "open"},
-        "sender": {"login": sender},
-        "repository": {"full_name": REPOSITORY},
-    }
 
 
 def labels(

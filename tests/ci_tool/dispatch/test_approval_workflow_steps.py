@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.bot.test_approval_workflows import LABELS, SIGNAL, load
-from tests.ci_tool.dispatch.conftest import PR, REPOSITORY
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.test_approval_labels import FULL, labeled_event, signal_event
+from tests.helpers.approval_events import FULL, labeled_event, signal_event
+from tests.helpers.bot_handle import PR, REPOSITORY
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.workflow_steps import LABELS, SIGNAL, load
 
 ALLOWLIST = "run: []\nkill_skip: []\napprove: [approver-ann]\n"
 

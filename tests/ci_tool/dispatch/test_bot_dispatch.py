@@ -9,30 +9,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.bot.help import render_help
-from tests.ci_tool.dispatch.conftest import PR, Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-
-SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
-OLD_SHA = "0" * 40
-FULL, CUSTOM = "Jenkins Full Build", "Custom Jenkins build"
-DEFAULT_STAGES = ["CPU-Generic-1", "A10-PyTorch-1", "A10-PyTorch-2", "DGX_H100-PyTorch-1"]
-
-
-def case(stage: str, name: str, status: str, message: str = "") -> dict[str, object]:
-    """A test case of a Jenkins test report, as ci-tool's JUnit names it (stage-prefixed class name)."""
-    return {
-        "className": f"{stage}.tests.kv.test_pool.TestPool",
-        "name": name,
-        "status": status,
-        "duration": 2.0,
-        "errorDetails": message or None,
-        "errorStackTrace": f"E   AssertionError: {message}" if message else None,
-    }
-
-
-PASSING = (case("CPU-Generic-1", "test_a", "PASSED"), case("A10-PyTorch-1", "test_b", "PASSED"),
-           case("A10-PyTorch-2", "test_c", "SKIPPED"), case("DGX_H100-PyTorch-1", "test_d", "PASSED"))  # fmt: skip
+from tests.helpers.bot_handle import PR, Bot, MakeEvent
+from tests.helpers.dispatch_cases import CUSTOM, DEFAULT_STAGES, FULL, OLD_SHA, PASSING, SHA, case, statuses
+from tests.helpers.fake_github import FakeGitHub, FakePull
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 
 def record(stages: list[str], *, custom_run: bool = False) -> dict[str, object]:
@@ -43,8 +23,6 @@ def record(stages: list[str], *, custom_run: bool = False) -> dict[str, object]:
 RECORD = record(DEFAULT_STAGES)
 
 
-def statuses(github: FakeGitHub) -> list[tuple[str, str, str, str]]:
-    return [(str(s["sha"])[:7], str(s["context"]), str(s["state"]), str(s["description"])) for s in github.statuses]
 
 
 def test_a_run_triggers_one_build_with_the_parameters_posts_the_plan_and_the_link_and_sets_pending(

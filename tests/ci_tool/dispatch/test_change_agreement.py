@@ -25,10 +25,11 @@ from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, waives_file_of
 from ci_tool.outcomes import RunState, StageState
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import open_catalog
-from tests.ci_tool.dispatch.conftest import ALLOWLIST, PR, REPOSITORY, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.git_pulls import (
+from tests.helpers.bot_handle import ALLOWLIST, PR, REPOSITORY, MakeEvent
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
+from tests.helpers.generate import run_plan_job
+from tests.helpers.git_pulls import (
     A10_WAIVE,
     MULTI_GPU_PATH,
     MULTI_GPU_STAGE,
@@ -37,7 +38,6 @@ from tests.ci_tool.dispatch.git_pulls import (
     make_repository,
     serve_pull,
 )
-from tests.ci_tool.generate.conftest import run_plan_job
 
 _STAGE_ROW = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| \d+/\d+ \|")
 ALL_PRE_MERGE = ["CPU-Generic-1", "CPU-Generic-2", "CPU-Generic-3", "A10-PyTorch-1", "A10-PyTorch-2",

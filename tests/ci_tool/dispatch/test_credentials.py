@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from ci_tool.dispatch.urls import shown, split_userinfo
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.test_bot_dispatch import PASSING
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import PASSING
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 
 def with_userinfo(jenkins: FakeJenkins) -> str:

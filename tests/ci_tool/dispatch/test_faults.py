@@ -3,7 +3,6 @@ never a traceback, never a credential's value, never a second build."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 
 import pytest
@@ -12,19 +11,14 @@ from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.dispatch.jenkins import JenkinsClient, TriggerLost
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import closed_port_url
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
 NO_WAIT = RetryPolicy(attempts=3, first_delay_seconds=0.0)
 
 
-def closed_port_url() -> str:
-    """A loopback URL where nothing listens: connections are refused."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
 
 
 def client(jenkins: FakeJenkins, **options: object) -> JenkinsClient:

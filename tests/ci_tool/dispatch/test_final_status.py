@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.test_bot_dispatch import FULL, SHA, case, statuses
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import FULL, SHA, case, statuses
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 
 @pytest.mark.parametrize(

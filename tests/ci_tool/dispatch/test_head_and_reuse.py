@@ -8,10 +8,10 @@ from datetime import datetime
 import pytest
 
 from ci_tool.bot.event import read_event
-from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeCommit, FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.test_bot_dispatch import DEFAULT_STAGES, FULL, OLD_SHA, SHA, statuses
+from tests.helpers.bot_handle import PR, REPOSITORY, Bot, MakeEvent
+from tests.helpers.dispatch_cases import DEFAULT_STAGES, FULL, OLD_SHA, SHA, statuses
+from tests.helpers.fake_github import FakeCommit, FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 
 @pytest.mark.parametrize(

@@ -3,20 +3,15 @@ before any retry, and handlers running at once (on separate machines or one) agr
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.dispatch.conftest import ALLOWLIST, CATALOG, Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
-
-HANDLERS = 3
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.bot_processes import HANDLERS, handle_in_a_process
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
 
 def test_a_trigger_jenkins_answers_after_the_client_gave_up_is_found_not_triggered_again(
@@ -30,13 +25,6 @@ def test_a_trigger_jenkins_answers_after_the_client_gave_up_is_found_not_trigger
     assert f"triggered: build 1 {jenkins.url}job/L0_MergeRequest/1/" in result.out.splitlines()
 
 
-def handle_in_a_process(event_path: Path, history: Path) -> subprocess.Popen[str]:
-    argv = ["bot", "handle", "--event", str(event_path), "--allowlist", ALLOWLIST, *CATALOG, "--poll-seconds", "0.1",
-            "--retry-seconds", "0", "--lost-answer-seconds", "600"]  # fmt: skip
-    code = "import sys; from ci_tool.cli import main; sys.exit(main(sys.argv[1:]))"
-    environment = {**os.environ, "CI_TOOL_HISTORY": str(history)}
-    return subprocess.Popen([sys.executable, "-c", code, *argv], cwd=REPO_ROOT, env=environment, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
 
 
 @pytest.mark.parametrize("one_history", [False, True], ids=["separate histories", "one history"])

@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 from ci_tool.history.store import HistoryStore, TestRecord
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.test_bot_dispatch import PASSING, case
 from tests.ci_tool.history.planted import PASSED, failed, record_run
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import PASSING, case
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 FLAKY = "tests.kv.test_pool.TestPool::test_d"  # as the build's JUnit names it
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.transport import PERF_PROPERTY, to_property
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 STAGE = "DGX_B200-PyTorch-PerfSanity-Post-Merge-1"
 CASE = "gpu-gemma_like-pool4g-b80"

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
-from tests.ci_tool.dispatch.test_bot_dispatch import FULL, SHA, statuses
-from tests.ci_tool.dispatch.test_faults import closed_port_url
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import FULL, SHA, closed_port_url, statuses
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
 PLAN_START = "@maintainer-amy, running `/bot run`.\n"
 AGAIN = "Nothing is running for this comment: comment `/bot run` again once Jenkins answers.\n"

@@ -10,7 +10,7 @@ import pytest
 from ci_tool.dispatch.faults import RetryPolicy
 from ci_tool.dispatch.github import GitHubClient
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.helpers.fake_github import FakeGitHub
 
 NOW = 1_780_000_000.0  # 2026-05-28 20:26:40 UTC
 LIMITED = json.dumps({"message": "API rate limit exceeded for installation ID 1."})

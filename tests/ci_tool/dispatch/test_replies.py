@@ -11,8 +11,8 @@ from ci_tool.bot.reply import COMMENT_LIMIT, shorten
 from ci_tool.dispatch.model import Build, Status, StatusState
 from ci_tool.outcomes import BuildResult, TestOutcome
 from ci_tool.stages.request import SelectionRequest
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.fake_github import FakeGitHub
 
 BUILD = Build("L0_MergeRequest", 7, "http://jenkins/job/L0_MergeRequest/7/", False, BuildResult.SUCCESS)
 TOTALS = {TestOutcome.PASSED: 12, TestOutcome.FAILED: 1, TestOutcome.SKIPPED: 3}

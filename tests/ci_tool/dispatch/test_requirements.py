@@ -11,8 +11,8 @@ import pytest
 
 from ci_tool.dispatch.requirements import client_module
 from ci_tool.errors import DispatchError
-from tests.ci_tool.dispatch.conftest import ALLOWLIST, CATALOG, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
+from tests.helpers.bot_handle import ALLOWLIST, CATALOG, MakeEvent
+from tests.helpers.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[3]
 # What a machine without python-jenkins does with this checkout on sys.path: `import jenkins` finds the

@@ -5,13 +5,13 @@ shows it unstable, not passed; a test failure on the attempt is a failure."""
 from __future__ import annotations
 
 from ci_tool.outcomes import TestOutcome
-from tests.ci_tool.dispatch.conftest import Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_actions import Script as ActionsScript
-from tests.ci_tool.dispatch.fake_actions import ScriptedBackend, junit_zip, selection_zip, zipped
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins, Script
-from tests.ci_tool.dispatch.test_actions_dispatch import DEFAULT_STAGES, FULL, RUN_REQUEST, SHA, statuses
-from tests.ci_tool.dispatch.test_actions_dispatch import actions_only as actions_only  # the fixture
+from tests.helpers.actions_cases import FULL, RUN_REQUEST
+from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.dispatch_cases import DEFAULT_STAGES, SHA, statuses
+from tests.helpers.fake_actions import Script as ActionsScript
+from tests.helpers.fake_actions import ScriptedBackend, junit_zip, selection_zip, zipped
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins, Script
 
 STAGE = "A10-PyTorch-1"
 REASON = "attempt 2: run again after the infrastructure lost attempt 1 (its agent or runner)"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ci_tool.dispatch.conftest import PR, REPOSITORY, Bot, MakeEvent
-from tests.ci_tool.dispatch.fake_github import FakeGitHub
-from tests.ci_tool.dispatch.fake_jenkins import FakeJenkins
+from tests.helpers.bot_handle import PR, REPOSITORY, Bot, MakeEvent
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.fake_jenkins import FakeJenkins
 
 SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 CUT_SHORT = (

@@ -17,7 +17,7 @@ from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
 from ci_tool.stages.record import read_record
-from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
+from tests.helpers.generate import WAIVED_ON_MAIN, PullRequestOrigin, git
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

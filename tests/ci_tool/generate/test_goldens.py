@@ -13,7 +13,7 @@ import pytest
 from ci_tool.generate.targets import CATALOG_TARGETS
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 HERE = Path(__file__).resolve().parent
 CATALOG_NAMES = sorted(path.parent.name for path in (HERE / "catalogs").glob("*/stages.yml"))

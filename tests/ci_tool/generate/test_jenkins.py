@@ -16,7 +16,19 @@ from pathlib import Path
 import pytest
 
 from ci_tool.build.spec import build_command, install_command
-from tests.ci_tool.generate.conftest import WAIVED_ON_MAIN, PullRequestOrigin, git
+from tests.helpers.generate import WAIVED_ON_MAIN, PullRequestOrigin, git
+from tests.helpers.jenkins_pipeline import (
+    BASE,
+    HEAD,
+    MERGE_REQUEST,
+    OLD_HEAD,
+    TEST_JOB,
+    commits,
+    l0_test,
+    merge_request,
+    selection,
+    steps,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")
@@ -51,42 +63,12 @@ def test_every_generated_groovy_file_compiles(
     assert sorted(path.stem for path in classes.glob("*.class") if "$" not in path.stem) == sorted(names)
 
 
-TEST_JOB = "jenkins/L0_Test.groovy"
-MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
 
 
-def l0_test(
-    stages: list[str],
-    *,
-    fail_fast: bool = True,
-    run_args: list[str] | None = None,
-    more: dict[str, str] | None = None,  # more parameters: HEAD_SHA, BASE_SHA, DEBUG_HOLD_MINUTES
-    **extra: object,
-) -> dict[str, object]:
-    params = {"STAGES": json.dumps(stages), "FAIL_FAST": fail_fast, "STAGE_RUN_ARGS": json.dumps(run_args or [])}
-    return {"script": TEST_JOB, "params": params | (more or {}), **extra}
 
 
-def selection(
-    stages: list[str],
-    *,
-    blocked: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    fail_fast: bool = True,
-    stage_run_args: list[str] | None = None,
-) -> dict[str, object]:
-    """The parts of `ci-tool stage select --json` the merge-request pipeline reads."""
-    return {
-        "stages": stages,
-        "blocked": [{"stage": stage, "label": label} for stage, label in blocked],
-        "fail_fast": fail_fast,
-        "stage_run_args": stage_run_args or [],
-    }
 
 
-def merge_request(selected: dict[str, object], **extra: object) -> dict[str, object]:
-    """A merge-request run whose `ci-tool stage select` answers `selected` (not run for real)."""
-    params = {"REQUEST": '{"command": "run", "flags": {}}', "LABELS": "[]"}
-    return {"script": MERGE_REQUEST, "params": params, "files": {"selection.json": selected}, **extra}
 
 
 def real_merge_request(flags: dict[str, object], labels: list[str] | None = None, **extra: object) -> dict[str, object]:
@@ -96,13 +78,8 @@ def real_merge_request(flags: dict[str, object], labels: list[str] | None = None
     return {"script": MERGE_REQUEST, "params": params, "execute": ["stage select"], **extra}
 
 
-# Placeholders in a git scenario's parameters for the commits of the `pull_request` fixture's repository.
-HEAD, OLD_HEAD, BASE = "<pr-head>", "<pr-old-head>", "<main-tip>"
 
 
-def commits(pull_request: PullRequestOrigin, text: str) -> str:
-    named = {HEAD: pull_request.head, OLD_HEAD: pull_request.old_head, BASE: pull_request.base}
-    return named.get(text, text)
 
 
 def git_merge_request(flags: dict[str, object], **params: str) -> dict[str, object]:
@@ -240,34 +217,8 @@ def runs(generated: dict, run_stub, make_workspace, pull_request) -> dict[str, d
     }
 
 
-def steps(run: dict[str, object], *kinds: str) -> list[tuple[object, ...]]:
-    """The recorded steps of the given kinds, each as (kind, its main argument)."""
-    main = {
-        "node": "label",
-        "stage": "name",
-        "sh": "script",
-        "error": "message",
-        "echo": "message",
-        "unstable": "message",
-        "parallel": "branches",
-        "aborted": "branches",
-        "junit": "testResults",
-        "archiveArtifacts": "artifacts",
-        "build": "stages",
-        "timeout": "time",
-        "lost": "",
-        "retrying": "",
-    }
-    calls = run["calls"]
-    assert isinstance(calls, list)
-    return [
-        (call["step"], call.get(main.get(call["step"], "")))
-        for call in calls
-        if call["step"] in kinds and not str(call.get("message", "")).startswith(NO_SHARED_HISTORY)
-    ]
 
 
-NO_SHARED_HISTORY = "No shared history ("  # each stage's note without the credential (test_shared_history.py)
 
 
 def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(runs: dict) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.ci_tool.generate.conftest import Generated, StubProcess
+from tests.helpers.generate import Generated, StubProcess
 
 ROOT = Path(__file__).resolve().parents[3]
 JENKINS_FILES = ("jenkins/L0_Test.groovy", "jenkins/L0_MergeRequest.groovy")

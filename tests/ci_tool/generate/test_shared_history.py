@@ -20,8 +20,8 @@ from ci_tool.generate.context import DURATIONS_ARTIFACT
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.layout import CI_DURATIONS_PATH, SHARED_HISTORY_CREDENTIAL
-from tests.ci_tool.generate.conftest import PullRequestOrigin, StubRunner
-from tests.ci_tool.generate.test_jenkins import (
+from tests.helpers.generate import PullRequestOrigin, StubRunner
+from tests.helpers.jenkins_pipeline import (
     HEAD,
     NO_SHARED_HISTORY,
     commits,

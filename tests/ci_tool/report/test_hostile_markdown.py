@@ -17,7 +17,7 @@ from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import build_report, load_report
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import run_session
-from tests.ci_tool.conftest import planned, session_config
+from tests.helpers.failing_suite import planned, session_config
 
 # each would do something outside code: notify a team, load an image, link, render HTML, end a code span
 # or a table cell early

@@ -4,7 +4,6 @@ stage folders and logs relative to where it writes the page."""
 
 from __future__ import annotations
 
-import html.parser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,34 +14,17 @@ from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestReco
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 from ci_tool.report.html import render_html
 from ci_tool.report.model import build_report, load_report
-from tests.ci_tool.report.conftest import HOSTILE
+from tests.helpers.html_pages import parsed
+from tests.helpers.report_history import HOSTILE
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 GOLDENS = Path(__file__).parent / "goldens"
 
 
-class Elements(html.parser.HTMLParser):
-    """The start tags, attributes and text of a page, as a browser's parser sees them."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
 
 
-def parsed(page: str) -> Elements:
-    elements = Elements()
-    elements.feed(page)
-    elements.close()
-    return elements
 
 
 def report_page(history: Path, run_id: str) -> str:

@@ -22,7 +22,7 @@ from ci_tool.report.html import render_html
 from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, FailedTest, FailureGroup, report_json
 from ci_tool.report.page import environment, render
-from tests.ci_tool.report.test_html import parsed
+from tests.helpers.html_pages import parsed
 
 ROOT = Path(__file__).resolve().parents[3]
 STAGE = StageRecord("r9", "CPU-Generic-1", StageState.UNSTABLE, duration_seconds=4.0, passed=2, failed=0)

@@ -14,10 +14,10 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
-from tests.ci_tool.report.conftest import DAY
+from tests.helpers.report_history import DAY
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 GOLDENS = Path(__file__).parent / "goldens" / "site"
 

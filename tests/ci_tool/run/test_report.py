@@ -21,7 +21,7 @@ from ci_tool.stages.planner import Planner
 from ci_tool.testdb.load import load_test_db
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 GOLDEN = Path(__file__).parent / "goldens" / "fixture_report.md"
 REPOSITORY = Path(__file__).parents[3]

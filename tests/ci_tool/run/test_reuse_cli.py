@@ -4,7 +4,6 @@ of the code (or --disable-reuse-test) runs everything again."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,83 +11,40 @@ import pytest
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.cli import main
 from ci_tool.history import queries
-from ci_tool.history.store import HistoryStore, RunRecord, StageRecord
+from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.report.words import seconds_text
 from ci_tool.run.session import new_run_id
-
-CPU_ONLY = ("--system-info", "cpu-only.json")
-# Two green stages and one that fails one test of three.
-CATALOG = """\
-version: 1
-families:
-- {name: CPU-Generic, platform: cpu, context: l0_green, splits: 1}
-- {name: CPU-Generic-Mixed, platform: cpu, context: l0_mixed, splits: 1}
-- {name: CPU-Generic-Group, platform: cpu, context: l0_group, splits: 1}
-"""
-TEST_DB = """\
-version: 0.0.1
-l0_mixed:
-- condition: {}
-  tests:
-  - cases/case_basic.py::test_pass
-  - cases/case_basic.py::TestGroup
-  - cases/case_basic.py::test_assert_fails
-  - cases/case_params.py
-l0_group:
-- condition: {}
-  tests: [cases/case_basic.py::TestGroup::test_alpha]
-"""
-# Parameters with blanks: no waive line holds such an id, so a function all of whose tests passed is waived
-# whole, and one with a failed test runs again.
-PARAMS = """\
-import pytest
-
-
-@pytest.mark.parametrize("x", ["a b", "c d"])
-def test_spaced(x):
-    pass
-
-
-@pytest.mark.parametrize("x", ["e f", "g h"])
-def test_half(x):
-    assert x == "e f"
-"""
-RUN = ("run", "/bot run --disable-fail-fast", "--catalog", "reuse.yml", *CPU_ONLY)
-
-
-def git(root: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.invalid", "-c", "init.defaultBranch=main"]
-    return subprocess.run([*command, *args], cwd=root, check=True, capture_output=True, text=True).stdout
+from tests.helpers.reuse_cli import (
+    CATALOG,
+    CPU_ONLY,
+    TEST_DB,
+    ci_tool,
+    git,
+    make_checkout,
+    runs,
+    stage_run,
+    stage_states,
+)
 
 
 @pytest.fixture
 def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The failing suite with the reuse catalog, committed in a fresh git repository."""
-    (suite / "reuse.yml").write_text(CATALOG)
-    (suite / "test-db" / "l0_reuse.yml").write_text(TEST_DB)
-    (suite / "cases" / "case_params.py").write_text(PARAMS)
-    (suite / ".gitignore").write_text(".ci-tool/\n__pycache__/\n")
-    git(suite, "init", "-q")
-    git(suite, "add", ".")
-    git(suite, "commit", "-q", "-m", "the suite")
-    monkeypatch.chdir(suite)
-    return suite
+    return make_checkout(suite, monkeypatch)
 
 
-def ci_tool(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().out
+RUN = ("run", "/bot run --disable-fail-fast", "--catalog", "reuse.yml", *CPU_ONLY)
 
 
-def runs(root: Path) -> list[tuple[RunRecord, list[StageRecord]]]:
-    """Every recorded run, oldest first, with its stages."""
-    with HistoryStore(root / ".ci-tool" / "history.sqlite", read_only=True) as store:
-        return [(run, queries.run_stages(store, run.run_id)) for run in reversed(queries.recent_runs(store))]
 
 
-def stage_states(stages: list[StageRecord]) -> dict[str, tuple[StageState, str]]:
-    return {stage.name: (stage.state, stage.reason) for stage in stages}
+
+
+
+
+
+
 
 
 def test_a_second_identical_run_reuses_every_passed_stage_and_the_passed_tests_of_the_failed_one(
@@ -264,10 +220,6 @@ def test_a_stage_of_reused_and_waived_tests_passes(checkout: Path, capsys: pytes
     assert "0 passed, 0 failed, 8 skipped" in out
 
 
-# `ci-tool stage run`, as CI runs each stage on an agent of its own (its own run): reuse is over every run of
-# the same code, and the pipeline's results folder in the checkout is not code.
-def stage_run(name: str, *options: str) -> tuple[str, ...]:
-    return ("stage", "run", name, "--catalog", "reuse.yml", *CPU_ONLY, "--output-dir", f"results/{name}", *options)
 
 
 def test_a_stage_that_passed_on_this_code_is_reused_by_the_next_stage_run(

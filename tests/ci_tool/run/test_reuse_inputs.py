@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from ci_tool.outcomes import StageState
-from tests.ci_tool.run.test_reuse_cli import checkout, ci_tool, git, runs, stage_run, stage_states
+from tests.helpers.reuse_cli import ci_tool, git, make_checkout, runs, stage_run, stage_states
+
+
+@pytest.fixture
+def checkout(suite: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The failing suite with the reuse catalog, committed in a fresh git repository."""
+    return make_checkout(suite, monkeypatch)
+
 
 __all__ = ["checkout"]  # the fixture
 

@@ -19,7 +19,7 @@ from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import junit
-from tests.ci_tool.conftest import PlannerCalls
+from tests.helpers.planner_calls import PlannerCalls
 
 # The suite's facts of a machine without a GPU: what these tests expect, whatever machine runs them.
 CPU_ONLY = ("--system-info", "cpu-only.json")

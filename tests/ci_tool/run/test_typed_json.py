@@ -16,7 +16,7 @@ from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report
 from ci_tool.stages.priority import Priority, Ranked, Tier
-from tests.ci_tool.conftest import planned
+from tests.helpers.failing_suite import planned
 
 TOKEN = "a" * 32
 

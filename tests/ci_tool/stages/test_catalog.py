@@ -24,7 +24,7 @@ from ci_tool.stages.shard import ALGORITHMS
 from ci_tool.testdb.load import load_test_db
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 CATALOGS = Path(__file__).parent / "catalogs"
 INVALID = sorted((CATALOGS / "invalid").glob("*.yml"))

@@ -14,42 +14,8 @@ from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.modes import PERF_PYTEST_ARGS
 from ci_tool.stages.names import parse_family_name, parse_stage_name
 from ci_tool.stages.planner import Planner
-from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
-
-TEST_DB = """\
-version: 0.0.1
-l0_x:
-- condition:
-    terms: {stage: pre_merge}
-  tests:
-  - t/a.py
-  - t/b.py ISOLATION
-  - t/c.py
-  - t/d.py
-- condition:
-    terms: {stage: pre_merge, supports_fp8: true}
-  tests:
-  - t/fp8.py
-  - t/a.py TIMEOUT (90)
-- condition:
-    terms: {stage: post_merge}
-  tests:
-  - t/post.py
-l0_empty:
-- condition:
-    wildcards: {gpu: '*h200*'}
-  tests:
-  - t/h200.py
-"""
-DURATIONS = {"t/a.py": 600.0, "t/b.py": 300.0, "t/c.py": 200.0, "t/d.py": 100.0, "t/fp8.py": 50.0}
-
-
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> TestDb:
-    folder = tmp_path_factory.mktemp("test-db")
-    (folder / "l0_x.yml").write_text(TEST_DB)
-    return load_test_db(folder)
+from tests.helpers.plan_catalog import CATALOG, DURATIONS
 
 
 def test_an_unsharded_family_runs_its_whole_render(db: TestDb) -> None:
@@ -139,12 +105,6 @@ def test_a_shard_outside_the_family_is_an_error(db: TestDb) -> None:
     assert str(caught.value) == "expected a shard index from 1 to 2 for family 'A10-PyTorch', found 3"
 
 
-CATALOG = """\
-version: 1
-families:
-- {name: A10-PyTorch, platform: a10, context: l0_x, splits: 2}
-- {name: A10-PyTorch-Post-Merge, platform: a10, context: l0_x, splits: 1}
-"""
 
 
 def _family(db: TestDb) -> Family:

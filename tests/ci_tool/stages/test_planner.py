@@ -17,8 +17,8 @@ from ci_tool.stages.engines import Engine
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.select import select_for_change
 from ci_tool.testdb.model import TestDb
-from tests.ci_tool.conftest import PlannerCalls
-from tests.ci_tool.stages.test_plan import CATALOG, DURATIONS, db  # noqa: F401  (db: the module's fixture)
+from tests.helpers.plan_catalog import CATALOG, DURATIONS
+from tests.helpers.planner_calls import PlannerCalls
 
 WAIVES = "test-db/waives.txt"
 CBTS = Path(__file__).parent / "catalogs" / "cbts"
@@ -26,18 +26,18 @@ WITH_DOCS = CATALOG + "- {name: CPU-Build_Docs, platform: cpu}\n"
 
 
 @pytest.fixture
-def catalog(db: TestDb) -> Catalog:  # noqa: F811
+def catalog(db: TestDb) -> Catalog:
     return read_catalog(WITH_DOCS, Planner(db, DURATIONS), file="stages.yml")
 
 
-def test_a_selection_plans_each_stage_as_planning_it_alone_does(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+def test_a_selection_plans_each_stage_as_planning_it_alone_does(db: TestDb, catalog: Catalog) -> None:
     planner = Planner(db, DURATIONS, waives_file=WAIVES)
     together = planner.selection(catalog.stages)
     assert together == {stage.name.name: planner.stage(stage) for stage in catalog.stages}
     assert {plan.waives_file for name, plan in together.items() if name != "CPU-Build_Docs"} == {WAIVES}
 
 
-def test_a_family_runs_its_whole_render_unsharded_with_the_waives(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+def test_a_family_runs_its_whole_render_unsharded_with_the_waives(db: TestDb, catalog: Catalog) -> None:
     family = catalog.stage("A10-PyTorch-1").family
     plan = Planner(db, DURATIONS, waives_file=WAIVES).family(family)
     shards = [Planner(db, DURATIONS).stage(catalog.stage(f"A10-PyTorch-{k}")) for k in (1, 2)]
@@ -45,7 +45,7 @@ def test_a_family_runs_its_whole_render_unsharded_with_the_waives(db: TestDb, ca
     assert sorted(line.raw for line in plan.lines) == sorted(line.raw for s in shards for line in s.lines)
 
 
-def test_the_facts_decide_the_render(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+def test_the_facts_decide_the_render(db: TestDb, catalog: Catalog) -> None:
     """A machine's facts leave out what they rule out; the stage name's facts only (None) match a condition on
     a machine fact, as CI renders before a runner starts."""
     family = catalog.stage("A10-PyTorch-1").family
@@ -55,7 +55,7 @@ def test_the_facts_decide_the_render(db: TestDb, catalog: Catalog) -> None:  # n
     assert rendered == [[], ["t/fp8.py"]]
 
 
-def test_a_family_that_is_no_test_stage_is_an_error(db: TestDb, catalog: Catalog) -> None:  # noqa: F811
+def test_a_family_that_is_no_test_stage_is_an_error(db: TestDb, catalog: Catalog) -> None:
     with pytest.raises(StageError, match=r"^expected a test stage to run, found 'CPU-Build_Docs' \(build_docs\)$"):
         Planner(db, DURATIONS).family(catalog.stage("CPU-Build_Docs").family)
 
@@ -75,7 +75,7 @@ def test_loading_selecting_narrowing_and_planning_render_each_list_once(planner_
     assert list(planner_calls.splits.values()) == [1]
 
 
-def test_planning_each_shard_of_a_family_splits_it_once(db: TestDb, planner_calls: PlannerCalls) -> None:  # noqa: F811
+def test_planning_each_shard_of_a_family_splits_it_once(db: TestDb, planner_calls: PlannerCalls) -> None:
     planner = Planner(db, DURATIONS)
     catalog = read_catalog(CATALOG, planner, file="stages.yml")
     shards = [replace(planner, waives_file=WAIVES).stage(stage) for stage in catalog.stages_of(catalog.families[0])]

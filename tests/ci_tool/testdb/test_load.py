@@ -12,7 +12,7 @@ from ci_tool.testdb.load import load_test_db, read_test_db, read_test_db_file
 from ci_tool.testdb.model import Range
 
 if TYPE_CHECKING:
-    from tests.conftest import Golden
+    from tests.helpers.golden import Golden
 
 INVALID = Path(__file__).parent / "invalid"
 INVALID_FIXTURES = sorted(INVALID.glob("*.yml"))

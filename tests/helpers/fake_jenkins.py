@@ -14,7 +14,8 @@
 
 A queue item names its build after `polls_to_start` looks; a build ends after `polls_to_end` looks at it,
 as its Script says (result, console lines, the L0_Test builds it starts with their test cases). Nothing waits
-on the clock: the client's polls move the fakes on.
+on the clock: the client's polls move the fakes on. J is a job's path: `job/NAME`, or `job/FOLDER/job/NAME` for a
+job in a folder, which the fake names `FOLDER/NAME` (as ci-tool's CI_TOOL_JENKINS_JOB and python-jenkins do).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.ci_tool.dispatch.loopback import NOT_FOUND, Answer, Loopback, Request, json_answer
+from tests.helpers.loopback import NOT_FOUND, Answer, Loopback, Request, json_answer
+
+# A job's path: `/job/NAME`, `/job/FOLDER/job/NAME`, folders in folders too.
+JOB = r"/job/(?P<job>[^/]+(?:/job/[^/]+)*)"
+
+
+def job_path(job: str) -> str:
+    """`folder/name` -> `job/folder/job/name`, the job's path under the Jenkins root."""
+    return "/".join(f"job/{part}" for part in job.split("/"))
 
 
 @dataclass
@@ -106,7 +115,8 @@ class FakeJenkins(Loopback):
     def add_build(self, job: str, parameters: dict[str, str], script: Script | None = None, **state: Any) -> FakeBuild:
         builds = self.builds.setdefault(job, {})
         number = max(builds, default=0) + 1
-        build = FakeBuild(job, number, parameters, script or self.script, f"{self.url}job/{job}/{number}/", **state)
+        url = f"{self.url}{job_path(job)}/{number}/"
+        build = FakeBuild(job, number, parameters, script or self.script, url, **state)
         builds[number] = build
         return build
 
@@ -114,6 +124,12 @@ class FakeJenkins(Loopback):
         return list(self.builds.get(job, {}).values())
 
     # -- routing -------------------------------------------------------------------------------
+
+    def arguments(self, groups: dict[str, str]) -> dict[str, str]:
+        """A job in a folder is `folder/name` here, as ci-tool names it; its path spells `folder/job/name`."""
+        if "job" in groups:
+            groups = {**groups, "job": groups["job"].replace("/job/", "/")}
+        return groups
 
     def answer(self, request: Request) -> Answer:
         expected = "Basic " + base64.b64encode(f"{self.user}:{self.token}".encode()).decode()
@@ -137,7 +153,7 @@ class FakeJenkins(Loopback):
         data: dict[str, object] = {
             "_class": "hudson.model.Queue$WaitingItem",
             "id": item.id,
-            "task": {"name": item.job, "url": f"{self.url}job/{item.job}/"},
+            "task": {"name": item.job, "url": f"{self.url}{job_path(item.job)}/"},
             "actions": [{"parameters": [{"name": k, "value": v} for k, v in item.parameters.items()]}],
             "params": "".join(f"\n{k}={v}" for k, v in item.parameters.items()),
             "why": "Waiting for next available executor",
@@ -243,16 +259,16 @@ class FakeJenkins(Loopback):
 
     ROUTES: tuple[tuple[str, str, Callable[..., Answer]], ...] = (
         ("GET", r"/crumbIssuer/api/json", _crumb),
-        ("POST", r"/job/(?P<job>[^/]+)/buildWithParameters", _trigger),
+        ("POST", JOB + r"/buildWithParameters", _trigger),
         ("GET", r"/queue/api/json", _queue),
         ("GET", r"/queue/item/(?P<number>\d+)/api/json", _queue_item),
         ("POST", r"/queue/cancelItem", _cancel),
         ("GET", r"/", _root),
-        ("GET", r"/job/(?P<job>[^/]+)/api/json", _job),
-        ("GET", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/api/json", _build),
-        ("GET", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/logText/progressiveText", _console),
-        ("POST", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/stop", _stop),
-        ("GET", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/", _page),
-        ("GET", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/testReport/api/json", _test_report),
-        ("GET", r"/job/(?P<job>[^/]+)/(?P<number>\d+)/artifact/(?P<path>.+)", _artifact),
+        ("GET", JOB + r"/api/json", _job),
+        ("GET", JOB + r"/(?P<number>\d+)/api/json", _build),
+        ("GET", JOB + r"/(?P<number>\d+)/logText/progressiveText", _console),
+        ("POST", JOB + r"/(?P<number>\d+)/stop", _stop),
+        ("GET", JOB + r"/(?P<number>\d+)/", _page),
+        ("GET", JOB + r"/(?P<number>\d+)/testReport/api/json", _test_report),
+        ("GET", JOB + r"/(?P<number>\d+)/artifact/(?P<path>.+)", _artifact),
     )

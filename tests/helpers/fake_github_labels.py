@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from tests.ci_tool.dispatch.loopback import Answer, Request, json_answer
+from tests.helpers.loopback import Answer, Request, json_answer
 
 NOT_FOUND = {"message": "Not Found"}
 

@@ -31,12 +31,12 @@ import yaml
 from ci_tool.layout import ACTIONS_WORKFLOW
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run.junit import CaseResult, junit_document
-from tests.ci_tool.dispatch.loopback import Answer, Request, json_answer
+from tests.helpers.loopback import Answer, Request, json_answer
 
 if TYPE_CHECKING:
-    from tests.ci_tool.dispatch.fake_github import FakeGitHub
+    from tests.helpers.fake_github import FakeGitHub
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ACTIVE = ("queued", "in_progress", "waiting", "requested", "pending")
 
 

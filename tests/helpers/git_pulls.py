@@ -13,7 +13,7 @@ from pathlib import Path
 from ci_tool.generate.context import generate_input
 from ci_tool.generate.targets import generate_files
 from ci_tool.stages.catalog_load import open_catalog
-from tests.ci_tool.dispatch.fake_github import FakeGitHub, FakePull
+from tests.helpers.fake_github import FakeGitHub, FakePull
 
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
 
@@ -57,7 +57,7 @@ def serve_pull(github: FakeGitHub, repository: str, number: int, root: Path, *, 
     return github.add_pull(repository, pull)
 
 
-CBTS_CATALOG = Path(__file__).resolve().parents[1] / "stages" / "catalogs" / "cbts"
+CBTS_CATALOG = Path(__file__).resolve().parents[1] / "ci_tool" / "stages" / "catalogs" / "cbts"
 # Waived on `main`: a pull request that removes it unwaives a GPU test.
 A10_WAIVE = "full:A10/tests/gpu_only SKIP (https://bugs.example/2)\n"
 TEMPLATE_FILES = {

@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from tests.ci_tool.dispatch.fake_actions import FakeActions
-from tests.ci_tool.dispatch.fake_github_labels import LABEL_ROUTES
-from tests.ci_tool.dispatch.loopback import Answer, Loopback, Request, json_answer
+from tests.helpers.fake_actions import FakeActions
+from tests.helpers.fake_github_labels import LABEL_ROUTES
+from tests.helpers.loopback import Answer, Loopback, Request, json_answer
 
 
 @dataclass
