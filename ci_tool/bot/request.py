@@ -64,7 +64,9 @@ class BotRequest:
         return cols[0] if index is None else cols[1 + index]
 
     def to_json(self) -> dict[str, object]:
-        flags = {key: list(value) if isinstance(value, tuple) else value for key, value in self.values}
+        """The command and its flags; an empty list (`--stage-list ""`) is left out, as the selection takes it:
+        what CI receives reads back as the request the selection ran."""
+        flags = {key: list(value) if isinstance(value, tuple) else value for key, value in self.values if value != ()}
         return {"command": self.command or NOT_A_COMMAND, "flags": flags}
 
     @property

@@ -64,7 +64,7 @@ REAL_COMMENTS = [
 
 
 REAL_COMMENTS += [
-    ('/bot run --stage-list ""', {"stage_list": []}),  # the reference takes it as left out (the selection notes it)
+    ('/bot run --stage-list ""', {}),  # the reference takes it as left out (the selection notes it, from the comment)
     ("/bot run --only-multi-gpu-test", {"only_multi_gpu_test": True}),
     ("/bot run --multi-gpu-test", {"only_multi_gpu_test": True}),  # the old spelling, still typed
     ("/bot run --only-perf-sanity-test --post-merge", {"only_perf_sanity_test": True, "post_merge": True}),
