@@ -27,7 +27,7 @@ from ci_tool.commands.run_options import finish, progress_of, reorder_option, ru
 from ci_tool.errors import BotError
 from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.resources import default_jobs, describe, host_capacity, run_stage_cores
+from ci_tool.run.resources import HostCapacity, default_jobs, describe, host_capacity, run_stage_cores
 from ci_tool.run.reuse import check_revalidation
 from ci_tool.run.session import SessionConfig, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
@@ -138,15 +138,15 @@ def run(
         click.echo("".join(f"+ {name}\n" for name in main.selection.names), nl=False)
         return 0
     if options.executor is Executor.LOCAL:
-        setup = replace(setup, config=_side_by_side(_jobs(jobs, setup), main.selection, setup))
+        host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
+        setup = replace(setup, config=_side_by_side(_jobs(jobs, host), host, main.selection, setup))
     return _run(text.strip(), main, setup, options)
 
 
-def _side_by_side(jobs: int, selection: Selection, setup: LocalSetup) -> SessionConfig:
+def _side_by_side(jobs: int, host: HostCapacity, selection: Selection, setup: LocalSetup) -> SessionConfig:
     """The session's bound of stages and each parallel stage's test processes (run/resources.py); says the
     latter when a stage runs its tests in more than one."""
     config = setup.config
-    host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
     names = [stage.name for stage in selection.stages]
     cores = run_stage_cores(
         host, jobs=jobs, stages=names, parallel_families=config.parallel_families,
@@ -159,13 +159,12 @@ def _side_by_side(jobs: int, selection: Selection, setup: LocalSetup) -> Session
     return config
 
 
-def _jobs(asked: int | None, setup: LocalSetup) -> int:
+def _jobs(asked: int | None, host: HostCapacity) -> int:
     """How many stages run side by side: `--jobs`, else what this machine holds (run/resources.py); says so."""
     if asked is not None:
         if asked > 1:
             click.echo(f"up to {asked} stages side by side (--jobs {asked})")
         return asked
-    host = host_capacity(setup.facts, cores=sysinfo.usable_cores(), environ=os.environ)
     jobs = default_jobs(host)
     bound = f"up to {jobs} stages side by side" if jobs > 1 else "one stage at a time"
     click.echo(f"{bound} (this machine holds {jobs}: {describe(host)}; --jobs N to change)")

@@ -73,8 +73,7 @@ def run_stage_cores(
 def stage_cores(host: HostCapacity, *, jobs: int, parallel: int = 0, others: int = 0) -> int:
     """The cores (test processes) each of `parallel` stages that run their tests in parallel gets, beside
     `others` stages that run here in one process each (module docstring)."""
-    by_memory = host.cores if host.memory_mib is None else host.memory_mib // STAGE_MEMORY_MIB
-    whole = max(1, min(host.cores, by_memory))
+    whole = processes_held(host)
     if jobs <= 1 or parallel == 0:
         return whole
     beside = min(others, max(0, jobs - parallel))
@@ -97,10 +96,15 @@ def gpu_devices(sysinfo: Mapping[str, QueryValue], environ: Mapping[str, str]) -
     return tuple(str(index) for index in range(count if isinstance(count, int) else 0))
 
 
-def default_jobs(host: HostCapacity) -> int:
-    """How many stages this host holds at once when `--jobs` is not given (module docstring)."""
+def processes_held(host: HostCapacity) -> int:
+    """How many test processes this host holds at once: a core and STAGE_MEMORY_MIB each, at least one."""
     by_memory = host.cores if host.memory_mib is None else host.memory_mib // STAGE_MEMORY_MIB
     return max(1, min(host.cores, by_memory))
+
+
+def default_jobs(host: HostCapacity) -> int:
+    """How many stages this host holds at once when `--jobs` is not given (module docstring): a process each."""
+    return processes_held(host)
 
 
 def describe(host: HostCapacity) -> str:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tests.helpers.generate import (
     run_plan_job,
     write_ci_tool,
 )
+from tests.helpers.workflow_steps import tool
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -71,15 +71,6 @@ def _groovy_tool(name: str) -> str:
     return found
 
 
-def _python_tool(name: str) -> str:
-    """A tool from this environment's bin folder (`pip install '.[test]'` puts it there), else from PATH."""
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (pip install '.[test]' installs it)")
-    return found
-
-
 @pytest.fixture(scope="session")
 def java_env() -> dict[str, str]:
     return _java_env()
@@ -92,12 +83,12 @@ def groovyc() -> str:
 
 @pytest.fixture(scope="session")
 def actionlint() -> str:
-    return _python_tool("actionlint")
+    return tool("actionlint")
 
 
 @pytest.fixture(scope="session")
 def zizmor() -> str:
-    return _python_tool("zizmor")
+    return tool("zizmor")
 
 
 @pytest.fixture(scope="session")
