@@ -7,6 +7,12 @@ finished, marks the run interrupted and exits 130. After SIGHUP the lost termina
 ignored, so `nohup ci-tool run` still outlives the terminal. Stages that run side by side (`--jobs`) are
 processes of their own: while they run, ci-tool hands each signal to every one of them, and each stops its
 pytest child as above (ci_tool/run/stage_pool.py).
+
+While ci-tool waits on a pytest child, the signals are *held* (`held`): the handler only notes them, and the
+waiting loop raises the interrupt between its polls. An interrupt raised anywhere may land inside the
+standard library's `Popen.wait` just after it took the Popen's waitpid lock and before the `try` that would
+release it; every later `wait()` then blocks forever. On a loaded 2-core box about one interrupt in 10,000
+did that, and a CI run hung on it.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ import os
 import signal
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+INTERRUPTING = (signal.SIGINT, *TERMINATING)
 CTRL_C = "Ctrl-C"
 
 
@@ -39,6 +47,11 @@ def cause(interrupt: KeyboardInterrupt) -> str:
 def interrupt_of(signum: int) -> KeyboardInterrupt:
     """The exception `signum` raises in ci-tool: KeyboardInterrupt for SIGINT, Interrupted for the others."""
     return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
+def cause_of(signum: int) -> str:
+    """What interrupted, by the signal: `Ctrl-C` for SIGINT, else the signal's name."""
+    return cause(interrupt_of(signum))
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -77,3 +90,49 @@ def terminating_signals_interrupt() -> Iterator[None]:
 
 def _is_default(signum: int) -> bool:
     return signal.getsignal(signum) is signal.SIG_DFL
+
+
+class Held:
+    """The interrupting signals that came while a block held them (`held`), in order."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.handlers: dict[int, Callable[[int, FrameType | None], Any]] = {}
+
+    def note(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:  # at once: the next write to the lost terminal would fail
+            silence_lost_terminal()
+        self.signals.append(signum)
+
+    def take(self) -> int | None:
+        """The first signal held since the last take (the others are dropped), or None."""
+        taken = self.signals[0] if self.signals else None
+        self.signals.clear()
+        return taken
+
+    def raise_any(self) -> None:
+        """Run the handler a held signal would have run (it raises the interrupt); nothing when none came."""
+        signum = self.take()
+        if signum is not None:
+            self.handlers[signum](signum, None)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[Held]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP are noted instead of handled; the block raises them at
+    points of its choosing (`Held.raise_any`). Only signals with a Python handler are held: an ignored one
+    stays ignored, a default one keeps its default. Outside the main thread nothing is held."""
+    holder = Held()
+    if threading.current_thread() is not threading.main_thread():
+        yield holder
+        return
+    for signum in INTERRUPTING:
+        handler = signal.getsignal(signum)
+        if callable(handler):
+            holder.handlers[signum] = handler
+            signal.signal(signum, holder.note)
+    try:
+        yield holder
+    finally:
+        for held_signal, handler in holder.handlers.items():
+            signal.signal(held_signal, handler)

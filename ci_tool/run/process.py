@@ -120,7 +120,11 @@ def run_pytest_process(
     events: list[dict[str, object]] = []
     stalled = False
     interrupted_by = ""
-    with open(invocation.log_file, "w", encoding="utf-8") as log, reaper.subreaper() as spared:
+    with (
+        open(invocation.log_file, "w", encoding="utf-8") as log,
+        reaper.subreaper() as spared,
+        interrupts.held() as signals,  # raised between polls only (ci_tool/interrupts.py says why)
+    ):
         log.write("$ " + " ".join(command) + "\n")
         log.flush()
         child = subprocess.Popen(
@@ -133,17 +137,21 @@ def run_pytest_process(
             preexec_fn=parent_death.child_preparation(),
         )
         try:
-            stalled = _watch(child, reader, events, on_event, invocation.test_timeout_seconds + STALL_MARGIN_SECONDS)
+            stall_seconds = invocation.test_timeout_seconds + STALL_MARGIN_SECONDS
+            stalled = _watch(child, reader, events, on_event, stall_seconds, signals)
         except KeyboardInterrupt as interrupt:
             interrupted_by = interrupts.cause(interrupt)
-            _stop(child, interrupt_grace_seconds)
+            _stop(child, interrupt_grace_seconds, signals)
         finally:  # what the tests started and left running ends with the stage, even what left the group
             _signal_group(child, signal.SIGKILL)
             child.wait()
             reaper.reap_descendants(spared)
+        late = signals.take()  # came as the child ended: the stage stops here all the same
+        if late is not None and not interrupted_by:
+            interrupted_by = interrupts.cause_of(late)
     reader.close()
-    # the whole file once more: an interrupt that landed while a read was under way took the lines it had read
-    # (a test's start among them, read just as its test signalled that it ran)
+    # the whole file once more: what the child wrote after the last poll (its last words as it was stopped),
+    # and anything a read lost when it failed half way
     every = EventReader(invocation.events_file).read_all()
     for event in every[len(events) :]:
         on_event(event)
@@ -158,13 +166,16 @@ def _watch(
     events: list[dict[str, object]],
     on_event: EventSink,
     stall_seconds: float,
+    signals: interrupts.Held,
 ) -> bool:
-    """Forward events until the child exits; kill it and return True when it stops reporting."""
+    """Forward events until the child exits; kill it and return True when it stops reporting. A held
+    signal raises its interrupt here, between polls."""
     last_progress = time.monotonic()
     allowed = stall_seconds
     while True:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=_POLL_SECONDS)
+        signals.raise_any()
         read = reader.read()
         for event in read:
             events.append(event)
@@ -188,18 +199,27 @@ def _signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(child.pid, signum)
 
 
-def _stop(child: subprocess.Popen[bytes], grace_seconds: float) -> None:
+def _stop(child: subprocess.Popen[bytes], grace_seconds: float, signals: interrupts.Held) -> None:
     """SIGINT, then SIGTERM, then SIGKILL to the child's group; a second interrupt skips to SIGKILL."""
-    try:
-        for signum, wait_seconds in ((signal.SIGINT, grace_seconds), (signal.SIGTERM, TERM_GRACE_SECONDS)):
-            _signal_group(child, signum)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=wait_seconds)
-                return
-    except KeyboardInterrupt:
-        pass
+    for signum, wait_seconds in ((signal.SIGINT, grace_seconds), (signal.SIGTERM, TERM_GRACE_SECONDS)):
+        _signal_group(child, signum)
+        if _ended_within(child, wait_seconds, signals):
+            return
+        if signals.take() is not None:
+            break
     _signal_group(child, signal.SIGKILL)
     child.wait()
+
+
+def _ended_within(child: subprocess.Popen[bytes], seconds: float, signals: interrupts.Held) -> bool:
+    """Whether the child ended within `seconds`; the wait ends early when another signal comes."""
+    deadline = time.monotonic() + seconds
+    while not signals.signals and (left := deadline - time.monotonic()) > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=min(_POLL_SECONDS, left))
+        if child.returncode is not None:
+            return True
+    return child.returncode is not None
 
 
 def _outcome(

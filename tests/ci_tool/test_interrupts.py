@@ -38,3 +38,34 @@ def test_an_ignored_signal_stays_ignored_and_handlers_come_back(default_handlers
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
     assert (signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM)) == (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def test_a_held_signal_waits_for_the_holder_and_then_raises_its_interrupt(default_handlers: None) -> None:
+    with interrupts.terminating_signals_interrupt(), interrupts.held() as held:
+        signal.raise_signal(signal.SIGTERM)  # noted only: no interrupt here
+        signal.raise_signal(signal.SIGINT)
+        assert held.signals == [signal.SIGTERM, signal.SIGINT]
+        with pytest.raises(KeyboardInterrupt) as caught:
+            held.raise_any()
+        held.raise_any()  # the first signal is raised, the ones after it are dropped with it
+    assert interrupts.cause(caught.value) == "SIGTERM"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_held_raises_a_keyboard_interrupt_and_take_names_it() -> None:
+    with interrupts.held() as held:
+        signal.raise_signal(signal.SIGINT)
+        assert interrupts.cause_of(signal.SIGINT) == "Ctrl-C"
+        with pytest.raises(KeyboardInterrupt):
+            held.raise_any()
+        signal.raise_signal(signal.SIGINT)
+        assert (held.take(), held.take()) == (signal.SIGINT, None)
+
+
+def test_an_ignored_or_default_signal_is_not_held(default_handlers: None) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with interrupts.held() as held:
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        signal.raise_signal(signal.SIGHUP)
+        assert held.signals == []

@@ -73,7 +73,10 @@ class SlowSuite:
 
         # preexec_fn only sets signal dispositions and the terminal: nothing that takes a lock after fork.
         pipe = subprocess.PIPE if terminal is None else None
-        self.process = subprocess.Popen(command, cwd=self.root, stdout=pipe, stderr=pipe, text=True, preexec_fn=prepare)
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT prints every thread's stack (`interrupt`)
+        self.process = subprocess.Popen(
+            command, cwd=self.root, env=env, stdout=pipe, stderr=pipe, text=True, preexec_fn=prepare
+        )
 
     def wait_for_slow_test(self) -> int:
         """The pid of the pytest process once it runs test_slow; fails at once when the process ends first."""
@@ -94,7 +97,12 @@ class SlowSuite:
         """Send `signum` to the process and wait for it to end: (stdout, stderr)."""
         assert self.process is not None
         os.kill(self.process.pid, signum)
-        return self.process.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
+        try:
+            return self.process.communicate(timeout=PROCESS_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGABRT)  # where it hangs, from the fault handler
+            _, err = self.process.communicate()
+            pytest.fail(f"still running {PROCESS_TIMEOUT_SECONDS} s after {signal.Signals(signum).name}:\n{err}")
 
     def pytest_exit_codes(self) -> list[int | None]:
         """The exit code of each pytest process of the stage, from its result.json."""

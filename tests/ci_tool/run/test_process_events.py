@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ci_tool.outcomes import TestOutcome
+from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import TICK_EVENT, EventReader
 from ci_tool.run.stage_runner import run_stage
@@ -70,3 +72,18 @@ def test_the_sink_hears_a_tick_on_each_poll_without_events_and_the_results_hold_
     assert TICK_EVENT in heard and {"start", "finish"} <= set(heard)
     assert TICK_EVENT not in (suite / "out" / "parts" / "p01-main.events.jsonl").read_text()
     assert {t.first.outcome for t in result.tests} == {TestOutcome.PASSED}
+
+
+def test_a_signal_that_comes_as_the_pytest_process_ends_stops_the_stage_all_the_same(suite: Path) -> None:
+    """Ctrl-C pressed just as pytest ends (here: when its `done` event is read) is held, not lost: the stage
+    ends interrupted, with every test that finished."""
+
+    def press_ctrl_c_at_the_end(event: Mapping[str, object]) -> None:
+        if event.get("event") == "done":
+            signal.raise_signal(signal.SIGINT)
+
+    db = load_test_db(suite / "test-db")
+    plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_green")
+    result = run_stage(plan, RunSettings(suite, suite / "out", "r1"), on_event=press_ctrl_c_at_the_end)
+    assert (result.state, result.processes[0].interrupted_by) == (StageState.INTERRUPTED, "Ctrl-C")
+    assert result.tests and {t.first.outcome for t in result.tests} == {TestOutcome.PASSED}
