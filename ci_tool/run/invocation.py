@@ -12,7 +12,9 @@ Labels like `p03-main-resume` are spelled only for file names; nothing parses th
 A stage given several cores (`RunSettings.workers`, run/resources.py) runs its regular lines under pytest-xdist,
 one worker process a core (`--numprocesses`): one pytest process to ci-tool still, whose workers are its
 children (the test-list plugin splits its work between them: ci_tool.run.plugin). ISOLATION lines still run
-one to a process.
+one to a process. Each worker's thread pools are sized to its one core (`WORKER_THREAD_VARIABLES`): left to
+themselves, torch and the BLAS libraries size theirs to the whole host in every worker, K workers x N threads
+on N cores.
 
 A multi-node stage run inside a Slurm allocation (`RunSettings.nodes` > 1) launches each process under
 `srun` across the allocation, one task per node: the task of rank 0 runs pytest, the others hold their
@@ -43,6 +45,10 @@ DETAILED_LOG_ARGS = ("-s",)  # `--detailed-log`: pytest streams all output
 # How xdist hands out a stage's tests: to whichever worker is free, a few at a time, so one long test never
 # holds a queue of others behind it (its `loadfile` would keep a slow file's tests on one worker).
 XDIST_DISTRIBUTION = "load"
+
+
+# The thread-pool sizes an xdist worker gets, one core each; a value the caller set is kept.
+WORKER_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -193,8 +199,13 @@ class PytestInvocation:
 
     def environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
         """The child's whole environment: `base` less every way into the history (the tests run a change's
-        code: only ci-tool writes the history), with the stage's variables and its perf hand-back on top."""
-        return {**without_history_access(base), **self.variables, PERF_RESULTS_ENV: str(self.perf_results_file)}
+        code: only ci-tool writes the history), with the stage's variables and its perf hand-back on top;
+        under xdist, a thread a worker (module docstring)."""
+        threads = {name: "1" for name in WORKER_THREAD_VARIABLES if name not in base} if self.workers > 1 else {}
+        return {
+            **without_history_access(base), **threads, **self.variables,
+            PERF_RESULTS_ENV: str(self.perf_results_file),
+        }  # fmt: skip
 
 
 def stage_variables(plan: StagePlan, run_id: str, perf_snapshot: Path | None = None) -> dict[str, str]:

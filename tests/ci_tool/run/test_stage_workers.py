@@ -9,9 +9,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from ci_tool.run.invocation import WORKER_THREAD_VARIABLES, RunSettings, planned_invocations
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, run_session
 from ci_tool.stages.names import parse_stage_name
+from ci_tool.stages.planner import Planner
+from ci_tool.testdb.load import load_test_db
 
 STAGE = "CPU-Generic-1"
 
@@ -55,3 +58,15 @@ def test_a_perf_stage_and_a_family_without_the_field_run_in_one_process(
     assert config.workers(parse_stage_name("CPU-Generic-1-cbts")) == 8
     assert config.workers(parse_stage_name("CPU-Generic-PerfSanity-1")) == 1  # a measurement shares no core
     assert config.workers(parse_stage_name("A10-PyTorch-1")) == 1
+
+
+def test_each_worker_gets_a_thread_a_core_unless_the_caller_chose(tmp_path: Path) -> None:
+    """K workers on K cores: torch and BLAS would each size their pools to the whole host (K x K threads)."""
+    (tmp_path / "l0_x.yml").write_text("version: 0.0.1\nl0_x:\n- tests: [tests/a.py, tests/b.py ISOLATION]\n")
+    plan = Planner(load_test_db(tmp_path), {}).stage_of_list(parse_stage_name(STAGE), "l0_x")
+    settings = RunSettings(rootdir=tmp_path, results_dir=tmp_path / "results", run_id="r1", workers=4)
+    main, isolated = planned_invocations(plan, settings)
+    threads = {name: "1" for name in WORKER_THREAD_VARIABLES}
+    assert main.workers == 4 and threads.items() <= main.environment({"PATH": "/bin"}).items()
+    assert main.environment({"OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"
+    assert isolated.workers == 1 and not set(WORKER_THREAD_VARIABLES) & set(isolated.environment({}))
