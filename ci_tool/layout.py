@@ -49,6 +49,8 @@ SLURM_INFRA_RETRIES = INFRA_RETRIES  # resubmissions of a stage's Slurm job afte
 
 # The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
 TORCH_PIN = "torch==2.13.0"
+# The installer a stage sets its environment up with, from the build like everything else (ci_tool/build/spec.py).
+UV_PIN = "uv==0.13.9"
 
 
 def waives_file_of(test_db: Path) -> Path:

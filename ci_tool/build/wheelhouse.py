@@ -1,11 +1,11 @@
 """Make a build folder (`pip wheel`), or reuse the one already there when it is a build of the same inputs.
 
-    build(root, folder, spec)   folder holds the build of root's inputs afterwards: reused when its
-                                manifest names the same inputs' digest and every wheel is there, whole
-                                (an earlier build of this commit, copied in by the pipeline); otherwise
-                                built afresh beside it and moved into place
-    check(root, folder, spec)   the manifest, when the folder is the build of root's inputs; a BuildError
-                                naming both digests when it is not
+build(root, folder, spec)   folder holds the build of root's inputs afterwards: reused when its
+                            manifest names the same inputs' digest and every wheel is there, whole
+                            (an earlier build of this commit, copied in by the pipeline); otherwise
+                            built afresh beside it and moved into place
+check(root, folder, spec)   the manifest, when the folder is the build of root's inputs; a BuildError
+                            naming both digests when it is not
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def build(root: Path, folder: Path, spec: BuildSpec, *, python: str = sys.execut
     wheel = _project_wheel(root, partial, python)
     # The project as its wheel file, with the extras: never a same-named project of the index.
     project = f"{wheel}[{','.join(spec.extras)}]" if spec.extras else str(wheel)
-    _pip(python, ["wheel", "--quiet", "--wheel-dir", str(partial), *spec.pins, project])
+    _pip(python, ["wheel", "--quiet", "--wheel-dir", str(partial), *spec.installed_by_pip, *spec.pins, project])
     commit = gitinfo.commit_of(root)
     manifest = BuildManifest(commit, digest, python_tag(), spec.requirements, wheel.name, _wheel_digests(partial))
     write_manifest(partial, manifest)

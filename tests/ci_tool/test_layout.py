@@ -8,7 +8,15 @@ from pathlib import Path
 
 from ci_tool.build.spec import STAGE_BUILD
 from ci_tool.generate.context import SETUP_COMMAND
-from ci_tool.layout import CATALOG_PATH, DURATIONS_PATH, TEST_DB_DIR, TORCH_PIN, durations_file_of, waives_file_of
+from ci_tool.layout import (
+    CATALOG_PATH,
+    DURATIONS_PATH,
+    TEST_DB_DIR,
+    TORCH_PIN,
+    UV_PIN,
+    durations_file_of,
+    waives_file_of,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +26,7 @@ def test_the_readme_set_up_commands_install_the_pinned_torch_and_the_engine_extr
     assert len(commands) == 2
     assert all(f"pip install {TORCH_PIN} -e '.[engine,test]'" in command for command in commands)
     # the generated stage jobs install the same, from the pipeline's build (ci_tool/build/spec.py)
-    assert STAGE_BUILD.requirements == (TORCH_PIN, "ci-tool[engine,test]")
+    assert STAGE_BUILD.requirements == (UV_PIN, TORCH_PIN, "ci-tool[engine,test]")  # uv: the stages' installer
     assert f"--find-links ci-build {TORCH_PIN} 'ci-tool[engine,test]'" in SETUP_COMMAND
 
 

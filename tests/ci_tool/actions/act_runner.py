@@ -10,8 +10,8 @@ runner's job runs here too, and its stage must say it waits for a runner). GitHu
 ../shared/actions (or $CI_TOOL_SHARED_ACTIONS), one `name@commit` folder per pinned action, as the
 workflows pin them; act copies the repository's working tree (its .gitignore applied) instead of running
 actions/checkout. Everything act writes (workspaces, artifacts, HOME) goes under `scratch`; its artifact
-server listens on 127.0.0.1 at a free port of its own, so runs in parallel sessions do not meet. pip's
-download cache and configuration stay the caller's, so each job's `pip install` is as fast as a
+server listens on 127.0.0.1 at a free port of its own, so runs in parallel sessions do not meet. The
+download caches (pip's and uv's) and pip's configuration stay the caller's, so each job's install is as fast as a
 developer's (and compiles no bytecode up front). The jobs see only a short list of the caller's
 variables: never pytest's, ci-tool's or a history's that the test itself was given.
 """
@@ -38,7 +38,7 @@ ACTIONS_ENV = "CI_TOOL_SHARED_ACTIONS"
 ROOT = Path(__file__).resolve().parents[3]
 SHARED_ACTIONS = Path(os.environ.get(ACTIONS_ENV) or ROOT.parent / "shared" / "actions")
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*([\w.-]+/[\w.-]+)@([0-9a-f]{40})\b", re.MULTILINE)
-# The caller's variables a job sees (besides HOME and pip's cache, which the runner sets): what finds
+# The caller's variables a job sees (besides HOME and pip's and uv's caches, which the runner sets): what finds
 # programs, the locale, and pip's own settings (PIP_*: an index or wheel folder this machine needs).
 PASSED_VARIABLES = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
@@ -157,12 +157,13 @@ class ActRunner:
     environment: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
     def job_environment(self, home: Path) -> dict[str, str]:
-        """The variables act and its jobs see: a scratch HOME, the caller's pip cache and settings."""
+        """The variables act and its jobs see: a scratch HOME, the caller's pip and uv caches, pip's settings."""
         env = {name: value for name, value in self.environment.items() if name in PASSED_VARIABLES}
         env |= {name: value for name, value in self.environment.items() if name.startswith("PIP_")}
         caller_home = Path(self.environment.get("HOME") or Path.home())
         xdg_cache = Path(self.environment.get("XDG_CACHE_HOME") or caller_home / ".cache")
         env.setdefault("PIP_CACHE_DIR", str(xdg_cache / "pip"))
+        env.setdefault("UV_CACHE_DIR", str(xdg_cache / "uv"))  # kept, as a self-hosted runner keeps it
         xdg_config = Path(self.environment.get("XDG_CONFIG_HOME") or caller_home / ".config")
         user_config = xdg_config / "pip" / "pip.conf"
         if "PIP_CONFIG_FILE" not in env and user_config.is_file():  # pip finds it by HOME, which is scratch

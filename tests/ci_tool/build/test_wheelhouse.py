@@ -1,13 +1,15 @@
 """`ci-tool build` for real on a tiny project (pip with no index): the build holds the project's wheel and
 its wheelhouse and a manifest with the commit and the inputs' digest; a second build of the same inputs
 reuses it; a change of the sources, a missing or altered wheel builds again; a stage installs from the
-build alone, with every index unreachable; `--check` refuses another checkout's build."""
+build alone, with every index unreachable, by pip or by the uv the build carries; `--check` refuses another
+checkout's build."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +22,12 @@ from ci_tool.build.spec import STAGE_BUILD, BuildSpec, pip_install_command
 from ci_tool.build.wheelhouse import build, check
 from ci_tool.cli import main
 from ci_tool.errors import BuildError
+from ci_tool.layout import UV_PIN
 
 # A project named as ours, with one dependency of its own (also built here, as a wheel of the wheelhouse):
 # what the stages install is the project with its extras, resolved from the build folder alone.
 TINY = BuildSpec(pins=("tinydep==1.0",), extras=("test",))
+TINY_BY_UV = BuildSpec(pins=("tinydep==1.0",), extras=("test",), installer=UV_PIN)
 PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=61"]
@@ -133,28 +137,47 @@ def test_a_build_of_other_inputs_or_an_incomplete_one_is_built_again(project: Pa
     assert read_manifest(project / "ci-build").wheels == again.manifest.wheels  # the folder holds the new build
 
 
-def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(project: Path, tmp_path: Path) -> None:
-    build(project, project / "ci-build", TINY)
+@pytest.fixture(scope="session")
+def uv_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """uv's wheel, as the stages pin it, from the index (or pip's cache): the one test that needs it reaches the
+    index, whatever `project` set."""
+    folder = tmp_path_factory.mktemp("uv")
+    environment = {name: value for name, value in os.environ.items() if name not in ("PIP_NO_INDEX", "PIP_FIND_LINKS")}
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(folder), UV_PIN]
+    subprocess.run(command, env=environment, check=True, capture_output=True, timeout=300)
+    (wheel,) = folder.glob("uv-*.whl")
+    return wheel
+
+
+@pytest.mark.parametrize("spec", [TINY, TINY_BY_UV], ids=["pip", "uv"])
+def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(
+    spec: BuildSpec, project: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if spec.installer is not None:
+        shutil.copy(request.getfixturevalue("uv_wheel"), tmp_path / "index-wheels")
+    build(project, project / "ci-build", spec)
     stage = tmp_path / "stage"  # another agent's checkout: the build folder copied in
     stage.mkdir()
-    subprocess.run(["cp", "-r", str(project / "ci-build"), str(stage / "ci-build")], check=True)
-    broken = "http://127.0.0.1:9/simple"  # nothing listens on the discard port
-    environment = {**os.environ, "PIP_INDEX_URL": broken, "PIP_EXTRA_INDEX_URL": broken,
-                   "PIP_FIND_LINKS": str(tmp_path / "index-wheels"), "PIP_CONFIG_FILE": ""}  # fmt: skip
-    environment.pop("PIP_NO_INDEX")  # the command itself must refuse the index, and ignore PIP_FIND_LINKS
-    done = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY)], cwd=stage, env=environment,
+    shutil.copytree(project / "ci-build", stage / "ci-build")
+    broken, decoys = "http://127.0.0.1:9/simple", str(tmp_path / "index-wheels")  # nothing listens on port 9
+    environment = {**os.environ, "PIP_INDEX_URL": broken, "PIP_EXTRA_INDEX_URL": broken, "PIP_FIND_LINKS": decoys,
+                   "PIP_CONFIG_FILE": "", "UV_INDEX_URL": broken, "UV_DEFAULT_INDEX": broken,
+                   "UV_EXTRA_INDEX_URL": broken, "UV_FIND_LINKS": decoys}  # fmt: skip
+    environment.pop("PIP_NO_INDEX")  # the command itself must refuse the index, and ignore the wheel folders
+    done = subprocess.run(["bash", "-e", "-c", pip_install_command(spec)], cwd=stage, env=environment,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     listed = subprocess.run([str(stage / ".venv/bin/python"), "-m", "pip", "list", "--format", "json"],
                             capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
     installed = {entry["name"]: entry["version"] for entry in json.loads(listed.stdout)}
     assert (installed.get("ci-tool"), installed.get("tinydep")) == ("0.1.0", "1.0")
-    # the wheel folder PIP_FIND_LINKS names was not used: without the build, the same command finds nothing
-    subprocess.run(["rm", "-rf", str(stage / "ci-build")], check=True)
-    (stage / "ci-build").mkdir()
-    again = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY)], cwd=stage, env=environment,
+    assert ("uv" in installed) == (spec.installer is not None)
+    # the wheel folders the variables name were not used: with the build's tinydep gone (its installer kept),
+    # the same command finds none
+    (stage / "ci-build" / "tinydep-1.0-py3-none-any.whl").unlink()
+    again = subprocess.run(["bash", "-e", "-c", pip_install_command(spec)], cwd=stage, env=environment,
                            capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert again.returncode != 0 and "No matching distribution found for tinydep==1.0" in again.stderr
+    assert again.returncode != 0 and "tinydep" in again.stderr, again.stderr
 
 
 def test_check_accepts_the_checkouts_build_and_refuses_another(project: Path) -> None:
