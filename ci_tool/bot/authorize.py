@@ -29,7 +29,7 @@ import yaml
 from ci_tool.bot.flags import Permission, command
 from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.yaml_nodes import compose
+from ci_tool.yaml_nodes import NodeKind, compose, kind
 
 APPROVE_KEY = "approve"  # who may apply the approval labels (pr_bot/labels.py); not a sub-command's permission
 ALLOWLIST_KEYS = (*(permission.value for permission in Permission), APPROVE_KEY)
@@ -97,7 +97,7 @@ def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
 
 
 def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
-    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+    if kind(node) is NodeKind.NULL:
         return frozenset()
     if not isinstance(node, yaml.SequenceNode):
         raise BotError(
@@ -108,7 +108,7 @@ def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
     logins: set[str] = set()
     for index, item in enumerate(node.value):
         path = f"{key}[{index}]"
-        value = item.value if isinstance(item, yaml.ScalarNode) and item.tag.endswith(":str") else None
+        value = item.value if kind(item) is NodeKind.STR else None
         if value is None or not _LOGIN.fullmatch(value):
             found = repr(value) if value is not None else _kind(item)
             hint = f"write {value[1:]!r} without the '@'" if value and value.startswith("@") else None
