@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -48,6 +47,7 @@ from ci_tool.stages.catalog_rules import (
 from ci_tool.stages.executors import AUTO_PREFIX, Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
 from ci_tool.stages.query import ARCHES, QueryValue
+from ci_tool.stages.shard import AutoSplits, Splits
 from ci_tool.sysinfo import KEY_KINDS
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
 from ci_tool.yaml_fields import Field, Values, boolean, check_fields, choice, integer, read_fields, text
@@ -56,8 +56,6 @@ from ci_tool.yaml_nodes import NodeKind, NodeReader, bool_value, compose, descri
 MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
 MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
 _CONTEXT = re.compile(r"[A-Za-z0-9_]+")
-
-Splits = int | Literal["auto"]
 
 
 def _context_problem(values: Values) -> Problem | None:
@@ -94,8 +92,8 @@ def _executor(values: Values) -> Executor:
 
 def _splits(values: Values) -> Splits:
     splits = values.get("splits", 1)  # a non-test family's default
-    assert isinstance(splits, int | str)  # read by the SPLITS reader
-    return splits  # type: ignore[return-value]
+    assert isinstance(splits, int | AutoSplits)  # read by the SPLITS reader
+    return splits
 
 
 FAMILY_FIELDS: tuple[Field, ...] = (
@@ -482,8 +480,8 @@ def read_name(reader: NodeReader, node: Node, path: str) -> StageName | None:
 
 
 def read_splits(reader: NodeReader, node: Node, path: str) -> Splits | None:
-    if kind(node) is NodeKind.STR and node.value == "auto":
-        return "auto"
+    if kind(node) is NodeKind.STR and node.value == AutoSplits.AUTO.value:  # the catalog's word
+        return AutoSplits.AUTO
     count = int_value(node.value) if kind(node) is NodeKind.INT else ""
     if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
         return count
