@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from ci_tool.bot.flags import Permission, command
+from ci_tool.bot.flags import Permission, SubCommand, command_of
 from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.yaml_nodes import NodeKind, compose, kind
@@ -133,15 +133,14 @@ def _kind(node: yaml.Node) -> str:
     return repr(node.value)
 
 
-def permission_of(command_name: str) -> Permission | None:
+def permission_of(command: SubCommand) -> Permission | None:
     """The permission a sub-command needs (None: anyone may use it, e.g. help)."""
-    sub = command(command_name)
-    return sub.permission if sub is not None else None
+    return command_of(command).permission
 
 
-def authorize(allowlist: Allowlist, *, command_name: str, login: str, association: str) -> Authorization:
-    """Whether the comment's author may run `command_name` (association as GitHub reports it)."""
-    permission = permission_of(command_name)
+def authorize(allowlist: Allowlist, *, command: SubCommand, login: str, association: str) -> Authorization:
+    """Whether the comment's author may run `command` (association as GitHub reports it)."""
+    permission = permission_of(command)
     if permission is None:
         return Authorization(True, None, "needs no permission")
     if association.upper() in ASSOCIATIONS[permission]:
