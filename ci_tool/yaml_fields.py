@@ -32,7 +32,7 @@ from typing import TypeVar
 from yaml.nodes import Node
 
 from ci_tool.errors import did_you_mean
-from ci_tool.yaml_nodes import INT_MAX, NodeReader, join, kind
+from ci_tool.yaml_nodes import INT_MAX, NodeKind, NodeReader, join, kind
 
 Values = Mapping[str, object]  # a mapping's values read so far, by key
 Problem = tuple[str, str | None]  # the message (`expected ..., found ...`) and its hint
@@ -107,7 +107,7 @@ def read_fields(
     values: dict[str, object] = {}
     for spec in fields:
         value_node = nodes.get(spec.key)
-        if value_node is None or (spec.nullable and kind(value_node) == "null"):
+        if value_node is None or (spec.nullable and kind(value_node) is NodeKind.NULL):
             continue
         value = spec.read(reader, value_node, join(path, spec.key))
         if value is not None:
@@ -133,7 +133,7 @@ def check_fields(reader: NodeReader, path: str, fields: tuple[Field, ...], found
 
 def text(what: str) -> ValueReader:
     """A string scalar."""
-    return lambda reader, node, path: reader.scalar(node, path, ("str",), what)
+    return lambda reader, node, path: reader.scalar(node, path, (NodeKind.STR,), what)
 
 
 def boolean() -> ValueReader:
@@ -155,7 +155,7 @@ def choice(kind_: type[enum.Enum], what: str, hint: str | None = None) -> ValueR
     words = [str(member.value) for member in kind_]
 
     def read(reader: NodeReader, node: Node, path: str) -> enum.Enum | None:
-        word = reader.scalar(node, path, ("str",), what)
+        word = reader.scalar(node, path, (NodeKind.STR,), what)
         if word is None:
             return None
         if word in words:

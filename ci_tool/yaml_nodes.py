@@ -16,6 +16,7 @@ than MAX_DEPTH once aliases are expanded are refused at compose time, at the nod
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 
@@ -166,15 +167,36 @@ def _too_deep(text: str, file: str) -> Where:
     return Where(file)
 
 
-def kind(node: Node) -> str:
-    """The YAML type of a scalar: str, int, float, bool or null ('' for collections)."""
-    return node.tag.removeprefix(TAG_PREFIX) if isinstance(node, ScalarNode) else ""
+class NodeKind(enum.Enum):
+    """The YAML type of a node: a scalar's as libyaml's resolver (or an explicit `!!tag`) gives it."""
+
+    STR = "str"
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    NULL = "null"
+    OTHER_SCALAR = "other scalar"  # a date (`2024-01-01` is a timestamp), `!!binary`, a tag of the writer's own
+    MAPPING = "mapping"
+    SEQUENCE = "sequence"
+
+
+_TAGGED = (NodeKind.STR, NodeKind.INT, NodeKind.FLOAT, NodeKind.BOOL, NodeKind.NULL)  # the kinds a core tag names
+_SCALAR_TAGS = {TAG_PREFIX + named.value: named for named in _TAGGED}  # `tag:yaml.org,2002:int` -> INT
+
+
+def kind(node: Node) -> NodeKind:
+    """The YAML type of `node`."""
+    if isinstance(node, MappingNode):
+        return NodeKind.MAPPING
+    if isinstance(node, SequenceNode):
+        return NodeKind.SEQUENCE
+    return _SCALAR_TAGS.get(node.tag, NodeKind.OTHER_SCALAR)
 
 
 def describe(node: Node) -> str:
     """What a node is, for the `found ...` part of a message."""
     if isinstance(node, ScalarNode):
-        return "nothing (null)" if kind(node) == "null" else shown(str(node.value))
+        return "nothing (null)" if kind(node) is NodeKind.NULL else shown(str(node.value))
     what = "a mapping" if isinstance(node, MappingNode) else "a list"
     return what.replace("a ", "an empty ", 1) if not node.value else what
 
@@ -266,8 +288,10 @@ class NodeReader:
                 result[key] = value
         return result
 
-    def scalar(self, node: Node, path: str, kinds: tuple[str, ...], what: str, hint: str | None = None) -> str | None:
-        """The text of a scalar whose YAML type is one of `kinds` (str, int, float, bool)."""
+    def scalar(
+        self, node: Node, path: str, kinds: tuple[NodeKind, ...], what: str, hint: str | None = None
+    ) -> str | None:
+        """The text of a scalar whose YAML type is one of `kinds`."""
         if kind(node) not in kinds:
             self.mismatch(node, path, what, hint)
             return None
@@ -282,7 +306,7 @@ class NodeReader:
         self, node: Node, path: str, what: str, *, minimum: int, maximum: int = INT_MAX, hint: str | None = None
     ) -> int | None:
         """A whole number from `minimum` to `maximum` (see int_value for the forms refused)."""
-        text = self.scalar(node, path, ("int",), what, hint)
+        text = self.scalar(node, path, (NodeKind.INT,), what, hint)
         if text is None:
             return None
         value = int_value(text)
@@ -299,17 +323,17 @@ class NodeReader:
 
     def number(self, node: Node, path: str, what: str, hint: str | None = None) -> float | None:
         """A finite int or float (see int_value and float_value for the forms refused)."""
-        text = self.scalar(node, path, ("int", "float"), what, hint)
+        text = self.scalar(node, path, (NodeKind.INT, NodeKind.FLOAT), what, hint)
         if text is None:
             return None
-        value = int_value(text) if kind(node) == "int" else float_value(text)
+        value = int_value(text) if kind(node) is NodeKind.INT else float_value(text)
         if isinstance(value, str):
             self.mismatch(node, path, what, value or hint)
             return None
         return float(value)
 
     def boolean(self, node: Node, path: str) -> bool | None:
-        text = self.scalar(node, path, ("bool",), "true or false")
+        text = self.scalar(node, path, (NodeKind.BOOL,), "true or false")
         value = None if text is None else bool_value(text)
         if text is not None and value is None:
             self.mismatch(node, path, "true or false")
@@ -322,7 +346,7 @@ class NodeReader:
             return ()
         values = []
         for index, item in enumerate(node.value):
-            text = self.scalar(item, f"{path}[{index}]", ("str",), f"one of {what}")
+            text = self.scalar(item, f"{path}[{index}]", (NodeKind.STR,), f"one of {what}")
             expected = None if text is None else check(text)
             if expected:
                 self.problem(item, f"{path}[{index}]", f"expected {expected}, found {text!r}")

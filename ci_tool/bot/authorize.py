@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import yaml
 
-from ci_tool.bot.flags import Permission, command
+from ci_tool.bot.flags import Permission, SubCommand, command_of
 from ci_tool.errors import BotError, Where, did_you_mean
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.yaml_nodes import compose
+from ci_tool.yaml_nodes import NodeKind, compose, kind
 
 APPROVE_KEY = "approve"  # who may apply the approval labels (pr_bot/labels.py); not a sub-command's permission
 ALLOWLIST_KEYS = (*(permission.value for permission in Permission), APPROVE_KEY)
@@ -97,7 +97,7 @@ def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
 
 
 def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
-    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+    if kind(node) is NodeKind.NULL:
         return frozenset()
     if not isinstance(node, yaml.SequenceNode):
         raise BotError(
@@ -108,7 +108,7 @@ def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
     logins: set[str] = set()
     for index, item in enumerate(node.value):
         path = f"{key}[{index}]"
-        value = item.value if isinstance(item, yaml.ScalarNode) and item.tag.endswith(":str") else None
+        value = item.value if kind(item) is NodeKind.STR else None
         if value is None or not _LOGIN.fullmatch(value):
             found = repr(value) if value is not None else _kind(item)
             hint = f"write {value[1:]!r} without the '@'" if value and value.startswith("@") else None
@@ -133,15 +133,14 @@ def _kind(node: yaml.Node) -> str:
     return repr(node.value)
 
 
-def permission_of(command_name: str) -> Permission | None:
+def permission_of(command: SubCommand) -> Permission | None:
     """The permission a sub-command needs (None: anyone may use it, e.g. help)."""
-    sub = command(command_name)
-    return sub.permission if sub is not None else None
+    return command_of(command).permission
 
 
-def authorize(allowlist: Allowlist, *, command_name: str, login: str, association: str) -> Authorization:
-    """Whether the comment's author may run `command_name` (association as GitHub reports it)."""
-    permission = permission_of(command_name)
+def authorize(allowlist: Allowlist, *, command: SubCommand, login: str, association: str) -> Authorization:
+    """Whether the comment's author may run `command` (association as GitHub reports it)."""
+    permission = permission_of(command)
     if permission is None:
         return Authorization(True, None, "needs no permission")
     if association.upper() in ASSOCIATIONS[permission]:

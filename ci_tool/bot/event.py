@@ -207,7 +207,7 @@ def decide(event: CommentEvent, allowlist: Allowlist) -> Decision:
             event,
             request,
         )
-    authorization = authorize(allowlist, command_name=request.command, login=event.login, association=event.association)
+    authorization = authorize(allowlist, command=request.command, login=event.login, association=event.association)
     if not authorization.allowed:
         return Decision(
             Action.REFUSE,

@@ -255,13 +255,18 @@ DEBUG_NEEDS = "--stage-list"
 
 
 def command(name: str) -> Command | None:
-    """The sub-command spelled exactly `name`, or None."""
-    return next((c for c in COMMANDS if c.name == name), None)
+    """The sub-command spelled exactly `name` (a word of a comment), or None."""
+    return next((c for c in COMMANDS if c.name.value == name), None)
 
 
-def flags_of(command_name: str) -> tuple[Flag, ...]:
+def command_of(sub: SubCommand) -> Command:
+    """The table's row of a sub-command (every sub-command has one)."""
+    return next(c for c in COMMANDS if c.name is sub)
+
+
+def flags_of(sub: SubCommand) -> tuple[Flag, ...]:
     """The flags of one sub-command, in table order."""
-    return tuple(f for f in FLAGS if f.command == command_name)
+    return tuple(f for f in FLAGS if f.command is sub)
 
 
 def flag_by_name(name: str) -> Flag | None:

@@ -7,7 +7,7 @@ docs/bot.md is generated from the same tables (ci_tool/generate/bot_docs.py, tem
 
 from __future__ import annotations
 
-from ci_tool.bot.flags import COMMANDS, DEBUG_FLAG, DEBUG_NEEDS, FLAGS, Arg, flags_of
+from ci_tool.bot.flags import COMMANDS, DEBUG_FLAG, DEBUG_NEEDS, FLAGS, Arg, SubCommand, flags_of
 from ci_tool.layout import BOT_DOCS_PATH
 from ci_tool.stages.approvals import LABEL_RULES
 
@@ -37,7 +37,7 @@ def render_help() -> str:
     lines = ["#### `/bot` commands", "", "| Command | What it does |", "|---|---|"]
     lines += [f"| `{c.usage}` | {c.help} |" for c in COMMANDS]
     lines += ["", "#### Flags of `/bot run`", "", "| Flag | What it does |", "|---|---|"]
-    lines += [f"| `{flag.usage}` | {flag.help} |" for flag in flags_of("run")]
+    lines += [f"| `{flag.usage}` | {flag.help} |" for flag in flags_of(SubCommand.RUN)]
     lines += ["", *value_rules(), ""]
     lines += [f"The label `{label}` is needed for {rule}." for label, rule in LABEL_RULES]
     lines += ["", f"Only the first line of a comment is read. Full reference: `{BOT_DOCS_PATH}`."]

@@ -5,6 +5,7 @@ written (report/run_page.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -17,7 +18,13 @@ from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, load_report, report_json
 from ci_tool.report.run_page import run_page, write_report
 
-FORMATS = ("markdown", "json", "html")
+# --format's choices: each renders the report (the HTML page links its stages' files relative to its folder)
+_RENDERERS: dict[str, Callable[[CiReport, Path], str]] = {
+    "markdown": lambda found, _folder: render_markdown(found),
+    "json": lambda found, _folder: json.dumps(report_json(found), indent=2) + "\n",
+    "html": run_page,
+}
+FORMATS = tuple(_RENDERERS)
 
 
 @click.command()
@@ -39,9 +46,7 @@ def report(run_id: str, history_file: Path | None, output_format: str, output: P
 
 
 def _rendered(found: CiReport, output_format: str, page_folder: Path) -> str:
-    if output_format == "html":
-        return run_page(found, page_folder)
-    return render_markdown(found) if output_format == "markdown" else json.dumps(report_json(found), indent=2) + "\n"
+    return _RENDERERS[output_format](found, page_folder)
 
 
 def resolve_run_id(store: HistoryStore, run_id: str) -> str:

@@ -10,7 +10,7 @@ import click
 from ci_tool.commands import bounds
 from ci_tool.errors import ShardError, Where, shown
 from ci_tool.stages.durations import load_durations
-from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, plan_shards
+from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, AutoSplits, ShardPlan, Splits, plan_shards
 from ci_tool.testdb.lines import TestLine, parse_test_line, strip_comment
 from ci_tool.text_file import lines, read_text
 
@@ -20,10 +20,10 @@ class SplitsType(click.ParamType):
 
     name = "N|auto"
 
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Splits:
         text = str(value).strip()
-        if text == "auto":
-            return text
+        if text == AutoSplits.AUTO.value:  # the command line's word
+            return AutoSplits.AUTO
         if not (text.isascii() and text.isdigit() and text.strip("0")):  # '²' is a digit too, yet int('²') fails
             self.fail(f"expected a positive whole number or 'auto', found {shown(text)}", param, ctx)
         if len(text) > len(str(bounds.MAX_SHARDS)):  # too long for any count we take: say so without int()
@@ -58,7 +58,7 @@ class SplitsType(click.ParamType):
 def shard(
     list_file: Path,
     durations_file: Path,
-    splits: int | str,
+    splits: Splits,
     budget_minutes: float | None,
     algorithm: str,
     as_json: bool,
@@ -67,15 +67,15 @@ def shard(
 
     LIST_FILE holds one test line per line (markers such as ISOLATION allowed, `#` comments skipped).
     """
-    if splits == "auto" and budget_minutes is None:
+    if splits is AutoSplits.AUTO and budget_minutes is None:
         raise click.UsageError("--splits auto needs --budget-minutes")
-    if splits != "auto" and budget_minutes is not None:
+    if splits is not AutoSplits.AUTO and budget_minutes is not None:
         raise click.UsageError("--budget-minutes goes with --splits auto")
     lines = read_test_list(list_file)
     plan = plan_shards(
         [line.test_id for line in lines],
         load_durations(durations_file),
-        splits="auto" if splits == "auto" else int(splits),
+        splits=splits,
         budget_seconds=None if budget_minutes is None else budget_minutes * 60,
         algorithm=algorithm,
         isolated=[line.test_id for line in lines if line.isolation],

@@ -69,10 +69,10 @@ def render_command(
         raise click.UsageError(f"expected exactly one of --match, --system-info, --probe; found {found}")
     raw_query = _query_from(match_json, system_info, probe)
     query = normalize_query(raw_query)
-    unknown = sorted(key for key, value in query.items() if value == "na")
+    unknown = sorted(key for key, value in query.items() if value == sysinfo.NA)
     if unknown:
         click.echo(
-            f"warning: the probe could not read {', '.join(unknown)} (value 'na'); "
+            f"warning: the probe could not read {', '.join(unknown)} (value {sysinfo.NA!r}); "
             "blocks that constrain them will not match",
             err=True,
         )

@@ -6,10 +6,20 @@ its driver's form. Rows come back as tuples of Python's own types, which rows.py
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 Row = tuple[Any, ...]
+
+
+class Access(enum.StrEnum):
+    """What a call was doing with the history when its database failed: errors read `cannot <access> the
+    history`, and how long it waited depends on it (postgres_backend)."""
+
+    OPEN = "open"
+    READ = "read"
+    WRITE = "write"
 
 
 class Cursor(Protocol):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import postgres_deadlines as deadlines
 from ci_tool.history import schema
-from ci_tool.history.backend import Row, Work
+from ci_tool.history.backend import Access, Row, Work
 from ci_tool.history.locator import POSTGRES_EXTRA, PostgresUrl
 from ci_tool.history.schema import SCHEMA_VERSION, AddColumn, Statement
 
@@ -145,7 +145,7 @@ class PostgresHistory:
             )
             db = self.psycopg.connect(self.url.url, autocommit=True, **added)
         except self.psycopg.Error as error:
-            raise self.error(error, "open") from None
+            raise self.error(error, Access.OPEN) from None
         try:
             with self.watch.waiting(db.pgconn.socket, self.connect_seconds):
                 wanted = (str(self.statement_timeout_ms), str(int(self.lock_timeout_ms)))
@@ -154,7 +154,7 @@ class PostgresHistory:
             self.lock_timeout_ms = int(found["lock_timeout"])
         except self.psycopg.Error as error:
             db.close()
-            raise self.error(error, "open") from None
+            raise self.error(error, Access.OPEN) from None
         return db
 
     def _schema_version(self) -> int | None:
@@ -182,7 +182,7 @@ class PostgresHistory:
             with self.watch.waiting(self.db.pgconn.socket, self.answer_seconds):
                 return list(self.db.execute(driver_sql(sql), tuple(parameters)).fetchall())
         except self.psycopg.Error as error:
-            raise self.error(error, "read") from None
+            raise self.error(error, Access.READ) from None
 
     def write(self, work: Work, *, hurry: bool = False) -> None:
         attempts = 1 if hurry else WRITE_ATTEMPTS
@@ -196,7 +196,7 @@ class PostgresHistory:
                 return
             except self.psycopg.Error as error:
                 if getattr(error, "sqlstate", None) not in _RETRYABLE or attempt == attempts:
-                    raise self.error(error, "write", attempts=attempt, hurry=hurry) from None
+                    raise self.error(error, Access.WRITE, attempts=attempt, hurry=hurry) from None
 
     def _write_seconds(self, hurry: bool) -> float | None:
         """The deadline on each answer of a write; closing an interrupted run waits for one short lock try."""
@@ -206,14 +206,14 @@ class PostgresHistory:
         hurried = HURRIED_LOCK_TIMEOUT_MS / 1000 + self.connect_seconds
         return hurried if seconds is None else min(seconds, hurried)
 
-    def _waited_seconds(self, doing: str, hurry: bool) -> float:
+    def _waited_seconds(self, doing: Access, hurry: bool) -> float:
         """How long the call that met ci-tool's deadline waited for an answer."""
-        if doing == "open":
+        if doing is Access.OPEN:
             return self.connect_seconds
-        waited = self._write_seconds(hurry) if doing == "write" else self.answer_seconds
+        waited = self._write_seconds(hurry) if doing is Access.WRITE else self.answer_seconds
         return waited if waited is not None else 0.0
 
-    def error(self, error: Exception, doing: str, *, attempts: int = 1, hurry: bool = False) -> HistoryError:
+    def error(self, error: Exception, doing: Access, *, attempts: int = 1, hurry: bool = False) -> HistoryError:
         """The located HistoryError for a driver error met while `doing` (open, read, write) the history."""
         where = Where(self.url.shown())
         said = _blotted(_first_line(error), self.url.secrets())

@@ -9,6 +9,13 @@ Each step is small and stands alone, so steps written on other branches merge as
 Every step is idempotent (`IF NOT EXISTS`, AddColumn), so a history whose version row was edited back,
 deleted, or half-migrated by hand is brought up to date instead of failing on "duplicate column name"; a
 backend runs the steps of one open in one write transaction (both backends' DDL is transactional).
+
+No migration library (alembic and yoyo-migrations were weighed): the two backends share one statement list here;
+alembic brings SQLAlchemy (and Mako) as dependencies and its own `alembic_version` table; yoyo reads its steps from
+a folder of script files and keeps its own `_yoyo_migrations` and `yoyo_lock` tables. Both decide what to run from
+their own record and run a step as written, so a history edited back by hand replays steps that fail (SQLite has no
+`ADD COLUMN IF NOT EXISTS`) where these steps bring it up to date. Revisit for steps that must rewrite data or be
+undone (downgrades), or for a third backend whose SQL differs by more than postgres_ddl's type widening.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import schema
-from ci_tool.history.backend import Row, Work
+from ci_tool.history.backend import Access, Row, Work
 from ci_tool.history.schema import SCHEMA_VERSION, AddColumn, Statement
 from ci_tool.history.sqlite_errors import cannot_share, history_error, is_busy
 
@@ -127,7 +127,7 @@ class SqliteHistory:
         try:
             self.db = self._connect(str(self.path))
         except sqlite3.Error as error:
-            raise self.error(error, "open") from None
+            raise self.error(error, Access.OPEN) from None
         try:
             version = self._patiently(lambda: self._schema_version(self.db))  # a foreign file: refused unwritten
             self._switch_to_wal()
@@ -136,7 +136,7 @@ class SqliteHistory:
                 self.write(lambda writer: self._migrate(self.db))
         except sqlite3.Error as error:
             self.db.close()
-            raise self.error(error, "open") from None
+            raise self.error(error, Access.OPEN) from None
         except HistoryError:
             self.db.close()
             raise
@@ -183,11 +183,11 @@ class SqliteHistory:
             return self._probe(uri)
         except sqlite3.Error as error:
             if not cannot_share(error):
-                raise self.error(error, "open") from None
+                raise self.error(error, Access.OPEN) from None
         try:
             return self._probe(uri + "&immutable=1")
         except sqlite3.Error as error:
-            raise self.error(error, "open") from None
+            raise self.error(error, Access.OPEN) from None
 
     def _probe(self, uri: str) -> tuple[sqlite3.Connection, int | None]:
         db = self._connect(uri, uri=True)
@@ -215,7 +215,7 @@ class SqliteHistory:
         db.execute("DELETE FROM schema_version")
         db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
 
-    def error(self, error: sqlite3.Error, doing: str, *, attempts: int = 1) -> HistoryError:
+    def error(self, error: sqlite3.Error, doing: Access, *, attempts: int = 1) -> HistoryError:
         """The located HistoryError for a SQLite error met while `doing` (open, read, write) the history."""
         return history_error(self.path, error, doing, attempts=attempts, busy_timeout_ms=self.busy_timeout_ms)
 
@@ -223,7 +223,7 @@ class SqliteHistory:
         try:
             return self._patiently(lambda: self._fetch(sql, parameters))
         except sqlite3.Error as error:
-            raise self.error(error, "read") from None
+            raise self.error(error, Access.READ) from None
 
     def _fetch(self, sql: str, parameters: Sequence[object]) -> list[Row]:
         """The rows of a query; where a text cell is not UTF-8, read again with such cells as their bytes, so
@@ -270,7 +270,7 @@ class SqliteHistory:
                 if not is_busy(error) or attempt == attempts:
                     busy_timeout_ms = HURRIED_BUSY_TIMEOUT_MS if hurry else self.busy_timeout_ms
                     raise history_error(
-                        self.path, error, "write", attempts=attempt, busy_timeout_ms=busy_timeout_ms
+                        self.path, error, Access.WRITE, attempts=attempt, busy_timeout_ms=busy_timeout_ms
                     ) from None
             delay = min(self.busy_timeout_ms / 1000, 1.0) * 2 ** (attempt - 1)
             self.on_retry(

@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from ci_tool.errors import HistoryError, Where
+from ci_tool.history.backend import Access
 
 
 def _name(error: sqlite3.Error) -> str:
@@ -42,7 +43,7 @@ def damaged(path: Path, expected: str, found: str) -> HistoryError:
 
 
 def history_error(
-    path: Path, error: sqlite3.Error, doing: str, *, attempts: int = 1, busy_timeout_ms: int
+    path: Path, error: sqlite3.Error, doing: Access, *, attempts: int = 1, busy_timeout_ms: int
 ) -> HistoryError:
     """The located error for `error`, met while `doing` (open, read, write) the history at `path`."""
     name, where = _name(error), Where(str(path))

@@ -29,11 +29,12 @@ from ci_tool.errors import PerfError, Where
 from ci_tool.perf.config import CONFIG_DIR
 from ci_tool.perf.metrics import metric
 from ci_tool.text_file import read_text
-from ci_tool.yaml_nodes import NodeReader, compose
+from ci_tool.yaml_nodes import NodeKind, NodeReader, compose
 
 BASELINE_DIR = CONFIG_DIR / "baselines"  # relative to the repository root
 BASELINE_VERSION = 1
 _ENTRY_KEYS = ("value", "threshold", "spread", "runs", "commit")
+_WORD = (NodeKind.STR, NodeKind.INT)  # a GPU type or a commit may read as a number (`3090`, `1234567`)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _read(reader: NodeReader, root: Node, gpu: str) -> dict[tuple[str, str], Bas
         if version is not None and version != BASELINE_VERSION:
             reader.problem(top["version"], "version", f"expected version {BASELINE_VERSION}, found {version}")
     if "gpu" in top:
-        named = reader.scalar(top["gpu"], "gpu", ("str", "int"), "the GPU type of the file")
+        named = reader.scalar(top["gpu"], "gpu", _WORD, "the GPU type of the file")
         if named is not None and named != gpu:
             reader.problem(top["gpu"], "gpu", f"expected gpu {gpu!r} (the file's name), found {named!r}",
                            "rename the file or fix its gpu key")  # fmt: skip
@@ -119,7 +120,7 @@ def _entry(reader: NodeReader, node: Node, path: str, case_id: str, gpu: str, na
                        "run `ci-tool perf baseline set`")  # fmt: skip
         return None
     runs = reader.integer(entry["runs"], f"{path}.runs", "an integer >= 1", minimum=1) if "runs" in entry else 1
-    commit = reader.scalar(entry["commit"], f"{path}.commit", ("str", "int"), "a commit") if "commit" in entry else ""
+    commit = reader.scalar(entry["commit"], f"{path}.commit", _WORD, "a commit") if "commit" in entry else ""
     if value is None or threshold is None or runs is None or spread is None:
         return None
     return Baseline(case_id, gpu, name, value, threshold, runs, commit or "", spread)

@@ -37,7 +37,7 @@ from yaml.nodes import Node, SequenceNode
 from ci_tool.errors import PerfError, Where, did_you_mean
 from ci_tool.text_file import read_text
 from ci_tool.yaml_fields import Field, Found, ValueReader, choice, integer, read_fields
-from ci_tool.yaml_nodes import NodeReader, compose
+from ci_tool.yaml_nodes import NodeKind, NodeReader, compose
 
 CONFIG_DIR = Path("tests/scripts/perf-sanity")  # relative to the repository root
 CASE_TEST = "tests/perf/test_perf_sanity.py::test_e2e"  # parametrized with the case ids
@@ -163,7 +163,7 @@ def _name_reader(*, allow_dash: bool = False) -> ValueReader:
     pattern = re.compile(r"[a-z0-9_-]+") if allow_dash else _NAME
 
     def read(reader: NodeReader, node: Node, path: str) -> str | None:
-        text = reader.scalar(node, path, ("str",), "a name")
+        text = reader.scalar(node, path, (NodeKind.STR,), "a name")
         if text is None:
             return None
         if not pattern.fullmatch(text):

@@ -58,7 +58,7 @@ def handle_comment(comment: Comment, files: CatalogFiles, settings: BotSettings,
     allowlist_text = read_text(comment.allowlist_path, name="the allowlist", error=BotError)
     allowlist = parse_allowlist(allowlist_text, file=str(comment.allowlist_path))
     reached = read_pull_request(decide(event, allowlist), settings, dry_run=outputs.dry_run, test_db=files.test_db)
-    may_skip = authorize(allowlist, command_name=SubCommand.SKIP, login=event.login, association=event.association)
+    may_skip = authorize(allowlist, command=SubCommand.SKIP, login=event.login, association=event.association)
     previewed = preview(reached, files, settings.history_option, may_skip=may_skip.allowed)
     decision = previewed.decision
     terminal.echo(f"decision: {decision.action.value}: {decision.reason}")

@@ -31,7 +31,7 @@ from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.reuse import REUSED_FROM
 from ci_tool.history.stage_details import Rerun
 from ci_tool.history.store import StageRecord
-from ci_tool.outcomes import PerfVerdict, StageState, TestOutcome
+from ci_tool.outcomes import COUNTED, PerfVerdict, StageState, TestOutcome
 from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 from ci_tool.report.model import CiReport, FailedTest
 from ci_tool.report.page import code, escaped, muted, render, sparkline, verdict
@@ -121,7 +121,7 @@ def _stages(report: CiReport, stage_href: StageHref) -> list[dict[str, object]]:
                 "reason": stage.reason,
                 "duration": seconds_text(stage.duration_seconds) if ran else "–",
                 "shard": _shard(stage.name),
-                **{key: getattr(stage, key) if ran else "–" for key in ("passed", "failed", "skipped")},
+                **{key.value: getattr(stage, key) if ran else "–" for key in COUNTED},
                 "reruns": reruns[stage.name] if ran else "–",
             }
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ import yaml
 
 from ci_tool.atomic import write_text_atomically
 
-FORMATS = ("csv", "yaml")
 FILE_STEM = "perf_results"
 
 
@@ -66,9 +66,7 @@ class PerfLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         for fmt in self.formats:
             path = self.directory / f"{FILE_STEM}.{fmt}"
-            write_text_atomically(
-                path, _as_csv(self.rows) if fmt == "csv" else _as_yaml(self.rows), what="perf results"
-            )
+            write_text_atomically(path, _RENDERERS[fmt](self.rows), what="perf results")
             self.written.append(path)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -86,3 +84,7 @@ def _as_csv(rows: list[dict[str, object]]) -> str:
 
 def _as_yaml(rows: list[dict[str, object]]) -> str:
     return yaml.safe_dump({"perf_results": rows}, sort_keys=False)
+
+
+_RENDERERS: dict[str, Callable[[list[dict[str, object]]], str]] = {"csv": _as_csv, "yaml": _as_yaml}  # by suffix
+FORMATS = tuple(_RENDERERS)  # --perf-log-formats' choices

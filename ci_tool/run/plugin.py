@@ -50,6 +50,7 @@ from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import bounds, junit, parent_death
 from ci_tool.run.case_reports import case_from_reports
+from ci_tool.run.events import EventKind
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
 from ci_tool.run.selection import Selector, collection_paths, parse_selector
 from ci_tool.run.watchdog import TimeoutWatchdog
@@ -339,7 +340,7 @@ class TestListPlugin:
                 "collected": self.collected,
             }
             write_text_atomically(target, json.dumps(report, indent=1) + "\n", what="the test-list report")
-        self._event({"event": "collected", "count": len(self.collected)})
+        self._event({"event": EventKind.COLLECTED, "count": len(self.collected)})
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -362,7 +363,8 @@ class TestListPlugin:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if self.role is not Role.CONTROLLER:  # a worker's start event carries the timeout it armed
-            self._event({"event": "start", "nodeid": nodeid, "time": time.time(), "timeout": self.current_timeout})
+            start = {"event": EventKind.START, "nodeid": nodeid, "time": time.time(), "timeout": self.current_timeout}
+            self._event(start)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.role is Role.WORKER:
@@ -382,15 +384,15 @@ class TestListPlugin:
         then knows the worker that died was stopped by a timeout, not a crash. (Alone, the process's log
         says so: ci_tool.run.process reads its banner.)"""
         if self.role is Role.WORKER:
-            self._event({"event": "timeout", "nodeid": nodeid})
+            self._event({"event": EventKind.TIMEOUT, "nodeid": nodeid})
 
     def _worker_death(self, report: pytest.TestReport) -> junit.CaseResult:
         """The test an xdist worker died in: a timeout when its worker said so first, else a crash (the
         worker's stack dump and output are in this process's log)."""
         said = self._worker_events(report.nodeid)
-        timed_out = "timeout" in said
+        timed_out = EventKind.TIMEOUT in said
         outcome, kind = (TestOutcome.FAILED, junit.TIMEOUT_KIND) if timed_out else (TestOutcome.ERROR, junit.CRASH_KIND)
-        started = said.get("start", {}).get("time")
+        started = said.get(EventKind.START, {}).get("time")
         seconds = max(0.0, time.time() - started) if isinstance(started, int | float) else 0.0
         what = "Timeout: the test did not finish within its timeout" if timed_out else "Crash: its worker process died"
         worker = (report.longreprtext.strip().splitlines() or ["its worker died"])[-1]  # xdist's: which worker
@@ -414,8 +416,9 @@ class TestListPlugin:
         if self.junit is not None:
             self.junit.add(case)
         self._event(
-            {"event": "finish", "nodeid": case.nodeid, "outcome": case.outcome, "seconds": case.duration_seconds}
-        )
+            {"event": EventKind.FINISH, "nodeid": case.nodeid, "outcome": case.outcome,
+             "seconds": case.duration_seconds}
+        )  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         missing = self.uncollected()
@@ -430,7 +433,7 @@ class TestListPlugin:
             self.junit.close()
         if self.events_fd is not None:
             if self.role is not Role.WORKER:  # the session's end: the controller's, not a worker's
-                self._event({"event": "done"})
+                self._event({"event": EventKind.DONE})
             os.close(self.events_fd)
             self.events_fd = None
 

@@ -28,15 +28,13 @@ from ci_tool import interrupts
 from ci_tool.errors import RunError
 from ci_tool.outcomes import TestOutcome
 from ci_tool.run import bounds, junit, parent_death, reaper
+from ci_tool.run.events import EventKind
 from ci_tool.run.invocation import PytestInvocation
 
 EventSink = Callable[[Mapping[str, object]], None]
 STALL_MARGIN_SECONDS = 120.0
 TERM_GRACE_SECONDS = 5.0
 _POLL_SECONDS = 0.05
-# What the sink hears on a poll that read no event: its clock moves on while a test runs (run/progress.py
-# writes a log line at least once a minute). Not an event of the child's: never among a process's events.
-TICK_EVENT = "tick"
 _TIMEOUT_BANNER = "+ Timeout +"
 
 
@@ -185,7 +183,7 @@ def _watch(
             own = test_timeout + STALL_MARGIN_SECONDS if isinstance(test_timeout, int | float) else 0.0
             allowed = max(stall_seconds, own)
         if not read:
-            on_event({"event": TICK_EVENT})
+            on_event({"event": EventKind.TICK})
         if child.returncode is not None:
             return False
         if time.monotonic() - last_progress > allowed:
@@ -237,9 +235,9 @@ def _outcome(
     if invocation.report_file.exists():
         report = json.loads(invocation.report_file.read_text(encoding="utf-8"))
         collected, uncollected = tuple(report["collected"]), tuple(report["uncollected"])
-    completed = any(e.get("event") == "done" for e in events)
-    finished = {e.get("nodeid") for e in events if e.get("event") == "finish"}
-    starts = [e for e in events if e.get("event") == "start" and e.get("nodeid") not in finished]
+    completed = any(e.get("event") == EventKind.DONE for e in events)
+    finished = {e.get("nodeid") for e in events if e.get("event") == EventKind.FINISH}
+    starts = [e for e in events if e.get("event") == EventKind.START and e.get("nodeid") not in finished]
     unfinished = None
     if starts:
         unfinished = _unfinished_case(invocation, starts[-1], exit_code, interrupted_by, stalled)

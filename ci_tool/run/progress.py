@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
-from ci_tool.run.process import TICK_EVENT
+from ci_tool.run.events import EventKind
 
 BAR_WIDTH = 20
 REDRAW_SECONDS = 0.1
@@ -102,27 +102,27 @@ class Progress:
     def tick(self) -> None:
         """The clock moves on for every running stage (a wait that read no event)."""
         for stage in list(self.views):
-            self.stage_event(stage, {"event": TICK_EVENT})
+            self.stage_event(stage, {"event": EventKind.TICK})
 
     def stage_event(self, stage: str, event: Mapping[str, object]) -> None:
         view = self.views.setdefault(stage, _StageView(started=self.clock(), logged_at=self.clock()))
         kind = event.get("event")
-        if kind == "collected":
+        if kind == EventKind.COLLECTED:
             view.total = max(view.total, view.finished + int(str(event.get("count", 0))))
-        elif kind == "start":
+        elif kind == EventKind.START:
             view.current = str(event.get("nodeid", ""))
             view.running.setdefault(view.current, self.clock())
-        elif kind == "finish":
+        elif kind == EventKind.FINISH:
             view.finished += 1
             view.running.pop(str(event.get("nodeid", "")), None)
             key = TestOutcome(str(event.get("outcome"))).counted_as
             view.counts[key] += 1
             if key is TestOutcome.FAILED and not self.tty:
                 self._line(f"{stage}: FAILED {event.get('nodeid')}")
-        elif kind != TICK_EVENT:
+        elif kind != EventKind.TICK:
             return
         if self.tty:
-            if kind != TICK_EVENT or self.clock() - self.drawn_at >= TICK_REDRAW_SECONDS:  # the clock moves on
+            if kind != EventKind.TICK or self.clock() - self.drawn_at >= TICK_REDRAW_SECONDS:  # the clock moves on
                 self._draw()
         elif self.clock() - view.logged_at >= LOG_EVERY_SECONDS:
             self._log_progress(stage, view)

@@ -23,9 +23,10 @@ from typing import TextIO
 
 from ci_tool import interrupts, typed_json
 from ci_tool.errors import CiToolError, RunError
+from ci_tool.run.events import EventKind
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
-from ci_tool.run.process import TICK_EVENT, EventSink
+from ci_tool.run.process import EventSink
 from ci_tool.stages.plan import StagePlan
 
 EVENT_PREFIX = "event "
@@ -46,7 +47,7 @@ def _forwarder(out: TextIO) -> EventSink:
 
     def forward(event: Mapping[str, object]) -> None:
         nonlocal gone
-        if event.get("event") == TICK_EVENT or gone:
+        if event.get("event") == EventKind.TICK or gone:
             return
         try:
             out.write(EVENT_PREFIX + json.dumps(event, separators=(",", ":")) + "\n")

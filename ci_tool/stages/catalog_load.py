@@ -29,7 +29,7 @@ from ci_tool.stages.catalog_schema import CatalogSpec, FamilySpec, read_catalog_
 from ci_tool.stages.durations import Durations, load_durations
 from ci_tool.stages.executors import pool_of
 from ci_tool.stages.planner import Planner
-from ci_tool.stages.shard import greedy_makespan, shards_for_budget
+from ci_tool.stages.shard import AutoSplits, greedy_makespan, shards_for_budget
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.model import TestDb
 from ci_tool.text_file import read_text
@@ -146,7 +146,7 @@ def _resolve(written: FamilySpec, spec: CatalogSpec, planner: Planner, problems:
     ids, seconds = found.test_ids, found.seconds
     sharded = name.is_test and name.policy.sharded and bool(ids)
     try:
-        if written.splits == "auto":
+        if written.splits is AutoSplits.AUTO:
             budget = (written.budget_minutes or 0) * 60
             splits = shards_for_budget(ids, seconds, budget) if sharded else 1
         else:

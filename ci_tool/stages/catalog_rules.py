@@ -25,6 +25,7 @@ import re
 from ci_tool.stages.executors import AUTO_PREFIX, Executor, pool_of
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import CPU_GPU_TOKEN, ON_DEMAND_TAG, POST_MERGE, StageKind, StageName
+from ci_tool.stages.shard import AutoSplits, Splits
 
 CPU_PLATFORM = "cpu"
 Problem = tuple[str, str | None]  # message, hint
@@ -96,8 +97,8 @@ def on_demand_problem(name: StageName, written: bool) -> Problem | None:
     return f"expected on_demand {expected}, as the name {name.name!r} {says}, found {str(written).lower()}", hint
 
 
-def splits_problem(name: StageName, splits: int | str, *, has_budget: bool) -> Problem | None:
-    if splits == "auto" and not has_budget:
+def splits_problem(name: StageName, splits: Splits, *, has_budget: bool) -> Problem | None:
+    if splits is AutoSplits.AUTO and not has_budget:
         return (
             "expected budget_minutes with splits: auto (the predicted minutes one shard may take), found none",
             "add e.g. `budget_minutes: 60`",
@@ -123,16 +124,16 @@ def context_problem(name: StageName, has_context: bool) -> Problem | None:
     return f"expected no context for the docs stage {name.name!r} (it renders no list), found one", "remove it"
 
 
-def non_test_splits_problem(name: StageName, splits: int | str) -> Problem | None:
+def non_test_splits_problem(name: StageName, splits: Splits) -> Problem | None:
     if name.is_test or splits == 1:
         return None
     kind_words = name.kind.value.replace("_", " ")
     return f"expected splits 1 for the {kind_words} stage {name.name!r} (one job), found {splits}", ("remove `splits`")
 
 
-def budget_problem(splits: int | str) -> Problem | None:
+def budget_problem(splits: Splits) -> Problem | None:
     """A `budget_minutes` is written: it only means something with `splits: auto`."""
-    if splits == "auto":
+    if splits is AutoSplits.AUTO:
         return None
     return f"expected budget_minutes only with splits: auto, found splits {splits}", (
         "remove budget_minutes, or write `splits: auto`"

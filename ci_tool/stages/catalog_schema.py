@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -48,16 +47,15 @@ from ci_tool.stages.catalog_rules import (
 from ci_tool.stages.executors import AUTO_PREFIX, Executor
 from ci_tool.stages.names import LEGACY_POST_MERGE, StageKind, StageName, parse_family_name
 from ci_tool.stages.query import ARCHES, QueryValue
+from ci_tool.stages.shard import AutoSplits, Splits
 from ci_tool.sysinfo import KEY_KINDS
 from ci_tool.testdb.lines import MAX_TIMEOUT_MINUTES
 from ci_tool.yaml_fields import Field, Values, boolean, check_fields, choice, integer, read_fields, text
-from ci_tool.yaml_nodes import NodeReader, bool_value, compose, describe, float_value, int_value, kind
+from ci_tool.yaml_nodes import NodeKind, NodeReader, bool_value, compose, describe, float_value, int_value, kind
 
 MAX_MARGIN = 100  # a larger timeout margin is a typo (and 1e308 overflows the minutes)
 MAX_SPLITS = 1000  # shards of one family; every one is a stage in the generated pipelines
 _CONTEXT = re.compile(r"[A-Za-z0-9_]+")
-
-Splits = int | Literal["auto"]
 
 
 def _context_problem(values: Values) -> Problem | None:
@@ -94,8 +92,8 @@ def _executor(values: Values) -> Executor:
 
 def _splits(values: Values) -> Splits:
     splits = values.get("splits", 1)  # a non-test family's default
-    assert isinstance(splits, int | str)  # read by the SPLITS reader
-    return splits  # type: ignore[return-value]
+    assert isinstance(splits, int | AutoSplits)  # read by the SPLITS reader
+    return splits
 
 
 FAMILY_FIELDS: tuple[Field, ...] = (
@@ -147,6 +145,10 @@ CHECK_FIELDS = (
 )
 FACT_KEYS = tuple(KEY_KINDS)  # a platform's facts are what `ci-tool sysinfo` reports
 _BAD = object()  # a fact that is not of its key's kind
+_FACT_READERS: dict[NodeKind, Callable[[str], object]] = {  # the scalars a fact may be, and their values
+    NodeKind.STR: str, NodeKind.INT: int_value, NodeKind.FLOAT: float_value, NodeKind.BOOL: bool_value,
+    NodeKind.NULL: lambda _: None,
+}  # fmt: skip
 TIMEOUT_KEYS = ("margin", "minimum_minutes", "maximum_minutes")
 FILE_GROUP_KEYS = ("name", "paths", "stages")
 CHANGE_RULE_FIELDS = (
@@ -273,11 +275,8 @@ class _CatalogReader(NodeReader):
 
     def read_fact(self, key: str, node: Node, path: str) -> object:
         """One fact, of the kind `ci-tool sysinfo` reports for its key (_BAD, and a problem, when not)."""
-        text = self.scalar(node, path, ("str", "int", "float", "bool", "null"), KEY_KINDS[key].description)
-        readers: dict[str, Callable[[str], object]] = {
-            "null": lambda _: None, "int": int_value, "float": float_value, "bool": bool_value
-        }  # fmt: skip
-        value = None if text is None else readers.get(kind(node), str)(text)
+        text = self.scalar(node, path, tuple(_FACT_READERS), KEY_KINDS[key].description)
+        value = None if text is None else _FACT_READERS[kind(node)](text)
         if text is None or not KEY_KINDS[key].holds(value):
             if text is not None:
                 self.mismatch(node, path, KEY_KINDS[key].description)
@@ -337,7 +336,7 @@ class _CatalogReader(NodeReader):
         for path, value in fields.items():
             key_path = f"tag_triggers.{path}"
             problem = _path_problem(path)
-            token = self.scalar(value, key_path, ("str",), "a tag or backend token")
+            token = self.scalar(value, key_path, (NodeKind.STR,), "a tag or backend token")
             if problem:
                 self.problem(value, key_path, f"expected {problem}, found {path!r}")
             elif token is not None and names and not any(carries(name, token) for name in names):
@@ -363,7 +362,7 @@ class _CatalogReader(NodeReader):
             if missing:
                 self.problem(item, path, f"expected {', '.join(missing)} in the file group, found none")
                 continue
-            name = self.scalar(fields["name"], f"{path}.name", ("str",), "a group name")
+            name = self.scalar(fields["name"], f"{path}.name", (NodeKind.STR,), "a group name")
             paths = self.paths(fields["paths"], f"{path}.paths")
             stages = self.strings(fields["stages"], f"{path}.stages", "stage names or globs", lambda _: None)
             if name is not None and paths and stages:
@@ -406,7 +405,7 @@ class _CatalogReader(NodeReader):
         for key, value in node.value if isinstance(node, MappingNode) else []:
             if isinstance(key, ScalarNode):
                 written.setdefault(key.value, value)
-        label = str(written["name"].value) if "name" in written and kind(written["name"]) == "str" else path
+        label = str(written["name"].value) if "name" in written and kind(written["name"]) is NodeKind.STR else path
         name = _peek_name(written.get("name"))
         non_test = name is not None and not name.is_test
         found = read_fields(
@@ -441,7 +440,7 @@ class _CatalogReader(NodeReader):
 
 def _peek_name(node: Node | None) -> StageName | None:
     """The family's name when it parses (read_name reports it when it does not)."""
-    if node is None or kind(node) != "str":
+    if node is None or kind(node) is not NodeKind.STR:
         return None
     try:
         return parse_family_name(str(node.value))
@@ -450,7 +449,7 @@ def _peek_name(node: Node | None) -> StageName | None:
 
 
 def read_name(reader: NodeReader, node: Node, path: str) -> StageName | None:
-    text = reader.scalar(node, path, ("str",), "a family name such as 'A10-PyTorch'")
+    text = reader.scalar(node, path, (NodeKind.STR,), "a family name such as 'A10-PyTorch'")
     if text is None:
         return None
     try:
@@ -481,9 +480,9 @@ def read_name(reader: NodeReader, node: Node, path: str) -> StageName | None:
 
 
 def read_splits(reader: NodeReader, node: Node, path: str) -> Splits | None:
-    if kind(node) == "str" and node.value == "auto":
-        return "auto"
-    count = int_value(node.value) if kind(node) == "int" else ""
+    if kind(node) is NodeKind.STR and node.value == AutoSplits.AUTO.value:  # the catalog's word
+        return AutoSplits.AUTO
+    count = int_value(node.value) if kind(node) is NodeKind.INT else ""
     if isinstance(count, int) and 1 <= count <= MAX_SPLITS:
         return count
     hint = "write e.g. `splits: 2`, or `splits: auto` with `budget_minutes`"

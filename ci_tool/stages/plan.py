@@ -66,7 +66,7 @@ class FamilyPlan:
     context: str
     query: Mapping[str, str | None]
     rendered: tuple[TestLine, ...]
-    splits: int  # the shard count (resolved for splits="auto")
+    splits: int  # the shard count (resolved for AutoSplits.AUTO)
     shard_plan: ShardPlan | None  # None when not sharded or nothing rendered
     whole_seconds: float  # the predicted seconds of the whole render
     narrowed: bool = False  # by change-based selection: its stages are `<family>-<K>-cbts`

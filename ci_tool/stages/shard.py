@@ -15,21 +15,30 @@ Plans (`plan_shards`):
   zero-second tests gets a zero-second test from the fullest shard;
 - ISOLATION tests are balanced like any other (as TensorRT-LLM's CI shards them by collection) and each
   shard lists them apart in `isolated_ids`: the runner runs those one per process;
-- `splits="auto"` takes the smallest shard count whose split keeps every shard within `budget_seconds`
+- `splits=AutoSplits.AUTO` takes the smallest shard count whose split keeps every shard within `budget_seconds`
   (`shards_for_budget`); the catalog resolves its `splits: auto` families the same way.
 """
 
 from __future__ import annotations
 
+import enum
 import heapq
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ci_tool.errors import ShardError, did_you_mean
 from ci_tool.stages.balance import improve
 from ci_tool.stages.durations import Durations, estimate_seconds
+
+
+class AutoSplits(enum.StrEnum):
+    """A shard count chosen from a time budget instead of written (`splits: auto`, `--splits auto`)."""
+
+    AUTO = "auto"
+
+
+Splits = int | AutoSplits  # a written shard count, or AUTO
 
 # An algorithm takes ids and their seconds (parallel lists) and a shard count, and returns the
 # indices of the tests in each shard.
@@ -99,7 +108,7 @@ def plan_shards(
     test_ids: Sequence[str],
     durations: Durations,
     *,
-    splits: int | Literal["auto"],
+    splits: Splits,
     budget_seconds: float | None = None,
     algorithm: str = DEFAULT_ALGORITHM,
     isolated: Collection[str] = (),
@@ -111,7 +120,7 @@ def plan_shards(
     seconds = estimate_seconds(test_ids, durations).seconds
     weights = [seconds[t] for t in test_ids]
     padding = 0
-    if splits == "auto":
+    if splits is AutoSplits.AUTO:
         count = shards_for_budget(test_ids, weights, budget_seconds, algorithm=algorithm)
     elif empty_shards_ok and splits > len(test_ids):
         count, padding = len(test_ids), splits - len(test_ids)

@@ -26,7 +26,7 @@ from ci_tool.testdb.model import (
 )
 from ci_tool.text_file import read_text
 from ci_tool.yaml_fields import Field, integer, keys_of, read_fields
-from ci_tool.yaml_nodes import INT_MAX, NodeReader, bool_value, compose, describe, join, kind
+from ci_tool.yaml_nodes import INT_MAX, NodeKind, NodeReader, bool_value, compose, describe, join, kind
 
 _NO_CONDITION = Condition({}, {}, {})
 
@@ -169,7 +169,7 @@ class _FileReader(NodeReader):
 
 
 def _read_condition(reader: NodeReader, node: Node, path: str) -> Condition:
-    if kind(node) == "null":
+    if kind(node) is NodeKind.NULL:
         return _NO_CONDITION
     found = read_fields(reader, node, path, "a mapping of terms, ranges and wildcards", _CONDITION_FIELDS)
     if found is None:
@@ -178,10 +178,10 @@ def _read_condition(reader: NodeReader, node: Node, path: str) -> Condition:
 
 
 def _read_terms(reader: NodeReader, node: Node, path: str) -> dict[str, str]:
-    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: value terms", None)
+    fields = {} if kind(node) is NodeKind.NULL else reader.mapping(node, path, "a mapping of key: value terms", None)
     terms = {}
     for key, value in (fields or {}).items():
-        if kind(value) in ("str", "int", "float", "bool"):
+        if kind(value) in (NodeKind.STR, NodeKind.INT, NodeKind.FLOAT, NodeKind.BOOL):
             terms[key] = _term_value(value)
         else:
             reader.mismatch(value, join(path, key), "a string, number or boolean")
@@ -189,7 +189,8 @@ def _read_terms(reader: NodeReader, node: Node, path: str) -> dict[str, str]:
 
 
 def _read_ranges(reader: NodeReader, node: Node, path: str) -> dict[str, Range]:
-    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: {gte, lte} ranges", None)
+    what = "a mapping of key: {gte, lte} ranges"
+    fields = {} if kind(node) is NodeKind.NULL else reader.mapping(node, path, what, None)
     ranges = {}
     for key, value in (fields or {}).items():
         key_path = join(path, key)
@@ -207,16 +208,16 @@ def _read_ranges(reader: NodeReader, node: Node, path: str) -> dict[str, Range]:
 
 
 def _read_wildcards(reader: NodeReader, node: Node, path: str) -> dict[str, tuple[str, ...]]:
-    fields = {} if kind(node) == "null" else reader.mapping(node, path, "a mapping of key: pattern(s)", None)
+    fields = {} if kind(node) is NodeKind.NULL else reader.mapping(node, path, "a mapping of key: pattern(s)", None)
     wildcards: dict[str, tuple[str, ...]] = {}
     for key, value in (fields or {}).items():
         key_path = join(path, key)
-        if isinstance(value, ScalarNode) and kind(value) != "null":
+        if isinstance(value, ScalarNode) and kind(value) is not NodeKind.NULL:
             wildcards[key] = (value.value,)
         elif isinstance(value, SequenceNode) and value.value:
             patterns = []
             for index, item in enumerate(value.value):
-                if isinstance(item, ScalarNode) and kind(item) != "null":
+                if isinstance(item, ScalarNode) and kind(item) is not NodeKind.NULL:
                     patterns.append(item.value)
                 else:
                     reader.mismatch(item, f"{key_path}[{index}]", "a pattern string")
@@ -227,7 +228,7 @@ def _read_wildcards(reader: NodeReader, node: Node, path: str) -> dict[str, tupl
 
 
 def _read_tests(reader: NodeReader, node: Node, path: str) -> tuple[Entry, ...]:
-    if kind(node) == "null":
+    if kind(node) is NodeKind.NULL:
         return ()
     if not isinstance(node, SequenceNode):
         reader.mismatch(node, path, "a list of test lines")
@@ -235,7 +236,7 @@ def _read_tests(reader: NodeReader, node: Node, path: str) -> tuple[Entry, ...]:
     entries = []
     for index, item in enumerate(node.value):
         item_path = f"{path}[{index}]"
-        if kind(item) not in ("str", "int"):
+        if kind(item) not in (NodeKind.STR, NodeKind.INT):
             hint = (
                 "quote the line: a ': ' inside an unquoted line makes YAML read a mapping"
                 if isinstance(item, MappingNode)
@@ -252,7 +253,7 @@ def _read_tests(reader: NodeReader, node: Node, path: str) -> tuple[Entry, ...]:
 
 
 def _term_value(node: Node) -> str:
-    value = bool_value(str(node.value)) if kind(node) == "bool" else None
+    value = bool_value(str(node.value)) if kind(node) is NodeKind.BOOL else None
     return str(node.value) if value is None else "true" if value else "false"
 
 

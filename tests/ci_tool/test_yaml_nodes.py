@@ -9,7 +9,30 @@ import yaml
 
 from ci_tool import yaml_nodes
 from ci_tool.errors import StageError
-from ci_tool.yaml_nodes import INT_MAX, bool_value, compose, float_value, int_value
+from ci_tool.yaml_nodes import INT_MAX, NodeKind, bool_value, compose, float_value, int_value, kind
+
+KINDS = [
+    ("word", "x", NodeKind.STR),
+    ("quoted number", "'1'", NodeKind.STR),
+    ("integer", "1", NodeKind.INT),
+    ("float", "1.5", NodeKind.FLOAT),
+    ("bool", "yes", NodeKind.BOOL),
+    ("null", "~", NodeKind.NULL),
+    ("date", "2024-01-01", NodeKind.OTHER_SCALAR),
+    ("binary", "!!binary aGk=", NodeKind.OTHER_SCALAR),
+    ("own tag", "!mine x", NodeKind.OTHER_SCALAR),
+    ("scalar tagged like a collection kind", "!!mapping x", NodeKind.OTHER_SCALAR),
+    ("mapping", "{a: 1}", NodeKind.MAPPING),
+    ("list", "[1]", NodeKind.SEQUENCE),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [r[1:] for r in KINDS], ids=[r[0] for r in KINDS])
+def test_kind_names_the_yaml_type(text: str, expected: NodeKind) -> None:
+    node = compose(text, file="x.yml", error=StageError)
+    assert node is not None
+    assert kind(node) is expected
+
 
 INTS = [
     ("decimal", "4", 4),

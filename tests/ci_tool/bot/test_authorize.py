@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.bot.authorize import Allowlist, authorize, parse_allowlist, permission_of
-from ci_tool.bot.flags import Permission
+from ci_tool.bot.flags import Permission, SubCommand
 from ci_tool.errors import BotError
 from ci_tool.layout import ALLOWLIST_PATH
 
@@ -95,41 +95,40 @@ def test_the_committed_allowlist_parses() -> None:
 @pytest.mark.parametrize(
     ("command", "permission"),
     [
-        ("run", Permission.RUN),
-        ("reuse-pipeline", Permission.RUN),
-        ("kill", Permission.KILL_SKIP),
-        ("skip", Permission.KILL_SKIP),
-        ("help", None),
-        ("ignore", None),
+        (SubCommand.RUN, Permission.RUN),
+        (SubCommand.REUSE_PIPELINE, Permission.RUN),
+        (SubCommand.KILL, Permission.KILL_SKIP),
+        (SubCommand.SKIP, Permission.KILL_SKIP),
+        (SubCommand.HELP, None),
     ],
 )
-def test_each_command_needs_its_permission(command: str, permission: Permission | None) -> None:
+def test_each_command_needs_its_permission(command: SubCommand, permission: Permission | None) -> None:
     assert permission_of(command) is permission
 
 
 @pytest.mark.parametrize(
     ("command", "login", "association", "allowed", "via"),
     [
-        ("run", "amy", "OWNER", True, "author association OWNER"),
-        ("run", "amy", "member", True, "author association MEMBER"),
-        ("run", "carl", "COLLABORATOR", True, "author association COLLABORATOR"),
-        ("run", "Outside-Contributor", "CONTRIBUTOR", True, f"listed under 'run' in {ALLOWLIST_PATH}"),
-        ("run", "release-captain", "NONE", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
+        (SubCommand.RUN, "amy", "OWNER", True, "author association OWNER"),
+        (SubCommand.RUN, "amy", "member", True, "author association MEMBER"),
+        (SubCommand.RUN, "carl", "COLLABORATOR", True, "author association COLLABORATOR"),
+        (SubCommand.RUN, "Outside-Contributor", "CONTRIBUTOR", True, f"listed under 'run' in {ALLOWLIST_PATH}"),
+        (SubCommand.RUN, "release-captain", "NONE", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
         (
-            "run",
+            SubCommand.RUN,
             "drive-by",
             "FIRST_TIME_CONTRIBUTOR",
             False,
             "author association FIRST_TIME_CONTRIBUTOR and not listed",
         ),
-        ("reuse-pipeline", "drive-by", "NONE", False, "author association NONE and not listed"),
-        ("kill", "amy", "MEMBER", True, "author association MEMBER"),
-        ("skip", "carl", "COLLABORATOR", False, "author association COLLABORATOR and not listed"),
-        ("skip", "outside-contributor", "CONTRIBUTOR", False, "author association CONTRIBUTOR and not listed"),
-        ("kill", "release-captain", "CONTRIBUTOR", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
-        ("help", "drive-by", "NONE", True, "needs no permission"),
+        (SubCommand.REUSE_PIPELINE, "drive-by", "NONE", False, "author association NONE and not listed"),
+        (SubCommand.KILL, "amy", "MEMBER", True, "author association MEMBER"),
+        (SubCommand.SKIP, "carl", "COLLABORATOR", False, "author association COLLABORATOR and not listed"),
+        (SubCommand.SKIP, "outside-contributor", "CONTRIBUTOR", False, "author association CONTRIBUTOR and not listed"),
+        (SubCommand.KILL, "release-captain", "CONTRIBUTOR", True, f"listed under 'kill_skip' in {ALLOWLIST_PATH}"),
+        (SubCommand.HELP, "drive-by", "NONE", True, "needs no permission"),
     ],
 )
-def test_authorize(command: str, login: str, association: str, allowed: bool, via: str) -> None:
-    result = authorize(ALLOWLIST, command_name=command, login=login, association=association)
+def test_authorize(command: SubCommand, login: str, association: str, allowed: bool, via: str) -> None:
+    result = authorize(ALLOWLIST, command=command, login=login, association=association)
     assert (result.allowed, result.via) == (allowed, via)

@@ -44,7 +44,7 @@ RUN_FLAGS = [
 
 
 def test_run_has_exactly_the_reference_flags_in_order() -> None:
-    assert [flag.name for flag in flags_of("run")] == RUN_FLAGS
+    assert [flag.name for flag in flags_of(SubCommand.RUN)] == RUN_FLAGS
 
 
 def test_sub_commands() -> None:
@@ -78,7 +78,7 @@ def test_test_backend_choices_are_backends_of_the_stage_name_grammar() -> None:
 
 def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
     """The bot spells the options; what each means is the option table's, with nothing listed twice."""
-    assert [(flag.key, flag.option) for flag in flags_of("run")] == [(o.key, o) for o in OPTIONS]
+    assert [(flag.key, flag.option) for flag in flags_of(SubCommand.RUN)] == [(o.key, o) for o in OPTIONS]
     assert [flag.option for flag in FLAGS if flag.command is not SubCommand.RUN] == [None]
 
 
@@ -87,7 +87,8 @@ def test_the_run_flags_are_exactly_the_selection_requests_options() -> None:
     [(OptionKind.SWITCH, Arg.SWITCH), (OptionKind.LIST, Arg.LIST), (OptionKind.PIPELINE_ID, Arg.OPTIONAL_ID)],
 )
 def test_a_run_flag_takes_what_its_option_holds(kind: OptionKind, arg: Arg) -> None:
-    assert {flag.arg for flag in flags_of("run") if flag.option is not None and flag.option.kind is kind} == {arg}
+    run_flags = flags_of(SubCommand.RUN)
+    assert {flag.arg for flag in run_flags if flag.option is not None and flag.option.kind is kind} == {arg}
 
 
 @pytest.mark.parametrize(
@@ -109,6 +110,6 @@ def test_what_bot_handle_reads_and_reaches_for_each_command(
 
 
 def test_the_old_multi_gpu_spelling_is_an_alias_of_the_current_flag() -> None:
-    assert {flag.name: flag.aliases for flag in flags_of("run") if flag.aliases} == {
+    assert {flag.name: flag.aliases for flag in flags_of(SubCommand.RUN) if flag.aliases} == {
         "--only-multi-gpu-test": ("--multi-gpu-test",)
     }

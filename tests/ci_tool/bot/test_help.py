@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.bot.flags import COMMANDS, FLAGS, Flag, flags_of
+from ci_tool.bot.flags import COMMANDS, FLAGS, Flag, SubCommand, flags_of
 from ci_tool.bot.help import render_help
 from ci_tool.generate.targets import TARGETS
 from ci_tool.layout import BOT_DOCS_PATH
@@ -25,7 +25,7 @@ def test_the_docs_are_a_generated_file_and_the_committed_copy_is_fresh() -> None
     assert (ROOT / BOT_DOCS_PATH).read_text(encoding="utf-8") == render_docs()
 
 
-@pytest.mark.parametrize("flag", flags_of("run"), ids=[f.name for f in flags_of("run")])
+@pytest.mark.parametrize("flag", flags_of(SubCommand.RUN), ids=[f.name for f in flags_of(SubCommand.RUN)])
 def test_help_lists_every_run_flag_once_with_its_help_line(flag: Flag) -> None:
     help_text = render_help()
     row = f"| `{flag.usage}` | {flag.help} |"

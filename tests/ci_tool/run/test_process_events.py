@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from ci_tool.outcomes import StageState, TestOutcome
+from ci_tool.run.events import EventKind
 from ci_tool.run.invocation import RunSettings
-from ci_tool.run.process import TICK_EVENT, EventReader
+from ci_tool.run.process import EventReader
 from ci_tool.run.stage_runner import run_stage
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.planner import Planner
@@ -69,8 +70,8 @@ def test_the_sink_hears_a_tick_on_each_poll_without_events_and_the_results_hold_
     db = load_test_db(suite / "test-db")
     plan = Planner(db, {}).stage_of_list(parse_stage_name("CPU-Generic-1"), "l0_green")
     result = run_stage(plan, RunSettings(suite, suite / "out", "r1"), on_event=lambda e: heard.append(str(e["event"])))
-    assert TICK_EVENT in heard and {"start", "finish"} <= set(heard)
-    assert TICK_EVENT not in (suite / "out" / "parts" / "p01-main.events.jsonl").read_text()
+    assert EventKind.TICK in heard and {"start", "finish"} <= set(heard)
+    assert EventKind.TICK not in (suite / "out" / "parts" / "p01-main.events.jsonl").read_text()
     assert {t.first.outcome for t in result.tests} == {TestOutcome.PASSED}
 
 

@@ -20,7 +20,7 @@ from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.select import select_for_change, select_stages
-from ci_tool.stages.shard import ALGORITHMS
+from ci_tool.stages.shard import ALGORITHMS, AutoSplits
 from ci_tool.testdb.load import load_test_db
 
 if TYPE_CHECKING:
@@ -169,9 +169,10 @@ def test_reading_a_catalog_needs_no_test_db() -> None:
     spec = parse_catalog(VALID, file="stages.yml")
     assert [(f.name.name, f.splits, f.budget_minutes, f.timeout_minutes) for f in spec.families] == [
         ("CPU-Generic", 1, None, None),
-        ("A10-PyTorch", "auto", 10.0, None),
+        ("A10-PyTorch", AutoSplits.AUTO, 10.0, None),
         ("DGX_H100-4_GPUs-PyTorch-PerfSanity-Post-Merge", 3, None, 90),
     ]
+    assert spec.families[1].splits is AutoSplits.AUTO  # the member, not the YAML word
     assert str(spec.families[1].where("budget_minutes")) == "stages.yml:17:19 (families[1].budget_minutes)"
 
 

@@ -506,9 +506,9 @@ ON_A_CHANGE = {("disable_cbts", engine) for engine in Engine}
 
 
 def test_the_flag_walk_covers_every_run_flag() -> None:
-    from ci_tool.bot.flags import flags_of
+    from ci_tool.bot.flags import SubCommand, flags_of
 
-    assert {key.partition("=")[0] for key in FLAG_WALK} == {flag.key for flag in flags_of("run")}
+    assert {key.partition("=")[0] for key in FLAG_WALK} == {flag.key for flag in flags_of(SubCommand.RUN)}
 
 
 # The pairs whose effect shows in the selection itself (the others are pinned where they act, above).

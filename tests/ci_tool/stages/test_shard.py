@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_tool.errors import ShardError
-from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, ShardPlan, least_duration, lpt_pairwise, plan_shards
+from ci_tool.stages.shard import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    AutoSplits,
+    ShardPlan,
+    least_duration,
+    lpt_pairwise,
+    plan_shards,
+)
 
 
 def shards_of(plan: ShardPlan) -> list[list[str]]:
@@ -127,7 +135,7 @@ def test_auto_splits_picks_the_fewest_shards_within_the_budget(
     seconds: list[float], budget: float, splits: int
 ) -> None:
     ids = [f"t{i}" for i in range(len(seconds))]
-    plan = plan_shards(ids, dict(zip(ids, seconds, strict=True)), splits="auto", budget_seconds=budget)
+    plan = plan_shards(ids, dict(zip(ids, seconds, strict=True)), splits=AutoSplits.AUTO, budget_seconds=budget)
     assert (len(plan.shards), plan.makespan_seconds <= budget) == (splits, True)
 
 
@@ -149,12 +157,12 @@ BAD_PLANS = {
         "Hint: did you mean 'least_duration'?",
     ),
     "auto-without-budget": (
-        dict(test_ids=["a"], splits="auto"),
+        dict(test_ids=["a"], splits=AutoSplits.AUTO),
         "expected a positive per-shard budget with splits=auto, found None "
         "Hint: give the budget in minutes, e.g. --budget-minutes 120",
     ),
     "test-over-budget": (
-        dict(test_ids=["a", "big"], splits="auto", budget_seconds=60),
+        dict(test_ids=["a", "big"], splits=AutoSplits.AUTO, budget_seconds=60),
         "expected every test to fit the per-shard budget of 60 s, found 'big' predicted at 100 s "
         "Hint: raise the budget or give that test a stage of its own",
     ),
