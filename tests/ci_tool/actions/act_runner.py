@@ -175,6 +175,11 @@ class ActRunner:
         # Each stage job installs about 2 GB (torch, triton) into a fresh .venv; compiling all of it to
         # bytecode up front is much of that install's time. The jobs compile what they import, as they run.
         env.setdefault("PIP_COMPILE", "false")
+        # act's artifact server appends each uploaded block to the file as it arrives and ignores the block
+        # list (pkg/artifacts/artifacts_v4.go), while upload-artifact sends 5 blocks at once: a build of 600 MB
+        # came out corrupt now and then on a loaded box ("invalid code lengths set" in every stage's download).
+        # One block at a time keeps their order. GitHub's own store assembles blocks by their ids.
+        env["ACTIONS_ARTIFACT_UPLOAD_CONCURRENCY"] = "1"
         env["HOME"] = str(home)
         env["ACT_DISABLE_VERSION_CHECK"] = "1"  # no call home for notices: this machine may have no route
         return env
