@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 from tests.helpers.golden import Golden, check_golden
 
 # The session's skips for .ci/run, when it asks (tests/skip_report.py); hooks, so imported by name.
-from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytest_sessionfinish  # noqa: F401
+from tests.skip_report import pytest_configure  # noqa: F401
 
 # A deadline (200 ms an example) and the too-slow health check measure the machine, not the code: on a busy
 # one they fail at random. No property test here is about speed. (Built on the current default, so that

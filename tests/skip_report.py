@@ -15,14 +15,12 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 SKIPS_FILE_ENV = "CI_TOOL_TEST_SKIPS_FILE"
-_FILE = pytest.StashKey[Path]()
-_SKIPS = pytest.StashKey[list[dict[str, object]]]()
 HINT = (
     "Hint: install what the reason names (.ci/run installs Slurm, Chromium and Groovy; the Slurm tests need root; "
     "the test extra installs act, whose tests also need node and GitHub's pinned actions beside the checkout), "
@@ -30,34 +28,30 @@ HINT = (
 )
 
 
+class _SkipRecorder:
+    """The session's skipped tests, written to `path` at its end. Every test's reports reach
+    `pytest_runtest_logreport` in the session's own process, under pytest-xdist too: its workers send them to
+    the controller, their markers among the report's keywords."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.skips: list[dict[str, object]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and not hasattr(report, "wasxfail"):
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            gpu = "gpu" in report.keywords
+            self.skips.append({"test": report.nodeid, "reason": reason.removeprefix("Skipped: "), "gpu": gpu})
+
+    def pytest_sessionfinish(self) -> None:
+        self.path.write_text(json.dumps(self.skips, indent=1) + "\n", encoding="utf-8")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     path = os.environ.pop(SKIPS_FILE_ENV, None)
-    if path:
-        config.stash[_FILE] = Path(path)
-        config.stash[_SKIPS] = []
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
-    report = yield
-    skips = item.config.stash.get(_SKIPS, None)
-    if (
-        skips is not None
-        and isinstance(report, pytest.TestReport)
-        and report.skipped
-        and not hasattr(report, "wasxfail")
-    ):
-        longrepr = report.longrepr
-        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-        gpu = item.get_closest_marker("gpu") is not None
-        skips.append({"test": item.nodeid, "reason": reason.removeprefix("Skipped: "), "gpu": gpu})
-    return report
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = session.config.stash.get(_FILE, None)
-    if path is not None:
-        path.write_text(json.dumps(session.config.stash[_SKIPS], indent=1) + "\n", encoding="utf-8")
+    if path and not hasattr(config, "workerinput"):  # an xdist worker's reports go to its controller
+        config.pluginmanager.register(_SkipRecorder(Path(path)), "ci-tool-skip-recorder")
 
 
 def summary(skips: Sequence[dict[str, object]]) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ from tests.skip_report import HINT, SKIPS_FILE_ENV, main, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = {
-    "conftest.py": "from tests.skip_report import pytest_configure, pytest_runtest_makereport, pytest_sessionfinish\n",
+    "conftest.py": "from tests.skip_report import pytest_configure\n",
     "test_cases.py": f"""\
 import os
 
@@ -43,7 +43,11 @@ def test_runs_without_the_variable():
 }
 
 
-def test_a_session_writes_its_skips_and_hides_the_variable_from_its_tests(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_session_writes_its_skips_and_hides_the_variable_from_its_tests(
+    tmp_path: Path, workers: tuple[str, ...]
+) -> None:
+    """Under pytest-xdist the tests run in worker processes; their skips still reach the file."""
     for name, text in SUITE.items():
         (tmp_path / name).write_text(text)
     skips_file = tmp_path / "skips.json"
@@ -57,10 +61,11 @@ def test_a_session_writes_its_skips_and_hides_the_variable_from_its_tests(tmp_pa
         "no:cacheprovider",
         "-W",
         "ignore::pytest.PytestUnknownMarkWarning",
+        *workers,
     ]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads(skips_file.read_text()) == [
+    assert sorted(json.loads(skips_file.read_text()), key=lambda skip: skip["test"]) == [
         {"test": "test_cases.py::test_on_gpu", "reason": "needs a CUDA device", "gpu": True},
         {"test": "test_cases.py::test_skipped_in_its_body", "reason": "no chromium", "gpu": False},
     ]
