@@ -14,9 +14,11 @@ commands/bot_labels.py does the same for the approval-label guard (label_actions
     read.py              the clients, the pull request and its change
     preview.py           the plan on the pull request's head the reply previews (and `bot plan`'s)
     settle.py            what the change read and the plan change about the decision
-    carry_out.py         run, kill, skip, reuse-pipeline: picks the step per engine
-      run.py, follow.py, reuse.py, services.py                   on Jenkins
-      on_actions.py, actions_run.py, actions_steps.py, actions_services.py   on GitHub Actions
+    carry_out.py         run, kill, skip, reuse-pipeline: one flow, on each engine the project runs
+      pull_runs.py       kill and reuse-pipeline for every engine; the engine's part behind PullRuns
+      services.py        the replies, statuses and claims on the pull request (Replies), Jenkins' reach
+      on_jenkins.py, run.py, follow.py                           on Jenkins: the builds, run, --wait
+      on_actions.py, actions_run.py, actions_services.py         on GitHub Actions: the runs, run, --wait
     ci_report.py         the CI report posted when a followed build or workflow run ends
     labels.py, label_event.py, label_actions.py   the approval-label guard (`bot labels`): an approving review
                          adds `ci: full pre-merge approved`, a label anyone else applied is removed
