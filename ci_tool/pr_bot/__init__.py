@@ -15,10 +15,11 @@ commands/bot_labels.py does the same for the approval-label guard (label_actions
     preview.py           the plan on the pull request's head the reply previews (and `bot plan`'s)
     settle.py            what the change read and the plan change about the decision
     carry_out.py         run, kill, skip, reuse-pipeline: one flow, on each engine the project runs
-      pull_runs.py       kill and reuse-pipeline for every engine; the engine's part behind PullRuns
-      services.py        the replies, statuses and claims on the pull request (Replies), Jenkins' reach
-      on_jenkins.py, run.py, follow.py                           on Jenkins: the builds, run, --wait
-      on_actions.py, actions_run.py, actions_services.py         on GitHub Actions: the runs, run, --wait
+      pull_runs.py       kill and reuse-pipeline for every engine (the engine's part: PullRuns)
+      follow.py          --wait for every engine: the CI report and the final status (FollowedRuns)
+      services.py        the replies, statuses and claims on the pull request (Replies); Jenkins' reach
+      on_jenkins.py, run.py                      Jenkins: its builds as the flows reach them; /bot run
+      on_actions.py, actions_run.py, actions_services.py   GitHub Actions: its runs; /bot run
     ci_report.py         the CI report posted when a followed build or workflow run ends
     labels.py, label_event.py, label_actions.py   the approval-label guard (`bot labels`): an approving review
                          adds `ci: full pre-merge approved`, a label anyone else applied is removed

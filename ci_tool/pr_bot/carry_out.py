@@ -35,6 +35,7 @@ from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
 from ci_tool.errors import DispatchError
+from ci_tool.pr_bot.follow import follow
 from ci_tool.pr_bot.on_actions import ActionsReach, on_actions
 from ci_tool.pr_bot.on_jenkins import on_jenkins
 from ci_tool.pr_bot.preview import Preview
@@ -114,6 +115,8 @@ def _dispatch(engine: AbstractContextManager[OnEngine], service: str, preview: P
         with engine as opened:
             if request.command is SubCommand.RUN and preview.plan is not None and pr is not None:
                 started = opened.run(decision, preview.plan, pr, reply)
+                if opened.wait and started.build is not None:
+                    follow(opened.runs, started.build, preview.plan, login=decision.event.login, command=request.line)
                 if github_output is not None and started.build is not None:
                     outputs = f"{opened.output}={started.build.number}\n{opened.output}_url={started.build.url}\n"
                     append_text(github_output, outputs, what="the GitHub outputs")

@@ -22,6 +22,7 @@ from ci_tool.bot.status import carried
 from ci_tool.dispatch.model import Build, PullRequest, StatusState
 from ci_tool.dispatch.trigger import Started
 from ci_tool.outcomes import BuildResult
+from ci_tool.pr_bot.follow import FollowedRuns
 from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
 from ci_tool.pr_bot.services import Replies
 from ci_tool.stages.record import SelectionRecord
@@ -64,12 +65,17 @@ class PullRuns(Protocol):
         """The run linked, where a reply says a status was carried from it."""
 
 
+class EngineRuns(PullRuns, FollowedRuns, Protocol):
+    """One engine's runs, as /bot kill, reuse-pipeline and --wait reach them."""
+
+
 @dataclass(frozen=True)
 class OnEngine:
     """One engine, opened for a dispatch (its history open): what /bot run, kill and reuse-pipeline do there."""
 
-    runs: PullRuns
+    runs: EngineRuns
     run: Callable[[Decision, RunPlan, PullRequest, str], Started]  # /bot run (run.py, actions_run.py)
+    wait: bool  # --wait: /bot run follows the run it started to its end (follow.py)
     output: str  # the GitHub outputs naming the run /bot run started: `build` (build=N, build_url=URL) or `run`
 
 

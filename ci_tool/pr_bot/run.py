@@ -30,11 +30,10 @@ from ci_tool.dispatch.trigger import (
 )
 from ci_tool.errors import DispatchError
 from ci_tool.history.ledger import DispatchKey, find_dispatch
-from ci_tool.pr_bot.follow import follow
 from ci_tool.pr_bot.services import Services, mark_stopped
 
 
-def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str, *, wait: bool) -> Started:
+def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, reply: str) -> Started:
     """/bot run: see the module docstring."""
     request = plan.selection.request
     request_json = json.dumps(request.to_json())
@@ -51,7 +50,6 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
     key = DispatchKey(services.jenkins.url, services.job, event.comment_id, request_json)
     dispatch = Dispatch(key, pr.repository, pr.number, pr.head_sha, parameters)
     context = context_for(request)
-    command = decision.request.line if decision.request else "/bot run"
     marker = reply_marker(event.comment_id)
     reply = reply.rstrip("\n") + f"\n{marker}\n"
     reply_id: int | None = None
@@ -70,8 +68,6 @@ def run(services: Services, decision: Decision, plan: RunPlan, pr: PullRequest, 
     except DispatchError as error:
         _not_started(services, dispatch, error, reply=reply, reply_id=reply_id, claim=claim, context=context)
         raise
-    if wait and started.build is not None:
-        follow(services, started, plan, login=event.login, command=command)
     return started
 
 
