@@ -14,9 +14,13 @@ commands/bot_labels.py does the same for the approval-label guard (label_actions
     read.py              the clients, the pull request and its change
     preview.py           the plan on the pull request's head the reply previews (and `bot plan`'s)
     settle.py            what the change read and the plan change about the decision
-    carry_out.py         run, kill, skip, reuse-pipeline: picks the step per engine
-      run.py, follow.py, reuse.py, services.py                   on Jenkins
-      on_actions.py, actions_run.py, actions_steps.py, actions_services.py   on GitHub Actions
+    carry_out.py         run, kill, skip, reuse-pipeline: one flow, on each engine the project runs
+      start.py           /bot run on any engine: claimed, one reply, started once (the engine's part: Starting)
+      pull_runs.py       /bot kill and reuse-pipeline on any engine (the engine's part: PullRuns)
+      follow.py          --wait on any engine: the CI report and the final status (FollowedRuns)
+      on_jenkins.py      Jenkins: its builds as the flows reach them; run.py: its Starting (the trigger)
+      on_actions.py      GitHub Actions: its runs; actions_run.py: its Starting (the dispatch)
+      services.py        the posts on the pull request (Replies) and Jenkins' reach; actions_services.py: Actions'
     ci_report.py         the CI report posted when a followed build or workflow run ends
     labels.py, label_event.py, label_actions.py   the approval-label guard (`bot labels`): an approving review
                          adds `ci: full pre-merge approved`, a label anyone else applied is removed

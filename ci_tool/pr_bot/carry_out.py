@@ -1,5 +1,6 @@
-"""A dispatch decision carried out on Jenkins and GitHub (`ci-tool bot handle` without --dry-run); on GitHub
-Actions, where the project chose it (CI_TOOL_BOT_ENGINES), by on_actions.py, as below for a workflow run.
+"""A dispatch decision carried out on GitHub and the engines the project chose (CI_TOOL_BOT_ENGINES: Jenkins,
+GitHub Actions or both; `ci-tool bot handle` without --dry-run): one flow for every engine, each opened by
+its module (on_jenkins.py, on_actions.py), as below for Jenkins (a workflow run where it says build).
 
     /bot run             refused when the head was committed after the comment; the comment claimed (the
                          bot's reaction: one handling wins, the others follow its build); plan reply; stop
@@ -19,6 +20,7 @@ repeats the dispatch: handling the comment again finds the build instead of trig
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,14 +34,14 @@ from ci_tool.bot.status import FULL_BUILD_CONTEXT, context_for, not_started, ski
 from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.github import utc_text
 from ci_tool.dispatch.model import PullRequest
-from ci_tool.dispatch.trigger import stop_pull_request
 from ci_tool.errors import DispatchError
+from ci_tool.pr_bot.follow import follow
 from ci_tool.pr_bot.on_actions import ActionsReach, on_actions
+from ci_tool.pr_bot.on_jenkins import on_jenkins
 from ci_tool.pr_bot.preview import Preview
+from ci_tool.pr_bot.pull_runs import OnEngine, kill, reuse
 from ci_tool.pr_bot.read import Clients
-from ci_tool.pr_bot.reuse import reuse
-from ci_tool.pr_bot.run import run
-from ci_tool.pr_bot.services import JenkinsReach, Replies, Services, mark_stopped
+from ci_tool.pr_bot.services import JenkinsReach, Replies
 from ci_tool.pr_bot.settings import BotSettings, Terminal
 from ci_tool.stages.engines import Engine
 
@@ -91,38 +93,41 @@ def carry_out(preview: Preview, reply: str, replies: Replies, targets: Targets, 
         failed: DispatchError | None = None
         if reach is not None:
             try:
-                with reach.history() as history:
-                    services = Services(reach.client, replies, reach.job, history, reach.pace, reach.report_url)
-                    _on_jenkins(services, preview, reply, wait=reach.wait, github_output=github_output)
+                _dispatch(on_jenkins(reach, replies), "Jenkins", preview, reply, replies, github_output=github_output)
             except DispatchError as error:
                 if actions is None:
                     raise
                 failed = error
         if actions is not None:
-            on_actions(actions, replies, preview, reply, github_output=github_output)
+            _dispatch(on_actions(actions, replies), "GitHub", preview, reply, replies, github_output=github_output)
         if failed is not None:
             raise failed
     return 1 if replies.failures else 0
 
 
-def _on_jenkins(services: Services, preview: Preview, reply: str, *, wait: bool, github_output: Path | None) -> None:
-    """/bot run, kill or reuse-pipeline, with the history open."""
+def _dispatch(engine: AbstractContextManager[OnEngine], service: str, preview: Preview, reply: str, replies: Replies,
+              *, github_output: Path | None) -> None:  # fmt: skip
+    """/bot run, kill or reuse-pipeline on one engine (`service`: who did not answer, when a kill or reuse could
+    not finish: the commenter hears it, their reply is posted last, so none yet)."""
     decision, pr, request = preview.decision, preview.pr, preview.decision.request
     assert request is not None  # a dispatch's
-    if request.command is SubCommand.RUN and preview.plan is not None and pr is not None:
-        started = run(services, decision, preview.plan, pr, reply, wait=wait)
-        if github_output is not None and started.build is not None:
-            outputs = f"build={started.build.number}\nbuild_url={started.build.url}\n"
-            append_text(github_output, outputs, what="the GitHub outputs")
-    elif request.command in (SubCommand.KILL, SubCommand.REUSE_PIPELINE):
-        try:
-            if request.command is SubCommand.KILL:
-                kill(services, decision.event.number, reply)
-            elif pr is not None:
-                reuse(services, pr, reply, preview.head, may_skip=preview.may_skip)
-        except DispatchError as error:  # the commenter hears it (their reply is posted last: none yet)
-            services.replies.comment(could_not_reach(reply, f"/bot {request.command}", error))
-            raise
+    try:
+        with engine as opened:
+            if request.command is SubCommand.RUN and preview.plan is not None and pr is not None:
+                started = opened.run(decision, preview.plan, pr, reply)
+                if opened.wait and started.build is not None:
+                    follow(opened.runs, started.build, preview.plan, login=decision.event.login, command=request.line)
+                if github_output is not None and started.build is not None:
+                    outputs = f"{opened.output}={started.build.number}\n{opened.output}_url={started.build.url}\n"
+                    append_text(github_output, outputs, what="the GitHub outputs")
+            elif request.command is SubCommand.KILL:
+                kill(opened.runs, replies, decision.event.number, reply)
+            elif request.command is SubCommand.REUSE_PIPELINE and pr is not None:
+                reuse(opened.runs, replies, pr, reply, preview.head, may_skip=preview.may_skip)
+    except DispatchError as error:
+        if request.command in (SubCommand.KILL, SubCommand.REUSE_PIPELINE):
+            replies.comment(could_not_reach(reply, f"/bot {request.command}", error, service=service))
+        raise
 
 
 def _not_read(replies: Replies, error: DispatchError, pr: PullRequest | None, request: BotRequest | None) -> None:
@@ -159,13 +164,6 @@ def _pushed_after(replies: Replies, decision: Decision, pr: PullRequest) -> bool
     replies.echo(f"refused: head {pr.head_sha[:12]} {when}, after the comment at {commented}")
     replies.comment(pushed_after_comment(decision.event.login, command, pr.head_sha, when, commented))
     return True
-
-
-def kill(services: Services, pr_number: int, reply: str) -> None:
-    runs = stop_pull_request(services.jenkins, services.job, pr_number)
-    lines = mark_stopped(services, runs, None)
-    services.echo(f"killed: {len(runs.stopped)} build(s) stopped, {len(runs.cancelled)} queued item(s) cancelled")
-    services.replies.comment(with_lines(reply, lines, none="Nothing was running for this pull request."))
 
 
 def skip(replies: Replies, pr: PullRequest, comment: str, reply: str, *,

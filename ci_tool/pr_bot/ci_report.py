@@ -41,6 +41,7 @@ from ci_tool.stages.record import SelectionRecord, differences
 
 NO_RESULTS = "no test results: it did not start (fail-fast, an abort, or an earlier failure)"
 RETRIED = "attempt {attempt}: run again after the infrastructure lost attempt {lost} (its agent or runner)"
+Downstream = tuple[tuple[Build, tuple[JenkinsCase, ...]], ...]  # each stage's build or job, with its test cases
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class FinishedBuild:
     it could not be read."""
 
     build: Build
-    downstream: tuple[tuple[Build, tuple[JenkinsCase, ...]], ...] = ()
+    downstream: Downstream = ()
     newer: Build | None = None
     record: SelectionRecord | None = None
     unread: tuple[str, ...] = ()

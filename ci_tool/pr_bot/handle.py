@@ -6,8 +6,7 @@ frozen value handed to the next:
     preview    the plan of a /bot run on the head, the decision settled by it -> Preview (preview.py)
     reply      the markdown (bot/reply.py); --reply-file gets a copy, a dry run prints it and stops here
     carry out  on Jenkins, GitHub Actions or both: run, kill, skip, reuse-pipeline (carry_out.py), then
-               follow the build to its end and post the CI report and the final status (follow.py,
-               actions_run.py)
+               follow the build to its end and post the CI report and the final status (follow.py)
 
 Nothing here imports PyGithub or python-jenkins: the steps that reach GitHub and Jenkins import them when
 a decision needs them, so `bot parse`, `bot plan` and a dry run start fast.

@@ -8,7 +8,7 @@
     GET  repos/O/R/git/blobs/SHA                a blob contents/ named, base64
     POST repos/O/R/issues/N/comments            a comment; PATCH repos/O/R/issues/comments/C edits it
                                                 (422 for a body over GitHub's 65,536 characters)
-    GET  repos/O/R/issues/N/comments            the comments (one page)
+    GET  repos/O/R/issues/N/comments            the comments, oldest (lowest id) first (paged)
     POST repos/O/R/statuses/SHA                 a commit status
     GET  repos/O/R/commits/SHA/status           the latest status per context
     GET  repos/O/R/commits/SHA                  the commit's tree and committer date
@@ -18,6 +18,8 @@
     GET  repos/O/R, .../actions/...             GitHub Actions: dispatches, runs, cancel, artifacts
                                                 (fake_actions.py, its backend `actions.backend`)
     (labels and reviews)                        fake_github_labels.py
+
+Lists page as GitHub's REST API does (per_page, page, a Link header): fake_github_pages.py.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from urllib.parse import unquote
 
 from tests.helpers.fake_actions import FakeActions
 from tests.helpers.fake_github_labels import LABEL_ROUTES
+from tests.helpers.fake_github_pages import paged
 from tests.helpers.loopback import Answer, Loopback, Request, json_answer
 
 
@@ -136,13 +139,7 @@ class FakeGitHub(Loopback):
 
     def _files(self, request: Request, repo: str, number: str) -> Answer:
         pull = self.pulls[(repo, int(number))]
-        per_page, page = int(request.query.get("per_page", "30")), int(request.query.get("page", "1"))
-        chunk = pull.files[(page - 1) * per_page : page * per_page]
-        headers = {}
-        if page * per_page < len(pull.files):
-            link = f"{self.api_url}/repos/{repo}/pulls/{number}/files?per_page={per_page}&page={page + 1}"
-            headers["Link"] = f'<{link}>; rel="next"'
-        return json_answer([_file_row(found) for found in chunk], headers=headers)
+        return paged(request, [_file_row(found) for found in pull.files], self.api_url + request.path)
 
     def _compare(self, request: Request, repo: str, base: str, head: str) -> Answer:
         merge_base = self.compares.get((repo, base, head), base)  # unless told: branched off the base's tip
@@ -171,14 +168,19 @@ class FakeGitHub(Loopback):
         body = json.loads(request.body)["body"]
         if len(body) > COMMENT_LIMIT:
             return _too_long()
+        return json_answer(self.add_comment(repo, int(number), body), 201)
+
+    def add_comment(self, repository: str, number: int, body: str) -> dict[str, object]:
+        """A comment on the pull request, as if someone posted it (the next id: GitHub lists them by id)."""
         comment_id = self.next_comment_id
         self.next_comment_id += 1
-        url = f"{self.api_url}/repos/{repo}/issues/comments/{comment_id}"
-        self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": int(number)}
-        return json_answer(self.comments[comment_id], 201)
+        url = f"{self.api_url}/repos/{repository}/issues/comments/{comment_id}"
+        self.comments[comment_id] = {"id": comment_id, "body": body, "url": url, "issue": number}
+        return self.comments[comment_id]
 
     def _comments(self, request: Request, repo: str, number: str) -> Answer:
-        return json_answer([c for c in self.comments.values() if c["issue"] == int(number)])
+        found = [comment for _, comment in sorted(self.comments.items()) if comment["issue"] == int(number)]
+        return paged(request, found, self.api_url + request.path)
 
     def _edit(self, request: Request, repo: str, comment_id: str) -> Answer:
         comment = self.comments.get(int(comment_id))

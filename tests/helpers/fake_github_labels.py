@@ -2,7 +2,8 @@
 
     POST   repos/O/R/issues/N/labels            labels added, as a list or under `labels` (one there stays once)
     DELETE repos/O/R/issues/N/labels/NAME       a label removed; 404 `Label does not exist` when it is not there
-    GET    repos/O/R/pulls/N/reviews            FakePull.reviews, oldest first (one page)
+    GET    repos/O/R/pulls/N/reviews            FakePull.reviews, oldest first, paged as GitHub pages them
+                                                (fake_github_pages.py: per_page, page, Link)
 
 They read and change FakePull.labels and FakePull.reviews; `label_events` logs (action, label) in order.
 """
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import unquote
 
+from tests.helpers.fake_github_pages import paged
 from tests.helpers.loopback import Answer, Request, json_answer
 
 NOT_FOUND = {"message": "Not Found"}
+FIRST_REVIEW = datetime(2026, 6, 1, 12, tzinfo=UTC)  # submitted_at of the oldest review; one a minute after it
 
 
 def _labels(names: list[str]) -> list[dict[str, str]]:
@@ -51,17 +55,12 @@ def _reviews(fake: Any, request: Request, repo: str, number: str) -> Answer:
     pull = fake.pulls.get((repo, int(number)))
     if pull is None:
         return json_answer(NOT_FOUND, 404)
-    return json_answer(
-        [
-            {
-                "id": 700 + index,
-                "user": {"login": login},
-                "state": state,
-                "submitted_at": f"2026-06-01T12:{index:02d}:00Z",
-            }
-            for index, (login, state) in enumerate(pull.reviews)
-        ]
-    )
+    rows = [
+        {"id": 700 + index, "user": {"login": login}, "state": state,
+         "submitted_at": (FIRST_REVIEW + timedelta(minutes=index)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        for index, (login, state) in enumerate(pull.reviews)
+    ]  # fmt: skip
+    return paged(request, rows, fake.api_url + request.path)
 
 
 REPO = r"/repos/(?P<repo>[^/]+/[^/]+)"

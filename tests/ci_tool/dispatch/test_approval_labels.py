@@ -97,6 +97,33 @@ def test_the_signal_reads_the_pull_requests_reviews_itself(
     assert github.count("GET", rf"/pulls/{PR}/reviews$") == 1
 
 
+REMARKS = [("drive-by", "COMMENTED")] * 75  # GitHub lists 30 reviews a page: what follows them is on page 3
+
+
+@pytest.mark.usefixtures("env")
+@pytest.mark.parametrize(
+    ("reviews", "added"),
+    [
+        ([*REMARKS, ("approver-ann", "APPROVED")], True),
+        ([("approver-ann", "APPROVED"), *REMARKS, ("approver-ann", "CHANGES_REQUESTED")], False),
+    ],
+    ids=["approval on page 3", "changes requested on page 3"],
+)
+def test_the_signal_reads_every_page_of_reviews(
+    github: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    allowlist: Path,
+    reviews: list[tuple[str, str]],
+    added: bool,
+) -> None:
+    github.pulls[(REPOSITORY, PR)].reviews = reviews
+    result = labels(capsys, tmp_path, signal_event(), allowlist, "--pull", str(PR))
+    assert result.code == 0, result.err
+    assert github.pulls[(REPOSITORY, PR)].labels == ([FULL] if added else [])
+    assert github.count("GET", rf"/pulls/{PR}/reviews$") == 3
+
+
 @pytest.mark.usefixtures("env")
 def test_a_failed_signal_reads_nothing(
     github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path, allowlist: Path

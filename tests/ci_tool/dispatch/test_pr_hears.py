@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.bot_handle import Bot, MakeEvent
+from tests.helpers.bot_handle import PR, REPOSITORY, Bot, MakeEvent
 from tests.helpers.dispatch_cases import FULL, SHA, closed_port_url, statuses
 from tests.helpers.fake_github import FakeGitHub
 from tests.helpers.fake_jenkins import FakeJenkins
@@ -78,6 +78,22 @@ def test_handling_a_failed_comment_again_edits_its_one_reply(
     assert f"\n\ntriggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n" in reply
     assert "Could not start" not in reply
     assert "<!-- ci-tool: the reply to comment 987654321 -->\n" in reply
+
+
+def test_handling_a_failed_comment_again_finds_its_reply_on_the_third_page_of_comments(
+    bot: Bot, event: MakeEvent, jenkins: FakeJenkins, github: FakeGitHub
+) -> None:
+    others = [github.add_comment(REPOSITORY, PR, f"a review remark {k}") for k in range(70)]
+    jenkins.fail("POST", "buildWithParameters", status=502, times=4)
+    comment = event("/bot run")
+    assert bot(comment).code == 1  # the reply is the 71st comment: GitHub lists it on page 3 of 30 a page
+    assert bot(comment).code == 0  # Jenkins is back: the reply found again is edited, not posted twice
+    *kept, reply = github.bodies()
+    assert kept == [str(other["body"]) for other in others]
+    assert reply.startswith(PLAN_START)
+    assert f"\n\ntriggered: build [L0_MergeRequest #1]({jenkins.triggered()[0].url})\n" in reply
+    pages = [r.query.get("page", "1") for r in github.requests if r.method == "GET" and r.path.endswith("/comments")]
+    assert pages[-3:] == ["1", "2", "3"]
 
 
 def test_jenkins_down_when_a_started_comment_is_handled_again_leaves_its_reply_and_status(
