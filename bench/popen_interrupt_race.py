@@ -2,7 +2,7 @@
 held signals avoid.
 
 A child sleeps; this process polls it with `Popen.wait(timeout=0.05)`, as ci-tool's watcher polled its pytest
-child, while a shell loop sends it SIGINT every 0-90 ms. After each KeyboardInterrupt the lock is looked at:
+child, while a shell loop sends it SIGINT every 2 ms. After each KeyboardInterrupt the lock is looked at:
 held means the interrupt landed between `acquire(False)` and the `try` that releases it, and the next blocking
 `wait()` would never return (the lock is released here, to count on). Run it beside a CPU hog on every core:
 the window is only hit when the signal arrives while the process is preempted in it.
@@ -32,7 +32,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def main(seconds: float) -> None:
     signal.signal(signal.SIGINT, _interrupt)
     child = subprocess.Popen(["sleep", "100000"])
-    sender = subprocess.Popen(["bash", "-c", f"while kill -INT {os.getpid()}; do sleep 0.0$((RANDOM % 10)); done"])
+    sender = subprocess.Popen(["bash", "-c", f"while kill -INT {os.getpid()}; do sleep 0.002; done"])
     interrupts = held = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
