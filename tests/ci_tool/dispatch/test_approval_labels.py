@@ -33,10 +33,6 @@ def review_event(login: str, state: str = "approved") -> dict[str, object]:
     }
 
 
-
-
-
-
 def labels(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, payload: dict[str, object], allowlist: Path, *options: str
 ) -> Result:
@@ -71,57 +67,43 @@ def test_a_non_approvers_approving_review_adds_nothing(
     assert (github.pulls[(REPOSITORY, PR)].labels, github.requests) == ([], [])
 
 
-@pytest.mark.usefixtures("env")
-@pytest.mark.parametrize(
-    ("reviews", "added"),
-    [
-        ([("approver-ann", "APPROVED")], True),
-        ([("drive-by", "APPROVED")], False),
-        ([("approver-ann", "APPROVED"), ("approver-ann", "CHANGES_REQUESTED")], False),
-        ([("approver-ann", "APPROVED"), ("approver-ann", "COMMENTED")], True),
-    ],
-    ids=["approver", "non-approver", "changes requested since", "commented since"],
-)
-def test_the_signal_reads_the_pull_requests_reviews_itself(
-    github: FakeGitHub,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
-    allowlist: Path,
-    reviews: list[tuple[str, str]],
-    added: bool,
-) -> None:
-    github.pulls[(REPOSITORY, PR)].reviews = reviews
-    result = labels(capsys, tmp_path, signal_event(), allowlist, "--pull", f"{PR}\n")
-    assert result.code == 0, result.err
-    assert github.pulls[(REPOSITORY, PR)].labels == ([FULL] if added else [])
-    assert github.count("GET", rf"/pulls/{PR}/reviews$") == 1
-
-
 REMARKS = [("drive-by", "COMMENTED")] * 75  # GitHub lists 30 reviews a page: what follows them is on page 3
 
 
 @pytest.mark.usefixtures("env")
 @pytest.mark.parametrize(
-    ("reviews", "added"),
+    ("reviews", "added", "pages"),
     [
-        ([*REMARKS, ("approver-ann", "APPROVED")], True),
-        ([("approver-ann", "APPROVED"), *REMARKS, ("approver-ann", "CHANGES_REQUESTED")], False),
+        ([("approver-ann", "APPROVED")], True, 1),
+        ([("drive-by", "APPROVED")], False, 1),
+        ([("approver-ann", "APPROVED"), ("approver-ann", "CHANGES_REQUESTED")], False, 1),
+        ([("approver-ann", "APPROVED"), ("approver-ann", "COMMENTED")], True, 1),
+        ([*REMARKS, ("approver-ann", "APPROVED")], True, 3),
+        ([("approver-ann", "APPROVED"), *REMARKS, ("approver-ann", "CHANGES_REQUESTED")], False, 3),
     ],
-    ids=["approval on page 3", "changes requested on page 3"],
+    ids=[
+        "approver",
+        "non-approver",
+        "changes requested since",
+        "commented since",
+        "approval on page 3",
+        "changes requested on page 3",
+    ],
 )
-def test_the_signal_reads_every_page_of_reviews(
+def test_the_signal_reads_every_page_of_the_pull_requests_reviews_itself(
     github: FakeGitHub,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     allowlist: Path,
     reviews: list[tuple[str, str]],
     added: bool,
+    pages: int,
 ) -> None:
     github.pulls[(REPOSITORY, PR)].reviews = reviews
-    result = labels(capsys, tmp_path, signal_event(), allowlist, "--pull", str(PR))
+    result = labels(capsys, tmp_path, signal_event(), allowlist, "--pull", f"{PR}\n")
     assert result.code == 0, result.err
     assert github.pulls[(REPOSITORY, PR)].labels == ([FULL] if added else [])
-    assert github.count("GET", rf"/pulls/{PR}/reviews$") == 3
+    assert github.count("GET", rf"/pulls/{PR}/reviews$") == pages
 
 
 @pytest.mark.usefixtures("env")
