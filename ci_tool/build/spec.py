@@ -3,9 +3,13 @@ this, and the inputs' digest covers it.
 
 A stage installs with uv when its build carries it (`BuildSpec.installer`): pip puts uv's own wheel into the
 fresh environment, then uv installs the rest, from the build folder alone as pip would. uv unpacks the
-wheels in parallel and, on a runner that keeps its cache (a self-hosted GPU machine), links them from there:
-on a loaded 2-core box, the stages' 2.3 GB (torch, triton) took pip 98 s, uv 43 s with an empty cache and
-8.4 s with a warm one (docs/PERF.md).
+wheels in parallel: on a loaded 2-core box, the stages' 2.3 GB (torch, triton) took pip 98 s and uv 43 s
+(docs/PERF.md).
+
+uv runs without its cache (`--no-cache`). It keys a find-links folder's wheels by the folder's path and the
+file's name, and both stay the same from one commit to the next on a self-hosted runner: from a kept cache,
+a stage installed the last commit's ci-tool. Where the path changes instead (a workspace per run), each
+stage left a new unpacked copy of torch (0.9 GB) in the runner's cache, which nothing removed.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def pip_install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) 
     pip = "PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet --no-compile --no-index"
     if spec.installer is None:
         return f"{venv} && {pip} --find-links {folder} {_quoted(spec.requirements)}"
-    uv = "UV_NO_CONFIG=1 .venv/bin/uv pip install --quiet --python .venv/bin/python --offline --no-index"
+    uv = "UV_NO_CONFIG=1 .venv/bin/uv pip install --quiet --python .venv/bin/python --offline --no-cache --no-index"
     by_uv = (*spec.pins, spec.project_requirement)
     return (
         f"{venv} && {pip} --find-links {folder} {_quoted(spec.installed_by_pip)} "

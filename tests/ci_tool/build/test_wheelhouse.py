@@ -180,6 +180,32 @@ def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(
     assert again.returncode != 0 and "tinydep" in again.stderr, again.stderr
 
 
+def test_a_runner_that_keeps_uvs_cache_installs_each_commits_own_build(
+    project: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A self-hosted runner checks every commit out at the same path and keeps its home. uv keys the wheels of a
+    find-links folder by the folder's path and the file's name, which a new commit of the same version keeps:
+    read from a kept cache, the stage would test the last commit's code. The install must read the build."""
+    shutil.copy(request.getfixturevalue("uv_wheel"), tmp_path / "index-wheels")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    environment = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "kept-uv-cache")}
+    seen = []
+    for version in (2, 3):
+        (project / "ci_tool" / "__init__.py").write_text(f"VERSION = {version}\n")
+        git(project, "commit", "-q", "-am", f"version {version}")
+        build(project, project / "ci-build", TINY_BY_UV)
+        shutil.rmtree(stage / "ci-build", ignore_errors=True)  # the runner's fresh download of the build
+        shutil.copytree(project / "ci-build", stage / "ci-build")
+        done = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY_BY_UV)], cwd=stage, env=environment,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        shown = [str(stage / ".venv/bin/python"), "-c", "import ci_tool; print(ci_tool.VERSION)"]
+        seen.append(subprocess.run(shown, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip())
+    assert seen == ["2", "3"]
+    assert not (tmp_path / "kept-uv-cache").exists() or not any((tmp_path / "kept-uv-cache").rglob("*.py"))
+
+
 def test_check_accepts_the_checkouts_build_and_refuses_another(project: Path) -> None:
     outcome = build(project, project / "ci-build", TINY)
     assert check(project, project / "ci-build", TINY) == outcome.manifest

@@ -324,7 +324,7 @@ BUILT_HERE = [
            "--output ci-build"),
     ("sh", "python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet "
            "--no-compile --no-index --find-links ci-build uv==0.13.9 && UV_NO_CONFIG=1 .venv/bin/uv pip install "
-           "--quiet --python .venv/bin/python --offline --no-index --find-links ci-build torch==2.13.0 "
+           "--quiet --python .venv/bin/python --offline --no-cache --no-index --find-links ci-build torch==2.13.0 "
            "'ci-tool[engine,test]' "
            "&& .venv/bin/ci-tool build --check --output ci-build"),
 ]  # fmt: skip
