@@ -256,7 +256,18 @@ class ActRunner:
                 stdin=subprocess.DEVNULL, timeout=timeout_s, check=False,
             )  # fmt: skip
         seconds = time.monotonic() - started
+        drop_job_workspaces(folder)
         return WorkflowRun(result.returncode, parse_log(log_path.read_text(encoding="utf-8")), log_path, seconds)
+
+
+def drop_job_workspaces(folder: Path) -> None:
+    """Remove what a finished run's jobs left in `folder` that no test reads: each job's workspace (its checkout,
+    the build it downloaded and its `.venv`, 2.8 GB for a stage) and the build's artifact. A suite that kept them
+    filled CI's disk; the log and the other artifacts stay."""
+    for workspace in (folder / "act").glob("*/hostexecutor"):
+        shutil.rmtree(workspace, ignore_errors=True)
+    for build in (folder / "artifacts").glob("*/ci-build-*"):
+        shutil.rmtree(build, ignore_errors=True)
 
 
 @dataclass

@@ -123,6 +123,8 @@ def test_each_job_has_its_result_and_log(act_runner: ActRunner, small_repo: Path
     assert "stage good read planned, token of 12 characters: ***" in good, good  # act masks the secret
     assert "s3cret-token" not in run.log_path.read_text(encoding="utf-8")
     assert run.job("bad").matrix == {"stage": "bad", "runs_on": ["self-hosted", "a10"]}
+    # the jobs' workspaces are gone once the run ended (a stage's holds a 2.2 GB .venv); the log stays
+    assert not list((act_runner.scratch / "small" / "act").glob("*/hostexecutor")), "a job workspace was kept"
 
 
 def test_a_run_without_stages_skips_the_matrix_job(act_runner: ActRunner, small_repo: Path) -> None:

@@ -22,7 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.actions.act_runner import ROOT, ActRunner, WorkflowRun, with_local_checkouts, working_tree_repo
+from tests.ci_tool.actions.act_runner import (
+    ROOT,
+    ActRunner,
+    WorkflowRun,
+    drop_job_workspaces,
+    with_local_checkouts,
+    working_tree_repo,
+)
 from tests.helpers.fake_actions import FakeRun
 from tests.helpers.fake_github import FakeGitHub
 from tests.helpers.git_pulls import git, serve_pull
@@ -93,6 +100,7 @@ class ActBackend:
         if run.status == "completed" or process is None or process.poll() is None:
             return
         run.status, run.conclusion = "completed", "success" if process.returncode == 0 else "failure"
+        drop_job_workspaces(self.folders[run.id])
         run.artifacts = self.uploaded(run)
 
     def cancelled(self, run: FakeRun) -> None:
@@ -100,6 +108,7 @@ class ActBackend:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=120)
         run.status, run.conclusion = "completed", "cancelled"
+        drop_job_workspaces(self.folders[run.id])
         run.artifacts = self.uploaded(run)
 
     def uploaded(self, run: FakeRun) -> dict[str, bytes]:
