@@ -3,8 +3,8 @@ this, and the inputs' digest covers it.
 
 A stage installs with uv when its build carries it (`BuildSpec.installer`): pip puts uv's own wheel into the
 fresh environment, then uv installs the rest, from the build folder alone as pip would. uv unpacks the
-wheels in parallel: on a loaded 2-core box, the stages' 2.3 GB (torch, triton) took pip 98 s and uv 43 s
-(docs/PERF.md).
+wheels in parallel: the stages' 2.3 GB (torch, triton) took pip 98 s and uv 43 s on a loaded 2-core box, and
+21.3 s and 17.4 s on a quiet one (docs/PERF.md).
 
 uv runs without its cache (`--no-cache`). It keys a find-links folder's wheels by the folder's path and the
 file's name, and both stay the same from one commit to the next on a self-hosted runner: from a kept cache,
