@@ -4,15 +4,45 @@ session's skips go to a file when .ci/run asks (tests/skip_report.py)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
+import os
+import shutil
+import sys
+import tempfile
 
-import pytest
-from hypothesis import HealthCheck, settings
 
-from tests.helpers.golden import Golden, check_golden
+def _keep_bytecode() -> None:
+    """Let this session and every process it starts keep compiled modules, in a folder outside the tree.
+
+    With PYTHONDONTWRITEBYTECODE set (as on this project's CI hosts), every Python process compiles each
+    module it imports again, and pytest rewrites again every module of each plugin's distribution (all of
+    hypothesis's among them). The suite starts several thousand Python processes (stages, CLI runs, pytest
+    children), so that was most of their CPU time: one `ci-tool run` test took 12.4 s of CPU with the variable,
+    5.3 s without (docs/PERF.md). The compiled files go into a folder of this session's, removed as it ends, not
+    into `__pycache__` folders of the checkout, which the variable was most likely set to keep clean (and the
+    tests' own temporary checkouts would leave files of paths that are gone). Runs at import, before xdist's
+    workers start: they and every process below inherit the environment."""
+    if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        return
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX")
+    if not prefix:
+        prefix = os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="ci-tool-tests-pycache-")
+        atexit.register(shutil.rmtree, prefix, ignore_errors=True)
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+
+
+_keep_bytecode()
+
+# After _keep_bytecode: pytest rewrites hypothesis's modules as this imports them, and may now keep the result.
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from tests.helpers.golden import Golden, check_golden  # noqa: E402
 
 # The session's skips for .ci/run, when it asks (tests/skip_report.py); hooks, so imported by name.
-from tests.skip_report import pytest_configure  # noqa: F401
+from tests.skip_report import pytest_configure  # noqa: E402, F401
 
 # A deadline (200 ms an example) and the too-slow health check measure the machine, not the code: on a busy
 # one they fail at random. No property test here is about speed. (Built on the current default, so that
