@@ -27,7 +27,7 @@ from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, post_
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
 from ci_tool.history.reuse import reused_stage_records
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
-from ci_tool.history.touches import TouchRow, WholeStage, record_touches
+from ci_tool.history.touch_table import TouchRow, WholeStage, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
 from ci_tool.outcomes import RunState, StageState
 

@@ -37,7 +37,7 @@ from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.recorder import RunRecorder
 from ci_tool.history.reuse import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
-from ci_tool.history.touches import TouchRow, WholeStage, read_touch_files, stamped
+from ci_tool.history.touch_table import TouchRow, WholeStage, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf import handoff
@@ -378,7 +378,7 @@ class _Runner:
         return list(handed.rows)
 
     def _touch_rows(self, finished: StageResult) -> list[TouchRow]:
-        """The stage's touch records, stamped with its name, GPU type and the run's commit (see history/touches.py)."""
+        """The stage's touch records, stamped with its name, GPU type and the run's commit (history/touch_table.py)."""
         touches = read_touch_files(sorted((finished.results_dir / "parts").glob("*.touches.json")))
         code = self.code
         return stamped(
