@@ -4,7 +4,7 @@ as waiting for a runner, record everything in the SQLite history, and print the 
 by side as far as this machine holds them (`--jobs`, run/resources.py; `--jobs 1`: one at a time). With
 `--executor slurm` every test stage is a Slurm batch job instead, all submitted at once.
 
-Reuse is the default (run/reuse.py): the stages the newest run of the same code and request passed do not
+Reuse is the default (run/reuse_choice.py): the stages the newest run of the same code and request passed do not
 run again, and in the stages it failed, the tests that passed skip. `/bot reuse-pipeline` runs nothing: it
 records a run of this code that passes by reuse, when an earlier run of it passed every stage a bare
 `/bot run` selects that this machine serves."""
@@ -28,7 +28,7 @@ from ci_tool.errors import BotError
 from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.resources import HostCapacity, default_jobs, describe, host_capacity, run_stage_cores
-from ci_tool.run.reuse import check_revalidation
+from ci_tool.run.reuse_choice import check_revalidation
 from ci_tool.run.session import SessionConfig, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope

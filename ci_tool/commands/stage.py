@@ -29,7 +29,7 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.session import SessionConfig
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog import Stage, TimeoutRule

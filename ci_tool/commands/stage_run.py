@@ -39,7 +39,7 @@ from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.run.stage_pick import is_narrowed, resolve_stage

@@ -23,7 +23,7 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.pr_bot.read import Reached
 from ci_tool.pr_bot.settle import settle
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.request import SelectionRequest

@@ -19,7 +19,7 @@ from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, run_perf_results
 from ci_tool.history.queries import TREND_SAMPLES
-from ci_tool.history.reuse import reused_stage_records
+from ci_tool.history.reuse_sources import reused_stage_records
 from ci_tool.history.stage_details import Rerun, Uncollected, stage_reruns, stage_uncollected
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome

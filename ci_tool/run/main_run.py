@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ci_tool import gitinfo
 from ci_tool.change.value import ChangeSet
 from ci_tool.gitinfo import CodeVersion
-from ci_tool.run.reuse import ReusePlan, plan_reuse
+from ci_tool.run.reuse_choice import ReusePlan, plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages
 from ci_tool.run.setup import LocalSetup
 from ci_tool.run.stage_inputs import catalog_inputs

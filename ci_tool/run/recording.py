@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from ci_tool.history.queries import PREDICTED_SECONDS, PROCESSES
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.stage_details import RERUNS, UNCOLLECTED, Rerun, uncollected_entries
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome

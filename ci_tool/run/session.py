@@ -35,7 +35,7 @@ from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.recorder import RunRecorder
-from ci_tool.history.reuse import ReusedTests
+from ci_tool.history.reuse_sources import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
 from ci_tool.history.touch_table import TouchRow, WholeStage, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS

@@ -1,4 +1,4 @@
-"""What a stage runs with, as one digest: what reuse matches besides the code (history/reuse.py).
+"""What a stage runs with, as one digest: what reuse matches besides the code (history/reuse_sources.py).
 
     the catalog entry   the stage's name (its shard), platform, context, shard count, mode options, perf gate
     the list            the test-db's render of its context for the stage name's facts

@@ -249,7 +249,8 @@ def select_stages(
     narrowing: Narrowing | None = None,
 ) -> Selection:
     """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring).
-    `passed_stages`: the stages the reused run passed, each with the run it passed in (reuse.py finds them);
+    `passed_stages`: the stages the reused run passed, each with the run it passed in (history/reuse_sources.py
+    finds them);
     `narrowing`: what change-based selection makes of the changed files (cbts.narrow)."""
     inputs = _Inputs(catalog, request, tuple(changed_files), dict(passed_stages or {}), narrowing, engine)
     state = _State(catalog)

@@ -15,7 +15,7 @@ import pytest
 
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.records import RunRecord, StageRecord
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.stage_details import Rerun, Uncollected
 from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
 from ci_tool.report.html import render_html
