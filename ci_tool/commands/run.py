@@ -21,7 +21,7 @@ from ci_tool import sysinfo
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.change.build import GitRange, read_change
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
@@ -90,7 +90,7 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 )
 @click.option(
     "--jobs",
-    type=bounds.count(bounds.MAX_JOBS),
+    type=number_types.count(number_types.MAX_JOBS),
     help="Run up to N stages side by side on this machine (CPU stages beside GPU stages, each GPU stage on "
     "GPUs of its own; a perf stage always alone); 1 runs one stage at a time [default: what this machine "
     "holds: min(cores, available memory / 2 GiB)].",

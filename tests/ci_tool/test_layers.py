@@ -133,13 +133,13 @@ COMMANDS = PACKAGE / "commands"
 # These are the only commands modules another commands module may import (test_no_verb_module_imports_another).
 OPTION_MODULES = {
     "__init__": "the package",
-    "bounds": "the bounded number types of the options",
     # options and their load: each verb that takes --catalog/--test-db reads them the same way
     "catalog_inputs": "the catalog, test-db and pull-request options",
     "clock": "--today",
     "dispatch_options": "the Jenkins and GitHub options of `bot handle`",
     "flake_options": "--days, and the flake stats of that window `flaky report` and `waive propose` read",
     "history_options": "--history, which every verb that reads or writes the history takes",
+    "number_types": "the bounded number types of the options",
     # a helper beside the options: the closing line and exit code both run verbs print (the run is run/'s)
     "run_options": "the options `run`, `stage run` and `waive verify` share, and a run's closing line",
     # a helper beside its option: the diff both waive verbs write to --output (the waives are testdb/'s)
