@@ -83,7 +83,7 @@ class Decision:
     error: ColumnError | None = None  # a syntax error, or a catalog name the comment got wrong
     authorization: Authorization | None = None
     missing: tuple[MissingApproval, ...] = ()
-    unread: DispatchError | None = None  # why GitHub could not give the pull request's change (bot/plan.py)
+    unread: DispatchError | None = None  # why GitHub could not give the pull request's change (bot/run_plan.py)
 
 
 def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, JenkinsCase
 from ci_tool.errors import StageError

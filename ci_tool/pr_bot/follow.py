@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import shorten
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import final, unfollowed, untested
 from ci_tool.dispatch.model import Build, StatusState
 from ci_tool.errors import DispatchError

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ci_tool.bot.event import Decision
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.plan import RunPlan, plan_run
+from ci_tool.bot.run_plan import RunPlan, plan_run
 from ci_tool.change.build import GitRange, read_change
 from ci_tool.change.value import ChangeSet
 from ci_tool.dispatch.model import PullRequest

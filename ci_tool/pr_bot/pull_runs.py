@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import carried
 from ci_tool.dispatch.model import Build, PullRequest, StatusState
 from ci_tool.dispatch.trigger import Started

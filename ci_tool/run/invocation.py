@@ -38,7 +38,7 @@ from ci_tool.run.order import OPTION as ORDER_OPTION
 from ci_tool.run.touch_recorder import OPTION as TOUCH_OPTION
 from ci_tool.run.touch_recorder import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 DETAILED_LOG_ARGS = ("-s",)  # `--detailed-log`: pytest streams all output

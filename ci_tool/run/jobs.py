@@ -40,7 +40,7 @@ from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventSink
 from ci_tool.run.stage_runner import StageResult, TestResult, run_stage, write_stage_files
 from ci_tool.stages.names import StageKind
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 
 DOCS_ROOTS = ("README.md", "docs")  # the markdown the docs stage checks: a file, or every *.md below a folder
 SANITY_CHECK = "package-sanity::installed"  # the result of the import check, before the list runs

@@ -56,9 +56,9 @@ from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.query import QueryValue
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.text_file import read_text
 
 

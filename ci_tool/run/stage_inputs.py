@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.text_file import read_text
 
 

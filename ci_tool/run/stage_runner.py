@@ -45,7 +45,7 @@ from ci_tool.run.invocation import (
     priority_file,
 )
 from ci_tool.run.process import EventSink, ProcessOutcome, run_pytest_process, write_nodeids
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 FLAKY_PROPERTY = "ci_tool.flaky_signature"
