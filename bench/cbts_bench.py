@@ -67,8 +67,8 @@ from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
-from ci_tool.stages.request import SelectionRequest, Step
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.selection_request import SelectionRequest, Step
 from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import load_test_db

@@ -33,8 +33,8 @@ from ci_tool.run.session import SessionConfig, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.request import RunMode, SelectionRequest
 from ci_tool.stages.select import Selection
+from ci_tool.stages.selection_request import RunMode, SelectionRequest
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
 

@@ -40,8 +40,8 @@ from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
 from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.record import record_json
-from ci_tool.stages.request import SelectionRequest, Step, request_from_json
 from ci_tool.stages.select import select_for_change
+from ci_tool.stages.selection_request import SelectionRequest, Step, request_from_json
 from ci_tool.stages.stage_plan import StagePlan
 
 RUN_ID = "<run-id>"  # chosen when the run starts

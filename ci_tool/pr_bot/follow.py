@@ -21,7 +21,7 @@ from ci_tool.pr_bot.ci_report import FinishedBuild, passed_after_retries, render
 from ci_tool.pr_bot.ci_report import ci_report as build_ci_report
 from ci_tool.pr_bot.services import Replies
 from ci_tool.report.links import ReportUrl
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 class Reach(Protocol):

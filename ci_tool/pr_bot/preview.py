@@ -26,7 +26,7 @@ from ci_tool.pr_bot.settle import settle
 from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 @dataclass(frozen=True)

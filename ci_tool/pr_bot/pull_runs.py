@@ -26,7 +26,7 @@ from ci_tool.pr_bot.follow import FollowedRuns
 from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
 from ci_tool.pr_bot.services import Replies
 from ci_tool.stages.record import SelectionRecord
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 NOTHING_RUNNING = "Nothing was running for this pull request."
 

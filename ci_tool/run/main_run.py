@@ -13,8 +13,8 @@ from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages
 from ci_tool.run.setup import LocalSetup
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 @dataclass(frozen=True)

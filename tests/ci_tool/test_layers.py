@@ -298,8 +298,8 @@ BOT_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"handle", "preview", "settings"}),
         frozenset(
             {
-                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.reply",
-                "ci_tool.bot.request", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
+                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.parsed_comment",
+                "ci_tool.bot.reply", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
                 "ci_tool.commands.dispatch_options", "ci_tool.commands.history_options", "ci_tool.layout",
             }
         ),
