@@ -4,8 +4,8 @@ type before the run (history/flakiness.py) apart, reruns of known flaky failures
 list entries that collected nothing, and the run's perf results with their trends; and its JSON form
 (`ci-tool report --json`).
 
-One value, built once: markdown.py (report.md, the PR bot's and `ci-tool report`'s text) and html.py (the
-run page of `run --html-report`, `ci-tool report --format html` and the site) render the same CiReport.
+One value, built once: report_markdown.py (report.md, the PR bot's and `ci-tool report`'s text) and html.py
+(the run page of `run --html-report`, `ci-tool report --format html` and the site) render the same CiReport.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf import handoff
 from ci_tool.perf.learning import quiet_needed_if_read, unbaselined_gpus
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, build_report, failed_test_ids
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run import pipeline, recording, results_folder, stage_inputs
 from ci_tool.run.catalog_order import CatalogOrder
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor

@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
             "errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts",
-            "crash_log", "markdown", "output_files", "url_secrets", "yaml_fields", "typed_json",
+            "crash_log", "markdown_safe", "output_files", "url_secrets", "yaml_fields", "typed_json",
         }
     ),
     frozenset({"sysinfo", "gitinfo"}),
