@@ -65,11 +65,11 @@ from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog, read_catalo
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.reference_import import ImportedCatalog, import_stage_table
-from ci_tool.stages.request import SelectionRequest, Step
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.selection_request import SelectionRequest, Step
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import load_test_db
 from ci_tool.testdb.waives import parse_waives

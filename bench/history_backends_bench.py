@@ -36,7 +36,7 @@ from ci_tool.cli import main  # noqa: E402
 from ci_tool.history import flakiness, queries  # noqa: E402
 from ci_tool.history.backend import Writer  # noqa: E402
 from ci_tool.history.locator import History, PostgresUrl  # noqa: E402
-from ci_tool.history.reuse import ReuseKey, reuse_of  # noqa: E402
+from ci_tool.history.reuse_sources import ReuseKey, reuse_of  # noqa: E402
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord  # noqa: E402
 from ci_tool.outcomes import RunState, StageState, TestOutcome  # noqa: E402
 from ci_tool.report.model import load_report  # noqa: E402

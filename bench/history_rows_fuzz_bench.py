@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ci_tool.cli import main
 from ci_tool.history.perf_results import PerfResult, record_perf_results
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import TouchRow, record_touches
+from ci_tool.history.touch_table import TouchRow, record_touches
 from ci_tool.outcomes import PerfVerdict
 from tests.ci_tool.history.planted import A10, DAY_ONE, plant
 

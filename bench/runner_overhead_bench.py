@@ -30,8 +30,8 @@ from pathlib import Path
 from ci_tool import sysinfo
 from ci_tool.history.store import HistoryStore, RunRecord
 from ci_tool.outcomes import RunState
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import load_report
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run import recording
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings

@@ -27,8 +27,8 @@ from ci_tool import gitinfo
 from ci_tool.change.touch_evidence import touch_evidence
 from ci_tool.change.touched_rule import plan_touched
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import read_touch_files, record_touches, stamped
-from ci_tool.run.touches import OPTION, PLUGIN
+from ci_tool.history.touch_table import read_touch_files, record_touches, stamped
+from ci_tool.run.touch_recorder import OPTION, PLUGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = ("tests/kvengine", "tests/ci_tool/stages")

@@ -1,5 +1,5 @@
 """The error hierarchy: one base class, one subclass per domain, each rendered as one line (a bot
-comment's syntax error adds the comment and a caret: bot.request.BotSyntaxError).
+comment's syntax error adds the comment and a caret: bot.parsed_comment.BotSyntaxError).
 
 A message says where (file:line:col and YAML path, or a column in a bot comment), what was expected,
 what was found, and a hint when one exists.  Only the CLI entry point turns these into exit codes.

@@ -129,7 +129,7 @@ BOT_ENGINES_ENV = "CI_TOOL_BOT_ENGINES"  # where a /bot run runs: jenkins, githu
 # The modules ci-tool's runner loads into every test process of a stage it starts, whatever the stage's list:
 # its test-list and order plugins (`pytest -p`) and the launcher of a multi-node stage (`python -m`). Import
 # reach (change/import_reach.py) counts a module they reach as reaching every test, so they live here, below
-# both the runner and the change. The touch plugin (run/touches.py) is not among them: CI records in
+# both the runner and the change. The touch plugin (run/touch_recorder.py) is not among them: CI records in
 # post-merge runs, which run everything; a local run that narrows and records too loads it, and a fault there
 # fails every stage of that run out loud, whatever was selected. Its name stays in its own module, since a
 # module that spells another's dotted name counts as loading it.

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from ci_tool.bot.authorize import Allowlist, Authorization, authorize
 from ci_tool.bot.flags import SubCommand
 from ci_tool.bot.grammar import command_line, is_bot_comment, parse_comment
-from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.bot.parsed_comment import BotRequest, BotSyntaxError
 from ci_tool.dispatch.model import IssueState
 from ci_tool.errors import BotError, ColumnError, DispatchError, Where
 from ci_tool.stages.approvals import MissingApproval
@@ -83,7 +83,7 @@ class Decision:
     error: ColumnError | None = None  # a syntax error, or a catalog name the comment got wrong
     authorization: Authorization | None = None
     missing: tuple[MissingApproval, ...] = ()
-    unread: DispatchError | None = None  # why GitHub could not give the pull request's change (bot/plan.py)
+    unread: DispatchError | None = None  # why GitHub could not give the pull request's change (bot/run_plan.py)
 
 
 def read_event(payload: object, *, file: str = "<event>") -> CommentEvent:

@@ -2,7 +2,7 @@
 
 A flag is a row: its key, the kind of argument it takes, one help line and how usage lines show it.
 What a `/bot run` flag means (the selection step it feeds, whether it makes a custom run, whether its
-items take globs) is its option's, in the option table of stages/request.py: add a run flag by adding
+items take globs) is its option's, in the option table of stages/selection_request.py: add a run flag by adding
 an option there and a row here.  Conflicting pairs sit in one table below.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ci_tool.stages.request import LEGACY_KEYS, Option, OptionKind, Step, flag_name, option
+from ci_tool.stages.selection_request import LEGACY_KEYS, Option, OptionKind, Step, flag_name, option
 
 
 class Arg(enum.Enum):
@@ -61,7 +61,7 @@ _ARGS = {OptionKind.SWITCH: Arg.SWITCH, OptionKind.LIST: Arg.LIST, OptionKind.PI
 class Flag:
     """How a comment spells one option of a sub-command. The flag of a `/bot run` option is that option's
     key spelled with dashes; what it means to the selection (step, custom run, globs, choices) is the
-    option table's (stages/request.py)."""
+    option table's (stages/selection_request.py)."""
 
     key: str  # the JSON key: "stage_list" is written `--stage-list`
     help: str  # one line, for `/bot help` and the docs
@@ -79,7 +79,7 @@ class Flag:
 
     @property
     def aliases(self) -> tuple[str, ...]:
-        """Old spellings a comment may still use (stages/request.py LEGACY_KEYS)."""
+        """Old spellings a comment may still use (stages/selection_request.py LEGACY_KEYS)."""
         return tuple(flag_name(old) for old, key in LEGACY_KEYS.items() if key == self.key)
 
     @property
@@ -234,7 +234,7 @@ _MULTI_GPU = ("--add-multi-gpu-test", "--only-multi-gpu-test", "--disable-multi-
 _PERF_SANITY = "--only-perf-sanity-test"
 
 # --stage-list with a flag it makes moot is not a conflict: the selection runs it and notes the other
-# flag had no effect, as TensorRT-LLM's bot does (stages/request.py REPLACED_BY_STAGE_LIST).
+# flag had no effect, as TensorRT-LLM's bot does (stages/selection_request.py REPLACED_BY_STAGE_LIST).
 CONFLICTS: tuple[Conflict, ...] = (
     Conflict("--reuse-test", "--disable-reuse-test", "reuse is either on or off"),
     Conflict(

@@ -59,10 +59,10 @@ from ci_tool.bot.flags import (
     flag_by_name,
     flags_of,
 )
-from ci_tool.bot.request import BotRequest, BotSyntaxError, FlagValue
+from ci_tool.bot.parsed_comment import BotRequest, BotSyntaxError, FlagValue
 from ci_tool.errors import did_you_mean
 from ci_tool.stages.names import NAME_CHARSET
-from ci_tool.stages.request import is_pipeline_id
+from ci_tool.stages.selection_request import is_pipeline_id
 
 PREFIX = "/bot"
 _DASHES = "-\u2013\u2014"  # hyphen, en dash, em dash (phones and editors turn -- into a dash)

@@ -13,10 +13,10 @@ from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import COMMANDS, SubCommand, flag_by_key
 from ci_tool.bot.help import render_help
-from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.errors import CiToolError, ColumnError, capped, closest, not_shown
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.markdown import cell, code, code_block
+from ci_tool.markdown_safe import cell, code, code_block
 from ci_tool.perf.blind_gate import blind_gate_line
 from ci_tool.stages.cbts import CbtsScope
 

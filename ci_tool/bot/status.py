@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from ci_tool.dispatch.model import STATUS_DESCRIPTION_LIMIT, Build, Status, StatusState
 from ci_tool.outcomes import COUNTED, BuildResult, TestOutcome
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 FULL_BUILD_CONTEXT = "Jenkins Full Build"
 CUSTOM_BUILD_CONTEXT = "Custom Jenkins build"

@@ -1,7 +1,7 @@
 """The change a pull request makes: one value, built one way (build.py), read from git or the GitHub API, and
 the evidence and rules that judge it. Change-based selection (stages/cbts.py, the selection's step that
 narrows a catalog) and test ordering (stages/priority.py) read these; the pytest plugin that writes the
-touch records (run/touches.py) runs inside a stage's test processes and stays with stage execution.
+touch records (run/touch_recorder.py) runs inside a stage's test processes and stays with stage execution.
 
     the value (pure)
       value.py          ChangeSet: the changed paths with their statuses, the rule inputs' texts at the base

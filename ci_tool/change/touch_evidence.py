@@ -43,7 +43,7 @@ from ci_tool.change.touch_records import (
 from ci_tool.change.units import UnitChange, changed_units, parse_hunks, source_units
 from ci_tool.change.value import is_test_file, test_path_of
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import (
+from ci_tool.history.touch_table import (
     TouchRow,
     has_touch_records,
     record_commits,

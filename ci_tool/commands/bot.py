@@ -16,8 +16,8 @@ import click
 from ci_tool.bot.flags import SubCommand, flag_by_key
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import render_help
+from ci_tool.bot.parsed_comment import BotRequest
 from ci_tool.bot.reply import render_plan
-from ci_tool.bot.request import BotRequest
 from ci_tool.commands import bot_labels
 from ci_tool.commands.catalog_inputs import catalog_options, pull_request_options
 from ci_tool.commands.dispatch_options import DispatchSettings, dispatch_options

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ci_tool.bot.engines import BOT_ENGINES, DEFAULT_BOT_ENGINES, parse_bot_engines
-from ci_tool.commands.bounds import FiniteFloatRange
 from ci_tool.commands.history_options import HISTORY
+from ci_tool.commands.number_types import FiniteFloatRange
 from ci_tool.errors import BotError, DispatchError, ReportError
 from ci_tool.history.store import HistoryStore, history_path
 from ci_tool.layout import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import ShardError
 from ci_tool.history import queries
@@ -26,7 +26,7 @@ def durations() -> None:
 @durations.command("export")
 @history_option
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-@click.option("--window", default=50, show_default=True, type=bounds.count(), help="Latest runs to read.")
+@click.option("--window", default=50, show_default=True, type=number_types.count(), help="Latest runs to read.")
 @click.option(
     "--replace", is_flag=True, help="With --output: write only the history's entries, dropping the file's others."
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.clock import resolve_today, start_of_day
 from ci_tool.history.flakiness import FLAKE_WINDOW_DAYS, FlakeStats, flake_stats
 from ci_tool.history.store import HistoryStore, history_path
@@ -17,7 +17,7 @@ days_option = click.option(
     "--days",
     default=FLAKE_WINDOW_DAYS,
     show_default=True,
-    type=bounds.count(100_000),
+    type=number_types.count(100_000),
     help="Read the runs of the N days that end with --today.",
 )
 

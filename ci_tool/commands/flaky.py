@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.clock import today_option
 from ci_tool.commands.flake_options import days_option, read_flake_stats
 from ci_tool.commands.history_options import history_option
@@ -27,7 +27,7 @@ def flaky() -> None:
 @history_option
 @days_option
 @today_option
-@click.option("--limit", type=bounds.count(), help="Show the first N tests only.")
+@click.option("--limit", type=number_types.count(), help="Show the first N tests only.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"days": N, "tests": [...]} (rate as a fraction).')
 def report_command(
     history_file: Path | None, days: int, today: datetime.date | None, limit: int | None, as_json: bool

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError
 from ci_tool.history import overview, queries
@@ -26,8 +26,8 @@ from ci_tool.outcomes import StageState
 
 @click.group(invoke_without_command=True)
 @history_option
-@click.option("--limit", default=10, show_default=True, type=bounds.count(), help="Rows per section.")
-@click.option("--window", default=30, show_default=True, type=bounds.count(), help="Runs the test sections read.")
+@click.option("--limit", default=10, show_default=True, type=number_types.count(), help="Rows per section.")
+@click.option("--window", default=30, show_default=True, type=number_types.count(), help="Runs the test sections read.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"runs": [...], "slowest": [...], "flaky": [...]}.')
 @click.pass_context
 def history(ctx: click.Context, history_file: Path | None, limit: int, window: int, as_json: bool) -> int:

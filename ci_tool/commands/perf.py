@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import PerfError, Where
 from ci_tool.history.perf_results import PerfResult, newest_perf_run, perf_keys, perf_series, run_perf_results
@@ -64,7 +64,7 @@ def baseline() -> None:
 @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Newest runs in the median.")
 @click.option(
     "--threshold",
-    type=bounds.FiniteFloatRange(min=0, max=1),
+    type=number_types.FiniteFloatRange(min=0, max=1),
     help="Relative threshold [default: kept, else the metric's].",
 )
 def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[str, ...], runs: int,

@@ -14,8 +14,8 @@ from ci_tool.commands.history_options import history_option
 from ci_tool.errors import HistoryError, Where
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, history_path
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, load_report, report_json
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.report.run_page import run_page, write_report
 
 # --format's choices: each renders the report (the HTML page links its stages' files relative to its folder)

@@ -4,7 +4,7 @@ as waiting for a runner, record everything in the SQLite history, and print the 
 by side as far as this machine holds them (`--jobs`, run/resources.py; `--jobs 1`: one at a time). With
 `--executor slurm` every test stage is a Slurm batch job instead, all submitted at once.
 
-Reuse is the default (run/reuse.py): the stages the newest run of the same code and request passed do not
+Reuse is the default (run/reuse_choice.py): the stages the newest run of the same code and request passed do not
 run again, and in the stages it failed, the tests that passed skip. `/bot reuse-pipeline` runs nothing: it
 records a run of this code that passes by reuse, when an earlier run of it passed every stage a bare
 `/bot run` selects that this machine serves."""
@@ -21,20 +21,20 @@ from ci_tool import sysinfo
 from ci_tool.bot.flags import Arg, SubCommand, flag_by_name
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.change.build import GitRange, read_change
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.catalog_inputs import echo_errors, pull_request_options
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.errors import BotError
 from ci_tool.run.main_run import MainRun, plan_main_run
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.run.resources import HostCapacity, default_jobs, describe, host_capacity, run_stage_cores
-from ci_tool.run.reuse import check_revalidation
+from ci_tool.run.reuse_choice import check_revalidation
 from ci_tool.run.session import SessionConfig, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.request import RunMode, SelectionRequest
 from ci_tool.stages.select import Selection
+from ci_tool.stages.selection_request import RunMode, SelectionRequest
 
 RUN_HINT = 'e.g. ci-tool run "/bot run --stage-list CPU-Generic-1"'
 
@@ -90,7 +90,7 @@ def _is_bot_flag(arg: str, own_options: set[str]) -> bool:
 )
 @click.option(
     "--jobs",
-    type=bounds.count(bounds.MAX_JOBS),
+    type=number_types.count(number_types.MAX_JOBS),
     help="Run up to N stages side by side on this machine (CPU stages beside GPU stages, each GPU stage on "
     "GPUs of its own; a perf stage always alone); 1 runs one stage at a time [default: what this machine "
     "holds: min(cores, available memory / 2 GiB)].",

@@ -13,7 +13,7 @@ from typing import Any, TextIO, TypeVar
 import click
 
 from ci_tool import output_files
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.catalog_inputs import catalog_options, with_decorators
 from ci_tool.commands.history_options import history_option
 from ci_tool.layout import RESULTS_ROOT, TEST_TIMEOUT_SECONDS
@@ -60,7 +60,7 @@ _RUN_OPTIONS = (
         "test_timeout_seconds",
         default=TEST_TIMEOUT_SECONDS,
         show_default=True,
-        type=bounds.count(bounds.MAX_TIMEOUT_SECONDS),
+        type=number_types.count(number_types.MAX_TIMEOUT_SECONDS),
         help="Seconds a test may take unless its list line or marker says otherwise.",
     ),
     click.option("--no-rerun", is_flag=True, help="Do not rerun failures that match a known flaky signature."),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.errors import ShardError, Where, shown
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.shard import ALGORITHMS, DEFAULT_ALGORITHM, AutoSplits, ShardPlan, Splits, plan_shards
@@ -26,10 +26,10 @@ class SplitsType(click.ParamType):
             return AutoSplits.AUTO
         if not (text.isascii() and text.isdigit() and text.strip("0")):  # '²' is a digit too, yet int('²') fails
             self.fail(f"expected a positive whole number or 'auto', found {shown(text)}", param, ctx)
-        if len(text) > len(str(bounds.MAX_SHARDS)):  # too long for any count we take: say so without int()
+        if len(text) > len(str(number_types.MAX_SHARDS)):  # too long for any count we take: say so without int()
             number = text if len(text) <= 60 else shown(text)  # digits as click shows a number, or cut short
-            self.fail(f"{number} is not in the range 1<=x<={bounds.MAX_SHARDS}.", param, ctx)
-        return bounds.count(bounds.MAX_SHARDS).convert(text, param, ctx)  # type: ignore[arg-type]  # text, as click
+            self.fail(f"{number} is not in the range 1<=x<={number_types.MAX_SHARDS}.", param, ctx)
+        return number_types.count(number_types.MAX_SHARDS).convert(text, param, ctx)  # type: ignore[arg-type]  # text, as click
 
 
 @click.command()
@@ -44,7 +44,7 @@ class SplitsType(click.ParamType):
 @click.option("--splits", required=True, type=SplitsType(), help="Number of shards, or auto (needs --budget-minutes).")
 @click.option(
     "--budget-minutes",
-    type=bounds.FiniteFloatRange(min=0, max=bounds.MAX_BUDGET_MINUTES, min_open=True),
+    type=number_types.FiniteFloatRange(min=0, max=number_types.MAX_BUDGET_MINUTES, min_open=True),
     help="With --splits auto: the most predicted time any shard may take.",
 )
 @click.option(

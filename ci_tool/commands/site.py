@@ -15,7 +15,7 @@ import click
 from ci_tool import output_files
 from ci_tool import report as report_package
 from ci_tool.atomic import make_folder, write_text_atomically
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.history_options import history_option
 from ci_tool.errors import ReportError, Where
 from ci_tool.history import overview, queries
@@ -32,8 +32,10 @@ from ci_tool.report.run_page import run_page
 @click.command()
 @click.option("--output", required=True, type=click.Path(file_okay=False, path_type=Path), help="The site's folder.")
 @history_option
-@click.option("--runs", "limit", default=200, show_default=True, type=bounds.count(), help="Newest runs on the site.")
-@click.option("--window", default=30, show_default=True, type=bounds.count(), help="Runs the test pages read.")
+@click.option(
+    "--runs", "limit", default=200, show_default=True, type=number_types.count(), help="Newest runs on the site."
+)
+@click.option("--window", default=30, show_default=True, type=number_types.count(), help="Runs the test pages read.")
 def site(output: Path, history_file: Path | None, limit: int, window: int) -> int:
     """Build a static dashboard in OUTPUT from the history: the newest runs (filterable), a report page per
     run, flaky tests, slowest tests and perf cases with their trends. A rebuild writes only what changed."""

@@ -29,7 +29,7 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import blind_gate_line, throughput_baselined
 from ci_tool.run.invocation import planned_invocations
 from ci_tool.run.likelihood import read_likelihood
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.session import SessionConfig
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog import Stage, TimeoutRule
@@ -38,11 +38,11 @@ from ci_tool.stages.cbts import CbtsScope
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
 from ci_tool.stages.names import StageName, parse_stage_name
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.priority import Likelihood
 from ci_tool.stages.record import record_json
-from ci_tool.stages.request import SelectionRequest, Step, request_from_json
 from ci_tool.stages.select import select_for_change
+from ci_tool.stages.selection_request import SelectionRequest, Step, request_from_json
+from ci_tool.stages.stage_plan import StagePlan
 
 RUN_ID = "<run-id>"  # chosen when the run starts
 

@@ -34,12 +34,12 @@ import click
 
 from ci_tool import gitinfo
 from ci_tool.change.build import GitRange, read_change
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.catalog_inputs import facts_line
 from ci_tool.commands.run_options import finish, progress_of, reorder_option, run_options
 from ci_tool.run.dry_run import dry_run_text
 from ci_tool.run.pipeline import runner_mismatch
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, run_session
 from ci_tool.run.setup import LocalSetup, RunOptions, local_setup, ordered_by_likelihood, with_merged_waives
 from ci_tool.run.stage_pick import is_narrowed, resolve_stage
@@ -48,7 +48,9 @@ from ci_tool.stages.executors import Executor, pool_of
 
 @click.command("run")
 @click.argument("name")
-@click.option("--shard", type=bounds.count(bounds.MAX_SHARDS), help="With a family NAME: run its stage NAME-K.")
+@click.option(
+    "--shard", type=number_types.count(number_types.MAX_SHARDS), help="With a family NAME: run its stage NAME-K."
+)
 @click.option("--dry-run", is_flag=True, help="Print the lists and the exact pytest commands; run nothing.")
 @click.option("--detailed-log", is_flag=True, help="Stream all pytest output (`pytest -s`), as `--detailed-log` asks.")
 @click.option(

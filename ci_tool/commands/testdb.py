@@ -15,13 +15,13 @@ from ci_tool.commands.clock import resolve_today, today_option
 from ci_tool.errors import CiToolError, StageError, TestDbError
 from ci_tool.json_file import parse_json
 from ci_tool.layout import CATALOG_PATH, TEST_DB_DIR, durations_file_of, waives_file_of
-from ci_tool.perf.reach import perf_findings
+from ci_tool.perf.case_reach import perf_findings
+from ci_tool.stages.block_reach import empty_families, unreachable_blocks
 from ci_tool.stages.catalog import CheckPolicy
 from ci_tool.stages.catalog_load import load_catalog
 from ci_tool.stages.catalog_schema import parse_check_policy, read_catalog_spec
 from ci_tool.stages.durations import load_durations
 from ci_tool.stages.planner import Planner
-from ci_tool.stages.reach import empty_families, unreachable_blocks
 from ci_tool.testdb.check import duplicate_tests, duplicate_waives, redundant_timeouts, stale_waives
 from ci_tool.testdb.load import load_test_db, read_test_db
 from ci_tool.testdb.model import TestDb

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.clock import Day, resolve_today, today_option
 from ci_tool.commands.flake_options import days_option, read_flake_stats
 from ci_tool.commands.history_options import history_option
@@ -44,14 +44,14 @@ waive.add_command(importlib.import_module("ci_tool.commands.waive_verify").verif
     "--min-rate",
     default=DEFAULT_MIN_RATE,
     show_default=True,
-    type=bounds.FiniteFloatRange(min=0, max=1, min_open=True),
+    type=number_types.FiniteFloatRange(min=0, max=1, min_open=True),
     help="Propose tests whose first attempt failed in at least this share of their runs (0 to 1).",
 )
 @click.option(
     "--min-runs",
     default=DEFAULT_MIN_RUNS,
     show_default=True,
-    type=bounds.count(),
+    type=number_types.count(),
     help="Propose only tests with at least this many runs on the GPU type: a rate over fewer is noise.",
 )
 @click.option(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.commands import bounds
+from ci_tool.commands import number_types
 from ci_tool.commands.run_options import progress_of, run_options
 from ci_tool.commands.waive_diff import check_output, output_option, read_waives_text, shown_path, write_diff
 from ci_tool.errors import CiToolError
@@ -26,7 +26,9 @@ UNWAIVE = "the proposed unwaive"
 
 @click.command("verify")
 @click.argument("test_ids", metavar="TEST...", nargs=-1, required=True)
-@click.option("--runs", default=DEFAULT_RUNS, show_default=True, type=bounds.count(1000), help="Runs each must pass.")
+@click.option(
+    "--runs", default=DEFAULT_RUNS, show_default=True, type=number_types.count(1000), help="Runs each must pass."
+)
 @click.option("--stage", "family_name", metavar="FAMILY", help="The catalog family to run them in [default: the "
               "first whose render lists them and that the executor can run].")  # fmt: skip
 @output_option

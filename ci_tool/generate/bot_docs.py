@@ -1,7 +1,7 @@
 """The context of docs/bot.md (templates/bot.md.j2): the bot's tables as rows of plain strings. Pure.
 
 Every fact comes from the table that owns it: commands and flags from bot/flags.py, selection steps and the
-flags a stage list makes moot from stages/request.py, labels from stages/approvals.py, what each engine
+flags a stage list makes moot from stages/selection_request.py, labels from stages/approvals.py, what each engine
 does with a run option from stages/engines.py, permissions from bot/authorize.py. The examples are parsed here, so
 each result shown is what the parser says today.
 """
@@ -14,11 +14,11 @@ from ci_tool.bot.authorize import ASSOCIATIONS, LISTS_GRANTING
 from ci_tool.bot.flags import COMMANDS, CONFLICTS, FLAGS, Arg, Flag, Permission, SubCommand
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.bot.help import value_rules
-from ci_tool.bot.request import BotSyntaxError
+from ci_tool.bot.parsed_comment import BotSyntaxError
 from ci_tool.layout import ALLOWLIST_PATH
 from ci_tool.stages.approvals import LABEL_RULES
 from ci_tool.stages.engines import HANDLING, REUSE_ID
-from ci_tool.stages.request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, RunMode, Step, flag_name
+from ci_tool.stages.selection_request import REPLACED_BY_STAGE_LIST, STEP_EFFECTS, RunMode, Step, flag_name
 
 # Comments shown in docs/bot.md with what they parse to; among them comments posted on TensorRT-LLM pull requests.
 EXAMPLES: tuple[str, ...] = (

@@ -25,9 +25,9 @@ from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, post_merge_snapshot, record_perf_results
 from ci_tool.history.records import RunRecord, StageRecord, StageRecords, TestRecord
-from ci_tool.history.reuse import reused_stage_records
+from ci_tool.history.reuse_sources import reused_stage_records
 from ci_tool.history.store import BUSY_TIMEOUT_MS, HistoryStore
-from ci_tool.history.touches import TouchRow, WholeStage, record_touches
+from ci_tool.history.touch_table import TouchRow, WholeStage, record_touches
 from ci_tool.history.unrecorded import UNRECORDED, unrecorded_json
 from ci_tool.outcomes import RunState, StageState
 

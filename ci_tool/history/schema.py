@@ -145,7 +145,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
     ),
     (4, PERF_RESULTS),  # the perf-sanity cases' results (history/perf_results.py)
     (
-        5,  # touch records: the tests that ran each file (history/touches.py)
+        5,  # touch records: the tests that ran each file (history/touch_table.py)
         (
             "CREATE TABLE IF NOT EXISTS touches (source TEXT NOT NULL, test_id TEXT NOT NULL, run_id TEXT NOT NULL, "
             "recorded_at REAL NOT NULL, PRIMARY KEY (source, test_id))",
@@ -165,7 +165,7 @@ MIGRATIONS: tuple[tuple[int, tuple[Statement, ...]], ...] = (
     ),
     (
         TOUCH_STEP,  # touch records per file, test and GPU type, with the units it ran, its stage and commit
-        # (history/touches.py); step 5's rows come along with units, GPU type and stage unknown ('') and commit
+        # (history/touch_table.py); step 5's rows come along with units, GPU type and stage unknown ('') and commit
         # '', so they never narrow a stage. `WHERE true`: SQLite reads an ON CONFLICT right after
         # `SELECT ... FROM t` as part of the SELECT.
         (

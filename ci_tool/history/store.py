@@ -8,7 +8,7 @@ database shared by many runners), behind one schema and one list of migrations (
     dispatches    the bot's ledger: one row per /bot comment and request it triggered a build for (ledger.py)
     perf_results  one row per perf-sanity case, GPU type and metric of a stage (perf_results.py)
     touch_records which test ran which unit of which file, per GPU type, stage and commit, as the latest
-                  touch-recording run of each test on that GPU type saw it (history/touches.py;
+                  touch-recording run of each test on that GPU type saw it (history/touch_table.py;
                   change-based selection's touched rule)
 
 Where the history is (a path or a `postgresql://` URL) is locator.py's; how each database is opened,
@@ -113,7 +113,7 @@ class HistoryStore:
 
     def write(self, work: Work) -> None:
         """Run `work` in one write transaction with the backend's retries (for the tables other modules
-        own: perf_results.py, touches.py, ledger.py)."""
+        own: perf_results.py, touch_table.py, ledger.py)."""
         self.backend.write(work)
 
     def start_run(self, run: RunRecord) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ci_tool.history.perf_results import PerfResult
-from ci_tool.markdown import code, code_cell
+from ci_tool.markdown_safe import code, code_cell
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import actions_context_for
 from ci_tool.dispatch.actions_trigger import (
     ActionsDispatch,

@@ -28,8 +28,8 @@ from ci_tool.atomic import append_text
 from ci_tool.bot.engines import skip_contexts
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
+from ci_tool.bot.parsed_comment import BotRequest
 from ci_tool.bot.reply import code, could_not_reach, pushed_after_comment, with_lines
-from ci_tool.bot.request import BotRequest
 from ci_tool.bot.status import FULL_BUILD_CONTEXT, context_for, not_started, skipped
 from ci_tool.dispatch.actions import ActionsClient
 from ci_tool.dispatch.github import utc_text

@@ -4,7 +4,7 @@ reports of the L0_Test builds it started, and the plan in; markdown out.
 Test cases belong to the stage their class name starts with (ci-tool's JUnit prefixes it, junit.py), or to
 the stage a later attempt of which it names (`<stage>-attempt-2`: the pipeline ran the stage again after the
 infrastructure lost it); the report shows the latest attempt with results under its name, unstable if it passed. The
-stage table, failures grouped by signature and the stages not run are report/markdown.py's sections over
+stage table, failures grouped by signature and the stages not run are report/report_markdown.py's sections over
 StageRecords made from the cases; above them: the result with links to the build and each L0_Test build's
 console, "Partly Tested" for a custom run, a newer run that killed this one, what of the build could not be
 read, and the stages where the bot's preview and the run differ.
@@ -12,7 +12,7 @@ read, and the stages where the bot's preview and the run differ.
 The stages are the run's: its archived run record (selection.json, stages/record.py), so a stage the preview
 did not name still gets its test cases. Only a build that archived none falls back to the preview's.
 
-The perf section (report/markdown.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
+The perf section (report/report_markdown.py's, as in `ci-tool report`) reads each case's `ci_tool.perf` JUnit property
 (perf/transport.py), not the history: a Jenkins build records its history on the agent that ran it, where
 the bot cannot read it, while the test report, properties kept (`keepProperties: true`), is what Jenkins
 serves of every build, local or Slurm-run. The verdicts are the ones the stage gated with.
@@ -23,18 +23,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import counts
 from ci_tool.dispatch.model import Build, JenkinsCase
 from ci_tool.errors import StageError
 from ci_tool.history.flakiness import KnownFlaky
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import RunRecord, StageRecord, TestRecord
-from ci_tool.markdown import code
+from ci_tool.markdown_safe import code
 from ci_tool.outcomes import COUNTED, BuildResult, RunState, StageState, TestOutcome
 from ci_tool.perf.transport import PERF_PROPERTY, from_property
-from ci_tool.report.markdown import report_sections
 from ci_tool.report.model import CiReport, build_report
+from ci_tool.report.report_markdown import report_sections
 from ci_tool.run.signatures import failure_excerpt, failure_signature
 from ci_tool.stages.names import parse_stage_name
 from ci_tool.stages.record import SelectionRecord, differences

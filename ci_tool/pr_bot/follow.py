@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import shorten
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import final, unfollowed, untested
 from ci_tool.dispatch.model import Build, StatusState
 from ci_tool.errors import DispatchError
@@ -21,7 +21,7 @@ from ci_tool.pr_bot.ci_report import FinishedBuild, passed_after_retries, render
 from ci_tool.pr_bot.ci_report import ci_report as build_ci_report
 from ci_tool.pr_bot.services import Replies
 from ci_tool.report.links import ReportUrl
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 class Reach(Protocol):

@@ -22,8 +22,8 @@ from ci_tool.atomic import write_text_atomically
 from ci_tool.bot.authorize import authorize, parse_allowlist
 from ci_tool.bot.event import Action, Decision, decide, dispatch_payload, read_event
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import render_reply, shorten
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.errors import BotError
 from ci_tool.json_file import read_json
 from ci_tool.pr_bot.preview import CatalogFiles, preview

@@ -23,7 +23,7 @@ from ci_tool.pr_bot.ci_report import Downstream, FinishedBuild
 from ci_tool.pr_bot.pull_runs import OnEngine, Stopping
 from ci_tool.pr_bot.services import Replies
 from ci_tool.stages.record import SelectionRecord, read_record
-from ci_tool.stages.request import SelectionRequest, request_from_json
+from ci_tool.stages.selection_request import SelectionRequest, request_from_json
 
 __all__ = ["ActionsReach", "ActionsRuns", "on_actions"]
 

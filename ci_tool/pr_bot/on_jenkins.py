@@ -20,7 +20,7 @@ from ci_tool.pr_bot.pull_runs import OnEngine, Stopping
 from ci_tool.pr_bot.run import run
 from ci_tool.pr_bot.services import JenkinsReach, Replies, Services, mark_stopped, request_of
 from ci_tool.stages.record import SelectionRecord, read_record
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ci_tool.bot.event import Decision
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.plan import RunPlan, plan_run
+from ci_tool.bot.run_plan import RunPlan, plan_run
 from ci_tool.change.build import GitRange, read_change
 from ci_tool.change.value import ChangeSet
 from ci_tool.dispatch.model import PullRequest
@@ -23,10 +23,10 @@ from ci_tool.perf.baselines import BASELINE_DIR
 from ci_tool.perf.blind_gate import throughput_baselined
 from ci_tool.pr_bot.read import Reached
 from ci_tool.pr_bot.settle import settle
-from ci_tool.run.reuse import plan_reuse
+from ci_tool.run.reuse_choice import plan_reuse
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 @dataclass(frozen=True)

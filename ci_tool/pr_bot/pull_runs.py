@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import code, with_lines
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import carried
 from ci_tool.dispatch.model import Build, PullRequest, StatusState
 from ci_tool.dispatch.trigger import Started
@@ -26,7 +26,7 @@ from ci_tool.pr_bot.follow import FollowedRuns
 from ci_tool.pr_bot.preview import HeadInputs, plan_at_head
 from ci_tool.pr_bot.services import Replies
 from ci_tool.stages.record import SelectionRecord
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 NOTHING_RUNNING = "Nothing was running for this pull request."
 

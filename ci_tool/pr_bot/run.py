@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci_tool.bot.event import Decision
-from ci_tool.bot.plan import RunPlan
 from ci_tool.bot.reply import (
     cancelled_in_queue,
     could_not_start,
@@ -16,6 +15,7 @@ from ci_tool.bot.reply import (
     triggered,
     with_lines,
 )
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.bot.status import cancelled as cancelled_status
 from ci_tool.bot.status import context_for, not_started, pending
 from ci_tool.dispatch.github import Claim

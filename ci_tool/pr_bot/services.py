@@ -19,7 +19,7 @@ from ci_tool.history.store import HistoryStore
 from ci_tool.layout import TEST_JOB
 from ci_tool.pr_bot.settings import Echo
 from ci_tool.report.links import ReportUrl
-from ci_tool.stages.request import SelectionRequest, request_from_json
+from ci_tool.stages.selection_request import SelectionRequest, request_from_json
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ci_tool.bot.event import Action, Decision
 from ci_tool.bot.flags import SubCommand
-from ci_tool.bot.plan import RunPlan
+from ci_tool.bot.run_plan import RunPlan
 from ci_tool.errors import ColumnError, DispatchError, and_more, capped
 
 

@@ -28,7 +28,7 @@ from markupsafe import Markup
 
 from ci_tool.errors import StageError
 from ci_tool.history.perf_results import PerfResult
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.stage_details import Rerun
 from ci_tool.history.store import StageRecord
 from ci_tool.outcomes import COUNTED, PerfVerdict, StageState, TestOutcome

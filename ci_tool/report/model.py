@@ -4,8 +4,8 @@ type before the run (history/flakiness.py) apart, reruns of known flaky failures
 list entries that collected nothing, and the run's perf results with their trends; and its JSON form
 (`ci-tool report --json`).
 
-One value, built once: markdown.py (report.md, the PR bot's and `ci-tool report`'s text) and html.py (the
-run page of `run --html-report`, `ci-tool report --format html` and the site) render the same CiReport.
+One value, built once: report_markdown.py (report.md, the PR bot's and `ci-tool report`'s text) and html.py
+(the run page of `run --html-report`, `ci-tool report --format html` and the site) render the same CiReport.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ci_tool.history import queries
 from ci_tool.history.flakiness import FlakeStats, KnownFlaky, known_flaky, stage_devices
 from ci_tool.history.perf_results import PerfKey, PerfResult, perf_trends, run_perf_results
 from ci_tool.history.queries import TREND_SAMPLES
-from ci_tool.history.reuse import reused_stage_records
+from ci_tool.history.reuse_sources import reused_stage_records
 from ci_tool.history.stage_details import Rerun, Uncollected, stage_reruns, stage_uncollected
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome

@@ -1,12 +1,12 @@
 """A test's pytest reports (setup, call, teardown) as one JUnit testcase, within the bounds of
-ci_tool.run.bounds: what the test-list plugin streams as each test ends."""
+ci_tool.run.output_bounds: what the test-list plugin streams as each test ends."""
 
 from __future__ import annotations
 
 import pytest
 
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit
+from ci_tool.run import junit, output_bounds
 
 
 def case_from_reports(
@@ -35,13 +35,16 @@ def case_from_reports(
     else:
         outcome = TestOutcome.PASSED
     last = reports[-1]  # its sections and properties accumulate those of the earlier phases
-    properties = tuple((bounds.cut_line(str(k)), bounds.cut_line(str(v))) for k, v in last.user_properties)
+    properties = tuple(
+        (output_bounds.cut_line(str(k)), output_bounds.cut_line(str(v))) for k, v in last.user_properties
+    )
     stdout = "".join(content for title, content in last.sections if "stdout" in title)
     stderr = "".join(content for title, content in last.sections if "stderr" in title)
     shown_in = log_name if failing is not None else ""  # pytest prints a failure's output, not a pass's
     return junit.CaseResult(
-        nodeid, outcome, duration, bounds.cut_line(message), bounds.cut_text(text, full_text_in=shown_in), kind,
-        bounds.cut_text(stdout, full_text_in=shown_in), bounds.cut_text(stderr, full_text_in=shown_in),
+        nodeid, outcome, duration, output_bounds.cut_line(message),
+        output_bounds.cut_text(text, full_text_in=shown_in), kind,
+        output_bounds.cut_text(stdout, full_text_in=shown_in), output_bounds.cut_text(stderr, full_text_in=shown_in),
         properties, stage,
     )  # fmt: skip
 

@@ -15,7 +15,7 @@ from ci_tool.run.jobs import planned_checks
 from ci_tool.run.session import PlannedStage
 from ci_tool.run.setup import LocalSetup
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 
 DRY_RUN_ID = "<run-id>"
 

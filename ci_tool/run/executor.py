@@ -34,8 +34,8 @@ from ci_tool.run.process import EventSink
 from ci_tool.run.resources import device_variables, gpu_devices
 from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.query import QueryValue
+from ci_tool.stages.stage_plan import StagePlan
 
 Finished = StageResult | StageOutcome  # a stage that ran, or one that never did
 

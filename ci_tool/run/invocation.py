@@ -35,10 +35,10 @@ from ci_tool.layout import ORDER_PLUGIN, RANKS_LAUNCHER, TEST_LIST_PLUGIN, TEST_
 from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV, RESULTS_SUFFIX
 from ci_tool.run.flaky import FlakySignature
 from ci_tool.run.order import OPTION as ORDER_OPTION
-from ci_tool.run.touches import OPTION as TOUCH_OPTION
-from ci_tool.run.touches import PLUGIN as TOUCH_PLUGIN
+from ci_tool.run.touch_recorder import OPTION as TOUCH_OPTION
+from ci_tool.run.touch_recorder import PLUGIN as TOUCH_PLUGIN
 from ci_tool.stages.modes import PERF_GATE_ENV
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 DETAILED_LOG_ARGS = ("-s",)  # `--detailed-log`: pytest streams all output
@@ -65,7 +65,7 @@ class RunSettings:
     nodes: int = 1  # > 1: each process runs under srun across this many nodes of the Slurm allocation
     variables: Mapping[str, str] = field(default_factory=dict)  # the job adds to the stage's (run/jobs.py)
     perf_snapshot: Path | None = None  # what the runner read of the history for the perf cases (perf/handoff.py)
-    record_touches: bool = False  # which test ran which file (run/touches.py)
+    record_touches: bool = False  # which test ran which file (run/touch_recorder.py)
     workers: int = 1  # > 1: its tests run in this many pytest-xdist processes (run/resources.py)
 
     def __post_init__(self) -> None:

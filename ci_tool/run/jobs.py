@@ -35,12 +35,12 @@ from ci_tool.errors import BuildError
 from ci_tool.history.locator import without_history_access
 from ci_tool.layout import BUILD_DIR, PACKAGE_SOURCES
 from ci_tool.outcomes import StageState, TestOutcome
-from ci_tool.run import bounds, junit, parent_death
+from ci_tool.run import junit, output_bounds, parent_death
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.process import EventSink
 from ci_tool.run.stage_runner import StageResult, TestResult, run_stage, write_stage_files
 from ci_tool.stages.names import StageKind
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 
 DOCS_ROOTS = ("README.md", "docs")  # the markdown the docs stage checks: a file, or every *.md below a folder
 SANITY_CHECK = "package-sanity::installed"  # the result of the import check, before the list runs
@@ -229,7 +229,9 @@ def run_command(command: Sequence[str], *, cwd: Path | None) -> subprocess.Compl
             )  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as error:
             return subprocess.CompletedProcess(list(command), 1, "", f"{error}")
-        return subprocess.CompletedProcess(done.args, done.returncode, bounds.output_tail(out), bounds.output_tail(err))
+        return subprocess.CompletedProcess(
+            done.args, done.returncode, output_bounds.output_tail(out), output_bounds.output_tail(err)
+        )
 
 
 def _first_line(text: str) -> str:

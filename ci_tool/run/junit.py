@@ -24,7 +24,7 @@ from typing import IO
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import RunError, Where
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds
+from ci_tool.run import output_bounds
 
 # Kinds ci-tool gives a test that never finished (the failure `type` attribute).
 TIMEOUT_KIND = "Timeout"
@@ -199,7 +199,7 @@ def parse_junit(path: str | Path) -> JunitReport:
     """Read a JUnit file (ours or pytest's); a torn file loses only its unfinished last testcase.
 
     The file is read in chunks and parsed as it streams (no tree, no whole text in memory): each
-    testcase's texts keep at most MAX_TEXT_CHARS (bounds.BoundedText) and its attributes MAX_LINE_CHARS,
+    testcase's texts keep at most MAX_TEXT_CHARS (output_bounds.BoundedText) and its attributes MAX_LINE_CHARS,
     so a test that printed 1.5 GB costs a few KiB here."""
     file = Path(path)
     target = _CaseCollector()
@@ -208,7 +208,7 @@ def parse_junit(path: str | Path) -> JunitReport:
     repaired = False
     try:
         with open(file, "rb") as handle:
-            while chunk := handle.read(bounds.READ_CHUNK_CHARS):
+            while chunk := handle.read(output_bounds.READ_CHUNK_CHARS):
                 parser.feed(decoder.decode(chunk))
             parser.feed(decoder.decode(b"", final=True))
         parser.close()
@@ -229,7 +229,7 @@ class _CaseCollector:
         self.suite_names: list[str] = []
         self.depth = 0
         self.case: _CaseParts | None = None
-        self.text: bounds.BoundedText | None = None  # the element whose character data is being kept
+        self.text: output_bounds.BoundedText | None = None  # the element whose character data is being kept
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         self.depth += 1
@@ -262,20 +262,20 @@ class _CaseParts:
     depth: int
     attrib: dict[str, str]
     properties: list[tuple[str, str]] = field(default_factory=list)
-    details: dict[str, tuple[dict[str, str], bounds.BoundedText]] = field(default_factory=dict)  # failure, ...
-    output: dict[str, bounds.BoundedText] = field(default_factory=dict)  # system-out, system-err
+    details: dict[str, tuple[dict[str, str], output_bounds.BoundedText]] = field(default_factory=dict)  # failure, ...
+    output: dict[str, output_bounds.BoundedText] = field(default_factory=dict)  # system-out, system-err
 
-    def child(self, tag: str, depth: int, attrib: dict[str, str]) -> bounds.BoundedText | None:
+    def child(self, tag: str, depth: int, attrib: dict[str, str]) -> output_bounds.BoundedText | None:
         """Take an element inside the testcase; the text to keep its character data in, if any."""
         if tag == "property" and depth == self.depth + 2 and attrib.get("name"):
             self.properties.append((_line(attrib["name"]), _line(attrib.get("value", ""))))
         elif depth != self.depth + 1:
             return None
         elif tag in _TAGS.values() and tag not in self.details:
-            self.details[tag] = ({k: _line(v) for k, v in attrib.items()}, bounds.BoundedText())
+            self.details[tag] = ({k: _line(v) for k, v in attrib.items()}, output_bounds.BoundedText())
             return self.details[tag][1]
         elif tag in ("system-out", "system-err") and tag not in self.output:
-            self.output[tag] = bounds.BoundedText()
+            self.output[tag] = output_bounds.BoundedText()
             return self.output[tag]
         return None
 
@@ -305,7 +305,7 @@ class _CaseParts:
 
 
 def _line(value: str) -> str:
-    return bounds.cut_line(value)
+    return output_bounds.cut_line(value)
 
 
 def _seconds(value: str | None) -> float:

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from ci_tool import gitinfo
 from ci_tool.change.value import ChangeSet
 from ci_tool.gitinfo import CodeVersion
-from ci_tool.run.reuse import ReusePlan, plan_reuse
+from ci_tool.run.reuse_choice import ReusePlan, plan_reuse
 from ci_tool.run.session import PlannedStage, RunIdentity, catalog_stages
 from ci_tool.run.setup import LocalSetup
 from ci_tool.run.stage_inputs import catalog_inputs
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.selection_request import SelectionRequest
 
 
 @dataclass(frozen=True)

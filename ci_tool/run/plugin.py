@@ -48,7 +48,7 @@ from _pytest.mark.expression import Expression
 from ci_tool.atomic import write_text_atomically
 from ci_tool.errors import CiToolError, Where, shown
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit, parent_death
+from ci_tool.run import junit, output_bounds, parent_death
 from ci_tool.run.case_reports import case_from_reports
 from ci_tool.run.events import EventKind
 from ci_tool.run.perf_log import add_perf_options, register_perf_log
@@ -248,7 +248,7 @@ class TestListPlugin:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            text = bounds.cut_text(report.longreprtext, full_text_in=self.log_name)
+            text = output_bounds.cut_text(report.longreprtext, full_text_in=self.log_name)
             self.collection_errors[report.nodeid] = text
             if self.junit is not None:
                 message = text.strip().splitlines()[-1:] or ["collection failed"]
@@ -256,7 +256,7 @@ class TestListPlugin:
                     junit.CaseResult(
                         report.nodeid,
                         TestOutcome.ERROR,
-                        message=bounds.cut_line(message[0]),
+                        message=output_bounds.cut_line(message[0]),
                         text=text,
                         kind="CollectionError",
                         stage=self.stage,

@@ -27,7 +27,7 @@ from typing import IO
 from ci_tool import interrupts
 from ci_tool.errors import RunError
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit, parent_death, reaper
+from ci_tool.run import junit, output_bounds, parent_death, reaper
 from ci_tool.run.events import EventKind
 from ci_tool.run.invocation import PytestInvocation
 
@@ -290,10 +290,10 @@ def _unfinished_case(
 def _log_tail(path: Path, nodeid: str, *, max_lines: int = 60) -> str:
     """The log from the progress line of the test's file on (at most the last `max_lines` lines, read from
     the log's end: a test that printed 1.5 GB costs one seek)."""
-    lines = bounds.read_tail(path).splitlines()
+    lines = output_bounds.read_tail(path).splitlines()
     file_path = nodeid.split("::", 1)[0]
     starts = [index for index, line in enumerate(lines) if line.startswith((nodeid + " ", file_path + " "))]
-    return bounds.cut_text("\n".join(lines[starts[-1] if starts else 0 :][-max_lines:]))
+    return output_bounds.cut_text("\n".join(lines[starts[-1] if starts else 0 :][-max_lines:]))
 
 
 def write_nodeids(path: Path, nodeids: Sequence[str]) -> Path:

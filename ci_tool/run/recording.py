@@ -7,13 +7,13 @@ import math
 from pathlib import Path
 
 from ci_tool.history.queries import PREDICTED_SECONDS, PROCESSES
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.stage_details import RERUNS, UNCOLLECTED, Rerun, uncollected_entries
 from ci_tool.history.store import StageRecord, TestRecord
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit
-from ci_tool.run.bounds import MAX_EXCERPT_CHARS
+from ci_tool.run import junit, output_bounds
 from ci_tool.run.invocation import Attempt
+from ci_tool.run.output_bounds import MAX_EXCERPT_CHARS
 from ci_tool.run.pipeline import StageOutcome
 from ci_tool.run.signatures import failure_excerpt, failure_signature
 from ci_tool.run.stage_runner import StageResult, TestResult
@@ -27,16 +27,18 @@ def to_test_record(test: TestResult) -> TestRecord:
     if first.is_failure:
         signature = str(failure_signature(first.kind, first.message, first.text))
         log = test.log_file.name if test.log_file is not None else ""
-        excerpt = bounds.cut_text(failure_excerpt(first.text or first.message), MAX_EXCERPT_CHARS, full_text_in=log)
+        excerpt = output_bounds.cut_text(
+            failure_excerpt(first.text or first.message), MAX_EXCERPT_CHARS, full_text_in=log
+        )
     waive_reason = first.prop(junit.WAIVED_PROPERTY)
     return TestRecord(
         test_id=first.nodeid,
         outcome=first.outcome,
         duration_seconds=round(first.duration_seconds, 3),
         rerun_outcome=test.rerun.outcome if test.rerun is not None else None,
-        waive_reason=bounds.cut_line(waive_reason) if waive_reason is not None else None,
-        kind=bounds.cut_line(first.kind),
-        message=bounds.cut_line((first.message.strip().splitlines() or [""])[0]),
+        waive_reason=output_bounds.cut_line(waive_reason) if waive_reason is not None else None,
+        kind=output_bounds.cut_line(first.kind),
+        message=output_bounds.cut_line((first.message.strip().splitlines() or [""])[0]),
         signature=signature,
         output_head=excerpt,
     )

@@ -35,15 +35,15 @@ from ci_tool.history.locator import History
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.queries import TREND_SAMPLES
 from ci_tool.history.recorder import RunRecorder
-from ci_tool.history.reuse import ReusedTests
+from ci_tool.history.reuse_sources import ReusedTests
 from ci_tool.history.store import BUSY_TIMEOUT_MS, RunRecord
-from ci_tool.history.touches import TouchRow, WholeStage, read_touch_files, stamped
+from ci_tool.history.touch_table import TouchRow, WholeStage, read_touch_files, stamped
 from ci_tool.layout import TEST_TIMEOUT_SECONDS
 from ci_tool.outcomes import COUNTED, RunState, StageState, TestOutcome
 from ci_tool.perf import handoff
 from ci_tool.perf.learning import quiet_needed_if_read, unbaselined_gpus
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, build_report, failed_test_ids
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run import pipeline, recording, results_folder, stage_inputs
 from ci_tool.run.catalog_order import CatalogOrder
 from ci_tool.run.executor import LocalExecutor, ReadyStage, StageExecutor
@@ -56,9 +56,9 @@ from ci_tool.run.stage_runner import StageResult
 from ci_tool.stages.catalog import Stage
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
 from ci_tool.stages.query import QueryValue
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.text_file import read_text
 
 
@@ -378,7 +378,7 @@ class _Runner:
         return list(handed.rows)
 
     def _touch_rows(self, finished: StageResult) -> list[TouchRow]:
-        """The stage's touch records, stamped with its name, GPU type and the run's commit (see history/touches.py)."""
+        """The stage's touch records, stamped with its name, GPU type and the run's commit (history/touch_table.py)."""
         touches = read_touch_files(sorted((finished.results_dir / "parts").glob("*.touches.json")))
         code = self.code
         return stamped(

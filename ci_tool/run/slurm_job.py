@@ -42,7 +42,7 @@ from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.stage_runner import StageResult
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.text_file import read_text
 
 JOB_ID_ENV = "SLURM_JOB_ID"

@@ -1,4 +1,4 @@
-"""What a stage runs with, as one digest: what reuse matches besides the code (history/reuse.py).
+"""What a stage runs with, as one digest: what reuse matches besides the code (history/reuse_sources.py).
 
     the catalog entry   the stage's name (its shard), platform, context, shard count, mode options, perf gate
     the list            the test-db's render of its context for the stage name's facts
@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from ci_tool.errors import CiToolError, RunError
 from ci_tool.stages.catalog_load import LoadedCatalog
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.planner import Planner
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.text_file import read_text
 
 

@@ -18,8 +18,8 @@ from ci_tool.run import stage_inputs
 from ci_tool.run.session import PlannedStage, catalog_stages
 from ci_tool.run.setup import LocalSetup
 from ci_tool.stages.names import ATTEMPT_SUFFIX, CBTS_SUFFIX, StageName, parse_stage_name
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.record import narrowed_stage, read_record
+from ci_tool.stages.stage_plan import StagePlan
 
 _ATTEMPT_TAIL = re.compile(re.escape(ATTEMPT_SUFFIX) + r"\d+$")
 

@@ -35,7 +35,7 @@ from ci_tool import interrupts, typed_json
 from ci_tool.errors import RunError
 from ci_tool.history.locator import without_history_access
 from ci_tool.outcomes import StageState
-from ci_tool.run import bounds, parent_death
+from ci_tool.run import output_bounds, parent_death
 from ci_tool.run.executor import Finished, ReadyStage
 from ci_tool.run.pipeline import NOT_STARTED_INTERRUPTED, StageOutcome, runner_mismatch
 from ci_tool.run.resources import Grant, Slots, stage_needs
@@ -193,7 +193,7 @@ class StagePool:
         child.process.stdout.close()
         code = child.process.wait()
         self.slots.give_back(child.grant)
-        said = bounds.output_tail(child.stderr).strip().splitlines()
+        said = output_bounds.output_tail(child.stderr).strip().splitlines()
         child.stderr.close()
         if child.result is not None:
             self.done.append(child.result)

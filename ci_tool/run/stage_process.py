@@ -27,7 +27,7 @@ from ci_tool.run.events import EventKind
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import run_job
 from ci_tool.run.process import EventSink
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 
 EVENT_PREFIX = "event "
 RESULT_PREFIX = "result "

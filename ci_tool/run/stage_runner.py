@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ci_tool.history.reuse import reused_test_origin
+from ci_tool.history.reuse_sources import reused_test_origin
 from ci_tool.interrupts import CTRL_C
 from ci_tool.outcomes import COUNTED, StageState, TestOutcome
 from ci_tool.run import junit, results_folder
@@ -45,7 +45,7 @@ from ci_tool.run.invocation import (
     priority_file,
 )
 from ci_tool.run.process import EventSink, ProcessOutcome, run_pytest_process, write_nodeids
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.lines import TestLine
 
 FLAKY_PROPERTY = "ci_tool.flaky_signature"

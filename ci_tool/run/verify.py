@@ -23,7 +23,7 @@ from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, run_session
 from ci_tool.run.signatures import failure_signature
 from ci_tool.run.stage_runner import StageResult
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.lines import TestLine
 from ci_tool.testdb.waives import Waive

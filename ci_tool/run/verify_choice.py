@@ -13,7 +13,7 @@ from ci_tool.run.setup import LocalSetup
 from ci_tool.run.verify import lifted, verify_lines, waives_of
 from ci_tool.stages.catalog import Family
 from ci_tool.stages.executors import Executor
-from ci_tool.stages.plan import StagePlan
+from ci_tool.stages.stage_plan import StagePlan
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.waives import Waive
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ci_tool.stages.catalog import Stage, stage_glob_matches
 from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE
-from ci_tool.stages.request import SelectionRequest, flag_name
+from ci_tool.stages.selection_request import SelectionRequest, flag_name
 
 POST_MERGE_APPROVED = "ci: post-merge approved"
 FULL_PRE_MERGE_APPROVED = "ci: full pre-merge approved"

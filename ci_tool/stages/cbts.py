@@ -48,7 +48,7 @@ from ci_tool.layout import WAIVES_NAME
 from ci_tool.stages.catalog import Catalog, Family, Stage, path_matches
 from ci_tool.stages.names import StageKind
 from ci_tool.stages.planner import Planner
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.load import parse_test_db_file
 from ci_tool.testdb.model import TestDb

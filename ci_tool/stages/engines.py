@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ci_tool.errors import CiToolError
 from ci_tool.layout import DEBUG_HOLD_MINUTES, QUEUE_PRIORITY_DEFAULT, QUEUE_PRIORITY_HIGH
-from ci_tool.stages.request import SelectionRequest, flag_name
+from ci_tool.stages.selection_request import SelectionRequest, flag_name
 
 
 class Engine(enum.StrEnum):

@@ -1,7 +1,7 @@
 """One planner: how every consumer (catalog loading, change-based selection, a local or Slurm run, `stage run`,
 `stage show`, `waive verify`, the bot's preview) renders and plans catalog families, over one loaded test-db
 and durations, the facts lists render with, and the waives file the runner reads. Pure: values in, values out
-(plan.py holds the values).
+(stage_plan.py holds the values).
 
     render(listing)       a family's list rendered and estimated (catalog loading decides shard counts and
                           timeouts from it; change-based selection, what a narrowed family keeps)
@@ -28,10 +28,10 @@ from ci_tool.errors import StageError
 from ci_tool.stages.catalog import Family, FamilyList, Stage
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.names import StageName
-from ci_tool.stages.plan import FamilyPlan, FamilyRender, StagePlan, listless_plan
 from ci_tool.stages.priority import Likelihood, prioritize
 from ci_tool.stages.query import QueryValue, render_query
 from ci_tool.stages.shard import plan_shards
+from ci_tool.stages.stage_plan import FamilyPlan, FamilyRender, StagePlan, listless_plan
 from ci_tool.testdb.model import TestDb
 from ci_tool.testdb.select import empty_render, normalize_query, render
 

@@ -6,7 +6,7 @@ the ordered stages out, with the step that put each stage in or took it out. Pur
     2     + the pre-merge multi-GPU stages                         a changed file matches multi_gpu_paths
                                                                    (not with --disable-multi-gpu-test)
     3     + the stages carrying a token (not OnDemand)             a changed file matches a tag trigger
-    4-10  the option steps (request.py STEP_EFFECTS)               an option that feeds the step is given
+    4-10  the option steps (selection_request.py STEP_EFFECTS)     an option that feeds the step is given
     11    keep only a file group's stages                          every changed file is in that group
                                                                    (not with --test-backend)
     12    - OnDemand stages                                        always
@@ -55,7 +55,7 @@ from ci_tool.stages.engines import (
 )
 from ci_tool.stages.modes import TestMode
 from ci_tool.stages.names import LEGACY_POST_MERGE, POST_MERGE, StageKind
-from ci_tool.stages.request import (
+from ci_tool.stages.selection_request import (
     OPTIONS,
     REPLACED_BY_STAGE_LIST,
     STEP_EFFECTS,
@@ -249,7 +249,8 @@ def select_stages(
     narrowing: Narrowing | None = None,
 ) -> Selection:
     """Resolve a `/bot run` request against the catalog for `engine` (see the module docstring).
-    `passed_stages`: the stages the reused run passed, each with the run it passed in (reuse.py finds them);
+    `passed_stages`: the stages the reused run passed, each with the run it passed in (history/reuse_sources.py
+    finds them);
     `narrowing`: what change-based selection makes of the changed files (cbts.narrow)."""
     inputs = _Inputs(catalog, request, tuple(changed_files), dict(passed_stages or {}), narrowing, engine)
     state = _State(catalog)

@@ -4,7 +4,7 @@ repository's own history, and what does it save?
 For each non-merge commit C (parent P) of the history that changes Python source under --source (newest first):
 
     records   the engine part of today's CPU pre-merge stages (replay_select.py) runs at P, a tree of P in a
-              temporary folder, with touch recording (ci_tool/run/touches.py), into a throw-away SQLite
+              temporary folder, with touch recording (ci_tool/run/touch_recorder.py), into a throw-away SQLite
               history: the records a post-merge run of P leaves, stamped with P, the stage and GPU type CPU;
               with --records DIR, DIR/<P>.sqlite instead where it is there: whole stages' records, every
               test file's, made by research/replay/replay_records.py (on a GPU runner: its GPU type's too)
@@ -58,7 +58,7 @@ from ci_tool.change.build import GitRange, read_change
 from ci_tool.change.units import MODULE_UNIT, changed_units, parse_hunks, source_units
 from ci_tool.change.value import ChangeSet
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import read_touch_files, record_touches, stamped
+from ci_tool.history.touch_table import read_touch_files, record_touches, stamped
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.priority import Likelihood, prioritize, touching_tests
 

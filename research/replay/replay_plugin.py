@@ -2,7 +2,7 @@
 
 The tests of an old commit import that commit's ci_tool (tests/perf reads ci_tool.perf), so this checkout's
 ci_tool cannot be on their path; yet the touch records and the likelihood order are this checkout's plugins
-(ci_tool/run/touches.py, ci_tool/run/order.py). This plugin loads those two from REPLAY_TOOL_ROOT and then
+(ci_tool/run/touch_recorder.py, ci_tool/run/order.py). This plugin loads those two from REPLAY_TOOL_ROOT and then
 forgets this checkout's ci_tool modules (the plugins keep what they imported), so what the tests import
 later is their own commit's. It also writes each test's node id into pytest's JUnit file (a `nodeid`
 property, as ci-tool's own JUnit does), since pytest's classname and name do not keep it.
@@ -26,26 +26,26 @@ def _load_tool_plugins() -> tuple[ModuleType, ModuleType]:
     theirs = {name: sys.modules.pop(name) for name in [name for name in sys.modules if _is_tool(name)]}
     sys.path.insert(0, root)
     try:
-        from ci_tool.run import order, touches
+        from ci_tool.run import order, touch_recorder
     finally:
         sys.path.remove(root)
         for name in [name for name in sys.modules if _is_tool(name)]:
             del sys.modules[name]
         sys.modules.update(theirs)
-    return order, touches
+    return order, touch_recorder
 
 
-_order, _touches = _load_tool_plugins()
+_order, _touch_recorder = _load_tool_plugins()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    _touches.pytest_addoption(parser)
+    _touch_recorder.pytest_addoption(parser)
     _order.pytest_addoption(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    _touches.pytest_configure(config)
+    _touch_recorder.pytest_configure(config)
     _order.pytest_configure(config)
 
 

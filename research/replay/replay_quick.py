@@ -3,7 +3,7 @@ temporary folder, whose faults have known answers, so a test pins the bench's co
 
     base    src/kvengine/pool.py: fits, take, label; tests/kvengine/test_pool.py: each in a test, label only
             in a process the test starts with an environment of its own (a touch record does not see it:
-            ci_tool/run/touches.py); a CPU family and a GPU family (whose tests never run here)
+            ci_tool/run/touch_recorder.py); a CPU family and a GPU family (whose tests never run here)
     change  take gains a guard, label a short path: two functions' bodies, no test changes
 
 So the touched rule runs test_take (at both grains; the file grain adds the fits tests) and misses every

@@ -11,7 +11,7 @@ records on G and a narrowed stage of G can leave them out.
 For N source commits (after the newest K) the replay would take (mutation_replay_bench.source_commits, those that change
 a function), each P's tree (out of git, never a worktree) runs its stages' lines, one pytest process a line,
 J at a time across all the commits, the longest predicted first, each with touch recording (ci_tool/run/
-touches.py, this checkout's plugin; the tree's own code under test). DIR/<P>.sqlite gets P's records,
+touch_recorder.py, this checkout's plugin; the tree's own code under test). DIR/<P>.sqlite gets P's records,
 stamped with P, the stage and its GPU type, and DIR/records.json each process's seconds and outcome
 counts. The engine-part records the replay makes by itself cover only the tests that can reach the engine;
 with these, every other test file has a record too, and a narrowed stage can leave it out.
@@ -41,7 +41,7 @@ from replay_select import RulePlan, post_merge_plan
 
 from ci_tool.change.narrowing import split_filters
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import read_touch_files, record_touches, stamped
+from ci_tool.history.touch_table import read_touch_files, record_touches, stamped
 from ci_tool.stages.catalog_load import LoadedCatalog, open_catalog
 from ci_tool.stages.durations import estimate_seconds
 from ci_tool.stages.names import CPU_GPU_TOKEN

@@ -5,7 +5,7 @@
     batch     one pytest process of one stage: the test paths of its lines that share a `-k`/`-m` filter
     run       a stage's batches on a tree, one after the other: each test's outcome and seconds from pytest's
               JUnit file (each test's node id in a property: replay_plugin.py), in the order they ran;
-              with `record`, the touch records the processes wrote (ci_tool/run/touches.py)
+              with `record`, the touch records the processes wrote (ci_tool/run/touch_recorder.py)
 
 The tree's own code is first on the path (src/ and its root): what runs is that commit's engine and ci_tool,
 the fault included; only the plugins come from this checkout (replay_plugin.py). No bytecode is written in

@@ -37,8 +37,8 @@ from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.durations import Durations, estimate_seconds
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan
 from ci_tool.stages.select import select_for_change
+from ci_tool.stages.stage_plan import StagePlan
 
 WHOLE_FILE = "<whole file>"  # the file grain's one unit
 

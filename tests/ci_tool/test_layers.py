@@ -19,7 +19,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
             "errors", "layout", "outcomes", "text_file", "json_file", "yaml_nodes", "atomic", "interrupts",
-            "crash_log", "markdown", "output_files", "url_secrets", "yaml_fields", "typed_json",
+            "crash_log", "markdown_safe", "output_files", "url_secrets", "yaml_fields", "typed_json",
         }
     ),
     frozenset({"sysinfo", "gitinfo"}),
@@ -133,13 +133,13 @@ COMMANDS = PACKAGE / "commands"
 # These are the only commands modules another commands module may import (test_no_verb_module_imports_another).
 OPTION_MODULES = {
     "__init__": "the package",
-    "bounds": "the bounded number types of the options",
     # options and their load: each verb that takes --catalog/--test-db reads them the same way
     "catalog_inputs": "the catalog, test-db and pull-request options",
     "clock": "--today",
     "dispatch_options": "the Jenkins and GitHub options of `bot handle`",
     "flake_options": "--days, and the flake stats of that window `flaky report` and `waive propose` read",
     "history_options": "--history, which every verb that reads or writes the history takes",
+    "number_types": "the bounded number types of the options",
     # a helper beside the options: the closing line and exit code both run verbs print (the run is run/'s)
     "run_options": "the options `run`, `stage run` and `waive verify` share, and a run's closing line",
     # a helper beside its option: the diff both waive verbs write to --output (the waives are testdb/'s)
@@ -298,8 +298,8 @@ BOT_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"handle", "preview", "settings"}),
         frozenset(
             {
-                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.reply",
-                "ci_tool.bot.request", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
+                "ci_tool.bot.flags", "ci_tool.bot.grammar", "ci_tool.bot.help", "ci_tool.bot.parsed_comment",
+                "ci_tool.bot.reply", "ci_tool.commands.bot_labels", "ci_tool.commands.catalog_inputs",
                 "ci_tool.commands.dispatch_options", "ci_tool.commands.history_options", "ci_tool.layout",
             }
         ),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ci_tool.history.perf_results import PerfResult, record_perf_results
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
 

@@ -20,7 +20,7 @@ from ci_tool.bot.flags import (
     flags_of,
 )
 from ci_tool.stages.names import BACKENDS
-from ci_tool.stages.request import OPTIONS, OptionKind
+from ci_tool.stages.selection_request import OPTIONS, OptionKind
 
 RUN_FLAGS = [
     "--reuse-test",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_tool.bot.grammar import is_bot_comment, parse_comment
-from ci_tool.bot.request import BotRequest, BotSyntaxError
+from ci_tool.bot.parsed_comment import BotRequest, BotSyntaxError
 
 # The comments quoted in the reference notes §5.5, as written (the notes' "…" elisions filled in with real
 # names), and what their authors meant.

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from ci_tool.bot.flags import COMMANDS, FLAGS, HELP_WORDS, flag_by_key
 from ci_tool.bot.grammar import PREFIX, command_line, is_invisible, parse_comment
-from ci_tool.bot.request import BotRequest, BotSyntaxError
-from ci_tool.stages.request import request_from_json
+from ci_tool.bot.parsed_comment import BotRequest, BotSyntaxError
+from ci_tool.stages.selection_request import request_from_json
 
 # Pieces that reach deep into the grammar: sub-commands, flags (and near misses), quotes, escapes, commas.
 WORDS = [

@@ -11,7 +11,7 @@ from ci_tool.bot.authorize import Allowlist
 from ci_tool.bot.event import Action, decide, read_event
 from ci_tool.bot.reply import render_reply
 from ci_tool.cli import main
-from ci_tool.markdown import code, code_block
+from ci_tool.markdown_safe import code, code_block
 from tests.ci_tool.change.checkout import pull_request_checkout
 
 FIXTURES = Path(__file__).parent / "fixtures"

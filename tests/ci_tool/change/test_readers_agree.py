@@ -22,8 +22,8 @@ from ci_tool.dispatch.github import GitHubClient
 from ci_tool.errors import DispatchError
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import select_for_change
+from ci_tool.stages.selection_request import SelectionRequest
 from tests.helpers.fake_github import FakeCommit, FakeGitHub, FakePull
 from tests.helpers.git_pulls import commit_all, git, make_repository, serve_pull
 

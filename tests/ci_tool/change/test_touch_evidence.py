@@ -11,7 +11,7 @@ import pytest
 from ci_tool.change.touch_evidence import touch_evidence
 from ci_tool.change.touch_records import AddedFile, GpuRecord, GpuRecords, TouchEvidence
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import TouchRow, record_touches
+from ci_tool.history.touch_table import TouchRow, record_touches
 
 A = "def one():\n    return 1\n\n\ndef two():\n    return 2\n"
 T1, T2 = "tests/test_a.py::test_one", "tests/test_b.py::test_b"

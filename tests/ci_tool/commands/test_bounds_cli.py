@@ -12,7 +12,7 @@ import click
 import pytest
 
 from ci_tool.cli import COMMANDS, main
-from ci_tool.commands.bounds import FiniteFloatRange
+from ci_tool.commands.number_types import FiniteFloatRange
 from ci_tool.history.store import HistoryStore
 
 HUGE = "100000000000000000000"  # 10**20: more than SQLite's 64-bit integers hold

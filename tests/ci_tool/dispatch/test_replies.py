@@ -10,7 +10,7 @@ from ci_tool.bot import status
 from ci_tool.bot.reply import COMMENT_LIMIT, shorten
 from ci_tool.dispatch.model import Build, Status, StatusState
 from ci_tool.outcomes import BuildResult, TestOutcome
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 from tests.helpers.bot_handle import Bot, MakeEvent
 from tests.helpers.fake_github import FakeGitHub
 

@@ -10,10 +10,10 @@ from collections.abc import Generator
 
 import pytest
 
-from ci_tool.history import reuse
+from ci_tool.history import reuse_sources
 from ci_tool.history.locator import History
 from ci_tool.history.records import RunRecord, StageRecord, TestRecord
-from ci_tool.history.reuse import REUSED_FROM, ReusedTests, ReuseKey
+from ci_tool.history.reuse_sources import REUSED_FROM, ReusedTests, ReuseKey
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import RunState, StageState, TestOutcome
 
@@ -29,7 +29,7 @@ def reuse_of(store: HistoryStore, stage: str, inputs: str | None = None) -> tupl
     """What the runs of COMMIT with the stage's usual inputs (or `inputs`) spare it, as `ci-tool stage run`
     asks: the run it passed in, the tests that skip."""
     key = ReuseKey(COMMIT, "", None)
-    found = reuse.reuse_of(
+    found = reuse_sources.reuse_of(
         store, key, inputs_of=lambda name: inputs_of(name) if inputs is None else inputs, stage=stage
     )
     assert found is not None and found.run is None  # every run of the code: no one run
@@ -38,7 +38,7 @@ def reuse_of(store: HistoryStore, stage: str, inputs: str | None = None) -> tupl
 
 def passed_on_code(store: HistoryStore, *, commit: str, diff_hash: str) -> dict[str, str]:
     """The stages every run of this code spares a selection (CI's, which asks for no tests)."""
-    found = reuse.reuse_of(store, ReuseKey(commit, diff_hash, None), inputs_of=inputs_of, tests=False)
+    found = reuse_sources.reuse_of(store, ReuseKey(commit, diff_hash, None), inputs_of=inputs_of, tests=False)
     assert found is not None and not found.passed_tests
     return dict(found.passed_stages)
 

@@ -17,7 +17,7 @@ from ci_tool.errors import HistoryError
 from ci_tool.history import queries, schema
 from ci_tool.history.ledger import DispatchKey, DispatchRecord, find_dispatch, record_dispatch
 from ci_tool.history.locator import History, PostgresUrl
-from ci_tool.history.reuse import ReuseKey, reuse_of
+from ci_tool.history.reuse_sources import ReuseKey, reuse_of
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore, RunRecord, StageRecord, TestRecord, history_path
 from ci_tool.outcomes import DispatchState, RunState
 from tests.ci_tool.file_modes import TIMEOUT_SECONDS, where_modes_bind

@@ -1,4 +1,4 @@
-"""Touch records in the history (history/touches.py), on SQLite and PostgreSQL in turn: per unit, GPU type,
+"""Touch records in the history (history/touch_table.py), on SQLite and PostgreSQL in turn: per unit, GPU type,
 stage and commit; a later record of a test on a GPU type replaces its earlier one there; step 5's file-grain
 rows migrate with everything unknown."""
 
@@ -18,7 +18,7 @@ from ci_tool.history.backend import Writer
 from ci_tool.history.locator import History
 from ci_tool.history.schema import TOUCH_STEP
 from ci_tool.history.store import SCHEMA_VERSION, HistoryStore
-from ci_tool.history.touches import (
+from ci_tool.history.touch_table import (
     TouchRow,
     WholeStage,
     record_commits,

@@ -12,7 +12,7 @@ from ci_tool.bot.status import CUSTOM_BUILD_CONTEXT, FULL_BUILD_CONTEXT
 from ci_tool.pr_bot.pull_runs import why_not_reusable
 from ci_tool.pr_bot.services import context_of, request_of
 from ci_tool.stages.record import SelectionRecord
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 CUSTOM = SelectionRequest(stage_list=("A10-PyTorch-1",))
 

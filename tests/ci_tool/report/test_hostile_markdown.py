@@ -13,8 +13,8 @@ import pytest
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import build_report, load_report
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import run_session
 from tests.helpers.failing_suite import planned, session_config

@@ -7,8 +7,8 @@ import pytest
 
 from ci_tool.history.store import HistoryStore, TestRecord
 from ci_tool.report.html import render_html
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import load_report, report_json
+from ci_tool.report.report_markdown import render_markdown
 from tests.ci_tool.history.planted import (
     A10,
     DAY_ONE,

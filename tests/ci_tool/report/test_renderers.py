@@ -15,13 +15,13 @@ import pytest
 
 from ci_tool.history.perf_results import PerfResult
 from ci_tool.history.records import RunRecord, StageRecord
-from ci_tool.history.reuse import REUSED_FROM
+from ci_tool.history.reuse_sources import REUSED_FROM
 from ci_tool.history.stage_details import Rerun, Uncollected
 from ci_tool.outcomes import PerfVerdict, RunState, StageState, TestOutcome
 from ci_tool.report.html import render_html
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import CiReport, FailedTest, FailureGroup, report_json
 from ci_tool.report.page import environment, render
+from ci_tool.report.report_markdown import render_markdown
 from tests.helpers.html_pages import parsed
 
 ROOT = Path(__file__).resolve().parents[3]

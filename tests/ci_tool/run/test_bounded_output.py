@@ -1,4 +1,4 @@
-"""What tests write is read and kept within bounds (ci_tool/run/bounds.py): a test printing 200 MB leaves
+"""What tests write is read and kept within bounds (ci_tool/run/output_bounds.py): a test printing 200 MB leaves
 ci-tool's memory where it was, 2 MB failure messages leave the history small, and every cut says so."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import TestOutcome
-from ci_tool.run import bounds, junit
+from ci_tool.run import junit, output_bounds
 from ci_tool.run.jobs import run_command
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, SessionConfig, run_session
@@ -106,7 +106,7 @@ def test_a_test_printing_200_mb_leaves_ci_tools_memory_bounded(
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert (found["outcome"], found["kind"]) == (outcome, kind)
-    assert found["chars"] <= 2 * bounds.MAX_TEXT_CHARS + 200
+    assert found["chars"] <= 2 * output_bounds.MAX_TEXT_CHARS + 200
     assert found["rss_mb"] < MAX_RSS_MB, f"ci-tool's peak RSS was {found['rss_mb']} MB"
 
 
@@ -135,9 +135,9 @@ def test_twenty_failures_with_2_mb_messages_make_a_small_history(suite: Path, ma
     assert [t.outcome for t in tests] == [TestOutcome.FAILED] * 20
     assert config.history.stat().st_size < 2 * 1024 * 1024, config.history.stat().st_size
     first = tests[0]
-    assert first.message == bounds.cut_line("AssertionError: " + "y" * 2_000_000)
+    assert first.message == output_bounds.cut_line("AssertionError: " + "y" * 2_000_000)
     assert "characters; full text in p01-main.log]" in first.output_head
-    assert len(first.output_head) <= bounds.MAX_EXCERPT_CHARS + 100
+    assert len(first.output_head) <= output_bounds.MAX_EXCERPT_CHARS + 100
 
 
 @pytest.mark.parametrize(
@@ -150,24 +150,26 @@ def test_twenty_failures_with_2_mb_messages_make_a_small_history(suite: Path, ma
     ids=["fits", "cut", "cut-more"],
 )
 def test_a_cut_text_keeps_head_and_tail_and_says_what_went(text: str, limit: int, expected: str) -> None:
-    kept = bounds.BoundedText(limit, slack=0)
+    kept = output_bounds.BoundedText(limit, slack=0)
     for piece in (text[:3], text[3:5], text[5:]):
         kept.add(piece)
-    assert (bounds.cut_text(text, limit, slack=0), kept.text()) == (expected, expected)
+    assert (output_bounds.cut_text(text, limit, slack=0), kept.text()) == (expected, expected)
 
 
-@pytest.mark.parametrize("length", [1000, 1000 + bounds.NOTE_ROOM, 1001 + bounds.NOTE_ROOM, 5000], ids=str)
+@pytest.mark.parametrize(
+    "length", [1000, 1000 + output_bounds.NOTE_ROOM, 1001 + output_bounds.NOTE_ROOM, 5000], ids=str
+)
 def test_a_text_cut_once_is_never_cut_again(length: int) -> None:
     text = "".join(chr(ord("a") + n % 26) for n in range(length))
-    kept = bounds.BoundedText(1000)
+    kept = output_bounds.BoundedText(1000)
     kept.add(text)
-    once = bounds.cut_text(text, 1000)
-    assert (kept.text(), bounds.cut_text(once, 1000)) == (once, once)
-    assert len(once) <= 1000 + bounds.NOTE_ROOM
+    once = output_bounds.cut_text(text, 1000)
+    assert (kept.text(), output_bounds.cut_text(once, 1000)) == (once, once)
+    assert len(once) <= 1000 + output_bounds.NOTE_ROOM
 
 
 def test_a_cut_text_names_where_the_whole_text_is() -> None:
-    assert bounds.cut_text("0123456789", 4, full_text_in="p01-main.log", slack=0) == (
+    assert output_bounds.cut_text("0123456789", 4, full_text_in="p01-main.log", slack=0) == (
         "0\n… [cut 6 characters; full text in p01-main.log]\n789"
     )
 
@@ -176,7 +178,7 @@ def test_a_cut_text_names_where_the_whole_text_is() -> None:
     ("text", "expected"), [("abcd", "abcd"), ("abcdef", "abcd… [cut 2 characters]")], ids=["fits", "cut"]
 )
 def test_a_cut_line_keeps_its_head(text: str, expected: str) -> None:
-    assert bounds.cut_line(text, 4, slack=0) == expected
+    assert output_bounds.cut_line(text, 4, slack=0) == expected
 
 
 def test_the_tail_of_a_file_is_read_from_its_end(tmp_path: Path) -> None:
@@ -184,8 +186,8 @@ def test_the_tail_of_a_file_is_read_from_its_end(tmp_path: Path) -> None:
     with log.open("w") as handle:
         for number in range(100_000):
             handle.write(f"line {number}\n")
-    assert bounds.read_tail(log, 20) == "ne 99998\nline 99999\n"
-    assert bounds.read_tail(tmp_path / "missing.log") == ""
+    assert output_bounds.read_tail(log, 20) == "ne 99998\nline 99999\n"
+    assert output_bounds.read_tail(tmp_path / "missing.log") == ""
 
 
 def test_junit_with_huge_texts_reads_them_cut(tmp_path: Path) -> None:
@@ -195,14 +197,14 @@ def test_junit_with_huge_texts_reads_them_cut(tmp_path: Path) -> None:
     )  # fmt: skip
     junit.write_junit(tmp_path / "junit.xml", "S", [huge])
     [case] = junit.parse_junit(tmp_path / "junit.xml").cases
-    assert (case.text, case.stdout) == (bounds.cut_text(huge.text), bounds.cut_text(huge.stdout))
-    assert case.message == bounds.cut_line(huge.message)
-    assert case.properties == (("note", bounds.cut_line("p" * 10_000)),)
+    assert (case.text, case.stdout) == (output_bounds.cut_text(huge.text), output_bounds.cut_text(huge.stdout))
+    assert case.message == output_bounds.cut_line(huge.message)
+    assert case.properties == (("note", output_bounds.cut_line("p" * 10_000)),)
 
 
 def test_a_jobs_output_is_read_back_bounded_from_its_end() -> None:
     code = "import sys; sys.stdout.write('a' * 10_000_000 + 'the end'); sys.stderr.write('why'); sys.exit(3)"
     done = run_command([sys.executable, "-c", code], cwd=None)
-    cut = 10_000_007 - bounds.MAX_TEXT_CHARS
+    cut = 10_000_007 - output_bounds.MAX_TEXT_CHARS
     assert (done.returncode, done.stderr) == (3, "why")
-    assert done.stdout == f"… [cut {cut} bytes]\n" + "a" * (bounds.MAX_TEXT_CHARS - 7) + "the end"
+    assert done.stdout == f"… [cut {cut} bytes]\n" + "a" * (output_bounds.MAX_TEXT_CHARS - 7) + "the end"

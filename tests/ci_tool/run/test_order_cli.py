@@ -13,7 +13,7 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore, TestRecord
-from ci_tool.history.touches import record_touches, stamped
+from ci_tool.history.touch_table import record_touches, stamped
 from ci_tool.outcomes import TestOutcome
 from tests.ci_tool.history.planted import failed, record_run
 

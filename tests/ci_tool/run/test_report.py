@@ -12,8 +12,8 @@ from ci_tool.bot.reply import open_fence
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore, RunRecord, StageRecord, TestRecord
 from ci_tool.outcomes import RunState, StageState, TestOutcome
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import build_report, load_report, report_json
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, run_session
 from ci_tool.stages.names import parse_stage_name

@@ -15,8 +15,8 @@ import pytest
 from ci_tool.cli import main
 from ci_tool.history import queries
 from ci_tool.history.store import HistoryStore
-from ci_tool.report.markdown import render_markdown
 from ci_tool.report.model import load_report
+from ci_tool.report.report_markdown import render_markdown
 from ci_tool.run.progress import Progress
 from ci_tool.run.session import PlannedStage, run_session
 from tests.ci_tool.file_modes import ci_tool_where_modes_bind

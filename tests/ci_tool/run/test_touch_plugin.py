@@ -1,4 +1,4 @@
-"""The touch-recording pytest plugin (run/touches.py), in a real pytest process: which test ran which unit,
+"""The touch-recording pytest plugin (run/touch_recorder.py), in a real pytest process: which test ran which unit,
 the processes a test starts counted for it, and the record file a stage reads back."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ci_tool.errors import HistoryError
-from ci_tool.history.touches import read_touch_files
-from ci_tool.run.touches import OPTION, PLUGIN
+from ci_tool.history.touch_table import read_touch_files
+from ci_tool.run.touch_recorder import OPTION, PLUGIN
 
 pytest.importorskip("coverage")
 
@@ -121,6 +121,6 @@ def test_a_record_file_of_another_shape_is_a_located_error(tmp_path: Path) -> No
         read_touch_files([path])
     assert str(error.value) == (
         f'{path}: expected a JSON object {{"tests": [test id, ...], "files": {{file: {{unit: [test index, ...]}}}}}}, '
-        "found an object with keys ['a.py'] Hint: the touch-recording plugin (ci_tool.run.touches) writes it; "
+        "found an object with keys ['a.py'] Hint: the touch-recording plugin (ci_tool.run.touch_recorder) writes it; "
         "run the stage again"
     )

@@ -14,7 +14,7 @@ import pytest
 
 from ci_tool.cli import main
 from ci_tool.history.store import HistoryStore
-from ci_tool.history.touches import rows_of_files
+from ci_tool.history.touch_table import rows_of_files
 
 pytest.importorskip("coverage")  # the `test` extra installs it; touch recording needs it
 

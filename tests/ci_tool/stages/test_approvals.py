@@ -19,7 +19,7 @@ from ci_tool.stages.approvals import (
 )
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import open_catalog
-from ci_tool.stages.request import SelectionRequest
+from ci_tool.stages.selection_request import SelectionRequest
 
 CATALOGS = Path(__file__).parent / "catalogs"
 CATALOG: Catalog = open_catalog(CATALOGS / "select.yml", CATALOGS / "test-db").catalog

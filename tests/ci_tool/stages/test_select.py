@@ -16,8 +16,8 @@ from ci_tool.stages.approvals import FULL_PRE_MERGE_APPROVED, POST_MERGE_APPROVE
 from ci_tool.stages.catalog import Catalog
 from ci_tool.stages.catalog_load import open_catalog
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.request import RunMode, SelectionRequest, Step, request_from_json
 from ci_tool.stages.select import RULES, Selection, option_steps, rule_for, select_stages
+from ci_tool.stages.selection_request import RunMode, SelectionRequest, Step, request_from_json
 
 CATALOGS = Path(__file__).parent / "catalogs"
 CATALOG: Catalog = open_catalog(CATALOGS / "select.yml", CATALOGS / "test-db").catalog

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ci_tool.errors import CiToolError, PerfError, StageError, TestDbError, did_you_mean
 from ci_tool.perf.config import CASE_TEST, CONFIG_DIR, config_path, load_config, parse_case_id
+from ci_tool.stages.block_reach import family_query
 from ci_tool.stages.catalog import Catalog, Family
 from ci_tool.stages.modes import TestMode
-from ci_tool.stages.reach import family_query
 from ci_tool.testdb.check import covers
 from ci_tool.testdb.model import Block, Entry, TestDb
 from ci_tool.testdb.select import matches

@@ -9,7 +9,7 @@ import pytest
 
 from ci_tool.bot.grammar import parse_comment
 from ci_tool.errors import StageError
-from ci_tool.stages.request import OPTIONS, SelectionRequest, flag_name, option, request_from_json
+from ci_tool.stages.selection_request import OPTIONS, SelectionRequest, flag_name, option, request_from_json
 
 
 def test_every_option_is_a_request_field_and_every_field_an_option() -> None:

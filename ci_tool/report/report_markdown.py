@@ -16,9 +16,9 @@ from collections import defaultdict
 
 from ci_tool.errors import CiToolError
 from ci_tool.history import queries
-from ci_tool.history.reuse import reused_test_origin
+from ci_tool.history.reuse_sources import reused_test_origin
 from ci_tool.history.store import StageRecord
-from ci_tool.markdown import code, code_block, code_cell
+from ci_tool.markdown_safe import code, code_block, code_cell
 from ci_tool.outcomes import StageState, TestOutcome
 from ci_tool.perf.report_lines import perf_section
 from ci_tool.report.model import CiReport, FailedTest

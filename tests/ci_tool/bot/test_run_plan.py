@@ -11,8 +11,8 @@ import pytest
 
 from ci_tool.bot.authorize import parse_allowlist
 from ci_tool.bot.event import Action, decide, read_event
-from ci_tool.bot.plan import plan_run
 from ci_tool.bot.reply import render_reply
+from ci_tool.bot.run_plan import plan_run
 from ci_tool.cli import main
 from ci_tool.pr_bot.settle import settle
 from ci_tool.stages.catalog_load import open_catalog

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from ci_tool.change.value import ChangeSet
 from ci_tool.stages.catalog_load import LoadedCatalog
 from ci_tool.stages.engines import Engine
-from ci_tool.stages.plan import StagePlan
-from ci_tool.stages.request import SelectionRequest
 from ci_tool.stages.select import Selection, select_for_change
+from ci_tool.stages.selection_request import SelectionRequest
+from ci_tool.stages.stage_plan import StagePlan
 
 DISPATCH_ENGINE = Engine.JENKINS  # where the bot's runs go
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ci_tool.bot.flags import SubCommand
 from ci_tool.errors import BotError, ColumnError
-from ci_tool.stages.request import RequestSource, SelectionRequest
+from ci_tool.stages.selection_request import RequestSource, SelectionRequest
 
 FlagValue = bool | str | tuple[str, ...]
 NOT_A_COMMAND = "ignore"  # what `bot parse` prints for a comment that is not a /bot comment

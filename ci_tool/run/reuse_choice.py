@@ -1,4 +1,4 @@
-"""Which earlier run a local run reuses (history/reuse.py says what a source spares), and why, in one line:
+"""Which earlier run a local run reuses (history/reuse_sources.py says what a source spares), and why, in one line:
 
     --disable-reuse-test            nothing: every stage and test runs
     not a git checkout              nothing: the code a run tested cannot be told apart
@@ -9,7 +9,7 @@
 selection of a pipeline or of the bot's reply reuse over every run of this code instead (no scope: each
 stage of CI is a run of its own): a stage does not run when it passed in one, else the tests its newest run
 passed skip. A history that cannot be read spares nothing either: the run goes on and says why. All of them
-ask `plan_reuse`, which asks history/reuse.py's one lookup, `reuse_of`.
+ask `plan_reuse`, which asks history/reuse_sources.py's one lookup, `reuse_of`.
 
 `/bot reuse-pipeline` runs nothing (`check_revalidation`): it passes by reuse alone, when every stage a bare
 `/bot run` selects that this machine serves passed in the run it reuses.
@@ -25,7 +25,7 @@ from ci_tool.errors import HistoryError, RunError, Where
 from ci_tool.gitinfo import CodeVersion
 from ci_tool.history import queries
 from ci_tool.history.locator import History
-from ci_tool.history.reuse import InputsOf, ReusedTests, ReuseKey, ReuseSource, reuse_of, run_reuse, same_code
+from ci_tool.history.reuse_sources import InputsOf, ReusedTests, ReuseKey, ReuseSource, reuse_of, run_reuse, same_code
 from ci_tool.history.store import HistoryStore
 from ci_tool.run.pipeline import runner_mismatch
 from ci_tool.stages.query import QueryValue

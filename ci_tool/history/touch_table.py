@@ -245,7 +245,7 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
 
 
 def read_touch_files(paths: Iterable[Path]) -> dict[tuple[str, str], frozenset[str]]:
-    """The touch records the processes of a stage wrote (run/touches.py), merged: (file, unit) -> tests."""
+    """The touch records the processes of a stage wrote (run/touch_recorder.py), merged: (file, unit) -> tests."""
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
     for path in paths:
         data = parse_json(read_text(path, name="the touch record", error=HistoryError), file=str(path),
@@ -276,5 +276,5 @@ def _shape_error(path: Path, found: str) -> HistoryError:
         'expected a JSON object {"tests": [test id, ...], "files": {file: {unit: [test index, ...]}}}, '
         f"found {found}",
         where=Where(str(path)),
-        hint="the touch-recording plugin (ci_tool.run.touches) writes it; run the stage again",
+        hint="the touch-recording plugin (ci_tool.run.touch_recorder) writes it; run the stage again",
     )

@@ -45,7 +45,7 @@ from ci_tool.change.python_tree import Unreadable
 from ci_tool.change.touch_records import OUTSIDE_TESTS, UNMEASURED
 from ci_tool.change.units import MODULE_UNIT, SourceUnits, source_units
 
-PLUGIN = "ci_tool.run.touches"
+PLUGIN = "ci_tool.run.touch_recorder"
 OPTION = "--touch-record"
 TEST_VARIABLE = "TOUCH_RECORD_TEST"  # not CI_TOOL_*: test suites (ours) keep those from their tests
 FIXTURE_CONTEXT = "<fixture> "  # + a fixture's name: what its set-up ran (no node id starts with "<")
