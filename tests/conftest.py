@@ -17,12 +17,12 @@ def _keep_bytecode() -> None:
 
     With PYTHONDONTWRITEBYTECODE set (as on this project's CI hosts), every Python process compiles each
     module it imports again, and pytest rewrites again every module of each plugin's distribution (all of
-    hypothesis's among them). The suite starts several thousand Python processes (stages, CLI runs, pytest
-    children), so that was most of their CPU time: one `ci-tool run` test took 12.4 s of CPU with the variable,
-    5.3 s without (docs/PERF.md). The compiled files go into a folder of this session's, removed as it ends, not
-    into `__pycache__` folders of the checkout, which the variable was most likely set to keep clean (and the
-    tests' own temporary checkouts would leave files of paths that are gone). Runs at import, before xdist's
-    workers start: they and every process below inherit the environment."""
+    hypothesis's among them). The suite starts thousands of Python processes (stages, CLI runs, pytest
+    children): one `ci-tool run` test took 13.0 s of CPU with the variable and 8.6 s without (docs/PERF.md).
+    The compiled files go into a folder of this session's, removed as it ends, not into `__pycache__` folders
+    of the checkout, which the variable was most likely set to keep clean (and the tests' own temporary
+    checkouts would leave files of paths that are gone). Runs at import, before xdist's workers start: they
+    and every process below inherit the environment."""
     if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
         return
     prefix = os.environ.get("PYTHONPYCACHEPREFIX")
