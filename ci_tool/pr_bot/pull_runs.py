@@ -7,6 +7,10 @@ GitHub Actions runs is the engine's PullRuns:
     /bot reuse-pipeline  stop them too; the newest passing run's statuses carried to the head when the
                          selection it archived is the one its request selects now, and its commit holds the
                          head's code (the same git tree) unless the commenter may `/bot skip`
+
+What the request selects now is planned at the head by the planner the bot's reply uses (`plan_at_head`), and
+the passing run's archived record is compared with that. There is no second archive to compare with: the head
+has not run, and whether its catalog, test-db or labels still select the same stages is what is asked.
 """
 
 from __future__ import annotations
