@@ -149,6 +149,12 @@ def uv_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheel
 
 
+def stage_install(stage: Path, spec: BuildSpec, environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The stages' install command for `spec`, run in `stage` (which holds the build in ci-build/)."""
+    return subprocess.run(["bash", "-e", "-c", pip_install_command(spec)], cwd=stage, env=environment,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
 @pytest.mark.parametrize("spec", [TINY, TINY_BY_UV], ids=["pip", "uv"])
 def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(
     spec: BuildSpec, project: Path, tmp_path: Path, request: pytest.FixtureRequest
@@ -164,8 +170,7 @@ def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(
                    "PIP_CONFIG_FILE": "", "UV_INDEX_URL": broken, "UV_DEFAULT_INDEX": broken,
                    "UV_EXTRA_INDEX_URL": broken, "UV_FIND_LINKS": decoys}  # fmt: skip
     environment.pop("PIP_NO_INDEX")  # the command itself must refuse the index, and ignore the wheel folders
-    done = subprocess.run(["bash", "-e", "-c", pip_install_command(spec)], cwd=stage, env=environment,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = stage_install(stage, spec, environment)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = subprocess.run([str(stage / ".venv/bin/python"), "-m", "pip", "list", "--format", "json"],
                             capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
@@ -175,8 +180,7 @@ def test_a_stage_installs_from_the_build_alone_with_every_index_unreachable(
     # the wheel folders the variables name were not used: with the build's tinydep gone (its installer kept),
     # the same command finds none
     (stage / "ci-build" / "tinydep-1.0-py3-none-any.whl").unlink()
-    again = subprocess.run(["bash", "-e", "-c", pip_install_command(spec)], cwd=stage, env=environment,
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    again = stage_install(stage, spec, environment)
     assert again.returncode != 0 and "tinydep" in again.stderr, again.stderr
 
 
@@ -197,8 +201,7 @@ def test_a_runner_that_keeps_uvs_cache_installs_each_commits_own_build(
         build(project, project / "ci-build", TINY_BY_UV)
         shutil.rmtree(stage / "ci-build", ignore_errors=True)  # the runner's fresh download of the build
         shutil.copytree(project / "ci-build", stage / "ci-build")
-        installed = subprocess.run(["bash", "-e", "-c", pip_install_command(TINY_BY_UV)], cwd=stage,
-                                   env=environment, capture_output=True, text=True, timeout=300)  # fmt: skip
+        installed = stage_install(stage, TINY_BY_UV, environment)
         shown = subprocess.run([str(stage / ".venv/bin/python"), "-c", "import ci_tool; print(ci_tool.VERSION)"],
                                cwd=tmp_path, capture_output=True, text=True, check=False)  # fmt: skip
         seen.append((installed.returncode, shown.stdout.strip() or installed.stderr + shown.stderr))
