@@ -99,15 +99,17 @@ class ActBackend:
         process = self.processes.get(run.id)
         if run.status == "completed" or process is None or process.poll() is None:
             return
-        run.status, run.conclusion = "completed", "success" if process.returncode == 0 else "failure"
-        drop_job_workspaces(self.folders[run.id])
-        run.artifacts = self.uploaded(run)
+        self.ended(run, "success" if process.returncode == 0 else "failure")
 
     def cancelled(self, run: FakeRun) -> None:
         process = self.processes[run.id]
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=120)
-        run.status, run.conclusion = "completed", "cancelled"
+        self.ended(run, "cancelled")
+
+    def ended(self, run: FakeRun, conclusion: str) -> None:
+        """The run completed with `conclusion`: its job workspaces go, the artifacts its jobs uploaded stay."""
+        run.status, run.conclusion = "completed", conclusion
         drop_job_workspaces(self.folders[run.id])
         run.artifacts = self.uploaded(run)
 
