@@ -105,7 +105,8 @@ def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs
     assert make["run"] == build_command("ci-build")
     assert (keep["uses"], keep["with"]) == (
         UPLOAD_ARTIFACT_ACTION.split(" #")[0],
-        {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error"},
+        {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error",
+         "compression-level": 0},
     )
     stage_jobs = {job_id: job for job_id, job in workflow["jobs"].items()
                   if job_id not in ("plan", "blocked", "build") and "_lost_" not in job_id}  # fmt: skip
