@@ -7,9 +7,10 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
     grid (batch row, KV head, split): the row's query heads of that KV head (a GQA group, padded to 16 for
     tl.dot) against its tiles [split * per_split, (split + 1) * per_split), online softmax in float32.
     A tile is BLOCK_T tokens of one block: tile i is column i // tiles_per_block of the table. One split
-    writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc) that one
-    small combine kernel merges. Masks are the torch path's: position < seq_len, and for a window
-    position >= seq_len - W or < sink_tokens.
+    writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc), and the
+    split that arrives last (an atomic counter per row and KV head) merges them: no second kernel (a
+    separate combine kernel stays for PagedLaunch.last_split_merges=False). Masks are the torch path's:
+    position < seq_len, and for a window position >= seq_len - W or < sink_tokens.
 
 The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
 column): the one program whose tiles hold position seq_len - 1 stores it there before its loop, behind a CTA
@@ -43,16 +44,39 @@ def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-
 
 
 @triton.jit
+def _merge_splits(  # type: ignore[no-untyped-def]
+    PARTIAL, M, L, MERGED, ARRIVED_AT, at, g_ok, d, out_mask, stride_s, n_splits, merged_at, HEAD_DIM: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
+):  # fmt: skip
+    """The combine kernel's math for one (row, KV head)'s query heads, run by the split that arrived last: its
+    acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before."""
+    top = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
+    for s in range(0, n_splits):
+        top = tl.maximum(top, tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg"))
+    total = tl.zeros([BLOCK_G], dtype=tl.float32)
+    out = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
+    for s in range(0, n_splits):
+        weight = tl.exp(tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg") - top)
+        total += weight * tl.load(L + s * stride_s + at, mask=g_ok, other=0.0, cache_modifier=".cg")
+        acc = tl.load(PARTIAL + (s * stride_s + at)[:, None] * HEAD_DIM + d[None, :], mask=out_mask, other=0.0,
+                      cache_modifier=".cg")  # fmt: skip
+        out += acc * weight[:, None]
+    out = out / tl.maximum(total, 1.0e-30)[:, None]
+    tl.store(merged_at, out.to(MERGED.dtype.element_ty), mask=out_mask)
+    tl.atomic_xchg(ARRIVED_AT, 0)  # zero again for the next call (a graph replays the same counters)
+
+
+@triton.jit
 def _paged_decode_kernel(
-    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, NEW_COLUMNS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT,
+    Q, K, V, K_NEW, V_NEW, NEW_SLOTS, NEW_COLUMNS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT, MERGED, ARRIVED,
     stride_qb, stride_qh, stride_nb, stride_nh, stride_vnb, stride_vnh,
     stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
-    stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb,
-    window, sink_tokens, scale, n_tiles,
+    stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb, stride_fb, stride_fh,
+    window, sink_tokens, scale, n_tiles, n_splits,
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
-    V_WITH_K: tl.constexpr,
+    V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -116,6 +140,14 @@ def _paged_decode_kernel(
         tl.store(M_OUT + base, m, mask=g_ok)
         tl.store(L_OUT + base, l_sum, mask=g_ok)
         tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc, mask=out_mask)
+        if LAST_MERGES:  # the split that arrives last merges them all: no combine kernel after this one
+            tl.debug_barrier()  # every thread's partial stored before the release below
+            arrived = tl.atomic_add(ARRIVED + row * tl.num_programs(1) + kv_head, 1, sem="acq_rel", scope="gpu")
+            if arrived == n_splits - 1:
+                _merge_splits(OUT, M_OUT, L_OUT, MERGED, ARRIVED + row * tl.num_programs(1) + kv_head,
+                              row * stride_mb + heads, g_ok, d, out_mask, stride_ms, n_splits,
+                              MERGED + row * stride_fb + heads[:, None] * stride_fh + d[None, :], HEAD_DIM, BLOCK_G,
+                              BLOCK_D)  # fmt: skip
     else:
         out = acc / tl.maximum(l_sum, 1.0e-30)[:, None]
         tl.store(OUT + row * stride_ob + heads[:, None] * stride_oh + d[None, :], out.to(OUT.dtype.element_ty),
@@ -164,6 +196,9 @@ class PagedLaunch:
     programs_per_sm: int  # split a row's tiles until rows x KV heads x splits reach this many per SM (0: never)
     v_with_k: bool = False  # load a tile's V beside its K (more bytes in flight, more registers: fewer programs)
     max_registers: int | None = None  # cap registers a thread (more programs an SM, or spills)
+    # split rows: the split that finishes last merges the partials (a counter per row and KV head), instead of
+    # a combine kernel after the paged one: one kernel less a layer, where a step is bound by kernel count
+    last_split_merges: bool = True
 
 
 @functools.cache
@@ -251,23 +286,26 @@ def triton_paged_decode(
         target, stride_ms, stride_mb = partial, batch * q_heads, q_heads
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
+    last_merges = splits > 1 and launch.last_split_merges and not torch_combine
+    arrived = _arrival_counters(q.device, batch * kv_heads) if last_merges else seq_lens  # unread unless merging
     new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
+        out, arrived,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
-        window_tokens or 0, sink_tokens, head_dim**-0.5, n_tiles,
+        out.stride(0), out.stride(1), window_tokens or 0, sink_tokens, head_dim**-0.5, n_tiles, splits,
         GROUP=q_heads // kv_heads, BLOCK_G=_next_power_of_two(q_heads // kv_heads, at_least=16), HEAD_DIM=head_dim,
         BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
-        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        LAST_MERGES=last_merges, num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
-    if splits == 1:
+    if splits == 1 or last_merges:
         return out
     if torch_combine:
         return _combine(partial, m_out, l_out).to(q.dtype)
@@ -276,6 +314,23 @@ def triton_paged_decode(
         SPLITS=splits, BLOCK_S=_next_power_of_two(splits, at_least=2), HEAD_DIM=head_dim, BLOCK_D=block_d,
     )  # fmt: skip
     return out
+
+
+_COUNTERS: dict[torch.device, torch.Tensor] = {}
+
+
+def _arrival_counters(device: torch.device, count: int) -> torch.Tensor:
+    """`count` int32 counters at zero, for the splits of each row and KV head to count their arrival. The last
+    split of each zeroes its counter again, so one buffer a device serves every call after it, on one stream
+    and in graph replays alike. Grown outside a graph capture: one made during a capture would live in the
+    graph's memory pool."""
+    counters = _COUNTERS.get(device)
+    if counters is None or counters.numel() < count:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"the paged kernel's {count} split counters were not allocated before the capture")
+        counters = torch.zeros(max(count, 4096), dtype=torch.int32, device=device)
+        _COUNTERS[device] = counters
+    return counters
 
 
 def _combine(partial: torch.Tensor, m: torch.Tensor, l_sum: torch.Tensor) -> torch.Tensor:

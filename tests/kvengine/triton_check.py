@@ -45,6 +45,7 @@ LENGTHS = {4: [1, 3, 4, 5, 9, 17, 23], 32: [1, 17, 32, 33, 50, 70], 128: [1, 100
 TOLERANCE = {"float32": 1e-5, "float16": 2e-3}
 TILES_OF_16 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2)  # 2 tiles a 32-token block
 V_WITH_K = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, v_with_k=True)
+COMBINE_KERNEL = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, last_split_merges=False)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -166,6 +167,17 @@ def fused_store_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Chec
     return run
 
 
+def merged_twice_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Check:
+    """Two calls in a row merge right: the last split of each row zeroed its arrival counter for the next."""
+
+    def run() -> tuple[str, bool]:
+        f = filled(layer, tpb)
+        first, second = attend(f, layer, **options), attend(f, layer, **options)
+        return within(max(worst_against_dense(f, layer, got) for got in (first, second)), TOLERANCE[layer.dtype])
+
+    return run
+
+
 def norm_check(dtype: torch.dtype, hidden: int, tolerance: float) -> Check:
     def run() -> tuple[str, bool]:
         x = (torch.randn(5, hidden, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
@@ -251,6 +263,8 @@ CHECKS: dict[str, Check] = {
     **{f"kernel-{name}-splits-{splits}": kernel_check(layer, splits=splits)
        for name, layer in LAYERS.items() for splits in (1, 3)},
     "kernel-full-gqa-torch-merge": kernel_check(LAYERS["full-gqa"], splits=3, torch_combine=True),
+    "kernel-full-gqa-combine-kernel-splits-3": kernel_check(LAYERS["full-gqa"], splits=3, launch=COMBINE_KERNEL),
+    "kernel-full-gqa-last-split-merges-twice": merged_twice_check(LAYERS["full-gqa"], splits=3),
     "kernel-window-6-v-with-k-splits-3": kernel_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
     "fused-attend-window-6-v-with-k-splits-3": fused_attend_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
     "kernel-full-tiles-of-16-splits-3": kernel_check(LAYERS["full-gqa"], 32, splits=3, launch=TILES_OF_16),
