@@ -6,11 +6,15 @@ the cache, not the language. `repeated_layers` run a second time each step, thei
 written: the planted extra cost of $KVENGINE_EXTRA_STEP_COST (kvengine.step_cost).
 
 Two steps compute that (kvengine.attention names the paths). The per-op step is torch ops around the
-attention, about 25 kernels a layer. The fused step (Triton on a GPU) is five a layer, because a decode step
+attention, about 25 kernels a layer. The fused step (Triton on a GPU) is three a layer, because a decode step
 of 60 layers at 64 rows is bound by kernel count more than bytes:
 
-    RMS norm kernel -> one QKV GEMM (the weights concatenated at load) -> paged kernel (stores the new K/V)
-    -> combine kernel (split rows only) -> output GEMM accumulated into the residual in place (addmm_)
+    one QKV GEMM of the raw rows (the weights concatenated at load) -> paged kernel (applies the rows' RMS
+    norm factor, stores the new K/V; where rows split, the last split merges) -> output GEMM accumulated
+    into the residual in place (addmm_)
+
+The norm needs no kernel of its own: it scales each row by one factor s, so norm(x) @ W = s * (x @ W), and
+the paged kernel, which reads q and the new K/V of a row anyway, computes s from the row and applies it.
 """
 
 from __future__ import annotations
@@ -133,15 +137,15 @@ class TinyDecoder:
         blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
         new_blocks: list[tuple[torch.Tensor, torch.Tensor]],
     ) -> torch.Tensor:
-        """The fused step's: norm kernel, one QKV GEMM, the paged kernel storing the new K/V (unless not
-        `write_kv`: the pool holds them already); blocks' slots already masked. The views into the QKV output
-        are passed as they are."""
+        """The fused step's: one QKV GEMM of the raw rows, the paged kernel applying their RMS norm's factor
+        and storing the new K/V (unless not `write_kv`: the pool holds them already); blocks' slots already
+        masked. The views into the QKV output are passed as they are."""
         from kvengine.triton_attention import NewToken, triton_paged_decode  # imported only where Triton runs
 
         layer, w = self.layers[layer_id], self.weights[layer_id]
         lc_id = self.layout.placements[layer_id].life_cycle_id
         k_pool, v_pool = pools.layer_kv(layer_id)
-        qkv = self.norm(x) @ w.wqkv
+        qkv = x @ w.wqkv  # the norm's per-row factor is the paged kernel's to apply (normed_rows)
         heads = (-1, layer.num_kv_heads, layer.head_dim)
         q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)
         k = qkv[:, w.q_width : w.q_width + w.kv_width].view(heads)
@@ -150,6 +154,7 @@ class TinyDecoder:
         attn = triton_paged_decode(
             q, k_pool, v_pool, slots, logical, seq_lens, window_tokens=self.layout.life_cycles[lc_id].window_tokens,
             sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, *new_blocks[lc_id]) if write_kv else None,
+            normed_rows=x,
         )  # fmt: skip
         return attn.view(x.shape[0], -1)
 
@@ -161,8 +166,11 @@ def _layer_weights(layer: LayerSpec, hidden_size: int, weight: Callable[[int, in
     return LayerWeights(torch.cat(parts, dim=1), weight(q_width, hidden_size), q_width, kv_width, layer.key_only)
 
 
+RMS_NORM_EPS = 1e-6
+
+
 def rms_norm(x: torch.Tensor) -> torch.Tensor:
-    return x * torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + 1e-6).to(x.dtype)
+    return x * torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + RMS_NORM_EPS).to(x.dtype)
 
 
 def _norm_for(fused: bool):  # type: ignore[no-untyped-def]

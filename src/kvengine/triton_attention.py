@@ -31,6 +31,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kvengine.model import RMS_NORM_EPS
+
 
 @triton.jit
 def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -41,6 +43,16 @@ def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-
     m_new = tl.maximum(m, tl.max(scores, 1))
     p = tl.where(valid[None, :], tl.exp(scores - m_new[:, None]), 0.0)
     return m_new, p, tl.exp(m - m_new)
+
+
+@triton.jit
+def _rms_scale(ROW, hidden, eps, BLOCK_H: tl.constexpr):  # type: ignore[no-untyped-def]
+    """kvengine.model.rms_norm's factor for one row: 1 / sqrt(mean of squares + eps) in float32, rounded to the
+    row's dtype as the torch expression rounds it."""
+    cols = tl.arange(0, BLOCK_H)
+    x = tl.load(ROW + cols, mask=cols < hidden, other=0.0)
+    wide = x.to(tl.float32)
+    return (1.0 / tl.sqrt(tl.sum(wide * wide, 0) / hidden + eps)).to(x.dtype).to(tl.float32)
 
 
 @triton.jit
@@ -69,6 +81,7 @@ def _merge_splits(  # type: ignore[no-untyped-def]
 @triton.jit
 def _paged_decode_kernel(
     Q, K, V, K_NEW, V_NEW, NEW_SLOTS, NEW_COLUMNS, SLOTS, LOGICAL, SEQ_LENS, OUT, M_OUT, L_OUT, MERGED, ARRIVED,
+    NORMED, stride_xb, hidden, eps,
     stride_qb, stride_qh, stride_nb, stride_nh, stride_vnb, stride_vnh,
     stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
     stride_tb, stride_lb, stride_ob, stride_oh, stride_ms, stride_mb, stride_fb, stride_fh,
@@ -76,7 +89,7 @@ def _paged_decode_kernel(
     GROUP: tl.constexpr, BLOCK_G: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
-    V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr,
+    V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -89,6 +102,9 @@ def _paged_decode_kernel(
     d_ok = d < HEAD_DIM
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
+    if NORM_ROWS:  # q, k, v are projections of the raw row: its RMS norm's scale, applied here (module docstring)
+        norm = _rms_scale(NORMED + row * stride_xb, hidden, eps, BLOCK_H)
+        q = (q.to(tl.float32) * norm).to(q.dtype)
     seq_len = tl.load(SEQ_LENS + row)
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
     if STORE_NEW:  # the program whose tiles hold position seq_len - 1 stores the new token there first
@@ -97,10 +113,14 @@ def _paged_decode_kernel(
         if new_tile // PER_SPLIT == split:
             at = tl.load(NEW_SLOTS + row).to(tl.int64)
             k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
+            if NORM_ROWS:
+                k_new = k_new.to(tl.float32) * norm
             tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d,
                      k_new.to(K.dtype.element_ty), mask=d_ok)  # fmt: skip
             if not KEY_ONLY:
                 v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
+                if NORM_ROWS:
+                    v_new = v_new.to(tl.float32) * norm
                 tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d,
                          v_new.to(V.dtype.element_ty), mask=d_ok)  # fmt: skip
         tl.debug_barrier()  # a CTA barrier: this program's loads below see its stores
@@ -259,14 +279,17 @@ def triton_paged_decode(
     window_tokens: int | None,
     sink_tokens: int,
     new_token: NewToken | None = None,
+    normed_rows: torch.Tensor | None = None,
     splits: int | None = None,
     launch: PagedLaunch | None = None,
     torch_combine: bool = False,
 ) -> torch.Tensor:
     """Attention of q [B, q_heads, d] over the pool blocks `slots` [B, n] (-1: skip), `logical` their logical
     block ids; the torch path's semantics (see kvengine.attention). `new_token`: stored at position
-    seq_len - 1 first (None: the pool holds it already). `splits` forces a split count; `torch_combine`
-    merges splits with torch ops (as the step before the fused one did)."""
+    seq_len - 1 first (None: the pool holds it already). `normed_rows` [B, hidden]: q and the new token are
+    projections of these rows before their RMS norm, whose per-row factor the kernel applies (norm(x) @ W is
+    x @ W times the factor). `splits` forces a split count; `torch_combine` merges splits with torch ops (as
+    the step before the fused one did)."""
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
     q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
@@ -288,13 +311,14 @@ def triton_paged_decode(
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
     last_merges = splits > 1 and launch.last_split_merges and not torch_combine
     arrived = _arrival_counters(q.device, batch * kv_heads) if last_merges else seq_lens  # unread unless merging
+    normed = q if normed_rows is None else _unit_step(normed_rows)  # unread unless passed
     new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
     _paged_decode_kernel[(batch, kv_heads, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
-        out, arrived,
+        out, arrived, normed, normed.stride(0), normed.shape[-1], RMS_NORM_EPS,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
@@ -303,7 +327,8 @@ def triton_paged_decode(
         BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
-        LAST_MERGES=last_merges, num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
+        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1 or last_merges:
         return out

@@ -10,7 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
-EPS = 1e-6  # kvengine.model.rms_norm's
+from kvengine.model import RMS_NORM_EPS
+
 
 
 @triton.jit
@@ -29,6 +30,6 @@ def triton_rms_norm(x: torch.Tensor) -> torch.Tensor:
     rows, hidden = x.shape
     out = torch.empty((rows, hidden), dtype=x.dtype, device=x.device)
     block = triton.next_power_of_2(hidden)
-    _rms_norm_kernel[(rows,)](x, out, x.stride(0), out.stride(0), hidden, EPS, BLOCK=block,
+    _rms_norm_kernel[(rows,)](x, out, x.stride(0), out.stride(0), hidden, RMS_NORM_EPS, BLOCK=block,
                               num_warps=4 if block <= 2048 else 8)  # fmt: skip
     return out
