@@ -328,7 +328,8 @@ def triton_paged_decode(
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
-        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16),
+        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1 or last_merges:
         return out

@@ -13,7 +13,6 @@ import triton.language as tl
 from kvengine.model import RMS_NORM_EPS
 
 
-
 @triton.jit
 def _rms_norm_kernel(X, OUT, stride_x, stride_o, n_cols, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
