@@ -43,7 +43,8 @@ def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[
         "BLOCK_D": _next_power_of_two(layer.head_dim, at_least=16), "TPB": tpb, "BLOCK_T": launch.block_t,
         "HAS_WINDOW": layer.window_tokens is not None, "SPLIT": splits > 1, "PRECISION": "tf32",
         "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": fused,
-        "V_WITH_K": launch.v_with_k,
+        "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
+        "NORM_ROWS": fused, "BLOCK_H": 2048,  # the bandwidth cases' hidden size
     }  # fmt: skip
     types = {}
     for name in _paged_decode_kernel.arg_names:
@@ -53,8 +54,10 @@ def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[
             types[name] = "*i64"
         elif name in ("OUT", "M_OUT", "L_OUT"):
             types[name] = "*fp32" if splits > 1 else "*bf16"
+        elif name == "ARRIVED":
+            types[name] = "*i32"
         else:
-            types[name] = "*bf16" if name.isupper() else "fp32" if name == "scale" else "i32"
+            types[name] = "*bf16" if name.isupper() else "fp32" if name in ("scale", "eps") else "i32"
     options = {"num_warps": launch.num_warps, "num_stages": launch.num_stages}
     if launch.max_registers is not None:
         options["maxnreg"] = launch.max_registers

@@ -57,24 +57,31 @@ def _rms_scale(ROW, hidden, eps, BLOCK_H: tl.constexpr):  # type: ignore[no-unty
 
 @triton.jit
 def _merge_splits(  # type: ignore[no-untyped-def]
-    PARTIAL, M, L, MERGED, ARRIVED_AT, at, g_ok, d, out_mask, stride_s, n_splits, merged_at, HEAD_DIM: tl.constexpr,
+    PARTIAL, M, L, MERGED, ARRIVED_AT, at, g_ok, stride_s, n_splits, merged_at, HEAD_DIM: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     """The combine kernel's math for one (row, KV head)'s query heads, run by the split that arrived last: its
-    acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before."""
+    acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before. Up to
+    128 columns at a time: a [16, 512] accumulator would cost the whole kernel registers (fewer programs)."""
     top = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     for s in range(0, n_splits):
         top = tl.maximum(top, tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg"))
     total = tl.zeros([BLOCK_G], dtype=tl.float32)
-    out = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
     for s in range(0, n_splits):
         weight = tl.exp(tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg") - top)
         total += weight * tl.load(L + s * stride_s + at, mask=g_ok, other=0.0, cache_modifier=".cg")
-        acc = tl.load(PARTIAL + (s * stride_s + at)[:, None] * HEAD_DIM + d[None, :], mask=out_mask, other=0.0,
-                      cache_modifier=".cg")  # fmt: skip
-        out += acc * weight[:, None]
-    out = out / tl.maximum(total, 1.0e-30)[:, None]
-    tl.store(merged_at, out.to(MERGED.dtype.element_ty), mask=out_mask)
+    CHUNK: tl.constexpr = BLOCK_D if BLOCK_D < 128 else 128
+    for first in tl.static_range(0, BLOCK_D, CHUNK):
+        d = first + tl.arange(0, CHUNK)
+        mask = g_ok[:, None] & (d < HEAD_DIM)[None, :]
+        out = tl.zeros([BLOCK_G, CHUNK], dtype=tl.float32)
+        for s in range(0, n_splits):
+            weight = tl.exp(tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg") - top)
+            acc = tl.load(PARTIAL + (s * stride_s + at)[:, None] * HEAD_DIM + d[None, :], mask=mask, other=0.0,
+                          cache_modifier=".cg")  # fmt: skip
+            out += acc * weight[:, None]
+        out = out / tl.maximum(total, 1.0e-30)[:, None]
+        tl.store(merged_at + d[None, :], out.to(MERGED.dtype.element_ty), mask=mask)
     tl.atomic_xchg(ARRIVED_AT, 0)  # zero again for the next call (a graph replays the same counters)
 
 
@@ -165,8 +172,8 @@ def _paged_decode_kernel(
             arrived = tl.atomic_add(ARRIVED + row * tl.num_programs(1) + kv_head, 1, sem="acq_rel", scope="gpu")
             if arrived == n_splits - 1:
                 _merge_splits(OUT, M_OUT, L_OUT, MERGED, ARRIVED + row * tl.num_programs(1) + kv_head,
-                              row * stride_mb + heads, g_ok, d, out_mask, stride_ms, n_splits,
-                              MERGED + row * stride_fb + heads[:, None] * stride_fh + d[None, :], HEAD_DIM, BLOCK_G,
+                              row * stride_mb + heads, g_ok, stride_ms, n_splits,
+                              MERGED + row * stride_fb + heads[:, None] * stride_fh, HEAD_DIM, BLOCK_G,
                               BLOCK_D)  # fmt: skip
     else:
         out = acc / tl.maximum(l_sum, 1.0e-30)[:, None]
