@@ -38,6 +38,8 @@ PACKAGE_SOURCES = ("pyproject.toml", "README.md", "ci_tool", "src")
 # and manifest.json (the commit, the inputs' digest). The generated pipelines build it once and every test
 # stage installs from it (ci_tool/build).
 BUILD_DIR = "ci-build"
+# A runner's folder of its last builds by inputs' digest (ci_tool/build/kept.py), set in its environment.
+KEPT_BUILDS_ENV = "CI_TOOL_KEPT_BUILDS"
 
 TEST_TIMEOUT_SECONDS = 3600  # a test's limit unless its list line or marker says otherwise (TensorRT-LLM's)
 PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)

@@ -2,8 +2,9 @@
 
 build(root, folder, spec)   folder holds the build of root's inputs afterwards: reused when its
                             manifest names the same inputs' digest and every wheel is there, whole
-                            (an earlier build of this commit, copied in by the pipeline); otherwise
-                            built afresh beside it and moved into place
+                            (an earlier build of this commit, copied in by the pipeline); else restored
+                            from the runner's kept builds when one of the digest serves (build/kept.py);
+                            otherwise built afresh beside it and moved into place, and kept
 check(root, folder, spec)   the manifest, when the folder is the build of root's inputs; a BuildError
                             naming both digests when it is not
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tool import gitinfo
+from ci_tool.build import kept as kept_builds
 from ci_tool.build.inputs import inputs_digest, python_tag, source_files
 from ci_tool.build.manifest import BuildManifest, manifest_path, read_manifest, write_manifest
 from ci_tool.build.spec import BuildSpec
@@ -33,15 +35,26 @@ class BuildOutcome:
     manifest: BuildManifest
     reused: bool
     why_built: str  # why an earlier build did not serve ("" when reused)
+    restored_from: Path | None = None  # the kept builds' folder it was copied from (reused too)
 
 
-def build(root: Path, folder: Path, spec: BuildSpec, *, python: str = sys.executable) -> BuildOutcome:
+def build(
+    root: Path, folder: Path, spec: BuildSpec, *, python: str = sys.executable, kept: Path | None = None
+) -> BuildOutcome:
+    """`kept`: the runner's kept builds (None: none are kept)."""
     digest = inputs_digest(root, spec)
     why_built = _why_not_reusable(folder, digest)
     if not why_built:
+        if kept is not None and not (kept / digest).is_dir():
+            kept_builds.keep(kept, folder, digest)
         return BuildOutcome(read_manifest(folder), reused=True, why_built="")
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    if kept is not None and kept_builds.restore(kept, digest, partial):
+        if not _why_not_reusable(partial, digest):
+            _move_into_place(partial, folder)
+            return BuildOutcome(read_manifest(folder), reused=True, why_built="", restored_from=kept)
+        shutil.rmtree(partial)  # a damaged kept build: made again below, and kept in its place
     partial.mkdir(parents=True)
     wheel = _project_wheel(root, partial, python)
     # The project as its wheel file, with the extras: never a same-named project of the index.
@@ -50,9 +63,15 @@ def build(root: Path, folder: Path, spec: BuildSpec, *, python: str = sys.execut
     commit = gitinfo.commit_of(root)
     manifest = BuildManifest(commit, digest, python_tag(), spec.requirements, wheel.name, _wheel_digests(partial))
     write_manifest(partial, manifest)
+    _move_into_place(partial, folder)
+    if kept is not None:
+        kept_builds.keep(kept, folder, digest)
+    return BuildOutcome(manifest, reused=False, why_built=why_built)
+
+
+def _move_into_place(partial: Path, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
-    return BuildOutcome(manifest, reused=False, why_built=why_built)
 
 
 def check(root: Path, folder: Path, spec: BuildSpec) -> BuildManifest:

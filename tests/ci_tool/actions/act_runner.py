@@ -12,8 +12,10 @@ workflows pin them; act copies the repository's working tree (its .gitignore app
 actions/checkout. Everything act writes (workspaces, artifacts, HOME) goes under `scratch`; its artifact
 server listens on 127.0.0.1 at a free port of its own, so runs in parallel sessions do not meet. The
 download caches (pip's and uv's) and pip's configuration stay the caller's, so each job's install is as fast as a
-developer's (and compiles no bytecode up front). The jobs see only a short list of the caller's
-variables: never pytest's, ci-tool's or a history's that the test itself was given.
+developer's (and compiles no bytecode up front). Like a self-hosted runner whose owner set
+$CI_TOOL_KEPT_BUILDS, the runner keeps its builds (under `scratch`, unless `kept_builds` names a folder): a run
+of inputs built before copies that build. The jobs see only a short list of the caller's variables: never
+pytest's, ci-tool's or a history's that the test itself was given.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from ci_tool.layout import KEPT_BUILDS_ENV
 
 ACTIONS_ENV = "CI_TOOL_SHARED_ACTIONS"
 ROOT = Path(__file__).resolve().parents[3]
@@ -155,6 +159,8 @@ class ActRunner:
     actions: Path = SHARED_ACTIONS
     labels: Sequence[str] = ("ubuntu-latest", "self-hosted")  # matrix `runs_on` labels mapped to this host
     environment: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    # Where this runner keeps its builds between runs, as an owner sets $CI_TOOL_KEPT_BUILDS (None: scratch's)
+    kept_builds: Path | None = None
 
     def job_environment(self, home: Path) -> dict[str, str]:
         """The variables act and its jobs see: a scratch HOME, the caller's pip and uv caches, pip's settings."""
@@ -180,6 +186,9 @@ class ActRunner:
         # came out corrupt now and then on a loaded box ("invalid code lengths set" in every stage's download).
         # One block at a time keeps their order. GitHub's own store assembles blocks by their ids.
         env["ACTIONS_ARTIFACT_UPLOAD_CONCURRENCY"] = "1"
+        # A self-hosted runner that keeps its builds: a run of inputs built before (the same working tree in
+        # every scenario of a session) copies the build instead of making it again (ci_tool/build/kept.py).
+        env[KEPT_BUILDS_ENV] = str(self.kept_builds or self.scratch / "kept-builds")
         env["HOME"] = str(home)
         env["ACT_DISABLE_VERSION_CHECK"] = "1"  # no call home for notices: this machine may have no route
         return env

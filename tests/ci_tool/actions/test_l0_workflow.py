@@ -13,6 +13,7 @@ once (the `build` job) and every stage job installs from that build's artifact a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -96,10 +97,11 @@ def scenario(
     inputs = {"request": REQUEST, "labels": LABELS}
     secrets = {"CI_TOOL_HISTORY": history_url}
     workflow = with_local_checkouts(working_tree / WORKFLOW, tmp_path_factory.mktemp("workflow"))
+    runner = dataclasses.replace(act_runner, kept_builds=tmp_path_factory.mktemp("kept-builds"))  # none kept yet
     first_preview = preview(working_tree, history_url, scratch)
-    first = act_runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="first")
+    first = runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="first")
     second_preview = preview(working_tree, history_url, scratch)
-    second = act_runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="second")
+    second = runner.run(workflow, working_tree, inputs=inputs, secrets=secrets, name="second")
     return Scenario(history_url, (first_preview, second_preview), (first, second))
 
 
@@ -159,9 +161,11 @@ def test_every_stage_records_into_the_one_history_and_the_second_run_reuses_what
 def test_the_run_builds_once_and_each_stage_installs_that_build(scenario: Scenario) -> None:
     """The build job builds; each stage job downloads its artifact and installs from it alone (`--no-index`,
     no pip configuration, no PIP_FIND_LINKS: the caller's wheel folder and index are out of reach), and
-    `ci-tool build --check` finds it is the build of the stage's own checkout."""
+    `ci-tool build --check` finds it is the build of the stage's own checkout. The runner keeps the build:
+    the second run, of the same inputs, copies it instead of building."""
     run = scenario.runs[0]
     assert "built ci-build (no earlier build in ci-build): commit " in run.job(BUILD).text, run.job(BUILD).text
+    assert "restored ci-build from the build kept in " in scenario.runs[1].job(BUILD).text, scenario.runs[1].summary()
     lines = ("Success - Main Fetch the build", "Success - Main Set up ci-tool",
              "ci-build is this checkout's build: commit ")  # fmt: skip
     found = {stage: [line in run.job(stage).text for line in lines] for stage in (CPU_STAGE, GPU_STAGE)}

@@ -137,6 +137,45 @@ def test_a_build_of_other_inputs_or_an_incomplete_one_is_built_again(project: Pa
     assert read_manifest(project / "ci-build").wheels == again.manifest.wheels  # the folder holds the new build
 
 
+def test_a_runner_restores_the_build_it_kept_of_the_same_inputs_and_builds_other_inputs(
+    project: Path, tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    first = build(project, project / "ci-build", TINY, kept=kept)
+    assert (first.reused, sorted(path.name for path in kept.iterdir())) == (False, [first.manifest.inputs_digest])
+    shutil.rmtree(project / "ci-build")  # the next run's workspace: a fresh checkout
+    os.environ.pop("PIP_FIND_LINKS")  # a rebuild could not find tinydep now: a restore needs nothing
+    again = build(project, project / "ci-build", TINY, kept=kept)
+    assert (again.reused, again.restored_from, again.manifest) == (True, kept, first.manifest)
+    (project / "ci_tool" / "__init__.py").write_text("VERSION = 2\n")  # other inputs: the kept build does not serve
+    with pytest.raises(BuildError, match="pip wheel"):
+        build(project, project / "ci-build", TINY, kept=kept)
+
+
+def test_a_damaged_kept_build_is_made_again_and_kept_in_its_place(project: Path, tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    first = build(project, project / "ci-build", TINY, kept=kept)
+    restored = project / "ci-build" / "tinydep-1.0-py3-none-any.whl"
+    restored.write_bytes(b"altered in a workspace")  # a copy: the kept build is untouched
+    kept_wheel = kept / first.manifest.inputs_digest / restored.name
+    assert kept_wheel.read_bytes() != restored.read_bytes()
+    kept_wheel.write_bytes(b"damaged on the runner")
+    shutil.rmtree(project / "ci-build")
+    again = build(project, project / "ci-build", TINY, kept=kept)
+    assert (again.reused, again.restored_from) == (False, None)
+    assert not list(project.glob("ci-build.partial"))
+    assert build(project, project / "tmp-build", TINY, kept=kept).restored_from == kept  # kept whole again
+
+
+def test_a_runner_keeps_its_three_most_recently_used_builds(project: Path, tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    digests = []
+    for version in range(4):
+        (project / "ci_tool" / "__init__.py").write_text(f"VERSION = {version}\n")
+        digests.append(build(project, project / "ci-build", TINY, kept=kept).manifest.inputs_digest)
+    assert sorted(path.name for path in kept.iterdir()) == sorted(digests[1:])
+
+
 @pytest.fixture(scope="session")
 def uv_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """uv's wheel, as the stages pin it, from the index (or pip's cache): the one test that needs it reaches the
@@ -252,6 +291,20 @@ def test_the_cli_reuses_a_build_of_this_checkout_and_checks_it(
     assert main(["build", "--check"]) == 1
     error = capsys.readouterr().err
     assert error.startswith("error: ci-build/manifest.json: expected the build of this checkout's inputs "), error
+
+
+def test_the_cli_restores_a_build_the_runner_kept(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(project)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    manifest = stage_build(project, kept / inputs_digest(project, STAGE_BUILD))
+    monkeypatch.setenv("CI_TOOL_KEPT_BUILDS", str(kept))
+    assert (main(["build"]), capsys.readouterr().out) == (
+        0, f"restored ci-build from the build kept in {kept}: {manifest.describe()}\n"
+    )  # fmt: skip
+    assert read_manifest(project / "ci-build") == manifest
 
 
 def test_the_cli_says_where_a_build_folder_has_no_manifest(
