@@ -12,6 +12,7 @@ Spilled bytes are cuobjdump's stack frame plus local memory.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import subprocess
 import tempfile
@@ -29,10 +30,12 @@ TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 REGISTERS_AN_SM = 65536
 
 
-def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
+def signature(
+    shape: Shape, *, fused: bool, overrides: dict[str, int], prefetch: bool = False
+) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
     """(argument types, constexprs, compile options) of the call the engine makes for `shape` on an H200."""
     layer, tpb = shape.layer, shape.tokens_per_block
-    launch = default_launch(layer.head_dim, tpb)
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch)
     blocks = -(-shape.seq_len // tpb)
     columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
     n_tiles = columns * -(-tpb // launch.block_t)
@@ -44,7 +47,7 @@ def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[
         "HAS_WINDOW": layer.window_tokens is not None, "SPLIT": splits > 1, "PRECISION": "tf32",
         "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": fused,
         "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
-        "NORM_ROWS": fused, "BLOCK_H": 2048,  # the bandwidth cases' hidden size
+        "NORM_ROWS": fused, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
     }  # fmt: skip
     types = {}
     for name in _paged_decode_kernel.arg_names:
@@ -65,8 +68,8 @@ def signature(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> tuple[
     return types, constexprs, options
 
 
-def resources(shape: Shape, *, fused: bool, overrides: dict[str, int]) -> dict[str, int]:
-    types, constexprs, options = signature(shape, fused=fused, overrides=overrides)
+def resources(shape: Shape, *, fused: bool, overrides: dict[str, int], prefetch: bool = False) -> dict[str, int]:
+    types, constexprs, options = signature(shape, fused=fused, overrides=overrides, prefetch=prefetch)
     compiled = triton.compile(ASTSource(_paged_decode_kernel, types, constexprs=constexprs), target=H200,
                               options=options)  # fmt: skip
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
@@ -85,6 +88,7 @@ def main() -> None:
     parser.add_argument("--warps", type=int, help="instead of the default launch's")
     parser.add_argument("--stages", type=int, help="instead of the default launch's")
     parser.add_argument("--max-registers", type=int, help="ptxas's cap (Triton's maxnreg)")
+    parser.add_argument("--prefetch", action="store_true", help="the launch's prefetch on (two tiles in flight)")
     args = parser.parse_args()
     chosen = {"num_warps": args.warps, "num_stages": args.stages, "maxnreg": args.max_registers}
     overrides = {name: value for name, value in chosen.items() if value is not None}
@@ -93,7 +97,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name, shape in SHAPES.items():
         for fused in (True, False):
-            found = resources(shape, fused=fused, overrides=overrides)
+            found = resources(shape, fused=fused, overrides=overrides, prefetch=args.prefetch)
             cells = [name, "fused" if fused else "per-op", *(str(value) for value in found.values())]
             print("| " + " | ".join(cells) + " |", flush=True)
 

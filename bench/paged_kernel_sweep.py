@@ -55,7 +55,8 @@ def knob_values(shape: Shape) -> dict[str, list[object]]:
                                        "programs_per_sm": [0, 1, 2, 4], "max_registers": [None, 128, 168]}  # fmt: skip
     if not shape.layer.key_only:
         values["v_with_k"] = [False, True]
-    values["last_split_merges"] = [True, False]  # matters where rows split: the combine kernel against none
+    values["last_split_merges"] = [True, False]
+    values["prefetch"] = [False, True]  # matters where rows split: the combine kernel against none
     return values
 
 

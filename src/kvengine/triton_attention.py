@@ -46,6 +46,35 @@ def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-
 
 
 @triton.jit
+def _tile_kv(  # type: ignore[no-untyped-def]
+    K, V, SLOTS, LOGICAL, row, kv_head, tile, wanted, seq_len, window, sink_tokens, t, d, d_ok,
+    stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh, stride_tb, stride_lb,
+    TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, KEY_ONLY: tl.constexpr,
+):  # fmt: skip
+    """One tile's K and V (V is K for a key-only layer) and which of its tokens count; `wanted` False masks
+    every load (a prefetch past the split's last tile)."""
+    tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
+    column = tile // tiles_per_block
+    slot = tl.load(SLOTS + row * stride_tb + column, mask=wanted, other=-1)
+    logical = tl.load(LOGICAL + row * stride_lb + column, mask=wanted, other=0)
+    safe = tl.maximum(slot, 0).to(tl.int64)
+    offset = (tile % tiles_per_block) * BLOCK_T + t
+    position = logical * TPB + offset
+    valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
+    if HAS_WINDOW:
+        valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
+    kv_mask = valid[:, None] & d_ok[None, :]
+    k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
+                mask=kv_mask, other=0.0)  # fmt: skip
+    if KEY_ONLY:
+        v = k
+    else:
+        v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                    mask=kv_mask, other=0.0)  # fmt: skip
+    return k, v, valid
+
+
+@triton.jit
 def _rms_scale(ROW, hidden, eps, BLOCK_H: tl.constexpr):  # type: ignore[no-untyped-def]
     """kvengine.model.rms_norm's factor for one row: 1 / sqrt(mean of squares + eps) in float32, rounded to the
     row's dtype as the torch expression rounds it."""
@@ -97,6 +126,7 @@ def _paged_decode_kernel(
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
     V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
@@ -134,30 +164,44 @@ def _paged_decode_kernel(
     m = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
+    first = split * PER_SPLIT
+    if PREFETCH:  # the next tile's K and V are in flight while this one is computed: two tiles a program
+        k_next, v_next, valid_next = _tile_kv(
+            K, V, SLOTS, LOGICAL, row, kv_head, first, first < n_tiles, seq_len, window, sink_tokens, t, d, d_ok,
+            stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh, stride_tb, stride_lb, TPB, BLOCK_T,
+            HAS_WINDOW, KEY_ONLY)  # fmt: skip
     for step in range(0, PER_SPLIT):  # one flat loop over tiles: one loop for the compiler to pipeline
-        tile = split * PER_SPLIT + step
-        column = tile // tiles_per_block
-        in_table = tile < n_tiles  # the last split may have fewer tiles
-        slot = tl.load(SLOTS + row * stride_tb + column, mask=in_table, other=-1)
-        logical = tl.load(LOGICAL + row * stride_lb + column, mask=in_table, other=0)
-        safe = tl.maximum(slot, 0).to(tl.int64)
-        offset = (tile % tiles_per_block) * BLOCK_T + t
-        position = logical * TPB + offset
-        valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
-        if HAS_WINDOW:
-            valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
-        kv_mask = valid[:, None] & d_ok[None, :]
-        k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
-        if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
-            v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+        tile = first + step
+        if PREFETCH:
+            k, v, valid = k_next, v_next, valid_next
+            k_next, v_next, valid_next = _tile_kv(
+                K, V, SLOTS, LOGICAL, row, kv_head, tile + 1, (step + 1 < PER_SPLIT) & (tile + 1 < n_tiles), seq_len,
+                window, sink_tokens, t, d, d_ok, stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
+                stride_tb, stride_lb, TPB, BLOCK_T, HAS_WINDOW, KEY_ONLY)  # fmt: skip
+            m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
+        else:
+            column = tile // tiles_per_block
+            in_table = tile < n_tiles  # the last split may have fewer tiles
+            slot = tl.load(SLOTS + row * stride_tb + column, mask=in_table, other=-1)
+            logical = tl.load(LOGICAL + row * stride_lb + column, mask=in_table, other=0)
+            safe = tl.maximum(slot, 0).to(tl.int64)
+            offset = (tile % tiles_per_block) * BLOCK_T + t
+            position = logical * TPB + offset
+            valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
+            if HAS_WINDOW:
+                valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
+            kv_mask = valid[:, None] & d_ok[None, :]
+            k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
                         mask=kv_mask, other=0.0)  # fmt: skip
-        m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
-        if KEY_ONLY:  # the latent is the value too: one load serves both products
-            v = k
-        elif not V_WITH_K:
-            v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
-                        mask=kv_mask, other=0.0)  # fmt: skip
+            if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
+                v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                            mask=kv_mask, other=0.0)  # fmt: skip
+            m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
+            if KEY_ONLY:  # the latent is the value too: one load serves both products
+                v = k
+            elif not V_WITH_K:
+                v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
+                            mask=kv_mask, other=0.0)  # fmt: skip
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
         l_sum = l_sum * alpha + tl.sum(p, 1)
         m = m_new
@@ -226,6 +270,7 @@ class PagedLaunch:
     # split rows: the split that finishes last merges the partials (a counter per row and KV head), instead of
     # a combine kernel after the paged one: one kernel less a layer, where a step is bound by kernel count
     last_split_merges: bool = True
+    prefetch: bool = False  # load tile i + 1's K and V before tile i's math: two tiles in flight a program
 
 
 @functools.cache
@@ -335,7 +380,7 @@ def triton_paged_decode(
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
-        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16),
+        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch,
         num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1 or last_merges:

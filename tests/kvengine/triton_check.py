@@ -45,6 +45,7 @@ LENGTHS = {4: [1, 3, 4, 5, 9, 17, 23], 32: [1, 17, 32, 33, 50, 70], 128: [1, 100
 TOLERANCE = {"float32": 1e-5, "float16": 2e-3}
 TILES_OF_16 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2)  # 2 tiles a 32-token block
 V_WITH_K = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, v_with_k=True)
+PREFETCH = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, prefetch=True)
 COMBINE_KERNEL = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, last_split_merges=False)
 Check = Callable[[], tuple[str, bool]]
 
@@ -265,6 +266,10 @@ CHECKS: dict[str, Check] = {
     "kernel-full-gqa-torch-merge": kernel_check(LAYERS["full-gqa"], splits=3, torch_combine=True),
     "kernel-full-gqa-combine-kernel-splits-3": kernel_check(LAYERS["full-gqa"], splits=3, launch=COMBINE_KERNEL),
     "kernel-full-gqa-last-split-merges-twice": merged_twice_check(LAYERS["full-gqa"], splits=3),
+    "kernel-window-40-sink-4-prefetch-splits-4": kernel_check(
+        LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=PREFETCH),
+    "fused-attend-window-9-key-only-prefetch-splits-3": fused_attend_check(LAYERS["window-9-key-only"], splits=3,
+                                                                          launch=PREFETCH),
     "kernel-window-6-v-with-k-splits-3": kernel_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
     "fused-attend-window-6-v-with-k-splits-3": fused_attend_check(LAYERS["window-6"], splits=3, launch=V_WITH_K),
     "kernel-full-tiles-of-16-splits-3": kernel_check(LAYERS["full-gqa"], 32, splits=3, launch=TILES_OF_16),
