@@ -49,10 +49,9 @@ PIPELINE_TIMEOUT_HOURS = 24  # a whole generated pipeline (TensorRT-LLM's)
 INFRA_RETRIES = 1
 SLURM_INFRA_RETRIES = INFRA_RETRIES  # resubmissions of a stage's Slurm job after infra faults
 
-# The torch the README's commands and the generated stage jobs install, so every runner tests the same one.
+# The torch the README's commands install: the one pyproject.toml's [tool.ci-tool.build] pins for the stages
+# (tests/ci_tool/test_layout.py holds the two together).
 TORCH_PIN = "torch==2.13.0"
-# The installer a stage sets its environment up with, from the build like everything else (ci_tool/build/spec.py).
-UV_PIN = "uv==0.13.9"
 
 
 def waives_file_of(test_db: Path) -> Path:

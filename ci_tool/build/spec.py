@@ -1,5 +1,10 @@
 """What every test stage installs, in one place: the build makes exactly this, the stages install exactly
-this, and the inputs' digest covers it.
+this, and the inputs' digest covers it. A project says what in its pyproject.toml (ci-tool's own):
+
+    [tool.ci-tool.build]
+    pins = ["torch==2.13.0"]      # requirements the stages pin besides the project (default: none)
+    extras = ["engine", "test"]   # the project's extras the stages install with it (default: none)
+    installer = "uv==0.13.9"      # installs the rest from the build (default: none, pip does)
 
 A stage installs with uv when its build carries it (`BuildSpec.installer`): pip puts uv's own wheel into the
 fresh environment, then uv installs the rest, from the build folder alone as pip would. uv unpacks the
@@ -15,13 +20,15 @@ stage left a new unpacked copy of torch (0.9 GB) in the runner's cache, which no
 from __future__ import annotations
 
 import shlex
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
-from ci_tool.layout import BUILD_DIR, TORCH_PIN, UV_PIN
+from ci_tool.errors import BuildError
+from ci_tool.layout import BUILD_DIR
 
-PROJECT = "ci-tool"  # pyproject.toml's [project] name
-# The engine this repository's stages run, and the test extra they import (hypothesis, the workflow linters).
-STAGE_EXTRAS = ("engine", "test")
+PYPROJECT = "pyproject.toml"
+BUILD_TABLE = ("tool", "ci-tool", "build")
 
 
 @dataclass(frozen=True)
@@ -31,11 +38,12 @@ class BuildSpec:
     pins: tuple[str, ...]  # e.g. ("torch==2.13.0",): what the stages pin besides the project
     extras: tuple[str, ...]
     installer: str | None = None  # e.g. "uv==0.13.9": built too, and installs the rest (module docstring)
+    project: str = "ci-tool"  # pyproject.toml's [project] name
 
     @property
     def project_requirement(self) -> str:
         """`ci-tool[engine,test]`: the project from the build's wheel, with the stages' extras."""
-        return f"{PROJECT}[{','.join(self.extras)}]" if self.extras else PROJECT
+        return f"{self.project}[{','.join(self.extras)}]" if self.extras else self.project
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -47,7 +55,40 @@ class BuildSpec:
         return () if self.installer is None else (self.installer,)
 
 
-STAGE_BUILD = BuildSpec(pins=(TORCH_PIN,), extras=STAGE_EXTRAS, installer=UV_PIN)
+def project_build(root: Path) -> BuildSpec:
+    """The build spec of the project at `root` (module docstring); a BuildError saying where for a table that
+    is not one."""
+    path = root / PYPROJECT
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as problem:
+        raise BuildError(f"{path}: expected the project's pyproject.toml, found none readable ({problem})") from None
+    except tomllib.TOMLDecodeError as problem:
+        raise BuildError(f"{path}: expected TOML, found an error: {problem}") from None
+    project_table = document.get("project")
+    project = project_table.get("name") if isinstance(project_table, dict) else None
+    if not isinstance(project, str) or not project:
+        raise BuildError(f"{path}: expected [project] name, found {project!r}", hint="name the project there")
+    table: object = document
+    for key in BUILD_TABLE:
+        table = table.get(key, {}) if isinstance(table, dict) else table
+    where = f"{path} [{'.'.join(BUILD_TABLE)}]"
+    if not isinstance(table, dict):
+        raise BuildError(f"{where}: expected a table, found {table!r}")
+    unknown = sorted(set(table) - {"pins", "extras", "installer"})
+    if unknown:
+        raise BuildError(f"{where}: expected the keys pins, extras and installer, found {', '.join(unknown)}")
+    installer = table.get("installer")
+    if installer is not None and (not isinstance(installer, str) or not installer.strip()):
+        raise BuildError(f"{where} installer: expected a requirement such as \"uv==0.13.9\", found {installer!r}")
+    return BuildSpec(_requirements(table, "pins", where), _requirements(table, "extras", where), installer, project)
+
+
+def _requirements(table: dict[str, object], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise BuildError(f"{where} {key}: expected a list of non-empty strings, found {value!r}")
+    return tuple(value)
 
 
 # The generated pipelines' build: ci-tool itself (no extras) in a fresh environment, then `ci-tool build`.
@@ -60,7 +101,7 @@ def build_command(folder: str = BUILD_DIR) -> str:
     return f"{BUILD_SETUP_COMMAND} && {BUILD_COMMAND} {folder}"
 
 
-def pip_install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) -> str:
+def pip_install_command(spec: BuildSpec, folder: str = BUILD_DIR) -> str:
     """A fresh environment with `spec` installed from the build in `folder` alone: no index, no pip or uv
     configuration file, no PIP_FIND_LINKS (a runner's wheel folder or index never stands in for the build;
     uv's own variables lose to the flags given)."""
@@ -80,7 +121,7 @@ def _quoted(requirements: tuple[str, ...]) -> str:
     return " ".join(shlex.quote(requirement) for requirement in requirements)
 
 
-def install_command(spec: BuildSpec = STAGE_BUILD, folder: str = BUILD_DIR) -> str:
+def install_command(spec: BuildSpec, folder: str = BUILD_DIR) -> str:
     """The shell line a test stage sets its environment up with: the install from the build, then the check
     that the build is its checkout's (a stage never tests other code than the one it checked out)."""
     return f"{pip_install_command(spec, folder)} && .venv/bin/ci-tool build --check --output {folder}"

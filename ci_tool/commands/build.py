@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ci_tool.build.spec import STAGE_BUILD
+from ci_tool.build.spec import project_build
 from ci_tool.build.wheelhouse import BuildOutcome, check
 from ci_tool.build.wheelhouse import build as make_build
 from ci_tool.layout import BUILD_DIR, KEPT_BUILDS_ENV
@@ -23,15 +23,15 @@ from ci_tool.layout import BUILD_DIR, KEPT_BUILDS_ENV
                    "a build of the same inputs is copied from there instead of made again.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def build(folder: Path, check_only: bool, kept: Path | None, as_json: bool) -> int:
-    """Build the project's wheel and a wheelhouse of what the stages install with it (the torch pin, the
-    engine and test extras), keyed by the commit and the inputs' digest; an earlier build of the same inputs
-    in the folder, or kept by the runner, is reused."""
+    """Build the project's wheel and a wheelhouse of what the stages install with it (pyproject.toml's
+    [tool.ci-tool.build]: pins, extras, installer), keyed by the commit and the inputs' digest; an earlier
+    build of the same inputs in the folder, or kept by the runner, is reused."""
     root = Path.cwd()
     if check_only:
-        manifest = check(root, folder, STAGE_BUILD)
+        manifest = check(root, folder, project_build(root))
         verdict = f"{folder} is this checkout's build"
     else:
-        outcome = make_build(root, folder, STAGE_BUILD, kept=kept)
+        outcome = make_build(root, folder, project_build(root), kept=kept)
         manifest = outcome.manifest
         verdict = _verdict(folder, outcome)
     click.echo(json.dumps(manifest.to_json(), indent=2) if as_json else f"{verdict}: {manifest.describe()}")

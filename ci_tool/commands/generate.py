@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ci_tool.atomic import write_text_atomically
+from ci_tool.build.spec import project_build
 from ci_tool.commands.catalog_inputs import catalog_options, load
 from ci_tool.errors import GenerateError
 from ci_tool.generate.context import generate_input
@@ -21,7 +22,8 @@ from ci_tool.generate.targets import TARGETS, generate_files
 @catalog_options
 def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Path | None) -> int:
     """Write the generated CI files (paths relative to the current directory, the repository root)."""
-    files = generate_files(generate_input(load(catalog_path, test_db, durations_path).catalog), TARGETS)
+    catalog = load(catalog_path, test_db, durations_path).catalog
+    files = generate_files(generate_input(catalog, project_build(Path.cwd())), TARGETS)
     committed = {path: _read(Path(path)) for path in files}
     if check:
         stale = stale_files(files, committed)

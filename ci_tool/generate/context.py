@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ci_tool.build.spec import BUILD_COMMAND, BUILD_SETUP_COMMAND, build_command, install_command
+from ci_tool.build.spec import BUILD_COMMAND, BUILD_SETUP_COMMAND, BuildSpec, build_command, install_command
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.errors import GenerateError
 from ci_tool.layout import (
@@ -99,8 +99,7 @@ GITHUB_MATRIX_LIMIT = 256  # jobs per matrix, GitHub's hard limit
 JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 KiB method size limit
 
 # How a stage runs, the same on every CI system: install what the pipeline's build made (ci_tool/build: the
-# project's wheel, the engine this repository's stages run and the test extra they import), then the local runner.
-SETUP_COMMAND = install_command()
+# project's wheel and what its pyproject.toml's [tool.ci-tool.build] names), then the local runner.
 # The build, once per pipeline and architecture: its runner (a CPU machine of that architecture), and the
 # artifact that carries it to the stages (GitHub: `ci-build-<arch>`; Jenkins: the folder `ci-build-<arch>` of
 # L0_MergeRequest's archive, copied into each stage's ci-build/).
@@ -208,15 +207,16 @@ class CatalogStage(Protocol):
 
 @dataclass(frozen=True)
 class GenerateInput:
-    """Everything the generated files are built from: the catalog's stages, and the `-cbts` stages
-    change-based selection can make of them."""
+    """Everything the generated files are built from: the catalog's stages, the `-cbts` stages change-based
+    selection can make of them, and what each stage installs from the pipeline's build."""
 
     stages: Sequence[CatalogStage]  # in catalog order
+    build: BuildSpec  # the project's (ci_tool.build.spec.project_build)
     narrowed: Sequence[CatalogStage] = ()  # every `<family>-<K>-cbts` stage, in catalog order
 
 
-def generate_input(catalog: Catalog) -> GenerateInput:
-    return GenerateInput(catalog.stages, cbts_stages(catalog))
+def generate_input(catalog: Catalog, build: BuildSpec) -> GenerateInput:
+    return GenerateInput(catalog.stages, build, cbts_stages(catalog))
 
 
 class GitHubGroup(enum.StrEnum):
@@ -304,11 +304,11 @@ def _chunks(items: Sequence[dict[str, object]], size: int) -> list[list[dict[str
     return [list(items[start : start + size]) for start in range(0, len(items), size)]
 
 
-def _common(stages: Sequence[CatalogStage]) -> dict[str, object]:
-    _check_unique(stages)
+def _common(source: GenerateInput) -> dict[str, object]:
+    _check_unique(source.stages)
     return {
         "do_not_edit": DO_NOT_EDIT,
-        "setup_command": SETUP_COMMAND,
+        "setup_command": install_command(source.build),
         "run_command": RUN_COMMAND,
         "results_dir": RESULTS_DIR,
         "html_report": HTML_REPORT,
@@ -354,7 +354,7 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     """L0_Test.groovy: the stage table (split over methods) and how one stage runs."""
     rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in (*source.stages, *source.narrowed)]
     return {
-        **_common(source.stages),
+        **_common(source),
         **_jenkins_builds(source.stages),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
         "checkout_head_command": CHECKOUT_HEAD_COMMAND,
@@ -381,7 +381,7 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     every = (*source.stages, *source.narrowed)
     rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, every)]
     return {
-        **_common(source.stages),
+        **_common(source),
         **_jenkins_builds(source.stages),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
@@ -509,7 +509,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
     ]
     layers = [(layer, members) for phase, members in phases.items() for layer in retry_layers(phase)]
     return {
-        **_common(source.stages),
+        **_common(source),
         "select_setup_command": SELECT_SETUP_COMMAND,
         "select_command": f'{SELECT_COMMAND} --engine {Engine.GITHUB.value} --github-output "$GITHUB_OUTPUT"',
         "fetch_base_command": GITHUB_FETCH_BASE_COMMAND,

@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ci_tool.build.manifest import manifest_path
-from ci_tool.build.spec import STAGE_BUILD
+from ci_tool.build.spec import project_build
 from ci_tool.build.wheelhouse import check as check_build
 from ci_tool.errors import BuildError
 from ci_tool.history.locator import without_history_access
@@ -179,7 +179,7 @@ def built_wheel(rootdir: Path) -> Path | None:
     if not manifest_path(folder).is_file():
         return None
     try:
-        return folder / check_build(rootdir, folder, STAGE_BUILD).wheel
+        return folder / check_build(rootdir, folder, project_build(rootdir)).wheel
     except BuildError as problem:
         raise _JobFailed(f"cannot use the build in {BUILD_DIR}: {problem}") from None
 

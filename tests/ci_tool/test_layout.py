@@ -6,14 +6,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ci_tool.build.spec import STAGE_BUILD
-from ci_tool.generate.context import SETUP_COMMAND
+from ci_tool.build.spec import install_command, project_build
 from ci_tool.layout import (
     CATALOG_PATH,
     DURATIONS_PATH,
     TEST_DB_DIR,
     TORCH_PIN,
-    UV_PIN,
     durations_file_of,
     waives_file_of,
 )
@@ -25,9 +23,10 @@ def test_the_readme_set_up_commands_install_the_pinned_torch_and_the_engine_extr
     commands = re.findall(r"^python3 -m venv .*$", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
     assert len(commands) == 2
     assert all(f"pip install {TORCH_PIN} -e '.[engine,test]'" in command for command in commands)
-    # the generated stage jobs install the same, from the pipeline's build (ci_tool/build/spec.py)
-    assert STAGE_BUILD.requirements == (UV_PIN, TORCH_PIN, "ci-tool[engine,test]")  # uv: the stages' installer
-    assert f"--find-links ci-build {TORCH_PIN} 'ci-tool[engine,test]'" in SETUP_COMMAND
+    # the generated stage jobs install the same, from the pipeline's build (pyproject.toml's [tool.ci-tool.build])
+    build = project_build(ROOT)
+    assert (build.pins, build.requirements[-1]) == ((TORCH_PIN,), "ci-tool[engine,test]")
+    assert f"--find-links ci-build {TORCH_PIN} 'ci-tool[engine,test]'" in install_command(build)
 
 
 def test_the_readme_links_every_chapter_of_the_guide() -> None:

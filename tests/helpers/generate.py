@@ -1,4 +1,5 @@
-"""What the generate tests share: a golden catalog's generated files (`Generated`), the types of the pipeline
+"""What the generate tests share: what this repository's stages install (`REPOSITORY_BUILD`, the build spec
+every generated golden file renders), a golden catalog's generated files (`Generated`), the types of the pipeline
 stub's runners, the plan job of the GitHub workflow run as GitHub would (`run_plan_job`), a checkout's
 `.venv/bin/ci-tool`, and the pull request origin the Jenkins and GitHub pipelines check out."""
 
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import yaml
 
+from ci_tool.build.spec import project_build
 from ci_tool.generate.context import CatalogStage
+
+REPOSITORY_BUILD = project_build(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True)

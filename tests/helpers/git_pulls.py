@@ -14,6 +14,7 @@ from ci_tool.generate.context import generate_input
 from ci_tool.generate.targets import generate_files
 from ci_tool.stages.catalog_load import open_catalog
 from tests.helpers.fake_github import FakeGitHub, FakePull
+from tests.helpers.generate import REPOSITORY_BUILD
 
 _STATUS = {"A": "added", "M": "modified", "D": "removed", "T": "changed"}
 
@@ -99,8 +100,8 @@ def make_repository(root: Path, *, multi_gpu: bool = False) -> Path:
         (root / path).write_text(text)
     waives = root / "test-db" / "waives.txt"
     waives.write_text(waives.read_text() + A10_WAIVE)
-    for target, text in generate_files(generate_input(open_catalog(root / "jenkins" / "stages.yml",
-                                                                   root / "test-db").catalog)).items():  # fmt: skip
+    catalog = open_catalog(root / "jenkins" / "stages.yml", root / "test-db").catalog
+    for target, text in generate_files(generate_input(catalog, REPOSITORY_BUILD)).items():
         (root / target).parent.mkdir(parents=True, exist_ok=True)
         (root / target).write_text(text)
     script = root / ".venv" / "bin" / "ci-tool"

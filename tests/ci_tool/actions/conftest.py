@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.actions.act_runner import ROOT, ActRunner, act_binary, why_not, working_tree_repo
+from tests.ci_tool.actions.act_runner import ROOT, ActRunner, act_binary, why_not, with_light_build, working_tree_repo
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -24,6 +24,6 @@ def act_runner(tmp_path_factory: pytest.TempPathFactory) -> ActRunner:
 
 @pytest.fixture(scope="session")
 def working_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This checkout's working tree, committed into a new repository of its own: the jobs' workspaces
-    are copies of it, and nothing a job does reaches the checkout."""
-    return working_tree_repo(ROOT, tmp_path_factory.mktemp("repo"))
+    """This checkout's working tree, committed into a new repository of its own, with a light build: the jobs'
+    workspaces are copies of it, and nothing a job does reaches the checkout."""
+    return with_light_build(working_tree_repo(ROOT, tmp_path_factory.mktemp("repo")))

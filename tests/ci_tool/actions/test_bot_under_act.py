@@ -27,6 +27,7 @@ from tests.ci_tool.actions.act_runner import (
     ActRunner,
     WorkflowRun,
     drop_job_workspaces,
+    with_light_build,
     with_local_checkouts,
     working_tree_repo,
 )
@@ -123,7 +124,7 @@ class ActBackend:
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This checkout's working tree on `main`, with pull request #7 (a docs change) at refs/pull/7/head."""
-    working_tree = working_tree_repo(ROOT, tmp_path_factory.mktemp("origin"))
+    working_tree = with_light_build(working_tree_repo(ROOT, tmp_path_factory.mktemp("origin")))
     git(working_tree, "checkout", "-q", "-b", "pr")
     (working_tree / "docs" / "act-note.md").write_text("# A note\n\nProposed by pull request #7.\n")
     git(working_tree, "add", "-A")
@@ -154,7 +155,8 @@ def github(origin: Path) -> Iterator[FakeGitHub]:
 
 
 def bot_runner(act_runner: ActRunner, github: FakeGitHub, scratch: Path) -> BotActRunner:
-    return BotActRunner(act=act_runner.act, scratch=scratch, actions=act_runner.actions, api_url=github.api_url)
+    return BotActRunner(act=act_runner.act, scratch=scratch, actions=act_runner.actions, api_url=github.api_url,
+                        kept_builds=act_runner.kept_builds or act_runner.scratch / "kept-builds")  # fmt: skip
 
 
 def handle(

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci_tool.actions.act_runner import ActRunner, JobResult, WorkflowRun, with_local_checkouts, working_tree_repo
+from tests.ci_tool.actions.act_runner import (
+    ActRunner,
+    JobResult,
+    WorkflowRun,
+    with_light_build,
+    with_local_checkouts,
+    working_tree_repo,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +73,7 @@ l0_cpu:
 
 @pytest.fixture(scope="module")
 def run(act_runner: ActRunner, tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
-    repo = working_tree_repo(ROOT, tmp_path_factory.mktemp("retry-repo"))
+    repo = with_light_build(working_tree_repo(ROOT, tmp_path_factory.mktemp("retry-repo")))
     (repo / "tests" / "retry_probe").mkdir()
     (repo / "tests" / "retry_probe" / "test_probe.py").write_text(PROBE, encoding="utf-8")
     (repo / "test-db" / "l0_cpu.yml").write_text(LISTS, encoding="utf-8")

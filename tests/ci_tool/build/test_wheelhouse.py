@@ -18,15 +18,16 @@ import pytest
 
 from ci_tool.build.inputs import inputs_digest
 from ci_tool.build.manifest import BuildManifest, read_manifest, write_manifest
-from ci_tool.build.spec import STAGE_BUILD, BuildSpec, pip_install_command
+from ci_tool.build.spec import BuildSpec, pip_install_command, project_build
 from ci_tool.build.wheelhouse import build, check
 from ci_tool.cli import main
 from ci_tool.errors import BuildError
-from ci_tool.layout import UV_PIN
+from tests.helpers.generate import REPOSITORY_BUILD
 
 # A project named as ours, with one dependency of its own (also built here, as a wheel of the wheelhouse):
 # what the stages install is the project with its extras, resolved from the build folder alone.
 TINY = BuildSpec(pins=("tinydep==1.0",), extras=("test",))
+UV_PIN = REPOSITORY_BUILD.installer or "uv"  # the uv this repository's stages install with
 TINY_BY_UV = BuildSpec(pins=("tinydep==1.0",), extras=("test",), installer=UV_PIN)
 PYPROJECT = """\
 [build-system]
@@ -263,14 +264,15 @@ def test_check_accepts_the_checkouts_build_and_refuses_another(project: Path) ->
 
 
 def stage_build(root: Path, folder: Path) -> BuildManifest:
-    """A build folder as `ci-tool build` leaves it for the stages' spec: a manifest of root's real inputs'
+    """A build folder as `ci-tool build` leaves it for the project's spec: a manifest of root's real inputs'
     digest and one wheel file with its sha256 (what reuse and --check read; the wheel's content is not)."""
     folder.mkdir()
     wheel = folder / "ci_tool-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"a wheel")
+    spec = project_build(root)
     manifest = BuildManifest(
-        git(root, "rev-parse", "HEAD"), inputs_digest(root, STAGE_BUILD), "3.11-x86_64", STAGE_BUILD.requirements,
-        wheel.name, {wheel.name: hashlib.sha256(b"a wheel").hexdigest()},
+        git(root, "rev-parse", "HEAD"), inputs_digest(root, spec), "3.11-x86_64", spec.requirements, wheel.name,
+        {wheel.name: hashlib.sha256(b"a wheel").hexdigest()},
     )  # fmt: skip
     write_manifest(folder, manifest)
     return manifest
@@ -299,12 +301,51 @@ def test_the_cli_restores_a_build_the_runner_kept(
     monkeypatch.chdir(project)
     kept = tmp_path / "kept"
     kept.mkdir()
-    manifest = stage_build(project, kept / inputs_digest(project, STAGE_BUILD))
+    manifest = stage_build(project, kept / inputs_digest(project, project_build(project)))
     monkeypatch.setenv("CI_TOOL_KEPT_BUILDS", str(kept))
     assert (main(["build"]), capsys.readouterr().out) == (
         0, f"restored ci-build from the build kept in {kept}: {manifest.describe()}\n"
     )  # fmt: skip
     assert read_manifest(project / "ci-build") == manifest
+
+
+def test_the_cli_builds_what_the_projects_build_table_names(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    table = '\n[tool.ci-tool.build]\npins = ["tinydep==1.0"]\nextras = ["test"]\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + table)
+    assert project_build(project) == TINY
+    assert main(["build"]) == 0, capsys.readouterr().err
+    manifest = read_manifest(project / "ci-build")
+    assert (manifest.requirements, sorted(manifest.wheels)) == (
+        ("tinydep==1.0", "ci-tool[test]"), ["ci_tool-0.1.0-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"]
+    )
+
+
+def test_a_project_without_a_build_table_builds_itself_alone(project: Path) -> None:
+    assert project_build(project) == BuildSpec(pins=(), extras=(), installer=None, project="ci-tool")
+    assert pip_install_command(project_build(project)).endswith("--find-links ci-build ci-tool")
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ("pins = 'torch'", "[tool.ci-tool.build] pins: expected a list of non-empty strings, found 'torch'"),
+        ("extras = ['engine', '']", "[tool.ci-tool.build] extras: expected a list of non-empty strings, found "
+         "['engine', '']"),
+        ("installer = 3", '[tool.ci-tool.build] installer: expected a requirement such as "uv==0.13.9", found 3'),
+        ("pin = ['torch']", "[tool.ci-tool.build]: expected the keys pins, extras and installer, found pin"),
+    ],
+    ids=["pins not a list", "an empty extra", "installer not a string", "unknown key"],
+)  # fmt: skip
+def test_a_build_table_that_is_not_one_is_refused_saying_where(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, table: str, expected: str
+) -> None:
+    monkeypatch.chdir(project)
+    (project / "pyproject.toml").write_text(f"{PYPROJECT}\n[tool.ci-tool.build]\n{table}\n")
+    assert main(["build"]) == 1
+    assert capsys.readouterr().err == f"error: {project / 'pyproject.toml'} {expected}\n"
 
 
 def test_the_cli_says_where_a_build_folder_has_no_manifest(

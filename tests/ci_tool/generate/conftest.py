@@ -19,6 +19,7 @@ from ci_tool.generate.context import generate_input
 from ci_tool.generate.targets import generate_files
 from ci_tool.stages.catalog_load import open_catalog
 from tests.helpers.generate import (
+    REPOSITORY_BUILD,
     WAIVED_ON_MAIN,
     Generated,
     PlanJobRunner,
@@ -44,7 +45,8 @@ CATALOG_NAMES = sorted(path.parent.name for path in CATALOGS_DIR.glob("*/stages.
 def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Generated]:
     result: dict[str, Generated] = {}
     for name in CATALOG_NAMES:
-        source = generate_input(open_catalog(CATALOGS_DIR / name / "stages.yml", CATALOGS_DIR / "test-db").catalog)
+        catalog = open_catalog(CATALOGS_DIR / name / "stages.yml", CATALOGS_DIR / "test-db").catalog
+        source = generate_input(catalog, REPOSITORY_BUILD)
         specs = source.stages
         root = tmp_path_factory.mktemp(name)
         files = generate_files(source)

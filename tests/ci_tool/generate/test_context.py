@@ -22,6 +22,7 @@ from ci_tool.generate.context import (
 )
 from ci_tool.stages.executors import Executor
 from ci_tool.stages.names import StageName, parse_stage_name
+from tests.helpers.generate import REPOSITORY_BUILD
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class FakeStage:
 
 
 def source(*stages: FakeStage) -> GenerateInput:
-    return GenerateInput(stages)
+    return GenerateInput(stages, REPOSITORY_BUILD)
 
 
 def spec(
@@ -210,8 +211,8 @@ def test_the_jenkins_tables_hold_a_row_for_every_narrowed_stage_after_the_catalo
     """L0_MergeRequest's phases and L0_Test's table know each `-cbts` stage a selection can hand on."""
     stages = (spec("A10-PyTorch-1", shards=2), spec("A10-PyTorch-2", shards=2))
     narrowed = (spec("A10-PyTorch-1-cbts", shards=2), spec("A10-PyTorch-2-cbts", shards=2))
-    test = jenkins_test_context(GenerateInput(stages, narrowed))
-    phases = jenkins_merge_request_context(GenerateInput(stages, narrowed))
+    test = jenkins_test_context(GenerateInput(stages, REPOSITORY_BUILD, narrowed))
+    phases = jenkins_merge_request_context(GenerateInput(stages, REPOSITORY_BUILD, narrowed))
     names = ["A10-PyTorch-1", "A10-PyTorch-2", "A10-PyTorch-1-cbts", "A10-PyTorch-2-cbts"]
     assert [row["name"] for part in test["table_parts"] for row in part] == names  # type: ignore[attr-defined]
     assert [row["name"] for part in phases["phase_parts"] for row in part] == names  # type: ignore[attr-defined]

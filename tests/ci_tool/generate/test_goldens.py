@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ci_tool.generate.targets import CATALOG_TARGETS
+from tests.helpers.generate import REPOSITORY_BUILD
 
 if TYPE_CHECKING:
     from tests.helpers.golden import Golden
@@ -32,6 +33,6 @@ def test_generation_is_deterministic(generated: dict) -> None:
 
     catalogs = HERE / "catalogs"
     again = generate_files(
-        generate_input(open_catalog(catalogs / "small" / "stages.yml", catalogs / "test-db").catalog)
+        generate_input(open_catalog(catalogs / "small" / "stages.yml", catalogs / "test-db").catalog, REPOSITORY_BUILD)
     )
     assert again == generated["small"].files
