@@ -18,7 +18,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ci_tool.build.spec import STAGE_BUILD, pip_install_command
+from ci_tool.build.spec import pip_install_command, project_build
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NO_CACHE = " --no-cache"
 
@@ -28,11 +30,11 @@ def main(build: Path) -> None:
         stage, cache = Path(scratch) / "stage", Path(scratch) / "uv-cache"
         stage.mkdir()
         (stage / "ci-build").symlink_to(build.resolve())
-        as_staged = pip_install_command(STAGE_BUILD)
+        as_staged = pip_install_command(project_build(ROOT))
         assert NO_CACHE in as_staged, as_staged
         cached = as_staged.replace(NO_CACHE, "")
         runs = [
-            ("pip alone", pip_install_command(replace(STAGE_BUILD, installer=None))),
+            ("pip alone", pip_install_command(replace(project_build(ROOT), installer=None))),
             ("uv, no cache (the stages' command)", as_staged),
             ("uv, a kept cache, empty", cached),
             ("uv, a kept cache, warm", cached),

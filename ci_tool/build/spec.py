@@ -61,8 +61,14 @@ def project_build(root: Path) -> BuildSpec:
     path = root / PYPROJECT
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BuildError(
+            f"{path}: expected the project's pyproject.toml, found no file",
+            hint="the generated pipelines build the project with pip: its pyproject.toml names it ([project] name) "
+            "and what the stages install with it ([tool.ci-tool.build])",
+        ) from None
     except (OSError, UnicodeDecodeError) as problem:
-        raise BuildError(f"{path}: expected the project's pyproject.toml, found none readable ({problem})") from None
+        raise BuildError(f"{path}: expected a readable pyproject.toml, found {problem}") from None
     except tomllib.TOMLDecodeError as problem:
         raise BuildError(f"{path}: expected TOML, found an error: {problem}") from None
     project_table = document.get("project")

@@ -28,10 +28,10 @@ def build(folder: Path, check_only: bool, kept: Path | None, as_json: bool) -> i
     build of the same inputs in the folder, or kept by the runner, is reused."""
     root = Path.cwd()
     if check_only:
-        manifest = check(root, folder, project_build(root))
+        manifest = check(root, folder, project_build(Path()))
         verdict = f"{folder} is this checkout's build"
     else:
-        outcome = make_build(root, folder, project_build(root), kept=kept)
+        outcome = make_build(root, folder, project_build(Path()), kept=kept)
         manifest = outcome.manifest
         verdict = _verdict(folder, outcome)
     click.echo(json.dumps(manifest.to_json(), indent=2) if as_json else f"{verdict}: {manifest.describe()}")

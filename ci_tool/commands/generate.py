@@ -23,7 +23,7 @@ from ci_tool.generate.targets import TARGETS, generate_files
 def generate(check: bool, catalog_path: Path, test_db: Path, durations_path: Path | None) -> int:
     """Write the generated CI files (paths relative to the current directory, the repository root)."""
     catalog = load(catalog_path, test_db, durations_path).catalog
-    files = generate_files(generate_input(catalog, project_build(Path.cwd())), TARGETS)
+    files = generate_files(generate_input(catalog, project_build(Path())), TARGETS)
     committed = {path: _read(Path(path)) for path in files}
     if check:
         stale = stale_files(files, committed)

@@ -28,6 +28,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "jenkins").mkdir()
     shutil.copy(CATALOGS / "small" / "stages.yml", tmp_path / "jenkins" / "stages.yml")
     shutil.copytree(CATALOGS / "test-db", tmp_path / "test-db")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)  # what the stages install: the goldens render this repository's
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -136,3 +137,13 @@ def test_generate_counts_removed_and_added_lines(repo: Path, capsys: pytest.Capt
     assert out.splitlines()[0] == (
         "wrote jenkins/L0_Test.groovy, replacing 3 of its lines with 0 (diff: - was there, + is new)"
     )
+
+
+def test_generate_says_the_project_needs_a_pyproject(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "pyproject.toml").unlink()
+    assert run(capsys) == (
+        1, "", "error: pyproject.toml: expected the project's pyproject.toml, found no file Hint: the generated "
+        "pipelines build the project with pip: its pyproject.toml names it ([project] name) and what the stages "
+        "install with it ([tool.ci-tool.build])\n",
+    )  # fmt: skip
+    assert not (repo / ".github").exists()  # nothing written

@@ -17,7 +17,7 @@ from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.generate.context import CHECKOUT_ACTION, DOWNLOAD_ARTIFACT_ACTION, UPLOAD_ARTIFACT_ACTION
 from ci_tool.layout import ACTIONS_RESULTS_ARTIFACT_PREFIX, ACTIONS_SELECTION_ARTIFACT, SELECTION_ARTIFACT
 from ci_tool.stages.record import read_record
-from tests.helpers.generate import WAIVED_ON_MAIN, PullRequestOrigin, git
+from tests.helpers.generate import REPOSITORY_BUILD, WAIVED_ON_MAIN, PullRequestOrigin, git
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -112,7 +112,7 @@ def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs
                   if job_id not in ("plan", "blocked", "build") and "_lost_" not in job_id}  # fmt: skip
     found = {job_id: _build_steps(job) for job_id, job in stage_jobs.items()}
     fetch = {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build"}
-    assert stage_jobs and found == dict.fromkeys(stage_jobs, (True, True, fetch, install_command()))
+    assert stage_jobs and found == dict.fromkeys(stage_jobs, (True, True, fetch, install_command(REPOSITORY_BUILD)))
 
 
 def _build_steps(job: dict) -> tuple[object, ...]:  # type: ignore[type-arg]

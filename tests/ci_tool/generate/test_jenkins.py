@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.build.spec import build_command, install_command
-from tests.helpers.generate import WAIVED_ON_MAIN, PullRequestOrigin, git
+from tests.helpers.generate import REPOSITORY_BUILD, WAIVED_ON_MAIN, PullRequestOrigin, git
 from tests.helpers.jenkins_pipeline import (
     BASE,
     HEAD,
@@ -239,7 +239,7 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
         ("sh", "rm -rf 'ci-build'"),
         ("sh", build_command("ci-build")),  # no build given (L0_Test by hand): the stage builds its own
-        ("sh", install_command()),
+        ("sh", install_command(REPOSITORY_BUILD)),
         (
             "sh",
             ".venv/bin/ci-tool stage run 'A10-PyTorch-1' --output-dir 'results/A10-PyTorch-1' "

@@ -20,8 +20,9 @@ import pytest
 
 from ci_tool.build.inputs import inputs_digest
 from ci_tool.build.manifest import BuildManifest, write_manifest
-from ci_tool.build.spec import BUILD_SETUP_COMMAND, STAGE_BUILD, install_command
+from ci_tool.build.spec import BUILD_SETUP_COMMAND, install_command, project_build
 from ci_tool.layout import PACKAGE_SOURCES
+from tests.helpers.generate import REPOSITORY_BUILD
 
 ROOT = Path(__file__).resolve().parents[3]
 MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"
@@ -50,8 +51,9 @@ def made_build(root: Path, folder: Path) -> None:
     folder.mkdir()
     (folder / WHEEL).write_bytes(b"a wheel")
     digest = hashlib.sha256(b"a wheel").hexdigest()
-    manifest = BuildManifest(COMMIT, inputs_digest(root, STAGE_BUILD), "3.11-x86_64", STAGE_BUILD.requirements,
-                             WHEEL, {WHEEL: digest})  # fmt: skip
+    spec = project_build(root)
+    manifest = BuildManifest(COMMIT, inputs_digest(root, spec), "3.11-x86_64", spec.requirements, WHEEL,
+                             {WHEEL: digest})  # fmt: skip
     write_manifest(folder, manifest)
 
 
@@ -145,7 +147,7 @@ def test_each_stage_copies_the_pipelines_build_and_installs_from_it(runs: dict) 
     run = runs["stage"]
     assert run["error"] is None
     sh = [call["script"] for call in calls(run, "sh")]
-    assert sh[:3] == ["rm -rf 'results/CPU-Generic-1'", "rm -rf 'ci-build'", install_command()]
+    assert sh[:3] == ["rm -rf 'results/CPU-Generic-1'", "rm -rf 'ci-build'", install_command(REPOSITORY_BUILD)]
     (copy,) = calls(run, "copyArtifacts")
     assert (copy["projectName"], copy["selector"], copy["filter"], copy["copied"]) == (
         "L0_MergeRequest", {"selector": "specific", "number": "41"}, f"{FOLDER}/*", 2

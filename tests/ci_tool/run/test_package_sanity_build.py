@@ -14,7 +14,7 @@ import pytest
 
 from ci_tool.build.inputs import inputs_digest
 from ci_tool.build.manifest import BuildManifest, write_manifest
-from ci_tool.build.spec import STAGE_BUILD
+from ci_tool.build.spec import project_build
 from ci_tool.layout import BUILD_DIR
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.jobs import _JobFailed, install_fresh
@@ -57,7 +57,8 @@ def with_build(root: Path, tmp_path: Path, *, digest: str | None = None) -> None
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
                     "-w", str(folder), str(marked)], check=True, capture_output=True, timeout=300)  # fmt: skip
     (wheel,) = folder.glob("*.whl")
-    manifest = BuildManifest(None, digest or inputs_digest(root, STAGE_BUILD), "3.11-x86_64", STAGE_BUILD.requirements,
+    manifest = BuildManifest(None, digest or inputs_digest(root, project_build(root)), "3.11-x86_64",
+                             project_build(root).requirements,
                              wheel.name, {wheel.name: hashlib.sha256(wheel.read_bytes()).hexdigest()})  # fmt: skip
     write_manifest(folder, manifest)
 
@@ -89,7 +90,8 @@ def test_a_build_of_other_inputs_fails_the_check(checkout: Path, tmp_path: Path)
     with_build(checkout, tmp_path, digest="0" * 64)
     with pytest.raises(_JobFailed) as failed:
         install_fresh(settings(checkout, tmp_path), tmp_path / "work")
+    digest = inputs_digest(checkout, project_build(checkout))
     assert str(failed.value).startswith(
         f"cannot use the build in ci-build: {checkout / 'ci-build' / 'manifest.json'}: expected the build of this "
-        f"checkout's inputs {inputs_digest(checkout, STAGE_BUILD)[:12]}, found the build of inputs 000000000000"
+        f"checkout's inputs {digest[:12]}, found the build of inputs 000000000000"
     ), str(failed.value)
