@@ -46,32 +46,29 @@ def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-
 
 
 @triton.jit
-def _tile_kv(  # type: ignore[no-untyped-def]
-    K, V, SLOTS, LOGICAL, row, kv_head, tile, wanted, seq_len, window, sink_tokens, t, d, d_ok,
-    stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh, stride_tb, stride_lb,
-    TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, KEY_ONLY: tl.constexpr,
+def _tile(  # type: ignore[no-untyped-def]
+    SLOTS, LOGICAL, row, tile, wanted, seq_len, window, sink_tokens, t, d_ok, stride_tb, stride_lb,
+    TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr,
 ):  # fmt: skip
-    """One tile's K and V (V is K for a key-only layer) and which of its tokens count; `wanted` False masks
-    every load (a prefetch past the split's last tile)."""
+    """Where a tile's tokens sit (pool slot, offset in the block) and which of them count, as the K/V loads'
+    mask; `wanted` False masks it all (a tile past the table, or a prefetch past the split's last tile)."""
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
     column = tile // tiles_per_block
     slot = tl.load(SLOTS + row * stride_tb + column, mask=wanted, other=-1)
     logical = tl.load(LOGICAL + row * stride_lb + column, mask=wanted, other=0)
-    safe = tl.maximum(slot, 0).to(tl.int64)
     offset = (tile % tiles_per_block) * BLOCK_T + t
     position = logical * TPB + offset
     valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
     if HAS_WINDOW:
         valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
-    kv_mask = valid[:, None] & d_ok[None, :]
-    k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
-                mask=kv_mask, other=0.0)  # fmt: skip
-    if KEY_ONLY:
-        v = k
-    else:
-        v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
-                    mask=kv_mask, other=0.0)  # fmt: skip
-    return k, v, valid
+    return tl.maximum(slot, 0).to(tl.int64), offset, valid, valid[:, None] & d_ok[None, :]
+
+
+@triton.jit
+def _tokens(POOL, safe, offset, kv_mask, head_at, d, stride_s, stride_t):  # type: ignore[no-untyped-def]
+    """A tile's K or V rows of one KV head (masked-off tokens read as zeros, and cost no memory traffic)."""
+    return tl.load(POOL + safe * stride_s + offset[:, None] * stride_t + head_at + d[None, :], mask=kv_mask,
+                   other=0.0)  # fmt: skip
 
 
 @triton.jit
@@ -165,43 +162,36 @@ def _paged_decode_kernel(
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
     first = split * PER_SPLIT
+    k_at, v_at = kv_head * stride_kh, kv_head * stride_vh
     if PREFETCH:  # the next tile's K and V are in flight while this one is computed: two tiles a program
-        k_next, v_next, valid_next = _tile_kv(
-            K, V, SLOTS, LOGICAL, row, kv_head, first, first < n_tiles, seq_len, window, sink_tokens, t, d, d_ok,
-            stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh, stride_tb, stride_lb, TPB, BLOCK_T,
-            HAS_WINDOW, KEY_ONLY)  # fmt: skip
+        safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, first, first < n_tiles, seq_len, window,
+                                                  sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
+                                                  HAS_WINDOW)  # fmt: skip
+        k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
+        v_next = k_next if KEY_ONLY else _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
     for step in range(0, PER_SPLIT):  # one flat loop over tiles: one loop for the compiler to pipeline
         tile = first + step
         if PREFETCH:
             k, v, valid = k_next, v_next, valid_next
-            k_next, v_next, valid_next = _tile_kv(
-                K, V, SLOTS, LOGICAL, row, kv_head, tile + 1, (step + 1 < PER_SPLIT) & (tile + 1 < n_tiles), seq_len,
-                window, sink_tokens, t, d, d_ok, stride_ks, stride_kt, stride_kh, stride_vs, stride_vt, stride_vh,
-                stride_tb, stride_lb, TPB, BLOCK_T, HAS_WINDOW, KEY_ONLY)  # fmt: skip
+            wanted = (step + 1 < PER_SPLIT) & (tile + 1 < n_tiles)
+            safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, tile + 1, wanted, seq_len, window,
+                                                      sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
+                                                      HAS_WINDOW)  # fmt: skip
+            k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
+            v_next = k_next if KEY_ONLY else _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
             m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
         else:
-            column = tile // tiles_per_block
-            in_table = tile < n_tiles  # the last split may have fewer tiles
-            slot = tl.load(SLOTS + row * stride_tb + column, mask=in_table, other=-1)
-            logical = tl.load(LOGICAL + row * stride_lb + column, mask=in_table, other=0)
-            safe = tl.maximum(slot, 0).to(tl.int64)
-            offset = (tile % tiles_per_block) * BLOCK_T + t
-            position = logical * TPB + offset
-            valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
-            if HAS_WINDOW:
-                valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
-            kv_mask = valid[:, None] & d_ok[None, :]
-            k = tl.load(K + safe * stride_ks + offset[:, None] * stride_kt + kv_head * stride_kh + d[None, :],
-                        mask=kv_mask, other=0.0)  # fmt: skip
+            safe, offset, valid, kv_mask = _tile(SLOTS, LOGICAL, row, tile, tile < n_tiles, seq_len, window,
+                                                 sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
+                                                 HAS_WINDOW)  # fmt: skip
+            k = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
             if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
-                v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
-                            mask=kv_mask, other=0.0)  # fmt: skip
+                v = _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
             m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
             if KEY_ONLY:  # the latent is the value too: one load serves both products
                 v = k
             elif not V_WITH_K:
-                v = tl.load(V + safe * stride_vs + offset[:, None] * stride_vt + kv_head * stride_vh + d[None, :],
-                            mask=kv_mask, other=0.0)  # fmt: skip
+                v = _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
         l_sum = l_sum * alpha + tl.sum(p, 1)
         m = m_new
