@@ -63,6 +63,7 @@ def docs_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "test-db").mkdir()
     (tmp_path / "test-db" / "l0_x.yml").write_text("version: 0.0.1\nl0_x:\n- tests: [tests/test_a.py]\n")
     (tmp_path / "README.md").write_text("See [the bot](docs/bot.md).\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')  # what the generated stages install
     monkeypatch.chdir(tmp_path)
     assert main(["generate"]) == 0
     return tmp_path

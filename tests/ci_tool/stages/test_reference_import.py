@@ -94,6 +94,7 @@ def test_generate_renders_an_imported_catalog(tmp_path: Path) -> None:
     catalog = imported(CONFIGS)
     present = ImportedCatalog(tuple(f for f in catalog.families if f.context in db.contexts), catalog.source)
     (tmp_path / "stages.yml").write_text(present.yaml(), encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "tensorrt-llm"\n', encoding="utf-8")
     durations = tmp_path / "durations.json"
     durations.write_text((CORPUS / "test_durations.json").read_text(encoding="utf-8"), encoding="utf-8")
     done = subprocess.run(
