@@ -98,8 +98,6 @@ SINGLE_GPU, MULTI_GPU = "Single-GPU", "Multi-GPU"
 GITHUB_MATRIX_LIMIT = 256  # jobs per matrix, GitHub's hard limit
 JENKINS_ROWS_PER_METHOD = 50  # keeps each table method far below the JVM's 64 KiB method size limit
 
-# How a stage runs, the same on every CI system: install what the pipeline's build made (ci_tool/build: the
-# project's wheel and what its pyproject.toml's [tool.ci-tool.build] names), then the local runner.
 # The build, once per pipeline and architecture: its runner (a CPU machine of that architecture), and the
 # artifact that carries it to the stages (GitHub: `ci-build-<arch>`; Jenkins: the folder `ci-build-<arch>` of
 # L0_MergeRequest's archive, copied into each stage's ci-build/).
@@ -308,6 +306,7 @@ def _common(source: GenerateInput) -> dict[str, object]:
     _check_unique(source.stages)
     return {
         "do_not_edit": DO_NOT_EDIT,
+        # how a stage sets up, the same on every CI system: it installs what the pipeline's build made
         "setup_command": install_command(source.build),
         "run_command": RUN_COMMAND,
         "results_dir": RESULTS_DIR,

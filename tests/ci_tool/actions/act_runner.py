@@ -162,6 +162,10 @@ class ActRunner:
     # Where this runner keeps its builds between runs, as an owner sets $CI_TOOL_KEPT_BUILDS (None: scratch's)
     kept_builds: Path | None = None
 
+    @property
+    def kept_builds_folder(self) -> Path:
+        return self.kept_builds or self.scratch / "kept-builds"
+
     def job_environment(self, home: Path) -> dict[str, str]:
         """The variables act and its jobs see: a scratch HOME, the caller's pip and uv caches, pip's settings."""
         env = {name: value for name, value in self.environment.items() if name in PASSED_VARIABLES}
@@ -188,7 +192,7 @@ class ActRunner:
         env["ACTIONS_ARTIFACT_UPLOAD_CONCURRENCY"] = "1"
         # A self-hosted runner that keeps its builds: a run of inputs built before (the same working tree in
         # every scenario of a session) copies the build instead of making it again (ci_tool/build/kept.py).
-        env[KEPT_BUILDS_ENV] = str(self.kept_builds or self.scratch / "kept-builds")
+        env[KEPT_BUILDS_ENV] = str(self.kept_builds_folder)
         env["HOME"] = str(home)
         env["ACT_DISABLE_VERSION_CHECK"] = "1"  # no call home for notices: this machine may have no route
         return env

@@ -156,7 +156,7 @@ def github(origin: Path) -> Iterator[FakeGitHub]:
 
 def bot_runner(act_runner: ActRunner, github: FakeGitHub, scratch: Path) -> BotActRunner:
     return BotActRunner(act=act_runner.act, scratch=scratch, actions=act_runner.actions, api_url=github.api_url,
-                        kept_builds=act_runner.kept_builds or act_runner.scratch / "kept-builds")  # fmt: skip
+                        kept_builds=act_runner.kept_builds_folder)  # fmt: skip
 
 
 def handle(
