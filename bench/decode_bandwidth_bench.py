@@ -7,6 +7,8 @@ blocks its rows attend, the new K/V). Paths:
 
     triton          the fused step: norm kernel, one QKV GEMM, the paged kernel (reads live pool blocks in
                     place, stores the new K/V), one combine kernel, the output GEMM into the residual
+    triton-folded   the fused step less the norm and combine kernels: the paged kernel applies the norm's factor
+                    and its last split merges ($KVENGINE_ATTENTION=triton-folded)
     triton-unfused  the step before it: the same paged kernel amid torch ops ($KVENGINE_ATTENTION=triton-unfused)
     torch           gather the table's blocks, then torch's fused SDPA in the pool dtype ($KVENGINE_ATTENTION=torch)
     fp32-einsum  the engine's attention before this bench existed: gather, upcast to float32, two einsums
@@ -35,7 +37,7 @@ from tests.perf.engine_case import build_engine
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-gemma_like-pool4g-b80", "gpu-llama_like-pool12g-b64_1k",
          "gpu-deepseek_v4_like-pool8g-b64_1k")  # fmt: skip
-PATHS = ("triton", "triton-unfused", "torch", "fp32-einsum")
+PATHS = ("triton", "triton-folded", "triton-unfused", "torch", "fp32-einsum")
 
 
 def fp32_einsum_attention(q, k_pool, v_pool, blocks, seq_lens, *, window_tokens, sink_tokens):  # type: ignore[no-untyped-def]

@@ -32,10 +32,11 @@ step gpu-tests 200 python3 -m pytest tests/kvengine/test_fused_step.py tests/kve
 tail -3 "$OUT/gpu-tests.log"
 
 step bandwidth 200 python3 bench/decode_bandwidth_bench.py --case gpu-gemma_like-pool48g-b128_1k \
-    --case gpu-deepseek_v4_like-pool8g-b64_1k --path triton --path triton-unfused --json "$OUT/bandwidth.json" \
+    --case gpu-deepseek_v4_like-pool8g-b64_1k --path triton --path triton-folded --path triton-unfused \
+    --json "$OUT/bandwidth.json" \
     2>&1 | tee "$OUT/bandwidth.md"
 
-step profile 200 python3 bench/decode_step_profile.py --case gpu-gemma_like-pool48g-b128_1k \
+step profile 200 python3 bench/decode_step_profile.py --path triton-folded --case gpu-gemma_like-pool48g-b128_1k \
     --case gpu-deepseek_v4_like-pool8g-b64_1k --json "$OUT/profile.json" 2>&1 | tee "$OUT/profile.md"
 
 left=$((BUDGET_SECONDS - SECONDS))

@@ -1,8 +1,9 @@
 """Registers, spills and shared memory of the paged-decode kernel for an H200 (sm_90), compiled here: no GPU.
 
 Triton compiles the kernel for a target it is told, and its bundled ptxas and cuobjdump read the cubin. Per
-bandwidth-case layer shape (bench/paged_kernel_sweep.py's) and call (the fused step's, new token passed and
-stored, or the per-op step's), at the default launch: registers a thread, local memory (spills), shared memory,
+bandwidth-case layer shape (bench/paged_kernel_sweep.py's) and call (the folded step's: the norm's factor applied
+and the last split merging; the fused step's, new token passed and stored; or the per-op step's), at the
+default launch: registers a thread, local memory (spills), shared memory,
 cp.async copies in the loop (what Triton pipelines), and how many programs an SM's 64K registers hold.
 Spilled bytes are cuobjdump's stack frame plus local memory.
 
@@ -31,11 +32,12 @@ REGISTERS_AN_SM = 65536
 
 
 def signature(
-    shape: Shape, *, fused: bool, overrides: dict[str, int], prefetch: bool = False
+    shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False
 ) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
     """(argument types, constexprs, compile options) of the call the engine makes for `shape` on an H200."""
     layer, tpb = shape.layer, shape.tokens_per_block
-    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch)
+    folded = call == "folded"
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch, last_split_merges=folded)
     blocks = -(-shape.seq_len // tpb)
     columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
     n_tiles = columns * -(-tpb // launch.block_t)
@@ -45,9 +47,9 @@ def signature(
         "GROUP": group, "BLOCK_G": _next_power_of_two(group, at_least=16), "HEAD_DIM": layer.head_dim,
         "BLOCK_D": _next_power_of_two(layer.head_dim, at_least=16), "TPB": tpb, "BLOCK_T": launch.block_t,
         "HAS_WINDOW": layer.window_tokens is not None, "SPLIT": splits > 1, "PRECISION": "tf32",
-        "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": fused,
+        "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": call != "per-op",
         "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
-        "NORM_ROWS": fused, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
+        "NORM_ROWS": folded, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
     }  # fmt: skip
     types = {}
     for name in _paged_decode_kernel.arg_names:
@@ -68,8 +70,8 @@ def signature(
     return types, constexprs, options
 
 
-def resources(shape: Shape, *, fused: bool, overrides: dict[str, int], prefetch: bool = False) -> dict[str, int]:
-    types, constexprs, options = signature(shape, fused=fused, overrides=overrides, prefetch=prefetch)
+def resources(shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False) -> dict[str, int]:
+    types, constexprs, options = signature(shape, call=call, overrides=overrides, prefetch=prefetch)
     compiled = triton.compile(ASTSource(_paged_decode_kernel, types, constexprs=constexprs), target=H200,
                               options=options)  # fmt: skip
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
@@ -96,9 +98,9 @@ def main() -> None:
     print("| shape | call | registers | spilled bytes | shared bytes | cp.async in loop | programs an SM |")
     print("|---|---|---|---|---|---|---|")
     for name, shape in SHAPES.items():
-        for fused in (True, False):
-            found = resources(shape, fused=fused, overrides=overrides, prefetch=args.prefetch)
-            cells = [name, "fused" if fused else "per-op", *(str(value) for value in found.values())]
+        for call in ("folded", "fused", "per-op"):
+            found = resources(shape, call=call, overrides=overrides, prefetch=args.prefetch)
+            cells = [name, call, *(str(value) for value in found.values())]
             print("| " + " | ".join(cells) + " |", flush=True)
 
 

@@ -18,6 +18,9 @@ the Triton paths run on CPU tensors (slowly: the CPU tests' way of checking the 
 
     triton          the fused step: Triton RMS norm, one QKV projection, the paged kernel writes the new
                     token's K/V and a combine kernel merges splits (kvengine.model); the default
+    triton-folded   the fused step with two kernels a layer fewer: the paged kernel applies the rows' RMS norm
+                    factor and its last split merges the others (kvengine.model); the default to be, once a
+                    GPU has measured it against `triton`
     triton-unfused  the step before it: torch norm, three projections, torch K/V writes and split merge,
                     around the same paged kernel (a peer for benches, and a fallback)
     torch           the per-op step with gathered blocks and torch's SDPA (no Triton at all)
@@ -125,7 +128,7 @@ def gathered_kv(
 
 
 ATTENTION_ENV_VAR = "KVENGINE_ATTENTION"
-ATTENTION_PATHS = ("triton", "triton-unfused", "torch")  # unset or empty = triton where it is installed
+ATTENTION_PATHS = ("triton", "triton-folded", "triton-unfused", "torch")  # unset or empty = triton where installed
 
 
 @functools.cache
@@ -148,8 +151,14 @@ def runs_triton(device: torch.device) -> bool:
 
 
 def fused_step(device: torch.device) -> bool:
-    """Whether the decoder on `device` runs the fused step (the `triton` path; see the module docstring)."""
-    return runs_triton(device) and attention_path_from_env() == "triton"
+    """Whether the decoder on `device` runs the fused step (the `triton` or `triton-folded` path; see the
+    module docstring)."""
+    return runs_triton(device) and attention_path_from_env() in ("triton", "triton-folded")
+
+
+def folded_step(device: torch.device) -> bool:
+    """Whether the fused step on `device` folds the norm and the split merge into the paged kernel."""
+    return runs_triton(device) and attention_path_from_env() == "triton-folded"
 
 
 def attention_path_from_env(environ: Mapping[str, str] = os.environ) -> str:

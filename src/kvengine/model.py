@@ -6,26 +6,35 @@ the cache, not the language. `repeated_layers` run a second time each step, thei
 written: the planted extra cost of $KVENGINE_EXTRA_STEP_COST (kvengine.step_cost).
 
 Two steps compute that (kvengine.attention names the paths). The per-op step is torch ops around the
-attention, about 25 kernels a layer. The fused step (Triton on a GPU) is three a layer, because a decode step
-of 60 layers at 64 rows is bound by kernel count more than bytes:
+attention, about 25 kernels a layer. The fused step (Triton on a GPU) is five a layer at most, because a
+decode step of 60 layers at 64 rows is bound by kernel count more than bytes:
 
-    one QKV GEMM of the raw rows (the weights concatenated at load) -> paged kernel (applies the rows' RMS
-    norm factor, stores the new K/V; where rows split, the last split merges) -> output GEMM accumulated
-    into the residual in place (addmm_)
+    RMS norm kernel -> one QKV GEMM (the weights concatenated at load) -> paged kernel (stores the new K/V)
+    -> combine kernel (split rows only) -> output GEMM accumulated into the residual in place (addmm_)
 
-The norm needs no kernel of its own: it scales each row by one factor s, so norm(x) @ W = s * (x @ W), and
-the paged kernel, which reads q and the new K/V of a row anyway, computes s from the row and applies it.
+Folded (the `triton-folded` path), three: the norm needs no kernel of its own, since it scales each row by
+one factor s and norm(x) @ W = s * (x @ W): the QKV GEMM takes the raw rows and the paged kernel, which reads
+q and the new K/V of a row anyway, computes s from the row and applies it; and the split of a row that
+finishes last merges the others' partials, where the combine kernel did.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from kvengine.attention import fused_step, gather_indices, new_token_blocks, paged_decode_attention, write_token_kv
+from kvengine.attention import (
+    folded_step,
+    fused_step,
+    gather_indices,
+    new_token_blocks,
+    paged_decode_attention,
+    write_token_kv,
+)
 from kvengine.lifecycle import CacheLayout
 from kvengine.memory import KvPools
 from kvengine.spec import LayerSpec
@@ -85,6 +94,7 @@ class TinyDecoder:
         self.embed = weight(vocab_size, hidden_size) * vocab_size**0.5
         self.weights = tuple(_layer_weights(layer, hidden_size, weight) for layer in layers)
         self.fused = fused_step(device)
+        self.folded = folded_step(device)
         self.norm = _norm_for(self.fused)
 
     def forward(self, pools: KvPools, inputs: DecodeInputs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,15 +147,18 @@ class TinyDecoder:
         blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], seq_lens: torch.Tensor, *, write_kv: bool,
         new_blocks: list[tuple[torch.Tensor, torch.Tensor]],
     ) -> torch.Tensor:
-        """The fused step's: one QKV GEMM of the raw rows, the paged kernel applying their RMS norm's factor
-        and storing the new K/V (unless not `write_kv`: the pool holds them already); blocks' slots already
-        masked. The views into the QKV output are passed as they are."""
-        from kvengine.triton_attention import NewToken, triton_paged_decode  # imported only where Triton runs
+        """The fused step's: the norm kernel, one QKV GEMM, the paged kernel storing the new K/V (unless not
+        `write_kv`: the pool holds them already); blocks' slots already masked. Folded: the GEMM of the raw
+        rows, whose RMS norm factor the paged kernel applies, and no combine kernel. The views into the QKV
+        output are passed as they are."""
+        from kvengine.triton_attention import NewToken, default_launch, triton_paged_decode  # only where Triton runs
 
         layer, w = self.layers[layer_id], self.weights[layer_id]
         lc_id = self.layout.placements[layer_id].life_cycle_id
         k_pool, v_pool = pools.layer_kv(layer_id)
-        qkv = x @ w.wqkv  # the norm's per-row factor is the paged kernel's to apply (normed_rows)
+        qkv = (x if self.folded else self.norm(x)) @ w.wqkv
+        launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
+                                     last_split_merges=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
         q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)
         k = qkv[:, w.q_width : w.q_width + w.kv_width].view(heads)
@@ -154,7 +167,7 @@ class TinyDecoder:
         attn = triton_paged_decode(
             q, k_pool, v_pool, slots, logical, seq_lens, window_tokens=self.layout.life_cycles[lc_id].window_tokens,
             sink_tokens=layer.sink_tokens, new_token=NewToken(k, v, *new_blocks[lc_id]) if write_kv else None,
-            normed_rows=x,
+            normed_rows=x if self.folded else None, launch=launch,
         )  # fmt: skip
         return attn.view(x.shape[0], -1)
 

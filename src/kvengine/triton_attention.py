@@ -7,10 +7,10 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
     grid (batch row, KV head, split): the row's query heads of that KV head (a GQA group, padded to 16 for
     tl.dot) against its tiles [split * per_split, (split + 1) * per_split), online softmax in float32.
     A tile is BLOCK_T tokens of one block: tile i is column i // tiles_per_block of the table. One split
-    writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc), and the
-    split that arrives last (an atomic counter per row and KV head) merges them: no second kernel (a
-    separate combine kernel stays for PagedLaunch.last_split_merges=False). Masks are the torch path's:
-    position < seq_len, and for a window position >= seq_len - W or < sink_tokens.
+    writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc) that one
+    small combine kernel merges, or (PagedLaunch.last_split_merges) the split that arrives last merges
+    them, an atomic counter per row and KV head telling which: no second kernel. Masks are the torch
+    path's: position < seq_len, and for a window position >= seq_len - W or < sink_tokens.
 
 The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
 column): the one program whose tiles hold position seq_len - 1 stores it there before its loop, behind a CTA
@@ -259,7 +259,7 @@ class PagedLaunch:
     max_registers: int | None = None  # cap registers a thread (more programs an SM, or spills)
     # split rows: the split that finishes last merges the partials (a counter per row and KV head), instead of
     # a combine kernel after the paged one: one kernel less a layer, where a step is bound by kernel count
-    last_split_merges: bool = True
+    last_split_merges: bool = False
     prefetch: bool = False  # load tile i + 1's K and V before tile i's math: two tiles in flight a program
 
 

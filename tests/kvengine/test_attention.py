@@ -153,17 +153,19 @@ def test_the_attention_variable_names_a_path(text: str | None, path: str) -> Non
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        pytest.param("toch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="typo"),
-        pytest.param("Torch", "did you mean 'torch'? valid: torch, triton, triton-unfused", id="capitalized"),
-        pytest.param("triton_unfused", "did you mean 'triton-unfused' or 'triton'? valid: torch, triton, "
-                     "triton-unfused", id="underscore"),
-        pytest.param("flash", "valid: torch, triton, triton-unfused", id="unknown"),
+        pytest.param("toch", "did you mean 'torch'? valid: torch, triton, triton-folded, triton-unfused", id="typo"),
+        pytest.param("Torch", "did you mean 'torch'? valid: torch, triton, triton-folded, triton-unfused",
+                     id="capitalized"),
+        pytest.param("triton_unfused", "did you mean 'triton-unfused' or 'triton-folded'? valid: torch, triton, "
+                     "triton-folded, triton-unfused", id="underscore"),
+        pytest.param("flash", "valid: torch, triton, triton-folded, triton-unfused", id="unknown"),
     ],
 )
 def test_an_attention_value_naming_no_path_is_an_error_not_the_fast_path(text: str, hint: str) -> None:
     with pytest.raises(ConfigError) as info:
         attention_path_from_env({"KVENGINE_ATTENTION": text})
-    expected = (f"KVENGINE_ATTENTION must be one of triton, triton-unfused, torch (or unset), found {text!r}. "
+    expected = (f"KVENGINE_ATTENTION must be one of triton, triton-folded, triton-unfused, torch (or unset), "
+                f"found {text!r}. "
                 f"Hint: {hint}")  # fmt: skip
     assert str(info.value) == expected
 

@@ -65,9 +65,12 @@ def test_the_norm_kernel_matches_the_torch_norm(hidden: int) -> None:
     torch.testing.assert_close(triton_rms_norm(x), rms_norm(x), atol=2e-2, rtol=1e-2)
 
 
+@pytest.mark.parametrize("path", ["triton", "triton-folded"])
 @pytest.mark.parametrize("spec", [pytest.param(HYBRID, id="hybrid"), pytest.param(KEY_ONLY, id="key-only-sinks")])
-def test_the_fused_engine_matches_the_dense_reference_on_cuda(spec: ModelSpec, monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = _engine(spec, "triton", monkeypatch, budget_bytes=1 << 22, max_context_tokens=32, hidden_size=32)
+def test_the_fused_engine_matches_the_dense_reference_on_cuda(
+    spec: ModelSpec, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _engine(spec, path, monkeypatch, budget_bytes=1 << 22, max_context_tokens=32, hidden_size=32)
     tokens = torch.randint(0, 64, (3, 20), generator=torch.Generator().manual_seed(1)).tolist()
     sequences = [engine.add_sequence() for _ in tokens]
     steps = [engine.step(sequences, torch.tensor([t[step] for t in tokens], device="cuda")) for step in range(20)]  # type: ignore[arg-type]
@@ -75,12 +78,13 @@ def test_the_fused_engine_matches_the_dense_reference_on_cuda(spec: ModelSpec, m
     torch.testing.assert_close(hidden, reference_decode(engine, tokens), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("path", ["triton", "triton-folded"])
 @pytest.mark.parametrize(
     ("preset", "tpb"),
     [pytest.param("gemma-like", 32, id="gemma-like"), pytest.param("deepseek-v4-like", 128, id="deepseek")],
 )
 def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
-    preset: str, tpb: int, monkeypatch: pytest.MonkeyPatch
+    preset: str, tpb: int, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Graphs on, 64 rows of about two blocks; float32 activations over the presets' bf16 pools (the two paths'
     GEMMs may round bf16 activations apart over 60 layers)."""
@@ -90,7 +94,7 @@ def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
     runtime = dataclasses.replace(spec.runtime, max_batch_size=64, max_seq_len=4 * tpb)
     spec = dataclasses.replace(spec, runtime=runtime)
     (fused, fused_steps), (per_op, per_op_steps) = (
-        _three_graphed_steps(spec, path, tpb, monkeypatch) for path in ("triton", "triton-unfused")
+        _three_graphed_steps(spec, name, tpb, monkeypatch) for name in (path, "triton-unfused")
     )
     assert (fused_steps, per_op_steps) == ((3, 0), (3, 0))  # (graph steps, eager steps): all three graphed
     torch.testing.assert_close(fused, per_op, atol=2e-2, rtol=2e-2)
@@ -119,5 +123,5 @@ def _engine(spec: ModelSpec, path: str, monkeypatch: pytest.MonkeyPatch, **optio
                               EngineOptions(device="cuda", vocab_size=512, **options))  # type: ignore[arg-type]  # fmt: skip
     finally:
         _triton_kernel.cache_clear()  # the next test reads its own environment
-    assert engine.model.fused == (path == "triton")
+    assert engine.model.fused == (path in ("triton", "triton-folded"))
     return engine

@@ -46,7 +46,7 @@ TOLERANCE = {"float32": 1e-5, "float16": 2e-3}
 TILES_OF_16 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2)  # 2 tiles a 32-token block
 V_WITH_K = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, v_with_k=True)
 PREFETCH = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, prefetch=True)
-COMBINE_KERNEL = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, last_split_merges=False)
+LAST_MERGES = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, last_split_merges=True)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -211,7 +211,7 @@ def decoded(spec: ModelSpec, path: str, extra: float = 0.0) -> tuple[DecodeEngin
     options = EngineOptions(device="cpu", budget_bytes=1 << 20, max_context_tokens=16, hidden_size=32,
                             vocab_size=64, extra_step_cost=extra)  # fmt: skip
     engine = DecodeEngine(spec, KvCacheConfig(tokens_per_block=4, grain_bytes=1), options)
-    assert engine.model.fused == (path == "triton")
+    assert engine.model.fused == (path in ("triton", "triton-folded"))
     sequences = [engine.add_sequence() for _ in TOKENS]
     hidden = []
     for step in range(len(TOKENS[0])):
@@ -226,19 +226,19 @@ def pool_tensors(engine: DecodeEngine) -> list[torch.Tensor]:
     return [t for group in engine.pools.tensors for t in group]
 
 
-def engine_reference_check(spec: ModelSpec) -> Check:
+def engine_reference_check(spec: ModelSpec, path: str = "triton") -> Check:
     def run() -> tuple[str, bool]:
-        engine, got = decoded(spec, "triton")
+        engine, got = decoded(spec, path)
         return within((got - torch.stack(reference_decode(engine, TOKENS))).abs().max().item(), 1e-4)
 
     return run
 
 
-def engine_pools_check(spec: ModelSpec) -> Check:
-    """The fused step stores what the per-op step's write_token_kv stores."""
+def engine_pools_check(spec: ModelSpec, path: str = "triton") -> Check:
+    """The fused step (`path`) stores what the per-op step's write_token_kv stores."""
 
     def run() -> tuple[str, bool]:
-        fused, per_op = (pool_tensors(decoded(spec, path)[0]) for path in ("triton", "triton-unfused"))
+        fused, per_op = (pool_tensors(decoded(spec, name)[0]) for name in (path, "triton-unfused"))
         pairs = zip(fused, per_op, strict=True)
         return within(max((a - b).abs().max().item() for a, b in pairs), 1e-5)
 
@@ -264,8 +264,9 @@ CHECKS: dict[str, Check] = {
     **{f"kernel-{name}-splits-{splits}": kernel_check(layer, splits=splits)
        for name, layer in LAYERS.items() for splits in (1, 3)},
     "kernel-full-gqa-torch-merge": kernel_check(LAYERS["full-gqa"], splits=3, torch_combine=True),
-    "kernel-full-gqa-combine-kernel-splits-3": kernel_check(LAYERS["full-gqa"], splits=3, launch=COMBINE_KERNEL),
-    "kernel-full-gqa-last-split-merges-twice": merged_twice_check(LAYERS["full-gqa"], splits=3),
+    "kernel-full-gqa-last-split-merges-twice": merged_twice_check(LAYERS["full-gqa"], splits=3, launch=LAST_MERGES),
+    "kernel-deepseek-window-d512-last-split-merges-splits-5": kernel_check(DEEPSEEK_WINDOW, 128, splits=5,
+                                                                          launch=LAST_MERGES),
     "kernel-window-40-sink-4-prefetch-splits-4": kernel_check(
         LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=PREFETCH),
     "fused-attend-window-9-key-only-prefetch-splits-3": fused_attend_check(LAYERS["window-9-key-only"], splits=3,
@@ -294,6 +295,8 @@ CHECKS: dict[str, Check] = {
     "engine-key-only-sinks-matches-dense": engine_reference_check(KEY_ONLY),
     "engine-hybrid-pools-match-per-op-step": engine_pools_check(HYBRID),
     "engine-key-only-pools-match-per-op-step": engine_pools_check(KEY_ONLY),
+    "engine-key-only-folded-matches-dense": engine_reference_check(KEY_ONLY, "triton-folded"),
+    "engine-key-only-folded-pools-match-per-op-step": engine_pools_check(KEY_ONLY, "triton-folded"),
     "engine-key-only-extra-cost-changes-nothing": engine_extra_cost_check(KEY_ONLY),  # the smaller engine: 4 s, not 16
 }  # fmt: skip
 
