@@ -55,12 +55,11 @@ class BuildSpec:
         return () if self.installer is None else (self.installer,)
 
 
-def project_build(root: Path) -> BuildSpec:
-    """The build spec of the project at `root` (module docstring); a BuildError saying where for a table that
-    is not one."""
+def read_pyproject(root: Path) -> dict[str, object]:
+    """The project's pyproject.toml as a table; a BuildError saying where when there is none to read."""
     path = root / PYPROJECT
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BuildError(
             f"{path}: expected the project's pyproject.toml, found no file",
@@ -71,6 +70,13 @@ def project_build(root: Path) -> BuildSpec:
         raise BuildError(f"{path}: expected a readable pyproject.toml, found {problem}") from None
     except tomllib.TOMLDecodeError as problem:
         raise BuildError(f"{path}: expected TOML, found an error: {problem}") from None
+
+
+def project_build(root: Path) -> BuildSpec:
+    """The build spec of the project at `root` (module docstring); a BuildError saying where for a table that
+    is not one."""
+    path = root / PYPROJECT
+    document = read_pyproject(root)
     project_table = document.get("project")
     project = project_table.get("name") if isinstance(project_table, dict) else None
     if not isinstance(project, str) or not project:

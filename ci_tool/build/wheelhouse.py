@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ci_tool import gitinfo
 from ci_tool.build import kept as kept_builds
 from ci_tool.build.inputs import inputs_digest, python_tag, source_files
 from ci_tool.build.manifest import BuildManifest, manifest_path, read_manifest, write_manifest
-from ci_tool.build.spec import BuildSpec
+from ci_tool.build.spec import PYPROJECT, BuildSpec, read_pyproject
 from ci_tool.errors import BuildError
 
 PIP_TIMEOUT_SECONDS = 3600  # torch and its CUDA wheels: gigabytes on a cold cache
@@ -124,10 +123,10 @@ def _project_wheel(root: Path, into: Path, python: str) -> Path:
 
 def _build_requirements(root: Path) -> list[str]:
     """pyproject.toml's [build-system] requires."""
-    path = root / "pyproject.toml"
+    path = root / PYPROJECT
     try:
-        requires = tomllib.loads(path.read_text(encoding="utf-8"))["build-system"]["requires"]
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as problem:
+        requires = read_pyproject(root)["build-system"]["requires"]  # type: ignore[index]
+    except (KeyError, TypeError) as problem:
         raise BuildError(f"{path}: expected [build-system] requires, found none ({problem})") from None
     if not isinstance(requires, list) or not all(isinstance(item, str) for item in requires):
         raise BuildError(f"{path}: expected [build-system] requires as a list of requirements, found {requires!r}")
