@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 
 from kvengine.model import RMS_NORM_EPS
+from kvengine.triton_norm import rms_factor
 
 
 @triton.jit
@@ -69,16 +70,6 @@ def _tokens(POOL, safe, offset, kv_mask, head_at, d, stride_s, stride_t):  # typ
     """A tile's K or V rows of one KV head (masked-off tokens read as zeros, and cost no memory traffic)."""
     return tl.load(POOL + safe * stride_s + offset[:, None] * stride_t + head_at + d[None, :], mask=kv_mask,
                    other=0.0)  # fmt: skip
-
-
-@triton.jit
-def _rms_scale(ROW, hidden, eps, BLOCK_H: tl.constexpr):  # type: ignore[no-untyped-def]
-    """kvengine.model.rms_norm's factor for one row: 1 / sqrt(mean of squares + eps) in float32, rounded to the
-    row's dtype as the torch expression rounds it."""
-    cols = tl.arange(0, BLOCK_H)
-    x = tl.load(ROW + cols, mask=cols < hidden, other=0.0)
-    wide = x.to(tl.float32)
-    return (1.0 / tl.sqrt(tl.sum(wide * wide, 0) / hidden + eps)).to(x.dtype).to(tl.float32)
 
 
 @triton.jit
@@ -137,7 +128,9 @@ def _paged_decode_kernel(
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
     if NORM_ROWS:  # q, k, v are projections of the raw row: its RMS norm's scale, applied here (module docstring)
-        norm = _rms_scale(NORMED + row * stride_xb, hidden, eps, BLOCK_H)
+        cols = tl.arange(0, BLOCK_H)
+        normed = tl.load(NORMED + row * stride_xb + cols, mask=cols < hidden, other=0.0)
+        norm = rms_factor(normed, hidden, eps).to(tl.float32)
         q = (q.to(tl.float32) * norm).to(q.dtype)
     seq_len = tl.load(SEQ_LENS + row)
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
@@ -203,9 +196,10 @@ def _paged_decode_kernel(
         tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc, mask=out_mask)
         if LAST_MERGES:  # the split that arrives last merges them all: no combine kernel after this one
             tl.debug_barrier()  # every thread's partial stored before the release below
-            arrived = tl.atomic_add(ARRIVED + row * tl.num_programs(1) + kv_head, 1, sem="acq_rel", scope="gpu")
+            counter = ARRIVED + row * tl.num_programs(1) + kv_head
+            arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
             if arrived == n_splits - 1:
-                _merge_splits(OUT, M_OUT, L_OUT, MERGED, ARRIVED + row * tl.num_programs(1) + kv_head,
+                _merge_splits(OUT, M_OUT, L_OUT, MERGED, counter,
                               row * stride_mb + heads, g_ok, stride_ms, n_splits,
                               MERGED + row * stride_fb + heads[:, None] * stride_fh, HEAD_DIM, BLOCK_G,
                               BLOCK_D)  # fmt: skip

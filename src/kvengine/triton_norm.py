@@ -14,14 +14,20 @@ from kvengine.model import RMS_NORM_EPS
 
 
 @triton.jit
+def rms_factor(x, n_cols, eps):  # type: ignore[no-untyped-def]
+    """One row's norm factor (x masked to zeros past n_cols): 1 / sqrt(mean of squares + eps) in float32, cast
+    to the row's dtype as the torch expression casts it. The paged kernel's folded step applies it too."""
+    wide = x.to(tl.float32)
+    return (1.0 / tl.sqrt(tl.sum(wide * wide, 0) / n_cols + eps)).to(x.dtype)
+
+
+@triton.jit
 def _rms_norm_kernel(X, OUT, stride_x, stride_o, n_cols, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     ok = cols < n_cols
     x = tl.load(X + row * stride_x + cols, mask=ok, other=0.0)
-    wide = x.to(tl.float32)
-    scale = 1.0 / tl.sqrt(tl.sum(wide * wide, 0) / n_cols + eps)
-    tl.store(OUT + row * stride_o + cols, x * scale.to(x.dtype), mask=ok)
+    tl.store(OUT + row * stride_o + cols, x * rms_factor(x, n_cols, eps), mask=ok)
 
 
 def triton_rms_norm(x: torch.Tensor) -> torch.Tensor:
