@@ -91,11 +91,12 @@ def read_fields(
     required: Iterable[str] | None = None,
     missing: Callable[[Field], Problem] = missing_key,
     hint: str | None = None,
+    repeated_hint: str | None = None,
 ) -> Found | None:
     """`node` read as a mapping of `fields` (None, and a problem, when it is no mapping). `required`: the keys
     required of this mapping when they are not the table's own (a catalog's non-test family needs fewer);
-    `hint`: the hint when `node` is no mapping."""
-    nodes = reader.mapping(node, path, what, keys_of(fields), hint)
+    `hint`: the hint when `node` is no mapping; `repeated_hint`: the hint for a key written twice."""
+    nodes = reader.mapping(node, path, what, keys_of(fields), hint, repeated_hint=repeated_hint)
     if nodes is None:
         return None
     before = len(reader.problems)  # an unknown or repeated key is reported, and leaves the rest complete
