@@ -5,9 +5,9 @@ class; `structure` does the same for a value already parsed (a JSON line, a file
 `dump` writes a dataclass back as JSON. Anything that is not the declared value is one error of the
 caller's domain at its line, column and JSON path: `<file>:1:230 (result.tests[3].first.outcome): expected
 one of passed, failed, ..., found 'x'` (`structure` given no text: the path alone), with a did-you-mean
-hint for a word close to an enum's value. Reading builds nothing but the declared values: the Slurm hand-off
-(slurm_job.py) crosses files a job's tests can write as well, where a pickle would run whatever code the
-file names. `partial=True` reads the part of a document that another module writes, in any of its versions:
+hint for a key or word close to a declared one. Reading builds nothing but the declared values: the Slurm
+hand-off (slurm_job.py) crosses files a job's tests can write as well, where a pickle would run whatever
+code the file names. `partial=True` reads the part of a document that another module writes, in any of its versions:
 keys no class declares are passed over (the run record, stages/record.py); a hand-off reads every key.
 
 Why ours and not a library: cattrs (structure hooks, ClassValidationError) and pydantic (models,
@@ -215,7 +215,7 @@ def _dataclass(data: object, kind: type, place: _Place) -> object:
         raise place.wrong(f"an object with {', '.join(missing)} too ({kind.__name__})", sorted(data))
     unknown = [key for key in data if key not in names]
     if unknown and not place.partial:
-        raise place.wrong(f"only the keys of {kind.__name__}", unknown[0])
+        raise place.wrong(f"only the keys of {kind.__name__}", unknown[0], did_you_mean(unknown[0], names))
     hints = _hints(kind)
     return kind(**{name: _build(data[name], hints[name], place.at(name)) for name in names if name in data})
 

@@ -174,6 +174,14 @@ def test_a_partial_read_passes_over_keys_no_class_declares_at_any_depth() -> Non
     assert str(raised.value) == "f.json:1:1: expected only the keys of _Outer, found 'notes'"
 
 
+def test_a_key_close_to_a_field_gets_a_did_you_mean_hint() -> None:
+    with pytest.raises(SlurmError) as raised:
+        typed_json.load('{"inner": {"name": "a", "stat": "failed"}}', _Outer, file="f.json", error=SlurmError)
+    assert str(raised.value) == (
+        "f.json:1:11 (inner): expected only the keys of _Inner, found 'stat' Hint: did you mean 'state'?"
+    )
+
+
 def test_an_enum_word_close_to_a_value_gets_a_did_you_mean_hint() -> None:
     with pytest.raises(SlurmError) as raised:
         typed_json.load('{"inner": {"name": "a", "state": "faild"}}', _Outer, file="f.json", error=SlurmError)
