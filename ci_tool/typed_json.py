@@ -4,9 +4,11 @@
 class; `structure` does the same for a value already parsed (a JSON line, a file json_file.read_json read);
 `dump` writes a dataclass back as JSON. Anything that is not the declared value is one error of the
 caller's domain at its line, column and JSON path: `<file>:1:230 (result.tests[3].first.outcome): expected
-one of passed, failed, ..., found 'x'` (`structure` given no text: the path alone). Reading builds
-nothing but the declared values: the Slurm hand-off (slurm_job.py) crosses files a job's tests can write as
-well, where a pickle would run whatever code the file names.
+one of passed, failed, ..., found 'x'` (`structure` given no text: the path alone), with a did-you-mean
+hint for a key or word close to a declared one. Reading builds nothing but the declared values: the Slurm
+hand-off (slurm_job.py) crosses files a job's tests can write as well, where a pickle would run whatever
+code the file names. `partial=True` reads the part of a document that another module writes, in any of its versions:
+keys no class declares are passed over (the run record, stages/record.py); a hand-off reads every key.
 
 Why ours and not a library: cattrs (structure hooks, ClassValidationError) and pydantic (models,
 ValidationError) both structure JSON into typed values with paths, but their messages are their own words
@@ -15,7 +17,8 @@ place of the frozen dataclasses that travel between packages, and brings a compi
 need is this table, some 200 lines over the dataclasses they already have: a new field type extends it.
 A rule beyond a value's type (a non-empty key, a count >= 1) stays with its reader, after `structure`.
 
-    dataclass          an object with exactly its fields (`__test__` and properties are not fields)
+    dataclass          an object with its fields (`__test__` and properties are not fields); a field with a
+                       default may be left out, and no other key is taken unless `partial`
     str int float bool the JSON value itself (a float also takes a whole number; bool is never an int)
     Path               a string
     Enum               its value
@@ -40,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ci_tool.errors import CiToolError, Where, shown
+from ci_tool.errors import CiToolError, Where, did_you_mean, shown
 from ci_tool.json_file import parse_json, value_position
 
 T = TypeVar("T")
@@ -52,15 +55,25 @@ def dump(value: object) -> str:
     return json.dumps(_plain(value), allow_nan=False, separators=(",", ":")) + "\n"
 
 
-def load(text: str, kind: type[T], *, file: str, error: type[CiToolError]) -> T:
+def load(text: str, kind: type[T], *, file: str, error: type[CiToolError], partial: bool = False) -> T:
     """The `kind` value that `text` holds; JSON that is not one raises `error` at the value's path."""
-    return structure(parse_json(text, file=file, error=error), kind, file=file, error=error, text=text)
+    data = parse_json(text, file=file, error=error)
+    return structure(data, kind, file=file, error=error, text=text, partial=partial)
 
 
-def structure(data: object, kind: type[T], *, file: str, error: type[CiToolError], text: str | None = None) -> T:
+def structure(
+    data: object,
+    kind: type[T],
+    *,
+    file: str,
+    error: type[CiToolError],
+    text: str | None = None,
+    partial: bool = False,
+) -> T:
     """The `kind` value that parsed JSON `data` holds; anything else raises `error` at the value's path (and its
-    line and column in `text`, the JSON `data` was parsed from, when given)."""
-    return typing.cast(T, _build(data, kind, _Place(file, error, "", (), text)))
+    line and column in `text`, the JSON `data` was parsed from, when given). `partial`: objects may hold keys
+    their class does not declare, passed over."""
+    return typing.cast(T, _build(data, kind, _Place(file, error, "", (), text, partial)))
 
 
 def _plain(value: object) -> object:
@@ -90,16 +103,17 @@ class _Place:
     path: str
     parts: tuple[str | int, ...] = ()  # the path's keys and indexes
     text: str | None = None  # the JSON text, when `load` read it: errors then say its line and column too
+    partial: bool = False  # keys a class does not declare are passed over
 
     def at(self, part: str | int) -> _Place:
         step = f"[{part}]" if isinstance(part, int) else (f".{part}" if self.path else part)
-        return _Place(self.file, self.error, self.path + step, (*self.parts, part), self.text)
+        return dataclasses.replace(self, path=self.path + step, parts=(*self.parts, part))
 
-    def wrong(self, expected: str, data: object) -> CiToolError:
+    def wrong(self, expected: str, data: object, hint: str | None = None) -> CiToolError:
         found = shown(data) if isinstance(data, str) else json.dumps(data)[:80]
         line, col = (value_position(self.text, self.parts) if self.text is not None else None) or (None, None)
         where = Where(self.file, line, col, yaml_path=self.path or None)
-        return self.error(f"expected {expected}, found {found}", where=where)
+        return self.error(f"expected {expected}, found {found}", where=where, hint=hint)
 
 
 @functools.cache
@@ -129,10 +143,7 @@ def _build(data: object, kind: Any, place: _Place) -> object:
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return _dataclass(data, kind, place)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        values = [member.value for member in kind]
-        if data not in values:
-            raise place.wrong(f"one of {', '.join(map(str, values))}", data)
-        return kind(data)
+        return _enum(data, kind, place)
     if kind is Path:
         return Path(_scalar(data, str, place))
     if kind in (str, int, float, bool):
@@ -185,18 +196,33 @@ def _tuple(data: object, arguments: tuple[Any, ...], place: _Place) -> tuple[obj
     return tuple(_build(item, part, place.at(index)) for index, (item, part) in pairs)
 
 
+def _enum(data: object, kind: type[enum.Enum], place: _Place) -> enum.Enum:
+    values = [member.value for member in kind]
+    if data not in values:
+        words = [str(value) for value in values]
+        hint = did_you_mean(data, words) if isinstance(data, str) else None
+        raise place.wrong(f"one of {', '.join(words)}", data, hint)
+    return kind(data)
+
+
 def _dataclass(data: object, kind: type, place: _Place) -> object:
-    names = [field.name for field in dataclasses.fields(kind)]
+    fields = dataclasses.fields(kind)
+    names = [field.name for field in fields]
     if not isinstance(data, dict):
         raise place.wrong(f"an object with {', '.join(names)}", data)
-    unknown = [key for key in data if key not in names]
-    missing = [name for name in names if name not in data]
+    missing = [field.name for field in fields if field.name not in data and not _has_default(field)]
     if missing:
         raise place.wrong(f"an object with {', '.join(missing)} too ({kind.__name__})", sorted(data))
-    if unknown:
-        raise place.wrong(f"only the keys of {kind.__name__}", unknown[0])
+    unknown = [key for key in data if key not in names]
+    if unknown and not place.partial:
+        raise place.wrong(f"only the keys of {kind.__name__}", unknown[0], did_you_mean(unknown[0], names))
     hints = _hints(kind)
-    return kind(**{name: _build(data[name], hints[name], place.at(name)) for name in names})
+    return kind(**{name: _build(data[name], hints[name], place.at(name)) for name in names if name in data})
+
+
+def _has_default(field: dataclasses.Field[object]) -> bool:
+    """Whether the class gives `field` a value when the JSON leaves it out."""
+    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
 
 
 def _scalar(data: object, kind: type, place: _Place) -> Any:

@@ -17,9 +17,15 @@ unknown keys (did-you-mean from the table's keys), a required key not written (`
 default `expected the key 'k', found none Hint: add `k: example``), and each value that its reader refuses.
 `check_fields` then runs each written field's rule over every value read, once all of them read.
 
-The catalog (stages/catalog_schema.py), the perf-sanity configs (perf/config.py) and the test-db's blocks
-(testdb/load.py) read their mappings this way; what a reader knows only across mappings (a name given
-twice, a concurrency above its server's batch size) stays in that reader, after the table read.
+The catalog (stages/catalog_schema.py), the perf-sanity configs (perf/config.py), the test-db's blocks
+(testdb/load.py) and the bot's allowlist (bot/authorize.py) read their mappings this way; what a reader
+knows only across mappings (a name given twice, a concurrency above its server's batch size) stays in that
+reader, after the table read.
+
+Why ours and not a library: pydantic and cattrs validate values already loaded, which keep no line or
+column, and strictyaml stops at the first problem in words of its own. Here each problem is located from the
+node's mark (`file:line:col` and the YAML path), an unknown key or word gets a did-you-mean hint, and a
+NodeReader collects every problem of a file, so one run lists them all; the table is some 150 lines.
 """
 
 from __future__ import annotations
@@ -91,11 +97,12 @@ def read_fields(
     required: Iterable[str] | None = None,
     missing: Callable[[Field], Problem] = missing_key,
     hint: str | None = None,
+    repeated_hint: str | None = None,
 ) -> Found | None:
     """`node` read as a mapping of `fields` (None, and a problem, when it is no mapping). `required`: the keys
     required of this mapping when they are not the table's own (a catalog's non-test family needs fewer);
-    `hint`: the hint when `node` is no mapping."""
-    nodes = reader.mapping(node, path, what, keys_of(fields), hint)
+    `hint`: the hint when `node` is no mapping; `repeated_hint`: the hint for a key written twice."""
+    nodes = reader.mapping(node, path, what, keys_of(fields), hint, repeated_hint=repeated_hint)
     if nodes is None:
         return None
     before = len(reader.problems)  # an unknown or repeated key is reported, and leaves the rest complete

@@ -265,10 +265,18 @@ class NodeReader:
         self.problem(node, path, f"expected {what}, found {describe(node)}", hint)
 
     def mapping(
-        self, node: Node, path: str, what: str, allowed: tuple[str, ...] | None, hint: str | None = None
+        self,
+        node: Node,
+        path: str,
+        what: str,
+        allowed: tuple[str, ...] | None,
+        hint: str | None = None,
+        *,
+        repeated_hint: str | None = None,
     ) -> dict[str, Node] | None:
-        """The pairs of a mapping node (None, and a problem, for another node); reports duplicate,
-        non-string and, when `allowed` is given, unknown keys with the closest allowed one."""
+        """The pairs of a mapping node (None, and a problem with `hint`, for another node); reports duplicate
+        (with `repeated_hint`), non-string and, when `allowed` is given, unknown keys with the closest allowed
+        one."""
         if not isinstance(node, MappingNode):
             self.mismatch(node, path, what, hint)
             return None
@@ -278,7 +286,8 @@ class NodeReader:
             if key is None:
                 self.problem(key_node, path, f"expected a plain key, found {describe(key_node)}")
             elif key in result:
-                self.problem(key_node, join(path, key), f"expected each key once, found {key!r} again")
+                message = f"expected each key once, found {key!r} again"
+                self.problem(key_node, join(path, key), message, repeated_hint)
             elif allowed is not None and key not in allowed:
                 hint = did_you_mean(key, allowed) or f"allowed keys are {', '.join(allowed)}"
                 self.problem(

@@ -1,5 +1,5 @@
-"""The suite's own house rules (ARCHITECTURE.md, Tests): a table of cases is a parametrize with ids, not a loop
-of asserts that stops at the first bad case and hides the rest."""
+"""The suite's own house rules, stated by these tests themselves: a table of cases is a parametrize with ids, not
+a loop of asserts that stops at the first bad case and hides the rest."""
 
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ The allowlist (`.github/ci-bot-allowlist.yml`) holds GitHub logins, compared cas
 author association grants.
 
 The workflow reads it from the default branch, never from the pull request, so a PR cannot list its
-own author.  Parsing is pure (text in, value out); the command reads the file.
+own author.  Parsing is pure (text in, value out); the command reads the file. The keys are a field table
+(yaml_fields.py): unknown keys get a did-you-mean hint, and every problem of the file is reported at once.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import yaml
+from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from ci_tool.bot.flags import Permission, SubCommand, command_of
-from ci_tool.errors import BotError, Where, did_you_mean
+from ci_tool.errors import BotError
 from ci_tool.layout import ALLOWLIST_PATH
-from ci_tool.yaml_nodes import NodeKind, compose, kind
+from ci_tool.yaml_fields import Field, read_fields
+from ci_tool.yaml_nodes import NodeKind, NodeReader, compose, kind
 
 APPROVE_KEY = "approve"  # who may apply the approval labels (pr_bot/labels.py); not a sub-command's permission
 ALLOWLIST_KEYS = (*(permission.value for permission in Permission), APPROVE_KEY)
@@ -72,65 +74,53 @@ class Authorization:
 
 
 def parse_allowlist(text: str, *, file: str = ALLOWLIST_PATH) -> Allowlist:
-    """Parse allowlist YAML; raise BotError (file:line:col and key path) on anything unexpected."""
+    """Parse allowlist YAML; a BotError lists every problem (file:line:col and key path) at once."""
     root = compose(text, file=file, error=BotError)
     if root is None:
         return Allowlist()
-    if not isinstance(root, yaml.MappingNode):
-        raise BotError(
-            f"expected a mapping of {KEYS} to logins, found {_kind(root)}", where=_where(file, root)
-        )
-    entries: dict[str, frozenset[str]] = {}
-    for key_node, value_node in root.value:
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else _kind(key_node)
-        if key not in ALLOWLIST_KEYS:
-            hint = did_you_mean(str(key), list(ALLOWLIST_KEYS)) or f"the keys are {KEYS}"
-            raise BotError(f"unknown key {key!r}", where=_where(file, key_node), hint=hint)
-        if key in entries:
-            raise BotError(f"key {key!r} given twice", where=_where(file, key_node), hint="merge the two lists")
-        entries[key] = _logins(value_node, key, file)
-    return Allowlist(
-        run=entries.get(Permission.RUN.value, frozenset()),
-        kill_skip=entries.get(Permission.KILL_SKIP.value, frozenset()),
-        approve=entries.get(APPROVE_KEY, frozenset()),
-    )
+    reader = NodeReader(file, BotError)
+    what = f"a mapping of {KEYS} to logins"
+    found = read_fields(reader, root, "", what, ALLOWLIST_FIELDS, repeated_hint="merge the two lists")
+    reader.raise_all()
+    assert found is not None  # raise_all raised otherwise
+    return Allowlist(**{key: found.get(key, frozenset) or frozenset() for key in ALLOWLIST_KEYS})
 
 
-def _logins(node: yaml.Node, key: str, file: str) -> frozenset[str]:
-    if kind(node) is NodeKind.NULL:
-        return frozenset()
-    if not isinstance(node, yaml.SequenceNode):
-        raise BotError(
-            f"expected a list of GitHub logins, found {_kind(node)}",
-            where=_where(file, node, key),
-            hint=f"write {key}: [login-one, login-two]",
-        )
+def _logins(reader: NodeReader, node: Node, path: str) -> frozenset[str] | None:
+    """A list of GitHub logins, in lower case (None, and a problem for each bad or repeated login)."""
+    if not isinstance(node, SequenceNode):
+        reader.mismatch(node, path, "a list of GitHub logins", f"write {path}: [login-one, login-two]")
+        return None
+    before = len(reader.problems)
     logins: set[str] = set()
     for index, item in enumerate(node.value):
-        path = f"{key}[{index}]"
-        value = item.value if kind(item) is NodeKind.STR else None
-        if value is None or not _LOGIN.fullmatch(value):
-            found = repr(value) if value is not None else _kind(item)
-            hint = f"write {value[1:]!r} without the '@'" if value and value.startswith("@") else None
-            if value is None and isinstance(item, yaml.ScalarNode) and _LOGIN.fullmatch(item.value):
-                hint = f"quote it: {item.value!r}"
-            raise BotError(f"expected a GitHub login, found {found}", where=_where(file, item, path), hint=hint)
-        if value.lower() in logins:
-            raise BotError(f"login {value!r} listed twice under {key!r}", where=_where(file, item, path))
-        logins.add(value.lower())
-    return frozenset(logins)
+        login = _login(reader, item, f"{path}[{index}]")
+        if login is not None and login.lower() in logins:
+            reader.problem(item, f"{path}[{index}]", f"login {login!r} listed twice under {path!r}")
+        elif login is not None:
+            logins.add(login.lower())
+    return frozenset(logins) if len(reader.problems) == before else None
 
 
-def _where(file: str, node: yaml.Node, path: str | None = None) -> Where:
-    return Where(file, node.start_mark.line + 1, node.start_mark.column + 1, path)
+def _login(reader: NodeReader, node: Node, path: str) -> str | None:
+    text = node.value if kind(node) is NodeKind.STR else None
+    if text is not None and _LOGIN.fullmatch(text):
+        return text
+    reader.mismatch(node, path, "a GitHub login", _login_hint(node, text))
+    return None
 
 
-def _kind(node: yaml.Node) -> str:
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    return repr(node.value)
+def _login_hint(node: Node, text: str | None) -> str | None:
+    """How to write a refused login: without its '@', or quoted when YAML read it as a number (`1234`)."""
+    if text is not None and text.startswith("@"):
+        return f"write {text[1:]!r} without the '@'"
+    if text is None and isinstance(node, ScalarNode) and _LOGIN.fullmatch(node.value):
+        return f"quote it: {node.value!r}"
+    return None
+
+
+# `key:` alone (null) lists nobody, like `key: []`
+ALLOWLIST_FIELDS = tuple(Field(key, _logins, nullable=True) for key in ALLOWLIST_KEYS)
 
 
 def permission_of(command: SubCommand) -> Permission | None:

@@ -214,9 +214,10 @@ class ActionsClient:
         state = answer.text(data, "status", path)
         if not state:
             raise answer.error(_join(path, "status"), "the run's status", data.get("status"))
+        completed = state == "completed"  # GitHub's word, read here once: a run becomes building or a result
         conclusion = answer.text(data, "conclusion", path)
         result = None
-        if state == "completed":
+        if completed:
             if conclusion not in CONCLUSIONS:
                 raise answer.error(_join(path, "conclusion"), "one of " + ", ".join(CONCLUSIONS), conclusion)
             result = CONCLUSIONS[conclusion]
@@ -232,7 +233,7 @@ class ActionsClient:
             }
         )
         page = shown(answer.text(data, "html_url", path))
-        return Build(WORKFLOW_TITLE, run_id, page, building=state != "completed", result=result,
+        return Build(WORKFLOW_TITLE, run_id, page, building=not completed, result=result,
                      parameters=parameters, log_url=page)  # fmt: skip
 
 

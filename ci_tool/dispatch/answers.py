@@ -8,6 +8,10 @@ expected and what came, never a KeyError or JSONDecodeError three calls later.
     strict     the fields a decision rests on: ids, build numbers, `building`, `result`, `cancelled`, URLs
     lenient    `actions` (a heterogeneous list in Jenkins: entries of other kinds are skipped), a test
                case's duration and texts (a report detail never costs the final status: "abc" -> 0.0)
+
+These stay field by field rather than typed_json: an answer is Jenkins' (or GitHub's) shape, not a class of
+ours, where absent and null mean a default and the lenient fields degrade instead of failing, and an error
+names the request and its URL rather than a file.
 """
 
 from __future__ import annotations

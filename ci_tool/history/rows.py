@@ -19,6 +19,9 @@ row and warns through the store (`HistoryStore.warn`), since the rest of the his
 
 Values arrive as Python's own types (str, int, float, None), so any DB-API driver's rows fit; a SQLite text
 cell that is not UTF-8 arrives as bytes (sqlite_backend.py), which no text check takes.
+
+Rows are checked here, not through typed_json: they come from a database, not JSON text, as tuples of cells
+by column, and an error names the table, the row's key and the column rather than a JSON path.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ci_tool import gitinfo
-from ci_tool.errors import StageError
+from ci_tool.errors import StageError, Where
 from ci_tool.json_file import read_json
 from ci_tool.run import stage_inputs
 from ci_tool.run.session import PlannedStage, catalog_stages
@@ -77,7 +77,8 @@ def _narrowed(name: str, setup: LocalSetup, selection: Path | None) -> PlannedSt
     head = gitinfo.commit_of(setup.config.rootdir)
     if record.head is not None and head is not None and record.head != head:
         raise StageError(
-            f"{source}: head: expected the commit this checkout tests, {head}, found {record.head}",
+            f"expected the commit this checkout tests, {head}, found {record.head}",
+            where=Where(source, yaml_path="head"),
             hint="run the stage on the commit its plan selected on, or select again on this one",
         )
     stage = narrowed_stage(record, setup.loaded.catalog, parse_stage_name(name), source=source)

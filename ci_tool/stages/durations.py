@@ -19,6 +19,10 @@ To that each entry adds its per-process cost: what running it costs beyond its t
 interpreter, imports, collection), learnt from the history (`ci-tool durations export`) and kept in the
 same file under `process-cost:<entry>` (no test id starts so, and pytest-split ignores ids it does not
 collect). An entry with no recorded cost gets the mean of the list's recorded ones, or 0 when none is.
+
+parse_durations reads the file by hand, not through typed_json: it is pytest-split's format, shared with
+TensorRT-LLM, whose keys are thousands of free-form test ids, so there is no class to declare; each value's
+range is checked as it is read, and an error names its test id.
 """
 
 from __future__ import annotations

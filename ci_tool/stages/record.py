@@ -9,6 +9,10 @@ commit it tested and the target branch's tip it compared with. Pure.
 
 The bot's reply is a preview made from the GitHub API before the run; the record is what ran. Where the two
 differ, the final report names the stages (`differences`).
+
+A record is read back through typed_json (RecordJson): only the keys read here are declared, the rest of the
+selection's JSON being the pipelines', and a key older records lack reads as its default. Errors say where:
+`selection.json (cbts.families.A10-PyTorch.shards): expected a shard count of at least 1, found 0`.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ci_tool import typed_json
 from ci_tool.change.narrowing import LineFilter, NarrowPath
-from ci_tool.errors import StageError
+from ci_tool.errors import StageError, Where
 from ci_tool.stages.catalog import Catalog, Stage
 from ci_tool.stages.cbts import narrowed_stages
 from ci_tool.stages.names import CBTS_SUFFIX, StageName
@@ -54,22 +59,68 @@ def record_json(selection: Selection, *, head: str | None, base: str | None) -> 
     return {**selection.to_json(), "head": head, "base": base}
 
 
+@dataclass(frozen=True)
+class BlockedJson:
+    """A stage of `blocked`, as approvals.BlockedStage.to_json writes it."""
+
+    stage: str
+    label: str  # the approval label it waits for
+
+
+@dataclass(frozen=True)
+class FilterEntryJson:
+    """An entry of a filter's `entries`, as LineFilter.to_json writes it: a list line kept whole."""
+
+    context: str
+    line: str
+
+
+@dataclass(frozen=True)
+class FilterJson:
+    """A narrowed family's `filter`, as LineFilter.to_json writes it."""
+
+    paths: tuple[NarrowPath, ...]
+    entries: tuple[FilterEntryJson, ...]
+
+    def line_filter(self) -> LineFilter:
+        return LineFilter(self.paths, tuple((entry.context, entry.line) for entry in self.entries))
+
+
+@dataclass(frozen=True)
+class FamilyJson:
+    """A family of `cbts.families`, as cbts.FamilyNarrowing.to_json writes it: its shard count, and its filter
+    or why it runs its full set. Neither: a record older than the pipelines' `-cbts` stages."""
+
+    shards: int
+    filter: FilterJson | None = None
+    full: str | None = None
+
+
+@dataclass(frozen=True)
+class CbtsJson:
+    """The record's `cbts` (cbts.Narrowing.to_json), as far as the stage jobs read it."""
+
+    families: Mapping[str, FamilyJson] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordJson:
+    """The keys of a record read back (the others are the pipelines'), with the defaults of older records."""
+
+    stages: tuple[str, ...]
+    blocked: tuple[BlockedJson, ...] = ()
+    custom_run: bool = False
+    head: str | None = None
+    base: str | None = None
+    cbts: CbtsJson | None = None
+
+
 def read_record(data: object, *, source: str) -> SelectionRecord:
-    """A record from its JSON (record_json's shape); a StageError names what is missing or wrong."""
-    if not isinstance(data, dict):
-        raise StageError(f"{source}: expected a JSON object, found {type(data).__name__}")
-    stages = _strings(data.get("stages"), f"{source}: stages")
-    blocked: dict[str, str] = {}
-    for entry in _list(data.get("blocked", []), f"{source}: blocked"):
-        named = isinstance(entry, dict) and isinstance(entry.get("stage"), str) and isinstance(entry.get("label"), str)
-        if not named:
-            raise StageError(f'{source}: blocked: expected {{"stage": ..., "label": ...}} objects, found {entry!r}')
-        blocked[entry["stage"]] = entry["label"]  # type: ignore[index]  # checked above
-    custom_run = data.get("custom_run", False)
-    if not isinstance(custom_run, bool):
-        raise StageError(f"{source}: custom_run: expected true or false, found {custom_run!r}")
-    head, base = _commit(data.get("head"), source, "head"), _commit(data.get("base"), source, "base")
-    return SelectionRecord(stages, blocked, custom_run, head, base, _narrowed(data.get("cbts"), source))
+    """A record from its JSON (record_json's shape, of any version); a StageError says where it is not one."""
+    found = typed_json.structure(data, RecordJson, file=source, error=StageError, partial=True)
+    blocked = {entry.stage: entry.label for entry in found.blocked}
+    head, base = _commit(found.head, source, "head"), _commit(found.base, source, "base")
+    return SelectionRecord(found.stages, blocked, found.custom_run, head, base, _narrowed(found.cbts, source))
 
 
 def narrowed_stage(record: SelectionRecord, catalog: Catalog, name: StageName, *, source: str) -> Stage:
@@ -78,68 +129,38 @@ def narrowed_stage(record: SelectionRecord, catalog: Catalog, name: StageName, *
     if name.name not in record.stages:
         shown = ", ".join(stage for stage in record.stages if stage.endswith(CBTS_SUFFIX)) or "none"
         raise StageError(
-            f"{source}: stages: expected {name.name!r} among the stages the selection runs, found it missing "
-            f"(its -cbts stages: {shown})",
+            f"expected {name.name!r} among the stages the selection runs, found it missing (its -cbts stages: "
+            f"{shown})",
+            where=Where(source, yaml_path="stages"),
             hint="run a stage of this selection, or select again for this change (`ci-tool stage select --json`)",
         )
     family = catalog.stage(name.name.removesuffix(CBTS_SUFFIX)).family
     found = record.narrowed.get(family.name.name)
     if found is None:
-        raise StageError(f"{source}: cbts.families: expected the narrowing of {family.name.name!r}, found none")
+        where = Where(source, yaml_path="cbts.families")
+        raise StageError(f"expected the narrowing of {family.name.name!r}, found none", where=where)
     stages = narrowed_stages(family, found.shards, found.line_filter)
     if name.shard is None or not 1 <= name.shard <= len(stages):
         raise StageError(
-            f"{source}: cbts.families.{family.name.name}.shards: expected at least shard {name.shard} of "
-            f"{name.name!r}, found {found.shards}"
+            f"expected at least shard {name.shard} of {name.name!r}, found {found.shards}",
+            where=Where(source, yaml_path=f"cbts.families.{family.name.name}.shards"),
         )
     return stages[name.shard - 1]
 
 
-def _narrowed(value: object, source: str) -> dict[str, NarrowedFamily]:
+def _narrowed(cbts: CbtsJson | None, source: str) -> dict[str, NarrowedFamily]:
     """`cbts.families` of a record: the narrowed families, each with its filter. A family without one runs its
     own stages: it runs its full set (`full`), or the record is older than the pipelines' `-cbts` stages (their
     builds ran each family's own stages whole, and the bot's report reads their records still)."""
-    if value is None:
-        return {}
-    families = _object(value, f"{source}: cbts").get("families", {})
     found: dict[str, NarrowedFamily] = {}
-    for name, value_of_family in _object(families, f"{source}: cbts.families").items():
-        where = f"{source}: cbts.families.{name}"
-        entry = _object(value_of_family, where)
-        if "full" in entry or "filter" not in entry:
+    for name, family in (cbts.families if cbts is not None else {}).items():
+        if family.full is not None or family.filter is None:
             continue  # its own stages run
-        shards = entry.get("shards")
-        if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
-            raise StageError(f"{where}.shards: expected a shard count of at least 1, found {shards!r}")
-        found[name] = NarrowedFamily(shards, _line_filter(entry.get("filter"), f"{where}.filter"))
+        if family.shards < 1:
+            where = Where(source, yaml_path=f"cbts.families.{name}.shards")
+            raise StageError(f"expected a shard count of at least 1, found {family.shards}", where=where)
+        found[name] = NarrowedFamily(family.shards, family.filter.line_filter())
     return found
-
-
-def _line_filter(value: object, where: str) -> LineFilter:
-    data = _object(value, where)
-    paths = []
-    for index, item in enumerate(_list(data.get("paths"), f"{where}.paths")):
-        path = _object(item, f"{where}.paths[{index}]")
-        test_path, gpu = path.get("path"), path.get("gpu")
-        if not isinstance(test_path, str) or not (gpu is None or isinstance(gpu, str)):
-            raise StageError(
-                f'{where}.paths[{index}]: expected {{"path": "...", "gpu": "..." or null}}, found {item!r}'
-            )
-        paths.append(NarrowPath(test_path, gpu))
-    entries = []
-    for index, item in enumerate(_list(data.get("entries"), f"{where}.entries")):
-        entry = _object(item, f"{where}.entries[{index}]")
-        context, line = entry.get("context"), entry.get("line")
-        if not isinstance(context, str) or not isinstance(line, str):
-            raise StageError(f'{where}.entries[{index}]: expected {{"context": "...", "line": "..."}}, found {item!r}')
-        entries.append((context, line))
-    return LineFilter(tuple(paths), tuple(entries))
-
-
-def _object(value: object, where: str) -> dict[str, object]:
-    if not isinstance(value, dict):
-        raise StageError(f"{where}: expected a JSON object, found {value!r}")
-    return value
 
 
 def differences(preview: Sequence[str], record: SelectionRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -150,20 +171,7 @@ def differences(preview: Sequence[str], record: SelectionRecord) -> tuple[tuple[
     return tuple(n for n in record.names if n not in previewed), tuple(n for n in preview if n not in ran)
 
 
-def _list(value: object, where: str) -> list[object]:
-    if not isinstance(value, list):
-        raise StageError(f"{where}: expected a JSON list, found {value!r}")
+def _commit(value: str | None, source: str, key: str) -> str | None:
+    if value == "":
+        raise StageError("expected a commit id or null, found ''", where=Where(source, yaml_path=key))
     return value
-
-
-def _strings(value: object, where: str) -> tuple[str, ...]:
-    items = _list(value, where)
-    if not all(isinstance(item, str) for item in items):
-        raise StageError(f"{where}: expected stage names, found {value!r}")
-    return tuple(str(item) for item in items)
-
-
-def _commit(value: object, source: str, key: str) -> str | None:
-    if value is None or (isinstance(value, str) and value):
-        return value
-    raise StageError(f"{source}: {key}: expected a commit id or null, found {value!r}")

@@ -1,8 +1,9 @@
 """What a `/bot run` asks of the stage selection, typed: the selection request and the table of its options.
 
 A request reaches the selection from a PR comment (the bot's grammar), from CI's JSON payload
-(`{"command": "run", "flags": {...}}`, the dispatcher's `REQUEST`) or from `ci-tool run`; each source
-turns into one SelectionRequest and every consumer reads that. The option table says, per option, what
+(`{"command": "run", "flags": {...}}`, the dispatcher's `REQUEST`: typed_json reads it as RequestJson, and
+its flags against the option table) or from `ci-tool run`; each source turns into one SelectionRequest and
+every consumer reads that. The option table says, per option, what
 it means to the selection; the bot's flag table (bot/flags.py) adds only how a comment spells it.
 
     option                   value     step  custom run  also reaches the stage runner as
@@ -43,7 +44,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ci_tool.errors import ColumnError, StageError, did_you_mean
+from ci_tool import typed_json
+from ci_tool.errors import ColumnError, StageError, Where, did_you_mean
 from ci_tool.stages.names import SELECTABLE_BACKENDS
 
 # A local run's id (run/session.py new_run_id): its UTC start and four random hex digits.
@@ -299,56 +301,58 @@ def _json_value(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def request_from_flags(flags: object, *, source: str = "the request") -> SelectionRequest:
+@dataclass(frozen=True)
+class RequestJson:
+    """CI's `REQUEST` payload as SelectionRequest.to_json writes it (typed_json reads it); its flags are read
+    against the option table (request_from_flags), which knows their old spellings and values."""
+
+    command: str  # "run": the one command that selects stages (compared once, where the payload is read)
+    flags: Mapping[str, object] = field(default_factory=dict)
+    run_mode: RunMode = RunMode.FULL
+
+
+def request_from_json(data: object, *, source: str = "the request") -> SelectionRequest:
+    """A SelectionRequest from `{"command": "run", "flags": {...}}`, CI's `REQUEST` payload; a StageError
+    says where it is not one (`REQUEST (flags.stage_list): expected ...`)."""
+    payload = typed_json.structure(data, RequestJson, file=source, error=StageError)
+    if payload.command != "run":
+        raise StageError(
+            f"expected a /bot run request to select stages, found /bot {payload.command}",
+            where=Where(source, yaml_path="command"),
+            hint='write {"command": "run", "flags": {...}}',
+        )
+    return replace(request_from_flags(payload.flags, source=source), run_mode=payload.run_mode)
+
+
+def request_from_flags(flags: Mapping[str, object], *, source: str) -> SelectionRequest:
     """A SelectionRequest from the payload's `flags` object (SelectionRequest.to_json's shape), validated."""
-    if not isinstance(flags, dict):
-        raise StageError(f'{source}: expected "flags" to be a JSON object, found {_kind(flags)}')
     known = {found.key: found for found in OPTIONS}
     values: dict[str, object] = {}
     for written, value in flags.items():
+        where = Where(source, yaml_path=f"flags.{written}")
         key = LEGACY_KEYS.get(written, written)
         found = known.get(key)
         if found is None:
             hint = did_you_mean(key, known) or f"the flags of /bot run are {', '.join(known)}"
-            raise StageError(f"{source}: expected a flag of /bot run, found {key!r}", hint=hint)
+            raise StageError(f"expected a flag of /bot run, found {key!r}", where=where, hint=hint)
         if key in values:
-            raise StageError(f"{source}: expected {key!r} once, found it also as {written!r}", hint=f"drop {written!r}")
-        values[key] = _value(source, found, value)
+            raise StageError(
+                f"expected {key!r} once, found it also as {written!r}", where=where, hint=f"drop {written!r}"
+            )
+        values[key] = _value(found, value, where)
     return SelectionRequest(**values)  # type: ignore[arg-type]  # keys and types checked above
 
 
-def request_from_json(data: object, *, source: str = "the request") -> SelectionRequest:
-    """A SelectionRequest from `{"command": "run", "flags": {...}}`, CI's `REQUEST` payload."""
-    if not isinstance(data, dict) or not isinstance(data.get("command"), str):
-        raise StageError(f'{source}: expected a JSON object with a "command" string, found {_kind(data)}')
-    if data["command"] != "run":
-        raise StageError(
-            f"{source}: expected a /bot run request to select stages, found /bot {data['command']}",
-            hint='write {"command": "run", "flags": {...}}',
-        )
-    request = request_from_flags(data.get("flags", {}), source=source)
-    mode = data.get("run_mode", RunMode.FULL.value)
-    if mode not in set(RunMode):
-        modes = [m.value for m in RunMode]
-        hint = did_you_mean(str(mode), modes) or f"the run modes are {', '.join(modes)}"
-        raise StageError(f"{source}: expected a run mode ({', '.join(modes)}), found {mode!r}", hint=hint)
-    return replace(request, run_mode=RunMode(mode))
-
-
-def _value(source: str, found: Option, value: object) -> object:
+def _value(found: Option, value: object, where: Where) -> object:
     if found.kind is OptionKind.SWITCH and value is True:
         return True
     if found.kind is OptionKind.LIST and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return tuple(value)
     if found.kind is OptionKind.PIPELINE_ID and (value is True or (isinstance(value, str) and is_pipeline_id(value))):
         return value
-    raise StageError(f"{source}: expected {found.kind.value} for {found.key!r}, found {value!r}")
+    raise StageError(f"expected {found.kind.value}, found {value!r}", where=where)
 
 
 def is_pipeline_id(text: str) -> bool:
     """A CI pipeline id (digits) or a local run id (`ci-tool history` lists them)."""
     return (text.isascii() and text.isdigit()) or RUN_ID.fullmatch(text) is not None
-
-
-def _kind(value: object) -> str:
-    return f"a JSON {type(value).__name__}" if not isinstance(value, dict) else "an object without it"

@@ -1,5 +1,5 @@
-"""The packages are layers: each imports only its own layer and those below it (ARCHITECTURE.md
-boundary 0), so the selection never learns about the bot, nor the generators about the bot."""
+"""The packages are layers: each imports only its own layer and those below it (README.md, Layout; docs/layout.md
+lists each folder), so the selection never learns about the bot, nor the generators about the bot."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_run_holds_no_git_half_of_the_change() -> None:
     assert {"merge_base", "name_status", "file_at"} <= change_reads  # the pin reads what the change reads
 
 
-# commands/ is the CLI layer and nothing more (ARCHITECTURE.md, Layout): each module is one verb (options, a call
+# commands/ is the CLI layer and nothing more (docs/layout.md, commands/): each module is one verb (options, a call
 # into a library function, output, an exit code), or one of these, which hold what several verbs' options share.
 COMMANDS = PACKAGE / "commands"
 # These are the only commands modules another commands module may import (test_no_verb_module_imports_another).

@@ -1,5 +1,5 @@
 """The repository layout and defaults live in one module; what the README tells people to run agrees, and the README
-leads to every chapter of the docs/ guide."""
+leads to every chapter of the docs/ guide and stays under 150 lines."""
 
 from __future__ import annotations
 
@@ -34,6 +34,14 @@ def test_the_readme_links_every_chapter_of_the_guide() -> None:
     linked = set(re.findall(r"\]\((docs/[^)#\s]+)", (ROOT / "README.md").read_text(encoding="utf-8")))
     chapters = {path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")}
     assert sorted(chapters - linked) == []
+
+
+README_LINE_LIMIT = 150  # README.md stays under it: a landing page, read in one sitting; detail goes in docs/
+
+
+def test_the_readme_stays_short_enough_to_read_in_one_sitting() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < README_LINE_LIMIT, f"README.md has {len(lines)} lines: move the detail to a docs/ chapter"
 
 
 def test_the_default_paths_name_this_repository() -> None:

@@ -12,6 +12,7 @@ from ci_tool.errors import BotError
 from ci_tool.layout import ALLOWLIST_PATH
 
 ROOT = Path(__file__).resolve().parents[3]
+KEYS = "run, kill_skip, approve"  # as an unknown key's message lists them
 ALLOWLIST = Allowlist(run=frozenset({"outside-contributor"}), kill_skip=frozenset({"release-captain"}))
 
 
@@ -33,16 +34,26 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("runn: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'runn' Hint: did you mean 'run'?"),
-        ("run: [a]\nrun: [b]", f"{ALLOWLIST_PATH}:2:1: key 'run' given twice Hint: merge the two lists"),
+        (
+            "runn: [a]",
+            f"{ALLOWLIST_PATH}:1:1 (runn): expected one of {KEYS}, found key 'runn' Hint: did you mean 'run'?",
+        ),
+        (
+            "run: [a]\nrun: [b]",
+            f"{ALLOWLIST_PATH}:2:1 (run): expected each key once, found 'run' again Hint: merge the two lists",
+        ),
         (
             "- a",
             f"{ALLOWLIST_PATH}:1:1: expected a mapping of 'run', 'kill_skip' and 'approve' to logins, found a list",
         ),
-        ("aprove: [a]", f"{ALLOWLIST_PATH}:1:1: unknown key 'aprove' Hint: did you mean 'approve'?"),
+        (
+            "aprove: [a]",
+            f"{ALLOWLIST_PATH}:1:1 (aprove): expected one of {KEYS}, found key 'aprove' Hint: did you mean 'approve'?",
+        ),
         (
             "reviewers: [a]",
-            f"{ALLOWLIST_PATH}:1:1: unknown key 'reviewers' Hint: the keys are 'run', 'kill_skip' and 'approve'",
+            f"{ALLOWLIST_PATH}:1:1 (reviewers): expected one of {KEYS}, found key 'reviewers' "
+            f"Hint: allowed keys are {KEYS}",
         ),
         ("approve: [a, A]", f"{ALLOWLIST_PATH}:1:14 (approve[1]): login 'A' listed twice under 'approve'"),
         (
@@ -57,6 +68,7 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
         ),
         ("run: [1234]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found '1234' Hint: quote it: '1234'"),
         ("run: [{a: b}]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found a mapping"),
+        ("run: [~]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found nothing (null)"),
         ("run: [bad--name]", f"{ALLOWLIST_PATH}:1:7 (run[0]): expected a GitHub login, found 'bad--name'"),
         ("run: [Amy, amy]", f"{ALLOWLIST_PATH}:1:12 (run[1]): login 'amy' listed twice under 'run'"),
         (
@@ -76,6 +88,7 @@ def test_allowlist_parses(text: str, allowlist: Allowlist) -> None:
         "at sign",
         "number",
         "mapping item",
+        "null item",
         "double dash",
         "twice",
         "bad yaml",
@@ -85,6 +98,20 @@ def test_allowlist_errors_are_pinned(text: str, message: str) -> None:
     with pytest.raises(BotError) as caught:
         parse_allowlist(text)
     assert str(caught.value) == message
+
+
+def test_every_problem_of_an_allowlist_is_one_located_line() -> None:
+    """A maintainer fixes the whole file in one pass: each problem on its own line, in file order."""
+    with pytest.raises(BotError) as caught:
+        parse_allowlist("runn: [a]\nrun: ['@b', 1234]\napprove: bob\n")
+    assert str(caught.value).splitlines() == [
+        f"{ALLOWLIST_PATH}: 4 problems, each on a line below",
+        f"  {ALLOWLIST_PATH}:1:1 (runn): expected one of {KEYS}, found key 'runn' Hint: did you mean 'run'?",
+        f"  {ALLOWLIST_PATH}:2:7 (run[0]): expected a GitHub login, found '@b' Hint: write 'b' without the '@'",
+        f"  {ALLOWLIST_PATH}:2:13 (run[1]): expected a GitHub login, found '1234' Hint: quote it: '1234'",
+        f"  {ALLOWLIST_PATH}:3:10 (approve): expected a list of GitHub logins, found 'bob' "
+        "Hint: write approve: [login-one, login-two]",
+    ]
 
 
 def test_the_committed_allowlist_parses() -> None:

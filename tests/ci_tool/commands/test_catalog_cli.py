@@ -242,14 +242,15 @@ def test_stage_select_reads_the_change_from_git(
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[1]", 'error: {path}: expected a JSON object with a "command" string, found a JSON list\n'),
+        ("[1]", "error: {path}: expected an object with command, flags, run_mode, found [1]\n"),
         (
             '{"command": "run", "flags": {"stage-list": ["x"]}}',
-            "error: {path}: expected a flag of /bot run, found 'stage-list' Hint: did you mean 'stage_list'?\n",
+            "error: {path} (flags.stage-list): expected a flag of /bot run, found 'stage-list' "
+            "Hint: did you mean 'stage_list'?\n",
         ),
         (
             '{"command": "run", "flags": {"post_merge": "yes"}}',
-            "error: {path}: expected true for 'post_merge', found 'yes'\n",
+            "error: {path} (flags.post_merge): expected true, found 'yes'\n",
         ),
         (
             "{",
@@ -262,8 +263,8 @@ def test_stage_select_reads_the_change_from_git(
         ),
         (
             '{"command": "run", "flags": {"reuse_test": "\u00b2"}}',
-            "error: {path}: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for "
-            "'reuse_test', found '\u00b2'\n",
+            "error: {path} (flags.reuse_test): expected true, a pipeline id (digits) or a run id "
+            "(20261130-054838-3f2a), found '\u00b2'\n",
         ),
     ],
     ids=["not an object", "unknown flag", "bad value", "bad json", "nested thousands deep", "superscript id"],

@@ -178,7 +178,10 @@ def test_an_unreadable_allowlist_removes_the_label_and_fails(
     broken.write_text("aprove: [approver-ann]\n", encoding="utf-8")
     github.pulls[(REPOSITORY, PR)].labels = [FULL]
     result = labels(capsys, tmp_path, labeled_event(FULL, "approver-ann"), broken)
-    problem = f"{broken}:1:1: unknown key 'aprove' Hint: did you mean 'approve'?"
+    problem = (
+        f"{broken}:1:1 (aprove): expected one of run, kill_skip, approve, found key 'aprove' "
+        "Hint: did you mean 'approve'?"
+    )
     assert result.code == 1
     assert result.err == f"error: {problem}\n"
     assert github.pulls[(REPOSITORY, PR)].labels == []

@@ -156,7 +156,7 @@ def test_a_record_that_does_not_run_the_stage_is_refused(
     code, out, err = ci_tool(capsys, "stage", "run", NARROWED, "--selection", str(record))
     assert (code, out) == (1, "")
     assert err == (
-        f"error: {record}: stages: expected '{NARROWED}' among the stages the selection runs, found it missing "
+        f"error: {record} (stages): expected '{NARROWED}' among the stages the selection runs, found it missing "
         "(its -cbts stages: none) Hint: run a stage of this selection, or select again for this change "
         "(`ci-tool stage select --json`)\n"
     )
@@ -172,7 +172,7 @@ def test_a_record_of_another_commit_is_refused(
     head = git(checkout, "rev-parse", "HEAD")
     assert (code, err) == (
         1,
-        f"error: {record}: head: expected the commit this checkout tests, {head}, found {main_tip} Hint: run the "
+        f"error: {record} (head): expected the commit this checkout tests, {head}, found {main_tip} Hint: run the "
         "stage on the commit its plan selected on, or select again on this one\n",
     )
 
@@ -187,7 +187,7 @@ def test_a_shard_beyond_the_records_narrowing_is_refused(
     code, _, err = ci_tool(capsys, "stage", "run", "CPU-Generic-2-cbts", "--selection", str(record))
     assert (code, err) == (
         1,
-        f"error: {record}: cbts.families.CPU-Generic.shards: expected at least shard 2 of 'CPU-Generic-2-cbts', "
+        f"error: {record} (cbts.families.CPU-Generic.shards): expected at least shard 2 of 'CPU-Generic-2-cbts', "
         "found 1\n",
     )
 

@@ -1,10 +1,11 @@
 """The Slurm hand-off as typed JSON: a real stage's plan and result survive the round trip; a file that is
-not one (a test may write it) is one located error, and a report without its submission's token is refused."""
+not one (a test may write it) is one located error, and a report without its submission's token is refused.
+Then the table's rules other readers rely on: defaults, partial reads, did-you-mean hints."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from ci_tool import typed_json
 from ci_tool.errors import SlurmError
+from ci_tool.outcomes import TestOutcome
 from ci_tool.run.flaky import load_flaky_signatures
 from ci_tool.run.invocation import RunSettings
 from ci_tool.run.slurm_job import JobFiles, JobReport, JobSpec, new_token, read_report
@@ -129,3 +131,61 @@ def test_a_snapshot_that_is_no_path_is_a_located_error(suite: Path) -> None:
     data["perf_snapshot"] = 7
     with pytest.raises(SlurmError, match=r"\(perf_snapshot\): expected a string or null, found 7"):
         typed_json.load(json.dumps(data), RunSettings, file="job.json", error=SlurmError)
+
+
+# -- the table's rules for readers besides the hand-off -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Inner:
+    name: str
+    state: TestOutcome = TestOutcome.PASSED  # a field with a default may be left out
+
+
+@dataclass(frozen=True)
+class _Outer:
+    inner: _Inner
+    count: int = 0
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"inner": {"name": "a"}}', _Outer(_Inner("a"))),
+        ('{"inner": {"name": "a", "state": "failed"}, "count": 2}', _Outer(_Inner("a", TestOutcome.FAILED), 2)),
+    ],
+    ids=["defaults", "given"],
+)
+def test_a_field_with_a_default_may_be_left_out(text: str, value: _Outer) -> None:
+    assert typed_json.load(text, _Outer, file="f.json", error=SlurmError) == value
+
+
+def test_a_field_without_a_default_is_still_required() -> None:
+    with pytest.raises(SlurmError) as raised:
+        typed_json.load('{"inner": {"state": "failed"}}', _Outer, file="f.json", error=SlurmError)
+    assert str(raised.value) == 'f.json:1:11 (inner): expected an object with name too (_Inner), found ["state"]'
+
+
+def test_a_partial_read_passes_over_keys_no_class_declares_at_any_depth() -> None:
+    text = '{"inner": {"name": "a", "later": 1}, "notes": []}'
+    assert typed_json.load(text, _Outer, file="f.json", error=SlurmError, partial=True) == _Outer(_Inner("a"))
+    with pytest.raises(SlurmError) as raised:
+        typed_json.load(text, _Outer, file="f.json", error=SlurmError)
+    assert str(raised.value) == "f.json:1:1: expected only the keys of _Outer, found 'notes'"
+
+
+def test_a_key_close_to_a_field_gets_a_did_you_mean_hint() -> None:
+    with pytest.raises(SlurmError) as raised:
+        typed_json.load('{"inner": {"name": "a", "stat": "failed"}}', _Outer, file="f.json", error=SlurmError)
+    assert str(raised.value) == (
+        "f.json:1:11 (inner): expected only the keys of _Inner, found 'stat' Hint: did you mean 'state'?"
+    )
+
+
+def test_an_enum_word_close_to_a_value_gets_a_did_you_mean_hint() -> None:
+    with pytest.raises(SlurmError) as raised:
+        typed_json.load('{"inner": {"name": "a", "state": "faild"}}', _Outer, file="f.json", error=SlurmError)
+    assert str(raised.value) == (
+        "f.json:1:34 (inner.state): expected one of passed, failed, error, skipped, found 'faild' "
+        "Hint: did you mean 'failed'?"
+    )

@@ -30,34 +30,38 @@ def test_a_record_reads_back_its_stages_blocked_stages_and_commits() -> None:
     assert record.names == ("A10-PyTorch-1", "DGX_H100-4_GPUs-PyTorch-1")
 
 
+def _family(**family: object) -> dict[str, object]:
+    """A record whose `cbts.families` holds the family A10-PyTorch as given."""
+    return {"stages": [], "cbts": {"families": {"A10-PyTorch": family}}}
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ([], "selection.json of build 3: expected a JSON object, found list"),
-        ({}, "selection.json of build 3: stages: expected a JSON list, found None"),
-        ({"stages": "A10-PyTorch-1"}, "selection.json of build 3: stages: expected a JSON list, found 'A10-PyTorch-1'"),
-        ({"stages": [1]}, "selection.json of build 3: stages: expected stage names, found [1]"),
+        ([], f"{SOURCE}: expected an object with stages, blocked, custom_run, head, base, cbts, found []"),
+        ({}, f"{SOURCE}: expected an object with stages too (RecordJson), found []"),
+        ({"stages": "A10-PyTorch-1"}, f"{SOURCE} (stages): expected an array, found 'A10-PyTorch-1'"),
+        ({"stages": [1]}, f"{SOURCE} (stages[0]): expected a string, found 1"),
         ({"stages": [], "blocked": [{"stage": "X"}]},
-         "selection.json of build 3: blocked: expected {\"stage\": ..., \"label\": ...} objects, found {'stage': 'X'}"),
-        ({"stages": [], "custom_run": "yes"},
-         "selection.json of build 3: custom_run: expected true or false, found 'yes'"),
-        ({"stages": [], "head": ""}, "selection.json of build 3: head: expected a commit id or null, found ''"),
-        ({"stages": [], "cbts": {"families": []}}, "selection.json of build 3: cbts.families: expected a JSON object, "
-         "found []"),
-        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 0, "filter": FILTER}}}},
-         "selection.json of build 3: cbts.families.A10-PyTorch.shards: expected a shard count of at least 1, found 0"),
-        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1, "filter": None}}}},
-         "selection.json of build 3: cbts.families.A10-PyTorch.filter: expected a JSON object, found None"),
-        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1, "filter": {"paths": [3], "entries": []}}}}},
-         "selection.json of build 3: cbts.families.A10-PyTorch.filter.paths[0]: expected a JSON object, found 3"),
-        ({"stages": [], "cbts": {"families": {"A10-PyTorch": {"shards": 1, "filter": {"paths": [], "entries": [
-            {"context": "l0_a10"}]}}}}},
-         "selection.json of build 3: cbts.families.A10-PyTorch.filter.entries[0]: expected {\"context\": \"...\", "
-         "\"line\": \"...\"}, found {'context': 'l0_a10'}"),
+         f'{SOURCE} (blocked[0]): expected an object with label too (BlockedJson), found ["stage"]'),
+        ({"stages": [], "custom_run": "yes"}, f"{SOURCE} (custom_run): expected true or false, found 'yes'"),
+        ({"stages": [], "head": ""}, f"{SOURCE} (head): expected a commit id or null, found ''"),
+        ({"stages": [], "cbts": {"families": []}}, f"{SOURCE} (cbts.families): expected an object, found []"),
+        (_family(shards=0, filter=FILTER),
+         f"{SOURCE} (cbts.families.A10-PyTorch.shards): expected a shard count of at least 1, found 0"),
+        (_family(filter=FILTER),
+         f'{SOURCE} (cbts.families.A10-PyTorch): expected an object with shards too (FamilyJson), found ["filter"]'),
+        (_family(shards=1, filter=3),
+         f"{SOURCE} (cbts.families.A10-PyTorch.filter): expected an object or null, found 3"),
+        (_family(shards=1, filter={"paths": [3], "entries": []}),
+         f"{SOURCE} (cbts.families.A10-PyTorch.filter.paths[0]): expected an object with path, gpu, found 3"),
+        (_family(shards=1, filter={"paths": [], "entries": [{"context": "l0_a10"}]}),
+         f"{SOURCE} (cbts.families.A10-PyTorch.filter.entries[0]): expected an object with line too "
+         '(FilterEntryJson), found ["context"]'),
     ],
     ids=["not an object", "no stages", "stages a string", "stage not a name", "blocked without label",
-         "custom_run not a switch", "empty head", "families a list", "no shards", "no filter", "path not an object",
-         "entry without its line"],
+         "custom_run not a switch", "empty head", "families a list", "no shards", "shards missing",
+         "filter not an object", "path not an object", "entry without its line"],
 )  # fmt: skip
 def test_a_record_of_another_shape_is_one_located_error(data: object, message: str) -> None:
     with pytest.raises(StageError) as raised:
@@ -74,6 +78,12 @@ def test_a_record_carries_each_narrowed_familys_filter_and_shard_count_and_no_fu
     }
     record = read_record({"stages": [], "cbts": {"scope": "narrowed", "families": families}}, source=SOURCE)
     assert record.narrowed == {"A10-PyTorch": NarrowedFamily(2, narrowed)}
+
+
+def test_a_record_of_a_newer_selection_reads_the_keys_it_knows() -> None:
+    """The selection's other keys are the pipelines' (fail_fast, notes, ...): a key added later is passed over."""
+    data = {"stages": ["A10-PyTorch-1"], "queue_priority": 3, "a_later_key": {"x": 1}, "cbts": {"scope": "full"}}
+    assert read_record(data, source=SOURCE) == SelectionRecord(("A10-PyTorch-1",), {}, False)
 
 
 def test_a_record_from_before_the_pipelines_ran_cbts_stages_still_reads() -> None:

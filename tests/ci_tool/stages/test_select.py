@@ -586,7 +586,7 @@ def test_an_unknown_run_mode_is_refused_naming_the_modes() -> None:
     with pytest.raises(StageError) as raised:
         request_from_json({"command": "run", "flags": {}, "run_mode": "nightly"}, source="REQUEST")
     assert str(raised.value) == (
-        "REQUEST: expected a run mode (full, nightly_release, release_check), found 'nightly' "
+        "REQUEST (run_mode): expected one of full, nightly_release, release_check, found 'nightly' "
         "Hint: did you mean 'nightly_release'?"
     )
 

@@ -41,45 +41,34 @@ def test_request_from_json_round_trips(data: dict[str, object], request_: Select
     assert request_from_json(parsed.to_json()) == parsed
 
 
+PIPELINE_ID = "true, a pipeline id (digits) or a run id (20261130-054838-3f2a)"
+
+
+def _run(**flags: object) -> dict[str, object]:
+    return {"command": "run", "flags": flags}
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ("run", 'req: expected a JSON object with a "command" string, found a JSON str'),
-        ({"flags": {}}, 'req: expected a JSON object with a "command" string, found an object without it'),
-        ({"command": "kill"}, "req: expected a /bot run request to select stages, found /bot kill"),
-        ({"command": "run", "flags": []}, 'req: expected "flags" to be a JSON object, found a JSON list'),
-        ({"command": "run", "flags": {"comment": "x"}}, "req: expected a flag of /bot run, found 'comment'"),
-        (
-            {"command": "run", "flags": {"stage_list": "A"}},
-            "req: expected a list of strings for 'stage_list', found 'A'",
-        ),
-        (
-            {"command": "run", "flags": {"reuse_test": "abc"}},
-            "req: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for 'reuse_test', "
-            "found 'abc'",
-        ),
-        (
-            {"command": "run", "flags": {"reuse_test": "\u00b2"}},
-            "req: expected true, a pipeline id (digits) or a run id (20261130-054838-3f2a) for 'reuse_test', found '²'",
-        ),
-        ({"command": "run", "flags": {"post_merge": False}}, "req: expected true for 'post_merge', found False"),
+        ("run", "req: expected an object with command, flags, run_mode, found 'run'"),
+        ({"flags": {}}, 'req: expected an object with command too (RequestJson), found ["flags"]'),
+        ({"command": "kill"}, "req (command): expected a /bot run request to select stages, found /bot kill"),
+        ({"command": "run", "flag": {}}, "req: expected only the keys of RequestJson, found 'flag'"),
+        ({"command": "run", "flags": []}, "req (flags): expected an object, found []"),
+        (_run(comment="x"), "req (flags.comment): expected a flag of /bot run, found 'comment'"),
+        (_run(stage_list="A"), "req (flags.stage_list): expected a list of strings, found 'A'"),
+        (_run(reuse_test="abc"), f"req (flags.reuse_test): expected {PIPELINE_ID}, found 'abc'"),
+        (_run(reuse_test="\u00b2"), f"req (flags.reuse_test): expected {PIPELINE_ID}, found '²'"),
+        (_run(post_merge=False), "req (flags.post_merge): expected true, found False"),
     ],
-    ids=[
-        "not an object",
-        "no command",
-        "not run",
-        "flags not an object",
-        "flag of another command",
-        "list",
-        "id",
-        "non-ASCII digit",
-        "false switch",
-    ],
-)
+    ids=["not an object", "no command", "not run", "a key misspelt", "flags not an object", "flag of another command",
+         "list", "id", "non-ASCII digit", "false switch"],
+)  # fmt: skip
 def test_request_from_json_rejects(data: object, message: str) -> None:
     with pytest.raises(StageError) as caught:
         request_from_json(data, source="req")
-    assert caught.value.message == message
+    assert f"{caught.value.where}: {caught.value.message}" == message
 
 
 @pytest.mark.parametrize(
