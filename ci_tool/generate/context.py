@@ -46,7 +46,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ci_tool.build.spec import BUILD_COMMAND, BUILD_SETUP_COMMAND, BuildSpec, build_command, install_command
+from ci_tool.build.spec import (
+    BUILD_COMMAND,
+    BuildSpec,
+    build_command,
+    build_setup_command,
+    install_command,
+    select_setup_command,
+)
 from ci_tool.dispatch.run_name import BOT_DISPATCH_INPUTS, RUN_NAME_EXPRESSION
 from ci_tool.errors import GenerateError
 from ci_tool.layout import (
@@ -111,8 +118,6 @@ HTML_REPORT = "report.html"  # results/<stage>/report.html: the stage's HTML rep
 # The step after each stage: what the history could not take while the stage ran (results/<stage>/unrecorded.json)
 # is recorded once it answers; it says where the records wait when it still does not, and never fails the stage.
 IMPORT_COMMAND = ".venv/bin/ci-tool history import --if-kept"
-# Selection needs no engine: ci-tool with its own dependencies, and the driver of a shared PostgreSQL history.
-SELECT_SETUP_COMMAND = "python3 -m venv .venv && .venv/bin/pip install --quiet '.[postgres]'"
 # The request and the labels reach ci-tool as files and environment variables, never through Groovy or
 # GitHub expression interpolation into a shell line.
 SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json'
@@ -331,7 +336,7 @@ def _arches(stages: Sequence[CatalogStage]) -> list[str]:
     return list(dict.fromkeys(stage.arch for stage in stages))
 
 
-def _jenkins_builds(stages: Sequence[CatalogStage]) -> dict[str, object]:
+def _jenkins_builds(stages: Sequence[CatalogStage], build: BuildSpec) -> dict[str, object]:
     """What both Jenkins files know of the builds: each architecture's folder; L0_MergeRequest also its agent
     and command, L0_Test the command a stage run by hand (no build given) builds with."""
     arches = _arches(stages)
@@ -342,10 +347,10 @@ def _jenkins_builds(stages: Sequence[CatalogStage]) -> dict[str, object]:
         "build_folders": {arch: build_folder(arch) for arch in arches},
         "build_folder_names": [build_folder(arch) for arch in arches],
         "build_labels": {arch: JENKINS_BUILD_LABELS[arch] for arch in arches},
-        "build_setup_command": BUILD_SETUP_COMMAND,
+        "build_setup_command": build_setup_command(build),
         "build_commands": {arch: f"{BUILD_COMMAND} {build_folder(arch)}" for arch in arches},
         "build_dir": BUILD_DIR,
-        "local_build_command": build_command(BUILD_DIR),
+        "local_build_command": build_command(build, BUILD_DIR),
     }
 
 
@@ -354,7 +359,7 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
     rows = [{**stage_row(stage), "label": jenkins_label(stage)} for stage in (*source.stages, *source.narrowed)]
     return {
         **_common(source),
-        **_jenkins_builds(source.stages),
+        **_jenkins_builds(source.stages, source.build),
         "stage_run_options": list(STAGE_RUN_OPTIONS),
         "checkout_head_command": CHECKOUT_HEAD_COMMAND,
         "fetch_base_command": FETCH_BASE_COMMAND,
@@ -362,7 +367,7 @@ def jenkins_test_context(source: GenerateInput) -> dict[str, object]:
         "commit_pattern": COMMIT_PATTERN,
         "default_priority": str(QUEUE_PRIORITY_DEFAULT),
         "select_label": SELECT_LABEL,
-        "select_setup_command": SELECT_SETUP_COMMAND,
+        "select_setup_command": select_setup_command(source.build),
         "durations_command": DURATIONS_COMMAND,
         "durations_option": DURATIONS_OPTION,
         "durations_file": CI_DURATIONS_PATH,
@@ -381,8 +386,8 @@ def jenkins_merge_request_context(source: GenerateInput) -> dict[str, object]:
     rows = [{"name": row["name"], "arch": row["arch"], "phase": row["phase"]} for row in map(stage_row, every)]
     return {
         **_common(source),
-        **_jenkins_builds(source.stages),
-        "select_setup_command": SELECT_SETUP_COMMAND,
+        **_jenkins_builds(source.stages, source.build),
+        "select_setup_command": select_setup_command(source.build),
         "select_command": f"{SELECT_COMMAND} --engine {Engine.JENKINS.value}",
         "select_label": SELECT_LABEL,
         **_shared_history(),
@@ -509,7 +514,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
     layers = [(layer, members) for phase, members in phases.items() for layer in retry_layers(phase)]
     return {
         **_common(source),
-        "select_setup_command": SELECT_SETUP_COMMAND,
+        "select_setup_command": select_setup_command(source.build),
         "select_command": f'{SELECT_COMMAND} --engine {Engine.GITHUB.value} --github-output "$GITHUB_OUTPUT"',
         "fetch_base_command": GITHUB_FETCH_BASE_COMMAND,
         "base_option": GITHUB_BASE_OPTION,
@@ -526,7 +531,7 @@ def github_context(source: GenerateInput) -> dict[str, object]:
         "durations_folder": str(STATE_DIR),
         "durations_artifact": DURATIONS_ARTIFACT,
         "stage_durations_command": GITHUB_STAGE_DURATIONS_COMMAND,
-        "build_command": build_command(BUILD_DIR),
+        "build_command": build_command(source.build, BUILD_DIR),
         "build_dir": BUILD_DIR,
         "build_artifact": BUILD_ARTIFACT,
         "build_timeout_minutes": BUILD_TIMEOUT_MINUTES,

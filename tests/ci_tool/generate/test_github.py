@@ -102,7 +102,7 @@ def test_the_build_job_builds_once_per_architecture_and_every_stage_job_installs
     assert (checkout["uses"], checkout["with"]) == (
         CHECKOUT_ACTION.split(" #")[0], {"ref": "${{ inputs.head_sha }}", "persist-credentials": False}
     )
-    assert make["run"] == build_command("ci-build")
+    assert make["run"] == build_command(REPOSITORY_BUILD, "ci-build")
     assert (keep["uses"], keep["with"]) == (
         UPLOAD_ARTIFACT_ACTION.split(" #")[0],
         {"name": "ci-build-${{ matrix.arch }}", "path": "ci-build/", "if-no-files-found": "error",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.build.spec import build_command, install_command
+from ci_tool.build.spec import build_command, install_command, select_setup_command
 from tests.helpers.generate import REPOSITORY_BUILD, WAIVED_ON_MAIN, PullRequestOrigin, git
 from tests.helpers.jenkins_pipeline import (
     BASE,
@@ -238,7 +238,7 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
         ("sh", "rm -rf 'ci-build'"),
-        ("sh", build_command("ci-build")),  # no build given (L0_Test by hand): the stage builds its own
+        ("sh", build_command(REPOSITORY_BUILD, "ci-build")),  # no build given (L0_Test by hand): the stage builds its own
         ("sh", install_command(REPOSITORY_BUILD)),
         (
             "sh",
@@ -449,7 +449,7 @@ def test_merge_request_selects_with_ci_tool_then_runs_single_gpu_before_multi_gp
     assert run["error"] is None
     assert steps(run, "node", "sh")[:3] == [
         ("node", "cpu"),
-        ("sh", "python3 -m venv .venv && .venv/bin/pip install --quiet '.[postgres]'"),
+        ("sh", select_setup_command(REPOSITORY_BUILD)),
         (
             "sh",
             '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'

@@ -20,7 +20,7 @@ import pytest
 
 from ci_tool.build.inputs import inputs_digest
 from ci_tool.build.manifest import BuildManifest, write_manifest
-from ci_tool.build.spec import BUILD_SETUP_COMMAND, install_command, project_build
+from ci_tool.build.spec import build_setup_command, install_command, project_build
 from ci_tool.layout import PACKAGE_SOURCES
 from tests.helpers.generate import REPOSITORY_BUILD
 
@@ -109,7 +109,7 @@ def test_the_build_stage_builds_archives_the_folder_and_hands_its_place_to_l0_te
         ("sh", 'git fetch --no-tags origin -- "$HEAD_SHA" && git checkout --quiet --detach "$HEAD_SHA"'),
         ("sh", f"rm -rf '{FOLDER}'"),
         ("copyArtifacts", None),
-        ("sh", BUILD_SETUP_COMMAND),
+        ("sh", build_setup_command(REPOSITORY_BUILD)),
         ("sh", f".venv/bin/ci-tool build --output {FOLDER}"),
         ("archiveArtifacts", f"{FOLDER}/*"),
     ]
