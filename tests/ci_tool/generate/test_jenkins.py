@@ -320,8 +320,8 @@ def stage_runs(run: dict[str, object]) -> list[str]:
 # a stage of a build started without BUILD_JOB builds its own, then installs from it (fetchBuild)
 BUILT_HERE = [
     ("sh", "rm -rf 'ci-build'"),
-    ("sh", "python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build "
-           "--output ci-build"),
+    ("sh", "python3 -m venv --clear .venv && .venv/bin/pip install --quiet uv==0.13.9 && .venv/bin/uv pip install "
+           "--quiet --python .venv/bin/python --no-cache . && .venv/bin/ci-tool build --output ci-build"),
     ("sh", "python3 -m venv --clear .venv && PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet "
            "--no-compile --no-index --find-links ci-build uv==0.13.9 && UV_NO_CONFIG=1 .venv/bin/uv pip install "
            "--quiet --python .venv/bin/python --offline --no-cache --no-index --find-links ci-build torch==2.13.0 "

@@ -28,7 +28,7 @@
 import groovy.transform.Field
 
 @Field final String TEST_JOB = 'L0_Test'
-@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet \'.[postgres]\''
+@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet uv==0.13.9 && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-cache \'.[postgres]\''
 @Field final String SELECT_COMMAND = '.venv/bin/ci-tool stage select --request request.json --labels-json "$LABELS" --json --engine jenkins'
 @Field final String SELECT_LABEL = 'cpu'
 @Field final String HISTORY_CREDENTIAL = 'ci-tool-history'
@@ -46,7 +46,7 @@ import groovy.transform.Field
 @Field final List PASSED = ['SUCCESS', 'UNSTABLE', 'NOT_BUILT']
 @Field final Map BUILD_LABELS = ['x86_64': 'cpu', 'aarch64': 'cpu-aarch64']
 @Field final Map BUILD_FOLDERS = ['x86_64': 'ci-build-x86_64', 'aarch64': 'ci-build-aarch64']
-@Field final String BUILD_SETUP_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet .'
+@Field final String BUILD_SETUP_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet uv==0.13.9 && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-cache .'
 @Field final Map BUILD_COMMANDS = ['x86_64': '.venv/bin/ci-tool build --output ci-build-x86_64', 'aarch64': '.venv/bin/ci-tool build --output ci-build-aarch64']
 
 properties([

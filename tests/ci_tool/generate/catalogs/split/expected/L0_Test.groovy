@@ -39,7 +39,7 @@ import groovy.transform.Field
 @Field final String BASE_OPTION = '--base "$BASE_SHA"'
 @Field final String COMMIT_PATTERN = '[0-9a-f]{40}'
 @Field final String SELECT_LABEL = 'cpu'
-@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv .venv && .venv/bin/pip install --quiet \'.[postgres]\''
+@Field final String SELECT_SETUP_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet uv==0.13.9 && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-cache \'.[postgres]\''
 @Field final String HISTORY_CREDENTIAL = 'ci-tool-history'
 @Field final String HISTORY_VARIABLE = 'CI_TOOL_HISTORY'
 @Field final String DURATIONS_COMMAND = 'mkdir -p .ci-tool && if [ -f test-db/.test_durations ]; then cp test-db/.test_durations .ci-tool/durations.json; else echo \'{}\' > .ci-tool/durations.json; fi && { .venv/bin/ci-tool durations export --output .ci-tool/durations.json --window 1000 || echo \'warning: the shared history gave no durations: the committed ones shard this build\'; }'
@@ -52,7 +52,7 @@ import groovy.transform.Field
 @Field final String ATTEMPT_SUFFIX = '-attempt-'
 @Field final String BUILD_DIR = 'ci-build'
 @Field final List BUILD_FOLDERS = ['ci-build-x86_64']
-@Field final String LOCAL_BUILD_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet . && .venv/bin/ci-tool build --output ci-build'
+@Field final String LOCAL_BUILD_COMMAND = 'python3 -m venv --clear .venv && .venv/bin/pip install --quiet uv==0.13.9 && .venv/bin/uv pip install --quiet --python .venv/bin/python --no-cache . && .venv/bin/ci-tool build --output ci-build'
 
 properties([
     parameters([
