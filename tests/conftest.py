@@ -94,11 +94,15 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+XDIST_WORKERS_BEYOND_CORES = 2
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: a worker more than the cores this process may use. The suite's processes wait on their
+    """`-n auto`: two workers more than the cores this process may use. The suite's processes wait on their
     children a good part of the time (act's jobs, the servers, the stages' pytest runs): with a worker per
-    core, 1.5 of 2 cores were busy, and a third worker ran the suite in 667 s against 804 s (docs/PERF.md)."""
-    return len(os.sched_getaffinity(0)) + 1
+    core 1.5 of 2 cores were busy. On the 2-core VM, 2, 3 and 4 workers ran the suite in 804 s, 667 s and (its
+    temporary files in memory as well) 568 s with 3 and 540 s with 4 (docs/PERF.md)."""
+    return len(os.sched_getaffinity(0)) + XDIST_WORKERS_BEYOND_CORES
 
 
 @pytest.hookimpl(tryfirst=True)  # ci-tool's test-list plugin, when a stage runs the suite, orders after this
