@@ -238,7 +238,8 @@ def test_each_stage_runs_on_its_label_with_its_timeout_and_archives_its_results(
         ("checkout", None),
         ("sh", "rm -rf 'results/A10-PyTorch-1'"),
         ("sh", "rm -rf 'ci-build'"),
-        ("sh", build_command(REPOSITORY_BUILD, "ci-build")),  # no build given (L0_Test by hand): the stage builds its own
+        # no build given (L0_Test by hand): the stage builds its own
+        ("sh", build_command(REPOSITORY_BUILD, "ci-build")),
         ("sh", install_command(REPOSITORY_BUILD)),
         (
             "sh",
