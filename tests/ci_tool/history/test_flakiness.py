@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
 from ci_tool.history.flakiness import KnownFlaky, StageDevices, flake_stats, known_flaky, stage_devices
+from ci_tool.history.locator import History, PostgresUrl
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.history.planted import (
     A10,
@@ -20,6 +22,7 @@ from tests.ci_tool.history.planted import (
     failed,
     record_run,
 )
+from tests.ci_tool.history.postgres_server import PostgresServer
 
 
 def test_the_planted_flake_ranks_first_with_its_rate_and_cost(planted_store: HistoryStore) -> None:
@@ -108,6 +111,26 @@ def _plant_more(store: HistoryStore) -> None:
         record_run(store, f"r{number}", DAY_ONE + (number - 1) * HOUR, stages)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def replanted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Generator[HistoryStore]:
+    """planted.py's runs and _plant_more's in one history a module on each backend, for the tests that only read
+    them: some three hundred cases, which took 40-60 s of the suite's time making and filling a history each."""
+    from tests.ci_tool.history.planted import plant
+
+    server: PostgresServer | None = None
+    if request.param == "sqlite":
+        where: History = tmp_path_factory.mktemp("replanted") / "h.sqlite"
+    else:
+        server = request.getfixturevalue("postgres_server")
+        where = PostgresUrl(server.create_database("replanted_flakiness"))
+    with HistoryStore(where) as store:
+        plant(store)
+        _plant_more(store)
+        yield store
+    if server is not None:
+        server.drop_database("replanted_flakiness")
+
+
 @pytest.mark.parametrize("hours", range(12), ids=lambda hours: f"hour-{hours}")  # before, at and after each start
 @pytest.mark.parametrize("ids_per_query", [1, 2, 500], ids=["one-id-a-query", "two-ids-a-query", "one-query"])
 @pytest.mark.parametrize(
@@ -116,48 +139,43 @@ def _plant_more(store: HistoryStore) -> None:
     ids=["the-planted-flake", "three-flakes", "broken-and-stable", "unknown"],
 )
 def test_known_flaky_of_some_tests_is_the_whole_windows_answer_for_them(
-    planted_store: HistoryStore, monkeypatch: pytest.MonkeyPatch, ids_per_query: int, test_ids: set[str], hours: int
+    replanted: HistoryStore, monkeypatch: pytest.MonkeyPatch, ids_per_query: int, test_ids: set[str], hours: int
 ) -> None:
     monkeypatch.setattr("ci_tool.history.flakiness.IDS_PER_QUERY", ids_per_query)
-    _plant_more(planted_store)
     before = DAY_ONE + hours * HOUR
-    assert known_flaky(planted_store, before=before, test_ids=test_ids) == _old_known_flaky(
-        planted_store, before, test_ids
+    assert known_flaky(replanted, before=before, test_ids=test_ids) == _old_known_flaky(
+        replanted, before, test_ids
     )
 
 
-def test_known_flaky_of_no_tests_reads_nothing(planted_store: HistoryStore) -> None:
-    _plant_more(planted_store)
-    assert known_flaky(planted_store, before=DAY_ONE + 11 * HOUR, test_ids=set()) == {}
+def test_known_flaky_of_no_tests_reads_nothing(replanted: HistoryStore) -> None:
+    assert known_flaky(replanted, before=DAY_ONE + 11 * HOUR, test_ids=set()) == {}
 
 
 @pytest.mark.parametrize("number", range(1, 11), ids=lambda number: f"run-{number}")
 def test_a_run_reports_the_same_known_flaky_failures_as_the_whole_window_did(
-    planted_store: HistoryStore, number: int
+    replanted: HistoryStore, number: int
 ) -> None:
     from ci_tool.history import queries
     from ci_tool.report.model import build_report, load_report
 
-    _plant_more(planted_store)
-    run = queries.get_run(planted_store, f"r{number}")
-    stages = queries.run_stages(planted_store, run.run_id)
-    tests = {stage.name: queries.stage_tests(planted_store, run.run_id, stage.name) for stage in stages}
-    old = build_report(run, stages, tests, known=_whole_window(planted_store, run.started_at))
-    assert load_report(planted_store, run.run_id) == old
+    run = queries.get_run(replanted, f"r{number}")
+    stages = queries.run_stages(replanted, run.run_id)
+    tests = {stage.name: queries.stage_tests(replanted, run.run_id, stage.name) for stage in stages}
+    old = build_report(run, stages, tests, known=_whole_window(replanted, run.started_at))
+    assert load_report(replanted, run.run_id) == old
 
 
-def test_the_run_reports_mark_the_planted_flakes_where_they_were_known_flaky(planted_store: HistoryStore) -> None:
+def test_the_run_reports_mark_the_planted_flakes_where_they_were_known_flaky(replanted: HistoryStore) -> None:
     from ci_tool.report.model import load_report
 
-    _plant_more(planted_store)
-    marked = [(n, t.test_id) for n in range(1, 11) for t in load_report(planted_store, f"r{n}").known_flaky]
+    marked = [(n, t.test_id) for n in range(1, 11) for t in load_report(replanted, f"r{n}").known_flaky]
     assert marked == [(6, PLANTED), (9, PLANTED), (9, OTHER), (10, OTHER)]
 
 
 @pytest.mark.parametrize("hours", [2, 4, 6, 8, 11], ids=lambda hours: f"before-hour-{hours}")
 def test_the_window_without_ids_reads_the_tests_that_failed_first_and_answers_as_every_tests_tally(
-    planted_store: HistoryStore, hours: int
+    replanted: HistoryStore, hours: int
 ) -> None:
-    _plant_more(planted_store)
     before = DAY_ONE + hours * HOUR
-    assert known_flaky(planted_store, before=before) == _whole_window(planted_store, before)
+    assert known_flaky(replanted, before=before) == _whole_window(replanted, before)
