@@ -49,3 +49,11 @@ def test_the_default_paths_name_this_repository() -> None:
     assert (ROOT / CATALOG_PATH).is_file() and (ROOT / TEST_DB_DIR).is_dir()
     assert durations_file_of(Path(TEST_DB_DIR)) == Path(DURATIONS_PATH)
     assert (ROOT / waives_file_of(Path(TEST_DB_DIR))).is_file() and (ROOT / DURATIONS_PATH).is_file()
+
+
+def test_the_hand_written_workflows_install_ci_tool_with_the_build_specs_installer() -> None:
+    """bot.yml and approval-labels.yml set ci-tool up as the generated jobs do (build/spec.py): one uv pin."""
+    installer = project_build(ROOT).installer
+    workflows = [ROOT / ".github" / "workflows" / name for name in ("bot.yml", "approval-labels.yml")]
+    pins = {path.name: re.findall(r"pip\"? install --quiet (uv==\S+)", path.read_text("utf-8")) for path in workflows}
+    assert pins == {path.name: [installer, installer] for path in workflows}
