@@ -18,7 +18,7 @@ import pytest
 
 from ci_tool.build.inputs import inputs_digest
 from ci_tool.build.manifest import BuildManifest, read_manifest, write_manifest
-from ci_tool.build.spec import BuildSpec, pip_install_command, project_build
+from ci_tool.build.spec import BuildSpec, pip_install_command, project_build, select_setup_command
 from ci_tool.build.wheelhouse import build, check
 from ci_tool.cli import main
 from ci_tool.errors import BuildError
@@ -326,6 +326,9 @@ def test_the_cli_builds_what_the_projects_build_table_names(
 def test_a_project_without_a_build_table_builds_itself_alone(project: Path) -> None:
     assert project_build(project) == BuildSpec(pins=(), extras=(), installer=None, project="ci-tool")
     assert pip_install_command(project_build(project)).endswith("--find-links ci-build ci-tool")
+    # with no installer named, the jobs that test nothing set ci-tool up with pip from the checkout too
+    pip = "python3 -m venv --clear .venv && .venv/bin/pip install --quiet"
+    assert select_setup_command(project_build(project)) == f"{pip} '.[postgres]'"
 
 
 @pytest.mark.parametrize(
