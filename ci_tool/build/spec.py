@@ -108,6 +108,10 @@ def _requirements(table: dict[str, object], key: str, where: str) -> tuple[str, 
 SELECT_TARGET = ".[postgres]"
 BUILD_TARGET = "."
 BUILD_COMMAND = ".venv/bin/ci-tool build --output"  # + the folder
+# Every job's environment starts fresh, and uv installs into it by name: the source installs and the stages'
+# installs from the build say these the same way.
+FRESH_VENV = "python3 -m venv --clear .venv"
+UV_INSTALL = ".venv/bin/uv pip install --quiet --python .venv/bin/python"
 
 
 def source_install_command(spec: BuildSpec, target: str) -> str:
@@ -116,12 +120,10 @@ def source_install_command(spec: BuildSpec, target: str) -> str:
     directory's build by its pyproject.toml alone, so a kept cache installs an earlier commit's code (module
     docstring). It builds and installs ci-tool and its dependencies in 5.5 s where pip took 10.8 s
     (docs/PERF.md)."""
-    venv = "python3 -m venv --clear .venv"
     pip = ".venv/bin/pip install --quiet"
     if spec.installer is None:
-        return f"{venv} && {pip} {shlex.quote(target)}"
-    uv = ".venv/bin/uv pip install --quiet --python .venv/bin/python --no-cache"
-    return f"{venv} && {pip} {shlex.quote(spec.installer)} && {uv} {shlex.quote(target)}"
+        return f"{FRESH_VENV} && {pip} {shlex.quote(target)}"
+    return f"{FRESH_VENV} && {pip} {shlex.quote(spec.installer)} && {UV_INSTALL} --no-cache {shlex.quote(target)}"
 
 
 def build_setup_command(spec: BuildSpec) -> str:
@@ -143,14 +145,13 @@ def pip_install_command(spec: BuildSpec, folder: str = BUILD_DIR) -> str:
     """A fresh environment with `spec` installed from the build in `folder` alone: no index, no pip or uv
     configuration file, no PIP_FIND_LINKS (a runner's wheel folder or index never stands in for the build;
     uv's own variables lose to the flags given)."""
-    venv = "python3 -m venv --clear .venv"
     pip = "PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= .venv/bin/pip install --quiet --no-compile --no-index"
     if spec.installer is None:
-        return f"{venv} && {pip} --find-links {folder} {_quoted(spec.requirements)}"
-    uv = "UV_NO_CONFIG=1 .venv/bin/uv pip install --quiet --python .venv/bin/python --offline --no-cache --no-index"
+        return f"{FRESH_VENV} && {pip} --find-links {folder} {_quoted(spec.requirements)}"
+    uv = f"UV_NO_CONFIG=1 {UV_INSTALL} --offline --no-cache --no-index"
     by_uv = (*spec.pins, spec.project_requirement)
     return (
-        f"{venv} && {pip} --find-links {folder} {_quoted(spec.installed_by_pip)} "
+        f"{FRESH_VENV} && {pip} --find-links {folder} {_quoted(spec.installed_by_pip)} "
         f"&& {uv} --find-links {folder} {_quoted(by_uv)}"
     )
 
