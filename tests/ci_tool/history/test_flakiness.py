@@ -20,6 +20,7 @@ from tests.ci_tool.history.planted import (
     RERUN,
     RERUN_SIGNATURE,
     failed,
+    plant,
     record_run,
 )
 from tests.ci_tool.history.postgres_server import PostgresServer
@@ -115,8 +116,6 @@ def _plant_more(store: HistoryStore) -> None:
 def replanted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Generator[HistoryStore]:
     """planted.py's runs and _plant_more's in one history a module on each backend, for the tests that only read
     them: some three hundred cases, which took 40-60 s of the suite's time making and filling a history each."""
-    from tests.ci_tool.history.planted import plant
-
     server: PostgresServer | None = None
     if request.param == "sqlite":
         where: History = tmp_path_factory.mktemp("replanted") / "h.sqlite"
