@@ -1,4 +1,11 @@
-"""Block pool tensors: one tensor per pool, [num_slots, num_buffers, tokens_per_block, kv_heads, head_dim].
+"""Block pool tensors: one tensor per pool, [num_buffers, num_slots, tokens_per_block, kv_heads, head_dim].
+
+Buffer-major: a layer's key (or value) buffer is one contiguous [num_slots, ...] tensor, so the blocks one
+layer's attention reads lie in that layer's own span of memory. Slot-major ([num_slots, num_buffers, ...],
+every layer of a slot side by side) put one layer's blocks a whole slot row apart (6.5 MB for the Gemma-like
+window pool's 100 buffers), each block on a GPU page of its own: a layer's call touched thousands of pages
+and ran some 15 % slower than the same call over a contiguous pool (docs/PERF.md). The bytes, and what a
+slot is (one index into every pool tensor of its group), are the same either way.
 
 This module and the attention/graph modules are the only ones that touch torch.
 """
@@ -27,7 +34,7 @@ class KvPools:
         self.tensors: list[list[torch.Tensor]] = [
             [
                 torch.zeros(
-                    (num_slots[group.group_id], pool.num_buffers, layout.tokens_per_block,
+                    (pool.num_buffers, num_slots[group.group_id], layout.tokens_per_block,
                      pool.buffer.num_kv_heads, pool.buffer.head_dim),
                     dtype=TORCH_DTYPES[pool.buffer.dtype],
                     device=device,
@@ -44,8 +51,8 @@ class KvPools:
         """
         placement = self.layout.placements[layer_id]
         pool = self.tensors[placement.group_id][placement.pool_index]
-        key = pool[:, placement.key_buffer]
-        value = key if placement.value_buffer is None else pool[:, placement.value_buffer]
+        key = pool[placement.key_buffer]
+        value = key if placement.value_buffer is None else pool[placement.value_buffer]
         return key, value
 
     def total_bytes(self) -> int:

@@ -176,7 +176,15 @@ def _layer_weights(layer: LayerSpec, hidden_size: int, weight: Callable[[int, in
     q_width, kv_width = layer.q_heads * layer.head_dim, layer.num_kv_heads * layer.head_dim
     # drawn one by one as before the concatenation (q, k, v, o), so a seed gives the same numbers
     parts = [weight(hidden_size, width) for width in (q_width, kv_width, kv_width)[: 1 + len(layer.roles)]]
-    return LayerWeights(torch.cat(parts, dim=1), weight(q_width, hidden_size), q_width, kv_width, layer.key_only)
+    wqkv, wo = torch.cat(parts, dim=1), weight(q_width, hidden_size)
+    return LayerWeights(linear_layout(wqkv), linear_layout(wo), q_width, kv_width, layer.key_only)
+
+
+def linear_layout(weight: torch.Tensor) -> torch.Tensor:
+    """`weight` [in, out] as a view of an [out, in] tensor (torch.nn.Linear's layout): the same values and
+    products. At a decode step's few rows cuBLAS streams a weight stored this way faster, without the split-K
+    reduce it takes for the row-major one (docs/PERF.md, "The step's memory layouts")."""
+    return weight.T.contiguous().T
 
 
 RMS_NORM_EPS = 1e-6

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -23,6 +25,20 @@ from kvengine.storage import KvStorage
 from tests.kvengine.reference import reference_decode
 
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.gpu)]
+
+
+def test_each_layer_reads_its_own_contiguous_span_of_a_pool() -> None:
+    """Buffer-major pools: a layer's key and value views are contiguous and disjoint from every other layer's,
+    so one layer's blocks never lie a whole slot row (every layer's block) apart."""
+    layers = [LayerSpec(2, 8, "bfloat16", None), LayerSpec(2, 8, "bfloat16", None),
+              LayerSpec(1, 16, "bfloat16", None, key_only=True)]  # fmt: skip
+    layout = build_layout(layers, [None] * 3, tokens_per_block=4)
+    pools = KvPools(layout, [10] * len(layout.groups), device=torch.device("cpu"))
+    views = {view.data_ptr(): view for i in range(len(layers)) for view in pools.layer_kv(i)}
+    assert len(views) == 5, "two layers' key and value, one key-only latent"
+    spans = sorted((ptr, ptr + view.numel() * view.element_size()) for ptr, view in views.items())
+    assert [view.is_contiguous() and view.shape[0] == 10 for view in views.values()] == [True] * 5
+    assert all(end <= following for (_, end), (following, _) in itertools.pairwise(spans))
 
 
 @pytest.mark.parametrize("device", DEVICES)

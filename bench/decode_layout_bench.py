@@ -1,0 +1,196 @@
+"""The decode step's memory layouts side by side, on a GPU: where the pools and the weights put their bytes.
+
+Two parts, in one process:
+
+1. The GEMMs of the bandwidth cases' layers, each shape with its weight stored row-major ([in, out], x @ W
+   reads it as it lies) and in torch.nn.Linear's layout ([out, in], the same product through a transposed
+   view), plain and accumulating into the residual (addmm_). Each is timed as one CUDA graph over enough
+   weight copies to exceed the L2 twice (a step's 60 layers stream their weights from HBM), median of 20.
+2. The whole step (decode_bandwidth_bench.py's measure) for each case, the changes of "The step's memory
+   layouts" (docs/PERF.md) taken one at a time:
+       before     the step as it was: slot-major pools ([num_slots, num_buffers, ...]: a layer's blocks a slot
+                  row apart), row-major weights, 16-token tiles at head_dim 512
+       +pools     buffer-major pools (each layer's buffer contiguous)
+       +weights   and the weights in the Linear layout
+       current    and 32-token tiles at head_dim 512: the engine as it is
+       per-op     the per-op step (triton-unfused) as it is: the peer
+
+    PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import gc
+import json
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import torch
+
+import kvengine.memory as memory
+import kvengine.model as model
+import kvengine.triton_attention as triton_attention
+from bench.decode_bandwidth_bench import perf_cases, use_path
+from ci_tool.perf.config import WARMUP_STEPS
+from ci_tool.perf.devices import peak_memory_bytes_per_s
+from kvengine.benchmark import DecodeLoad, run_decode
+from kvengine.loader import load_preset
+from tests.perf.engine_case import build_engine
+
+L2_BYTES = 50 * 2**20
+CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
+VARIANTS = ("before", "+pools", "+weights", "current", "per-op")
+GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
+    "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
+    "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
+    "deepseek full qkv": (64, 2048, 2176), "deepseek full o": (64, 2048, 2048),
+}  # fmt: skip
+
+
+def graph_us(calls: Sequence[Callable[[], object]], repeats: int = 20) -> float:
+    """Median µs a call, from replays of one graph holding every call once."""
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for call in calls:
+            call()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000 / len(calls))
+    return statistics.median(times)
+
+
+def gemm_rows(peak: float) -> list[dict[str, object]]:
+    rows = []
+    for name, (m, k, n) in GEMMS.items():
+        copies = max(2, -(-2 * L2_BYTES // (k * n * 2)))
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        residual = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        row_major = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+        layouts = {"row-major": row_major, "linear": [model.linear_layout(w) for w in row_major]}
+        for layout, weights in layouts.items():
+            for op in ("mm", "addmm_"):
+                call = torch.mm if op == "mm" else residual.addmm_
+                calls = [functools.partial(call, x, w) for w in weights]
+                us = graph_us(calls)
+                fraction = k * n * 2 / (us / 1e6) / peak
+                rows.append({"gemm": name, "shape": [m, k, n], "layout": layout, "op": op, "us": round(us, 2),
+                             "fraction": round(fraction, 4)})  # fmt: skip
+                print(f"| {name} [{m}x{k}]x[{k}x{n}] | {layout} | {op} | {us:.2f} | {fraction:.1%} |", flush=True)
+        del row_major, layouts
+        torch.cuda.empty_cache()
+    return rows
+
+
+@contextlib.contextmanager
+def slot_major_pools() -> Iterator[None]:
+    """KvPools as they were: [num_slots, num_buffers, ...], a layer's buffer one index of every slot row."""
+    init, layer_kv = memory.KvPools.__init__, memory.KvPools.layer_kv
+
+    def slot_major_init(self, layout, num_slots, *, device):  # type: ignore[no-untyped-def]
+        init(self, layout, num_slots, device=device)  # zeros: the same storage, viewed slot-major (no copy)
+        self.tensors = [[t.view(t.shape[1], t.shape[0], *t.shape[2:]) for t in group] for group in self.tensors]
+
+    def slot_major_kv(self, layer_id):  # type: ignore[no-untyped-def]
+        placement = self.layout.placements[layer_id]
+        pool = self.tensors[placement.group_id][placement.pool_index]
+        key = pool[:, placement.key_buffer]
+        return key, key if placement.value_buffer is None else pool[:, placement.value_buffer]
+
+    memory.KvPools.__init__, memory.KvPools.layer_kv = slot_major_init, slot_major_kv  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        memory.KvPools.__init__, memory.KvPools.layer_kv = init, layer_kv  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def row_major_weights() -> Iterator[None]:
+    linear_layout = model.linear_layout
+    model.linear_layout = lambda weight: weight.contiguous()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        model.linear_layout = linear_layout
+
+
+@contextlib.contextmanager
+def tiles_of_16_at_d512() -> Iterator[None]:
+    default_launch = triton_attention.default_launch
+
+    def before(head_dim: int, tokens_per_block: int) -> triton_attention.PagedLaunch:
+        launch = default_launch(head_dim, tokens_per_block)
+        return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
+
+    triton_attention.default_launch = before  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+
+
+def variant(name: str) -> contextlib.ExitStack[bool | None]:
+    """The engine with the changes after `name` taken back (model.py imports default_launch at each call)."""
+    stack = contextlib.ExitStack()
+    use_path("triton-unfused" if name == "per-op" else "triton")
+    reverted = {"before": 3, "+pools": 2, "+weights": 1}.get(name, 0)
+    for change in (tiles_of_16_at_d512, row_major_weights, slot_major_pools)[:reverted]:
+        stack.enter_context(change())
+    return stack
+
+
+def step_rows(case_ids: list[str], variants: list[str], peak: float) -> list[dict[str, object]]:
+    cases, rows = perf_cases(), []
+    for case_id in case_ids:
+        case = cases[case_id]
+        for name in variants:
+            with variant(name):
+                engine = build_engine(case)
+                load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
+                found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
+            assert found.device_step_ms is not None and found.achieved_bytes_per_s is not None
+            fraction = found.achieved_bytes_per_s / peak
+            rows.append({"case": case_id, "variant": name, "device_step_ms": round(found.device_step_ms, 3),
+                         "fraction": round(fraction, 4)})  # fmt: skip
+            print(f"| {case_id} | {name} | {found.device_step_ms:.3f} | {fraction:.1%} |", flush=True)
+            del engine, found
+            gc.collect()
+            torch.cuda.empty_cache()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: both")
+    parser.add_argument("--variant", action="append", choices=VARIANTS, help="repeatable; default: all")
+    parser.add_argument("--no-gemms", action="store_true", help="the whole steps only")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args()
+    device = torch.cuda.get_device_name().removeprefix("NVIDIA ").strip()
+    peak = peak_memory_bytes_per_s(device) or float("nan")
+    print(f"device {device}, peak {peak / 1e12:.2f} TB/s; torch {torch.__version__}")
+    gemms = []
+    if not args.no_gemms:
+        print("| GEMM | weight layout | op | µs a call | fraction of peak (weight bytes) |\n|---|---|---|---|---|")
+        gemms = gemm_rows(peak)
+    print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
+    steps = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": device, "gemms": gemms, "steps": steps}, indent=1),
+                                   encoding="utf-8")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
