@@ -4,8 +4,9 @@ Two parts, in one process:
 
 1. The GEMMs of the bandwidth cases' layers, each shape with its weight stored row-major ([in, out], x @ W
    reads it as it lies) and in torch.nn.Linear's layout ([out, in], the same product through a transposed
-   view), plain and accumulating into the residual (addmm_). Each is timed as one CUDA graph over enough
-   weight copies to exceed the L2 twice (a step's 60 layers stream their weights from HBM), median of 20.
+   view), plain and accumulating into the residual (addmm_), through cuBLAS and cuBLASLt. Each is timed as
+   one CUDA graph over enough weight copies to exceed the L2 twice (a step's 60 layers stream their weights
+   from HBM), median of 20.
 2. The whole step (decode_bandwidth_bench.py's measure) for each case, the changes of "The step's memory
    layouts" (docs/PERF.md) taken one at a time:
        before     the step as it was: slot-major pools ([num_slots, num_buffers, ...]: a layer's blocks a slot
@@ -25,6 +26,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import itertools
 import json
 import statistics
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +47,7 @@ from tests.perf.engine_case import build_engine
 L2_BYTES = 50 * 2**20
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "per-op")
+LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -80,15 +83,16 @@ def gemm_rows(peak: float) -> list[dict[str, object]]:
         residual = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
         row_major = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
         layouts = {"row-major": row_major, "linear": [model.linear_layout(w) for w in row_major]}
-        for layout, weights in layouts.items():
-            for op in ("mm", "addmm_"):
-                call = torch.mm if op == "mm" else residual.addmm_
-                calls = [functools.partial(call, x, w) for w in weights]
-                us = graph_us(calls)
-                fraction = k * n * 2 / (us / 1e6) / peak
-                rows.append({"gemm": name, "shape": [m, k, n], "layout": layout, "op": op, "us": round(us, 2),
-                             "fraction": round(fraction, 4)})  # fmt: skip
-                print(f"| {name} [{m}x{k}]x[{k}x{n}] | {layout} | {op} | {us:.2f} | {fraction:.1%} |", flush=True)
+        for (layout, weights), op, library in itertools.product(layouts.items(), ("mm", "addmm_"), LIBRARIES):
+            torch.backends.cuda.preferred_blas_library(library)
+            call = torch.mm if op == "mm" else residual.addmm_
+            us = graph_us([functools.partial(call, x, w) for w in weights])
+            fraction = k * n * 2 / (us / 1e6) / peak
+            rows.append({"gemm": name, "shape": [m, k, n], "layout": layout, "op": op, "library": library,
+                         "us": round(us, 2), "fraction": round(fraction, 4)})  # fmt: skip
+            print(f"| {name} [{m}x{k}]x[{k}x{n}] | {layout} | {op} | {library} | {us:.2f} | {fraction:.1%} |",
+                  flush=True)  # fmt: skip
+        torch.backends.cuda.preferred_blas_library("default")
         del row_major, layouts
         torch.cuda.empty_cache()
     return rows
@@ -183,7 +187,8 @@ def main() -> None:
     print(f"device {device}, peak {peak / 1e12:.2f} TB/s; torch {torch.__version__}")
     gemms = []
     if not args.no_gemms:
-        print("| GEMM | weight layout | op | µs a call | fraction of peak (weight bytes) |\n|---|---|---|---|---|")
+        print("| GEMM | weight layout | op | BLAS | µs a call | fraction of peak (weight bytes) |")
+        print("|---|---|---|---|---|---|")
         gemms = gemm_rows(peak)
     print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
     steps = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
