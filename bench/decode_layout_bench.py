@@ -14,7 +14,8 @@ Two parts, in one process:
        +pools     buffer-major pools (each layer's buffer contiguous)
        +weights   and the weights in the Linear layout
        current    and 32-token tiles at head_dim 512: the engine as it is
-       +triton-gemm  and the projections through kvengine.triton_gemm (a candidate, not the engine's yet)
+       +triton-gemm  and the projections through kvengine.triton_gemm (a candidate, not the engine's yet), at the
+                  best launches --gemm-sweep found for each shape when it ran first
        per-op     the per-op step (triton-unfused) as it is: the peer
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
@@ -138,8 +139,13 @@ def row_major_weights() -> Iterator[None]:
 def triton_project(
     rows: torch.Tensor, weight: torch.Tensor, *, into: torch.Tensor | None = None, launch: GemmLaunch | None = None
 ) -> torch.Tensor:
-    """model.project through kvengine.triton_gemm (weights in the Linear layout: weight.T is [out, in])."""
+    """model.project through kvengine.triton_gemm (weights in the Linear layout: weight.T is [out, in]), at the
+    sweep's best launch for the shape when it ran."""
+    launch = launch or TUNED.get((weight.shape[0], weight.shape[1]))
     return skinny_matmul(rows, weight.T, accumulate_into=into, launch=launch)
+
+
+TUNED: dict[tuple[int, int], GemmLaunch] = {}  # (in, out): the fastest launch --gemm-sweep found
 
 
 GEMM_KNOBS = {"block_n": [32, 64, 128], "block_k": [64, 128, 256], "num_warps": [4, 8], "num_stages": [3, 4, 6],
@@ -163,6 +169,7 @@ def gemm_sweep(peak: float) -> list[dict[str, object]]:
                      for value, launch in launches.items()}  # fmt: skip
             best[knob] = min(found, key=found.__getitem__)
         launch_us(name, GemmLaunch(**best), x, weights, into, tried, rows, peak)
+        TUNED[(k, n)] = min(tried, key=tried.__getitem__)  # the +triton-gemm step's launch at this shape
         del weights
         torch.cuda.empty_cache()
     return rows
@@ -250,7 +257,7 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: both")
     parser.add_argument("--variant", action="append", choices=VARIANTS, help="repeatable; default: all")
     parser.add_argument("--no-gemms", action="store_true", help="the whole steps only")
-    parser.add_argument("--gemm-sweep", action="store_true", help="then kvengine.triton_gemm's launches, last")
+    parser.add_argument("--gemm-sweep", action="store_true", help="kvengine.triton_gemm's launches, before the steps")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     device = torch.cuda.get_device_name().removeprefix("NVIDIA ").strip()
@@ -261,17 +268,14 @@ def main() -> None:
         print("| GEMM | weight layout | op | BLAS | µs a call | fraction of peak (weight bytes) |")
         print("|---|---|---|---|---|---|")
         gemms = gemm_rows(peak)
-    print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
-    steps = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
-    result = {"device": device, "gemms": gemms, "steps": steps}
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
-    if args.gemm_sweep:
+    result: dict[str, object] = {"device": device, "gemms": gemms}
+    if args.gemm_sweep:  # before the steps: the +triton-gemm variant runs the launches it found
         print("| GEMM | launch | µs a call | fraction of peak |\n|---|---|---|---|")
         result["sweep"] = gemm_sweep(peak)
-        if args.json:
-            Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
-
+    print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
+    result["steps"] = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
 
 if __name__ == "__main__":
     main()
