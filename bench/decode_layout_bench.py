@@ -14,8 +14,9 @@ Two parts, in one process:
        +pools     buffer-major pools (each layer's buffer contiguous)
        +weights   and the weights in the Linear layout
        current    and 32-token tiles at head_dim 512: the engine as it is
-       +triton-gemm  and the projections through kvengine.triton_gemm (a candidate, not the engine's yet), at the
-                  best launches --gemm-sweep found for each shape when it ran first
+       folded     the engine as it is on the triton-folded path (the norm and the split merge in the paged kernel)
+       folded+triton-gemm  and the projections through kvengine.triton_gemm (a candidate, not the engine's
+                  yet), at the best launches --gemm-sweep found for each shape when it ran first
        per-op     the per-op step (triton-unfused) as it is: the peer
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
@@ -49,7 +50,7 @@ from tests.perf.engine_case import build_engine
 
 L2_BYTES = 50 * 2**20
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
-VARIANTS = ("before", "+pools", "+weights", "current", "+triton-gemm", "per-op")
+VARIANTS = ("before", "+pools", "+weights", "current", "folded", "folded+triton-gemm", "per-op")
 LIBRARIES = ("cublas", "cublaslt", "triton")  # torch.backends.cuda.preferred_blas_library, or ours
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
@@ -169,7 +170,7 @@ def gemm_sweep(peak: float) -> list[dict[str, object]]:
                      for value, launch in launches.items()}  # fmt: skip
             best[knob] = min(found, key=found.__getitem__)
         launch_us(name, GemmLaunch(**best), x, weights, into, tried, rows, peak)
-        TUNED[(k, n)] = min(tried, key=tried.__getitem__)  # the +triton-gemm step's launch at this shape
+        TUNED[(k, n)] = min(tried, key=tried.__getitem__)  # the folded+triton-gemm step's launch here
         del weights
         torch.cuda.empty_cache()
     return rows
@@ -223,11 +224,12 @@ def tiles_of_16_at_d512() -> Iterator[None]:
 def variant(name: str) -> contextlib.ExitStack[bool | None]:
     """The engine with the changes after `name` taken back (model.py imports default_launch at each call)."""
     stack = contextlib.ExitStack()
-    use_path("triton-unfused" if name == "per-op" else "triton")
+    paths = {"per-op": "triton-unfused", "folded": "triton-folded", "folded+triton-gemm": "triton-folded"}
+    use_path(paths.get(name, "triton"))
     reverted = {"before": 3, "+pools": 2, "+weights": 1}.get(name, 0)
     for change in (tiles_of_16_at_d512, row_major_weights, slot_major_pools)[:reverted]:
         stack.enter_context(change())
-    if name == "+triton-gemm":
+    if name == "folded+triton-gemm":
         stack.enter_context(triton_projections())
     return stack
 
@@ -269,7 +271,7 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         gemms = gemm_rows(peak)
     result: dict[str, object] = {"device": device, "gemms": gemms}
-    if args.gemm_sweep:  # before the steps: the +triton-gemm variant runs the launches it found
+    if args.gemm_sweep:  # before the steps: folded+triton-gemm runs the launches it found
         print("| GEMM | launch | µs a call | fraction of peak |\n|---|---|---|---|")
         result["sweep"] = gemm_sweep(peak)
     print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
