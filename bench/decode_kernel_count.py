@@ -67,14 +67,14 @@ def counted_triton(count: Count) -> Iterator[None]:
     saved = {name: getattr(module, attr).run for name, (module, attr) in KERNELS.items()}
     for name, (module, attr) in KERNELS.items():
         getattr(module, attr).run = lambda *a, _name=name, **k: count.launches.update([f"triton.{_name}"])
-    saved_sms = triton_attention.multiprocessors
-    triton_attention.multiprocessors = lambda device: H200_MULTIPROCESSORS  # type: ignore[assignment]
+    saved_sms = triton_attention._multiprocessors
+    triton_attention._multiprocessors = lambda device: H200_MULTIPROCESSORS  # type: ignore[assignment]
     try:
         yield
     finally:
         for name, (module, attr) in KERNELS.items():
             getattr(module, attr).run = saved[name]
-        triton_attention.multiprocessors = saved_sms  # type: ignore[assignment]
+        triton_attention._multiprocessors = saved_sms  # type: ignore[assignment]
 
 
 def step_launches(spec: ModelSpec, path: str, batch: int) -> Counter[str]:

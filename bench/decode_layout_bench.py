@@ -6,7 +6,7 @@ Two parts, in one process:
    reads it as it lies) and in torch.nn.Linear's layout ([out, in], the same product through a transposed
    view), plain and accumulating into the residual (addmm_), through cuBLAS and cuBLASLt. Each is timed as
    one CUDA graph over enough weight copies to exceed the L2 twice (a step's 60 layers stream their weights
-   from HBM), median of 20. And the same through kvengine.triton_gemm (Linear layout only).
+   from HBM), median of 20.
 2. The whole step (decode_bandwidth_bench.py's measure) for each case, the changes of "The step's memory
    layouts" (docs/PERF.md) taken one at a time:
        before     the step as it was: slot-major pools ([num_slots, num_buffers, ...]: a layer's blocks a slot
@@ -15,8 +15,6 @@ Two parts, in one process:
        +weights   and the weights in the Linear layout
        current    and 32-token tiles at head_dim 512: the engine as it is
        folded     the engine as it is on the triton-folded path (the norm and the split merge in the paged kernel)
-       folded+triton-gemm  and the projections through kvengine.triton_gemm (a candidate, not the engine's
-                  yet), at the best launches --gemm-sweep found for each shape when it ran first
        per-op     the per-op step (triton-unfused) as it is: the peer
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
@@ -45,13 +43,12 @@ from ci_tool.perf.config import WARMUP_STEPS
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine.benchmark import DecodeLoad, run_decode
 from kvengine.loader import load_preset
-from kvengine.triton_gemm import GemmLaunch, skinny_matmul
 from tests.perf.engine_case import build_engine
 
 L2_BYTES = 50 * 2**20
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
-VARIANTS = ("before", "+pools", "+weights", "current", "folded", "folded+triton-gemm", "per-op")
-LIBRARIES = ("cublas", "cublaslt", "triton")  # torch.backends.cuda.preferred_blas_library, or ours
+VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op")
+LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -88,12 +85,9 @@ def gemm_rows(peak: float) -> list[dict[str, object]]:
         row_major = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
         layouts = {"row-major": row_major, "linear": [model.linear_layout(w) for w in row_major]}
         for (layout, weights), op, library in itertools.product(layouts.items(), ("mm", "addmm_"), LIBRARIES):
-            if library == "triton" and layout != "linear":
-                continue
-            torch.backends.cuda.preferred_blas_library("default" if library == "triton" else library)
-            product = triton_project if library == "triton" else model.project
-            into = residual if op == "addmm_" else None
-            us = graph_us([functools.partial(product, x, w, into=into) for w in weights])
+            torch.backends.cuda.preferred_blas_library(library)
+            call = torch.mm if op == "mm" else residual.addmm_
+            us = graph_us([functools.partial(call, x, w) for w in weights])
             fraction = k * n * 2 / (us / 1e6) / peak
             rows.append({"gemm": name, "shape": [m, k, n], "layout": layout, "op": op, "library": library,
                          "us": round(us, 2), "fraction": round(fraction, 4)})  # fmt: skip
@@ -137,75 +131,6 @@ def row_major_weights() -> Iterator[None]:
         model.linear_layout = linear_layout
 
 
-def triton_project(
-    rows: torch.Tensor, weight: torch.Tensor, *, into: torch.Tensor | None = None, launch: GemmLaunch | None = None
-) -> torch.Tensor:
-    """model.project through kvengine.triton_gemm (weights in the Linear layout: weight.T is [out, in]), at the
-    sweep's best launch for the shape when it ran."""
-    launch = launch or TUNED.get((weight.shape[0], weight.shape[1]))
-    return skinny_matmul(rows, weight.T, accumulate_into=into, launch=launch)
-
-
-TUNED: dict[tuple[int, int], GemmLaunch] = {}  # (in, out): the fastest launch --gemm-sweep found
-
-
-GEMM_KNOBS = {"block_n": [32, 64, 128], "block_k": [64, 128, 256], "num_warps": [4, 8], "num_stages": [3, 4, 6],
-              "programs_per_sm": [1, 2, 4]}  # fmt: skip
-
-
-def gemm_sweep(peak: float) -> list[dict[str, object]]:
-    """kvengine.triton_gemm's launch at each GEMM shape: a coordinate search from GemmLaunch(), then the best
-    value of each knob together (accumulating, as the output projection does; plain for the QKV)."""
-    rows: list[dict[str, object]] = []
-    for name, (m, k, n) in GEMMS.items():
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        into = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) if name.endswith(" o") else None
-        copies = max(2, -(-2 * L2_BYTES // (k * n * 2)))
-        weights = [model.linear_layout(torch.randn(k, n, device="cuda", dtype=torch.bfloat16)) for _ in range(copies)]
-        tried: dict[GemmLaunch, float] = {}
-        best = {}
-        for knob, values in GEMM_KNOBS.items():
-            launches = {value: dataclasses.replace(GemmLaunch(), **{knob: value}) for value in values}
-            found = {value: launch_us(name, launch, x, weights, into, tried, rows, peak)
-                     for value, launch in launches.items()}  # fmt: skip
-            best[knob] = min(found, key=found.__getitem__)
-        launch_us(name, GemmLaunch(**best), x, weights, into, tried, rows, peak)
-        TUNED[(k, n)] = min(tried, key=tried.__getitem__)  # the folded+triton-gemm step's launch here
-        del weights
-        torch.cuda.empty_cache()
-    return rows
-
-
-def launch_us(
-    name: str, launch: GemmLaunch, x: torch.Tensor, weights: list[torch.Tensor], into: torch.Tensor | None,
-    tried: dict[GemmLaunch, float], rows: list[dict[str, object]], peak: float,
-) -> float:  # fmt: skip
-    """One launch timed once per shape (`tried`), its row printed and kept; inf where it does not compile."""
-    if launch not in tried:
-        try:
-            calls = [functools.partial(triton_project, x, w, into=into, launch=launch) for w in weights]
-            tried[launch] = graph_us(calls)
-        except Exception as error:  # a launch past the shared memory: not a result
-            print(f"| {name} | {launch} | failed: {type(error).__name__} |", flush=True)
-            tried[launch] = float("inf")
-            return tried[launch]
-        fraction = weights[0].numel() * 2 / (tried[launch] / 1e6) / peak
-        rows.append({"gemm": name, "launch": dataclasses.asdict(launch), "us": round(tried[launch], 2),
-                     "fraction": round(fraction, 4)})  # fmt: skip
-        print(f"| {name} | {launch} | {tried[launch]:.2f} | {fraction:.1%} |", flush=True)
-    return tried[launch]
-
-
-@contextlib.contextmanager
-def triton_projections() -> Iterator[None]:
-    project = model.project
-    model.project = triton_project
-    try:
-        yield
-    finally:
-        model.project = project
-
-
 @contextlib.contextmanager
 def tiles_of_16_at_d512() -> Iterator[None]:
     default_launch = triton_attention.default_launch
@@ -224,13 +149,10 @@ def tiles_of_16_at_d512() -> Iterator[None]:
 def variant(name: str) -> contextlib.ExitStack[bool | None]:
     """The engine with the changes after `name` taken back (model.py imports default_launch at each call)."""
     stack = contextlib.ExitStack()
-    paths = {"per-op": "triton-unfused", "folded": "triton-folded", "folded+triton-gemm": "triton-folded"}
-    use_path(paths.get(name, "triton"))
+    use_path({"per-op": "triton-unfused", "folded": "triton-folded"}.get(name, "triton"))
     reverted = {"before": 3, "+pools": 2, "+weights": 1}.get(name, 0)
     for change in (tiles_of_16_at_d512, row_major_weights, slot_major_pools)[:reverted]:
         stack.enter_context(change())
-    if name == "folded+triton-gemm":
-        stack.enter_context(triton_projections())
     return stack
 
 
@@ -259,7 +181,6 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: both")
     parser.add_argument("--variant", action="append", choices=VARIANTS, help="repeatable; default: all")
     parser.add_argument("--no-gemms", action="store_true", help="the whole steps only")
-    parser.add_argument("--gemm-sweep", action="store_true", help="kvengine.triton_gemm's launches, before the steps")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()
     device = torch.cuda.get_device_name().removeprefix("NVIDIA ").strip()
@@ -270,14 +191,12 @@ def main() -> None:
         print("| GEMM | weight layout | op | BLAS | µs a call | fraction of peak (weight bytes) |")
         print("|---|---|---|---|---|---|")
         gemms = gemm_rows(peak)
-    result: dict[str, object] = {"device": device, "gemms": gemms}
-    if args.gemm_sweep:  # before the steps: folded+triton-gemm runs the launches it found
-        print("| GEMM | launch | µs a call | fraction of peak |\n|---|---|---|---|")
-        result["sweep"] = gemm_sweep(peak)
     print("| case | variant | device step ms | fraction of peak |\n|---|---|---|---|")
-    result["steps"] = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
+    steps = step_rows(args.case or list(CASES), args.variant or list(VARIANTS), peak)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"device": device, "gemms": gemms, "steps": steps}, indent=1),
+                                   encoding="utf-8")  # fmt: skip
+
 
 if __name__ == "__main__":
     main()

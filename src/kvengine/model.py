@@ -116,7 +116,7 @@ class TinyDecoder:
             if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
                 attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False) @ wo
             # in place: one GEMM accumulating into the residual (x is this step's own, from the embedding)
-            x = project(attn, wo, into=x) if self.fused else x + attn @ wo
+            x = x.addmm_(attn, wo) if self.fused else x + attn @ wo
         logits = self.norm(x) @ self.embed.T
         return logits.argmax(dim=-1), x
 
@@ -156,7 +156,7 @@ class TinyDecoder:
         layer, w = self.layers[layer_id], self.weights[layer_id]
         lc_id = self.layout.placements[layer_id].life_cycle_id
         k_pool, v_pool = pools.layer_kv(layer_id)
-        qkv = project(x if self.folded else self.norm(x), w.wqkv)
+        qkv = (x if self.folded else self.norm(x)) @ w.wqkv
         launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
                                      last_split_merges=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
@@ -181,15 +181,10 @@ def _layer_weights(layer: LayerSpec, hidden_size: int, weight: Callable[[int, in
 
 
 def linear_layout(weight: torch.Tensor) -> torch.Tensor:
-    """`weight` [in, out] as a view of an [out, in] tensor (torch.nn.Linear's layout): the same values and
-    products. At a decode step's few rows cuBLAS streams a weight stored this way faster, without the split-K
-    reduce it takes for the row-major one (docs/PERF.md, "The step's memory layouts")."""
+    """`weight` [in, out] as a view of an [out, in] tensor: the same values and products, stored as checkpoints
+    and torch.nn.Linear keep a projection. cuBLAS streams it neither faster nor slower than a row-major copy at
+    the bandwidth cases' shapes on an H100 (docs/PERF.md, "The step's memory layouts")."""
     return weight.T.contiguous().T
-
-
-def project(rows: torch.Tensor, weight: torch.Tensor, *, into: torch.Tensor | None = None) -> torch.Tensor:
-    """The fused step's projections: rows @ weight, or added into `into` in place (one GEMM, no sum kernel)."""
-    return rows @ weight if into is None else into.addmm_(rows, weight)
 
 
 RMS_NORM_EPS = 1e-6

@@ -258,7 +258,7 @@ class PagedLaunch:
 
 
 @functools.cache
-def multiprocessors(device: torch.device) -> int:
+def _multiprocessors(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
 
 
@@ -267,10 +267,11 @@ def _next_power_of_two(value: int, *, at_least: int) -> int:
 
 
 def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
-    """64-token tiles up to head_dim 128, 16 above (a [16, 512] fp32 accumulator already fills 64 registers
+    """64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
     a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
-    (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 168 (3 an SM)."""
+    (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
+    32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100."""
     block_d = _next_power_of_two(head_dim, at_least=16)
     block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 32)
     cap = 128 if block_d <= 128 else None
@@ -332,7 +333,7 @@ def triton_paged_decode(
     launch = launch or default_launch(head_dim, tpb)
     n_tiles = slots.shape[1] * -(-tpb // launch.block_t)
     if splits is None:
-        splits, per_split = split_count(batch * kv_heads, n_tiles, multiprocessors=multiprocessors(q.device),
+        splits, per_split = split_count(batch * kv_heads, n_tiles, multiprocessors=_multiprocessors(q.device),
                                         launch=launch)  # fmt: skip
     else:
         per_split = -(-n_tiles // max(1, min(n_tiles, splits)))
@@ -346,7 +347,7 @@ def triton_paged_decode(
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
     last_merges = splits > 1 and launch.last_split_merges and not torch_combine
-    arrived = arrival_counters(q.device, batch * kv_heads) if last_merges else seq_lens  # unread unless merging
+    arrived = _arrival_counters(q.device, batch * kv_heads) if last_merges else seq_lens  # unread unless merging
     normed = q if normed_rows is None else _unit_step(normed_rows)  # unread unless passed
     new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
@@ -381,15 +382,15 @@ def triton_paged_decode(
 _COUNTERS: dict[torch.device, torch.Tensor] = {}
 
 
-def arrival_counters(device: torch.device, count: int) -> torch.Tensor:
-    """`count` int32 counters at zero, for the splits of each row and KV head (of each output tile, in
-    kvengine.triton_gemm) to count their arrival. The last split of each zeroes its counter again, so one
-    buffer a device serves every call after it, kernel after kernel on one stream and in graph replays alike.
-    Grown outside a graph capture: one made during a capture would live in the graph's memory pool."""
+def _arrival_counters(device: torch.device, count: int) -> torch.Tensor:
+    """`count` int32 counters at zero, for the splits of each row and KV head to count their arrival. The last
+    split of each zeroes its counter again, so one buffer a device serves every call after it, on one stream
+    and in graph replays alike. Grown outside a graph capture: one made during a capture would live in the
+    graph's memory pool."""
     counters = _COUNTERS.get(device)
     if counters is None or counters.numel() < count:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"{count} split counters were not allocated before the capture")
+            raise RuntimeError(f"the paged kernel's {count} split counters were not allocated before the capture")
         counters = torch.zeros(max(count, 4096), dtype=torch.int32, device=device)
         _COUNTERS[device] = counters
     return counters

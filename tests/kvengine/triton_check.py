@@ -7,7 +7,6 @@ as arguments run only those checks.
                the torch merge), each of the engine's layer kinds, the presets' own head sizes among them
     fused-*    the new token's K/V passed in: stored into the pool (where write_token_kv would) and attended
     norm-*     the RMS norm kernel against kvengine.model.rms_norm
-    gemm-*     the projections' kernel against torch.mm: one split, splits merged by the last, accumulating
     engine-*   whole decode steps of the fused engine against the dense reference, the per-op step's pools,
                and the planted extra cost
 """
@@ -32,7 +31,6 @@ from kvengine.model import rms_norm
 from kvengine.spec import LayerSpec, ModelSpec, RuntimeLimits
 from kvengine.storage import KvStorage
 from kvengine.triton_attention import NewToken, PagedLaunch, triton_paged_decode
-from kvengine.triton_gemm import GemmLaunch, skinny_matmul
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
 
@@ -189,25 +187,6 @@ def norm_check(dtype: torch.dtype, hidden: int, tolerance: float) -> Check:
     return run
 
 
-
-def gemm_check(rows: int, n_in: int, n_out: int, *, accumulate: bool = False, calls: int = 1, **launch: int) -> Check:
-    """skinny_matmul against torch.mm (float32), `calls` times in a row: a split's counter zeroed for the next."""
-
-    def run() -> tuple[str, bool]:
-        generator = torch.Generator().manual_seed(rows + n_in + n_out)
-        x, weight = torch.randn(rows, n_in, generator=generator), torch.randn(n_out, n_in, generator=generator)
-        residual = torch.randn(rows, n_out, generator=generator)
-        worst = 0.0
-        for _ in range(calls):
-            into = residual.clone() if accumulate else None
-            got = skinny_matmul(x, weight, accumulate_into=into, launch=GemmLaunch(**launch))
-            want = x @ weight.T + (residual if accumulate else 0)
-            worst = max(worst, (got - want).abs().max().item())
-        return within(worst, 1e-3)
-
-    return run
-
-
 HYBRID = ModelSpec(
     "tiny-hybrid", "generic",
     tuple(LayerSpec(2, 8, "float32", w, num_q_heads=4) for w in (5, 5, 5, None)),  # TOKENS' 7 steps slide 5
@@ -311,9 +290,6 @@ CHECKS: dict[str, Check] = {
     "fused-attend-window-40-sink-4-tiles-of-16-splits-4": fused_attend_check(
         LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=TILES_OF_16),
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
-    "gemm-one-split": gemm_check(5, 96, 80, block_n=32, block_k=32),
-    "gemm-splits-5-accumulate-twice": gemm_check(17, 300, 70, accumulate=True, calls=2, block_n=32, block_k=32,
-                                                 programs_per_sm=15),
     "norm-float16-100": norm_check(torch.float16, 100, 4e-3),
     "engine-hybrid-matches-dense": engine_reference_check(HYBRID),
     "engine-key-only-sinks-matches-dense": engine_reference_check(KEY_ONLY),
