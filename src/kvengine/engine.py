@@ -6,6 +6,7 @@ The bookkeeping (free lists, dummies, routing) is the pure modules'; this one st
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -96,7 +97,9 @@ class DecodeEngine:
             tuple(t.to(self.device) for t in self._host_tables),
         )
         cuda_graphs = options.use_cuda_graphs and self.device.type == "cuda"
-        self.runner = GraphRunner(lambda inputs: self.model.forward(self.pools, inputs), self.static,
+        # the model and the pools, not the engine: a runner referring back to the engine would make a cycle,
+        # and a dropped engine's pools would wait for the collector (the next engine's build could run out)
+        self.runner = GraphRunner(functools.partial(self.model.forward, self.pools), self.static,
                                   use_cuda_graphs=cuda_graphs)
         self.warmup: WarmupResult = run_warmup(
             self.storage, sizes=self.sizing.capture_sizes if options.use_cuda_graphs else (),

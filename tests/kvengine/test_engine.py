@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -25,6 +28,24 @@ def test_engine_reports_warmup_and_keeps_a_padding_dummy(tiny_hybrid_spec: Model
     assert metrics.captured_sizes == (1, 2, 4, 8) and metrics.capture_coverage == 1.0
     assert engine.padding_dummy is not None and engine.storage.open_caches == [engine.padding_dummy]
     engine.storage.check_invariants()
+
+
+def test_a_dropped_engine_frees_its_pools_without_the_collector(tiny_hybrid_spec: ModelSpec) -> None:
+    """No reference cycle holds an engine: its last reference gone, its pools go at once. A perf case builds
+    the next engine right after dropping one (a 48 GB pool, then 12 GB on an 80 GB card); a cycle left the
+    first one's pools to the collector, and the next engine's build ran out of GPU memory (docs/PERF.md)."""
+    engine = _engine(tiny_hybrid_spec, slots=20)
+    for seq in [engine.add_sequence(context_tokens=3) for _ in range(2)]:
+        engine.step([seq], torch.tensor([1]))
+    pools = [weakref.ref(t) for group in engine.pools.tensors for t in group]
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del engine
+        assert [ref() for ref in pools] == [None] * len(pools)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def test_pool_shortage_is_a_value_not_an_error(tiny_hybrid_spec: ModelSpec) -> None:
