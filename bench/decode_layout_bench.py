@@ -29,8 +29,7 @@ import functools
 import gc
 import itertools
 import json
-import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -39,6 +38,7 @@ import kvengine.memory as memory
 import kvengine.model as model
 import kvengine.triton_attention as triton_attention
 from bench.decode_bandwidth_bench import perf_cases, use_path
+from bench.paged_kernel_sweep import graph_us
 from ci_tool.perf.config import WARMUP_STEPS
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine.benchmark import DecodeLoad, run_decode
@@ -54,26 +54,6 @@ GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
     "deepseek full qkv": (64, 2048, 2176), "deepseek full o": (64, 2048, 2048),
 }  # fmt: skip
-
-
-def graph_us(calls: Sequence[Callable[[], object]], repeats: int = 20) -> float:
-    """Median µs a call, from replays of one graph holding every call once."""
-    for call in calls:
-        call()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for call in calls:
-            call()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / len(calls))
-    return statistics.median(times)
 
 
 def gemm_rows(peak: float) -> list[dict[str, object]]:
