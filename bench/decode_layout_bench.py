@@ -38,14 +38,13 @@ import kvengine.memory as memory
 import kvengine.model as model
 import kvengine.triton_attention as triton_attention
 from bench.decode_bandwidth_bench import perf_cases, use_path
-from bench.paged_kernel_sweep import graph_us
+from bench.paged_kernel_sweep import L2_BYTES, graph_us
 from ci_tool.perf.config import WARMUP_STEPS
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine.benchmark import DecodeLoad, run_decode
 from kvengine.loader import load_preset
 from tests.perf.engine_case import build_engine
 
-L2_BYTES = 50 * 2**20
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
