@@ -8,6 +8,7 @@ import atexit
 import functools
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -57,7 +58,19 @@ def _temporary_files_in_memory() -> None:
         tempfile.tempdir = None  # gettempdir() reads the variable again
 
 
+def _hear_ctrl_c() -> None:
+    """Give this process Python's Ctrl-C handler back when whoever started pytest ignored SIGINT.
+
+    A shell without job control starts a background job with SIGINT ignored (`./.ci/run &` in a script), and
+    Python then leaves it ignored. ci-tool does the same, on purpose: an ignored signal stays ignored. But the
+    interrupt tests send SIGINT to this process and expect Ctrl-C's behaviour; under an inherited ignore, three
+    of them failed. Runs at import, in the session and in each xdist worker (each imports this file)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 _temporary_files_in_memory()  # first: the compiled modules' folder goes there too
+_hear_ctrl_c()
 _keep_bytecode()
 
 # After _keep_bytecode: pytest rewrites hypothesis's modules as this imports them, and may now keep the result.
