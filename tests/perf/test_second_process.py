@@ -3,11 +3,14 @@ mode of one process is forgiven, a regression (slow in both) still fails, and th
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from ci_tool.perf.handoff import PERF_RESULTS_ENV
+from tests.helpers.perf_cases import own_run_environment
 from tests.perf.second_process import THROUGHPUT, Measurement, keep_faster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +38,9 @@ def test_when_the_second_process_is_no_faster_the_first_is_judged() -> None:
     assert "9950 then 9900 tokens/s: the first is judged" in kept.note
 
 
-def test_a_regression_fails_after_a_second_process_measured_it_too(tmp_path: Path) -> None:
+def test_a_regression_fails_after_a_second_process_measured_it_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a CPU baseline no CPU reaches: the first measurement fails the gate, so a second process measures the case
     baselines = tmp_path / "baselines"
     baselines.mkdir()
@@ -44,12 +49,11 @@ def test_a_regression_fails_after_a_second_process_measured_it_too(tmp_path: Pat
         f"  {CASE}:\n    {THROUGHPUT}: {{value: 1.0e+12, threshold: 0.1, spread: 0.0, runs: 5, commit: x}}\n",
         encoding="utf-8",
     )
-    environment = {
-        **os.environ,
-        "CI_TOOL_PERF_BASELINES": str(baselines),
-        "CI_TOOL_PERF_GATE": "fail",
-        "CI_TOOL_HISTORY": str(tmp_path / "history.sqlite"),
-    }
+    # as under a stage that runs this test: the planted run's rows must not be handed back to it
+    handed_back = tmp_path / "stage-perf-results.jsonl"
+    monkeypatch.setenv(PERF_RESULTS_ENV, str(handed_back))
+    environment = own_run_environment(CI_TOOL_PERF_BASELINES=str(baselines), CI_TOOL_PERF_GATE="fail",
+                                      CI_TOOL_HISTORY=str(tmp_path / "history.sqlite"))  # fmt: skip
     found = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
          f"tests/perf/test_perf_sanity.py::test_e2e[{CASE}]"],
@@ -59,3 +63,4 @@ def test_a_regression_fails_after_a_second_process_measured_it_too(tmp_path: Pat
     assert f"{CASE} on cpu: {THROUGHPUT}" in found.stdout
     assert "measured in two processes, decode_tokens_per_s" in found.stdout
     assert "is judged (a slow mode of one process is not a regression" in found.stdout
+    assert not handed_back.exists(), "a test's planted regression reached the stage running it"

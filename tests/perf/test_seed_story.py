@@ -10,7 +10,6 @@ from the history.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tool.perf.handoff import PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV
+from tests.helpers.perf_cases import own_run_environment
 
 pytestmark = pytest.mark.timed  # it measures time: a touch-recording run leaves it unmeasured
 
@@ -39,11 +38,9 @@ def run_case(tmp_path: Path, mode: str, *, old_default: bool) -> Ran:
         text = text.replace("avg_seq_len: null", "avg_seq_len: 32768")
     (configs / "gemma_like.yaml").write_text(text, encoding="utf-8")
     history = tmp_path / f"{label}.sqlite"
-    # its own run with its own history: not the stage's that may run this test (its perf results and snapshot
-    # travel through the stage's folder, handoff.py)
-    inherited = {k: v for k, v in os.environ.items() if k not in (PERF_RESULTS_ENV, PERF_SNAPSHOT_ENV)}
-    env = {**inherited, "CI_TOOL_PERF_CONFIGS": str(configs), "CI_TOOL_HISTORY": str(history),
-           "CI_TOOL_PERF_GATE": "fail", "CI_TOOL_STAGE": "", "CI_TOOL_RUN_ID": f"seed-{label}"}  # fmt: skip
+    # its own run with its own history: not the stage's that may run this test
+    env = own_run_environment(CI_TOOL_PERF_CONFIGS=str(configs), CI_TOOL_HISTORY=str(history),
+                              CI_TOOL_PERF_GATE="fail", CI_TOOL_STAGE="", CI_TOOL_RUN_ID=f"seed-{label}")  # fmt: skip
     node = f"tests/perf/test_perf_sanity.py::test_e2e[{mode}-gemma_like-pool4g-b80]"
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
