@@ -1,9 +1,10 @@
 """The history tests' backends: `history_at` is a fresh history on each backend in turn, a SQLite file and a
-database on one real PostgreSQL server per session (postgres_server.py); `postgres_server` is that server,
-`own_postgres_server` one for a single test."""
+database on one real PostgreSQL server per session (postgres_server.py), `module_history_at` the same once a
+module; `postgres_server` is that server, `own_postgres_server` one for a single test."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -38,12 +39,19 @@ def own_postgres_server() -> Generator[PostgresServer]:
     yield from _started_server()
 
 
+@contextlib.contextmanager
+def _new_database(server: PostgresServer) -> Iterator[PostgresUrl]:
+    """A new, empty database on `server`, dropped after."""
+    name = f"history_{next(_names)}"
+    yield PostgresUrl(server.create_database(name))
+    server.drop_database(name)
+
+
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> Generator[PostgresUrl]:
     """A new, empty database on the session's server."""
-    name = f"history_{next(_names)}"
-    yield PostgresUrl(postgres_server.create_database(name))
-    postgres_server.drop_database(name)
+    with _new_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -53,6 +61,16 @@ def history_at(request: pytest.FixtureRequest, tmp_path: Path) -> History:
         return tmp_path / "h.sqlite"
     url: PostgresUrl = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def module_history_at(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Generator[History]:
+    """history_at for a module's tests that only read what they share: one history a module on each backend."""
+    if request.param == "sqlite":
+        yield tmp_path_factory.mktemp("history") / "h.sqlite"
+        return
+    with _new_database(request.getfixturevalue("postgres_server")) as url:
+        yield url
 
 
 @pytest.fixture

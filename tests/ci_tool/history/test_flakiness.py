@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ci_tool.history.flakiness import KnownFlaky, StageDevices, flake_stats, known_flaky, stage_devices
-from ci_tool.history.locator import History, PostgresUrl
+from ci_tool.history.locator import History
 from ci_tool.history.store import HistoryStore, TestRecord
 from tests.ci_tool.history.planted import (
     A10,
@@ -23,7 +23,6 @@ from tests.ci_tool.history.planted import (
     plant,
     record_run,
 )
-from tests.ci_tool.history.postgres_server import PostgresServer
 
 
 def test_the_planted_flake_ranks_first_with_its_rate_and_cost(planted_store: HistoryStore) -> None:
@@ -112,22 +111,14 @@ def _plant_more(store: HistoryStore) -> None:
         record_run(store, f"r{number}", DAY_ONE + (number - 1) * HOUR, stages)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def replanted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Generator[HistoryStore]:
+@pytest.fixture(scope="module")
+def replanted(module_history_at: History) -> Generator[HistoryStore]:
     """planted.py's runs and _plant_more's in one history a module on each backend, for the tests that only read
     them: some three hundred cases, which took 40-60 s of the suite's time making and filling a history each."""
-    server: PostgresServer | None = None
-    if request.param == "sqlite":
-        where: History = tmp_path_factory.mktemp("replanted") / "h.sqlite"
-    else:
-        server = request.getfixturevalue("postgres_server")
-        where = PostgresUrl(server.create_database("replanted_flakiness"))
-    with HistoryStore(where) as store:
+    with HistoryStore(module_history_at) as store:
         plant(store)
         _plant_more(store)
         yield store
-    if server is not None:
-        server.drop_database("replanted_flakiness")
 
 
 @pytest.mark.parametrize("hours", range(12), ids=lambda hours: f"hour-{hours}")  # before, at and after each start
