@@ -30,7 +30,7 @@ import kvengine.attention as attention
 import kvengine.model as model
 from ci_tool.perf.config import WARMUP_STEPS, PerfCase, load_config
 from ci_tool.perf.devices import peak_memory_bytes_per_s
-from kvengine.benchmark import DecodeLoad, run_decode
+from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
 from kvengine.loader import load_preset
 from tests.perf.engine_case import build_engine
 
@@ -66,6 +66,16 @@ def perf_cases() -> dict[str, PerfCase]:
             for c in load_config(ROOT / f"tests/scripts/perf-sanity/{name}.yaml").cases}  # fmt: skip
 
 
+def decoded(case: PerfCase) -> DecodeMeasurement:
+    """The case's load decoded on an engine of its own (the path and patches in force now), its final batch's
+    device step timed; the engine's memory given back before the next one is built."""
+    load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
+    found = run_decode(build_engine(case), load_preset(case.model), load, hidden_size=case.hidden_size)
+    gc.collect()
+    torch.cuda.empty_cache()
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: all")
@@ -83,9 +93,7 @@ def main() -> None:
         case = cases[case_id]
         for path in args.path or PATHS:
             use_path(path)
-            engine = build_engine(case)
-            load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
-            found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
+            found = decoded(case)
             assert found.device_step_ms is not None and found.achieved_bytes_per_s is not None  # timed by default
             speedup = found.eager_step_ms / found.device_step_ms if found.eager_step_ms else None
             row = {"case": case_id, "attention": path, "device_step_ms": round(found.device_step_ms, 3),
@@ -95,9 +103,6 @@ def main() -> None:
             rows.append(row)
             print(f"| {case_id} | {path} | {row['device_step_ms']} | {row['step_gb']} | {row['gb_per_s']} | "
                   f"{row['fraction']:.1%} | {speedup or 0:.2f}x | {row['tokens_per_s']} |", flush=True)  # fmt: skip
-            del engine, found
-            gc.collect()
-            torch.cuda.empty_cache()
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=1), encoding="utf-8")
 

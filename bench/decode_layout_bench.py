@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import dataclasses
 import functools
-import gc
 import itertools
 import json
 from collections.abc import Iterator
@@ -37,13 +36,9 @@ import torch
 import kvengine.memory as memory
 import kvengine.model as model
 import kvengine.triton_attention as triton_attention
-from bench.decode_bandwidth_bench import perf_cases, use_path
+from bench.decode_bandwidth_bench import decoded, perf_cases, use_path
 from bench.paged_kernel_sweep import L2_BYTES, graph_us
-from ci_tool.perf.config import WARMUP_STEPS
 from ci_tool.perf.devices import peak_memory_bytes_per_s
-from kvengine.benchmark import DecodeLoad, run_decode
-from kvengine.loader import load_preset
-from tests.perf.engine_case import build_engine
 
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op")
@@ -141,17 +136,12 @@ def step_rows(case_ids: list[str], variants: list[str], peak: float) -> list[dic
         case = cases[case_id]
         for name in variants:
             with variant(name):
-                engine = build_engine(case)
-                load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
-                found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
+                found = decoded(case)
             assert found.device_step_ms is not None and found.achieved_bytes_per_s is not None
             fraction = found.achieved_bytes_per_s / peak
             rows.append({"case": case_id, "variant": name, "device_step_ms": round(found.device_step_ms, 3),
                          "fraction": round(fraction, 4)})  # fmt: skip
             print(f"| {case_id} | {name} | {found.device_step_ms:.3f} | {fraction:.1%} |", flush=True)
-            del engine, found
-            gc.collect()
-            torch.cuda.empty_cache()
     return rows
 
 
