@@ -16,6 +16,10 @@ Two parts, in one process:
        current    and 32-token tiles at head_dim 512: the engine as it is
        folded     the engine as it is on the triton-folded path (the norm and the split merge in the paged kernel)
        per-op     the per-op step (triton-unfused) as it is: the peer
+   and the engine with weights prefetched into L2 on a side stream ($KVENGINE_L2_PREFETCH: PLANS below):
+       prefetch-o / prefetch-qkv / prefetch / prefetch-last   the output projection from its layer's start,
+                  the next layer's QKV weights after this layer's QKV GEMM, both, both with evict_last lines;
+       "+cublaslt" after a name: its GEMMs through cuBLASLt; "folded+..." the same on the folded path
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -28,6 +32,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,10 +44,13 @@ import kvengine.triton_attention as triton_attention
 from bench.decode_bandwidth_bench import decoded, perf_cases, use_path
 from bench.paged_kernel_sweep import L2_BYTES, graph_us
 from ci_tool.perf.devices import peak_memory_bytes_per_s
+from kvengine import l2_prefetch
 
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
-VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op")
+VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
+            "prefetch-last", "folded+prefetch", "cublaslt", "prefetch+cublaslt", "folded+prefetch+cublaslt")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
+PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last"}
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -120,13 +128,42 @@ def tiles_of_16_at_d512() -> Iterator[None]:
         triton_attention.default_launch = default_launch  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def prefetch_plan(name: str) -> Iterator[None]:
+    """$KVENGINE_L2_PREFETCH set to `name` while the engine is built (kvengine.l2_prefetch)."""
+    before = os.environ.get(l2_prefetch.PREFETCH_ENV_VAR)
+    os.environ[l2_prefetch.PREFETCH_ENV_VAR] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[l2_prefetch.PREFETCH_ENV_VAR]
+        else:
+            os.environ[l2_prefetch.PREFETCH_ENV_VAR] = before
+
+
+@contextlib.contextmanager
+def blas(library: str) -> Iterator[None]:
+    torch.backends.cuda.preferred_blas_library(library)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.preferred_blas_library("default")
+
+
 def variant(name: str) -> contextlib.ExitStack[bool | None]:
-    """The engine with the changes after `name` taken back (model.py imports default_launch at each call)."""
+    """The engine with the changes after `name` taken back (model.py imports default_launch at each call), or
+    with the L2 prefetch plan and the BLAS library its parts name ("folded+prefetch+cublaslt")."""
     stack = contextlib.ExitStack()
-    use_path({"per-op": "triton-unfused", "folded": "triton-folded"}.get(name, "triton"))
+    parts = name.split("+") if name not in ("+pools", "+weights") else [name]
+    use_path({"per-op": "triton-unfused", "folded": "triton-folded"}.get(parts[0], "triton"))
     reverted = {"before": 3, "+pools": 2, "+weights": 1}.get(name, 0)
     for change in (tiles_of_16_at_d512, row_major_weights, slot_major_pools)[:reverted]:
         stack.enter_context(change())
+    plan = next((PLANS[part] for part in parts if part in PLANS), "off")
+    stack.enter_context(prefetch_plan(plan))
+    if "cublaslt" in parts:
+        stack.enter_context(blas("cublaslt"))
     return stack
 
 

@@ -14,9 +14,11 @@ OUT=${OUT:?set OUT to a results folder}
 BASELINE_RUNS=${1:-3} QUIET_RUNS=${2:-4} HOG_RUNS=${3:-4} PLANTED_RUNS=${4:-1} BUDGET_SECONDS=${5:-520}
 EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
-# Over several device calls: SEED_HISTORY names the history an earlier call left, and BASELINE_RUNS=0 keeps
-# the baselines that call set (its $GPU.yaml, committed or copied in before this one).
+# Over several device calls: SEED_HISTORY names the history an earlier call left, BASELINE_RUNS=0 keeps
+# the baselines that call set (its $GPU.yaml, committed or copied in before this one), and FIRST_RUN numbers
+# this call's runs on from the last one's (run ids are unique in a history).
 if [ -n "${SEED_HISTORY:-}" ]; then cp "$SEED_HISTORY" "$HISTORY"; fi
+FIRST_RUN=${FIRST_RUN:-1}
 GPU=${GPU:-H200}  # the GPU type its baselines are kept under (H200.yaml), as the perf fixture names it
 STAGE=DGX_${GPU}-PyTorch-PerfSanity-1
 START=$SECONDS
@@ -90,16 +92,16 @@ if [ "$BASELINE_RUNS" -gt 0 ]; then
 fi
 cp "tests/scripts/perf-sanity/baselines/$GPU.yaml" "$OUT/$GPU.yaml"
 
-for i in $(seq "$QUIET_RUNS"); do
+for i in $(seq "$FIRST_RUN" $((FIRST_RUN + QUIET_RUNS - 1))); do
     left && stage_run "quiet-$i" CI_TOOL_RUN_ID="quiet-$i"
-    if left && [ "$i" -le "$HOG_RUNS" ]; then
+    if left && [ "$i" -lt $((FIRST_RUN + HOG_RUNS)) ]; then
         hogs=()
         for _ in $(seq "$(nproc)"); do (while :; do :; done) & hogs+=($!); done
         stage_run "hog-$i" CI_TOOL_RUN_ID="hog-$i"
         kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null
     fi
 done
-for i in $(seq "$PLANTED_RUNS"); do
+for i in $(seq "$FIRST_RUN" $((FIRST_RUN + PLANTED_RUNS - 1))); do
     left && stage_run "planted-torch-attention-$i" CI_TOOL_RUN_ID="planted-$i" KVENGINE_ATTENTION=torch
 done
 for i in $(seq "$EXTRA_COST_RUNS"); do  # the fractions take turns, so a budget cut leaves each some runs
@@ -114,5 +116,5 @@ if [ -f "$OUT/tally.txt" ]; then
          END {for (i = 1; i <= n; i++) {k = order[i]; printf "  %-32s failed %d of %d, regressed in %d\n",
               k, failed[k], runs[k], regressed[k]}}' "$OUT/tally.txt" | tee -a "$OUT/summary.txt"
 fi
-tail -n 30 /tmp/perf-gate-quiet-1.log > "$OUT/quiet-1.tail" 2>/dev/null
+tail -n 30 "/tmp/perf-gate-quiet-$FIRST_RUN.log" > "$OUT/quiet-$FIRST_RUN.tail" 2>/dev/null
 true

@@ -20,6 +20,7 @@ finishes last merges the others' partials, where the combine kernel did.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -96,6 +97,7 @@ class TinyDecoder:
         self.fused = fused_step(device)
         self.folded = folded_step(device)
         self.norm = _norm_for(self.fused)
+        self.prefetcher = _prefetcher_for(device) if self.fused else None
 
     def forward(self, pools: KvPools, inputs: DecodeInputs) -> tuple[torch.Tensor, torch.Tensor]:
         x = self.embed[inputs.token_ids]
@@ -110,13 +112,16 @@ class TinyDecoder:
             blocks = [(torch.where(usable, slots, -1), logical, usable) for slots, logical, usable in blocks]
             new_blocks = [new_token_blocks(b, inputs.positions, tpb) for b in blocks]
         attend = functools.partial(self._fused_attention, new_blocks=new_blocks) if self.fused else self._attention
-        for layer_id in range(len(self.layers)):
-            wo = self.weights[layer_id].wo
-            attn = attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
-            if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
-                attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False) @ wo
-            # in place: one GEMM accumulating into the residual (x is this step's own, from the embedding)
-            x = x.addmm_(attn, wo) if self.fused else x + attn @ wo
+        with self.prefetcher.joined() if self.prefetcher else contextlib.nullcontext():
+            for layer_id in range(len(self.layers)):
+                wo = self.weights[layer_id].wo
+                if self.prefetcher and self.prefetcher.plan.output_ahead:
+                    self.prefetcher.prefetch(wo)  # read by this layer's last GEMM, after its QKV GEMM and attention
+                attn = attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
+                if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
+                    attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False) @ wo
+                # in place: one GEMM accumulating into the residual (x is this step's own, from the embedding)
+                x = x.addmm_(attn, wo) if self.fused else x + attn @ wo
         logits = self.norm(x) @ self.embed.T
         return logits.argmax(dim=-1), x
 
@@ -157,6 +162,8 @@ class TinyDecoder:
         lc_id = self.layout.placements[layer_id].life_cycle_id
         k_pool, v_pool = pools.layer_kv(layer_id)
         qkv = (x if self.folded else self.norm(x)) @ w.wqkv
+        if write_kv and self.prefetcher and self.prefetcher.plan.next_qkv and layer_id + 1 < len(self.layers):
+            self.prefetcher.prefetch(self.weights[layer_id + 1].wqkv)  # during this attention and output GEMM
         launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
                                      last_split_merges=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
@@ -170,6 +177,16 @@ class TinyDecoder:
             normed_rows=x if self.folded else None, launch=launch,
         )  # fmt: skip
         return attn.view(x.shape[0], -1)
+
+
+def _prefetcher_for(device: torch.device):  # type: ignore[no-untyped-def]
+    """The fused step's L2 prefetches (kvengine.l2_prefetch) on a CUDA device when its plan asks for any."""
+    if device.type != "cuda":
+        return None
+    from kvengine import l2_prefetch  # only where Triton runs
+
+    plan = l2_prefetch.plan_from_env()
+    return l2_prefetch.SideStream(device, plan) if plan.any else None
 
 
 def _layer_weights(layer: LayerSpec, hidden_size: int, weight: Callable[[int, int], torch.Tensor]) -> LayerWeights:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 pytest.importorskip("triton")
+from kvengine import l2_prefetch
 from kvengine.attention import _triton_kernel, write_token_kv  # after the skip: these import Triton
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
@@ -100,6 +101,26 @@ def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
     torch.testing.assert_close(fused, per_op, atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize(
+    ("preset", "tpb"),
+    [pytest.param("gemma-like", 32, id="gemma-like"), pytest.param("deepseek-v4-like", 128, id="deepseek")],
+)
+def test_graphed_steps_with_weights_prefetched_into_l2_are_the_same_bits(
+    preset: str, tpb: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prefetches run on a side stream forked into the step's graph: they must change no value (and the
+    capture must join the stream back, or it fails)."""
+    spec = load_preset(preset)
+    spec = dataclasses.replace(spec, runtime=dataclasses.replace(spec.runtime, max_batch_size=64, max_seq_len=4 * tpb))
+    results = []
+    for plan in ("off", "both-evict-last"):
+        monkeypatch.setenv("KVENGINE_L2_PREFETCH", plan)
+        results.append(_three_graphed_steps(spec, "triton", tpb, monkeypatch))
+    (off, off_steps), (on, on_steps) = results
+    assert (off_steps, on_steps) == ((3, 0), (3, 0))
+    torch.testing.assert_close(on, off, atol=0, rtol=0)
+
+
 def _three_graphed_steps(
     spec: ModelSpec, path: str, tpb: int, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[object], tuple[int, int]]:
@@ -124,4 +145,5 @@ def _engine(spec: ModelSpec, path: str, monkeypatch: pytest.MonkeyPatch, **optio
     finally:
         _triton_kernel.cache_clear()  # the next test reads its own environment
     assert engine.model.fused == (path in ("triton", "triton-folded"))
+    assert (engine.model.prefetcher is not None) == (engine.model.fused and l2_prefetch.plan_from_env().any)
     return engine

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One device call that measures the fused step's options and then gates on the best of them, for GPUs that come
+# rarely (docs/PERF.md, "Weights prefetched into L2"):
+#   1. the GPU tests of the kernels and the engine paths (gpu marker): correctness first;
+#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the L2 prefetch plans, cuBLASLt, the folded path)
+#      on the two bandwidth cases, side by side in one process;
+#   3. the best of them: the variant with the highest DeepSeek-like fraction of peak whose Gemma-like fraction is
+#      no lower than the current step's less 0.3 points, written as the environment that selects it
+#      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH) to $KEEP/chosen.env and summary.txt;
+#   4. with the time left, bench/perf_gate_runs.sh under that environment: new baselines, then gated runs.
+#   OUT=results GPU=H100 bench/step_and_gate_device_run.sh [BUDGET_SECONDS] [QUIET_RUNS HOG_RUNS PLANTED_RUNS]
+# $KEEP (default /tmp/step-and-gate) keeps chosen.env, the history and the baseline file for the next call on the
+# same machine, which goes on with:
+#   set -a; . $KEEP/chosen.env; set +a; cp $KEEP/$GPU.yaml tests/scripts/perf-sanity/baselines/
+#   SEED_HISTORY=$KEEP/history.sqlite FIRST_RUN=N OUT=... bench/perf_gate_runs.sh 0 QUIET HOG PLANTED BUDGET 0
+set -u
+cd "$(dirname "$0")/.."
+export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
+OUT=${OUT:?set OUT to a results folder}
+GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
+BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
+VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last folded+prefetch cublaslt prefetch+cublaslt folded+prefetch+cublaslt}
+mkdir -p "$OUT" "$KEEP"
+step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
+    local label=$1 limit=$2 began=$SECONDS; shift 2
+    timeout "$limit" "$@"
+    echo "$label exit=$? wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+step gpu-tests 240 python3 -m pytest tests/kvengine/test_fused_step.py tests/kvengine/test_attention.py \
+    tests/kvengine/test_engine.py tests/kvengine/test_graphs.py tests/kvengine/test_step_cost.py -m gpu -rfE \
+    -p no:cacheprovider > "$OUT/gpu-tests.log" 2>&1
+tail -3 "$OUT/gpu-tests.log"
+
+args=()
+for name in $VARIANTS; do args+=(--variant "$name"); done
+step variants 300 python3 bench/decode_layout_bench.py --no-gemms "${args[@]}" --json "$OUT/variants.json"
+
+python3 - "$OUT/variants.json" > "$KEEP/chosen.env" <<'PY'
+import json, sys
+ENV = {  # a variant's parts -> the environment that selects it
+    "folded": ("KVENGINE_ATTENTION", "triton-folded"), "prefetch-o": ("KVENGINE_L2_PREFETCH", "output"),
+    "prefetch-qkv": ("KVENGINE_L2_PREFETCH", "next-qkv"), "prefetch": ("KVENGINE_L2_PREFETCH", "both"),
+    "prefetch-last": ("KVENGINE_L2_PREFETCH", "both-evict-last"),
+}
+steps = json.load(open(sys.argv[1]))["steps"]
+by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}
+floor = by[("current", False)] - 0.003
+fits = [name for (name, deepseek) in by if deepseek and not name.endswith("cublaslt") and by.get((name, False), 0) >= floor]
+best = max(fits, key=lambda name: by[(name, True)])
+print(f"# {best}: DeepSeek-like {by[(best, True)]:.1%}, Gemma-like {by[(best, False)]:.1%}")
+for part in best.split("+"):
+    if part in ENV:
+        print("{}={}".format(*ENV[part]))
+PY
+tee -a "$OUT/summary.txt" < "$KEEP/chosen.env"
+
+left=$((BUDGET_SECONDS - SECONDS - 60))  # a stage run started at the budget's end runs up to a minute past it
+if [ "$left" -gt 90 ]; then
+    set -a; . "$KEEP/chosen.env"; set +a
+    GPU=$GPU OUT=$OUT/gate bench/perf_gate_runs.sh 3 "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" "$left" 0
+    cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$KEEP/"
+    rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
+else
+    echo "gate skipped: ${left}s left of ${BUDGET_SECONDS}s" | tee -a "$OUT/summary.txt"
+fi
