@@ -19,6 +19,7 @@ Two parts, in one process:
    and the engine with weights prefetched into L2 on a side stream ($KVENGINE_L2_PREFETCH: PLANS below):
        prefetch-o / prefetch-qkv / prefetch / prefetch-last   the output projection from its layer's start,
                   the next layer's QKV weights after this layer's QKV GEMM, both, both with evict_last lines;
+       prefetch-kv / prefetch-all   the next layer's KV blocks after this layer's attention; all three;
        "+cublaslt" after a name: its GEMMs through cuBLASLt; "folded+..." the same on the folded path
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
@@ -48,9 +49,11 @@ from kvengine import l2_prefetch
 
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
-            "prefetch-last", "folded+prefetch", "cublaslt", "prefetch+cublaslt", "folded+prefetch+cublaslt")
+            "prefetch-last", "prefetch-kv", "prefetch-all", "folded+prefetch", "folded+prefetch-all", "cublaslt",
+            "prefetch+cublaslt", "folded+prefetch+cublaslt")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
-PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last"}
+PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
+         "prefetch-kv": "next-kv", "prefetch-all": "all"}  # fmt: skip
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),

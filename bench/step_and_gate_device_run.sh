@@ -19,7 +19,7 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last folded+prefetch cublaslt prefetch+cublaslt folded+prefetch+cublaslt}
+VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all cublaslt prefetch+cublaslt}
 mkdir -p "$OUT" "$KEEP"
 step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
     local label=$1 limit=$2 began=$SECONDS; shift 2
@@ -46,7 +46,8 @@ import json, sys
 ENV = {  # a variant's parts -> the environment that selects it
     "folded": ("KVENGINE_ATTENTION", "triton-folded"), "prefetch-o": ("KVENGINE_L2_PREFETCH", "output"),
     "prefetch-qkv": ("KVENGINE_L2_PREFETCH", "next-qkv"), "prefetch": ("KVENGINE_L2_PREFETCH", "both"),
-    "prefetch-last": ("KVENGINE_L2_PREFETCH", "both-evict-last"),
+    "prefetch-last": ("KVENGINE_L2_PREFETCH", "both-evict-last"), "prefetch-kv": ("KVENGINE_L2_PREFETCH", "next-kv"),
+    "prefetch-all": ("KVENGINE_L2_PREFETCH", "all"),
 }
 steps = json.load(open(sys.argv[1]))["steps"]
 by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}

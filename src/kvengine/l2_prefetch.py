@@ -1,10 +1,11 @@
-"""Weights pulled into the GPU's L2 ahead of the GEMM that reads them, while other kernels run.
+"""Weights (and KV blocks) pulled into the GPU's L2 ahead of the kernel that reads them, while other kernels run.
 
 A decode step at 64 rows is a chain of small kernels, each using a part of the memory bandwidth: on an H100 the
 DeepSeek-like step's GEMMs stream their weights at 35-64 % of peak and its paged kernel its KV at about a third.
-The chain holds no independent work to overlap, only reads whose addresses are known before the step: the
-weights. A kernel on a side stream issues one `prefetch.global.L2` per 128-byte line of the weights a later GEMM
-reads and exits; the lines arrive while the kernels before that GEMM run, and the GEMM finds them in L2.
+The chain holds no independent work to overlap, only reads whose addresses are known before they are due: the
+weights, and the next layer's KV blocks (its slot list is the step's). A kernel on a side stream issues one
+`prefetch.global.L2` per 128-byte line of what a later kernel reads and exits; the lines arrive while the kernels
+before it run, and it finds them in L2.
 
 A prefetch is a hint: it changes no value, and a line evicted before its GEMM is read from memory again.
 """
@@ -40,6 +41,24 @@ def _prefetch_kernel(PTR, n_lines, LINE: tl.constexpr, LINES: tl.constexpr, EVIC
                                   is_pure=False, pack=1)  # fmt: skip
 
 
+@triton.jit
+def _prefetch_blocks_kernel(POOL, SLOTS, stride_slot, stride_row, block_lines, LINE: tl.constexpr,
+                            LINES: tl.constexpr, EVICT_LAST: tl.constexpr):  # fmt: skip
+    """Program (row, column): the pool block that row's slot list names there (none for -1), its block_lines
+    lines of LINE elements (LINES: a power of two at least that, the rest repeating its last line); a block's
+    bytes are one dense span of the buffer-major pool."""
+    slot = tl.load(SLOTS + tl.program_id(0) * stride_row + tl.program_id(1))
+    if slot >= 0:
+        lines = tl.minimum(tl.arange(0, LINES), block_lines - 1).to(tl.int64)
+        at = POOL + slot * stride_slot + lines * LINE
+        if EVICT_LAST:
+            tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [at],
+                                      dtype=tl.int32, is_pure=False, pack=1)  # fmt: skip
+        else:
+            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
+                                      is_pure=False, pack=1)  # fmt: skip
+
+
 def byte_span(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     """(a 1-D view of `tensor`'s memory, its byte count): `tensor` must be dense, or a transpose of a dense
     one (a weight in the Linear layout)."""
@@ -59,21 +78,37 @@ def prefetch(tensor: torch.Tensor, *, evict_last: bool = False) -> None:
     _prefetch_kernel[grid](flat, n_lines, LINE=per_line, LINES=LINES_A_PROGRAM, EVICT_LAST=evict_last, num_warps=4)
 
 
+def prefetch_blocks(pool: torch.Tensor, slots: torch.Tensor, *, evict_last: bool = False) -> None:
+    """Issue L2 prefetches for the pool blocks `slots` [rows, columns] names (-1: none), on the current stream:
+    `pool` [num_slots, ...] holds a block's bytes densely at each index of its first dimension."""
+    block = pool[0]
+    if not block.is_contiguous():
+        raise ValueError(f"an L2 prefetch of pool blocks needs each block dense, found strides {pool.stride()}")
+    per_line = LINE_BYTES // pool.element_size()
+    block_lines = -(-block.numel() // per_line)
+    rows, columns = slots.shape
+    _prefetch_blocks_kernel[(rows, columns)](pool, slots, pool.stride(0), slots.stride(0), block_lines,
+                                             LINE=per_line, LINES=triton.next_power_of_2(block_lines),
+                                             EVICT_LAST=evict_last, num_warps=4)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class PrefetchPlan:
     """Which weights the fused step pulls into L2, and when (kvengine.model's layer loop):
 
     `output_ahead`: a layer's output projection, from the start of its layer (during its QKV GEMM and its
     attention); `next_qkv`: the next layer's QKV weights, once this layer's QKV GEMM is done (during its attention
-    and output GEMM). `evict_last`: the prefetched lines outrank the KV lines streaming past them."""
+    and output GEMM); `next_kv`: the next layer's KV blocks, once this layer's attention is done (during its output
+    GEMM and the next QKV GEMM). `evict_last`: the prefetched lines outrank the lines of normal priority."""
 
     output_ahead: bool = True
     next_qkv: bool = True
+    next_kv: bool = False
     evict_last: bool = False
 
     @property
     def any(self) -> bool:
-        return self.output_ahead or self.next_qkv
+        return self.output_ahead or self.next_qkv or self.next_kv
 
 
 PREFETCH_ENV_VAR = "KVENGINE_L2_PREFETCH"
@@ -83,6 +118,8 @@ PLANS = {  # $KVENGINE_L2_PREFETCH's values
     "next-qkv": PrefetchPlan(output_ahead=False, next_qkv=True),
     "both": PrefetchPlan(),
     "both-evict-last": PrefetchPlan(evict_last=True),
+    "next-kv": PrefetchPlan(output_ahead=False, next_qkv=False, next_kv=True),
+    "all": PrefetchPlan(next_kv=True),
 }
 DEFAULT_PLAN = "off"  # measured against the others on a GPU before one becomes the default
 
@@ -107,9 +144,18 @@ class SideStream:
         self.forked = False
 
     def prefetch(self, tensor: torch.Tensor) -> None:
+        with self._forked():
+            prefetch(tensor, evict_last=self.plan.evict_last)
+
+    def prefetch_blocks(self, pool: torch.Tensor, slots: torch.Tensor) -> None:
+        with self._forked():
+            prefetch_blocks(pool, slots, evict_last=self.plan.evict_last)
+
+    @contextlib.contextmanager
+    def _forked(self) -> Iterator[None]:
         self.stream.wait_stream(torch.cuda.current_stream(self.stream.device))
         with torch.cuda.stream(self.stream):
-            prefetch(tensor, evict_last=self.plan.evict_last)
+            yield
         self.forked = True
 
     @contextlib.contextmanager

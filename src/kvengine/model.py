@@ -118,12 +118,24 @@ class TinyDecoder:
                 if self.prefetcher and self.prefetcher.plan.output_ahead:
                     self.prefetcher.prefetch(wo)  # read by this layer's last GEMM, after its QKV GEMM and attention
                 attn = attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=True)
+                if self.prefetcher and self.prefetcher.plan.next_kv and layer_id + 1 < len(self.layers):
+                    self._prefetch_kv(layer_id + 1, pools, blocks)  # during this output GEMM and the next QKV GEMM
                 if layer_id in self.repeated_layers:  # the planted extra cost: the same work again, result dropped
                     attend(layer_id, x, pools, inputs, blocks, seq_lens, write_kv=False) @ wo
                 # in place: one GEMM accumulating into the residual (x is this step's own, from the embedding)
                 x = x.addmm_(attn, wo) if self.fused else x + attn @ wo
         logits = self.norm(x) @ self.embed.T
         return logits.argmax(dim=-1), x
+
+    def _prefetch_kv(
+        self, layer_id: int, pools: KvPools, blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+    ) -> None:
+        """The blocks layer `layer_id` attends over, into L2 (its K and V buffers; the slot lists masked)."""
+        assert self.prefetcher is not None
+        slots = blocks[self.layout.placements[layer_id].life_cycle_id][0]
+        k_pool, v_pool = pools.layer_kv(layer_id)
+        for pool in (k_pool,) if v_pool is k_pool else (k_pool, v_pool):
+            self.prefetcher.prefetch_blocks(pool, slots)
 
     def _attention(
         self, layer_id: int, x: torch.Tensor, pools: KvPools, inputs: DecodeInputs,

@@ -19,6 +19,7 @@ from kvengine.l2_prefetch import (  # after the skip: imports Triton
     LINES_A_PROGRAM,
     PLANS,
     PrefetchPlan,
+    _prefetch_blocks_kernel,
     _prefetch_kernel,
     byte_span,
     plan_from_env,
@@ -58,6 +59,27 @@ def test_the_kernel_issues_one_l2_prefetch_a_line_for_sm_90(evict_last: bool, in
     assert "LDG" not in sass  # prefetches only: nothing waits for the lines
 
 
+def test_the_blocks_kernel_prefetches_a_named_block_and_skips_an_unnamed_one_for_sm_90() -> None:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    if not (tools / "cuobjdump").exists():
+        pytest.skip(f"this Triton bundles no cuobjdump under {tools}")
+    types = {"POOL": "*bf16", "SLOTS": "*i64", "stride_slot": "i64", "stride_row": "i32", "block_lines": "i32",
+             "LINE": "constexpr", "LINES": "constexpr", "EVICT_LAST": "constexpr"}  # fmt: skip
+    compiled = triton.compile(ASTSource(_prefetch_blocks_kernel, types,
+                                        constexprs={"LINE": 64, "LINES": 256, "EVICT_LAST": False}),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})  # fmt: skip
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        Path(cubin.name).write_bytes(compiled.asm["cubin"])
+        sass = subprocess.run([tools / "cuobjdump", "-sass", cubin.name], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+    assert sass.count("CCTL.E.PF2") == 256 // (4 * 32)
+    assert sass.count("LDG") == 1  # the slot; a -1 branches past the prefetches
+    assert "BRA" in sass or "EXIT" in sass.split("CCTL")[0]
+
+
 @pytest.mark.parametrize(
     ("value", "plan"),
     [("", PLANS["off"]), (" both ", PrefetchPlan()), ("next-qkv", PrefetchPlan(output_ahead=False, next_qkv=True))],
@@ -67,7 +89,7 @@ def test_the_environment_names_the_plan(value: str, plan: PrefetchPlan) -> None:
 
 
 def test_a_plan_the_environment_misspells_is_an_error_naming_the_nearest() -> None:
-    with pytest.raises(ConfigError, match=r"KVENGINE_L2_PREFETCH must be one of off, output, next-qkv, both, "
-                                          r"both-evict-last \(or unset\), found 'bothh'") as raised:  # fmt: skip
+    expected = r"must be one of off, output, next-qkv, both, both-evict-last, next-kv, all \(or unset\), found 'bothh'"
+    with pytest.raises(ConfigError, match="KVENGINE_L2_PREFETCH " + expected) as raised:
         plan_from_env({"KVENGINE_L2_PREFETCH": "bothh"})
     assert "did you mean 'both'" in str(raised.value)
