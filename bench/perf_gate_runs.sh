@@ -16,9 +16,17 @@ EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
 # Over several device calls: SEED_HISTORY names the history an earlier call left, BASELINE_RUNS=0 keeps
 # the baselines that call set (its $GPU.yaml, committed or copied in before this one), and FIRST_RUN numbers
-# this call's runs on from the last one's (run ids are unique in a history).
+# this call's runs on from the last one's (run ids are unique in a history; default: after its last quiet run).
 if [ -n "${SEED_HISTORY:-}" ]; then cp "$SEED_HISTORY" "$HISTORY"; fi
-FIRST_RUN=${FIRST_RUN:-1}
+FIRST_RUN=${FIRST_RUN:-$(python3 - "$HISTORY" <<'PY'
+import re, sqlite3, sys
+try:  # one past the highest quiet-N run in the history (1 when none): read-only, never creates it
+    ids = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT DISTINCT run_id FROM perf_results")
+    print(1 + max((int(m[1]) for (i,) in ids if (m := re.fullmatch(r"quiet-(\d+)", i))), default=0))
+except sqlite3.Error:
+    print(1)
+PY
+)}
 GPU=${GPU:-H200}  # the GPU type its baselines are kept under (H200.yaml), as the perf fixture names it
 STAGE=DGX_${GPU}-PyTorch-PerfSanity-1
 START=$SECONDS
