@@ -16,7 +16,8 @@ EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
 # Over several device calls: SEED_HISTORY names the history an earlier call left, BASELINE_RUNS=0 keeps
 # the baselines that call set (its $GPU.yaml, committed or copied in before this one), and FIRST_RUN numbers
-# this call's runs on from the last one's (run ids are unique in a history; default: after its last quiet run).
+# this call's runs on from the last one's (run ids are unique in a history; default: after its last quiet run);
+# COUNTS_ARE_TOTALS=1 counts the seeded history's quiet and hog runs in QUIET_RUNS and HOG_RUNS.
 if [ -n "${SEED_HISTORY:-}" ]; then cp "$SEED_HISTORY" "$HISTORY"; fi
 FIRST_RUN=${FIRST_RUN:-$(python3 - "$HISTORY" <<'PY'
 import re, sqlite3, sys
@@ -27,6 +28,9 @@ except sqlite3.Error:
     print(1)
 PY
 )}
+if [ -n "${COUNTS_ARE_TOTALS:-}" ]; then  # QUIET_RUNS and HOG_RUNS count the seeded history's runs too
+    QUIET_RUNS=$((QUIET_RUNS - FIRST_RUN + 1)) HOG_RUNS=$((HOG_RUNS - FIRST_RUN + 1))
+fi
 GPU=${GPU:-H200}  # the GPU type its baselines are kept under (H200.yaml), as the perf fixture names it
 STAGE=DGX_${GPU}-PyTorch-PerfSanity-1
 START=$SECONDS

@@ -10,9 +10,7 @@
 #   4. with the time left, bench/perf_gate_runs.sh under that environment: new baselines, then gated runs.
 #   OUT=results GPU=H100 bench/step_and_gate_device_run.sh [BUDGET_SECONDS] [QUIET_RUNS HOG_RUNS PLANTED_RUNS]
 # $KEEP (default /tmp/step-and-gate) keeps chosen.env, the history and the baseline file for the next call on the
-# same machine, which goes on with:
-#   set -a; . $KEEP/chosen.env; set +a; cp $KEEP/$GPU.yaml tests/scripts/perf-sanity/baselines/
-#   SEED_HISTORY=$KEEP/history.sqlite FIRST_RUN=N OUT=... bench/perf_gate_runs.sh 0 QUIET HOG PLANTED BUDGET 0
+# same machine: the same command then goes on gating under the kept choice, up to QUIET_RUNS and HOG_RUNS in all.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
@@ -21,6 +19,14 @@ GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
 VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all cublaslt prefetch+cublaslt}
 mkdir -p "$OUT" "$KEEP"
+if [ -f "$KEEP/history.sqlite" ]; then  # a call before this one on this machine measured and chose: gate on
+    set -a; . "$KEEP/chosen.env"; set +a
+    cp "$KEEP/$GPU.yaml" "tests/scripts/perf-sanity/baselines/$GPU.yaml"
+    SEED_HISTORY=$KEEP/history.sqlite COUNTS_ARE_TOTALS=1 GPU=$GPU OUT=$OUT/gate \
+        bench/perf_gate_runs.sh 0 "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" $((BUDGET_SECONDS - 60)) 0
+    cp "$OUT/gate/history.sqlite" "$KEEP/"
+    exit 0
+fi
 step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
     local label=$1 limit=$2 began=$SECONDS; shift 2
     timeout "$limit" "$@"
