@@ -19,12 +19,21 @@ GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
 VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all cublaslt prefetch+cublaslt}
 mkdir -p "$OUT" "$KEEP"
-if [ -f "$KEEP/history.sqlite" ]; then  # a call before this one on this machine measured and chose: gate on
+gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
+    # state kept in $KEEP
     set -a; . "$KEEP/chosen.env"; set +a
-    cp "$KEEP/$GPU.yaml" "tests/scripts/perf-sanity/baselines/$GPU.yaml"
-    SEED_HISTORY=$KEEP/history.sqlite COUNTS_ARE_TOTALS=1 GPU=$GPU OUT=$OUT/gate \
-        bench/perf_gate_runs.sh 0 "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" $((BUDGET_SECONDS - 60)) 0
-    cp "$OUT/gate/history.sqlite" "$KEEP/"
+    SEED_HISTORY=${3:-} GPU=$GPU OUT=$OUT/gate COUNTS_ARE_TOTALS=1 \
+        bench/perf_gate_runs.sh "$1" "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" "$2" 0
+    cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$KEEP/"
+    rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
+}
+if [ -f "$KEEP/chosen.env" ]; then  # a call before this one on this machine measured and chose: gate on
+    if [ -f "$KEEP/history.sqlite" ]; then
+        cp "$KEEP/$GPU.yaml" "tests/scripts/perf-sanity/baselines/$GPU.yaml"
+        gate 0 $((BUDGET_SECONDS - 60)) "$KEEP/history.sqlite"
+    else
+        gate 3 $((BUDGET_SECONDS - 60))
+    fi
     exit 0
 fi
 step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
@@ -69,10 +78,7 @@ tee -a "$OUT/summary.txt" < "$KEEP/chosen.env"
 
 left=$((BUDGET_SECONDS - SECONDS - 60))  # a stage run started at the budget's end runs up to a minute past it
 if [ "$left" -gt 90 ]; then
-    set -a; . "$KEEP/chosen.env"; set +a
-    GPU=$GPU OUT=$OUT/gate bench/perf_gate_runs.sh 3 "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" "$left" 0
-    cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$KEEP/"
-    rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
+    gate 3 "$left"
 else
     echo "gate skipped: ${left}s left of ${BUDGET_SECONDS}s" | tee -a "$OUT/summary.txt"
 fi
