@@ -11,6 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1 CI_TOOL_COMMIT=${CI_TOOL_COMMIT:-perf-gates}
 OUT=${OUT:?set OUT to a results folder}
+mkdir -p "$OUT"
 BASELINE_RUNS=${1:-3} QUIET_RUNS=${2:-4} HOG_RUNS=${3:-4} PLANTED_RUNS=${4:-1} BUDGET_SECONDS=${5:-520}
 EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
