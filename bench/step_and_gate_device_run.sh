@@ -17,7 +17,7 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all cublaslt prefetch+cublaslt}
+VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
     # state kept in $KEEP
