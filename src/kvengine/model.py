@@ -16,6 +16,10 @@ Folded (the `triton-folded` path), three: the norm needs no kernel of its own, s
 one factor s and norm(x) @ W = s * (x @ W): the QKV GEMM takes the raw rows and the paged kernel, which reads
 q and the new K/V of a row anyway, computes s from the row and applies it; and the split of a row that
 finishes last merges the others' partials, where the combine kernel did.
+
+Either fused step may pull what its next kernels read into L2 on a side stream while the current ones run
+(kvengine.l2_prefetch; $KVENGINE_L2_PREFETCH names the plan): a layer's output projection from the layer's start,
+the next layer's QKV weights after this layer's QKV GEMM, the next layer's KV blocks after this layer's attention.
 """
 
 from __future__ import annotations
