@@ -120,7 +120,7 @@ class PerfVerdict(enum.StrEnum):
     PASSED = "passed"  # within the threshold of its baseline
     REGRESSED = "regressed"  # past the threshold, and the stage's gate fails
     WARNED = "warned"  # past the threshold, and the stage's gate only warns (post-merge, FUNCTIONAL-ONLY)
-    SKIPPED = "skipped"  # past the threshold, but the target branch has regressed already: not gated
+    SKIPPED = "skipped"  # past the threshold, not gated: the target branch regressed already, or a busy host
     LOST_COVERAGE = "lost_coverage"  # a case that requires CUDA graphs ran steps eager: always fails
     NO_BASELINE = "no_baseline"  # nothing to compare with (a new case, or a GPU without baselines)
     RECORDED = "recorded"  # a metric that is kept, never gated (pool shares, eager step counts)

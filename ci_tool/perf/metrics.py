@@ -6,9 +6,11 @@
     step_latency_p99_ms     ms         lower    50 %                yes (a tail: noisy)
     bandwidth_fraction      of peak    higher   10 %                yes (GPU only)
     graph_coverage          fraction   higher   -                   no: the graph rule (gate.py) decides
+    host_wait_fraction      of wall    lower    -                   no: a busy host's mark (gate.py reads it)
     eager_steps, graph_steps, graph_speedup, achieved_gb_per_s, pool_share_<pool>: recorded, never gated
 
-A threshold is relative: 0.10 means a value 10 % worse than its baseline is a regression.
+A threshold is relative: 0.10 means a value 10 % worse than its baseline is a regression. The first three are
+wall-clock metrics: the host's CPUs are in them, not the device alone (host_wait.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Metric:
     better: Better
     threshold: float | None  # the default relative threshold; None = recorded only, never gated
     title: str
+    wall_clock: bool = False  # timed on the host's clock: a busy host slows it with no change in the code
 
     @property
     def gated(self) -> bool:
@@ -47,16 +50,18 @@ class Metric:
 POOL_SHARE_PREFIX = "pool_share_"
 
 _METRICS = (
-    Metric("decode_tokens_per_s", "tokens/s", Better.HIGHER, 0.10, "decode throughput"),
-    Metric("step_latency_p50_ms", "ms", Better.LOWER, 0.15, "decode step latency, median"),
-    Metric("step_latency_p99_ms", "ms", Better.LOWER, 0.50, "decode step latency, 99th percentile"),
+    Metric("decode_tokens_per_s", "tokens/s", Better.HIGHER, 0.10, "decode throughput", wall_clock=True),
+    Metric("step_latency_p50_ms", "ms", Better.LOWER, 0.15, "decode step latency, median", wall_clock=True),
+    Metric("step_latency_p99_ms", "ms", Better.LOWER, 0.50, "decode step latency, 99th percentile", wall_clock=True),
     Metric("bandwidth_fraction", "of peak", Better.HIGHER, 0.10, "decode step memory bandwidth / device peak"),
     Metric("graph_coverage", "fraction", Better.HIGHER, None, "CUDA-graph sizes captured / requested"),
     Metric("eager_steps", "steps", Better.LOWER, None, "decode steps that ran eager"),
     Metric("graph_steps", "steps", Better.HIGHER, None, "decode steps that replayed a graph"),
     Metric("graph_speedup", "x", Better.HIGHER, None, "eager step time / graph step time"),
     Metric("achieved_gb_per_s", "GB/s", Better.HIGHER, None, "decode step memory bandwidth"),
+    Metric("host_wait_fraction", "of wall time", Better.LOWER, None, "time the measuring thread waited for a CPU"),
 )
+HOST_WAIT = "host_wait_fraction"
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 GATED: tuple[str, ...] = tuple(m.name for m in _METRICS if m.gated)
 

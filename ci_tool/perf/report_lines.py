@@ -10,7 +10,7 @@ from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.learning import no_baseline_line, unbaselined_gpus
 
 _SHOWN = {PerfVerdict.REGRESSED: "**regressed**", PerfVerdict.LOST_COVERAGE: "**lost coverage**",
-          PerfVerdict.WARNED: "warned", PerfVerdict.SKIPPED: "skipped (target regressed)"}  # fmt: skip
+          PerfVerdict.WARNED: "warned", PerfVerdict.SKIPPED: "skipped"}  # fmt: skip
 
 
 def perf_table(results: Sequence[PerfResult]) -> list[str]:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ci_tool.perf import host_wait
 from ci_tool.perf.config import WARMUP_STEPS, GraphPolicy, Mode, PerfCase
 from ci_tool.perf.devices import peak_memory_bytes_per_s
+from ci_tool.perf.metrics import HOST_WAIT
 from ci_tool.perf.noise import summarize, summarize_rounds
 from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
 from kvengine.config import KvCacheConfig
@@ -65,10 +67,11 @@ def measure(case: PerfCase) -> Measured:
     found = None
     for index in range(case.rounds.warmup + case.rounds.measured):
         # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
-        found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
-                           time_device_step=case.mode is Mode.GPU)  # fmt: skip
+        with host_wait.measuring() as waited:
+            found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
+                               time_device_step=case.mode is Mode.GPU)  # fmt: skip
         if index >= case.rounds.warmup:
-            per_round.append(_values(case, found))
+            per_round.append(_values(case, found, waited.fraction))
     assert found is not None  # Rounds.measured >= 1 (config.py)
     summaries = summarize_rounds(per_round)
     for name in STEP_COUNTS:  # counts since the engine was built: the last round's covers every round
@@ -80,8 +83,9 @@ def measure(case: PerfCase) -> Measured:
                     {name: s.noise for name, s in summaries.items()}, len(per_round))  # fmt: skip
 
 
-def _values(case: PerfCase, found: DecodeMeasurement) -> dict[str, float]:
-    """One round's metrics (the step counts are the engine's since it was built, STEP_COUNTS)."""
+def _values(case: PerfCase, found: DecodeMeasurement, host_waited: float | None) -> dict[str, float]:
+    """One round's metrics (the step counts are the engine's since it was built, STEP_COUNTS); `host_waited`:
+    the share of the round this thread waited for a CPU (ci_tool.perf.host_wait; None: not counted)."""
     values: dict[str, float] = {
         "decode_tokens_per_s": found.tokens_per_s,
         "step_latency_p50_ms": found.percentile_ms(0.5),
@@ -91,6 +95,8 @@ def _values(case: PerfCase, found: DecodeMeasurement) -> dict[str, float]:
         "eager_steps": float(found.eager_steps),
         **{f"pool_share_{name}": share for name, share in found.pool_shares.items()},
     }
+    if host_waited is not None:
+        values[HOST_WAIT] = host_waited
     achieved = found.achieved_bytes_per_s
     if case.mode is Mode.GPU and achieved is not None and found.device_step_ms is not None:
         values["achieved_gb_per_s"] = achieved / 1e9
