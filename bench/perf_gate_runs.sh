@@ -17,18 +17,16 @@ EXTRA_COST_RUNS=${6:-0} EXTRA_COSTS=${EXTRA_COSTS:-0.10 0.03}
 HISTORY=$OUT/history.sqlite
 # Over several device calls: SEED_HISTORY names the history an earlier call left, BASELINE_RUNS=0 keeps
 # the baselines that call set (its $GPU.yaml, committed or copied in before this one), and FIRST_RUN numbers
-# this call's runs on from the last one's (run ids are unique in a history; default: after its last quiet run);
+# this call's runs on from the last one's (default: after the last quiet run in the tally beside SEED_HISTORY);
 # COUNTS_ARE_TOTALS=1 counts the seeded history's quiet and hog runs in QUIET_RUNS and HOG_RUNS.
-if [ -n "${SEED_HISTORY:-}" ]; then cp "$SEED_HISTORY" "$HISTORY"; fi
-FIRST_RUN=${FIRST_RUN:-$(python3 - "$HISTORY" <<'PY'
-import re, sqlite3, sys
-try:  # one past the highest quiet-N run in the history (1 when none): read-only, never creates it
-    ids = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT DISTINCT run_id FROM perf_results")
-    print(1 + max((int(m[1]) for (i,) in ids if (m := re.fullmatch(r"quiet-(\d+)", i))), default=0))
-except sqlite3.Error:
-    print(1)
-PY
-)}
+if [ -n "${SEED_HISTORY:-}" ]; then  # with the tally.txt beside it, when there is one: the runs go on counting
+    cp "$SEED_HISTORY" "$HISTORY"
+    seed_tally="$(dirname "$SEED_HISTORY")/tally.txt"
+    if [ -f "$seed_tally" ] && [ "$seed_tally" != "$OUT/tally.txt" ]; then cp "$seed_tally" "$OUT/tally.txt"; fi
+fi
+# by default one past the highest quiet-N in the tally (its 4th column: the run's label), else 1
+FIRST_RUN=${FIRST_RUN:-$(awk '$4 ~ /^quiet-[0-9]+$/ {n = substr($4, 7) + 0; if (n > max) max = n} END {print max + 1}' \
+    "$OUT/tally.txt" 2>/dev/null || echo 1)}
 if [ -n "${COUNTS_ARE_TOTALS:-}" ]; then  # QUIET_RUNS and HOG_RUNS count the seeded history's runs too
     QUIET_RUNS=$((QUIET_RUNS - FIRST_RUN + 1)) HOG_RUNS=$((HOG_RUNS - FIRST_RUN + 1))
 fi
@@ -46,7 +44,7 @@ stage_run() {  # label, then env assignments: one gated stage run, its exit code
         > "/tmp/perf-gate-$label.log" 2>&1
     local code=$?
     echo "$label exit=$code wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
-    echo "${label%-*} $code $(regressions "$before")" >> "$OUT/tally.txt"  # the kind of run (label less its index)
+    echo "${label%-*} $code $(regressions "$before") $label" >> "$OUT/tally.txt"  # the kind: label less its index
     grep -h -E "regressed|lost coverage|FAILED|Error|failed in" "/tmp/perf-gate-$label.log" | head -8 >> "$OUT/summary.txt"
     newest >> "$OUT/summary.txt"
 }

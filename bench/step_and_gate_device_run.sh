@@ -27,7 +27,7 @@ gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh u
     if [ -n "${3:-}" ]; then first=""; elif [ "$1" = 0 ]; then first=5; fi  # "": after the history's last run
     FIRST_RUN=$first SEED_HISTORY=${3:-} GPU=$GPU OUT=$OUT/gate COUNTS_ARE_TOTALS=1 \
         bench/perf_gate_runs.sh "$1" "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" "$2" 0
-    cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$KEEP/"
+    cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$OUT/gate/tally.txt" "$KEEP/"
     rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
 }
 baseline_runs() {  # 3, or 0 where the committed baselines were set on the step chosen
