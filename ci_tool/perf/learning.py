@@ -2,8 +2,9 @@
 a GPU type without a baseline still needs, and the baseline file its quiet runs of one commit propose.
 
     a quiet run   every gated metric it recorded on the GPU type came from >= 2 rounds that agreed (noise at
-                  most QUIET_NOISE of the value) and none lost CUDA-graph coverage: the host was not busy and
-                  the engine ran as it should
+                  most QUIET_NOISE of the value), none lost CUDA-graph coverage, and its measuring thread
+                  waited for a CPU at most HOST_BUSY of the time where that was recorded: the host was not busy
+                  (a busy host can slow every round alike) and the engine ran as it should
     proposal      the newest commit with >= MIN_QUIET_RUNS quiet runs: per (case, gated metric), the median
                   of those runs and their spread (baseline_spread), the runs named
 
@@ -22,7 +23,8 @@ from ci_tool.history.perf_results import PerfResult, perf_keys, perf_series
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import Baseline
-from ci_tool.perf.metrics import GATED, metric
+from ci_tool.perf.gate import HOST_BUSY
+from ci_tool.perf.metrics import GATED, HOST_WAIT, metric
 from ci_tool.perf.noise import robust_noise
 
 # The fewest quiet runs of one commit a baseline is learnt from: with 5 run medians the median stands when
@@ -52,7 +54,10 @@ class BaselineProposal:
 
 
 def quiet_row(r: PerfResult) -> bool:
-    """A gated metric measured on a quiet host: >= 2 rounds that agreed, and coverage kept."""
+    """A gated metric measured on a quiet host (>= 2 rounds that agreed, coverage kept), or a host's wait short
+    enough (ci_tool.perf.host_wait)."""
+    if r.metric == HOST_WAIT:
+        return r.value <= HOST_BUSY
     return r.rounds >= 2 and r.value != 0 and r.noise <= QUIET_NOISE * abs(r.value) and not r.verdict.fails
 
 
@@ -63,10 +68,11 @@ def baseline_spread(series: Sequence[PerfResult]) -> float:
 
 
 def gated_rows(store: HistoryStore, gpu: str) -> list[PerfResult]:
-    """Every readable gated-metric row recorded on `gpu` (a bad row is left out with a warning)."""
+    """Every readable gated-metric row recorded on `gpu`, and its runs' host waits (a bad row is left out with a
+    warning)."""
     found: list[PerfResult] = []
     for case_id, name in perf_keys(store, gpu=gpu):
-        if name in GATED:
+        if name in GATED or name == HOST_WAIT:
             found += perf_series(store, case_id, gpu=gpu, metric=name, limit=_HISTORY_LIMIT)
     return found
 
@@ -107,13 +113,13 @@ def propose(
             f"expected {MIN_QUIET_RUNS} quiet runs of one commit on {gpu} to propose baselines, found {found}: "
             f"{needed} more needed", where=Where(where),
             hint=f"run its PerfSanity stage on a quiet {gpu} host (a run is quiet when every gated metric's rounds "
-                 f"agree within {QUIET_NOISE:.0%})",
+                 f"agree within {QUIET_NOISE:.0%} and it waited at most {HOST_BUSY:.0%} of the time for a CPU)",
         )  # fmt: skip
     runs = tuple(max(ready, key=lambda runs: runs[-1].recorded_at)[-limit:])
     chosen = {q.run_id for q in runs}
     by_key: dict[tuple[str, str], list[PerfResult]] = {}
     for r in rows:
-        if r.run_id in chosen:
+        if r.run_id in chosen and r.metric in GATED:
             by_key.setdefault((r.case_id, r.metric), []).append(r)
     proposed = dict(kept)
     for (case_id, name), series in sorted(by_key.items()):

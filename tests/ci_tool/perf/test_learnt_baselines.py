@@ -60,7 +60,8 @@ P50_VALUES = [10.0, 9.6, 9.9, 10.4, 9.7]
 
 def quiet_history(history: Path) -> None:
     """Five quiet runs of commit c2 (q1..q5), with around them what a baseline must not take: an older
-    commit's quiet runs, a loud run of c2 (rounds spread 12 %) and a c2 run that lost graph coverage."""
+    commit's quiet runs, a loud run of c2 (rounds spread 12 %), a c2 run that lost graph coverage and one on a
+    busy host."""
     rows: list[PerfResult] = []
     for i in range(4):  # c1: older code, 20 % faster; never mixed into c2's medians
         rows += run_rows(f"old{i}", "c1", float(i), 11000.0, 8.0)
@@ -69,7 +70,14 @@ def quiet_history(history: Path) -> None:
     rows += run_rows("loud", "c2", 20.0, 7000.0, 14.0, noise=0.12)
     lost = run_rows("lost", "c2", 21.0, 7100.0, 13.0)
     rows += [*lost[:2], row("lost", "c2", 21.0, LLAMA, TPS, 14200.0, verdict=PerfVerdict.LOST_COVERAGE)]
+    # a busy host: every round alike 20 % slow, and the measuring thread waited a fifth of the time for a CPU
+    rows += [*run_rows("busy", "c2", 22.0, 7300.0, 12.5), host_wait("busy", "c2", 22.0, 0.2)]
+    rows.append(host_wait("q1", "c2", 10.0, 0.01))  # a wait this short leaves a run quiet
     record(history, rows)
+
+
+def host_wait(run: str, commit: str, at: float, fraction: float) -> PerfResult:
+    return row(run, commit, at, GEMMA, "host_wait_fraction", fraction, noise=0.0, verdict=PerfVerdict.RECORDED)
 
 
 def test_propose_learns_a_b200_file_from_its_quiet_runs_of_one_commit(
@@ -150,7 +158,8 @@ def test_too_few_quiet_runs_say_how_many_more(
     assert capsys.readouterr().err == (
         f"error: {history}: expected {MIN_QUIET_RUNS} quiet runs of one commit on B200 to propose baselines, "
         f"found {found}: {needed} more needed Hint: run its PerfSanity stage on a quiet B200 host (a run is quiet "
-        f"when every gated metric's rounds agree within {QUIET_NOISE:.0%})\n"
+        f"when every gated metric's rounds agree within {QUIET_NOISE:.0%} and it waited at most 5% of the time for a "
+        "CPU)\n"
     )
     assert not folder.exists()
 
