@@ -15,21 +15,9 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 BUDGET_SECONDS=${1:-450}
 mkdir -p "$OUT"
-step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
-    local label=$1 limit=$2 began=$SECONDS; shift 2
-    timeout "$limit" "$@"
-    echo "$label exit=$? wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
-}
-
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-} > "$OUT/env.txt" 2>&1
-cat "$OUT/env.txt"
-
-step gpu-tests 200 python3 -m pytest tests/kvengine/test_fused_step.py tests/kvengine/test_attention.py \
-    tests/kvengine/test_engine.py tests/kvengine/test_graphs.py tests/kvengine/test_step_cost.py -m gpu -rfE \
-    --junitxml="$OUT/gpu-tests.xml" > "$OUT/gpu-tests.log" 2>&1
-tail -3 "$OUT/gpu-tests.log"
+. bench/device_steps.sh  # step, record_env, gpu_tests
+record_env
+gpu_tests 200 --junitxml="$OUT/gpu-tests.xml"
 
 step bandwidth 200 python3 bench/decode_bandwidth_bench.py --case gpu-gemma_like-pool48g-b128_1k \
     --case gpu-deepseek_v4_like-pool8g-b64_1k --path triton --path triton-folded --path triton-unfused \

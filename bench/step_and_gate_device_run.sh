@@ -42,21 +42,9 @@ if [ -f "$KEEP/chosen.env" ]; then  # a call before this one on this machine mea
     fi
     exit 0
 fi
-step() {  # label, timeout seconds, command...: runs it, logs its exit code and wall time to summary.txt
-    local label=$1 limit=$2 began=$SECONDS; shift 2
-    timeout "$limit" "$@"
-    echo "$label exit=$? wall=$((SECONDS - began))s" | tee -a "$OUT/summary.txt"
-}
-
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
-} > "$OUT/env.txt" 2>&1
-cat "$OUT/env.txt"
-
-step gpu-tests 240 python3 -m pytest tests/kvengine/test_fused_step.py tests/kvengine/test_attention.py \
-    tests/kvengine/test_engine.py tests/kvengine/test_graphs.py tests/kvengine/test_step_cost.py -m gpu -rfE \
-    -p no:cacheprovider > "$OUT/gpu-tests.log" 2>&1
-tail -3 "$OUT/gpu-tests.log"
+. bench/device_steps.sh  # step, record_env, gpu_tests
+record_env
+gpu_tests 240
 
 args=()
 for name in $VARIANTS; do args+=(--variant "$name"); done
