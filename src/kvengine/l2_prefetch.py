@@ -8,6 +8,10 @@ weights, and the next layer's KV blocks (its slot list is the step's). A kernel 
 before it run, and it finds them in L2.
 
 A prefetch is a hint: it changes no value, and a line evicted before its GEMM is read from memory again.
+
+Measured on an H100, every plan made both bandwidth cases' steps slower (DeepSeek-like b64 by 6-29 %, Gemma-like
+b128 by 1-28 %; docs/PERF.md, "Weights prefetched into L2"): the prefetched lines compete with the kernels they
+were to feed. The default plan is `off`; the plans stay for other GPUs and shapes to be measured on.
 """
 
 from __future__ import annotations
@@ -28,17 +32,22 @@ LINES_A_PROGRAM = 1024  # 128 KiB a program: 8 prefetches a thread at 4 warps
 
 
 @triton.jit
-def _prefetch_kernel(PTR, n_lines, LINE: tl.constexpr, LINES: tl.constexpr, EVICT_LAST: tl.constexpr):
-    """Each program prefetches LINES lines of LINE elements from PTR; past n_lines it repeats the last line (an
-    inline instruction takes no mask, and a line prefetched twice costs nothing more)."""
-    lines = tl.minimum(tl.program_id(0) * LINES + tl.arange(0, LINES), n_lines - 1)
-    at = PTR + lines.to(tl.int64) * LINE
+def _prefetch_lines(at, EVICT_LAST: tl.constexpr):  # type: ignore[no-untyped-def]
+    """One L2 prefetch per address in `at` (an inline instruction: no mask, no result waited for)."""
     if EVICT_LAST:  # kept over lines of normal priority (the KV streaming through) until read
         tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [at],
                                   dtype=tl.int32, is_pure=False, pack=1)  # fmt: skip
     else:
         tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
                                   is_pure=False, pack=1)  # fmt: skip
+
+
+@triton.jit
+def _prefetch_kernel(PTR, n_lines, LINE: tl.constexpr, LINES: tl.constexpr, EVICT_LAST: tl.constexpr):
+    """Each program prefetches LINES lines of LINE elements from PTR; past n_lines it repeats the last line (a
+    line prefetched twice costs nothing more)."""
+    lines = tl.minimum(tl.program_id(0) * LINES + tl.arange(0, LINES), n_lines - 1)
+    _prefetch_lines(PTR + lines.to(tl.int64) * LINE, EVICT_LAST)
 
 
 @triton.jit
@@ -50,13 +59,7 @@ def _prefetch_blocks_kernel(POOL, SLOTS, stride_slot, stride_row, block_lines, L
     slot = tl.load(SLOTS + tl.program_id(0) * stride_row + tl.program_id(1))
     if slot >= 0:
         lines = tl.minimum(tl.arange(0, LINES), block_lines - 1).to(tl.int64)
-        at = POOL + slot * stride_slot + lines * LINE
-        if EVICT_LAST:
-            tl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [at],
-                                      dtype=tl.int32, is_pure=False, pack=1)  # fmt: skip
-        else:
-            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [at], dtype=tl.int32,
-                                      is_pure=False, pack=1)  # fmt: skip
+        _prefetch_lines(POOL + slot * stride_slot + lines * LINE, EVICT_LAST)
 
 
 def byte_span(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -121,7 +124,7 @@ PLANS = {  # $KVENGINE_L2_PREFETCH's values
     "next-kv": PrefetchPlan(output_ahead=False, next_qkv=False, next_kv=True),
     "all": PrefetchPlan(next_kv=True),
 }
-DEFAULT_PLAN = "off"  # measured against the others on a GPU before one becomes the default
+DEFAULT_PLAN = "off"  # every other plan was slower on an H100 (module docstring)
 
 
 def plan_from_env(environ: Mapping[str, str] = os.environ) -> PrefetchPlan:
