@@ -36,6 +36,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -70,15 +71,14 @@ def gemm_rows(peak: float) -> list[dict[str, object]]:
         row_major = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
         layouts = {"row-major": row_major, "linear": [model.linear_layout(w) for w in row_major]}
         for (layout, weights), op, library in itertools.product(layouts.items(), ("mm", "addmm_"), LIBRARIES):
-            torch.backends.cuda.preferred_blas_library(library)
             call = torch.mm if op == "mm" else residual.addmm_
-            us = graph_us([functools.partial(call, x, w) for w in weights])
+            with blas(library):
+                us = graph_us([functools.partial(call, x, w) for w in weights])
             fraction = k * n * 2 / (us / 1e6) / peak
             rows.append({"gemm": name, "shape": [m, k, n], "layout": layout, "op": op, "library": library,
                          "us": round(us, 2), "fraction": round(fraction, 4)})  # fmt: skip
             print(f"| {name} [{m}x{k}]x[{k}x{n}] | {layout} | {op} | {library} | {us:.2f} | {fraction:.1%} |",
                   flush=True)  # fmt: skip
-        torch.backends.cuda.preferred_blas_library("default")
         del row_major, layouts
         torch.cuda.empty_cache()
     return rows
@@ -132,20 +132,6 @@ def tiles_of_16_at_d512() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def prefetch_plan(name: str) -> Iterator[None]:
-    """$KVENGINE_L2_PREFETCH set to `name` while the engine is built (kvengine.l2_prefetch)."""
-    before = os.environ.get(l2_prefetch.PREFETCH_ENV_VAR)
-    os.environ[l2_prefetch.PREFETCH_ENV_VAR] = name
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[l2_prefetch.PREFETCH_ENV_VAR]
-        else:
-            os.environ[l2_prefetch.PREFETCH_ENV_VAR] = before
-
-
-@contextlib.contextmanager
 def blas(library: str) -> Iterator[None]:
     torch.backends.cuda.preferred_blas_library(library)
     try:
@@ -163,8 +149,8 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
     reverted = {"before": 3, "+pools": 2, "+weights": 1}.get(name, 0)
     for change in (tiles_of_16_at_d512, row_major_weights, slot_major_pools)[:reverted]:
         stack.enter_context(change())
-    plan = next((PLANS[part] for part in parts if part in PLANS), "off")
-    stack.enter_context(prefetch_plan(plan))
+    plan = next((PLANS[part] for part in parts if part in PLANS), "off")  # read when the engine is built
+    stack.enter_context(mock.patch.dict(os.environ, {l2_prefetch.PREFETCH_ENV_VAR: plan}))
     if "cublaslt" in parts:
         stack.enter_context(blas("cublaslt"))
     return stack

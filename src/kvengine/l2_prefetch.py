@@ -162,9 +162,9 @@ class SideStream:
         self.forked = True
 
     @contextlib.contextmanager
-    def joined(self) -> Iterator[SideStream]:
+    def joined(self) -> Iterator[None]:
         try:
-            yield self
+            yield
         finally:
             if self.forked:
                 torch.cuda.current_stream(self.stream.device).wait_stream(self.stream)
