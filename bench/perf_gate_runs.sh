@@ -49,15 +49,15 @@ stage_run() {  # label, then env assignments: one gated stage run, its exit code
     newest >> "$OUT/summary.txt"
 }
 
-newest() {  # decode_tokens_per_s of the newest recorded run: median, noise, rounds, verdict (and its note)
+newest() {  # the newest recorded run's throughput, p50 latency and host wait: median, noise, rounds, verdict, note
     python3 - "$HISTORY" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 (run,) = db.execute("SELECT run_id FROM perf_results ORDER BY recorded_at DESC LIMIT 1").fetchone()
 for case, metric, value, noise, rounds, verdict, note in db.execute(
         "SELECT case_id, metric, value, noise, rounds, verdict, note FROM perf_results WHERE run_id = ? AND metric IN "
-        "('decode_tokens_per_s', 'step_latency_p50_ms') ORDER BY recorded_at", (run,)):
-    print(f"  {case:36} {metric:20} {value:9.2f} +-{noise:7.2f} ({noise / value:5.1%}) x{rounds} {verdict} {note}")
+        "('decode_tokens_per_s', 'step_latency_p50_ms', 'host_wait_fraction') ORDER BY recorded_at", (run,)):
+    print(f"  {case:36} {metric:20} {value:9.2f} +-{noise:7.2f} ({noise / value if value else 0.0:5.1%}) x{rounds} {verdict} {note}")
 PY
 }
 
