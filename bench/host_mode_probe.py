@@ -117,7 +117,7 @@ def cpu_sets() -> list[tuple[str, list[int] | None]]:
 
 
 def _parse_cpulist(text: str) -> list[int]:
-    found = []
+    found: list[int] = []
     for part in text.strip().split(","):
         if "-" in part:
             low, high = part.split("-")
