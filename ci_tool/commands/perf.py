@@ -34,7 +34,7 @@ from ci_tool.perf.baselines import (
 )
 from ci_tool.perf.gate import judge
 from ci_tool.perf.learning import MIN_QUIET_RUNS, baseline_spread, gated_rows, propose
-from ci_tool.perf.metrics import GATED, metric
+from ci_tool.perf.metrics import BASELINED, metric
 from ci_tool.perf.report_lines import perf_table
 from ci_tool.perf.shifts import series_shifts
 from ci_tool.stages.modes import PerfGate
@@ -69,10 +69,11 @@ def baseline() -> None:
 )
 def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[str, ...], runs: int,
                 threshold: float | None) -> int:  # fmt: skip
-    """Write GPU's baselines: for each gated metric, the median of its newest recorded runs and their spread."""
+    """Write GPU's baselines: for each gated metric and the host probe, the median of its newest recorded runs and
+    their spread."""
     kept = load_baselines(folder, gpu)
     with HistoryStore(history_path(history_file), read_only=True) as store:
-        keys = [(c, m) for c, m in perf_keys(store, gpu=gpu) if m in GATED and (not cases or c in cases)]
+        keys = [(c, m) for c, m in perf_keys(store, gpu=gpu) if m in BASELINED and (not cases or c in cases)]
         if not keys:
             raise PerfError(f"expected recorded perf results for {gpu}, found none", where=Where(str(store.path)),
                             hint="run a PerfSanity stage on that GPU first (`ci-tool stage run ...`)")  # fmt: skip
@@ -84,6 +85,8 @@ def set_command(gpu: str, history_file: Path | None, folder: Path, cases: tuple[
             written += 1
             old = kept.get((case_id, name))
             chosen = threshold if threshold is not None else (old.threshold if old else metric(name).threshold)
+            if not metric(name).gated:  # the host probe: a reference, never gated
+                chosen = None
             kept[(case_id, name)] = Baseline(case_id, gpu, name, statistics.median(r.value for r in series),
                                              float(chosen or 0.0), len(series), series[-1].commit,
                                              baseline_spread(series))  # fmt: skip
@@ -131,7 +134,8 @@ def show_command(gpu: str, folder: Path) -> int:
         return 0
     click.echo("| case | metric | baseline | spread | threshold | runs | commit |\n|---|---|---:|---:|---:|---:|---|")
     for b in sorted(found.values(), key=lambda b: (b.case_id, b.metric)):
-        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.spread:.3g} | {b.threshold:.0%} | {b.runs} "
+        threshold = f"{b.threshold:.0%}" if metric(b.metric).gated else "reference"
+        click.echo(f"| {b.case_id} | {b.metric} | {b.value:.4g} | {b.spread:.3g} | {threshold} | {b.runs} "
                    f"| {b.commit} |")  # fmt: skip
     return 0
 

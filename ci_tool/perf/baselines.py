@@ -6,12 +6,14 @@
       baselines:
         gpu-gemma_like-pool4g-b80:
           decode_tokens_per_s: {value: 2944.0, threshold: 0.1, spread: 41.2, runs: 5, commit: 3f2a9c1}
+          host_probe_ms: {value: 16.4, spread: 0.3, runs: 5, commit: 3f2a9c1}
 
 They are data, not history: CI's clean clone has no history, so the gate reads these files, and
 `ci-tool perf baseline set` rewrites one atomically from the median of recorded runs. A GPU type without a
 file has no baselines (its cases are recorded, not gated). Thresholds are relative (0.1 = 10 %). `spread` is
 the baseline's noise in the metric's unit (1.4826 * MAD between its runs' medians, at least the median of the
-runs' own round noise); a file without it (an older one) reads as 0, the threshold alone.
+runs' own round noise); a file without it (an older one) reads as 0, the threshold alone. `host_probe_ms`
+is a reference, not a gated metric: how fast the host ran when the baselines were set (busy_host.py).
 """
 
 from __future__ import annotations
@@ -104,12 +106,14 @@ def _entry(reader: NodeReader, node: Node, path: str, case_id: str, gpu: str, na
     entry = reader.mapping(node, path, "a mapping of value, threshold, spread, runs, commit", _ENTRY_KEYS)
     if entry is None:
         return None
-    for key in ("value", "threshold"):
+    gated = metric(name).gated  # a reference metric (the host probe) is never gated: it needs no threshold
+    for key in ("value", "threshold") if gated else ("value",):
         if key not in entry:
             reader.problem(node, path, f"expected the key {key!r}, found none", "run `ci-tool perf baseline set`")
             return None
     value = reader.number(entry["value"], f"{path}.value", "a number")
-    threshold = reader.number(entry["threshold"], f"{path}.threshold", "a relative threshold from 0 to 1")
+    threshold = (reader.number(entry["threshold"], f"{path}.threshold", "a relative threshold from 0 to 1")
+                 if "threshold" in entry else 0.0)  # fmt: skip
     if threshold is not None and not 0 <= threshold <= 1:
         reader.problem(entry["threshold"], f"{path}.threshold",
                        f"expected a relative threshold from 0 to 1, found {threshold:g}", "0.1 means 10 %")  # fmt: skip
@@ -130,10 +134,11 @@ def baselines_text(gpu: str, baselines: Iterable[Baseline]) -> str:
     """The YAML of one GPU type's file: sorted, stable, so a `set` changes only the lines that changed."""
     by_case: dict[str, dict[str, dict[str, object]]] = {}
     for b in sorted(baselines, key=lambda b: (b.case_id, b.metric)):
-        by_case.setdefault(b.case_id, {})[b.metric] = {
-            "value": round(b.value, 6), "threshold": b.threshold, "spread": round(b.spread, 6), "runs": b.runs,
-            "commit": b.commit,
-        }  # fmt: skip
+        entry: dict[str, object] = {"value": round(b.value, 6), "threshold": b.threshold,
+                                    "spread": round(b.spread, 6), "runs": b.runs, "commit": b.commit}  # fmt: skip
+        if not metric(b.metric).gated:  # a reference metric: the gate reads its value, never a threshold
+            del entry["threshold"]
+        by_case.setdefault(b.case_id, {})[b.metric] = entry
     header = (
         f"# Perf-sanity baselines on {gpu}, written by `ci-tool perf baseline set` from the history (the median\n"
         "# of recorded runs; spread: their noise). Thresholds are relative (0.1 = 10 % worse fails, and only when\n"

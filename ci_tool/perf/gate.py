@@ -4,10 +4,10 @@
                     LOST_COVERAGE, whatever the stage (a sizing bug, not noise)
     past both       worse than its baseline by more than the threshold AND by more than NOISE_FACTOR x the
                     combined noise (the baseline's spread + this run's, both 1.4826 * MAD of their runs/rounds):
-                      a wall-clock metric of a run whose measuring thread waited for a CPU more than
-                      HOST_BUSY of the time, and that passes net of that wait -> SKIPPED, with a note (the
-                      busy host may explain it all; the device's own bandwidth_fraction is still judged, and
-                      a slowdown the wait cannot explain still fails)
+                      a wall-clock metric that passes net of what the host can explain (its thread waited
+                      for a CPU, or the host ran slower than when the baselines were set: busy_host.py) ->
+                      SKIPPED, with a note (the host may explain it all; the device's own bandwidth_fraction
+                      is still judged, and a slowdown the host cannot explain still fails)
                       the target branch's newest post-merge result is past it too -> SKIPPED, with a note
                       (the regression is not this change's: TensorRT-LLM's CI learned to skip then)
                       else the stage's gate: FAIL -> REGRESSED, WARN -> WARNED, NONE -> RECORDED
@@ -25,15 +25,12 @@ from dataclasses import dataclass
 
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import Baseline
-from ci_tool.perf.metrics import HOST_WAIT, Better, metric
+from ci_tool.perf.busy_host import host_loss
+from ci_tool.perf.metrics import metric
 from ci_tool.stages.modes import PerfGate
 
 COVERAGE_METRICS = ("graph_coverage", "eager_steps")
 NOISE_FACTOR = 3.0  # a regression must exceed 3 sigma of the combined noise: ~0.3 % false alarms on normal noise
-# Half the tightest wall-clock threshold (10 %): a thread that waited less cannot have made a case 10 % slower
-# alone. On an H100 host with a busy loop on every core, a CPU-bound case (Gemma-like b80) fell 20 % in both of
-# its processes while its device step moved 0.6 % (docs/PERF.md, "The H100 gate, ten and ten").
-HOST_BUSY = 0.05
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ def judge(
     latest = target_latest or {}
     run_noise = noise or {}
     coverage_lost = requires_graphs and lost_coverage(values)
-    host_wait = values.get(HOST_WAIT, 0.0)
+    host = host_loss(values, baselines)
     judged = []
     for name, value in values.items():
         if coverage_lost and name in COVERAGE_METRICS:
@@ -89,10 +86,8 @@ def judge(
         elif not beyond_noise(name, value, baseline, mine):
             note = "within noise: " + _numbers(name, value, baseline, mine)
             judged.append(Judged(name, value, PerfVerdict.PASSED, baseline, note, mine))
-        elif entry.wall_clock and host_wait > HOST_BUSY and _passes(name, net_of_wait(name, value, host_wait),
-                                                                     baseline, mine):  # fmt: skip
-            note = (f"not gated: a busy host (the measuring thread waited {host_wait:.0%} of the measured time for "
-                    f"a CPU; net of that wait it passes): " + _numbers(name, value, baseline, mine))  # fmt: skip
+        elif entry.wall_clock and host and _passes(name, host.net(name, value), baseline, mine):
+            note = f"not gated: {host.reason}; net of that it passes: " + _numbers(name, value, baseline, mine)
             judged.append(Judged(name, value, PerfVerdict.SKIPPED, baseline, note, mine))
         elif name in latest and entry.worse_by(latest[name], baseline.value) > baseline.threshold:
             worse = entry.worse_by(latest[name], baseline.value)
@@ -105,13 +100,6 @@ def judge(
             )
             judged.append(Judged(name, value, verdict, baseline, _numbers(name, value, baseline, mine), mine))
     return judged
-
-
-def net_of_wait(name: str, value: float, host_wait: float) -> float:
-    """A wall-clock metric's value had the measuring thread never waited for a CPU, at best: every wait on the
-    critical path (wall time x (1 - host_wait))."""
-    share = 1.0 - min(host_wait, 0.99)
-    return value / share if metric(name).better is Better.HIGHER else value * share
 
 
 def _passes(name: str, value: float, baseline: Baseline, run_noise: float) -> bool:

@@ -2,11 +2,13 @@
 a GPU type without a baseline still needs, and the baseline file its quiet runs of one commit propose.
 
     a quiet run   every gated metric it recorded on the GPU type came from >= 2 rounds that agreed (noise at
-                  most QUIET_NOISE of the value), none lost CUDA-graph coverage, and its measuring thread
-                  waited for a CPU at most HOST_BUSY of the time where that was recorded: the host was not busy
-                  (a busy host can slow every round alike) and the engine ran as it should
-    proposal      the newest commit with >= MIN_QUIET_RUNS quiet runs: per (case, gated metric), the median
-                  of those runs and their spread (baseline_spread), the runs named
+                  most QUIET_NOISE of the value), none lost CUDA-graph coverage, its measuring thread
+                  waited for a CPU at most HOST_BUSY of the time where that was recorded, and its host probe
+                  took at most HOST_SLOW x the median of its commit's runs: the host was neither busy nor slow
+                  (either can slow every round alike) and the engine ran as it should
+    proposal      the newest commit with >= MIN_QUIET_RUNS quiet runs: per (case, baselined metric: the gated
+                  ones and the host probe), the median of those runs and their spread (baseline_spread), the
+                  runs named
 
 Runs of one commit only ("the same code"): between commits a difference may be the code's, and a baseline
 must measure the noise alone. The history is read through perf_results' own queries; nothing here writes.
@@ -23,8 +25,8 @@ from ci_tool.history.perf_results import PerfResult, perf_keys, perf_series
 from ci_tool.history.store import HistoryStore
 from ci_tool.outcomes import PerfVerdict
 from ci_tool.perf.baselines import Baseline
-from ci_tool.perf.gate import HOST_BUSY
-from ci_tool.perf.metrics import GATED, HOST_WAIT, metric
+from ci_tool.perf.busy_host import HOST_BUSY, HOST_SLOW
+from ci_tool.perf.metrics import BASELINED, GATED, HOST_PROBE, HOST_WAIT, metric
 from ci_tool.perf.noise import robust_noise
 
 # The fewest quiet runs of one commit a baseline is learnt from: with 5 run medians the median stands when
@@ -58,6 +60,8 @@ def quiet_row(r: PerfResult) -> bool:
     enough (ci_tool.perf.host_wait)."""
     if r.metric == HOST_WAIT:
         return r.value <= HOST_BUSY
+    if r.metric == HOST_PROBE:  # judged against the commit's other runs (_host_not_slow), not its own rounds
+        return True
     return r.rounds >= 2 and r.value != 0 and r.noise <= QUIET_NOISE * abs(r.value) and not r.verdict.fails
 
 
@@ -68,11 +72,11 @@ def baseline_spread(series: Sequence[PerfResult]) -> float:
 
 
 def gated_rows(store: HistoryStore, gpu: str) -> list[PerfResult]:
-    """Every readable gated-metric row recorded on `gpu`, and its runs' host waits (a bad row is left out with a
-    warning)."""
+    """Every readable baselined-metric row recorded on `gpu`, and its runs' host waits (a bad row is left out with
+    a warning)."""
     found: list[PerfResult] = []
     for case_id, name in perf_keys(store, gpu=gpu):
-        if name in GATED or name == HOST_WAIT:
+        if name in BASELINED or name == HOST_WAIT:
             found += perf_series(store, case_id, gpu=gpu, metric=name, limit=_HISTORY_LIMIT)
     return found
 
@@ -83,13 +87,27 @@ def quiet_runs(rows: Sequence[PerfResult]) -> dict[str, list[QuietRun]]:
     for r in rows:
         by_run.setdefault(r.run_id, []).append(r)
     per_commit: dict[str, list[QuietRun]] = {}
+    probes: dict[str, float] = {}  # run -> its host probe, the median over its cases
     for run_id, mine in by_run.items():
         commits = {r.commit for r in mine}
         if len(commits) != 1 or "" in commits or not all(quiet_row(r) for r in mine):
             continue
         quiet = QuietRun(run_id, mine[0].commit, max(r.recorded_at for r in mine))
         per_commit.setdefault(quiet.commit, []).append(quiet)
-    return {c: sorted(runs, key=lambda q: (q.recorded_at, q.run_id)) for c, runs in per_commit.items()}
+        probed = [r.value for r in mine if r.metric == HOST_PROBE]
+        if probed:
+            probes[run_id] = statistics.median(probed)
+    return {c: sorted(_host_not_slow(runs, probes), key=lambda q: (q.recorded_at, q.run_id))
+            for c, runs in per_commit.items()}  # fmt: skip
+
+
+def _host_not_slow(runs: list[QuietRun], probes: Mapping[str, float]) -> list[QuietRun]:
+    """The runs whose host probe took at most HOST_SLOW x the median of these runs' (a run without one stays)."""
+    probed = [probes[q.run_id] for q in runs if q.run_id in probes]
+    if not probed:
+        return runs
+    limit = HOST_SLOW * statistics.median(probed)
+    return [q for q in runs if probes.get(q.run_id, 0.0) <= limit]
 
 
 def quiet_runs_needed(rows: Sequence[PerfResult]) -> int:
@@ -119,12 +137,12 @@ def propose(
     chosen = {q.run_id for q in runs}
     by_key: dict[tuple[str, str], list[PerfResult]] = {}
     for r in rows:
-        if r.run_id in chosen and r.metric in GATED:
+        if r.run_id in chosen and r.metric in BASELINED:
             by_key.setdefault((r.case_id, r.metric), []).append(r)
     proposed = dict(kept)
     for (case_id, name), series in sorted(by_key.items()):
         old = kept.get((case_id, name))
-        threshold = old.threshold if old else float(metric(name).threshold or 0.0)
+        threshold = old.threshold if old and metric(name).gated else float(metric(name).threshold or 0.0)
         value = statistics.median(r.value for r in series)
         proposed[(case_id, name)] = Baseline(case_id, gpu, name, value, threshold, len(series), runs[0].commit,
                                              baseline_spread(series))  # fmt: skip

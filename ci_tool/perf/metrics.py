@@ -6,11 +6,14 @@
     step_latency_p99_ms     ms         lower    50 %                yes (a tail: noisy)
     bandwidth_fraction      of peak    higher   10 %                yes (GPU only)
     graph_coverage          fraction   higher   -                   no: the graph rule (gate.py) decides
-    host_wait_fraction      of wall    lower    -                   no: a busy host's mark (gate.py reads it)
+    host_wait_fraction      of wall    lower    -                   no: a busy host's mark (busy_host.py reads it)
+    host_probe_ms           ms         lower    -                   no, but baselined: the host's speed then
+    device_step_ms          ms         lower    -                   no: what of a step is the device's
     eager_steps, graph_steps, graph_speedup, achieved_gb_per_s, pool_share_<pool>: recorded, never gated
 
 A threshold is relative: 0.10 means a value 10 % worse than its baseline is a regression. The first three are
-wall-clock metrics: the host's CPUs are in them, not the device alone (host_wait.py).
+wall-clock metrics: the host's CPUs are in them, not the device alone (busy_host.py). A reference metric is
+baselined beside the gated ones and never gated itself: the gate compares a run's with it (host_probe.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Metric:
     threshold: float | None  # the default relative threshold; None = recorded only, never gated
     title: str
     wall_clock: bool = False  # timed on the host's clock: a busy host slows it with no change in the code
+    reference: bool = False  # baselined, never gated: what the host was like when the baselines were set
 
     @property
     def gated(self) -> bool:
@@ -60,10 +64,16 @@ _METRICS = (
     Metric("graph_speedup", "x", Better.HIGHER, None, "eager step time / graph step time"),
     Metric("achieved_gb_per_s", "GB/s", Better.HIGHER, None, "decode step memory bandwidth"),
     Metric("host_wait_fraction", "of wall time", Better.LOWER, None, "time the measuring thread waited for a CPU"),
+    Metric("host_probe_ms", "ms", Better.LOWER, None, "a fixed CPU-bound loop's time: the host's speed",
+           reference=True),
+    Metric("device_step_ms", "ms", Better.LOWER, None, "the final batch's decode step on the device alone"),
 )
 HOST_WAIT = "host_wait_fraction"
+HOST_PROBE = "host_probe_ms"
+DEVICE_STEP = "device_step_ms"
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 GATED: tuple[str, ...] = tuple(m.name for m in _METRICS if m.gated)
+BASELINED: tuple[str, ...] = GATED + tuple(m.name for m in _METRICS if m.reference)
 
 
 def metric(name: str) -> Metric:

@@ -16,7 +16,8 @@ import torch
 from ci_tool.perf import host_wait
 from ci_tool.perf.config import WARMUP_STEPS, GraphPolicy, Mode, PerfCase
 from ci_tool.perf.devices import peak_memory_bytes_per_s
-from ci_tool.perf.metrics import HOST_WAIT
+from ci_tool.perf.host_probe import probe_ms
+from ci_tool.perf.metrics import DEVICE_STEP, HOST_PROBE, HOST_WAIT
 from ci_tool.perf.noise import summarize, summarize_rounds
 from kvengine.benchmark import DecodeLoad, DecodeMeasurement, run_decode
 from kvengine.config import KvCacheConfig
@@ -67,11 +68,13 @@ def measure(case: PerfCase) -> Measured:
     found = None
     for index in range(case.rounds.warmup + case.rounds.measured):
         # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
+        probed = probe_ms()  # the host's speed around the round: before and after it
         with host_wait.measuring() as waited:
             found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
                                time_device_step=case.mode is Mode.GPU)  # fmt: skip
+        probed = (probed + probe_ms()) / 2
         if index >= case.rounds.warmup:
-            per_round.append(_values(case, found, waited.fraction))
+            per_round.append({**_values(case, found, waited.fraction), HOST_PROBE: probed})
     assert found is not None  # Rounds.measured >= 1 (config.py)
     summaries = summarize_rounds(per_round)
     for name in STEP_COUNTS:  # counts since the engine was built: the last round's covers every round
@@ -99,6 +102,7 @@ def _values(case: PerfCase, found: DecodeMeasurement, host_waited: float | None)
         values[HOST_WAIT] = host_waited
     achieved = found.achieved_bytes_per_s
     if case.mode is Mode.GPU and achieved is not None and found.device_step_ms is not None:
+        values[DEVICE_STEP] = found.device_step_ms
         values["achieved_gb_per_s"] = achieved / 1e9
         peak = peak_memory_bytes_per_s(torch.cuda.get_device_name().removeprefix("NVIDIA ").strip())
         if peak is not None:

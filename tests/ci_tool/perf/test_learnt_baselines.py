@@ -141,6 +141,33 @@ def test_propose_keeps_an_edited_threshold_and_diffs_against_the_committed_file(
     assert f"+    {TPS}: {{value: 9520.0, threshold: 0.2, spread: 95.2, runs: 5, commit: c3}}\n" in out
 
 
+def test_a_run_on_a_slow_host_is_not_quiet_and_the_host_probe_is_learnt_as_a_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # six runs of c2 whose rounds all agree; in one ("slow") the host probe took twice its time in the others, and
+    # with it every wall-clock metric 15 % worse: a host in a slow phase, not a baseline
+    history, folder = tmp_path / "h.sqlite", tmp_path / "baselines"
+    rows: list[PerfResult] = []
+    for i, (tps, p50) in enumerate(zip(TPS_VALUES, P50_VALUES, strict=True)):
+        rows += [*run_rows(f"q{i + 1}", "c2", 10.0 + i, tps, p50), probe(f"q{i + 1}", "c2", 10.0 + i, 16.0 + i / 10)]
+    rows += [*run_rows("slow", "c2", 20.0, 7700.0, 11.5), probe("slow", "c2", 20.0, 33.0)]
+    record(history, rows)
+    assert main(propose_args(history, folder, "--write")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("proposed from 5 quiet run(s) of commit c2 on B200: q1, q2, q3, q4, q5\n")
+    assert "+    host_probe_ms: {value: 16.2, spread: 0.14826, runs: 5, commit: c2}\n" in out  # no threshold
+    written = load_baselines(folder, "B200")
+    assert (written[(GEMMA, "host_probe_ms")].value, written[(GEMMA, TPS)].value) == (16.2, 9100.0)
+    show = ["perf", "baseline", "show", "--gpu", "B200", "--baselines", str(folder)]
+    assert main(show) == 0
+    assert f"| {GEMMA} | host_probe_ms | 16.2 | 0.148 | reference | 5 | c2 |" in capsys.readouterr().out
+
+
+def probe(run: str, commit: str, at: float, ms: float) -> PerfResult:
+    """A run's host probe (its rounds' median; the rounds' own spread does not make a run loud)."""
+    return row(run, commit, at, GEMMA, "host_probe_ms", ms, noise=0.005, verdict=PerfVerdict.RECORDED)
+
+
 @pytest.mark.parametrize(
     ("quiet", "found", "needed"),
     [pytest.param(0, "1 (commit c1)", 4, id="one-of-another-commit"), pytest.param(3, "3 (commit c2)", 2, id="three")],
