@@ -17,21 +17,21 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-VARIANTS=${VARIANTS:-current folded prefetch-o prefetch-qkv prefetch prefetch-last prefetch-kv prefetch-all folded+prefetch folded+prefetch-all}
+VARIANTS=${VARIANTS:-current folded cublaslt per-op}  # the prefetch plans: all slower on an H100 (PERF.md)
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
-    # state kept in $KEEP. The H100's committed baselines were set on the current step, and 4 quiet and 4 hog runs
-    # gated on them (docs/PERF.md, "The step's memory layouts"): kept, the runs go on from the fifth.
+    # state kept in $KEEP
     set -a; . "$KEEP/chosen.env"; set +a
     local first=1
-    if [ -n "${3:-}" ]; then first=""; elif [ "$1" = 0 ]; then first=5; fi  # "": after the history's last run
+    if [ -n "${3:-}" ]; then first=""; fi  # "": after the history's last run
     FIRST_RUN=$first SEED_HISTORY=${3:-} GPU=$GPU OUT=$OUT/gate COUNTS_ARE_TOTALS=1 \
         bench/perf_gate_runs.sh "$1" "$QUIET_RUNS" "$HOG_RUNS" "$PLANTED_RUNS" "$2" 0
     cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$OUT/gate/tally.txt" "$KEEP/"
     rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
 }
-baseline_runs() {  # 3, or 0 where the committed baselines were set on the step chosen
-    if grep -q "^KVENGINE" "$KEEP/chosen.env" || [ "$GPU" != H100 ]; then echo 3; else echo 0; fi
+baseline_runs() {  # 6 (their quiet ones proposed: perf_gate_runs.sh), or 0 where the committed baselines were set
+    # on the step chosen
+    if grep -q "^KVENGINE" "$KEEP/chosen.env" || [ "$GPU" != H100 ]; then echo 6; else echo 0; fi
 }
 if [ -f "$KEEP/chosen.env" ]; then  # a call before this one on this machine measured and chose: gate on
     if [ -f "$KEEP/history.sqlite" ]; then
