@@ -23,7 +23,7 @@ from ci_tool.perf.metrics import DEVICE_STEP, HOST_PROBE, HOST_WAIT, Better, met
 # alone. On an H100 host with a busy loop on every core, a CPU-bound case (Gemma-like b80) fell 20 % in both of
 # its processes while its device step moved 0.6 % (docs/PERF.md, "The H100 gate, ten and ten").
 HOST_BUSY = 0.05
-# The probe's own spread on a quiet host is a few % (63-70 ms on an H100 host); a slow phase doubled it.
+# Quiet H100 runs' probes spread 4-8 % (1.4826 x MAD, the committed H100.yaml); a slow spell took 1.8-2.7x.
 HOST_SLOW = 1.10
 P50 = "step_latency_p50_ms"
 

@@ -56,11 +56,11 @@ class BaselineProposal:
 
 
 def quiet_row(r: PerfResult) -> bool:
-    """A gated metric measured on a quiet host (>= 2 rounds that agreed, coverage kept), or a host's wait short
-    enough (ci_tool.perf.host_wait)."""
+    """A gated metric measured on a quiet host (>= 2 rounds that agreed, coverage kept), a host's wait short
+    enough (ci_tool.perf.host_wait), or a host probe (judged against the other runs: _host_not_slow)."""
     if r.metric == HOST_WAIT:
         return r.value <= HOST_BUSY
-    if r.metric == HOST_PROBE:  # judged against the commit's other runs (_host_not_slow), not its own rounds
+    if r.metric == HOST_PROBE:  # not by its own rounds: a spell may end mid-run
         return True
     return r.rounds >= 2 and r.value != 0 and r.noise <= QUIET_NOISE * abs(r.value) and not r.verdict.fails
 

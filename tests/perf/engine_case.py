@@ -67,8 +67,8 @@ def measure(case: PerfCase) -> Measured:
     per_round = []
     found = None
     for index in range(case.rounds.warmup + case.rounds.measured):
-        # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
         probed = probe_ms()  # the host's speed around the round: before and after it
+        # CPU mode checks coverage, not speed: the final batch's device step is timed on a GPU only
         with host_wait.measuring() as waited:
             found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size,
                                time_device_step=case.mode is Mode.GPU)  # fmt: skip
