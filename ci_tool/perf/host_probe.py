@@ -4,9 +4,9 @@ A decode step's host side (scheduling, block tables, launches) runs on the measu
 that thread's core can run at half its speed for seconds at a time with no change in the code and nothing waiting
 on a run queue (hypervisor steal, a busy hyperthread sibling, a lower clock): on an H100 host a loop like this one
 (2M iterations) took 63-70 ms in most processes and 110-150 ms in others, and the step's wall time rose by the
-host's part alone while the device's step did not move (docs/PERF.md, "A slow mode of the host"). The loop is the same work every time, so its
-time measures the host, never the code; the baselines keep its time when they were set (a reference metric), and
-the gate compares a run's with it (busy_host.py).
+host's part alone while the device's step did not move (docs/PERF.md, "A slow mode of the host"). The loop is the
+same work every time, so its time measures the host, never the code; the baselines keep its time when they were
+set (a reference metric), and the gate compares a run's with it (busy_host.py).
 """
 
 from __future__ import annotations
