@@ -21,6 +21,10 @@ Two parts, in one process:
                   the next layer's QKV weights after this layer's QKV GEMM, both, both with evict_last lines;
        prefetch-kv / prefetch-all   the next layer's KV blocks after this layer's attention; all three;
        "+cublaslt" after a name: its GEMMs through cuBLASLt; "folded+..." the same on the folded path
+   and the paged kernel with head parts (PagedLaunch.head_parts: a KV head's query heads over 4 programs, one
+   program an SM of them, so a row's tokens split less or not at all: fewer fp32 partials to write and merge):
+       heads      on every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's group of 2: none)
+       heads-d512 on the head_dim 512 (DeepSeek-like window) layers only
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -51,8 +55,10 @@ from kvengine import l2_prefetch
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
             "prefetch-last", "prefetch-kv", "prefetch-all", "folded+prefetch", "folded+prefetch-all", "cublaslt",
-            "prefetch+cublaslt", "folded+prefetch+cublaslt")
+            "prefetch+cublaslt", "folded+prefetch+cublaslt", "heads", "heads-d512", "folded+heads",
+            "folded+heads-d512")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
+HEAD_PARTS = 4  # DeepSeek-like: 64 rows x 4 = 256 programs, about two an SM of an H100 without token splits
 PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
          "prefetch-kv": "next-kv", "prefetch-all": "all"}  # fmt: skip
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
@@ -120,11 +126,30 @@ def row_major_weights() -> Iterator[None]:
 def tiles_of_16_at_d512() -> Iterator[None]:
     default_launch = triton_attention.default_launch
 
-    def before(head_dim: int, tokens_per_block: int) -> triton_attention.PagedLaunch:
-        launch = default_launch(head_dim, tokens_per_block)
+    def before(head_dim: int, tokens_per_block: int, group: int = 1) -> triton_attention.PagedLaunch:
+        launch = default_launch(head_dim, tokens_per_block, group)
         return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
 
     triton_attention.default_launch = before  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def head_parts(*, wide_only: bool) -> Iterator[None]:
+    """The launch with each KV head's query heads over HEAD_PARTS programs and one program an SM, where the
+    group divides (and, `wide_only`, at head_dim 512 only)."""
+    default_launch = triton_attention.default_launch
+
+    def with_parts(head_dim: int, tokens_per_block: int, group: int = 1) -> triton_attention.PagedLaunch:
+        launch = default_launch(head_dim, tokens_per_block, group)
+        if group % HEAD_PARTS or (wide_only and head_dim <= 128):
+            return launch
+        return dataclasses.replace(launch, head_parts=HEAD_PARTS, programs_per_sm=1)
+
+    triton_attention.default_launch = with_parts  # type: ignore[assignment]
     try:
         yield
     finally:
@@ -142,7 +167,7 @@ def blas(library: str) -> Iterator[None]:
 
 def variant(name: str) -> contextlib.ExitStack[bool | None]:
     """The engine with the changes after `name` taken back (model.py imports default_launch at each call), or
-    with the L2 prefetch plan and the BLAS library its parts name ("folded+prefetch+cublaslt")."""
+    with the L2 prefetch plan, the BLAS library and the head parts its parts name ("folded+prefetch+cublaslt")."""
     stack = contextlib.ExitStack()
     parts = name.split("+") if name not in ("+pools", "+weights") else [name]
     use_path({"per-op": "triton-unfused", "folded": "triton-folded"}.get(parts[0], "triton"))
@@ -153,6 +178,8 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
     stack.enter_context(mock.patch.dict(os.environ, {l2_prefetch.PREFETCH_ENV_VAR: plan}))
     if "cublaslt" in parts:
         stack.enter_context(blas("cublaslt"))
+    if "heads" in parts or "heads-d512" in parts:
+        stack.enter_context(head_parts(wide_only="heads-d512" in parts))
     return stack
 
 

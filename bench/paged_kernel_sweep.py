@@ -4,10 +4,11 @@ and stored, splits merged by the combine kernel).
 
 Per shape: the default launch (kvengine.triton_attention.default_launch), then each knob's other values with
 the rest at default (a coordinate search, not the full cross product: a few compiles a knob), then the best
-value of each knob together. Each config is timed as one CUDA graph of calls over enough copies of the
-layer's pools to exceed L2 twice (as in a decode step, where 60 layers' KV streams through it), median of
-`--repeats` replays; the table reads the KV bytes a call must move (block-granular, as decode_step_bytes
-counts them) per second. Run where a GPU is:
+value of each knob together, then each head-part count with 0 and 1 programs an SM (token splits few or
+none). Each config is timed as one CUDA graph of calls over enough copies of the layer's pools to exceed L2
+twice (as in a decode step, where 60 layers' KV streams through it), median of `--repeats` replays; the
+table reads the KV bytes a call must move (block-granular, as decode_step_bytes counts them) per second.
+Run where a GPU is:
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/paged_kernel_sweep.py [--shape deepseek-window] [--json out.json]
 """
@@ -59,7 +60,13 @@ def knob_values(shape: Shape) -> dict[str, list[object]]:
         values["v_with_k"] = [False, True]
     values["last_split_merges"] = [True, False]
     values["prefetch"] = [False, True]  # matters where rows split: the combine kernel against none
+    values["head_parts"] = head_parts(shape)
     return values
+
+
+def head_parts(shape: Shape) -> list[object]:
+    """1 and each power of two up to 8 that divides the layer's GQA group."""
+    return [parts for parts in (1, 2, 4, 8) if shape.layer.group % parts == 0]
 
 
 class Call:
@@ -134,7 +141,7 @@ def graph_us(calls: Sequence[Callable[[], object]], repeats: int = 20) -> float:
 def sweep(name: str, shape: Shape, repeats: int, peak: float) -> list[dict[str, object]]:
     copies = max(1, -(-2 * L2_BYTES // kv_bytes(shape)))
     call = Call(shape, copies)
-    default = default_launch(shape.layer.head_dim, shape.tokens_per_block)
+    default = default_launch(shape.layer.head_dim, shape.tokens_per_block, shape.layer.group)
     rows, best = [], {}
     tried: dict[PagedLaunch, float] = {}
 
@@ -149,6 +156,10 @@ def sweep(name: str, shape: Shape, repeats: int, peak: float) -> list[dict[str, 
         timed = {value: run(dataclasses.replace(default, **{knob: value}), f"{knob}={value}") for value in values}
         best[knob] = min(timed, key=timed.__getitem__)
     run(dataclasses.replace(default, **best), "best of each: " + ", ".join(f"{k}={v}" for k, v in best.items()))
+    for parts in head_parts(shape)[1:]:  # programs from head parts, tokens split less or not at all: fewer partials
+        for per_sm in (0, 1):
+            run(dataclasses.replace(default, head_parts=parts, programs_per_sm=per_sm),
+                f"head_parts={parts}, programs_per_sm={per_sm}")
     return rows
 
 

@@ -2,8 +2,8 @@
 # One device call that measures the fused step's options and then gates on the best of them, for GPUs that come
 # rarely (docs/PERF.md, "Weights prefetched into L2"):
 #   1. the GPU tests of the kernels and the engine paths (gpu marker): correctness first;
-#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the L2 prefetch plans, cuBLASLt, the folded path)
-#      on the two bandwidth cases, side by side in one process;
+#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the folded path, head parts, cuBLASLt, the L2
+#      prefetch plans) on the two bandwidth cases, side by side in one process;
 #   3. the best of them: the variant with the highest DeepSeek-like fraction of peak whose Gemma-like fraction is
 #      no lower than the current step's less 0.3 points, written as the environment that selects it
 #      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH) to $KEEP/chosen.env and summary.txt;
@@ -17,7 +17,8 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-VARIANTS=${VARIANTS:-current folded cublaslt per-op}  # the prefetch plans: all slower on an H100 (PERF.md)
+# the prefetch plans: all slower on an H100 (PERF.md); head parts and cuBLASLt: measured, not yet selectable
+VARIANTS=${VARIANTS:-current folded heads heads-d512 folded+heads cublaslt per-op}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
     # state kept in $KEEP
@@ -62,8 +63,12 @@ GOAL = 0.45  # the DeepSeek-like step's: below it, a faster variant is not worth
 steps = json.load(open(sys.argv[1]))["steps"]
 by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}
 floor = by[("current", False)] - 0.003
-fits = [name for (name, deepseek) in by if deepseek and not name.endswith("cublaslt") and by.get((name, False), 0) >= floor]
+def selectable(name):  # the engine can run it by environment alone (cuBLASLt and head parts: not yet)
+    return all(part == "current" or part in ENV for part in name.split("+"))
+fits = [name for (name, deepseek) in by if deepseek and selectable(name) and by.get((name, False), 0) >= floor]
 best = max(fits, key=lambda name: by[(name, True)])
+measured = sorted((name for name, deepseek in by if deepseek), key=lambda name: -by[(name, True)])
+print("# DeepSeek-like, every variant: " + ", ".join(f"{name} {by[(name, True)]:.1%}" for name in measured))
 print(f"# best: {best}: DeepSeek-like {by[(best, True)]:.1%}, Gemma-like {by[(best, False)]:.1%}")
 if by[(best, True)] >= GOAL:
     for part in best.split("+"):

@@ -180,7 +180,7 @@ class TinyDecoder:
         qkv = (x if self.folded else self.norm(x)) @ w.wqkv
         if write_kv and self.prefetcher and self.prefetcher.plan.next_qkv and layer_id + 1 < len(self.layers):
             self.prefetcher.prefetch(self.weights[layer_id + 1].wqkv)  # during this attention and output GEMM
-        launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
+        launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block, layer.group),
                                      last_split_merges=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
         q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)

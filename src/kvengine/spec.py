@@ -33,6 +33,11 @@ class LayerSpec:
     def q_heads(self) -> int:
         return self.num_q_heads if self.num_q_heads is not None else self.num_kv_heads
 
+    @property
+    def group(self) -> int:
+        """Query heads a KV head serves (GQA's group; 1 without grouping)."""
+        return self.q_heads // self.num_kv_heads
+
     def buffer_bytes_per_token(self) -> int:
         """Bytes one token occupies in ONE buffer (key or value) of this layer."""
         return self.num_kv_heads * self.head_dim * DTYPE_BYTES[self.dtype]

@@ -4,8 +4,9 @@ The torch path gathers every table column into a dense copy first (a read and a 
 live or not) and attends over the copy; this kernel reads each live block once, in the pool's dtype, and
 skips stale or unallocated ones (their loads are masked off), so a decode step moves about the bytes it must.
 
-    grid (batch row, KV head, split): the row's query heads of that KV head (a GQA group, padded to 16 for
-    tl.dot) against its tiles [split * per_split, (split + 1) * per_split), online softmax in float32.
+    grid (batch row, KV head x head part, split): the row's query heads of that KV head (a GQA group, padded to
+    16 for tl.dot; with PagedLaunch.head_parts, one part of them a program) against its tiles
+    [split * per_split, (split + 1) * per_split), online softmax in float32.
     A tile is BLOCK_T tokens of one block: tile i is column i // tiles_per_block of the table. One split
     writes the output; several (few rows x KV heads to fill the GPU) write partial (m, l, acc) that one
     small combine kernel merges, or (PagedLaunch.last_split_merges) the split that arrives last merges
@@ -13,9 +14,9 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
     path's: position < seq_len, and for a window position >= seq_len - W or < sink_tokens.
 
 The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
-column): the one program whose tiles hold position seq_len - 1 stores it there before its loop, behind a CTA
-barrier, and reads it back like any token; no other program reads that position, and no torch op writes the
-pools. A key-only layer's K tile is its V tile.
+column): each program whose tiles hold position seq_len - 1 (one a head part) stores it there before its loop,
+behind a CTA barrier, and reads it back like any token; where head parts store it, they store the same bytes. No
+other program reads that position, and no torch op writes the pools. A key-only layer's K tile is its V tile.
 
 Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=1` runs it on CPU tensors
 (how the CPU tests check it against the dense reference).
@@ -114,16 +115,18 @@ def _paged_decode_kernel(
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
     V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
-    PREFETCH: tl.constexpr,
+    PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr,
 ):  # fmt: skip
     row = tl.program_id(0)
-    kv_head = tl.program_id(1)
+    kv_part = tl.program_id(1)  # kv_head * HEAD_PARTS + part
+    kv_head = kv_part // HEAD_PARTS
     split = tl.program_id(2)
+    PART: tl.constexpr = GROUP // HEAD_PARTS  # query heads a program
     g = tl.arange(0, BLOCK_G)
     d = tl.arange(0, BLOCK_D)
     t = tl.arange(0, BLOCK_T)
-    heads = kv_head * GROUP + g
-    g_ok = g < GROUP
+    heads = kv_head * GROUP + (kv_part % HEAD_PARTS) * PART + g
+    g_ok = g < PART
     d_ok = d < HEAD_DIM
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
@@ -134,7 +137,7 @@ def _paged_decode_kernel(
         q = (q.to(tl.float32) * norm).to(q.dtype)
     seq_len = tl.load(SEQ_LENS + row)
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
-    if STORE_NEW:  # the program whose tiles hold position seq_len - 1 stores the new token there first
+    if STORE_NEW:  # the programs whose tiles hold position seq_len - 1 store the new token there first
         new_offset = (seq_len - 1) % TPB
         new_tile = tl.load(NEW_COLUMNS + row) * tiles_per_block + new_offset // BLOCK_T
         if new_tile // PER_SPLIT == split:
@@ -196,7 +199,7 @@ def _paged_decode_kernel(
         tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc, mask=out_mask)
         if LAST_MERGES:  # the split that arrives last merges them all: no combine kernel after this one
             tl.debug_barrier()  # every thread's partial stored before the release below
-            counter = ARRIVED + row * tl.num_programs(1) + kv_head
+            counter = ARRIVED + row * tl.num_programs(1) + kv_part
             arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
             if arrived == n_splits - 1:
                 _merge_splits(OUT, M_OUT, L_OUT, MERGED, counter,
@@ -255,6 +258,10 @@ class PagedLaunch:
     # a combine kernel after the paged one: one kernel less a layer, where a step is bound by kernel count
     last_split_merges: bool = False
     prefetch: bool = False  # load tile i + 1's K and V before tile i's math: two tiles in flight a program
+    # a KV head's query heads over this many programs, each reading the KV (after the first, from L2): programs
+    # to fill the GPU without splitting tokens, whose fp32 partials cost a write and a read each (at head_dim 512
+    # and 16 query heads a split's partials are half the bytes of the KV it read); must divide the GQA group
+    head_parts: int = 1
 
 
 @functools.cache
@@ -266,8 +273,9 @@ def _next_power_of_two(value: int, *, at_least: int) -> int:
     return max(at_least, 1 << (value - 1).bit_length())
 
 
-def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
-    """64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
+def default_launch(head_dim: int, tokens_per_block: int, group: int = 1) -> PagedLaunch:
+    """For a KV head of `group` query heads (one program a KV head: head parts are measured, not the default
+    yet). 64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
     a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
     (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
@@ -330,11 +338,15 @@ def triton_paged_decode(
     batch, q_heads, head_dim = q.shape
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
     q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
-    launch = launch or default_launch(head_dim, tpb)
+    group = q_heads // kv_heads
+    launch = launch or default_launch(head_dim, tpb, group)
+    parts = launch.head_parts
+    if parts < 1 or group % parts:
+        raise ValueError(f"head_parts {parts} does not divide the {group} query heads of a KV head")
     n_tiles = slots.shape[1] * -(-tpb // launch.block_t)
     if splits is None:
-        splits, per_split = split_count(batch * kv_heads, n_tiles, multiprocessors=_multiprocessors(q.device),
-                                        launch=launch)  # fmt: skip
+        splits, per_split = split_count(batch * kv_heads * parts, n_tiles,
+                                        multiprocessors=_multiprocessors(q.device), launch=launch)  # fmt: skip
     else:
         per_split = -(-n_tiles // max(1, min(n_tiles, splits)))
         splits = -(-n_tiles // per_split)
@@ -347,25 +359,26 @@ def triton_paged_decode(
     else:
         target, m_out, l_out, stride_ms, stride_mb = out, out, out, 0, 0
     last_merges = splits > 1 and launch.last_split_merges and not torch_combine
-    arrived = _arrival_counters(q.device, batch * kv_heads) if last_merges else seq_lens  # unread unless merging
+    # unread unless merging
+    arrived = _arrival_counters(q.device, batch * kv_heads * parts) if last_merges else seq_lens
     normed = q if normed_rows is None else _unit_step(normed_rows)  # unread unless passed
     new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
-    _paged_decode_kernel[(batch, kv_heads, splits)](
+    _paged_decode_kernel[(batch, kv_heads * parts, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
         out, arrived, normed, normed.stride(0), normed.shape[-1], RMS_NORM_EPS,
         q.stride(0), q.stride(1), k_new.stride(0), k_new.stride(1), v_new.stride(0), v_new.stride(1),
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
         out.stride(0), out.stride(1), window_tokens or 0, sink_tokens, head_dim**-0.5, n_tiles, splits,
-        GROUP=q_heads // kv_heads, BLOCK_G=_next_power_of_two(q_heads // kv_heads, at_least=16), HEAD_DIM=head_dim,
+        GROUP=group, BLOCK_G=_next_power_of_two(group // parts, at_least=16), HEAD_DIM=head_dim,
         BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
         PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
-        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch,
+        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch, HEAD_PARTS=parts,
         num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
     )  # fmt: skip
     if splits == 1 or last_merges:

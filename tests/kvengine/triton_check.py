@@ -47,6 +47,9 @@ TILES_OF_16 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm
 V_WITH_K = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, v_with_k=True)
 PREFETCH = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, prefetch=True)
 LAST_MERGES = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, last_split_merges=True)
+HEAD_PARTS_2 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, head_parts=2)
+HEAD_PARTS_4 = dataclasses.replace(HEAD_PARTS_2, block_t=32, head_parts=4)  # DeepSeek's d512 tiles
+HEAD_PARTS_MERGE = dataclasses.replace(HEAD_PARTS_2, last_split_merges=True)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -289,6 +292,18 @@ CHECKS: dict[str, Check] = {
                                                                launch=TILES_OF_16),
     "fused-attend-window-40-sink-4-tiles-of-16-splits-4": fused_attend_check(
         LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=TILES_OF_16),
+    # a KV head's query heads over several programs: each part's heads, the new token stored by each part that
+    # holds it (the same bytes), the split counters a part
+    "kernel-full-gqa-head-parts-2-splits-3": kernel_check(LAYERS["full-gqa"], 32, splits=3, launch=HEAD_PARTS_2),
+    "kernel-deepseek-window-d512-head-parts-4-splits-1": kernel_check(DEEPSEEK_WINDOW, 128, splits=1,
+                                                                      launch=HEAD_PARTS_4),
+    "fused-attend-deepseek-window-d512-head-parts-4-splits-2": fused_attend_check(DEEPSEEK_WINDOW, 128, splits=2,
+                                                                                  launch=HEAD_PARTS_4),
+    "fused-store-window-9-key-only-head-parts-2-splits-3": fused_store_check(LAYERS["window-9-key-only"], splits=3,
+                                                                            launch=HEAD_PARTS_2),
+    "fused-store-full-gqa-head-parts-2": fused_store_check(LAYERS["full-gqa"], launch=HEAD_PARTS_2),
+    "kernel-window-9-key-only-head-parts-merge-twice": merged_twice_check(LAYERS["window-9-key-only"], splits=3,
+                                                                          launch=HEAD_PARTS_MERGE),
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
     "norm-float16-100": norm_check(torch.float16, 100, 4e-3),
     "engine-hybrid-matches-dense": engine_reference_check(HYBRID),
