@@ -23,8 +23,9 @@ Two parts, in one process:
        "+cublaslt" after a name: its GEMMs through cuBLASLt; "folded+..." the same on the folded path
    and the paged kernel with head parts (PagedLaunch.head_parts: a KV head's query heads over 4 programs, one
    program an SM of them, so a row's tokens split less or not at all: fewer fp32 partials to write and merge):
-       heads      on every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's group of 2: none)
-       heads-d512 on the head_dim 512 (DeepSeek-like window) layers only
+       heads      $KVENGINE_HEAD_PARTS=4: every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's
+                  group of 2: none)
+       heads-d512 the head_dim 512 (DeepSeek-like window) layers only
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -51,6 +52,7 @@ from bench.decode_bandwidth_bench import decoded, perf_cases, use_path
 from bench.paged_kernel_sweep import L2_BYTES, graph_us
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine import l2_prefetch
+from kvengine.attention import HEAD_PARTS_ENV_VAR
 
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
@@ -126,8 +128,9 @@ def row_major_weights() -> Iterator[None]:
 def tiles_of_16_at_d512() -> Iterator[None]:
     default_launch = triton_attention.default_launch
 
-    def before(head_dim: int, tokens_per_block: int, group: int = 1) -> triton_attention.PagedLaunch:
-        launch = default_launch(head_dim, tokens_per_block, group)
+    def before(head_dim: int, tokens_per_block: int, group: int = 1,
+               head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
+        launch = default_launch(head_dim, tokens_per_block, group, head_parts)
         return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
 
     triton_attention.default_launch = before  # type: ignore[assignment]
@@ -138,16 +141,13 @@ def tiles_of_16_at_d512() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def head_parts(*, wide_only: bool) -> Iterator[None]:
-    """The launch with each KV head's query heads over HEAD_PARTS programs and one program an SM, where the
-    group divides (and, `wide_only`, at head_dim 512 only)."""
+def head_parts_at_d512() -> Iterator[None]:
+    """The launch with HEAD_PARTS head parts at head_dim 512 only, as $KVENGINE_HEAD_PARTS gives them everywhere."""
     default_launch = triton_attention.default_launch
 
-    def with_parts(head_dim: int, tokens_per_block: int, group: int = 1) -> triton_attention.PagedLaunch:
-        launch = default_launch(head_dim, tokens_per_block, group)
-        if group % HEAD_PARTS or (wide_only and head_dim <= 128):
-            return launch
-        return dataclasses.replace(launch, head_parts=HEAD_PARTS, programs_per_sm=1)
+    def with_parts(head_dim: int, tokens_per_block: int, group: int = 1,
+                   head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
+        return default_launch(head_dim, tokens_per_block, group, HEAD_PARTS if head_dim > 128 else head_parts)
 
     triton_attention.default_launch = with_parts  # type: ignore[assignment]
     try:
@@ -178,8 +178,10 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
     stack.enter_context(mock.patch.dict(os.environ, {l2_prefetch.PREFETCH_ENV_VAR: plan}))
     if "cublaslt" in parts:
         stack.enter_context(blas("cublaslt"))
-    if "heads" in parts or "heads-d512" in parts:
-        stack.enter_context(head_parts(wide_only="heads-d512" in parts))
+    if "heads" in parts:  # read when the engine is built
+        stack.enter_context(mock.patch.dict(os.environ, {HEAD_PARTS_ENV_VAR: str(HEAD_PARTS)}))
+    if "heads-d512" in parts:
+        stack.enter_context(head_parts_at_d512())
     return stack
 
 

@@ -6,7 +6,7 @@
 #      prefetch plans) on the two bandwidth cases, side by side in one process;
 #   3. the best of them: the variant with the highest DeepSeek-like fraction of peak whose Gemma-like fraction is
 #      no lower than the current step's less 0.3 points, written as the environment that selects it
-#      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH) to $KEEP/chosen.env and summary.txt;
+#      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH, KVENGINE_HEAD_PARTS) to $KEEP/chosen.env and summary.txt;
 #   4. with the time left, bench/perf_gate_runs.sh under that environment: new baselines, then gated runs.
 #   OUT=results GPU=H100 bench/step_and_gate_device_run.sh [BUDGET_SECONDS] [QUIET_RUNS HOG_RUNS PLANTED_RUNS]
 # $KEEP (default /tmp/step-and-gate) keeps chosen.env, the history and the baseline file for the next call on the
@@ -17,7 +17,7 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-# the prefetch plans: all slower on an H100 (PERF.md); head parts and cuBLASLt: measured, not yet selectable
+# the prefetch plans: all slower on an H100 (PERF.md); heads-d512 and cuBLASLt: measured, not yet selectable
 VARIANTS=${VARIANTS:-current folded heads heads-d512 folded+heads cublaslt per-op}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
@@ -57,13 +57,13 @@ ENV = {  # a variant's parts -> the environment that selects it
     "folded": ("KVENGINE_ATTENTION", "triton-folded"), "prefetch-o": ("KVENGINE_L2_PREFETCH", "output"),
     "prefetch-qkv": ("KVENGINE_L2_PREFETCH", "next-qkv"), "prefetch": ("KVENGINE_L2_PREFETCH", "both"),
     "prefetch-last": ("KVENGINE_L2_PREFETCH", "both-evict-last"), "prefetch-kv": ("KVENGINE_L2_PREFETCH", "next-kv"),
-    "prefetch-all": ("KVENGINE_L2_PREFETCH", "all"),
+    "prefetch-all": ("KVENGINE_L2_PREFETCH", "all"), "heads": ("KVENGINE_HEAD_PARTS", "4"),
 }
 GOAL = 0.45  # the DeepSeek-like step's: below it, a faster variant is not worth new baselines
 steps = json.load(open(sys.argv[1]))["steps"]
 by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}
 floor = by[("current", False)] - 0.003
-def selectable(name):  # the engine can run it by environment alone (cuBLASLt and head parts: not yet)
+def selectable(name):  # the engine can run it by environment alone (cuBLASLt and heads-d512: not yet)
     return all(part == "current" or part in ENV for part in name.split("+"))
 fits = [name for (name, deepseek) in by if deepseek and selectable(name) and by.get((name, False), 0) >= floor]
 best = max(fits, key=lambda name: by[(name, True)])

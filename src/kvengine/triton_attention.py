@@ -273,17 +273,21 @@ def _next_power_of_two(value: int, *, at_least: int) -> int:
     return max(at_least, 1 << (value - 1).bit_length())
 
 
-def default_launch(head_dim: int, tokens_per_block: int, group: int = 1) -> PagedLaunch:
-    """For a KV head of `group` query heads (one program a KV head: head parts are measured, not the default
-    yet). 64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
+def default_launch(head_dim: int, tokens_per_block: int, group: int = 1, head_parts: int = 1) -> PagedLaunch:
+    """64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
     a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
     (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
-    32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100."""
+    32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100.
+    A KV head of `group` query heads is spread over `head_parts` programs where that divides the group
+    ($KVENGINE_HEAD_PARTS), with one program an SM then, so that tokens split less."""
     block_d = _next_power_of_two(head_dim, at_least=16)
     block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 32)
     cap = 128 if block_d <= 128 else None
-    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
+    launch = PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
+    if head_parts > 1 and group % head_parts == 0:
+        return dataclasses.replace(launch, head_parts=head_parts, programs_per_sm=1)
+    return launch
 
 
 def _unit_step(tensor: torch.Tensor) -> torch.Tensor:

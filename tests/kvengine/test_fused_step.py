@@ -101,16 +101,19 @@ def test_the_fused_engine_matches_the_dense_reference_on_cuda(
     torch.testing.assert_close(hidden, reference_decode(engine, tokens), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("head_parts", [pytest.param("1", id="whole-heads"), pytest.param("4", id="head-parts-4")])
 @pytest.mark.parametrize("path", ["triton", "triton-folded"])
 @pytest.mark.parametrize(
     ("preset", "tpb"),
     [pytest.param("gemma-like", 32, id="gemma-like"), pytest.param("deepseek-v4-like", 128, id="deepseek")],
 )
 def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
-    preset: str, tpb: int, path: str, monkeypatch: pytest.MonkeyPatch
+    preset: str, tpb: int, path: str, head_parts: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Graphs on, 64 rows of about two blocks; float32 activations over the presets' bf16 pools (the two paths'
-    GEMMs may round bf16 activations apart over 60 layers)."""
+    GEMMs may round bf16 activations apart over 60 layers). Head parts: DeepSeek-like's 16 query heads a KV head
+    over 4 programs (Gemma-like's group of 2 keeps one)."""
+    monkeypatch.setenv("KVENGINE_HEAD_PARTS", head_parts)
     spec = load_preset(preset)
     # max_seq_len the test's own: the DeepSeek-like manager sizes its pools for max-length rows, and at the
     # preset's 65536 its 128-token window pool holds only about half of these 64 rows
