@@ -21,7 +21,15 @@ from kvengine.spec import LayerSpec, ModelSpec
 from kvengine.triton_attention import default_launch
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
-from tests.kvengine.triton_check import HYBRID, KEY_ONLY, attend, filled, split_qkv, worst_against_dense
+from tests.kvengine.triton_check import (
+    HYBRID,
+    KEY_ONLY,
+    Filled,
+    attend,
+    filled,
+    split_qkv,
+    worst_against_dense,
+)
 
 pytestmark = pytest.mark.gpu
 LENGTHS = [1, 31, 32, 33, 200, 511, 1000, 1025] * 8  # 64 rows: DeepSeek-like rows x one KV head split on an H200
@@ -43,13 +51,19 @@ def test_the_paged_kernel_attends_the_passed_token_like_the_dense_reference(laye
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
 def test_the_paged_kernel_stores_the_passed_token_where_write_token_kv_would(layer: LayerSpec, tpb: int) -> None:
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
+    pools, want = pools_and_their_want(f, layer)
+    attend(f, layer, new=True)
+    assert [torch.equal(got, w) for got, w in zip(pools, want, strict=True)] == [True] * len(pools)
+
+
+def pools_and_their_want(f: Filled, layer: LayerSpec) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+    """The layer's pools (one tensor when key-only), and copies with the last token written by write_token_kv."""
     pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)
     want = [pool.clone() for pool in pools]
     _, k, v = split_qkv(f, layer)
     for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
         write_token_kv(pool, f.table, f.seq_lens - 1, token)
-    attend(f, layer, new=True)
-    assert [torch.equal(got, w) for got, w in zip(pools, want, strict=True)] == [True] * len(pools)
+    return pools, want
 
 
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
@@ -72,11 +86,7 @@ def test_head_parts_attend_and_store_the_passed_token_as_one_program_a_kv_head_d
     launch = dataclasses.replace(default_launch(layer.head_dim, tpb, group), last_split_merges=merge,
                                  head_parts=group // 2 if group > 2 else group)  # fmt: skip
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
-    pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)
-    want = [pool.clone() for pool in pools]
-    _, k, v = split_qkv(f, layer)
-    for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
-        write_token_kv(pool, f.table, f.seq_lens - 1, token)
+    pools, want = pools_and_their_want(f, layer)
     got = [attend(f, layer, new=True, launch=launch, splits=splits) for splits in (1, 3)]
     assert [worst_against_dense(f, layer, out) <= 2e-2 for out in got] == [True, True]
     assert [torch.equal(pool, w) for pool, w in zip(pools, want, strict=True)] == [True] * len(pools)
