@@ -26,6 +26,7 @@ Two parts, in one process:
        heads      $KVENGINE_HEAD_PARTS=4: every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's
                   group of 2: none)
        heads-d512 the head_dim 512 (DeepSeek-like window) layers only
+   and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials)
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -58,7 +59,7 @@ CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
             "prefetch-last", "prefetch-kv", "prefetch-all", "folded+prefetch", "folded+prefetch-all", "cublaslt",
             "prefetch+cublaslt", "folded+prefetch+cublaslt", "heads", "heads-d512", "folded+heads",
-            "folded+heads-d512")
+            "folded+heads-d512", "narrow", "folded+narrow", "heads+narrow")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 HEAD_PARTS = 4  # DeepSeek-like: 64 rows x 4 = 256 programs, about two an SM of an H100 without token splits
 PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
@@ -157,6 +158,22 @@ def head_parts_at_d512() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def narrow_partials() -> Iterator[None]:
+    """The launch with bf16 split partials (under any other patch of default_launch)."""
+    default_launch = triton_attention.default_launch
+
+    def narrow(head_dim: int, tokens_per_block: int, group: int = 1,
+               head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
+        return dataclasses.replace(default_launch(head_dim, tokens_per_block, group, head_parts), narrow_partials=True)
+
+    triton_attention.default_launch = narrow  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
 def blas(library: str) -> Iterator[None]:
     torch.backends.cuda.preferred_blas_library(library)
     try:
@@ -182,6 +199,8 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
         stack.enter_context(mock.patch.dict(os.environ, {HEAD_PARTS_ENV_VAR: str(HEAD_PARTS)}))
     if "heads-d512" in parts:
         stack.enter_context(head_parts_at_d512())
+    if "narrow" in parts:
+        stack.enter_context(narrow_partials())
     return stack
 
 

@@ -61,6 +61,7 @@ def knob_values(shape: Shape) -> dict[str, list[object]]:
     values["last_split_merges"] = [True, False]
     values["prefetch"] = [False, True]  # matters where rows split: the combine kernel against none
     values["head_parts"] = head_parts(shape)
+    values["narrow_partials"] = [False, True]
     return values
 
 

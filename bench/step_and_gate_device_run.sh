@@ -17,8 +17,8 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-# the prefetch plans: all slower on an H100 (PERF.md); heads-d512 and cuBLASLt: measured, not yet selectable
-VARIANTS=${VARIANTS:-current folded heads heads-d512 folded+heads cublaslt per-op}
+# the prefetch plans: all slower on an H100 (PERF.md); heads-d512, narrow, cuBLASLt: measured, not selectable yet
+VARIANTS=${VARIANTS:-current folded heads heads-d512 folded+heads narrow folded+narrow cublaslt per-op}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
     # state kept in $KEEP
@@ -63,7 +63,7 @@ GOAL = 0.45  # the DeepSeek-like step's: below it, a faster variant is not worth
 steps = json.load(open(sys.argv[1]))["steps"]
 by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}
 floor = by[("current", False)] - 0.003
-def selectable(name):  # the engine can run it by environment alone (cuBLASLt and heads-d512: not yet)
+def selectable(name):  # the engine can run it by environment alone (cuBLASLt, heads-d512, narrow: not yet)
     return all(part == "current" or part in ENV for part in name.split("+"))
 fits = [name for (name, deepseek) in by if deepseek and selectable(name) and by.get((name, False), 0) >= floor]
 best = max(fits, key=lambda name: by[(name, True)])

@@ -196,7 +196,7 @@ def _paged_decode_kernel(
         base = split * stride_ms + row * stride_mb + heads
         tl.store(M_OUT + base, m, mask=g_ok)
         tl.store(L_OUT + base, l_sum, mask=g_ok)
-        tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc, mask=out_mask)
+        tl.store(OUT + base[:, None] * HEAD_DIM + d[None, :], acc.to(OUT.dtype.element_ty), mask=out_mask)
         if LAST_MERGES:  # the split that arrives last merges them all: no combine kernel after this one
             tl.debug_barrier()  # every thread's partial stored before the release below
             counter = ARRIVED + row * tl.num_programs(1) + kv_part
@@ -262,6 +262,9 @@ class PagedLaunch:
     # to fill the GPU without splitting tokens, whose fp32 partials cost a write and a read each (at head_dim 512
     # and 16 query heads a split's partials are half the bytes of the KV it read); must divide the GQA group
     head_parts: int = 1
+    # split partials' sums in the query's 16-bit dtype, not float32 (their max and sum stay float32): half the
+    # bytes a split writes and the merge reads, for a rounding of each partial about that of the output's
+    narrow_partials: bool = False
 
 
 @functools.cache
@@ -356,7 +359,9 @@ def triton_paged_decode(
         splits = -(-n_tiles // per_split)
     out = torch.empty((batch, q_heads, head_dim), dtype=q.dtype, device=q.device)
     if splits > 1:
-        partial = torch.empty((splits, batch, q_heads, head_dim), dtype=torch.float32, device=q.device)
+        narrow = launch.narrow_partials and q.dtype in (torch.bfloat16, torch.float16)
+        partial = torch.empty((splits, batch, q_heads, head_dim), dtype=q.dtype if narrow else torch.float32,
+                              device=q.device)  # fmt: skip
         m_out = torch.empty((splits, batch, q_heads), dtype=torch.float32, device=q.device)
         l_out = torch.empty_like(m_out)
         target, stride_ms, stride_mb = partial, batch * q_heads, q_heads

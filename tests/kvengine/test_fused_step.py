@@ -77,6 +77,15 @@ def test_the_paged_kernel_over_stored_tokens_matches_the_dense_reference(
 
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
 @pytest.mark.parametrize("merge", [pytest.param(False, id="combine-kernel"), pytest.param(True, id="last-merges")])
+def test_bf16_partials_merge_like_the_dense_reference(layer: LayerSpec, tpb: int, merge: bool) -> None:
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb, layer.group), narrow_partials=True,
+                                 last_split_merges=merge)  # fmt: skip
+    f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
+    assert worst_against_dense(f, layer, attend(f, layer, new=True, launch=launch, splits=7)) <= 2e-2
+
+
+@pytest.mark.parametrize(("layer", "tpb"), SHAPES)
+@pytest.mark.parametrize("merge", [pytest.param(False, id="combine-kernel"), pytest.param(True, id="last-merges")])
 def test_head_parts_attend_and_store_the_passed_token_as_one_program_a_kv_head_does(
     layer: LayerSpec, tpb: int, merge: bool
 ) -> None:

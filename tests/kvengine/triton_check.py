@@ -50,6 +50,8 @@ LAST_MERGES = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm
 HEAD_PARTS_2 = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, head_parts=2)
 HEAD_PARTS_4 = dataclasses.replace(HEAD_PARTS_2, block_t=32, head_parts=4)  # DeepSeek's d512 tiles
 HEAD_PARTS_MERGE = dataclasses.replace(HEAD_PARTS_2, last_split_merges=True)
+NARROW = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, narrow_partials=True)
+NARROW_MERGE = dataclasses.replace(NARROW, last_split_merges=True)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -306,6 +308,11 @@ CHECKS: dict[str, Check] = {
     "fused-store-full-gqa-head-parts-2": fused_store_check(LAYERS["full-gqa"], launch=HEAD_PARTS_2),
     "kernel-window-9-key-only-head-parts-merge-twice": merged_twice_check(LAYERS["window-9-key-only"], splits=3,
                                                                           launch=HEAD_PARTS_MERGE),
+    # float16 partials: the combine kernel, the torch merge and the last split's merge read them
+    **{f"kernel-full-fp16-gqa-d32-narrow-partials-{merge}": kernel_check(LAYERS["full-fp16-gqa-d32"], 32, splits=3,
+                                                                        **options)
+       for merge, options in (("combine-kernel", {"launch": NARROW}), ("last-merges", {"launch": NARROW_MERGE}),
+                              ("torch-merge", {"launch": NARROW, "torch_combine": True}))},
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
     "norm-float16-100": norm_check(torch.float16, 100, 4e-3),
     "engine-hybrid-matches-dense": engine_reference_check(HYBRID),
