@@ -125,24 +125,18 @@ def row_major_weights() -> Iterator[None]:
         model.linear_layout = linear_layout
 
 
-@contextlib.contextmanager
-def tiles_of_16_at_d512() -> Iterator[None]:
-    default_launch = triton_attention.default_launch
+def tiles_of_16_at_d512() -> contextlib.AbstractContextManager[object]:
+    default_launch = triton_attention.default_launch  # the one in force now: patches stack
 
     def before(head_dim: int, tokens_per_block: int, group: int = 1,
                head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
         launch = default_launch(head_dim, tokens_per_block, group, head_parts)
         return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
 
-    triton_attention.default_launch = before  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+    return mock.patch.object(triton_attention, "default_launch", before)
 
 
-@contextlib.contextmanager
-def head_parts_at_d512() -> Iterator[None]:
+def head_parts_at_d512() -> contextlib.AbstractContextManager[object]:
     """The launch with HEAD_PARTS head parts at head_dim 512 only, as $KVENGINE_HEAD_PARTS gives them everywhere."""
     default_launch = triton_attention.default_launch
 
@@ -150,15 +144,10 @@ def head_parts_at_d512() -> Iterator[None]:
                    head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
         return default_launch(head_dim, tokens_per_block, group, HEAD_PARTS if head_dim > 128 else head_parts)
 
-    triton_attention.default_launch = with_parts  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+    return mock.patch.object(triton_attention, "default_launch", with_parts)
 
 
-@contextlib.contextmanager
-def narrow_partials() -> Iterator[None]:
+def narrow_partials() -> contextlib.AbstractContextManager[object]:
     """The launch with bf16 split partials (under any other patch of default_launch)."""
     default_launch = triton_attention.default_launch
 
@@ -166,11 +155,7 @@ def narrow_partials() -> Iterator[None]:
                head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
         return dataclasses.replace(default_launch(head_dim, tokens_per_block, group, head_parts), narrow_partials=True)
 
-    triton_attention.default_launch = narrow  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        triton_attention.default_launch = default_launch  # type: ignore[assignment]
+    return mock.patch.object(triton_attention, "default_launch", narrow)
 
 
 @contextlib.contextmanager

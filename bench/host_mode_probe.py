@@ -24,23 +24,17 @@ import sys
 import time
 from pathlib import Path
 
+from ci_tool.perf.host_probe import probe_ms
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASE = "gpu-deepseek_v4_like-pool8g-b64_1k"
+LOOP_ITERATIONS = 2_000_000  # the host probe's loop, 4x as long: what docs/PERF.md's table measured
 
 
 def current_cpu() -> int:
     """The CPU this thread runs on now (field 39 of /proc/thread-self/stat)."""
     fields = Path("/proc/thread-self/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[36])  # fields after the command name start at the 3rd
-
-
-def python_loop_ms() -> float:
-    """A fixed pure-Python loop's time: the measuring core's speed for the engine's host-side work."""
-    began = time.perf_counter()
-    total = 0
-    for i in range(2_000_000):
-        total += i & 7
-    return (time.perf_counter() - began) * 1000
 
 
 def child(case_id: str) -> dict[str, object]:
@@ -69,7 +63,7 @@ def child(case_id: str) -> dict[str, object]:
     load = DecodeLoad(case.load.concurrency, case.load.input_len, case.load.output_len, WARMUP_STEPS)
     rounds = []
     for _ in range(4):
-        cpus_before, loop_ms, trip_us = current_cpu(), python_loop_ms(), launch_round_trip_us()
+        cpus_before, loop_ms, trip_us = current_cpu(), probe_ms(LOOP_ITERATIONS), launch_round_trip_us()
         found = run_decode(engine, load_preset(case.model), load, hidden_size=case.hidden_size)
         rounds.append({
             "cpu": [cpus_before, current_cpu()], "python_loop_ms": round(loop_ms, 2),

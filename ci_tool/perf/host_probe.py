@@ -16,10 +16,10 @@ import time
 PROBE_ITERATIONS = 500_000  # about 16 ms on a fast host core: short beside a round, long beside timer noise
 
 
-def probe_ms() -> float:
+def probe_ms(iterations: int = PROBE_ITERATIONS) -> float:
     """The wall time of a fixed CPU-bound loop on this thread, in ms."""
     began = time.perf_counter()
     total = 0
-    for i in range(PROBE_ITERATIONS):
+    for i in range(iterations):
         total += i & 7
     return (time.perf_counter() - began) * 1000
