@@ -40,7 +40,9 @@ import functools
 import itertools
 import json
 import os
+import re
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 from unittest import mock
 
@@ -59,11 +61,13 @@ CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
             "prefetch-last", "prefetch-kv", "prefetch-all", "folded+prefetch", "folded+prefetch-all", "cublaslt",
             "prefetch+cublaslt", "folded+prefetch+cublaslt", "heads", "heads-d512", "folded+heads",
-            "folded+heads-d512", "narrow", "folded+narrow", "heads+narrow")
+            "folded+heads-d512", "narrow", "folded+narrow", "heads+narrow", "folded+cublaslt",
+            "folded+narrow+cublaslt")
 LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 HEAD_PARTS = 4  # DeepSeek-like: 64 rows x 4 = 256 programs, about two an SM of an H100 without token splits
 PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
          "prefetch-kv": "next-kv", "prefetch-all": "all"}  # fmt: skip
+PARTS = ("current", "folded", "per-op", *PLANS, "cublaslt", "heads", "heads-d512", "narrow", "pdl")
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -147,15 +151,40 @@ def head_parts_at_d512() -> contextlib.AbstractContextManager[object]:
     return mock.patch.object(triton_attention, "default_launch", with_parts)
 
 
-def narrow_partials() -> contextlib.AbstractContextManager[object]:
-    """The launch with bf16 split partials (under any other patch of default_launch)."""
-    default_launch = triton_attention.default_launch
+def launch_override(head_dim: int | None, **changes: Any) -> contextlib.AbstractContextManager[object]:
+    """Each paged-kernel call with `changes` (PagedLaunch fields) to its launch at `head_dim` (None: every
+    layer's), after the model chose it (model.py imports triton_paged_decode at each call)."""
+    paged_decode = triton_attention.triton_paged_decode  # the one in force now: patches stack
 
-    def narrow(head_dim: int, tokens_per_block: int, group: int = 1,
-               head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
-        return dataclasses.replace(default_launch(head_dim, tokens_per_block, group, head_parts), narrow_partials=True)
+    def changed(q: torch.Tensor, *args: object, launch: triton_attention.PagedLaunch | None = None,
+                **kwargs: object) -> torch.Tensor:  # fmt: skip
+        if launch is not None and head_dim in (None, q.shape[-1]):  # the fused step passes its launch
+            launch = dataclasses.replace(launch, **changes)
+        return paged_decode(q, *args, launch=launch, **kwargs)  # type: ignore[arg-type]
 
-    return mock.patch.object(triton_attention, "default_launch", narrow)
+    return mock.patch.object(triton_attention, "triton_paged_decode", changed)
+
+
+OVERRIDE = re.compile(r"d(\d+):(\w+)=(\w+)")  # a variant part: "d512:programs_per_sm=1"
+
+
+def override_part(part: str) -> contextlib.AbstractContextManager[object] | None:
+    """The launch override a variant part names ("d128:block_t=32", "d512:last_split_merges=0"), else None."""
+    found = OVERRIDE.fullmatch(part)
+    if found is None:
+        return None
+    head_dim, knob, text = int(found[1]), found[2], found[3]
+    kind = {field.name: field.type for field in dataclasses.fields(triton_attention.PagedLaunch)}.get(knob)
+    if kind is None:
+        raise SystemExit(f"variant part {part!r}: no PagedLaunch field {knob!r}")
+    value: object = None if text == "none" else bool(int(text)) if kind == "bool" else int(text)
+    return launch_override(head_dim, **{knob: value})
+
+
+def valid_variant(name: str) -> str:
+    if name in VARIANTS or all(part in PARTS or OVERRIDE.fullmatch(part) for part in name.split("+")):
+        return name
+    raise argparse.ArgumentTypeError(f"{name!r}: a name of {VARIANTS}, or parts of {PARTS} and dN:field=value")
 
 
 @contextlib.contextmanager
@@ -185,7 +214,13 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
     if "heads-d512" in parts:
         stack.enter_context(head_parts_at_d512())
     if "narrow" in parts:
-        stack.enter_context(narrow_partials())
+        stack.enter_context(launch_override(None, narrow_partials=True))
+    if "pdl" in parts:
+        stack.enter_context(launch_override(None, pdl=True))
+    for part in parts:
+        override = override_part(part)
+        if override is not None:
+            stack.enter_context(override)
     return stack
 
 
@@ -207,7 +242,8 @@ def step_rows(case_ids: list[str], variants: list[str], peak: float) -> list[dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=CASES, help="repeatable; default: both")
-    parser.add_argument("--variant", action="append", choices=VARIANTS, help="repeatable; default: all")
+    parser.add_argument("--variant", action="append", type=valid_variant,
+                        help="repeatable; default: all of VARIANTS; or parts joined by +")  # fmt: skip
     parser.add_argument("--no-gemms", action="store_true", help="the whole steps only")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args()

@@ -32,6 +32,11 @@ import torch
 import triton
 import triton.language as tl
 
+try:  # Triton >= 3.4; PagedLaunch.pdl is ignored without it
+    from triton.language.extra.cuda import gdc_wait
+except ImportError:  # pragma: no cover - older Triton
+    gdc_wait = None
+
 from kvengine.model import RMS_NORM_EPS
 from kvengine.triton_norm import rms_factor
 
@@ -115,8 +120,10 @@ def _paged_decode_kernel(
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
     V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
-    PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr,
+    PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr, PDL: tl.constexpr,
 ):  # fmt: skip
+    if PDL:  # launched early (PagedLaunch.pdl): every input below may be the kernel before's output
+        gdc_wait()
     row = tl.program_id(0)
     kv_part = tl.program_id(1)  # kv_head * HEAD_PARTS + part
     kv_head = kv_part // HEAD_PARTS
@@ -265,6 +272,10 @@ class PagedLaunch:
     # split partials' sums in the query's 16-bit dtype, not float32 (their max and sum stay float32): half the
     # bytes a split writes and the merge reads, for a rounding of each partial about that of the output's
     narrow_partials: bool = False
+    # programmatic dependent launch, where can_launch_early: the kernel may be scheduled while the kernel before
+    # it (the QKV GEMM) drains, and waits for it (griddepcontrol.wait) before its first load: the launch latency
+    # hidden. Ignored elsewhere
+    pdl: bool = False
 
 
 @functools.cache
@@ -311,6 +322,19 @@ def _knows_maxnreg() -> bool:
     except ImportError:
         return False
     return "maxnreg" in {field.name for field in dataclasses.fields(CUDAOptions)}
+
+
+@functools.cache
+def can_launch_early(device: torch.device) -> bool:
+    """PagedLaunch.pdl works here: an sm_90+ GPU (griddepcontrol is Hopper's), and a Triton with gdc_wait and
+    the launch_pdl option."""
+    if device.type != "cuda" or gdc_wait is None or torch.cuda.get_device_capability(device)[0] < 9:
+        return False
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return "launch_pdl" in {field.name for field in dataclasses.fields(CUDAOptions)}
 
 
 def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: PagedLaunch) -> tuple[int, int]:
@@ -375,6 +399,7 @@ def triton_paged_decode(
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
     block_d = _next_power_of_two(head_dim, at_least=16)
+    pdl = launch.pdl and can_launch_early(q.device)
     _paged_decode_kernel[(batch, kv_heads * parts, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
         out, arrived, normed, normed.stride(0), normed.shape[-1], RMS_NORM_EPS,
@@ -388,7 +413,8 @@ def triton_paged_decode(
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
         BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch, HEAD_PARTS=parts,
-        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        PDL=pdl, num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     if splits == 1 or last_merges:
         return out

@@ -18,7 +18,7 @@ from kvengine.loader import load_preset
 from kvengine.model import rms_norm
 from kvengine.quota import GIB
 from kvengine.spec import LayerSpec, ModelSpec
-from kvengine.triton_attention import default_launch
+from kvengine.triton_attention import can_launch_early, default_launch
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
 from tests.kvengine.triton_check import (
@@ -99,6 +99,37 @@ def test_head_parts_attend_and_store_the_passed_token_as_one_program_a_kv_head_d
     got = [attend(f, layer, new=True, launch=launch, splits=splits) for splits in (1, 3)]
     assert [worst_against_dense(f, layer, out) <= 2e-2 for out in got] == [True, True]
     assert [torch.equal(pool, w) for pool, w in zip(pools, want, strict=True)] == [True] * len(pools)
+
+
+@pytest.mark.parametrize(("layer", "tpb"), SHAPES)
+@pytest.mark.parametrize("merge", [pytest.param(False, id="combine-kernel"), pytest.param(True, id="last-merges")])
+def test_a_paged_kernel_launched_early_waits_for_the_gemm_that_makes_its_query(
+    layer: LayerSpec, tpb: int, merge: bool
+) -> None:
+    """PagedLaunch.pdl: in a graph after the GEMM that writes its query and new token, the kernel may start
+    while the GEMM drains; it must read what the GEMM wrote (the buffer holds zeros before), to the bit."""
+    if not can_launch_early(torch.device("cuda")):
+        pytest.skip("no programmatic dependent launch here (sm_90+ and a Triton with launch_pdl)")
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb, layer.group), last_split_merges=merge)
+    f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
+    pools, want_pools = pools_and_their_want(f, layer)
+    before = [pool.clone() for pool in pools]  # without the new token
+    want = attend(f, layer, new=True, launch=launch, splits=3).clone()
+    early = dataclasses.replace(launch, pdl=True)
+    # a long GEMM before the kernel: an identity product as wide as the projection, exact in bf16
+    source, eye = f.qkv.clone(), torch.eye(f.qkv.shape[1], device="cuda", dtype=f.qkv.dtype)
+    attend(f, layer, launch=early, splits=3)  # compiled outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        torch.mm(source, eye, out=f.qkv)
+        got = attend(f, layer, new=True, launch=early, splits=3)
+    f.qkv.zero_()
+    for pool, old in zip(pools, before, strict=True):
+        pool.copy_(old)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+    assert [torch.equal(pool, w) for pool, w in zip(pools, want_pools, strict=True)] == [True] * len(pools)
 
 
 @pytest.mark.parametrize("hidden", [pytest.param(2048, id="2048"), pytest.param(3000, id="3000")])
