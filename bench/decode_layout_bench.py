@@ -23,10 +23,11 @@ Two parts, in one process:
        "+cublaslt" after a name: its GEMMs through cuBLASLt; "folded+..." the same on the folded path
    and the paged kernel with head parts (PagedLaunch.head_parts: a KV head's query heads over 4 programs, one
    program an SM of them, so a row's tokens split less or not at all: fewer fp32 partials to write and merge):
-       heads      $KVENGINE_HEAD_PARTS=4: every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's
-                  group of 2: none)
+       heads      every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's group of 2: none)
        heads-d512 the head_dim 512 (DeepSeek-like window) layers only
-   and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials)
+   and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials);
+   "pdl": the paged kernel by programmatic dependent launch (PagedLaunch.pdl); "dN:field=value": a PagedLaunch
+   field at head_dim N ("folded+narrow+d512:programs_per_sm=1", "d512:last_split_merges=0", "d128:max_registers=none")
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -42,8 +43,8 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import torch
@@ -55,7 +56,6 @@ from bench.decode_bandwidth_bench import decoded, perf_cases, use_path
 from bench.paged_kernel_sweep import L2_BYTES, graph_us
 from ci_tool.perf.devices import peak_memory_bytes_per_s
 from kvengine import l2_prefetch
-from kvengine.attention import HEAD_PARTS_ENV_VAR
 
 CASES = ("gpu-gemma_like-pool48g-b128_1k", "gpu-deepseek_v4_like-pool8g-b64_1k")
 VARIANTS = ("before", "+pools", "+weights", "current", "folded", "per-op", "prefetch-o", "prefetch-qkv", "prefetch",
@@ -132,35 +132,27 @@ def row_major_weights() -> Iterator[None]:
 def tiles_of_16_at_d512() -> contextlib.AbstractContextManager[object]:
     default_launch = triton_attention.default_launch  # the one in force now: patches stack
 
-    def before(head_dim: int, tokens_per_block: int, group: int = 1,
-               head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
-        launch = default_launch(head_dim, tokens_per_block, group, head_parts)
+    def before(head_dim: int, tokens_per_block: int) -> triton_attention.PagedLaunch:
+        launch = default_launch(head_dim, tokens_per_block)
         return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
 
     return mock.patch.object(triton_attention, "default_launch", before)
 
 
-def head_parts_at_d512() -> contextlib.AbstractContextManager[object]:
-    """The launch with HEAD_PARTS head parts at head_dim 512 only, as $KVENGINE_HEAD_PARTS gives them everywhere."""
-    default_launch = triton_attention.default_launch
-
-    def with_parts(head_dim: int, tokens_per_block: int, group: int = 1,
-                   head_parts: int = 1) -> triton_attention.PagedLaunch:  # fmt: skip
-        return default_launch(head_dim, tokens_per_block, group, HEAD_PARTS if head_dim > 128 else head_parts)
-
-    return mock.patch.object(triton_attention, "default_launch", with_parts)
-
-
-def launch_override(head_dim: int | None, **changes: Any) -> contextlib.AbstractContextManager[object]:
+def launch_override(
+    head_dim: int | None, group_of: int = 1, **changes: Any
+) -> contextlib.AbstractContextManager[object]:
     """Each paged-kernel call with `changes` (PagedLaunch fields) to its launch at `head_dim` (None: every
-    layer's), after the model chose it (model.py imports triton_paged_decode at each call)."""
+    layer's) where `group_of` divides the layer's GQA group, after the model chose it (model.py imports
+    triton_paged_decode at each call)."""
     paged_decode = triton_attention.triton_paged_decode  # the one in force now: patches stack
 
-    def changed(q: torch.Tensor, *args: object, launch: triton_attention.PagedLaunch | None = None,
-                **kwargs: object) -> torch.Tensor:  # fmt: skip
-        if launch is not None and head_dim in (None, q.shape[-1]):  # the fused step passes its launch
+    def changed(q: torch.Tensor, k_pool: torch.Tensor, *args: object,
+                launch: triton_attention.PagedLaunch | None = None, **kwargs: object) -> torch.Tensor:  # fmt: skip
+        group = q.shape[1] // k_pool.shape[2]
+        if launch is not None and head_dim in (None, q.shape[-1]) and group % group_of == 0:  # the fused step's
             launch = dataclasses.replace(launch, **changes)
-        return paged_decode(q, *args, launch=launch, **kwargs)  # type: ignore[arg-type]
+        return paged_decode(q, k_pool, *args, launch=launch, **kwargs)  # type: ignore[arg-type]
 
     return mock.patch.object(triton_attention, "triton_paged_decode", changed)
 
@@ -209,10 +201,9 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
     stack.enter_context(mock.patch.dict(os.environ, {l2_prefetch.PREFETCH_ENV_VAR: plan}))
     if "cublaslt" in parts:
         stack.enter_context(blas("cublaslt"))
-    if "heads" in parts:  # read when the engine is built
-        stack.enter_context(mock.patch.dict(os.environ, {HEAD_PARTS_ENV_VAR: str(HEAD_PARTS)}))
-    if "heads-d512" in parts:
-        stack.enter_context(head_parts_at_d512())
+    if "heads" in parts or "heads-d512" in parts:
+        only = 512 if "heads-d512" in parts else None
+        stack.enter_context(launch_override(only, HEAD_PARTS, head_parts=HEAD_PARTS, programs_per_sm=1))
     if "narrow" in parts:
         stack.enter_context(launch_override(None, narrow_partials=True))
     if "pdl" in parts:

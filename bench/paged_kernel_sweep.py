@@ -142,7 +142,7 @@ def graph_us(calls: Sequence[Callable[[], object]], repeats: int = 20) -> float:
 def sweep(name: str, shape: Shape, repeats: int, peak: float) -> list[dict[str, object]]:
     copies = max(1, -(-2 * L2_BYTES // kv_bytes(shape)))
     call = Call(shape, copies)
-    default = default_launch(shape.layer.head_dim, shape.tokens_per_block, shape.layer.group)
+    default = default_launch(shape.layer.head_dim, shape.tokens_per_block)
     rows, best = [], {}
     tried: dict[PagedLaunch, float] = {}
 

@@ -173,20 +173,6 @@ def attention_path_from_env(environ: Mapping[str, str] = os.environ) -> str:
     return text or "triton"
 
 
-HEAD_PARTS_ENV_VAR = "KVENGINE_HEAD_PARTS"
-
-
-def head_parts_from_env(environ: Mapping[str, str] = os.environ) -> int:
-    """$KVENGINE_HEAD_PARTS: over how many programs the paged kernel spreads a KV head's query heads where its GQA
-    group divides (kvengine.triton_attention.PagedLaunch.head_parts); unset or empty: 1, a program a KV head."""
-    text = environ.get(HEAD_PARTS_ENV_VAR, "").strip()
-    parts = int(text) if text.isdigit() else 0
-    if text and (parts < 1 or parts & (parts - 1)):
-        raise ConfigError(f"{HEAD_PARTS_ENV_VAR} must be a power of two >= 1 (or unset), found {text!r}.",
-                          hint="4 spreads a DeepSeek-like layer's 16 query heads over 4 programs")  # fmt: skip
-    return parts or 1
-
-
 def dense_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, window_tokens: int | None, sink_tokens: int = 0
 ) -> torch.Tensor:

@@ -36,7 +36,6 @@ from kvengine.attention import (
     folded_step,
     fused_step,
     gather_indices,
-    head_parts_from_env,
     new_token_blocks,
     paged_decode_attention,
     write_token_kv,
@@ -101,7 +100,6 @@ class TinyDecoder:
         self.weights = tuple(_layer_weights(layer, hidden_size, weight) for layer in layers)
         self.fused = fused_step(device)
         self.folded = folded_step(device)
-        self.head_parts = head_parts_from_env() if self.fused else 1
         self.norm = _norm_for(self.fused)
         self.prefetcher = _prefetcher_for(device) if self.fused else None
 
@@ -182,8 +180,8 @@ class TinyDecoder:
         qkv = (x if self.folded else self.norm(x)) @ w.wqkv
         if write_kv and self.prefetcher and self.prefetcher.plan.next_qkv and layer_id + 1 < len(self.layers):
             self.prefetcher.prefetch(self.weights[layer_id + 1].wqkv)  # during this attention and output GEMM
-        launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block, layer.group,
-                                                    self.head_parts), last_split_merges=self.folded)  # fmt: skip
+        launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
+                                     last_split_merges=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
         q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)
         k = qkv[:, w.q_width : w.q_width + w.kv_width].view(heads)

@@ -287,21 +287,17 @@ def _next_power_of_two(value: int, *, at_least: int) -> int:
     return max(at_least, 1 << (value - 1).bit_length())
 
 
-def default_launch(head_dim: int, tokens_per_block: int, group: int = 1, head_parts: int = 1) -> PagedLaunch:
+def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     """64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
     a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
     (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
     32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100.
-    A KV head of `group` query heads is spread over `head_parts` programs where that divides the group
-    ($KVENGINE_HEAD_PARTS), with one program an SM then, so that tokens split less."""
+    No head parts: they made every DeepSeek-like layer slower on an H100 (docs/PERF.md)."""
     block_d = _next_power_of_two(head_dim, at_least=16)
     block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 32)
     cap = 128 if block_d <= 128 else None
-    launch = PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
-    if head_parts > 1 and group % head_parts == 0:
-        return dataclasses.replace(launch, head_parts=head_parts, programs_per_sm=1)
-    return launch
+    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
 
 
 def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
@@ -370,7 +366,7 @@ def triton_paged_decode(
     tpb, kv_heads = k_pool.shape[1], k_pool.shape[2]
     q, slots, logical = _unit_step(q), _unit_step(slots), _unit_step(logical)  # other strides are passed
     group = q_heads // kv_heads
-    launch = launch or default_launch(head_dim, tpb, group)
+    launch = launch or default_launch(head_dim, tpb)
     parts = launch.head_parts
     if parts < 1 or group % parts:
         raise ValueError(f"head_parts {parts} does not divide the {group} query heads of a KV head")

@@ -12,7 +12,6 @@ from kvengine.attention import (
     attention_path_from_env,
     dense_attention,
     gather_indices,
-    head_parts_from_env,
     paged_decode_attention,
     write_token_kv,
 )
@@ -197,16 +196,3 @@ def test_the_kernel_choice_reads_the_checked_variable(monkeypatch: pytest.Monkey
         assert _triton_kernel() is None
     finally:
         _triton_kernel.cache_clear()  # the next test reads its own environment
-
-
-@pytest.mark.parametrize(("text", "parts"), [(None, 1), ("", 1), ("1", 1), ("4", 4), (" 8 ", 8)])
-def test_the_head_parts_variable_names_a_power_of_two(text: str | None, parts: int) -> None:
-    assert head_parts_from_env({} if text is None else {"KVENGINE_HEAD_PARTS": text}) == parts
-
-
-@pytest.mark.parametrize("text", ["0", "3", "-4", "four", "4.0"])
-def test_a_head_parts_value_that_is_no_power_of_two_is_an_error(text: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        head_parts_from_env({"KVENGINE_HEAD_PARTS": text})
-    assert str(info.value) == (f"KVENGINE_HEAD_PARTS must be a power of two >= 1 (or unset), found {text!r}. Hint: 4 "
-                               "spreads a DeepSeek-like layer's 16 query heads over 4 programs")  # fmt: skip

@@ -78,7 +78,7 @@ def test_the_paged_kernel_over_stored_tokens_matches_the_dense_reference(
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
 @pytest.mark.parametrize("merge", [pytest.param(False, id="combine-kernel"), pytest.param(True, id="last-merges")])
 def test_bf16_partials_merge_like_the_dense_reference(layer: LayerSpec, tpb: int, merge: bool) -> None:
-    launch = dataclasses.replace(default_launch(layer.head_dim, tpb, layer.group), narrow_partials=True,
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), narrow_partials=True,
                                  last_split_merges=merge)  # fmt: skip
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
     assert worst_against_dense(f, layer, attend(f, layer, new=True, launch=launch, splits=7)) <= 2e-2
@@ -92,7 +92,7 @@ def test_head_parts_attend_and_store_the_passed_token_as_one_program_a_kv_head_d
     # where parts of one KV head store the same token at once and read it back, a race would show here, not in
     # the interpreter (it runs programs one by one). Parts of 2 query heads (Gemma's whole group of 2: one each)
     group = layer.group
-    launch = dataclasses.replace(default_launch(layer.head_dim, tpb, group), last_split_merges=merge,
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), last_split_merges=merge,
                                  head_parts=group // 2 if group > 2 else group)  # fmt: skip
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
     pools, want = pools_and_their_want(f, layer)
@@ -110,7 +110,7 @@ def test_a_paged_kernel_launched_early_waits_for_the_gemm_that_makes_its_query(
     while the GEMM drains; it must read what the GEMM wrote (the buffer holds zeros before), to the bit."""
     if not can_launch_early(torch.device("cuda")):
         pytest.skip("no programmatic dependent launch here (sm_90+ and a Triton with launch_pdl)")
-    launch = dataclasses.replace(default_launch(layer.head_dim, tpb, layer.group), last_split_merges=merge)
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), last_split_merges=merge)
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
     pools, want_pools = pools_and_their_want(f, layer)
     before = [pool.clone() for pool in pools]  # without the new token
@@ -151,19 +151,16 @@ def test_the_fused_engine_matches_the_dense_reference_on_cuda(
     torch.testing.assert_close(hidden, reference_decode(engine, tokens), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("head_parts", [pytest.param("1", id="whole-heads"), pytest.param("4", id="head-parts-4")])
 @pytest.mark.parametrize("path", ["triton", "triton-folded"])
 @pytest.mark.parametrize(
     ("preset", "tpb"),
     [pytest.param("gemma-like", 32, id="gemma-like"), pytest.param("deepseek-v4-like", 128, id="deepseek")],
 )
 def test_the_fused_step_decodes_the_presets_as_the_per_op_step_does(
-    preset: str, tpb: int, path: str, head_parts: str, monkeypatch: pytest.MonkeyPatch
+    preset: str, tpb: int, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Graphs on, 64 rows of about two blocks; float32 activations over the presets' bf16 pools (the two paths'
-    GEMMs may round bf16 activations apart over 60 layers). Head parts: DeepSeek-like's 16 query heads a KV head
-    over 4 programs (Gemma-like's group of 2 keeps one)."""
-    monkeypatch.setenv("KVENGINE_HEAD_PARTS", head_parts)
+    GEMMs may round bf16 activations apart over 60 layers)."""
     spec = load_preset(preset)
     # max_seq_len the test's own: the DeepSeek-like manager sizes its pools for max-length rows, and at the
     # preset's 65536 its 128-token window pool holds only about half of these 64 rows

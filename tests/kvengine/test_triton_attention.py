@@ -5,7 +5,6 @@ test_fused_step.py's cuda cases run the compiled kernels."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -14,7 +13,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("triton")
-from kvengine.triton_attention import default_launch  # after the skip: these import Triton
 from tests.kvengine.triton_check import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +35,3 @@ def interpreted() -> dict[str, str]:
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_the_interpreted_kernel_check_passes(interpreted: dict[str, str], name: str) -> None:
     assert interpreted[name].endswith(" ok"), f"{name}: {interpreted[name]}"
-
-
-def test_head_parts_apply_where_they_divide_the_group_and_then_one_program_an_sm() -> None:
-    spread = dataclasses.replace(default_launch(512, 128, 16), head_parts=4, programs_per_sm=1)
-    assert (default_launch(512, 128, 16, 4), default_launch(128, 32, 2, 4)) == (spread, default_launch(128, 32, 2))

@@ -207,13 +207,11 @@ TOKENS = torch.randint(0, 64, (3, 7), generator=torch.Generator().manual_seed(1)
 
 
 @functools.cache
-def decoded(spec: ModelSpec, path: str, extra: float = 0.0, head_parts: int = 1) -> tuple[DecodeEngine, torch.Tensor]:
-    """An engine on CPU whose decoder takes `path` ($KVENGINE_ATTENTION, read when the decoder is built; and
-    $KVENGINE_HEAD_PARTS), after len(TOKENS[0]) steps of 3 fresh sequences (padded to the 4-row graph path), and
-    their hidden states. Cached: in the interpreter one such run takes seconds, and several checks read the same
-    one."""
+def decoded(spec: ModelSpec, path: str, extra: float = 0.0) -> tuple[DecodeEngine, torch.Tensor]:
+    """An engine on CPU whose decoder takes `path` ($KVENGINE_ATTENTION, read when the decoder is built), after
+    len(TOKENS[0]) steps of 3 fresh sequences (padded to the 4-row graph path), and their hidden states. Cached:
+    in the interpreter one such run takes seconds, and several checks read the same one."""
     os.environ["KVENGINE_ATTENTION"] = path
-    os.environ["KVENGINE_HEAD_PARTS"] = str(head_parts)
     _triton_kernel.cache_clear()
     options = EngineOptions(device="cpu", budget_bytes=1 << 20, max_context_tokens=16, hidden_size=32,
                             vocab_size=64, extra_step_cost=extra)  # fmt: skip
@@ -233,9 +231,9 @@ def pool_tensors(engine: DecodeEngine) -> list[torch.Tensor]:
     return [t for group in engine.pools.tensors for t in group]
 
 
-def engine_reference_check(spec: ModelSpec, path: str = "triton", head_parts: int = 1) -> Check:
+def engine_reference_check(spec: ModelSpec, path: str = "triton") -> Check:
     def run() -> tuple[str, bool]:
-        engine, got = decoded(spec, path, head_parts=head_parts)
+        engine, got = decoded(spec, path)
         return within((got - torch.stack(reference_decode(engine, TOKENS))).abs().max().item(), 1e-4)
 
     return run
@@ -320,8 +318,6 @@ CHECKS: dict[str, Check] = {
     "engine-hybrid-pools-match-per-op-step": engine_pools_check(HYBRID),
     "engine-key-only-pools-match-per-op-step": engine_pools_check(KEY_ONLY),
     "engine-key-only-folded-matches-dense": engine_reference_check(KEY_ONLY, "triton-folded"),
-    "engine-key-only-head-parts-2-matches-dense": engine_reference_check(KEY_ONLY, head_parts=2),
-    "engine-key-only-folded-head-parts-4-matches-dense": engine_reference_check(KEY_ONLY, "triton-folded", 4),
     "engine-key-only-folded-pools-match-per-op-step": engine_pools_check(KEY_ONLY, "triton-folded"),
     "engine-key-only-extra-cost-changes-nothing": engine_extra_cost_check(KEY_ONLY),  # the smaller engine: 4 s, not 16
 }  # fmt: skip
