@@ -13,8 +13,9 @@ Two parts, in one process:
                   row apart), row-major weights, 16-token tiles at head_dim 512
        +pools     buffer-major pools (each layer's buffer contiguous)
        +weights   and the weights in the Linear layout
-       current    and 32-token tiles at head_dim 512: the engine as it is
-       folded     the engine as it is on the triton-folded path (the norm and the split merge in the paged kernel)
+       current    and 32-token tiles at head_dim 512: the `triton` path (the default until the folded one)
+       folded     the `triton-folded` path, the engine's default (the norm and the split merge in the paged
+                  kernel, bf16 partials)
        per-op     the per-op step (triton-unfused) as it is: the peer
    and the engine with weights prefetched into L2 on a side stream ($KVENGINE_L2_PREFETCH: PLANS below):
        prefetch-o / prefetch-qkv / prefetch / prefetch-last   the output projection from its layer's start,
@@ -26,8 +27,9 @@ Two parts, in one process:
        heads      every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's group of 2: none)
        heads-d512 the head_dim 512 (DeepSeek-like window) layers only
    and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials);
-   "pdl": the paged kernel by programmatic dependent launch (PagedLaunch.pdl); "dN:field=value": a PagedLaunch
-   field at head_dim N ("folded+narrow+d512:programs_per_sm=1", "d512:last_split_merges=0", "d128:max_registers=none")
+   "pdl" / "no-pdl": the paged kernel by programmatic dependent launch or not (PagedLaunch.pdl; on by default);
+   "wide": float32 partials; "dN:field=value": a PagedLaunch field at head_dim N ("folded+d512:programs_per_sm=1",
+   "folded+d512:last_split_merges=0", "d128:max_registers=none")
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -67,7 +69,7 @@ LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 HEAD_PARTS = 4  # DeepSeek-like: 64 rows x 4 = 256 programs, about two an SM of an H100 without token splits
 PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
          "prefetch-kv": "next-kv", "prefetch-all": "all"}  # fmt: skip
-PARTS = ("current", "folded", "per-op", *PLANS, "cublaslt", "heads", "heads-d512", "narrow", "pdl")
+PARTS = ("current", "folded", "per-op", *PLANS, "cublaslt", "heads", "heads-d512", "narrow", "wide", "pdl", "no-pdl")
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -206,8 +208,10 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
         stack.enter_context(launch_override(only, HEAD_PARTS, head_parts=HEAD_PARTS, programs_per_sm=1))
     if "narrow" in parts:
         stack.enter_context(launch_override(None, narrow_partials=True))
-    if "pdl" in parts:
-        stack.enter_context(launch_override(None, pdl=True))
+    if "wide" in parts:
+        stack.enter_context(launch_override(None, narrow_partials=False))
+    if "pdl" in parts or "no-pdl" in parts:
+        stack.enter_context(launch_override(None, pdl="pdl" in parts))
     for part in parts:
         override = override_part(part)
         if override is not None:

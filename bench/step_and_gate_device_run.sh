@@ -2,11 +2,12 @@
 # One device call that measures the fused step's options and then gates on the best of them, for GPUs that come
 # rarely (docs/PERF.md, "Weights prefetched into L2"):
 #   1. the GPU tests of the kernels and the engine paths (gpu marker): correctness first;
-#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the folded path, head parts, cuBLASLt, the L2
-#      prefetch plans) on the two bandwidth cases, side by side in one process;
+#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the default folded path with and without its bf16
+#      partials and early launch, the `triton` path, cuBLASLt, the per-op peer) on the two bandwidth cases, side
+#      by side in one process;
 #   3. the best of them: the variant with the highest DeepSeek-like fraction of peak whose Gemma-like fraction is
-#      no lower than the current step's less 0.3 points, written as the environment that selects it
-#      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH, KVENGINE_HEAD_PARTS) to $KEEP/chosen.env and summary.txt;
+#      no lower than the default step's less 0.3 points, written as the environment that selects it
+#      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH) to $KEEP/chosen.env and summary.txt;
 #   4. with the time left, bench/perf_gate_runs.sh under that environment: new baselines, then gated runs.
 #   OUT=results GPU=H100 bench/step_and_gate_device_run.sh [BUDGET_SECONDS] [QUIET_RUNS HOG_RUNS PLANTED_RUNS]
 # $KEEP (default /tmp/step-and-gate) keeps chosen.env, the history and the baseline file for the next call on the
@@ -17,8 +18,8 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-# the prefetch plans: all slower on an H100 (PERF.md); heads-d512, narrow, cuBLASLt: measured, not selectable yet
-VARIANTS=${VARIANTS:-current folded heads heads-d512 folded+heads narrow folded+narrow cublaslt per-op}
+# the prefetch plans and head parts: all slower on an H100 (PERF.md); cuBLASLt, no-pdl, wide: not selectable
+VARIANTS=${VARIANTS:-folded folded+no-pdl folded+wide current folded+cublaslt per-op}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
     # state kept in $KEEP
@@ -30,9 +31,9 @@ gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh u
     cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$OUT/gate/tally.txt" "$KEEP/"
     rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
 }
-baseline_runs() {  # 6 (their quiet ones proposed: perf_gate_runs.sh), or 0 where the committed baselines were set
-    # on the step chosen
-    if grep -q "^KVENGINE" "$KEEP/chosen.env" || [ "$GPU" != H100 ]; then echo 6; else echo 0; fi
+baseline_runs() {  # 6 (their quiet ones proposed: perf_gate_runs.sh), or $BASELINE_RUNS (0: the committed
+    # baselines were set on the step chosen)
+    echo "${BASELINE_RUNS:-6}"
 }
 if [ -f "$KEEP/chosen.env" ]; then  # a call before this one on this machine measured and chose: gate on
     if [ -f "$KEEP/history.sqlite" ]; then
@@ -57,14 +58,14 @@ ENV = {  # a variant's parts -> the environment that selects it
     "folded": ("KVENGINE_ATTENTION", "triton-folded"), "prefetch-o": ("KVENGINE_L2_PREFETCH", "output"),
     "prefetch-qkv": ("KVENGINE_L2_PREFETCH", "next-qkv"), "prefetch": ("KVENGINE_L2_PREFETCH", "both"),
     "prefetch-last": ("KVENGINE_L2_PREFETCH", "both-evict-last"), "prefetch-kv": ("KVENGINE_L2_PREFETCH", "next-kv"),
-    "prefetch-all": ("KVENGINE_L2_PREFETCH", "all"), "heads": ("KVENGINE_HEAD_PARTS", "4"),
+    "prefetch-all": ("KVENGINE_L2_PREFETCH", "all"), "current": ("KVENGINE_ATTENTION", "triton"),
 }
 GOAL = 0.45  # the DeepSeek-like step's: below it, a faster variant is not worth new baselines
 steps = json.load(open(sys.argv[1]))["steps"]
 by = {(row["variant"], "deepseek" in row["case"]): row["fraction"] for row in steps}
-floor = by[("current", False)] - 0.003
-def selectable(name):  # the engine can run it by environment alone (cuBLASLt, heads-d512, narrow: not yet)
-    return all(part == "current" or part in ENV for part in name.split("+"))
+floor = by[("folded", False)] - 0.003  # the engine's default step
+def selectable(name):  # the engine can run it by environment alone (cuBLASLt, no-pdl, wide: not)
+    return all(part in ENV for part in name.split("+"))
 fits = [name for (name, deepseek) in by if deepseek and selectable(name) and by.get((name, False), 0) >= floor]
 best = max(fits, key=lambda name: by[(name, True)])
 measured = sorted((name for name, deepseek in by if deepseek), key=lambda name: -by[(name, True)])
@@ -75,7 +76,7 @@ if by[(best, True)] >= GOAL:
         if part in ENV:
             print("{}={}".format(*ENV[part]))
 else:
-    print(f"# under {GOAL:.0%}: the gate goes on with the current step")
+    print(f"# under {GOAL:.0%}: the gate goes on with the default step")
 PY
 tee -a "$OUT/summary.txt" < "$KEEP/chosen.env"
 

@@ -16,11 +16,12 @@ place; elsewhere the blocks are gathered and attended with torch's fused attenti
 $KVENGINE_ATTENTION picks the decode step's path (ATTENTION_PATHS); Triton's own TRITON_INTERPRET=1 lets
 the Triton paths run on CPU tensors (slowly: the CPU tests' way of checking the kernels):
 
-    triton          the fused step: Triton RMS norm, one QKV projection, the paged kernel writes the new
-                    token's K/V and a combine kernel merges splits (kvengine.model); the default
-    triton-folded   the fused step with two kernels a layer fewer: the paged kernel applies the rows' RMS norm
-                    factor and its last split merges the others (kvengine.model); the default to be, once a
-                    GPU has measured it against `triton`
+    triton-folded   the fused step (kvengine.model), the default: one QKV projection of the raw rows, then the
+                    paged kernel applies the rows' RMS norm factor, writes the new token's K/V, and its last
+                    split merges the others' bf16 partials; two kernels a layer, and 4 % less time than
+                    `triton` on an H100's DeepSeek-like step (docs/PERF.md)
+    triton          the fused step as it was: a Triton RMS norm kernel, one QKV projection, the paged kernel
+                    writes the new token's K/V and a combine kernel merges float32 partials
     triton-unfused  the step before it: torch norm, three projections, torch K/V writes and split merge,
                     around the same paged kernel (a peer for benches, and a fallback)
     torch           the per-op step with gathered blocks and torch's SDPA (no Triton at all)
@@ -128,7 +129,7 @@ def gathered_kv(
 
 
 ATTENTION_ENV_VAR = "KVENGINE_ATTENTION"
-ATTENTION_PATHS = ("triton", "triton-folded", "triton-unfused", "torch")  # unset or empty = triton where installed
+ATTENTION_PATHS = ("triton-folded", "triton", "triton-unfused", "torch")  # unset or empty: the first, with Triton
 
 
 @functools.cache
@@ -151,7 +152,7 @@ def runs_triton(device: torch.device) -> bool:
 
 
 def fused_step(device: torch.device) -> bool:
-    """Whether the decoder on `device` runs the fused step (the `triton` or `triton-folded` path; see the
+    """Whether the decoder on `device` runs the fused step (the `triton-folded` or `triton` path; see the
     module docstring)."""
     return runs_triton(device) and attention_path_from_env() in ("triton", "triton-folded")
 
@@ -170,7 +171,7 @@ def attention_path_from_env(environ: Mapping[str, str] = os.environ) -> str:
             f"{ATTENTION_ENV_VAR} must be one of {', '.join(ATTENTION_PATHS)} (or unset), found {text!r}.",
             hint=did_you_mean(text, ATTENTION_PATHS),
         )
-    return text or "triton"
+    return text or ATTENTION_PATHS[0]
 
 
 def dense_attention(

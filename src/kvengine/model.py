@@ -12,10 +12,10 @@ decode step of 60 layers at 64 rows is bound by kernel count more than bytes:
     RMS norm kernel -> one QKV GEMM (the weights concatenated at load) -> paged kernel (stores the new K/V)
     -> combine kernel (split rows only) -> output GEMM accumulated into the residual in place (addmm_)
 
-Folded (the `triton-folded` path), three: the norm needs no kernel of its own, since it scales each row by
-one factor s and norm(x) @ W = s * (x @ W): the QKV GEMM takes the raw rows and the paged kernel, which reads
-q and the new K/V of a row anyway, computes s from the row and applies it; and the split of a row that
-finishes last merges the others' partials, where the combine kernel did.
+Folded (the `triton-folded` path, the default), three: the norm needs no kernel of its own, since it scales each
+row by one factor s and norm(x) @ W = s * (x @ W): the QKV GEMM takes the raw rows and the paged kernel, which
+reads q and the new K/V of a row anyway, computes s from the row and applies it; and the split of a row that
+finishes last merges the others' partials (in bf16 for a bf16 model), where the combine kernel did.
 
 Either fused step may pull what its next kernels read into L2 on a side stream while the current ones run
 (kvengine.l2_prefetch; $KVENGINE_L2_PREFETCH names the plan): a layer's output projection from the layer's start,
@@ -180,8 +180,9 @@ class TinyDecoder:
         qkv = (x if self.folded else self.norm(x)) @ w.wqkv
         if write_kv and self.prefetcher and self.prefetcher.plan.next_qkv and layer_id + 1 < len(self.layers):
             self.prefetcher.prefetch(self.weights[layer_id + 1].wqkv)  # during this attention and output GEMM
+        # folded: bf16 partials, where they help (the last split reads them; a combine kernel, they cost)
         launch = dataclasses.replace(default_launch(layer.head_dim, self.layout.tokens_per_block),
-                                     last_split_merges=self.folded)  # fmt: skip
+                                     last_split_merges=self.folded, narrow_partials=self.folded)  # fmt: skip
         heads = (-1, layer.num_kv_heads, layer.head_dim)
         q = qkv[:, : w.q_width].view(-1, layer.q_heads, layer.head_dim)
         k = qkv[:, w.q_width : w.q_width + w.kv_width].view(heads)

@@ -155,8 +155,8 @@ def test_engine_decode_matches_dense_reference(
 @pytest.mark.parametrize(
     ("text", "path"),
     [
-        pytest.param(None, "triton", id="unset"),
-        pytest.param("", "triton", id="empty"),
+        pytest.param(None, "triton-folded", id="unset"),
+        pytest.param("", "triton-folded", id="empty"),
         pytest.param("triton", "triton", id="triton"),
         pytest.param("triton-unfused", "triton-unfused", id="triton-unfused"),
         pytest.param("torch", "torch", id="torch"),
@@ -180,7 +180,7 @@ def test_the_attention_variable_names_a_path(text: str | None, path: str) -> Non
 def test_an_attention_value_naming_no_path_is_an_error_not_the_fast_path(text: str, hint: str) -> None:
     with pytest.raises(ConfigError) as info:
         attention_path_from_env({"KVENGINE_ATTENTION": text})
-    expected = (f"KVENGINE_ATTENTION must be one of triton, triton-folded, triton-unfused, torch (or unset), "
+    expected = (f"KVENGINE_ATTENTION must be one of triton-folded, triton, triton-unfused, torch (or unset), "
                 f"found {text!r}. "
                 f"Hint: {hint}")  # fmt: skip
     assert str(info.value) == expected
