@@ -27,7 +27,7 @@ Two parts, in one process:
        heads      every layer whose GQA group holds 4 (DeepSeek-like: all; Gemma-like's group of 2: none)
        heads-d512 the head_dim 512 (DeepSeek-like window) layers only
    and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials);
-   "pdl" / "no-pdl": the paged kernel by programmatic dependent launch or not (PagedLaunch.pdl; on by default);
+   "pdl" / "no-pdl": the paged kernel by programmatic dependent launch or not (PagedLaunch.pdl; off by default);
    "wide": float32 partials; "dN:field=value": a PagedLaunch field at head_dim N ("folded+d512:programs_per_sm=1",
    "folded+d512:last_split_merges=0", "d128:max_registers=none")
 

@@ -293,12 +293,12 @@ def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
     (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
     32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100.
-    No head parts: they made every DeepSeek-like layer slower on an H100 (docs/PERF.md). Launched early (pdl)
-    where the GPU and Triton can: ignored elsewhere."""
+    No head parts: they made every DeepSeek-like layer slower on an H100 (docs/PERF.md); not launched early
+    (pdl): the step measured the same with it, within its noise."""
     block_d = _next_power_of_two(head_dim, at_least=16)
     block_t = min(_next_power_of_two(tokens_per_block, at_least=16), 64 if block_d <= 128 else 32)
     cap = 128 if block_d <= 128 else None
-    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap, pdl=True)
+    return PagedLaunch(block_t=block_t, num_warps=4, num_stages=3, programs_per_sm=2, max_registers=cap)
 
 
 def _unit_step(tensor: torch.Tensor) -> torch.Tensor:

@@ -118,7 +118,8 @@ def test_a_paged_kernel_launched_early_waits_for_the_gemm_that_makes_its_query(
     early = dataclasses.replace(launch, pdl=True)
     # a long GEMM before the kernel: an identity product as wide as the projection, exact in bf16
     source, eye = f.qkv.clone(), torch.eye(f.qkv.shape[1], device="cuda", dtype=f.qkv.dtype)
-    attend(f, layer, launch=early, splits=3)  # compiled outside the capture
+    torch.mm(source, eye, out=f.qkv)  # cuBLAS's handle and the kernel compiled outside the capture
+    attend(f, layer, launch=early, splits=3)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         torch.mm(source, eye, out=f.qkv)
