@@ -37,12 +37,14 @@ def signature(
     """(argument types, constexprs, compile options) of the call the engine makes for `shape` on an H200."""
     layer, tpb = shape.layer, shape.tokens_per_block
     folded = call == "folded"
-    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch, last_split_merges=folded)
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch, last_split_merges=folded,
+                                 narrow_partials=folded)  # the engine's folded step: bf16 partials  # fmt: skip
     blocks = -(-shape.seq_len // tpb)
     columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
     n_tiles = columns * -(-tpb // launch.block_t)
     splits, per_split = split_count(shape.rows * layer.num_kv_heads, n_tiles, multiprocessors=132, launch=launch)
     group = layer.q_heads // layer.num_kv_heads
+    merging = splits > 1 and launch.last_split_merges
     constexprs = {
         "GROUP": group, "BLOCK_G": _next_power_of_two(group, at_least=16), "HEAD_DIM": layer.head_dim,
         "BLOCK_D": _next_power_of_two(layer.head_dim, at_least=16), "TPB": tpb, "BLOCK_T": launch.block_t,
@@ -50,6 +52,8 @@ def signature(
         "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": call != "per-op",
         "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
         "NORM_ROWS": folded, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
+        "HEAD_PARTS": launch.head_parts, "PDL": launch.pdl,
+        "SPLITS": splits if merging else 1, "BLOCK_S": _next_power_of_two(splits, at_least=2) if merging else 1,
     }  # fmt: skip
     types = {}
     for name in _paged_decode_kernel.arg_names:
@@ -57,8 +61,10 @@ def signature(
             types[name] = "constexpr"
         elif name in ("SLOTS", "LOGICAL", "SEQ_LENS", "NEW_SLOTS", "NEW_COLUMNS"):
             types[name] = "*i64"
-        elif name in ("OUT", "M_OUT", "L_OUT"):
+        elif name in ("M_OUT", "L_OUT"):
             types[name] = "*fp32" if splits > 1 else "*bf16"
+        elif name == "OUT":  # the partials where rows split
+            types[name] = "*fp32" if splits > 1 and not launch.narrow_partials else "*bf16"
         elif name == "ARRIVED":
             types[name] = "*i32"
         else:

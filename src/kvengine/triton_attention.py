@@ -80,27 +80,29 @@ def _tokens(POOL, safe, offset, kv_mask, head_at, d, stride_s, stride_t):  # typ
 
 @triton.jit
 def _merge_splits(  # type: ignore[no-untyped-def]
-    PARTIAL, M, L, MERGED, ARRIVED_AT, at, g_ok, stride_s, n_splits, merged_at, HEAD_DIM: tl.constexpr,
-    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
+    PARTIAL, M, L, MERGED, ARRIVED_AT, at, g_ok, stride_s, merged_at, HEAD_DIM: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, SPLITS: tl.constexpr, BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     """The combine kernel's math for one (row, KV head)'s query heads, run by the split that arrived last: its
-    acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before. Up to
-    128 columns at a time: a [16, 512] accumulator would cost the whole kernel registers (fewer programs)."""
-    top = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
-    for s in range(0, n_splits):
-        top = tl.maximum(top, tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg"))
-    total = tl.zeros([BLOCK_G], dtype=tl.float32)
-    for s in range(0, n_splits):
-        weight = tl.exp(tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg") - top)
-        total += weight * tl.load(L + s * stride_s + at, mask=g_ok, other=0.0, cache_modifier=".cg")
-    CHUNK: tl.constexpr = BLOCK_D if BLOCK_D < 128 else 128
+    acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before. Every split's
+    max and sum come in one load, and each column chunk's partials split by split in an unrolled loop, so the
+    loads are in flight together: this merge is the tail of each layer's call, where a loop over the splits cost
+    an L2 round trip a split and pass. 32 columns at a time: the unrolled loads' registers (at 64 the d128 kernel
+    spills under its 128-register cap for sm_90: bench/paged_kernel_registers.py)."""
+    s = tl.arange(0, BLOCK_S)
+    both = (s < SPLITS)[:, None] & g_ok[None, :]
+    ms = tl.load(M + s[:, None] * stride_s + at[None, :], mask=both, other=-1.0e30, cache_modifier=".cg")
+    sums = tl.load(L + s[:, None] * stride_s + at[None, :], mask=both, other=0.0, cache_modifier=".cg")
+    weights = tl.where(both, tl.exp(ms - tl.max(ms, 0)[None, :]), 0.0)  # [splits, heads]
+    total = tl.sum(weights * sums, 0)
+    CHUNK: tl.constexpr = BLOCK_D if BLOCK_D < 32 else 32
     for first in tl.static_range(0, BLOCK_D, CHUNK):
         d = first + tl.arange(0, CHUNK)
         mask = g_ok[:, None] & (d < HEAD_DIM)[None, :]
         out = tl.zeros([BLOCK_G, CHUNK], dtype=tl.float32)
-        for s in range(0, n_splits):
-            weight = tl.exp(tl.load(M + s * stride_s + at, mask=g_ok, other=-1.0e30, cache_modifier=".cg") - top)
-            acc = tl.load(PARTIAL + (s * stride_s + at)[:, None] * HEAD_DIM + d[None, :], mask=mask, other=0.0,
+        for split in tl.static_range(0, SPLITS):
+            weight = tl.sum(tl.where(s[:, None] == split, weights, 0.0), 0)  # row `split` of weights
+            acc = tl.load(PARTIAL + (split * stride_s + at)[:, None] * HEAD_DIM + d[None, :], mask=mask, other=0.0,
                           cache_modifier=".cg")  # fmt: skip
             out += acc * weight[:, None]
         out = out / tl.maximum(total, 1.0e-30)[:, None]
@@ -120,7 +122,8 @@ def _paged_decode_kernel(
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr, SPLIT: tl.constexpr,
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
     V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
-    PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr, PDL: tl.constexpr,
+    PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr, PDL: tl.constexpr, SPLITS: tl.constexpr,
+    BLOCK_S: tl.constexpr,
 ):  # fmt: skip
     if PDL:  # launched early (PagedLaunch.pdl): every input below may be the kernel before's output
         gdc_wait()
@@ -210,9 +213,9 @@ def _paged_decode_kernel(
             arrived = tl.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
             if arrived == n_splits - 1:
                 _merge_splits(OUT, M_OUT, L_OUT, MERGED, counter,
-                              row * stride_mb + heads, g_ok, stride_ms, n_splits,
+                              row * stride_mb + heads, g_ok, stride_ms,
                               MERGED + row * stride_fb + heads[:, None] * stride_fh, HEAD_DIM, BLOCK_G,
-                              BLOCK_D)  # fmt: skip
+                              BLOCK_D, SPLITS, BLOCK_S)  # fmt: skip
     else:
         out = acc / tl.maximum(l_sum, 1.0e-30)[:, None]
         tl.store(OUT + row * stride_ob + heads[:, None] * stride_oh + d[None, :], out.to(OUT.dtype.element_ty),
@@ -410,7 +413,9 @@ def triton_paged_decode(
         KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
         LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
         BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch, HEAD_PARTS=parts,
-        PDL=pdl, num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
+        PDL=pdl, SPLITS=splits if last_merges else 1,  # constexprs of the merge only: no recompiles elsewhere
+        BLOCK_S=_next_power_of_two(splits, at_least=2) if last_merges else 1,
+        num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
         **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
     if splits == 1 or last_merges:
