@@ -3,9 +3,10 @@
 Triton compiles the kernel for a target it is told, and its bundled ptxas and cuobjdump read the cubin. Per
 bandwidth-case layer shape (bench/paged_kernel_sweep.py's) and call (the folded step's: the norm's factor applied
 and the last split merging; the fused step's, new token passed and stored; or the per-op step's), at the
-default launch: registers a thread, local memory (spills), shared memory,
-cp.async copies in the loop (what Triton pipelines), and how many programs an SM's 64K registers hold.
-Spilled bytes are cuobjdump's stack frame plus local memory.
+default launch: registers a thread, local memory (spills), shared memory, cp.async copies in the loop (what
+Triton pipelines), and how many programs an SM holds (its 64K registers and 228 KB of shared memory). Spilled
+bytes are cuobjdump's stack frame plus local memory. The compile specializes on 16-byte alignment as the JIT
+does for the engine's calls (`aligned`): without it no tile load is pipelined, and the registers differ.
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/paged_kernel_registers.py [--warps 8] [--stages 2] [--max-registers 128]
 """
@@ -29,6 +30,7 @@ from kvengine.triton_attention import _next_power_of_two, _paged_decode_kernel, 
 H200 = GPUTarget("cuda", 90, 32)
 TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 REGISTERS_AN_SM = 65536
+SHARED_AN_SM = 228 * 1024  # an H100's or H200's shared memory an SM
 
 
 def signature(
@@ -76,10 +78,22 @@ def signature(
     return types, constexprs, options
 
 
+ALIGNED_STRIDES = ("stride_k", "stride_v", "stride_q", "stride_n", "stride_x", "stride_o")  # multiples of 16
+
+
+def aligned(types: dict[str, str]) -> dict[tuple[int, ...], list[list[object]]]:
+    """The divisibility by 16 that Triton's JIT finds in the engine's calls and specializes on: every pointer
+    (torch's allocations), and the pools', query's, rows' and output's strides (head dims, hidden sizes and
+    their products). Without it no tile load is 16-byte aligned, and none is pipelined (cp.async)."""
+    names = _paged_decode_kernel.arg_names
+    return {(index,): [["tt.divisibility", 16]] for index, name in enumerate(names)
+            if types[name].startswith("*") or name.startswith(ALIGNED_STRIDES)}  # fmt: skip
+
+
 def resources(shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False) -> dict[str, int]:
     types, constexprs, options = signature(shape, call=call, overrides=overrides, prefetch=prefetch)
-    compiled = triton.compile(ASTSource(_paged_decode_kernel, types, constexprs=constexprs), target=H200,
-                              options=options)  # fmt: skip
+    source = ASTSource(_paged_decode_kernel, types, constexprs=constexprs, attrs=aligned(types))
+    compiled = triton.compile(source, target=H200, options=options)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         Path(cubin.name).write_bytes(compiled.asm["cubin"])
         usage = subprocess.run([TOOLS / "cuobjdump", "-res-usage", cubin.name], capture_output=True, text=True,
@@ -88,7 +102,8 @@ def resources(shape: Shape, *, call: str, overrides: dict[str, int], prefetch: b
     spilled = sum(int(n) for n in re.findall(r"(?:STACK|LOCAL):(\d+)", usage))  # spills go to the stack frame
     copies = compiled.asm["ttgir"].count("async_copy_global_to_local")
     return {"registers": registers, "local_bytes": spilled, "shared_bytes": compiled.metadata.shared,
-            "async_copies": copies, "programs_an_sm": REGISTERS_AN_SM // (registers * 32 * options["num_warps"])}
+            "async_copies": copies, "programs_an_sm": min(REGISTERS_AN_SM // (registers * 32 * options["num_warps"]),
+                                                          SHARED_AN_SM // max(1, compiled.metadata.shared))}
 
 
 def main() -> None:

@@ -87,15 +87,15 @@ def _merge_splits(  # type: ignore[no-untyped-def]
     acquire saw every other split's partial. `.cg` loads skip L1, which may hold lines from before. Every split's
     max and sum come in one load, and each column chunk's partials split by split in an unrolled loop, so the
     loads are in flight together: this merge is the tail of each layer's call, where a loop over the splits cost
-    an L2 round trip a split and pass. 32 columns at a time: the unrolled loads' registers (at 64 the d128 kernel
-    spills under its 128-register cap for sm_90: bench/paged_kernel_registers.py)."""
+    an L2 round trip a split and pass. 64 columns at a time: the unrolled loads' registers (no spill for sm_90
+    at the bandwidth cases' shapes: bench/paged_kernel_registers.py)."""
     s = tl.arange(0, BLOCK_S)
     both = (s < SPLITS)[:, None] & g_ok[None, :]
     ms = tl.load(M + s[:, None] * stride_s + at[None, :], mask=both, other=-1.0e30, cache_modifier=".cg")
     sums = tl.load(L + s[:, None] * stride_s + at[None, :], mask=both, other=0.0, cache_modifier=".cg")
     weights = tl.where(both, tl.exp(ms - tl.max(ms, 0)[None, :]), 0.0)  # [splits, heads]
     total = tl.sum(weights * sums, 0)
-    CHUNK: tl.constexpr = BLOCK_D if BLOCK_D < 32 else 32
+    CHUNK: tl.constexpr = BLOCK_D if BLOCK_D < 64 else 64
     for first in tl.static_range(0, BLOCK_D, CHUNK):
         d = first + tl.arange(0, CHUNK)
         mask = g_ok[:, None] & (d < HEAD_DIM)[None, :]
@@ -294,8 +294,9 @@ def default_launch(head_dim: int, tokens_per_block: int) -> PagedLaunch:
     """64-token tiles up to head_dim 128, 32 above (a [16, 512] fp32 accumulator already fills 64 registers
     a thread at 4 warps); enough programs to fill the GPU twice. Up to head_dim 128, at most 128 registers a
     thread: 4 programs an SM, and sm_90 compiles of the bandwidth cases' shapes spill nothing under that cap
-    (bench/paged_kernel_registers.py); the d512 tile would spill under it, and takes 234 (2 an SM, no spill):
-    32-token tiles there took the DeepSeek-like step 2.5 % less time than 16-token ones on an H100.
+    (bench/paged_kernel_registers.py); the d512 tile would spill under it (32 bytes), and takes 138, no cap: its
+    three stages' 83 KB of shared memory hold it to 2 programs an SM anyway. 32-token tiles there took the
+    DeepSeek-like step 2.5 % less time than 16-token ones on an H100.
     No head parts: they made every DeepSeek-like layer slower on an H100 (docs/PERF.md); not launched early
     (pdl): the step measured the same with it, within its noise."""
     block_d = _next_power_of_two(head_dim, at_least=16)
