@@ -28,8 +28,9 @@ Two parts, in one process:
        heads-d512 the head_dim 512 (DeepSeek-like window) layers only
    and "narrow" (after a name, or alone): split partials in bf16, not float32 (PagedLaunch.narrow_partials);
    "pdl" / "no-pdl": the paged kernel by programmatic dependent launch or not (PagedLaunch.pdl; off by default);
-   "wide": float32 partials; "dN:field=value": a PagedLaunch field at head_dim N ("folded+d512:programs_per_sm=1",
-   "folded+d512:last_split_merges=0", "d128:max_registers=none")
+   "wide": float32 partials; "in-registers": the new token attended from registers after the tile loop
+   (PagedLaunch.token_in_registers); "dN:field=value": a PagedLaunch field at head_dim N
+   ("folded+d512:programs_per_sm=1", "folded+d512:last_split_merges=0", "d128:max_registers=none")
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/decode_layout_bench.py [--case ID] [--variant NAME] [--json out.json]
 """
@@ -69,7 +70,8 @@ LIBRARIES = ("cublas", "cublaslt")  # torch.backends.cuda.preferred_blas_library
 HEAD_PARTS = 4  # DeepSeek-like: 64 rows x 4 = 256 programs, about two an SM of an H100 without token splits
 PLANS = {"prefetch-o": "output", "prefetch-qkv": "next-qkv", "prefetch": "both", "prefetch-last": "both-evict-last",
          "prefetch-kv": "next-kv", "prefetch-all": "all"}  # fmt: skip
-PARTS = ("current", "folded", "per-op", *PLANS, "cublaslt", "heads", "heads-d512", "narrow", "wide", "pdl", "no-pdl")
+PARTS = ("current", "folded", "per-op", *PLANS, "cublaslt", "heads", "heads-d512", "narrow", "wide", "in-registers",
+         "pdl", "no-pdl")
 GEMMS = {  # (rows, in, out): each bandwidth case's projections (hidden 2048)
     "gemma qkv": (128, 2048, 4096), "gemma o": (128, 2048, 2048),
     "deepseek window qkv": (64, 2048, 8704), "deepseek window o": (64, 8192, 2048),
@@ -208,6 +210,8 @@ def variant(name: str) -> contextlib.ExitStack[bool | None]:
         stack.enter_context(launch_override(only, HEAD_PARTS, head_parts=HEAD_PARTS, programs_per_sm=1))
     if "narrow" in parts:
         stack.enter_context(launch_override(None, narrow_partials=True))
+    if "in-registers" in parts:
+        stack.enter_context(launch_override(None, token_in_registers=True))
     if "wide" in parts:
         stack.enter_context(launch_override(None, narrow_partials=False))
     if "pdl" in parts or "no-pdl" in parts:

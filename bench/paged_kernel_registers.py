@@ -34,13 +34,13 @@ SHARED_AN_SM = 228 * 1024  # an H100's or H200's shared memory an SM
 
 
 def signature(
-    shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False
+    shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False, in_registers: bool = False
 ) -> tuple[dict, dict, dict]:  # type: ignore[type-arg]
     """(argument types, constexprs, compile options) of the call the engine makes for `shape` on an H200."""
     layer, tpb = shape.layer, shape.tokens_per_block
     folded = call == "folded"
     launch = dataclasses.replace(default_launch(layer.head_dim, tpb), prefetch=prefetch, last_split_merges=folded,
-                                 narrow_partials=folded)  # the engine's folded step: bf16 partials  # fmt: skip
+                                 narrow_partials=folded, token_in_registers=in_registers)  # fmt: skip
     blocks = -(-shape.seq_len // tpb)
     columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
     n_tiles = columns * -(-tpb // launch.block_t)
@@ -55,6 +55,7 @@ def signature(
         "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
         "NORM_ROWS": folded, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
         "HEAD_PARTS": launch.head_parts, "PDL": launch.pdl,
+        "TOKEN_IN_REGISTERS": launch.token_in_registers and call != "per-op",
         "SPLITS": splits if merging else 1, "BLOCK_S": _next_power_of_two(splits, at_least=2) if merging else 1,
     }  # fmt: skip
     types = {}
@@ -90,8 +91,11 @@ def aligned(types: dict[str, str]) -> dict[tuple[int, ...], list[list[object]]]:
             if types[name].startswith("*") or name.startswith(ALIGNED_STRIDES)}  # fmt: skip
 
 
-def resources(shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False) -> dict[str, int]:
-    types, constexprs, options = signature(shape, call=call, overrides=overrides, prefetch=prefetch)
+def resources(
+    shape: Shape, *, call: str, overrides: dict[str, int], prefetch: bool = False, in_registers: bool = False
+) -> dict[str, int]:
+    types, constexprs, options = signature(shape, call=call, overrides=overrides, prefetch=prefetch,
+                                           in_registers=in_registers)  # fmt: skip
     source = ASTSource(_paged_decode_kernel, types, constexprs=constexprs, attrs=aligned(types))
     compiled = triton.compile(source, target=H200, options=options)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
@@ -112,6 +116,7 @@ def main() -> None:
     parser.add_argument("--stages", type=int, help="instead of the default launch's")
     parser.add_argument("--max-registers", type=int, help="ptxas's cap (Triton's maxnreg)")
     parser.add_argument("--prefetch", action="store_true", help="the launch's prefetch on (two tiles in flight)")
+    parser.add_argument("--token-in-registers", action="store_true", help="the launch's token_in_registers on")
     args = parser.parse_args()
     chosen = {"num_warps": args.warps, "num_stages": args.stages, "maxnreg": args.max_registers}
     overrides = {name: value for name, value in chosen.items() if value is not None}
@@ -120,7 +125,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name, shape in SHAPES.items():
         for call in ("folded", "fused", "per-op"):
-            found = resources(shape, call=call, overrides=overrides, prefetch=args.prefetch)
+            found = resources(shape, call=call, overrides=overrides, prefetch=args.prefetch,
+                              in_registers=args.token_in_registers)  # fmt: skip
             cells = [name, call, *(str(value) for value in found.values())]
             print("| " + " | ".join(cells) + " |", flush=True)
 

@@ -18,8 +18,9 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
-# the prefetch plans and head parts: all slower on an H100 (PERF.md); cuBLASLt, no-pdl, wide: not selectable
-VARIANTS=${VARIANTS:-folded folded+no-pdl folded+wide current folded+cublaslt per-op}
+# the prefetch plans, head parts, pdl: no faster on an H100 (PERF.md); in-registers and launch overrides: not
+# selectable by environment (a winner becomes the default in code)
+VARIANTS=${VARIANTS:-folded folded+in-registers current folded+d512:last_split_merges=0 per-op}
 mkdir -p "$OUT" "$KEEP"
 gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh under the chosen environment, its
     # state kept in $KEEP

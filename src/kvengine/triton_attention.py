@@ -16,7 +16,9 @@ skips stale or unallocated ones (their loads are masked off), so a decode step m
 The fused step passes the new token too (NewToken: K/V views into the QKV projection, its block's slot and
 column): each program whose tiles hold position seq_len - 1 (one a head part) stores it there before its loop,
 behind a CTA barrier, and reads it back like any token; where head parts store it, they store the same bytes. No
-other program reads that position, and no torch op writes the pools. A key-only layer's K tile is its V tile.
+other program reads that position, and no torch op writes the pools. With PagedLaunch.token_in_registers the
+tiles skip that position and the holder attends the token from registers after its loop, then stores it. A
+key-only layer's K tile is its V tile.
 
 Shapes are static per call, so the step stays CUDA-graphable. `TRITON_INTERPRET=1` runs it on CPU tensors
 (how the CPU tests check it against the dense reference).
@@ -54,18 +56,19 @@ def _scores(q, k, valid, m, scale, PRECISION: tl.constexpr):  # type: ignore[no-
 
 @triton.jit
 def _tile(  # type: ignore[no-untyped-def]
-    SLOTS, LOGICAL, row, tile, wanted, seq_len, window, sink_tokens, t, d_ok, stride_tb, stride_lb,
+    SLOTS, LOGICAL, row, tile, wanted, seq_len, stored, window, sink_tokens, t, d_ok, stride_tb, stride_lb,
     TPB: tl.constexpr, BLOCK_T: tl.constexpr, HAS_WINDOW: tl.constexpr,
 ):  # fmt: skip
     """Where a tile's tokens sit (pool slot, offset in the block) and which of them count, as the K/V loads'
-    mask; `wanted` False masks it all (a tile past the table, or a prefetch past the split's last tile)."""
+    mask; `wanted` False masks it all (a tile past the table, or a prefetch past the split's last tile). Positions
+    from `stored` on are not read (the new token, when attended from registers)."""
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
     column = tile // tiles_per_block
     slot = tl.load(SLOTS + row * stride_tb + column, mask=wanted, other=-1)
     logical = tl.load(LOGICAL + row * stride_lb + column, mask=wanted, other=0)
     offset = (tile % tiles_per_block) * BLOCK_T + t
     position = logical * TPB + offset
-    valid = (slot >= 0) & (offset < TPB) & (position < seq_len)
+    valid = (slot >= 0) & (offset < TPB) & (position < stored)
     if HAS_WINDOW:
         valid = valid & ((position >= seq_len - window) | (position < sink_tokens))
     return tl.maximum(slot, 0).to(tl.int64), offset, valid, valid[:, None] & d_ok[None, :]
@@ -76,6 +79,26 @@ def _tokens(POOL, safe, offset, kv_mask, head_at, d, stride_s, stride_t):  # typ
     """A tile's K or V rows of one KV head (masked-off tokens read as zeros, and cost no memory traffic)."""
     return tl.load(POOL + safe * stride_s + offset[:, None] * stride_t + head_at + d[None, :], mask=kv_mask,
                    other=0.0)  # fmt: skip
+
+
+@triton.jit
+def _scaled(AT, mask, norm, NORM_ROWS: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The new token's K or V row of a KV head, its RMS norm's factor applied where the rows were raw."""
+    token = tl.load(AT, mask=mask, other=0.0)
+    return token.to(tl.float32) * norm if NORM_ROWS else token
+
+
+@triton.jit
+def _store_token(  # type: ignore[no-untyped-def]
+    K, V, slot, offset, kv_head, d, mask, k_new, v_new, stride_ks, stride_kt, stride_kh, stride_vs, stride_vt,
+    stride_vh, KEY_ONLY: tl.constexpr,
+):  # fmt: skip
+    """The new token into its block's slot, at its offset in the block."""
+    tl.store(K + slot * stride_ks + offset * stride_kt + kv_head * stride_kh + d, k_new.to(K.dtype.element_ty),
+             mask=mask)  # fmt: skip
+    if not KEY_ONLY:
+        tl.store(V + slot * stride_vs + offset * stride_vt + kv_head * stride_vh + d, v_new.to(V.dtype.element_ty),
+                 mask=mask)  # fmt: skip
 
 
 @triton.jit
@@ -123,7 +146,7 @@ def _paged_decode_kernel(
     PRECISION: tl.constexpr, PER_SPLIT: tl.constexpr, KEY_ONLY: tl.constexpr, STORE_NEW: tl.constexpr,
     V_WITH_K: tl.constexpr, LAST_MERGES: tl.constexpr, NORM_ROWS: tl.constexpr, BLOCK_H: tl.constexpr,
     PREFETCH: tl.constexpr, HEAD_PARTS: tl.constexpr, PDL: tl.constexpr, SPLITS: tl.constexpr,
-    BLOCK_S: tl.constexpr,
+    BLOCK_S: tl.constexpr, TOKEN_IN_REGISTERS: tl.constexpr,
 ):  # fmt: skip
     if PDL:  # launched early (PagedLaunch.pdl): every input below may be the kernel before's output
         gdc_wait()
@@ -140,6 +163,7 @@ def _paged_decode_kernel(
     d_ok = d < HEAD_DIM
     q = tl.load(Q + row * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g_ok[:, None] & d_ok[None, :],
                 other=0.0)  # fmt: skip
+    norm = 1.0
     if NORM_ROWS:  # q, k, v are projections of the raw row: its RMS norm's scale, applied here (module docstring)
         cols = tl.arange(0, BLOCK_H)
         normed = tl.load(NORMED + row * stride_xb + cols, mask=cols < hidden, other=0.0)
@@ -147,30 +171,28 @@ def _paged_decode_kernel(
         q = (q.to(tl.float32) * norm).to(q.dtype)
     seq_len = tl.load(SEQ_LENS + row)
     tiles_per_block: tl.constexpr = (TPB + BLOCK_T - 1) // BLOCK_T
-    if STORE_NEW:  # the programs whose tiles hold position seq_len - 1 store the new token there first
+    stored = seq_len  # the positions read from the pool: below it
+    if STORE_NEW:  # the program whose tiles hold position seq_len - 1 stores the new token there (one a head part)
         new_offset = (seq_len - 1) % TPB
         new_tile = tl.load(NEW_COLUMNS + row) * tiles_per_block + new_offset // BLOCK_T
-        if new_tile // PER_SPLIT == split:
-            at = tl.load(NEW_SLOTS + row).to(tl.int64)
-            k_new = tl.load(K_NEW + row * stride_nb + kv_head * stride_nh + d, mask=d_ok, other=0.0)
-            if NORM_ROWS:
-                k_new = k_new.to(tl.float32) * norm
-            tl.store(K + at * stride_ks + new_offset * stride_kt + kv_head * stride_kh + d,
-                     k_new.to(K.dtype.element_ty), mask=d_ok)  # fmt: skip
-            if not KEY_ONLY:
-                v_new = tl.load(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, mask=d_ok, other=0.0)
-                if NORM_ROWS:
-                    v_new = v_new.to(tl.float32) * norm
-                tl.store(V + at * stride_vs + new_offset * stride_vt + kv_head * stride_vh + d,
-                         v_new.to(V.dtype.element_ty), mask=d_ok)  # fmt: skip
-        tl.debug_barrier()  # a CTA barrier: this program's loads below see its stores
+        holder = new_tile // PER_SPLIT == split
+        new_slot = tl.load(NEW_SLOTS + row, mask=holder, other=0).to(tl.int64)
+        k_new = _scaled(K_NEW + row * stride_nb + kv_head * stride_nh + d, d_ok & holder, norm, NORM_ROWS)
+        v_new = k_new if KEY_ONLY else _scaled(V_NEW + row * stride_vnb + kv_head * stride_vnh + d, d_ok & holder,
+                                                norm, NORM_ROWS)  # fmt: skip
+        if TOKEN_IN_REGISTERS:  # attended after the loop, stored there: nothing holds the tile loads back
+            stored = seq_len - 1
+        else:  # stored first, then read back with its tile, behind a CTA barrier
+            _store_token(K, V, new_slot, new_offset, kv_head, d, d_ok & holder, k_new, v_new, stride_ks, stride_kt,
+                         stride_kh, stride_vs, stride_vt, stride_vh, KEY_ONLY)  # fmt: skip
+            tl.debug_barrier()
     m = tl.full([BLOCK_G], -1.0e30, dtype=tl.float32)
     l_sum = tl.zeros([BLOCK_G], dtype=tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], dtype=tl.float32)
     first = split * PER_SPLIT
     k_at, v_at = kv_head * stride_kh, kv_head * stride_vh
     if PREFETCH:  # the next tile's K and V are in flight while this one is computed: two tiles a program
-        safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, first, first < n_tiles, seq_len, window,
+        safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, first, first < n_tiles, seq_len, stored, window,
                                                   sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
                                                   HAS_WINDOW)  # fmt: skip
         k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
@@ -180,14 +202,16 @@ def _paged_decode_kernel(
         if PREFETCH:
             k, v, valid = k_next, v_next, valid_next
             wanted = (step + 1 < PER_SPLIT) & (tile + 1 < n_tiles)
-            safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, tile + 1, wanted, seq_len, window,
+            safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, tile + 1, wanted, seq_len, stored,
+                                                      window,
                                                       sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
                                                       HAS_WINDOW)  # fmt: skip
             k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
             v_next = k_next if KEY_ONLY else _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
             m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
         else:
-            safe, offset, valid, kv_mask = _tile(SLOTS, LOGICAL, row, tile, tile < n_tiles, seq_len, window,
+            safe, offset, valid, kv_mask = _tile(SLOTS, LOGICAL, row, tile, tile < n_tiles, seq_len, stored,
+                                                 window,
                                                  sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
                                                  HAS_WINDOW)  # fmt: skip
             k = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
@@ -201,6 +225,18 @@ def _paged_decode_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PRECISION)
         l_sum = l_sum * alpha + tl.sum(p, 1)
         m = m_new
+    if STORE_NEW and TOKEN_IN_REGISTERS:  # the holder's online-softmax step of one more token, from registers
+        k_held = k_new.to(K.dtype.element_ty).to(tl.float32)  # the bytes the pool holds, as tiles read them
+        v_held = v_new.to(V.dtype.element_ty).to(tl.float32)
+        score = tl.where(holder, tl.sum(q.to(tl.float32) * k_held[None, :], 1) * scale, -1.0e30)
+        m_new = tl.maximum(m, score)
+        p_new = tl.where(holder, tl.exp(score - m_new), 0.0)
+        alpha = tl.exp(m - m_new)
+        acc = acc * alpha[:, None] + p_new[:, None] * v_held[None, :]
+        l_sum = l_sum * alpha + p_new
+        m = m_new
+        _store_token(K, V, new_slot, new_offset, kv_head, d, d_ok & holder, k_new, v_new, stride_ks, stride_kt,
+                     stride_kh, stride_vs, stride_vt, stride_vh, KEY_ONLY)  # fmt: skip
     out_mask = g_ok[:, None] & d_ok[None, :]
     if SPLIT:
         base = split * stride_ms + row * stride_mb + heads
@@ -279,6 +315,9 @@ class PagedLaunch:
     # it (the QKV GEMM) drains, and waits for it (griddepcontrol.wait) before its first load: the launch latency
     # hidden. Ignored elsewhere
     pdl: bool = False
+    # the passed new token attended from registers after the tile loop and stored after it, instead of stored
+    # first and read back with its tile behind a CTA barrier: the tile loads wait for no store
+    token_in_registers: bool = False
 
 
 @functools.cache
@@ -416,6 +455,7 @@ def triton_paged_decode(
         BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch, HEAD_PARTS=parts,
         PDL=pdl, SPLITS=splits if last_merges else 1,  # constexprs of the merge only: no recompiles elsewhere
         BLOCK_S=_next_power_of_two(splits, at_least=2) if last_merges else 1,
+        TOKEN_IN_REGISTERS=launch.token_in_registers and new_token is not None,
         num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
         **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip

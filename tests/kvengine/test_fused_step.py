@@ -42,17 +42,28 @@ SHAPES = [
 ]
 
 
+IN_REGISTERS = [pytest.param(False, id="stored-first"), pytest.param(True, id="token-in-registers")]
+
+
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
-def test_the_paged_kernel_attends_the_passed_token_like_the_dense_reference(layer: LayerSpec, tpb: int) -> None:
+@pytest.mark.parametrize("in_registers", IN_REGISTERS)
+def test_the_paged_kernel_attends_the_passed_token_like_the_dense_reference(
+    layer: LayerSpec, tpb: int, in_registers: bool
+) -> None:
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), token_in_registers=in_registers)
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
-    assert worst_against_dense(f, layer, attend(f, layer, new=True)) <= 2e-2
+    assert worst_against_dense(f, layer, attend(f, layer, new=True, launch=launch)) <= 2e-2
 
 
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
-def test_the_paged_kernel_stores_the_passed_token_where_write_token_kv_would(layer: LayerSpec, tpb: int) -> None:
+@pytest.mark.parametrize("in_registers", IN_REGISTERS)
+def test_the_paged_kernel_stores_the_passed_token_where_write_token_kv_would(
+    layer: LayerSpec, tpb: int, in_registers: bool
+) -> None:
+    launch = dataclasses.replace(default_launch(layer.head_dim, tpb), token_in_registers=in_registers)
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
     pools, want = pools_and_their_want(f, layer)
-    attend(f, layer, new=True)
+    attend(f, layer, new=True, launch=launch)
     assert [torch.equal(got, w) for got, w in zip(pools, want, strict=True)] == [True] * len(pools)
 
 
@@ -77,9 +88,12 @@ def test_the_paged_kernel_over_stored_tokens_matches_the_dense_reference(
 
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)
 @pytest.mark.parametrize("merge", [pytest.param(False, id="combine-kernel"), pytest.param(True, id="last-merges")])
-def test_bf16_partials_merge_like_the_dense_reference(layer: LayerSpec, tpb: int, merge: bool) -> None:
+@pytest.mark.parametrize("in_registers", IN_REGISTERS)
+def test_bf16_partials_merge_like_the_dense_reference(
+    layer: LayerSpec, tpb: int, merge: bool, in_registers: bool
+) -> None:
     launch = dataclasses.replace(default_launch(layer.head_dim, tpb), narrow_partials=True,
-                                 last_split_merges=merge)  # fmt: skip
+                                 last_split_merges=merge, token_in_registers=in_registers)  # fmt: skip
     f = filled(layer, tpb, leave_last=True, lengths=LENGTHS, device="cuda")
     assert worst_against_dense(f, layer, attend(f, layer, new=True, launch=launch, splits=7)) <= 2e-2
 

@@ -52,6 +52,8 @@ HEAD_PARTS_4 = dataclasses.replace(HEAD_PARTS_2, block_t=32, head_parts=4)  # De
 HEAD_PARTS_MERGE = dataclasses.replace(HEAD_PARTS_2, last_split_merges=True)
 NARROW = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, narrow_partials=True)
 NARROW_MERGE = dataclasses.replace(NARROW, last_split_merges=True)
+IN_REGISTERS = PagedLaunch(block_t=16, num_warps=4, num_stages=3, programs_per_sm=2, token_in_registers=True)
+IN_REGISTERS_MERGE = dataclasses.replace(IN_REGISTERS, last_split_merges=True, narrow_partials=True)
 Check = Callable[[], tuple[str, bool]]
 
 
@@ -311,6 +313,19 @@ CHECKS: dict[str, Check] = {
                                                                         **options)
        for merge, options in (("combine-kernel", {"launch": NARROW}), ("last-merges", {"launch": NARROW_MERGE}),
                               ("torch-merge", {"launch": NARROW, "torch_combine": True}))},
+    # the new token attended from registers and stored after the loop: every layer kind, split or not, merged by
+    # the combine kernel or the last split, with head parts
+    **{f"fused-attend-{name}-token-in-registers-splits-{splits}": fused_attend_check(layer, splits=splits,
+                                                                                   launch=IN_REGISTERS)
+       for name, layer in LAYERS.items() for splits in (1, 3)},
+    **{f"fused-store-{name}-token-in-registers-splits-3": fused_store_check(layer, splits=3, launch=IN_REGISTERS)
+       for name, layer in LAYERS.items()},
+    "fused-attend-deepseek-window-d512-token-in-registers-merges-splits-5": fused_attend_check(
+        DEEPSEEK_WINDOW, 128, splits=5, launch=dataclasses.replace(IN_REGISTERS_MERGE, block_t=32)),
+    "fused-attend-window-40-sink-4-token-in-registers-merges-splits-4": fused_attend_check(
+        LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=IN_REGISTERS_MERGE),
+    "fused-store-full-gqa-token-in-registers-head-parts-2-splits-3": fused_store_check(
+        LAYERS["full-gqa"], splits=3, launch=dataclasses.replace(IN_REGISTERS, head_parts=2)),
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
     "norm-float16-100": norm_check(torch.float16, 100, 4e-3),
     "engine-hybrid-matches-dense": engine_reference_check(HYBRID),
