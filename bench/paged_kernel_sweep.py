@@ -4,8 +4,8 @@ and stored, splits merged by the combine kernel).
 
 Per shape: the default launch (kvengine.triton_attention.default_launch), then each knob's other values with
 the rest at default (a coordinate search, not the full cross product: a few compiles a knob), then the best
-value of each knob together, then each head-part count with 0 and 1 programs an SM (token splits few or
-none). Each config is timed as one CUDA graph of calls over enough copies of the layer's pools to exceed L2
+value of each knob together, then the folded step's launch (the last split merging bf16 partials: the
+engine's default path) with and without the new token in registers. Each config is timed as one CUDA graph of calls over enough copies of the layer's pools to exceed L2
 twice (as in a decode step, where 60 layers' KV streams through it), median of `--repeats` replays; the
 table reads the KV bytes a call must move (block-granular, as decode_step_bytes counts them) per second.
 Run where a GPU is:
@@ -62,6 +62,7 @@ def knob_values(shape: Shape) -> dict[str, list[object]]:
     values["prefetch"] = [False, True]  # matters where rows split: the combine kernel against none
     values["head_parts"] = head_parts(shape)
     values["narrow_partials"] = [False, True]
+    values["token_in_registers"] = [False, True]
     return values
 
 
@@ -157,10 +158,9 @@ def sweep(name: str, shape: Shape, repeats: int, peak: float) -> list[dict[str, 
         timed = {value: run(dataclasses.replace(default, **{knob: value}), f"{knob}={value}") for value in values}
         best[knob] = min(timed, key=timed.__getitem__)
     run(dataclasses.replace(default, **best), "best of each: " + ", ".join(f"{k}={v}" for k, v in best.items()))
-    for parts in head_parts(shape)[1:]:  # programs from head parts, tokens split less or not at all: fewer partials
-        for per_sm in (0, 1):
-            run(dataclasses.replace(default, head_parts=parts, programs_per_sm=per_sm),
-                f"head_parts={parts}, programs_per_sm={per_sm}")
+    folded = dataclasses.replace(default, last_split_merges=True, narrow_partials=True)  # the engine's default step
+    run(folded, "the folded step's: last_split_merges, narrow_partials")
+    run(dataclasses.replace(folded, token_in_registers=True), "the folded step's, token_in_registers")
     return rows
 
 
