@@ -5,9 +5,10 @@ and stored, splits merged by the combine kernel).
 Per shape: the default launch (kvengine.triton_attention.default_launch), then each knob's other values with
 the rest at default (a coordinate search, not the full cross product: a few compiles a knob), then the best
 value of each knob together, then the folded step's launch (the last split merging bf16 partials: the
-engine's default path) with and without the new token in registers. Each config is timed as one CUDA graph of calls over enough copies of the layer's pools to exceed L2
-twice (as in a decode step, where 60 layers' KV streams through it), median of `--repeats` replays; the
-table reads the KV bytes a call must move (block-granular, as decode_step_bytes counts them) per second.
+engine's default path) with and without the new token in registers. Each config is timed as one CUDA graph
+of calls over enough copies of the layer's pools to exceed L2 twice (as in a decode step, where 60 layers'
+KV streams through it), median of `--repeats` replays; the table reads the KV bytes a call must move
+(block-granular, as decode_step_bytes counts them) per second.
 Run where a GPU is:
 
     PYTHONPATH=$PWD:$PWD/src python3 bench/paged_kernel_sweep.py [--shape deepseek-window] [--json out.json]
