@@ -192,8 +192,8 @@ def _paged_decode_kernel(
     first = split * PER_SPLIT
     k_at, v_at = kv_head * stride_kh, kv_head * stride_vh
     if PREFETCH:  # the next tile's K and V are in flight while this one is computed: two tiles a program
-        safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, first, first < n_tiles, seq_len, stored, window,
-                                                  sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
+        safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, first, first < n_tiles, seq_len, stored,
+                                                  window, sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
                                                   HAS_WINDOW)  # fmt: skip
         k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
         v_next = k_next if KEY_ONLY else _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
@@ -203,16 +203,14 @@ def _paged_decode_kernel(
             k, v, valid = k_next, v_next, valid_next
             wanted = (step + 1 < PER_SPLIT) & (tile + 1 < n_tiles)
             safe, offset, valid_next, kv_mask = _tile(SLOTS, LOGICAL, row, tile + 1, wanted, seq_len, stored,
-                                                      window,
-                                                      sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
-                                                      HAS_WINDOW)  # fmt: skip
+                                                      window, sink_tokens, t, d_ok, stride_tb, stride_lb, TPB,
+                                                      BLOCK_T, HAS_WINDOW)  # fmt: skip
             k_next = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
             v_next = k_next if KEY_ONLY else _tokens(V, safe, offset, kv_mask, v_at, d, stride_vs, stride_vt)
             m_new, p, alpha = _scores(q, k, valid, m, scale, PRECISION)
         else:
             safe, offset, valid, kv_mask = _tile(SLOTS, LOGICAL, row, tile, tile < n_tiles, seq_len, stored,
-                                                 window,
-                                                 sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
+                                                 window, sink_tokens, t, d_ok, stride_tb, stride_lb, TPB, BLOCK_T,
                                                  HAS_WINDOW)  # fmt: skip
             k = _tokens(K, safe, offset, kv_mask, k_at, d, stride_ks, stride_kt)
             if V_WITH_K and not KEY_ONLY:  # both loads in flight together, for a tile's worth more registers
