@@ -324,6 +324,8 @@ CHECKS: dict[str, Check] = {
         DEEPSEEK_WINDOW, 128, splits=5, launch=dataclasses.replace(IN_REGISTERS_MERGE, block_t=32)),
     "fused-attend-window-40-sink-4-token-in-registers-merges-splits-4": fused_attend_check(
         LayerSpec(2, 8, "float32", 40, sink_tokens=4, num_q_heads=4), 32, splits=4, launch=IN_REGISTERS_MERGE),
+    "fused-attend-window-6-sink-4-prefetch-token-in-registers-splits-3": fused_attend_check(
+        LAYERS["window-6-sink-4"], splits=3, launch=dataclasses.replace(IN_REGISTERS, prefetch=True)),
     "fused-store-full-gqa-token-in-registers-head-parts-2-splits-3": fused_store_check(
         LAYERS["full-gqa"], splits=3, launch=dataclasses.replace(IN_REGISTERS, head_parts=2)),
     "norm-float32-64": norm_check(torch.float32, 64, 1e-6),
