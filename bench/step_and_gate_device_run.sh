@@ -2,14 +2,15 @@
 # One device call that measures the fused step's options and then gates on the best of them, for GPUs that come
 # rarely (docs/PERF.md, "Weights prefetched into L2"):
 #   1. the GPU tests of the kernels and the engine paths (gpu marker): correctness first;
-#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the default folded path with and without its bf16
-#      partials and early launch, the `triton` path, cuBLASLt, the per-op peer) on the two bandwidth cases, side
-#      by side in one process;
+#   2. bench/decode_layout_bench.py --no-gemms over VARIANTS (the default folded path, with the token in
+#      registers, with the combine kernel at d512; the `triton` path; the per-op peer) on the two bandwidth
+#      cases, side by side in one process;
 #   3. the best of them: the variant with the highest DeepSeek-like fraction of peak whose Gemma-like fraction is
 #      no lower than the default step's less 0.3 points, written as the environment that selects it
 #      (KVENGINE_ATTENTION, KVENGINE_L2_PREFETCH) to $KEEP/chosen.env and summary.txt;
 #   4. with the time left, bench/perf_gate_runs.sh under that environment: new baselines, then gated runs.
 #   OUT=results GPU=H100 bench/step_and_gate_device_run.sh [BUDGET_SECONDS] [QUIET_RUNS HOG_RUNS PLANTED_RUNS]
+# SWEEP_SHAPES="deepseek-window deepseek-full" runs bench/paged_kernel_sweep.py on those shapes in place of step 4.
 # $KEEP (default /tmp/step-and-gate) keeps chosen.env, the history and the baseline file for the next call on the
 # same machine: the same command then goes on gating under the kept choice, up to QUIET_RUNS and HOG_RUNS in all.
 set -u
@@ -81,6 +82,14 @@ else:
 PY
 tee -a "$OUT/summary.txt" < "$KEEP/chosen.env"
 
+if [ -n "${SWEEP_SHAPES:-}" ]; then  # the kernel sweep instead of the gate: a winner changes the code first
+    shapes=()
+    for name in $SWEEP_SHAPES; do shapes+=(--shape "$name"); done
+    step sweep $((BUDGET_SECONDS - SECONDS - 10)) python3 bench/paged_kernel_sweep.py "${shapes[@]}" --repeats 10 \
+        --json "$OUT/sweep.json"
+    rm -f "$KEEP/chosen.env"  # the next call measures again, on the code that follows from this one
+    exit 0
+fi
 left=$((BUDGET_SECONDS - SECONDS - 60))  # a stage run started at the budget's end runs up to a minute past it
 if [ "$left" -gt 90 ]; then
     gate "$(baseline_runs)" "$left"
