@@ -8,9 +8,9 @@
 #   OUT=results [GPU=H100] bench/perf_gate_runs.sh [BASELINE_RUNS QUIET_RUNS HOG_RUNS PLANTED_RUNS BUDGET_SECONDS EXTRA_COST_RUNS]
 # The last lines of summary.txt tally each kind of run: how many failed, and in how many the gate judged a
 # metric regressed (the history's verdicts: a run failing for another reason is not a catch).
-# Every run is stamped CI_TOOL_COMMIT (default `perf-gates`: one commit for `propose` to learn from). Pass the
-# code's commit from the machine whose checkout is current, CI_TOOL_COMMIT=$(git rev-parse --short HEAD): a
-# device's copy of the tree may carry an older .git, and a learnt file names the commit it was learnt at.
+# Every run is stamped CI_TOOL_COMMIT (default `perf-gates`: one commit for `propose` to learn from). Write the
+# code's commit in from the machine whose checkout is current (its `git rev-parse --short HEAD`): a device's copy
+# of the tree may carry an older .git, and a learnt file names the commit it was learnt at.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1 CI_TOOL_COMMIT=${CI_TOOL_COMMIT:-perf-gates}
