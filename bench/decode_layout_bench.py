@@ -133,16 +133,6 @@ def row_major_weights() -> Iterator[None]:
         model.linear_layout = linear_layout
 
 
-def tiles_of_16_at_d512() -> contextlib.AbstractContextManager[object]:
-    default_launch = triton_attention.default_launch  # the one in force now: patches stack
-
-    def before(head_dim: int, tokens_per_block: int) -> triton_attention.PagedLaunch:
-        launch = default_launch(head_dim, tokens_per_block)
-        return dataclasses.replace(launch, block_t=16) if head_dim > 128 else launch
-
-    return mock.patch.object(triton_attention, "default_launch", before)
-
-
 def launch_override(
     head_dim: int | None, group_of: int = 1, **changes: Any
 ) -> contextlib.AbstractContextManager[object]:
@@ -159,6 +149,11 @@ def launch_override(
         return paged_decode(q, k_pool, *args, launch=launch, **kwargs)  # type: ignore[arg-type]
 
     return mock.patch.object(triton_attention, "triton_paged_decode", changed)
+
+
+def tiles_of_16_at_d512() -> contextlib.AbstractContextManager[object]:
+    """16-token tiles at head_dim 512, as the step had them before 32."""
+    return launch_override(512, block_t=16)
 
 
 OVERRIDE = re.compile(r"d(\d+):(\w+)=(\w+)")  # a variant part: "d512:programs_per_sm=1"

@@ -350,16 +350,17 @@ def _unit_step(tensor: torch.Tensor) -> torch.Tensor:
 
 def _register_cap(launch: PagedLaunch) -> dict[str, int]:
     """Triton's maxnreg launch option, when set and when this Triton's NVIDIA backend has it."""
-    return {} if launch.max_registers is None or not _knows_maxnreg() else {"maxnreg": launch.max_registers}
+    return {} if launch.max_registers is None or not _knows_option("maxnreg") else {"maxnreg": launch.max_registers}
 
 
 @functools.cache
-def _knows_maxnreg() -> bool:
+def _knows_option(name: str) -> bool:
+    """This Triton's NVIDIA backend has the compile/launch option `name` (maxnreg, launch_pdl)."""
     try:
         from triton.backends.nvidia.compiler import CUDAOptions
     except ImportError:
         return False
-    return "maxnreg" in {field.name for field in dataclasses.fields(CUDAOptions)}
+    return name in {field.name for field in dataclasses.fields(CUDAOptions)}
 
 
 @functools.cache
@@ -368,11 +369,7 @@ def can_launch_early(device: torch.device) -> bool:
     the launch_pdl option."""
     if device.type != "cuda" or gdc_wait is None or torch.cuda.get_device_capability(device)[0] < 9:
         return False
-    try:
-        from triton.backends.nvidia.compiler import CUDAOptions
-    except ImportError:
-        return False
-    return "launch_pdl" in {field.name for field in dataclasses.fields(CUDAOptions)}
+    return _knows_option("launch_pdl")
 
 
 def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: PagedLaunch) -> tuple[int, int]:
