@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("triton")
 from kvengine import l2_prefetch
-from kvengine.attention import _triton_kernel, write_token_kv  # after the skip: these import Triton
+from kvengine.attention import _triton_kernel  # after the skip: these import Triton
 from kvengine.config import KvCacheConfig
 from kvengine.engine import DecodeEngine, EngineOptions
 from kvengine.loader import load_preset
@@ -21,15 +21,7 @@ from kvengine.spec import LayerSpec, ModelSpec
 from kvengine.triton_attention import can_launch_early, default_launch
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
-from tests.kvengine.triton_check import (
-    HYBRID,
-    KEY_ONLY,
-    Filled,
-    attend,
-    filled,
-    split_qkv,
-    worst_against_dense,
-)
+from tests.kvengine.triton_check import HYBRID, KEY_ONLY, attend, filled, pools_and_their_want, worst_against_dense
 
 pytestmark = pytest.mark.gpu
 LENGTHS = [1, 31, 32, 33, 200, 511, 1000, 1025] * 8  # 64 rows: DeepSeek-like rows x one KV head split on an H200
@@ -65,16 +57,6 @@ def test_the_paged_kernel_stores_the_passed_token_where_write_token_kv_would(
     pools, want = pools_and_their_want(f, layer)
     attend(f, layer, new=True, launch=launch)
     assert [torch.equal(got, w) for got, w in zip(pools, want, strict=True)] == [True] * len(pools)
-
-
-def pools_and_their_want(f: Filled, layer: LayerSpec) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
-    """The layer's pools (one tensor when key-only), and copies with the last token written by write_token_kv."""
-    pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)
-    want = [pool.clone() for pool in pools]
-    _, k, v = split_qkv(f, layer)
-    for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
-        write_token_kv(pool, f.table, f.seq_lens - 1, token)
-    return pools, want
 
 
 @pytest.mark.parametrize(("layer", "tpb"), SHAPES)

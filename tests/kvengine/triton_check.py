@@ -163,16 +163,22 @@ def fused_store_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Chec
 
     def run() -> tuple[str, bool]:
         f = filled(layer, tpb, leave_last=True)
-        pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)  # a key-only layer's are one tensor
-        want = [pool.clone() for pool in pools]
-        _, k, v = split_qkv(f, layer)
-        for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
-            write_token_kv(pool, f.table, f.seq_lens - 1, token)
+        pools, want = pools_and_their_want(f, layer)
         attend(f, layer, new=True, **options)
         errors = [(got.float() - w.float()).abs().max().item() for got, w in zip(pools, want, strict=True)]
         return within(max(errors), 0.0)
 
     return run
+
+
+def pools_and_their_want(f: Filled, layer: LayerSpec) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+    """The layer's pools (one tensor when key-only), and copies with the last token written by write_token_kv."""
+    pools = (f.k_pool,) if layer.key_only else (f.k_pool, f.v_pool)
+    want = [pool.clone() for pool in pools]
+    _, k, v = split_qkv(f, layer)
+    for pool, token in zip(want, (k, v)[: len(pools)], strict=True):
+        write_token_kv(pool, f.table, f.seq_lens - 1, token)
+    return pools, want
 
 
 def merged_twice_check(layer: LayerSpec, tpb: int = 4, **options: object) -> Check:
