@@ -25,12 +25,13 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from bench.paged_kernel_sweep import SHAPES, Shape
-from kvengine.triton_attention import _next_power_of_two, _paged_decode_kernel, default_launch, split_count
+from kvengine.triton_attention import _paged_decode_kernel, default_launch, kernel_constexprs, split_count
 
 H200 = GPUTarget("cuda", 90, 32)
 TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 REGISTERS_AN_SM = 65536
 SHARED_AN_SM = 228 * 1024  # an H100's or H200's shared memory an SM
+HIDDEN = 2048  # the bandwidth cases' hidden size: the folded norm's row width
 
 
 def signature(
@@ -45,19 +46,12 @@ def signature(
     columns = blocks if layer.window_tokens is None else min(blocks, (layer.window_tokens - 1) // tpb + 2)
     n_tiles = columns * -(-tpb // launch.block_t)
     splits, per_split = split_count(shape.rows * layer.num_kv_heads, n_tiles, multiprocessors=132, launch=launch)
-    group = layer.q_heads // layer.num_kv_heads
-    merging = splits > 1 and launch.last_split_merges
-    constexprs = {
-        "GROUP": group, "BLOCK_G": _next_power_of_two(group, at_least=16), "HEAD_DIM": layer.head_dim,
-        "BLOCK_D": _next_power_of_two(layer.head_dim, at_least=16), "TPB": tpb, "BLOCK_T": launch.block_t,
-        "HAS_WINDOW": layer.window_tokens is not None, "SPLIT": splits > 1, "PRECISION": "tf32",
-        "PER_SPLIT": per_split, "KEY_ONLY": layer.key_only, "STORE_NEW": call != "per-op",
-        "V_WITH_K": launch.v_with_k, "LAST_MERGES": splits > 1 and launch.last_split_merges,
-        "NORM_ROWS": folded, "BLOCK_H": 2048, "PREFETCH": launch.prefetch,  # 2048: the cases' hidden size
-        "HEAD_PARTS": launch.head_parts, "PDL": launch.pdl,
-        "TOKEN_IN_REGISTERS": launch.token_in_registers and call != "per-op",
-        "SPLITS": splits if merging else 1, "BLOCK_S": _next_power_of_two(splits, at_least=2) if merging else 1,
-    }  # fmt: skip
+    constexprs = kernel_constexprs(
+        launch, group=layer.q_heads // layer.num_kv_heads, head_dim=layer.head_dim, tokens_per_block=tpb,
+        splits=splits, per_split=per_split, last_merges=splits > 1 and launch.last_split_merges,
+        has_window=layer.window_tokens is not None, key_only=layer.key_only, store_new=call != "per-op",
+        norm_width=HIDDEN if folded else None, float32=False, pdl=launch.pdl,
+    )  # fmt: skip
     types = {}
     for name in _paged_decode_kernel.arg_names:
         if name in constexprs:

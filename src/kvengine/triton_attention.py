@@ -379,6 +379,41 @@ def split_count(programs: int, n_tiles: int, *, multiprocessors: int, launch: Pa
     return -(-n_tiles // per_split), per_split
 
 
+def kernel_constexprs(
+    launch: PagedLaunch,
+    *,
+    group: int,
+    head_dim: int,
+    tokens_per_block: int,
+    splits: int,
+    per_split: int,
+    last_merges: bool,
+    has_window: bool,
+    key_only: bool,
+    store_new: bool,
+    norm_width: int | None,
+    float32: bool,
+    pdl: bool,
+) -> dict[str, object]:
+    """The paged kernel's constexprs for one call: `group` query heads a KV head, `splits` programs a row and
+    KV head (`per_split` tiles each), the split arriving last merging or not, `norm_width` the hidden size of
+    the rows whose norm the kernel folds in (None: no norm). One place for triton_paged_decode and for
+    bench/paged_kernel_registers.py, which compiles the engine's calls for sm_90 without a GPU."""
+    return {
+        "GROUP": group, "BLOCK_G": _next_power_of_two(group // launch.head_parts, at_least=16), "HEAD_DIM": head_dim,
+        "BLOCK_D": _next_power_of_two(head_dim, at_least=16), "TPB": tokens_per_block, "BLOCK_T": launch.block_t,
+        "HAS_WINDOW": has_window, "SPLIT": splits > 1, "PRECISION": "ieee" if float32 else "tf32",
+        "PER_SPLIT": per_split, "KEY_ONLY": key_only, "STORE_NEW": store_new, "V_WITH_K": launch.v_with_k,
+        "LAST_MERGES": last_merges, "NORM_ROWS": norm_width is not None,
+        # the norm's row width; the query's when there is none (unread then, and no recompile)
+        "BLOCK_H": _next_power_of_two(norm_width or head_dim, at_least=16), "PREFETCH": launch.prefetch,
+        "HEAD_PARTS": launch.head_parts, "PDL": pdl,
+        "SPLITS": splits if last_merges else 1,  # constexprs of the merge only: no recompiles elsewhere
+        "BLOCK_S": _next_power_of_two(splits, at_least=2) if last_merges else 1,
+        "TOKEN_IN_REGISTERS": launch.token_in_registers and store_new,
+    }  # fmt: skip
+
+
 def triton_paged_decode(
     q: torch.Tensor,
     k_pool: torch.Tensor,
@@ -433,7 +468,6 @@ def triton_paged_decode(
     new = new_token or NewToken(k_pool, None, seq_lens, seq_lens)  # unread when no token is passed
     k_new = _unit_step(new.k)
     v_new = k_new if new.v is None else _unit_step(new.v)  # V_NEW unread when the layer is key-only
-    block_d = _next_power_of_two(head_dim, at_least=16)
     pdl = launch.pdl and can_launch_early(q.device)
     _paged_decode_kernel[(batch, kv_heads * parts, splits)](
         q, k_pool, v_pool, k_new, v_new, new.slots, new.columns, slots, logical, seq_lens, target, m_out, l_out,
@@ -442,15 +476,12 @@ def triton_paged_decode(
         k_pool.stride(0), k_pool.stride(1), k_pool.stride(2), v_pool.stride(0), v_pool.stride(1), v_pool.stride(2),
         slots.stride(0), logical.stride(0), out.stride(0), out.stride(1), stride_ms, stride_mb,
         out.stride(0), out.stride(1), window_tokens or 0, sink_tokens, head_dim**-0.5, n_tiles, splits,
-        GROUP=group, BLOCK_G=_next_power_of_two(group // parts, at_least=16), HEAD_DIM=head_dim,
-        BLOCK_D=block_d, TPB=tpb, BLOCK_T=launch.block_t, HAS_WINDOW=window_tokens is not None, SPLIT=splits > 1,
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32", PER_SPLIT=per_split,
-        KEY_ONLY=v_pool is k_pool, STORE_NEW=new_token is not None, V_WITH_K=launch.v_with_k,
-        LAST_MERGES=last_merges, NORM_ROWS=normed_rows is not None,
-        BLOCK_H=_next_power_of_two(normed.shape[-1], at_least=16), PREFETCH=launch.prefetch, HEAD_PARTS=parts,
-        PDL=pdl, SPLITS=splits if last_merges else 1,  # constexprs of the merge only: no recompiles elsewhere
-        BLOCK_S=_next_power_of_two(splits, at_least=2) if last_merges else 1,
-        TOKEN_IN_REGISTERS=launch.token_in_registers and new_token is not None,
+        **kernel_constexprs(
+            launch, group=group, head_dim=head_dim, tokens_per_block=tpb, splits=splits, per_split=per_split,
+            last_merges=last_merges, has_window=window_tokens is not None, key_only=v_pool is k_pool,
+            store_new=new_token is not None, norm_width=normed_rows.shape[-1] if normed_rows is not None else None,
+            float32=q.dtype == torch.float32, pdl=pdl,
+        ),
         num_warps=launch.num_warps, num_stages=launch.num_stages, **_register_cap(launch),
         **({"launch_pdl": True} if pdl else {}),
     )  # fmt: skip
@@ -460,7 +491,8 @@ def triton_paged_decode(
         return _combine(partial, m_out, l_out).to(q.dtype)
     _combine_kernel[(batch * q_heads,)](
         partial, m_out, l_out, out, stride_ms, out.stride(0), out.stride(1), q_heads,
-        SPLITS=splits, BLOCK_S=_next_power_of_two(splits, at_least=2), HEAD_DIM=head_dim, BLOCK_D=block_d,
+        SPLITS=splits, BLOCK_S=_next_power_of_two(splits, at_least=2), HEAD_DIM=head_dim,
+        BLOCK_D=_next_power_of_two(head_dim, at_least=16),
     )  # fmt: skip
     return out
 
