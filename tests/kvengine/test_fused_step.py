@@ -21,7 +21,15 @@ from kvengine.spec import LayerSpec, ModelSpec
 from kvengine.triton_attention import can_launch_early, default_launch
 from kvengine.triton_norm import triton_rms_norm
 from tests.kvengine.reference import reference_decode
-from tests.kvengine.triton_check import HYBRID, KEY_ONLY, attend, filled, pools_and_their_want, worst_against_dense
+from tests.kvengine.triton_check import (
+    HYBRID,
+    KEY_ONLY,
+    attend,
+    filled,
+    kernel_call,
+    pools_and_their_want,
+    worst_against_dense,
+)
 
 pytestmark = pytest.mark.gpu
 LENGTHS = [1, 31, 32, 33, 200, 511, 1000, 1025] * 8  # 64 rows: DeepSeek-like rows x one KV head split on an H200
@@ -114,12 +122,14 @@ def test_a_paged_kernel_launched_early_waits_for_the_gemm_that_makes_its_query(
     early = dataclasses.replace(launch, pdl=True)
     # a long GEMM before the kernel: an identity product as wide as the projection, exact in bf16
     source, eye = f.qkv.clone(), torch.eye(f.qkv.shape[1], device="cuda", dtype=f.qkv.dtype)
-    torch.mm(source, eye, out=f.qkv)  # cuBLAS's handle and the kernel compiled outside the capture
-    attend(f, layer, launch=early, splits=3)
+    # outside the capture: cuBLAS's handle, the kernel's compile, its indices (made from host lists)
+    torch.mm(source, eye, out=f.qkv)
+    kernel = kernel_call(f, layer, new=True)
+    kernel(launch=early, splits=3)  # stores the new token again: the pools are put back before the replay
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         torch.mm(source, eye, out=f.qkv)
-        got = attend(f, layer, new=True, launch=early, splits=3)
+        got = kernel(launch=early, splits=3)
     f.qkv.zero_()
     for pool, old in zip(pools, before, strict=True):
         pool.copy_(old)

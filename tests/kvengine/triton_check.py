@@ -112,17 +112,24 @@ def split_qkv(f: Filled, layer: LayerSpec) -> tuple[torch.Tensor, torch.Tensor, 
     return q, f.qkv[:, q_width : q_width + kv_width].view(heads), v
 
 
-def attend(f: Filled, layer: LayerSpec, *, new: bool = False, **options: object) -> torch.Tensor:
-    """The kernel over `f`'s pools; `new`: the last token passed in, as the fused step passes it."""
-    tpb = f.layout.tokens_per_block
-    slots, logical, usable = gather_indices(f.table, f.seq_lens, f.layout.life_cycles[0], tpb)
+def kernel_call(f: Filled, layer: LayerSpec, *, new: bool = False) -> Callable[..., torch.Tensor]:
+    """The kernel over `f`'s pools as a call taking its options; `new`: the last token passed in, as the fused
+    step passes it. Its indices are made here, so the call itself can be captured in a CUDA graph (no host to
+    device copy in it)."""
+    tpb, seq_lens = f.layout.tokens_per_block, f.seq_lens
+    slots, logical, usable = gather_indices(f.table, seq_lens, f.layout.life_cycles[0], tpb)
     blocks = (torch.where(usable, slots, -1), logical, usable)
     q, k, v = split_qkv(f, layer)
-    token = NewToken(k, v, *new_token_blocks(blocks, f.seq_lens - 1, tpb)) if new else None
-    return triton_paged_decode(
-        q, f.k_pool, f.v_pool, blocks[0], logical, f.seq_lens, window_tokens=layer.window_tokens,
-        sink_tokens=layer.sink_tokens, new_token=token, **options,  # type: ignore[arg-type]
+    token = NewToken(k, v, *new_token_blocks(blocks, seq_lens - 1, tpb)) if new else None
+    return functools.partial(
+        triton_paged_decode, q, f.k_pool, f.v_pool, blocks[0], logical, seq_lens, window_tokens=layer.window_tokens,
+        sink_tokens=layer.sink_tokens, new_token=token,
     )  # fmt: skip
+
+
+def attend(f: Filled, layer: LayerSpec, *, new: bool = False, **options: object) -> torch.Tensor:
+    """The kernel over `f`'s pools; `new`: the last token passed in, as the fused step passes it."""
+    return kernel_call(f, layer, new=new)(**options)
 
 
 def worst_against_dense(f: Filled, layer: LayerSpec, got: torch.Tensor) -> float:
