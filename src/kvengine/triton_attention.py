@@ -314,7 +314,8 @@ class PagedLaunch:
     # hidden. Ignored elsewhere
     pdl: bool = False
     # the passed new token attended from registers after the tile loop and stored after it, instead of stored
-    # first and read back with its tile behind a CTA barrier: the tile loads wait for no store
+    # first and read back with its tile behind a CTA barrier: the tile loads wait for no store. Off: the
+    # folded step measured the same with it on an H100 (docs/PERF.md), for 100 more registers at d512
     token_in_registers: bool = False
 
 
