@@ -19,6 +19,9 @@ export PYTHONPATH=$PWD:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a results folder}
 GPU=${GPU:-H100} KEEP=${KEEP:-/tmp/step-and-gate}
 BUDGET_SECONDS=${1:-560} QUIET_RUNS=${2:-10} HOG_RUNS=${3:-10} PLANTED_RUNS=${4:-1}
+# the gate's baseline runs: 6 (their quiet ones proposed: perf_gate_runs.sh), 0 where the committed baselines
+# were set on the step chosen
+BASELINE_RUNS=${BASELINE_RUNS:-6}
 # the prefetch plans, head parts, pdl: no faster on an H100 (PERF.md); in-registers and launch overrides: not
 # selectable by environment (a winner becomes the default in code)
 VARIANTS=${VARIANTS:-folded folded+in-registers current folded+d512:last_split_merges=0 per-op}
@@ -33,16 +36,12 @@ gate() {  # baseline runs, seconds[, history to go on from]: perf_gate_runs.sh u
     cp "$OUT/gate/history.sqlite" "$OUT/gate/$GPU.yaml" "$OUT/gate/tally.txt" "$KEEP/"
     rm -f "$OUT"/gate/*.tail  # the device call brings back 8 files at most
 }
-baseline_runs() {  # 6 (their quiet ones proposed: perf_gate_runs.sh), or $BASELINE_RUNS (0: the committed
-    # baselines were set on the step chosen)
-    echo "${BASELINE_RUNS:-6}"
-}
 if [ -f "$KEEP/chosen.env" ]; then  # a call before this one on this machine measured and chose: gate on
     if [ -f "$KEEP/history.sqlite" ]; then
         cp "$KEEP/$GPU.yaml" "tests/scripts/perf-sanity/baselines/$GPU.yaml"
         gate 0 $((BUDGET_SECONDS - 60)) "$KEEP/history.sqlite"
     else
-        gate "$(baseline_runs)" $((BUDGET_SECONDS - 60))
+        gate "$BASELINE_RUNS" $((BUDGET_SECONDS - 60))
     fi
     exit 0
 fi
@@ -92,7 +91,7 @@ if [ -n "${SWEEP_SHAPES:-}" ]; then  # the kernel sweep instead of the gate: a w
 fi
 left=$((BUDGET_SECONDS - SECONDS - 60))  # a stage run started at the budget's end runs up to a minute past it
 if [ "$left" -gt 90 ]; then
-    gate "$(baseline_runs)" "$left"
+    gate "$BASELINE_RUNS" "$left"
 else
     echo "gate skipped: ${left}s left of ${BUDGET_SECONDS}s" | tee -a "$OUT/summary.txt"
 fi
